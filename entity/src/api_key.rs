@@ -1,0 +1,28 @@
+//! An API key: only its peppered hash and last four characters are stored.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "api_keys")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    /// The shop the key is bound to, if any.
+    pub profile_id: Option<String>,
+    /// `secret` or `publishable`.
+    pub kind: String,
+    /// `test` (sandbox) or `live`.
+    pub mode: String,
+    #[sea_orm(unique)]
+    pub key_hash: String,
+    pub last4: String,
+    pub name: Option<String>,
+    pub created_at: DateTimeUtc,
+    pub revoked_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

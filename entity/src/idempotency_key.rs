@@ -1,0 +1,30 @@
+//! A POST request's `Idempotency-Key`, its body fingerprint and, once answered, the answer.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "idempotency_keys")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub merchant_id: String,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub mode: String,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub key: String,
+    /// SHA-256 of method, path, query and body.
+    pub fingerprint: String,
+    /// `in_flight` or `completed`.
+    pub state: String,
+    pub response_status: Option<i32>,
+    /// JSON array of `[name, value]` pairs replayed with the body.
+    pub response_headers: Option<String>,
+    pub response_body: Option<String>,
+    pub created_at: DateTimeUtc,
+    /// An `in_flight` key whose holder died is taken over after this time.
+    pub locked_until: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

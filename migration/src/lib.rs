@@ -1,0 +1,24 @@
+//! payd's schema, as SeaORM migrations applied in order at start-up.
+//!
+//! Migrations use only portable column types so the same history runs on SQLite and
+//! PostgreSQL. The root crate runs them under a PostgreSQL advisory lock, so several
+//! instances may start at once against one database.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_create_accounts;
+mod m20261122_000002_create_idempotency_keys;
+mod m20261122_000003_create_scheduled_jobs;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261122_000001_create_accounts::Migration),
+            Box::new(m20261122_000002_create_idempotency_keys::Migration),
+            Box::new(m20261122_000003_create_scheduled_jobs::Migration),
+        ]
+    }
+}

@@ -1,0 +1,140 @@
+//! Request and response types of the account and admin routes.
+
+use chrono::{DateTime, Utc};
+use payd_entity::{api_key, profile};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+
+/// A display name: trimmed, 1 to 200 characters.
+pub fn parse_name(param: &str, raw: &str) -> Result<String, ApiError> {
+    let name = raw.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be 1 to 200 characters"),
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// Which keys a new merchant gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestedMode {
+    /// Sandbox keys (`snd_`, `pk_snd_`); always allowed.
+    Sandbox,
+    /// Live keys (`prd_`, `pk_prd_`); only when the deployment runs in production mode.
+    Production,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateMerchantRequest {
+    pub name: String,
+    #[serde(default)]
+    pub mode: Option<RequestedMode>,
+}
+
+/// A new merchant with its first shop and keys. The keys are shown only here.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedMerchant {
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub secret_key: String,
+    pub publishable_key: String,
+    pub test_mode: bool,
+}
+
+/// The merchant the key belongs to.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Account {
+    pub merchant_id: String,
+    pub name: String,
+    /// The mode of the calling key.
+    pub test_mode: bool,
+    /// The shop the request is scoped to, if any.
+    pub profile_id: Option<String>,
+    pub created: DateTime<Utc>,
+}
+
+/// A shop (profile) of the merchant.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Shop {
+    pub profile_id: String,
+    pub name: String,
+    pub created: DateTime<Utc>,
+}
+
+impl From<profile::Model> for Shop {
+    fn from(m: profile::Model) -> Self {
+        Self {
+            profile_id: m.id,
+            name: m.name,
+            created: m.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateShopRequest {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApiKeyKind {
+    Secret,
+    Publishable,
+}
+
+/// An API key as listed: never the key itself, only its last four characters.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiKey {
+    pub key_id: String,
+    #[schema(value_type = ApiKeyKind)]
+    pub kind: String,
+    pub test_mode: bool,
+    pub last4: String,
+    /// The shop the key is bound to, if any.
+    pub profile_id: Option<String>,
+    pub name: Option<String>,
+    pub created: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl From<api_key::Model> for ApiKey {
+    fn from(m: api_key::Model) -> Self {
+        Self {
+            key_id: m.id,
+            kind: m.kind,
+            test_mode: m.mode == "test",
+            last4: m.last4,
+            profile_id: m.profile_id,
+            name: m.name,
+            created: m.created_at,
+            revoked_at: m.revoked_at,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateApiKeyRequest {
+    pub kind: ApiKeyKind,
+    /// Bind the key to one shop; requests with it are scoped to that shop.
+    #[serde(default)]
+    pub profile_id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// A new key: `key` is shown only in this answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedApiKey {
+    #[serde(flatten)]
+    pub api_key: ApiKey,
+    pub key: String,
+}

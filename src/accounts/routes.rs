@@ -1,0 +1,255 @@
+//! Handlers of `POST /admin/merchants` and the `/account` routes.
+
+use actix_web::{web, HttpResponse};
+
+use super::{
+    api::{
+        parse_name, Account, ApiKey, ApiKeyKind, CreateApiKeyRequest, CreateMerchantRequest,
+        CreateShopRequest, CreatedApiKey, CreatedMerchant, RequestedMode, Shop,
+    },
+    store,
+};
+use crate::{
+    app::AppState,
+    auth::{Admin, Caller, KeyKind, Mode, SecretKey},
+    error::ApiError,
+    http::ApiJson,
+    ids::{KeyId, ProfileId},
+    pagination::{List, ListQuery, Page},
+    settings::DeploymentMode,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/admin/merchants").route(web::post().to(create_merchant)))
+        .service(web::resource("/account").route(web::get().to(get_account)))
+        .service(
+            web::resource("/account/shops")
+                .route(web::get().to(list_shops))
+                .route(web::post().to(create_shop)),
+        )
+        .service(
+            web::resource("/account/api-keys")
+                .route(web::get().to(list_api_keys))
+                .route(web::post().to(create_api_key)),
+        )
+        .service(
+            web::resource("/account/api-keys/{key_id}").route(web::delete().to(revoke_api_key)),
+        );
+}
+
+/// Resolves the mode a new merchant asks for against what the deployment allows.
+fn merchant_mode(
+    asked: Option<RequestedMode>,
+    deployment: DeploymentMode,
+) -> Result<Mode, ApiError> {
+    match (asked.unwrap_or(RequestedMode::Sandbox), deployment) {
+        (RequestedMode::Sandbox, _) => Ok(Mode::Test),
+        (RequestedMode::Production, DeploymentMode::Production) => Ok(Mode::Live),
+        (RequestedMode::Production, DeploymentMode::Sandbox) => Err(ApiError::forbidden(
+            "production_disabled",
+            "this deployment runs in sandbox mode and issues only sandbox keys",
+        )
+        .param("mode")),
+    }
+}
+
+/// Create a merchant with a default shop and its first keys (admin key).
+#[utoipa::path(post, path = "/admin/merchants", tag = "admin",
+    request_body = CreateMerchantRequest,
+    responses((status = 201, body = CreatedMerchant), (status = 401, description = "admin key missing or wrong")),
+    security(("admin_key" = [])))]
+pub async fn create_merchant(
+    _: Admin,
+    state: web::Data<AppState>,
+    body: ApiJson<CreateMerchantRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let name = parse_name("name", &body.0.name)?;
+    let mode = merchant_mode(body.0.mode, state.settings.mode)?;
+    let created = store::create_merchant(
+        &state.db,
+        state.clock.now(),
+        &state.settings.security.key_pepper,
+        &name,
+        mode,
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(CreatedMerchant::from(created)))
+}
+
+impl From<store::NewMerchant> for CreatedMerchant {
+    fn from(m: store::NewMerchant) -> Self {
+        Self {
+            merchant_id: m.merchant.id,
+            profile_id: m.profile.id,
+            secret_key: m.secret_key,
+            publishable_key: m.publishable_key,
+            test_mode: m.mode == Mode::Test,
+        }
+    }
+}
+
+/// The merchant behind the calling key.
+#[utoipa::path(get, path = "/account", tag = "account",
+    responses((status = 200, body = Account)), security(("api_key" = [])))]
+pub async fn get_account(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let merchant = store::find_merchant(&state.db, &caller.merchant_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("merchant"))?;
+    Ok(HttpResponse::Ok().json(Account {
+        merchant_id: merchant.id,
+        name: merchant.name,
+        test_mode: caller.test_mode(),
+        profile_id: caller.profile.map(ProfileId::into_string),
+        created: merchant.created_at,
+    }))
+}
+
+/// List the merchant's shops (a shop-bound key sees only its shop).
+#[utoipa::path(get, path = "/account/shops", tag = "account", params(ListQuery),
+    responses((status = 200, body = List<Shop>)), security(("api_key" = [])))]
+pub async fn list_shops(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&query)?;
+    let shops = store::list_profiles(
+        &state.db,
+        &caller.merchant_id,
+        caller.bound_profile.as_ref(),
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(shops.map(Shop::from)))
+}
+
+fn refuse_bound(caller: &Caller) -> Result<(), ApiError> {
+    match caller.bound_profile {
+        Some(_) => Err(ApiError::forbidden(
+            "shop_bound_key",
+            "a key bound to one shop cannot manage the merchant's other shops",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Create a shop.
+#[utoipa::path(post, path = "/account/shops", tag = "account", request_body = CreateShopRequest,
+    responses((status = 201, body = Shop)), security(("api_key" = [])))]
+pub async fn create_shop(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    body: ApiJson<CreateShopRequest>,
+) -> Result<HttpResponse, ApiError> {
+    refuse_bound(&caller)?;
+    let name = parse_name("name", &body.0.name)?;
+    let shop =
+        store::insert_profile(&state.db, state.clock.now(), &caller.merchant_id, &name).await?;
+    Ok(HttpResponse::Created().json(Shop::from(shop)))
+}
+
+/// List the API keys of the calling key's mode (last four characters only).
+#[utoipa::path(get, path = "/account/api-keys", tag = "account", params(ListQuery),
+    responses((status = 200, body = List<ApiKey>)), security(("api_key" = [])))]
+pub async fn list_api_keys(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&query)?;
+    let keys = store::list_keys(
+        &state.db,
+        &caller.merchant_id,
+        caller.mode,
+        caller.bound_profile.as_ref(),
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(keys.map(ApiKey::from)))
+}
+
+/// Create an API key of the calling key's mode; the key is shown once.
+#[utoipa::path(post, path = "/account/api-keys", tag = "account", request_body = CreateApiKeyRequest,
+    responses((status = 201, body = CreatedApiKey)), security(("api_key" = [])))]
+pub async fn create_api_key(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    body: ApiJson<CreateApiKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let kind = match body.kind {
+        ApiKeyKind::Secret => KeyKind::Secret,
+        ApiKeyKind::Publishable => KeyKind::Publishable,
+    };
+    let name = body
+        .name
+        .as_deref()
+        .map(|n| parse_name("name", n))
+        .transpose()?;
+    let asked = match body.profile_id.as_deref() {
+        None => None,
+        Some(raw) => {
+            let id = ProfileId::parse(raw)
+                .ok_or_else(|| ApiError::not_found("shop").param("profile_id"))?;
+            store::find_profile(&state.db, &caller.merchant_id, &id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("shop").param("profile_id"))?;
+            Some(id)
+        }
+    };
+    // Invariant: a shop-bound key only ever mints keys bound to the same shop.
+    let profile = match (&caller.bound_profile, asked) {
+        (Some(bound), Some(asked)) if *bound != asked => {
+            return Err(ApiError::forbidden(
+                "profile_mismatch",
+                "this key is bound to another shop",
+            )
+            .param("profile_id"))
+        }
+        (Some(bound), _) => Some(bound.clone()),
+        (None, asked) => asked,
+    };
+    let (row, key) = store::insert_key(
+        &state.db,
+        state.clock.now(),
+        &state.settings.security.key_pepper,
+        &caller.merchant_id,
+        kind,
+        caller.mode,
+        profile.as_ref(),
+        name,
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(CreatedApiKey {
+        api_key: row.into(),
+        key,
+    }))
+}
+
+/// Revoke an API key; it stops working at once.
+#[utoipa::path(delete, path = "/account/api-keys/{key_id}", tag = "account",
+    params(("key_id" = String, Path, description = "the key's id (key_…)")),
+    responses((status = 200, body = ApiKey), (status = 404, description = "no such key")),
+    security(("api_key" = [])))]
+pub async fn revoke_api_key(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    key_id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let not_found = || ApiError::not_found("api key");
+    let key_id = KeyId::parse(&key_id).ok_or_else(not_found)?;
+    let row = store::revoke_key(
+        &state.db,
+        state.clock.now(),
+        &caller.merchant_id,
+        caller.mode,
+        caller.bound_profile.as_ref(),
+        &key_id,
+    )
+    .await?
+    .ok_or_else(not_found)?;
+    Ok(HttpResponse::Ok().json(ApiKey::from(row)))
+}

@@ -1,0 +1,211 @@
+//! Persistence of merchants, shops and keys.
+
+use chrono::{DateTime, Utc};
+use payd_entity::{api_key, merchant, profile};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
+    QueryFilter, Set, TransactionTrait,
+};
+
+use crate::{
+    auth::{generate_key, hash_key, KeyKind, Mode},
+    ids::{KeyId, MerchantId, ProfileId},
+    pagination::{paginate, List, Page},
+};
+
+/// A merchant just created, with its first shop and the only copy of its keys.
+pub struct NewMerchant {
+    pub merchant: merchant::Model,
+    pub profile: profile::Model,
+    pub mode: Mode,
+    pub secret_key: String,
+    pub publishable_key: String,
+}
+
+/// Creates a merchant, a default shop, and one secret and one publishable key of `mode`.
+pub async fn create_merchant(
+    db: &sea_orm::DatabaseConnection,
+    now: DateTime<Utc>,
+    pepper: &str,
+    name: &str,
+    mode: Mode,
+) -> Result<NewMerchant, DbErr> {
+    let txn = db.begin().await?;
+    let merchant = merchant::ActiveModel {
+        id: Set(MerchantId::new().into_string()),
+        name: Set(name.to_owned()),
+        created_at: Set(now),
+    }
+    .insert(&txn)
+    .await?;
+    let merchant_id = MerchantId::parse(&merchant.id).unwrap_or_default();
+    let profile = insert_profile(&txn, now, &merchant_id, "Default shop").await?;
+    let (_, secret_key) = insert_key(
+        &txn,
+        now,
+        pepper,
+        &merchant_id,
+        KeyKind::Secret,
+        mode,
+        None,
+        None,
+    )
+    .await?;
+    let (_, publishable_key) = insert_key(
+        &txn,
+        now,
+        pepper,
+        &merchant_id,
+        KeyKind::Publishable,
+        mode,
+        None,
+        None,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(NewMerchant {
+        merchant,
+        profile,
+        mode,
+        secret_key,
+        publishable_key,
+    })
+}
+
+pub async fn any_merchant(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
+    Ok(merchant::Entity::find().count(db).await? > 0)
+}
+
+pub async fn find_merchant(
+    db: &impl ConnectionTrait,
+    id: &MerchantId,
+) -> Result<Option<merchant::Model>, DbErr> {
+    merchant::Entity::find_by_id(id.as_str()).one(db).await
+}
+
+pub async fn insert_profile(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    merchant_id: &MerchantId,
+    name: &str,
+) -> Result<profile::Model, DbErr> {
+    profile::ActiveModel {
+        id: Set(ProfileId::new().into_string()),
+        merchant_id: Set(merchant_id.to_string()),
+        name: Set(name.to_owned()),
+        created_at: Set(now),
+    }
+    .insert(db)
+    .await
+}
+
+/// A shop of this merchant; `None` for another merchant's shop, so that its existence stays hidden.
+pub async fn find_profile(
+    db: &impl ConnectionTrait,
+    merchant_id: &MerchantId,
+    profile_id: &ProfileId,
+) -> Result<Option<profile::Model>, DbErr> {
+    profile::Entity::find_by_id(profile_id.as_str())
+        .filter(profile::Column::MerchantId.eq(merchant_id.as_str()))
+        .one(db)
+        .await
+}
+
+pub async fn list_profiles(
+    db: &impl ConnectionTrait,
+    merchant_id: &MerchantId,
+    only: Option<&ProfileId>,
+    page: &Page,
+) -> Result<List<profile::Model>, DbErr> {
+    let mut select =
+        profile::Entity::find().filter(profile::Column::MerchantId.eq(merchant_id.as_str()));
+    if let Some(only) = only {
+        select = select.filter(profile::Column::Id.eq(only.as_str()));
+    }
+    paginate(db, select, profile::Column::Id, page).await
+}
+
+/// Stores a new key and returns its row and the key itself (which is never stored).
+#[allow(clippy::too_many_arguments)]
+pub async fn insert_key(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    pepper: &str,
+    merchant_id: &MerchantId,
+    kind: KeyKind,
+    mode: Mode,
+    profile_id: Option<&ProfileId>,
+    name: Option<String>,
+) -> Result<(api_key::Model, String), DbErr> {
+    let key = generate_key(kind, mode);
+    let row = api_key::ActiveModel {
+        id: Set(KeyId::new().into_string()),
+        merchant_id: Set(merchant_id.to_string()),
+        profile_id: Set(profile_id.map(ToString::to_string)),
+        kind: Set(kind.as_str().to_owned()),
+        mode: Set(mode.as_str().to_owned()),
+        key_hash: Set(hash_key(pepper, &key)),
+        last4: Set(key[key.len() - 4..].to_owned()),
+        name: Set(name),
+        created_at: Set(now),
+        revoked_at: Set(None),
+    }
+    .insert(db)
+    .await?;
+    Ok((row, key))
+}
+
+pub async fn find_key_by_hash(
+    db: &impl ConnectionTrait,
+    hash: &str,
+) -> Result<Option<api_key::Model>, DbErr> {
+    api_key::Entity::find()
+        .filter(api_key::Column::KeyHash.eq(hash))
+        .one(db)
+        .await
+}
+
+fn merchant_keys(merchant_id: &MerchantId, mode: Mode) -> sea_orm::Select<api_key::Entity> {
+    api_key::Entity::find()
+        .filter(api_key::Column::MerchantId.eq(merchant_id.as_str()))
+        .filter(api_key::Column::Mode.eq(mode.as_str()))
+}
+
+pub async fn list_keys(
+    db: &impl ConnectionTrait,
+    merchant_id: &MerchantId,
+    mode: Mode,
+    only_profile: Option<&ProfileId>,
+    page: &Page,
+) -> Result<List<api_key::Model>, DbErr> {
+    let mut select = merchant_keys(merchant_id, mode);
+    if let Some(p) = only_profile {
+        select = select.filter(api_key::Column::ProfileId.eq(p.as_str()));
+    }
+    paginate(db, select, api_key::Column::Id, page).await
+}
+
+/// Revokes a key of this merchant and mode; revoking again changes nothing.
+pub async fn revoke_key(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    merchant_id: &MerchantId,
+    mode: Mode,
+    only_profile: Option<&ProfileId>,
+    key_id: &KeyId,
+) -> Result<Option<api_key::Model>, DbErr> {
+    let mut select =
+        merchant_keys(merchant_id, mode).filter(api_key::Column::Id.eq(key_id.as_str()));
+    if let Some(p) = only_profile {
+        select = select.filter(api_key::Column::ProfileId.eq(p.as_str()));
+    }
+    let Some(row) = select.one(db).await? else {
+        return Ok(None);
+    };
+    if row.revoked_at.is_some() {
+        return Ok(Some(row));
+    }
+    let mut active: api_key::ActiveModel = row.into();
+    active.revoked_at = Set(Some(now));
+    Ok(Some(active.update(db).await?))
+}

@@ -1,0 +1,204 @@
+//! Wiring: the application state, the HTTP server with its middleware, the scheduler and
+//! the actor arbiters, built from one `Settings`.
+
+use std::{net::TcpListener, sync::Arc, time::Duration};
+
+use actix_web::{
+    dev::{Server, ServerHandle},
+    middleware::from_fn,
+    web, App, HttpServer,
+};
+use chrono::Duration as ChronoDuration;
+use payd_actors::ArbiterPool;
+use sea_orm::DatabaseConnection;
+use serde::Serialize;
+
+use crate::{
+    accounts::{self, store},
+    auth::Mode,
+    clock::SharedClock,
+    db,
+    error::ApiError,
+    http::{self, BodyLimit},
+    idempotency, openapi, ops,
+    scheduler::{self, Outcome, Scheduler},
+    settings::{DeploymentMode, Settings},
+};
+
+/// What every handler can reach.
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub settings: Arc<Settings>,
+    pub clock: SharedClock,
+    pub scheduler: Arc<Scheduler>,
+    /// The threads that host keyed actors.
+    pub arbiters: Arc<ArbiterPool>,
+}
+
+/// The built service: bound to its port, not yet serving.
+pub struct Application {
+    port: u16,
+    server: Server,
+    state: web::Data<AppState>,
+}
+
+/// Scheduled job that drops idempotency keys past their retention window.
+const IDEMPOTENCY_PURGE: &str = "idempotency_purge";
+
+impl Application {
+    /// Connects, migrates, bootstraps and binds `settings.listen` (port 0 picks a free one).
+    pub async fn build(settings: Settings, clock: SharedClock) -> anyhow::Result<Self> {
+        let db = db::connect(&settings.database.url, settings.database.max_connections).await?;
+        db::migrate(&settings.database.url, &db).await?;
+        let settings = Arc::new(settings);
+
+        let scheduler = Arc::new(build_scheduler(&db, &clock, &settings));
+        let now = clock.now();
+        scheduler::schedule_if_absent(&db, now, IDEMPOTENCY_PURGE, "all", now).await?;
+
+        if settings.mode == DeploymentMode::Sandbox && settings.sandbox.demo_merchant {
+            bootstrap_demo(&db, &clock, &settings).await?;
+        }
+
+        let arbiters = ArbiterPool::try_new(match settings.actors.arbiters {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+            n => n,
+        })?;
+        let state = web::Data::new(AppState {
+            db,
+            settings: settings.clone(),
+            clock,
+            scheduler,
+            arbiters,
+        });
+
+        let listener = TcpListener::bind(&settings.listen)?;
+        let port = listener.local_addr()?.port();
+        let app_state = state.clone();
+        let limit = settings.http.max_body_bytes;
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(app_state.clone())
+                .app_data(BodyLimit(limit))
+                .app_data(http::query_config())
+                .app_data(http::path_config())
+                .app_data(web::PayloadConfig::new(limit))
+                .wrap(from_fn(http::json_errors))
+                .wrap(from_fn(http::http_metrics))
+                .wrap(from_fn(http::request_id))
+                .configure(ops::configure)
+                .configure(openapi::configure)
+                .service(
+                    web::scope("")
+                        .wrap(from_fn(idempotency::idempotency))
+                        .configure(accounts::configure),
+                )
+                .default_service(web::to(not_found))
+        })
+        .listen(listener)?
+        .shutdown_timeout(settings.http.shutdown_timeout_secs);
+        if settings.http.workers > 0 {
+            server = server.workers(settings.http.workers);
+        }
+        tracing::info!(port, mode = ?settings.mode, "payd listening");
+        Ok(Self {
+            port,
+            server: server.run(),
+            state,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn state(&self) -> web::Data<AppState> {
+        self.state.clone()
+    }
+
+    /// Stops the server (gracefully with `true`); `run_until_stopped` then returns.
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until SIGTERM/SIGINT or `handle().stop()`: stops accepting, drains in-flight
+    /// requests, then stops the scheduler and the actors.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
+        let result = self.server.await;
+        scheduler.abort();
+        self.state.arbiters.stop();
+        tracing::info!("payd stopped");
+        result
+    }
+}
+
+fn build_scheduler(db: &DatabaseConnection, clock: &SharedClock, settings: &Settings) -> Scheduler {
+    let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
+    let (db, clock) = (db.clone(), clock.clone());
+    let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
+    scheduler.register(IDEMPOTENCY_PURGE, move |_job| {
+        let (db, clock) = (db.clone(), clock.clone());
+        async move {
+            match idempotency::purge_expired(&db, clock.now(), ttl).await {
+                Ok(_) => Outcome::RunAt(clock.now() + ChronoDuration::hours(1)),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
+    scheduler
+}
+
+/// The keys of the demo merchant, as written to `demo-keys.json`.
+#[derive(Serialize)]
+struct DemoKeys<'a> {
+    merchant_id: &'a str,
+    profile_id: &'a str,
+    secret_key: &'a str,
+    publishable_key: &'a str,
+}
+
+/// On the first start of a sandbox deployment, creates a demo merchant and shows its keys
+/// once: on standard output and in `<data_dir>/demo-keys.json` (never in the logs).
+async fn bootstrap_demo(
+    db: &DatabaseConnection,
+    clock: &SharedClock,
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    if store::any_merchant(db).await? {
+        return Ok(());
+    }
+    let created = store::create_merchant(
+        db,
+        clock.now(),
+        &settings.security.key_pepper,
+        "Demo merchant",
+        Mode::Test,
+    )
+    .await?;
+    let keys = DemoKeys {
+        merchant_id: &created.merchant.id,
+        profile_id: &created.profile.id,
+        secret_key: &created.secret_key,
+        publishable_key: &created.publishable_key,
+    };
+    let json = serde_json::to_string_pretty(&keys)?;
+    let dir = std::path::Path::new(&settings.sandbox.data_dir);
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("demo-keys.json");
+    std::fs::write(&path, format!("{json}\n"))?;
+    println!(
+        "payd: created a demo merchant; its keys (also in {}):\n{json}",
+        path.display()
+    );
+    Ok(())
+}
+
+async fn not_found() -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::from_status(
+        actix_web::http::StatusCode::NOT_FOUND,
+    ))
+}
+
+/// How long to wait for something in tests and tools that poll; bounded everywhere.
+pub const POLL_LIMIT: Duration = Duration::from_secs(10);

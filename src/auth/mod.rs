@@ -1,0 +1,331 @@
+//! Who is calling: API keys (secret and publishable, sandbox and live), the selected shop,
+//! and the admin key. Keys are stored as peppered HMACs and compared in constant time.
+
+use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
+use futures_util::future::LocalBoxFuture;
+use hmac::{Hmac, KeyInit, Mac};
+use rand::{distr::Alphanumeric, Rng};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::{
+    accounts::store,
+    app::AppState,
+    error::ApiError,
+    ids::{KeyId, MerchantId, ProfileId},
+};
+
+/// A key's mode: `test` objects (sandbox) and `live` objects never see each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Test,
+    Live,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Test => "test",
+            Mode::Live => "live",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "test" => Some(Mode::Test),
+            "live" => Some(Mode::Live),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Secret,
+    Publishable,
+}
+
+impl KeyKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyKind::Secret => "secret",
+            KeyKind::Publishable => "publishable",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "secret" => Some(KeyKind::Secret),
+            "publishable" => Some(KeyKind::Publishable),
+            _ => None,
+        }
+    }
+}
+
+/// Key prefixes by kind and mode (publishable first: `pk_snd_` also ends in `snd_`).
+const PREFIXES: [(&str, KeyKind, Mode); 4] = [
+    ("pk_snd_", KeyKind::Publishable, Mode::Test),
+    ("pk_prd_", KeyKind::Publishable, Mode::Live),
+    ("snd_", KeyKind::Secret, Mode::Test),
+    ("prd_", KeyKind::Secret, Mode::Live),
+];
+
+const SECRET_LEN: usize = 40;
+
+/// The kind and mode a key's prefix announces, if its shape is right.
+pub fn parse_key(key: &str) -> Option<(KeyKind, Mode)> {
+    PREFIXES.iter().find_map(|(prefix, kind, mode)| {
+        let rest = key.strip_prefix(prefix)?;
+        (rest.len() == SECRET_LEN && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .then_some((*kind, *mode))
+    })
+}
+
+/// A new key: its prefix and 40 random alphanumerics (≈ 238 bits).
+pub fn generate_key(kind: KeyKind, mode: Mode) -> String {
+    let prefix = PREFIXES
+        .iter()
+        .find(|(_, k, m)| *k == kind && *m == mode)
+        .map(|(p, _, _)| *p)
+        .unwrap_or("snd_");
+    let secret: String = rand::rng()
+        .sample_iter(&Alphanumeric)
+        .take(SECRET_LEN)
+        .map(char::from)
+        .collect();
+    format!("{prefix}{secret}")
+}
+
+/// HMAC-SHA256(pepper, key), hex: what is stored and looked up.
+pub fn hash_key(pepper: &str, key: &str) -> String {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(pepper.as_bytes())
+        .expect("HMAC takes keys of any length");
+    mac.update(key.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+fn ct_eq(a: &str, b: &str) -> bool {
+    // Hash first so the comparison takes the same time whatever the lengths.
+    let (a, b) = (Sha256::digest(a.as_bytes()), Sha256::digest(b.as_bytes()));
+    a.ct_eq(&b).into()
+}
+
+/// The authenticated caller of a merchant route.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub merchant_id: MerchantId,
+    pub key_id: KeyId,
+    pub mode: Mode,
+    pub kind: KeyKind,
+    /// The shop the key is bound to, if any.
+    pub bound_profile: Option<ProfileId>,
+    /// The shop selected by `x-profile-id`, or the bound shop.
+    pub profile: Option<ProfileId>,
+}
+
+impl Caller {
+    pub fn test_mode(&self) -> bool {
+        self.mode == Mode::Test
+    }
+
+    /// The selected shop, for routes that create shop-owned objects.
+    pub fn require_shop(&self) -> Result<&ProfileId, ApiError> {
+        self.profile.as_ref().ok_or_else(|| {
+            ApiError::invalid(
+                "shop_required",
+                "this route needs a shop: send the x-profile-id header or use a shop-bound key",
+            )
+            .param("x-profile-id")
+        })
+    }
+}
+
+/// Resolves the caller once per request (the idempotency middleware and the route share it).
+pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, ApiError> {
+    if let Some(caller) = req.extensions().get::<Caller>() {
+        return Ok(caller.clone());
+    }
+    let presented = req
+        .headers()
+        .get("api-key")
+        .ok_or_else(|| {
+            ApiError::unauthenticated("missing_api_key", "send your API key in the api-key header")
+        })?
+        .to_str()
+        .map_err(|_| invalid_key())?;
+    let (kind, mode) = parse_key(presented).ok_or_else(invalid_key)?;
+    let hash = hash_key(&state.settings.security.key_pepper, presented);
+    let row = store::find_key_by_hash(&state.db, &hash)
+        .await?
+        .filter(|row| ct_eq(&row.key_hash, &hash))
+        .ok_or_else(invalid_key)?;
+    if row.revoked_at.is_some() {
+        return Err(ApiError::unauthenticated(
+            "api_key_revoked",
+            "this API key has been revoked",
+        ));
+    }
+    let (Some(merchant_id), Some(key_id)) =
+        (MerchantId::parse(&row.merchant_id), KeyId::parse(&row.id))
+    else {
+        return Err(ApiError::internal(format!("malformed key row {}", row.id)));
+    };
+    // Invariant: a key's stored kind and mode match its prefix.
+    if row.kind != kind.as_str() || row.mode != mode.as_str() {
+        return Err(invalid_key());
+    }
+    let bound_profile = row.profile_id.as_deref().and_then(ProfileId::parse);
+    let profile = match req.headers().get("x-profile-id") {
+        None => bound_profile.clone(),
+        Some(value) => {
+            let not_found = || ApiError::not_found("shop").param("x-profile-id");
+            let asked = value
+                .to_str()
+                .ok()
+                .and_then(ProfileId::parse)
+                .ok_or_else(not_found)?;
+            store::find_profile(&state.db, &merchant_id, &asked)
+                .await?
+                .ok_or_else(not_found)?;
+            if bound_profile.as_ref().is_some_and(|b| b != &asked) {
+                return Err(ApiError::forbidden(
+                    "profile_mismatch",
+                    "this key is bound to another shop",
+                )
+                .param("x-profile-id"));
+            }
+            Some(asked)
+        }
+    };
+    let caller = Caller {
+        merchant_id,
+        key_id,
+        mode,
+        kind,
+        bound_profile,
+        profile,
+    };
+    req.extensions_mut().insert(caller.clone());
+    Ok(caller)
+}
+
+fn invalid_key() -> ApiError {
+    ApiError::unauthenticated("invalid_api_key", "the API key is not valid")
+}
+
+fn state(req: &HttpRequest) -> Result<web::Data<AppState>, ApiError> {
+    req.app_data::<web::Data<AppState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("AppState missing from app data"))
+}
+
+/// A caller with a secret key: server-side routes.
+pub struct SecretKey(pub Caller);
+
+impl FromRequest for SecretKey {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let caller = authenticate(&req, &*state(&req)?).await?;
+            if caller.kind != KeyKind::Secret {
+                return Err(ApiError::forbidden(
+                    "secret_key_required",
+                    "this route needs a secret key; publishable keys work only on browser routes",
+                ));
+            }
+            Ok(SecretKey(caller))
+        })
+    }
+}
+
+/// A caller with any key: browser routes (the route itself checks the object's `client_secret`).
+pub struct AnyKey(pub Caller);
+
+impl FromRequest for AnyKey {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move { Ok(AnyKey(authenticate(&req, &*state(&req)?).await?)) })
+    }
+}
+
+/// The operator, holding the admin key from configuration.
+pub struct Admin;
+
+impl FromRequest for Admin {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let state = state(&req)?;
+            let Some(admin_key) = state.settings.admin_key.as_deref() else {
+                return Err(ApiError::unauthenticated(
+                    "admin_disabled",
+                    "the admin API is disabled: start payd with PAYD_ADMIN_KEY set",
+                ));
+            };
+            let presented = req
+                .headers()
+                .get("api-key")
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| {
+                    ApiError::unauthenticated(
+                        "missing_api_key",
+                        "send the admin key in the api-key header",
+                    )
+                })?;
+            if !ct_eq(presented, admin_key) {
+                return Err(ApiError::unauthenticated(
+                    "invalid_api_key",
+                    "the admin key is not valid",
+                ));
+            }
+            Ok(Admin)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_their_kind_and_mode() {
+        for (kind, mode) in [
+            (KeyKind::Secret, Mode::Test),
+            (KeyKind::Publishable, Mode::Test),
+            (KeyKind::Secret, Mode::Live),
+            (KeyKind::Publishable, Mode::Live),
+        ] {
+            let key = generate_key(kind, mode);
+            assert_eq!(parse_key(&key), Some((kind, mode)), "{key}");
+        }
+        assert_eq!(parse_key("snd_short"), None);
+        assert_eq!(
+            parse_key("sk_test_0123456789012345678901234567890123456789"),
+            None
+        );
+    }
+
+    #[test]
+    fn hashes_depend_on_the_pepper() {
+        let key = generate_key(KeyKind::Secret, Mode::Test);
+        assert_eq!(
+            hash_key("pepper-a-pepper-a", &key),
+            hash_key("pepper-a-pepper-a", &key)
+        );
+        assert_ne!(
+            hash_key("pepper-a-pepper-a", &key),
+            hash_key("pepper-b-pepper-b", &key)
+        );
+        assert!(ct_eq("abc", "abc"));
+        assert!(!ct_eq("abc", "abd"));
+    }
+}

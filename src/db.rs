@@ -1,0 +1,80 @@
+//! Database connections and migrations, for SQLite (embedded) and PostgreSQL alike.
+
+use std::time::Duration;
+
+use payd_migration::{Migrator, MigratorTrait};
+use sea_orm::{
+    sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement,
+};
+
+/// Any fixed number: the key of the advisory lock that serializes migrations across instances.
+const MIGRATION_LOCK: i64 = 0x7061_7964_6d69_67; // "paydmig"
+
+/// Connects with the settings payd relies on: SQLite in WAL mode with a busy timeout and
+/// foreign keys, its directory created; PostgreSQL with a bounded pool.
+pub async fn connect(url: &str, max_connections: Option<u32>) -> Result<DatabaseConnection, DbErr> {
+    let mut opts = ConnectOptions::new(url.to_owned());
+    opts.sqlx_logging(false)
+        .connect_timeout(Duration::from_secs(10))
+        .acquire_timeout(Duration::from_secs(30));
+    if url.starts_with("sqlite:") {
+        ensure_sqlite_dir(url);
+        // Invariant: one connection, so there is one writer and no lock upgrade can fail.
+        opts.max_connections(max_connections.unwrap_or(1));
+        opts.map_sqlx_sqlite_opts(|o: SqliteConnectOptions| {
+            o.journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true)
+                .create_if_missing(true)
+        });
+    } else {
+        opts.max_connections(max_connections.unwrap_or(10));
+    }
+    Database::connect(opts).await
+}
+
+/// Creates the directory of a file-backed SQLite URL (`sqlite://data/payd.db?mode=rwc`).
+fn ensure_sqlite_dir(url: &str) {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:")
+        .split('?')
+        .next()
+        .unwrap_or("");
+    if path.is_empty() || path.contains(":memory:") || path.starts_with("file:") {
+        return;
+    }
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        if !dir.as_os_str().is_empty() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+    }
+}
+
+/// Applies pending migrations. On PostgreSQL they run on one dedicated connection holding an
+/// advisory lock, so instances starting together take turns instead of racing.
+pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
+    if db.get_database_backend() != DbBackend::Postgres {
+        return Migrator::up(db, None).await;
+    }
+    let lock_conn = connect(url, Some(1)).await?;
+    let lock = |sql: &str| {
+        Statement::from_sql_and_values(DbBackend::Postgres, sql, [MIGRATION_LOCK.into()])
+    };
+    lock_conn
+        .execute_raw(lock("SELECT pg_advisory_lock($1)"))
+        .await?;
+    let result = Migrator::up(&lock_conn, None).await;
+    let unlocked = lock_conn
+        .execute_raw(lock("SELECT pg_advisory_unlock($1)"))
+        .await;
+    lock_conn.close().await?;
+    result.and(unlocked.map(|_| ()))
+}
+
+/// True when the database answers a trivial query.
+pub async fn ping(db: &DatabaseConnection) -> bool {
+    db.ping().await.is_ok()
+}

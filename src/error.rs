@@ -1,0 +1,315 @@
+//! The one error body every non-2xx answer carries, and the mapping of lower-layer errors to it.
+//!
+//! `{"error": {"type", "code", "message", "param"?, "request_id"}}`. A 5xx body reveals
+//! nothing internal; its cause and the place it was raised go to the log.
+
+use std::{borrow::Cow, panic::Location};
+
+use actix_web::{http::StatusCode, HttpResponse, ResponseError};
+use serde::Serialize;
+
+tokio::task_local! {
+    /// The id of the request being served, set by the request-id middleware.
+    pub static REQUEST_ID: String;
+}
+
+/// The current request's id, or `-` outside a request.
+pub fn current_request_id() -> String {
+    REQUEST_ID
+        .try_with(|id| id.clone())
+        .unwrap_or_else(|_| "-".to_owned())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorType {
+    InvalidRequest,
+    Authentication,
+    Permission,
+    NotFound,
+    Conflict,
+    PayloadTooLarge,
+    RateLimited,
+    Processor,
+    /// 503: the service cannot take the request now (a full actor mailbox, shutting down).
+    Unavailable,
+    Internal,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: ErrorType,
+    pub code: Cow<'static, str>,
+    pub message: String,
+    pub param: Option<String>,
+    /// Seconds for a `Retry-After` header (429, 503).
+    pub retry_after: Option<u64>,
+    /// What went wrong inside, for the log only.
+    cause: Option<String>,
+    location: Option<&'static Location<'static>>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: BodyInner<'a>,
+}
+
+#[derive(Serialize)]
+struct BodyInner<'a> {
+    #[serde(rename = "type")]
+    kind: ErrorType,
+    code: &'a str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    param: Option<&'a str>,
+    request_id: String,
+}
+
+impl ApiError {
+    pub fn new(
+        status: StatusCode,
+        kind: ErrorType,
+        code: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            status,
+            kind,
+            code: code.into(),
+            message: message.into(),
+            param: None,
+            retry_after: None,
+            cause: None,
+            location: None,
+        }
+    }
+
+    /// Names the request field (or header) the error is about.
+    pub fn param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    /// 400 `invalid_request`.
+    pub fn invalid(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            ErrorType::InvalidRequest,
+            code,
+            message,
+        )
+    }
+
+    /// 400 about one field.
+    pub fn invalid_param(param: &str, message: impl Into<String>) -> Self {
+        Self::invalid("parameter_invalid", message).param(param)
+    }
+
+    pub fn unauthenticated(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorType::Authentication,
+            code,
+            message,
+        )
+    }
+
+    pub fn forbidden(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, ErrorType::Permission, code, message)
+    }
+
+    /// 404 for an object that does not exist for this merchant and mode (or at all).
+    pub fn not_found(what: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            ErrorType::NotFound,
+            "resource_missing",
+            format!("no such {what}"),
+        )
+    }
+
+    pub fn conflict(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, ErrorType::Conflict, code, message)
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorType::PayloadTooLarge,
+            "payload_too_large",
+            format!("the request body is larger than {limit} bytes"),
+        )
+    }
+
+    pub fn overloaded() -> Self {
+        let mut e = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorType::Unavailable,
+            "overloaded",
+            "too many requests for this object are waiting; retry shortly",
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
+    /// 500. The cause is logged with the caller's location; the client sees nothing of it.
+    #[track_caller]
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        let mut e = Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorType::Internal,
+            "internal_error",
+            "an internal error occurred; the request id identifies it in the logs",
+        );
+        e.cause = Some(cause.to_string());
+        e.location = Some(Location::caller());
+        e
+    }
+
+    /// The error body for a bare status (used for answers actix produced without a body).
+    pub fn from_status(status: StatusCode) -> Self {
+        let (kind, code, message) = match status.as_u16() {
+            401 => (
+                ErrorType::Authentication,
+                "unauthenticated",
+                "authentication required",
+            ),
+            403 => (ErrorType::Permission, "forbidden", "not allowed"),
+            404 => (ErrorType::NotFound, "route_not_found", "no such route"),
+            405 => (
+                ErrorType::InvalidRequest,
+                "method_not_allowed",
+                "this route does not accept that method",
+            ),
+            406 => (
+                ErrorType::InvalidRequest,
+                "not_acceptable",
+                "not acceptable",
+            ),
+            408 => (
+                ErrorType::InvalidRequest,
+                "request_timeout",
+                "the request took too long",
+            ),
+            409 => (ErrorType::Conflict, "conflict", "conflict"),
+            413 => (
+                ErrorType::PayloadTooLarge,
+                "payload_too_large",
+                "the request body is too large",
+            ),
+            415 => (
+                ErrorType::InvalidRequest,
+                "unsupported_media_type",
+                "send the body as application/json",
+            ),
+            429 => (ErrorType::RateLimited, "rate_limited", "too many requests"),
+            503 => (
+                ErrorType::Unavailable,
+                "unavailable",
+                "the service is unavailable",
+            ),
+            s if s >= 500 => (
+                ErrorType::Internal,
+                "internal_error",
+                "an internal error occurred",
+            ),
+            _ => (
+                ErrorType::InvalidRequest,
+                "invalid_request",
+                "the request is invalid",
+            ),
+        };
+        Self::new(status, kind, code, message)
+    }
+
+    pub fn body_bytes(&self) -> Vec<u8> {
+        let body = Body {
+            error: BodyInner {
+                kind: self.kind,
+                code: &self.code,
+                message: &self.message,
+                param: self.param.as_deref(),
+                request_id: current_request_id(),
+            },
+        };
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if self.status.is_server_error() {
+            tracing::error!(
+                code = %self.code,
+                cause = self.cause.as_deref().unwrap_or("-"),
+                at = %self.location.map(|l| l.to_string()).unwrap_or_default(),
+                "request failed"
+            );
+        }
+        let mut res = HttpResponse::build(self.status);
+        res.content_type("application/json");
+        if let Some(secs) = self.retry_after {
+            res.insert_header(("retry-after", secs.to_string()));
+        }
+        res.body(self.body_bytes())
+    }
+}
+
+impl From<sea_orm::DbErr> for ApiError {
+    #[track_caller]
+    fn from(e: sea_orm::DbErr) -> Self {
+        ApiError::internal(format!("database: {e}"))
+    }
+}
+
+/// Pulls the field name out of a serde message such as "missing field `amount`".
+pub fn serde_field(message: &str) -> Option<&str> {
+    ["missing field `", "unknown field `", "duplicate field `"]
+        .iter()
+        .find_map(|lead| message.split_once(lead))
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(field, _)| field)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_field_finds_the_name() {
+        assert_eq!(
+            serde_field("missing field `amount` at line 1"),
+            Some("amount")
+        );
+        assert_eq!(
+            serde_field("unknown field `amout`, expected one of `amount`"),
+            Some("amout")
+        );
+        assert_eq!(serde_field("invalid type: string"), None);
+    }
+
+    #[test]
+    fn internal_errors_reveal_nothing() {
+        let e = ApiError::internal("password=hunter2 in a connection string");
+        let body = String::from_utf8(e.body_bytes()).unwrap();
+        assert!(!body.contains("hunter2"));
+        assert!(body.contains("\"type\":\"internal\""));
+    }
+}

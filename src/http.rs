@@ -1,0 +1,285 @@
+//! Request plumbing shared by every route: request ids, JSON error bodies for whatever actix
+//! answers by itself, HTTP metrics, and the JSON body and query extractors that name the
+//! offending field.
+
+use std::time::Instant;
+
+use actix_web::{
+    body::{BoxBody, MessageBody},
+    dev::{Payload, ServiceRequest, ServiceResponse},
+    http::header::{self, HeaderValue},
+    middleware::Next,
+    web::{self, Bytes},
+    Error, FromRequest, HttpRequest, ResponseError,
+};
+use futures_util::{future::LocalBoxFuture, StreamExt};
+use serde::de::DeserializeOwned;
+use tracing::Instrument;
+
+use crate::{
+    error::{serde_field, ApiError, REQUEST_ID},
+    ids::new_id,
+};
+
+/// The largest request body accepted, in bytes (app data).
+#[derive(Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+fn incoming_request_id(req: &ServiceRequest) -> Option<String> {
+    let value = req.headers().get("x-request-id")?.to_str().ok()?;
+    let sane = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    sane.then(|| value.to_owned())
+}
+
+/// Gives every request an id (the caller's `x-request-id` if sane), a tracing span, and the
+/// response header.
+pub async fn request_id(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let id = incoming_request_id(&req).unwrap_or_else(|| new_id("req"));
+    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
+    let mut res = REQUEST_ID
+        .scope(id.clone(), next.call(req).instrument(span))
+        .await?;
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        res.headers_mut()
+            .insert(header::HeaderName::from_static("x-request-id"), value);
+    }
+    Ok(res)
+}
+
+/// Replaces the body of any error answer that is not already JSON (actix's own 404, 405,
+/// 413 …) with the one error body.
+pub async fn json_errors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let res = next.call(req).await?;
+    let status = res.status();
+    let is_json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !is_json {
+        let (req, _) = res.into_parts();
+        let body = ApiError::from_status(status).error_response();
+        return Ok(ServiceResponse::new(req, body));
+    }
+    Ok(res.map_into_boxed_body())
+}
+
+/// Counts requests and times them by route pattern (never by raw path: ids are unbounded).
+pub async fn http_metrics(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let started = Instant::now();
+    let method = req.method().to_string();
+    let res = next.call(req).await?;
+    let route = res
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let status = res.status().as_u16().to_string();
+    let labels = [("method", method), ("route", route), ("status", status)];
+    metrics::counter!("payd_http_requests_total", &labels).increment(1);
+    metrics::histogram!("payd_http_request_duration_seconds", &labels)
+        .record(started.elapsed().as_secs_f64());
+    Ok(res)
+}
+
+/// Reads a whole body, refusing one over `limit` bytes (early, when Content-Length says so).
+pub async fn read_body(
+    req: &HttpRequest,
+    payload: &mut Payload,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::payload_too_large(limit));
+    }
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|e| ApiError::invalid("invalid_body", e.to_string()))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::payload_too_large(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+fn body_limit(req: &HttpRequest) -> usize {
+    req.app_data::<BodyLimit>()
+        .map(|l| l.0)
+        .unwrap_or(1024 * 1024)
+}
+
+/// A JSON request body whose errors name the field. An empty body reads as `{}`.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for ApiJson<T> {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let mut payload = payload.take();
+        Box::pin(async move {
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            if let Some(ct) = content_type {
+                let essence = ct.split(';').next().unwrap_or("").trim();
+                if essence != "application/json" && !essence.ends_with("+json") {
+                    return Err(ApiError::new(
+                        actix_web::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        crate::error::ErrorType::InvalidRequest,
+                        "unsupported_media_type",
+                        format!("send the body as application/json, not {essence}"),
+                    )
+                    .param("Content-Type"));
+                }
+            }
+            let bytes = read_body(&req, &mut payload, body_limit(&req)).await?;
+            parse_json(&bytes).map(ApiJson)
+        })
+    }
+}
+
+/// Strips serde_json's " at line L column C" suffix, which says nothing to an API client.
+fn without_position(message: &str) -> &str {
+    message
+        .rsplit_once(" at line ")
+        .map(|(head, _)| head)
+        .unwrap_or(message)
+}
+
+/// Parses a JSON body, mapping every failure to a 400 that names the field.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+        b"{}"
+    } else {
+        bytes
+    };
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::invalid(
+                "invalid_json",
+                format!("the body is not valid JSON: {inner}"),
+            );
+        }
+        let message = inner.to_string();
+        let message = without_position(&message);
+        let field = serde_field(message);
+        let param = match (path.as_str(), field) {
+            (".", Some(f)) => Some(f.to_owned()),
+            (".", None) => None,
+            (p, Some(f)) if !p.ends_with(f) => Some(format!("{p}.{f}")),
+            (p, _) => Some(p.to_owned()),
+        };
+        let code = if message.starts_with("missing field") {
+            "parameter_missing"
+        } else if message.starts_with("unknown field") {
+            "parameter_unknown"
+        } else {
+            "parameter_invalid"
+        };
+        let mut err = ApiError::invalid(code, message.to_owned());
+        err.param = param;
+        err
+    })?;
+    de.end().map_err(|e| {
+        ApiError::invalid("invalid_json", format!("the body is not valid JSON: {e}"))
+    })?;
+    Ok(value)
+}
+
+/// Query-string errors in the one error shape, naming the parameter.
+pub fn query_config() -> web::QueryConfig {
+    web::QueryConfig::default().error_handler(|err, _req| {
+        let message = err.to_string();
+        let message = message
+            .strip_prefix("Query deserialize error: ")
+            .unwrap_or(&message)
+            .to_owned();
+        let mut e = ApiError::invalid("parameter_invalid", message.clone());
+        e.param = serde_field(&message).map(str::to_owned);
+        e.into()
+    })
+}
+
+/// Path errors (rare: our path segments are strings) in the one error shape.
+pub fn path_config() -> web::PathConfig {
+    web::PathConfig::default()
+        .error_handler(|err, _req| ApiError::invalid("parameter_invalid", err.to_string()).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Req {
+        amount: i64,
+        inner: Option<Inner>,
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        number: String,
+    }
+
+    fn err(body: &str) -> ApiError {
+        parse_json::<Req>(body.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn json_errors_name_the_field() {
+        let e = err("{}");
+        assert_eq!(
+            (e.code.as_ref(), e.param.as_deref()),
+            ("parameter_missing", Some("amount"))
+        );
+        let e = err(r#"{"amount":"ten"}"#);
+        assert_eq!(
+            (e.code.as_ref(), e.param.as_deref()),
+            ("parameter_invalid", Some("amount"))
+        );
+        let e = err(r#"{"amount":1,"amout":2}"#);
+        assert_eq!(
+            (e.code.as_ref(), e.param.as_deref()),
+            ("parameter_unknown", Some("amout"))
+        );
+        let e = err(r#"{"amount":1,"inner":{"number":5}}"#);
+        assert_eq!(e.param.as_deref(), Some("inner.number"));
+        let e = err(r#"{"amount":1,"inner":{}}"#);
+        assert_eq!(e.param.as_deref(), Some("inner.number"));
+        let e = err(r#"{"amount":"#);
+        assert_eq!(
+            (e.code.as_ref(), e.param.as_deref()),
+            ("invalid_json", None)
+        );
+        let e = err(r#"{"amount":1} x"#);
+        assert_eq!(e.code.as_ref(), "invalid_json");
+        assert!(!e.message.contains("line"), "{}", e.message);
+    }
+}

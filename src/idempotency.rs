@@ -1,0 +1,344 @@
+//! `Idempotency-Key` on every POST: the first answer is stored per merchant, mode and key for
+//! a day and replayed byte for byte; the same key with another request is a 409, and so is
+//! a retry while the first is still running.
+//!
+//! It is a middleware, so routes get it by being mounted under it. Answers that a retry
+//! should be allowed to change (5xx, 429, 503) are not stored: the key is released instead.
+
+use actix_web::{
+    body::{self, BoxBody, MessageBody},
+    dev::{Payload, ServiceRequest, ServiceResponse},
+    http::{header, Method, StatusCode},
+    middleware::Next,
+    web, Error, HttpMessage, HttpResponse,
+};
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::idempotency_key::{self, Entity as Keys};
+use sea_orm::{
+    sea_query::Expr, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter, TryInsertResult,
+};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    app::AppState,
+    auth::{self, Caller},
+    error::ApiError,
+    http::read_body,
+};
+
+pub const HEADER: &str = "idempotency-key";
+const IN_FLIGHT: &str = "in_flight";
+const COMPLETED: &str = "completed";
+/// Response headers stored with the body and replayed.
+const REPLAYED_HEADERS: [header::HeaderName; 2] = [header::CONTENT_TYPE, header::LOCATION];
+
+/// What to do with a request that carries a key.
+#[derive(Debug)]
+pub enum Begin {
+    /// The key is ours now: run the request.
+    Proceed,
+    /// Answered before: send this again.
+    Replay(idempotency_key::Model),
+    /// Used before for a different request.
+    Reused,
+    /// The first request with this key is still running.
+    InUse,
+}
+
+fn parse_key(raw: &header::HeaderValue) -> Result<String, ApiError> {
+    let key = raw.to_str().unwrap_or("");
+    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::invalid_param(
+            "Idempotency-Key",
+            "the Idempotency-Key header must be 1 to 255 visible ASCII characters",
+        ));
+    }
+    Ok(key.to_owned())
+}
+
+fn fingerprint(req: &ServiceRequest, body: &[u8]) -> String {
+    let mut h = Sha256::new();
+    for part in [
+        req.method().as_str().as_bytes(),
+        req.path().as_bytes(),
+        req.query_string().as_bytes(),
+        req.headers()
+            .get("x-profile-id")
+            .map(|v| v.as_bytes())
+            .unwrap_or_default(),
+    ] {
+        h.update(part);
+        h.update([0u8]);
+    }
+    h.update(body);
+    hex::encode(h.finalize())
+}
+
+/// The middleware.
+pub async fn idempotency(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let Some(raw) = req
+        .headers()
+        .get(HEADER)
+        .filter(|_| req.method() == Method::POST)
+        .cloned()
+    else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let key = match parse_key(&raw) {
+        Ok(key) => key,
+        Err(e) => return Ok(req.error_response(e)),
+    };
+    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+        return Ok(req.error_response(ApiError::internal("AppState missing")));
+    };
+    // Without a valid key there is no merchant to scope the key to: the route answers 401.
+    let Ok(caller) = auth::authenticate(req.request(), &state).await else {
+        return Ok(next.call(req).await?.map_into_boxed_body());
+    };
+    let mut payload = req.take_payload();
+    let body = match read_body(
+        req.request(),
+        &mut payload,
+        state.settings.http.max_body_bytes,
+    )
+    .await
+    {
+        Ok(body) => body,
+        Err(e) => return Ok(req.error_response(e)),
+    };
+    let print = fingerprint(&req, &body);
+    req.set_payload(Payload::from(body));
+
+    let store = KeyStore::new(&state, &caller, &key);
+    let begun = match store.begin(&state.db, &print).await {
+        Ok(b) => b,
+        Err(e) => return Ok(req.error_response(ApiError::from(e))),
+    };
+    match begun {
+        Begin::Proceed => {}
+        Begin::Replay(row) => return Ok(req.into_response(replay(&row))),
+        Begin::Reused => {
+            return Ok(req.error_response(
+                ApiError::conflict(
+                    "idempotency_key_reused",
+                    "this Idempotency-Key was used with a different request",
+                )
+                .param("Idempotency-Key"),
+            ))
+        }
+        Begin::InUse => {
+            return Ok(req.error_response(
+                ApiError::conflict(
+                    "idempotency_key_in_use",
+                    "a request with this Idempotency-Key is still being processed",
+                )
+                .param("Idempotency-Key"),
+            ))
+        }
+    }
+
+    let res = next.call(req).await?;
+    let (req, res) = res.into_parts();
+    let status = res.status();
+    let (mut head, res_body) = res.into_parts();
+    let bytes = match body::to_bytes(res_body).await {
+        Ok(b) => b,
+        Err(_) => {
+            let _ = store.release(&state.db).await;
+            return Ok(ServiceResponse::new(
+                req,
+                HttpResponse::from_error(ApiError::internal("response body could not be read")),
+            ));
+        }
+    };
+    let keep = !(status.is_server_error()
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::SERVICE_UNAVAILABLE);
+    let text = std::str::from_utf8(&bytes).ok().filter(|_| keep);
+    let saved = match text {
+        Some(text) => {
+            store
+                .complete(&state.db, status, head.headers(), text)
+                .await
+        }
+        None => store.release(&state.db).await,
+    };
+    if let Err(e) = saved {
+        // The answer stands; only its replay is lost, and the key is released after its lock.
+        tracing::warn!(error = %e, "could not store the idempotent answer");
+    }
+    head.headers_mut().remove(header::CONTENT_LENGTH);
+    Ok(ServiceResponse::new(
+        req,
+        head.set_body(BoxBody::new(bytes)),
+    ))
+}
+
+fn replay(row: &idempotency_key::Model) -> HttpResponse {
+    let status = row
+        .response_status
+        .and_then(|s| u16::try_from(s).ok())
+        .and_then(|s| StatusCode::from_u16(s).ok())
+        .unwrap_or(StatusCode::OK);
+    let mut res = HttpResponse::build(status);
+    let headers: Vec<(String, String)> = row
+        .response_headers
+        .as_deref()
+        .and_then(|h| serde_json::from_str(h).ok())
+        .unwrap_or_default();
+    for (name, value) in headers {
+        res.insert_header((name, value));
+    }
+    res.insert_header(("idempotent-replayed", "true"));
+    res.body(row.response_body.clone().unwrap_or_default())
+}
+
+/// One key's row, addressed by merchant, mode and key.
+struct KeyStore<'a> {
+    merchant_id: &'a str,
+    mode: &'static str,
+    key: &'a str,
+    now: DateTime<Utc>,
+    ttl: Duration,
+    lock: Duration,
+}
+
+impl<'a> KeyStore<'a> {
+    fn new(state: &AppState, caller: &'a Caller, key: &'a str) -> Self {
+        let cfg = &state.settings.idempotency;
+        Self {
+            merchant_id: caller.merchant_id.as_str(),
+            mode: caller.mode.as_str(),
+            key,
+            now: state.clock.now(),
+            ttl: Duration::hours(cfg.ttl_hours as i64),
+            lock: Duration::seconds(cfg.lock_secs as i64),
+        }
+    }
+
+    fn this(&self) -> sea_orm::Condition {
+        sea_orm::Condition::all()
+            .add(idempotency_key::Column::MerchantId.eq(self.merchant_id))
+            .add(idempotency_key::Column::Mode.eq(self.mode))
+            .add(idempotency_key::Column::Key.eq(self.key))
+    }
+
+    async fn begin(&self, db: &impl ConnectionTrait, print: &str) -> Result<Begin, DbErr> {
+        // Two rounds: the second follows the removal of an expired row.
+        for _ in 0..2 {
+            let row = idempotency_key::ActiveModel {
+                merchant_id: Set(self.merchant_id.to_owned()),
+                mode: Set(self.mode.to_owned()),
+                key: Set(self.key.to_owned()),
+                fingerprint: Set(print.to_owned()),
+                state: Set(IN_FLIGHT.to_owned()),
+                response_status: Set(None),
+                response_headers: Set(None),
+                response_body: Set(None),
+                created_at: Set(self.now),
+                locked_until: Set(self.now + self.lock),
+            };
+            let inserted = Keys::insert(row)
+                .on_conflict_do_nothing()
+                .exec_without_returning(db)
+                .await?;
+            if matches!(inserted, TryInsertResult::Inserted(n) if n > 0) {
+                return Ok(Begin::Proceed);
+            }
+            let Some(existing) = Keys::find().filter(self.this()).one(db).await? else {
+                continue;
+            };
+            if existing.created_at + self.ttl <= self.now {
+                Keys::delete_many()
+                    .filter(self.this())
+                    .filter(idempotency_key::Column::CreatedAt.eq(existing.created_at))
+                    .exec(db)
+                    .await?;
+                continue;
+            }
+            if existing.fingerprint != print {
+                return Ok(Begin::Reused);
+            }
+            if existing.state == COMPLETED {
+                return Ok(Begin::Replay(existing));
+            }
+            if existing.locked_until > self.now {
+                return Ok(Begin::InUse);
+            }
+            // The holder died before answering: take the key over, unless someone else just did.
+            let taken = Keys::update_many()
+                .col_expr(
+                    idempotency_key::Column::LockedUntil,
+                    Expr::value(self.now + self.lock),
+                )
+                .filter(self.this())
+                .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+                .filter(idempotency_key::Column::LockedUntil.eq(existing.locked_until))
+                .exec(db)
+                .await?;
+            return Ok(if taken.rows_affected == 1 {
+                Begin::Proceed
+            } else {
+                Begin::InUse
+            });
+        }
+        Ok(Begin::InUse)
+    }
+
+    async fn complete(
+        &self,
+        db: &impl ConnectionTrait,
+        status: StatusCode,
+        headers: &header::HeaderMap,
+        body: &str,
+    ) -> Result<(), DbErr> {
+        let kept: Vec<(&str, &str)> = REPLAYED_HEADERS
+            .iter()
+            .filter_map(|name| {
+                let value = headers.get(name)?.to_str().ok()?;
+                Some((name.as_str(), value))
+            })
+            .collect();
+        Keys::update_many()
+            .col_expr(idempotency_key::Column::State, Expr::value(COMPLETED))
+            .col_expr(
+                idempotency_key::Column::ResponseStatus,
+                Expr::value(i32::from(status.as_u16())),
+            )
+            .col_expr(
+                idempotency_key::Column::ResponseHeaders,
+                Expr::value(serde_json::to_string(&kept).unwrap_or_default()),
+            )
+            .col_expr(idempotency_key::Column::ResponseBody, Expr::value(body))
+            .filter(self.this())
+            .exec(db)
+            .await?;
+        Ok(())
+    }
+
+    async fn release(&self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
+        Keys::delete_many()
+            .filter(self.this())
+            .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+            .exec(db)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Deletes keys older than the retention window; run by the scheduler.
+pub async fn purge_expired(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    ttl: Duration,
+) -> Result<u64, DbErr> {
+    let res = Keys::delete_many()
+        .filter(idempotency_key::Column::CreatedAt.lt(now - ttl))
+        .exec(db)
+        .await?;
+    Ok(res.rows_affected)
+}

@@ -1,0 +1,21 @@
+//! payd: a self-hostable payment service. The library holds the whole server so that tests
+//! and tools can build it in-process; `main.rs` is only the command line.
+
+pub mod accounts;
+pub mod app;
+pub mod auth;
+pub mod clock;
+pub mod db;
+pub mod error;
+pub mod http;
+pub mod idempotency;
+pub mod ids;
+pub mod openapi;
+pub mod ops;
+pub mod pagination;
+pub mod scheduler;
+pub mod settings;
+pub mod telemetry;
+
+pub use app::{AppState, Application};
+pub use settings::Settings;

@@ -1,0 +1,116 @@
+//! The `payd` command line: `serve` (default), `migrate`, `admin create-merchant`.
+
+use std::{process::ExitCode, sync::Arc};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use payd::{
+    accounts::{api::CreatedMerchant, store},
+    auth::Mode,
+    clock::{Clock, SystemClock},
+    db, telemetry, Application, Settings,
+};
+
+#[derive(Parser)]
+#[command(name = "payd", version, about = "A self-hostable payment service")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Operator tasks.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Create a merchant with a default shop and print its id, shop id and keys as JSON.
+    CreateMerchant {
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_enum, default_value_t = KeyMode::Sandbox)]
+        mode: KeyMode,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KeyMode {
+    Sandbox,
+    Production,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::load() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("payd: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    telemetry::init(&settings.log);
+    let result = actix_web::rt::System::new().block_on(run(cli, settings));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("payd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            Application::build(settings, Arc::new(SystemClock))
+                .await?
+                .run_until_stopped()
+                .await?
+        }
+        Command::Migrate => {
+            let conn =
+                db::connect(&settings.database.url, settings.database.max_connections).await?;
+            db::migrate(&settings.database.url, &conn).await?;
+            println!("payd: migrations applied");
+        }
+        Command::Admin {
+            command: AdminCommand::CreateMerchant { name, mode },
+        } => {
+            let name = payd::accounts::api::parse_name("name", &name)
+                .map_err(|e| anyhow::anyhow!(e.message))?;
+            let mode = match (mode, settings.mode) {
+                (KeyMode::Sandbox, _) => Mode::Test,
+                (KeyMode::Production, payd::settings::DeploymentMode::Production) => Mode::Live,
+                (KeyMode::Production, payd::settings::DeploymentMode::Sandbox) => {
+                    anyhow::bail!(
+                        "this deployment runs in sandbox mode (PAYD_MODE=production for live keys)"
+                    )
+                }
+            };
+            let conn =
+                db::connect(&settings.database.url, settings.database.max_connections).await?;
+            db::migrate(&settings.database.url, &conn).await?;
+            let created = store::create_merchant(
+                &conn,
+                SystemClock.now(),
+                &settings.security.key_pepper,
+                &name,
+                mode,
+            )
+            .await?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&CreatedMerchant::from(created))?
+            );
+        }
+    }
+    Ok(())
+}

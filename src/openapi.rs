@@ -1,0 +1,94 @@
+//! The OpenAPI document, generated from the handlers' annotations, and the docs page that
+//! renders it from assets embedded in the binary.
+
+use actix_web::{web, HttpResponse};
+use utoipa::{
+    openapi::security::{ApiKey, ApiKeyValue, SecurityScheme},
+    Modify, OpenApi,
+};
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::{accounts, ops, pagination};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "payd",
+        description = "A self-hostable payment service: payments, customers, refunds, disputes, subscriptions, catalog, invoices, payouts and signed webhooks.",
+    ),
+    paths(
+        ops::live,
+        ops::ready,
+        ops::metrics,
+        ops::version,
+        accounts::routes::create_merchant,
+        accounts::routes::get_account,
+        accounts::routes::list_shops,
+        accounts::routes::create_shop,
+        accounts::routes::list_api_keys,
+        accounts::routes::create_api_key,
+        accounts::routes::revoke_api_key,
+    ),
+    components(schemas(crate::error::ErrorType, ErrorBody, pagination::ListQuery)),
+    modifiers(&Security),
+    tags(
+        (name = "account", description = "The merchant's shops and API keys"),
+        (name = "admin", description = "Operator routes (admin key)"),
+        (name = "operations", description = "Health, metrics and version"),
+    )
+)]
+pub struct ApiDoc;
+
+/// The error body every non-2xx answer carries.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ErrorDetail {
+    #[schema(value_type = crate::error::ErrorType)]
+    r#type: String,
+    /// A stable snake_case code, e.g. `parameter_missing`, `invalid_state`.
+    code: String,
+    message: String,
+    /// The request field or header the error is about.
+    param: Option<String>,
+    request_id: String,
+}
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        openapi.info.version = env!("CARGO_PKG_VERSION").to_owned();
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "api-key",
+                "A secret key (snd_… sandbox, prd_… live); publishable keys (pk_…) only on browser routes",
+            ))),
+        );
+        components.add_security_scheme(
+            "admin_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "api-key",
+                "The operator's admin key (PAYD_ADMIN_KEY)",
+            ))),
+        );
+    }
+}
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", ApiDoc::openapi()))
+        .service(web::resource("/docs").route(web::get().to(docs_redirect)));
+}
+
+async fn docs_redirect() -> HttpResponse {
+    HttpResponse::PermanentRedirect()
+        .insert_header(("location", "/docs/"))
+        .finish()
+}

@@ -1,0 +1,92 @@
+//! Operator routes: liveness, readiness, Prometheus metrics and the release version.
+
+use std::sync::OnceLock;
+
+use actix_web::{web, HttpResponse};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::{app::AppState, db, error::ApiError};
+
+/// Histogram buckets, in seconds, for every `*_seconds` metric.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0,
+];
+
+/// The process-wide Prometheus recorder (installed once, whatever the number of servers).
+pub fn prometheus() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let builder = || {
+                PrometheusBuilder::new()
+                    .set_buckets(&BUCKETS)
+                    .unwrap_or_else(|_| PrometheusBuilder::new())
+            };
+            builder()
+                .install_recorder()
+                .unwrap_or_else(|_| builder().build_recorder().handle())
+        })
+        .clone()
+}
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/health/live").route(web::get().to(live)))
+        .service(web::resource("/health/ready").route(web::get().to(ready)))
+        .service(web::resource("/metrics").route(web::get().to(metrics)))
+        .service(web::resource("/version").route(web::get().to(version)));
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    pub status: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Version {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/health/live", tag = "operations", responses((status = 200, body = Health)))]
+pub async fn live() -> HttpResponse {
+    HttpResponse::Ok().json(Health { status: "ok" })
+}
+
+/// The process can serve: its database answers.
+#[utoipa::path(get, path = "/health/ready", tag = "operations",
+    responses((status = 200, body = Health), (status = 503, description = "the database does not answer")))]
+pub async fn ready(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    if db::ping(&state.db).await {
+        Ok(HttpResponse::Ok().json(Health { status: "ok" }))
+    } else {
+        Err(ApiError::new(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            crate::error::ErrorType::Unavailable,
+            "database_unavailable",
+            "the database does not answer",
+        ))
+    }
+}
+
+/// Prometheus text exposition.
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub async fn metrics() -> HttpResponse {
+    let handle = prometheus();
+    handle.run_upkeep();
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(handle.render())
+}
+
+/// The deployed release: endpoint and field availability follow it.
+#[utoipa::path(get, path = "/version", tag = "operations", responses((status = 200, body = Version)))]
+pub async fn version() -> HttpResponse {
+    HttpResponse::Ok().json(Version {
+        name: "payd",
+        version: env!("CARGO_PKG_VERSION"),
+    })
+}

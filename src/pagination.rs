@@ -1,0 +1,135 @@
+//! List pages: `limit` (1–100, default 10), `starting_after` / `ending_before` cursors on ids,
+//! newest first, answered as `{"data": [...], "has_more": bool}`.
+
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::ApiError;
+
+pub const DEFAULT_LIMIT: u64 = 10;
+pub const MAX_LIMIT: u64 = 100;
+
+/// The paging parameters as a client sends them (query string or JSON body).
+#[derive(Debug, Default, Clone, Deserialize, IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// How many objects to return, 1 to 100 (default 10).
+    pub limit: Option<i64>,
+    /// Return objects older than this id (the next page).
+    pub starting_after: Option<String>,
+    /// Return objects newer than this id (the previous page).
+    pub ending_before: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cursor {
+    None,
+    After(String),
+    Before(String),
+}
+
+/// Validated paging parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    pub limit: u64,
+    pub cursor: Cursor,
+}
+
+impl Page {
+    pub fn parse(q: &ListQuery) -> Result<Self, ApiError> {
+        let limit = match q.limit {
+            None => DEFAULT_LIMIT,
+            Some(n) if (1..=MAX_LIMIT as i64).contains(&n) => n as u64,
+            Some(_) => {
+                return Err(ApiError::invalid_param(
+                    "limit",
+                    format!("limit must be between 1 and {MAX_LIMIT}"),
+                ))
+            }
+        };
+        let cursor = match (&q.starting_after, &q.ending_before) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid_param(
+                    "ending_before",
+                    "send starting_after or ending_before, not both",
+                ))
+            }
+            (Some(id), None) => Cursor::After(id.clone()),
+            (None, Some(id)) => Cursor::Before(id.clone()),
+            (None, None) => Cursor::None,
+        };
+        Ok(Self { limit, cursor })
+    }
+}
+
+/// One page of a list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct List<T> {
+    pub data: Vec<T>,
+    pub has_more: bool,
+}
+
+impl<T> List<T> {
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> List<U> {
+        List {
+            data: self.data.into_iter().map(f).collect(),
+            has_more: self.has_more,
+        }
+    }
+}
+
+/// Runs `select` for one page, newest first by `id` (ids are time-sortable UUIDv7).
+pub async fn paginate<E, C>(
+    db: &impl ConnectionTrait,
+    select: Select<E>,
+    id: C,
+    page: &Page,
+) -> Result<List<E::Model>, DbErr>
+where
+    E: EntityTrait,
+    C: ColumnTrait,
+{
+    let fetch = page.limit + 1;
+    let (select, reverse) = match &page.cursor {
+        Cursor::None => (select.order_by_desc(id), false),
+        Cursor::After(cursor) => (
+            select.filter(id.lt(cursor.as_str())).order_by_desc(id),
+            false,
+        ),
+        Cursor::Before(cursor) => (select.filter(id.gt(cursor.as_str())).order_by_asc(id), true),
+    };
+    let mut data = select.limit(fetch).all(db).await?;
+    let has_more = data.len() as u64 > page.limit;
+    data.truncate(page.limit as usize);
+    if reverse {
+        data.reverse();
+    }
+    Ok(List { data, has_more })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_and_cursors_are_validated() {
+        let page = Page::parse(&ListQuery::default()).unwrap();
+        assert_eq!(page.limit, DEFAULT_LIMIT);
+        for bad in [0, -1, 101] {
+            let q = ListQuery {
+                limit: Some(bad),
+                ..Default::default()
+            };
+            assert_eq!(Page::parse(&q).unwrap_err().param.as_deref(), Some("limit"));
+        }
+        let q = ListQuery {
+            starting_after: Some("a".into()),
+            ending_before: Some("b".into()),
+            ..Default::default()
+        };
+        assert!(Page::parse(&q).is_err());
+    }
+}

@@ -1,0 +1,320 @@
+//! The persisted scheduler: due work (expiries, deadlines, renewals, retries) lives in the
+//! `scheduled_jobs` table, one row per (kind, entity), so a restart or a second instance
+//! loses none of it. Instances claim due rows with a lease (`FOR UPDATE SKIP LOCKED` on
+//! PostgreSQL; SQLite has one writer), run the kind's handler, then delete, move or retry
+//! the row. A job whose instance died is claimed again once its lease has run out.
+
+use std::{collections::HashMap, sync::Arc, time::Duration as StdDuration};
+
+use chrono::{DateTime, Duration, Utc};
+use futures_util::future::BoxFuture;
+use payd_entity::scheduled_job::{self, Entity as Jobs};
+use sea_orm::{
+    sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query},
+    ActiveValue::Set,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+};
+use tokio::sync::Notify;
+
+use crate::{clock::SharedClock, ids::new_id, settings::SchedulerSettings};
+
+/// A claimed job, as its handler sees it.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub kind: String,
+    pub entity_id: String,
+    pub due_at: DateTime<Utc>,
+    pub payload: serde_json::Value,
+    /// How many times it has been claimed, this time included.
+    pub attempt: i32,
+}
+
+/// What a handler says about the job it ran.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Finished: the row is deleted.
+    Done,
+    /// Run again at this time (recurring work).
+    RunAt(DateTime<Utc>),
+    /// Failed: retried with exponential backoff.
+    Failed(String),
+}
+
+pub trait JobHandler: Send + Sync + 'static {
+    fn run(&self, job: Job) -> BoxFuture<'static, Outcome>;
+}
+
+impl<F, Fut> JobHandler for F
+where
+    F: Fn(Job) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Outcome> + Send + 'static,
+{
+    fn run(&self, job: Job) -> BoxFuture<'static, Outcome> {
+        Box::pin(self(job))
+    }
+}
+
+/// Schedules (or moves) the job of this kind for this entity. Pass the transaction that makes
+/// the state change, so the job exists exactly when the change does.
+pub async fn schedule(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    kind: &str,
+    entity_id: &str,
+    due_at: DateTime<Utc>,
+    payload: serde_json::Value,
+) -> Result<(), DbErr> {
+    let row = scheduled_job::ActiveModel {
+        id: Set(new_id("job")),
+        kind: Set(kind.to_owned()),
+        entity_id: Set(entity_id.to_owned()),
+        due_at: Set(due_at),
+        payload: Set(payload.to_string()),
+        attempts: Set(0),
+        last_error: Set(None),
+        lease_owner: Set(None),
+        lease_until: Set(None),
+        created_at: Set(now),
+    };
+    Jobs::insert(row)
+        .on_conflict(
+            OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
+                .update_columns([
+                    scheduled_job::Column::DueAt,
+                    scheduled_job::Column::Payload,
+                    scheduled_job::Column::Attempts,
+                    scheduled_job::Column::LastError,
+                    scheduled_job::Column::LeaseOwner,
+                    scheduled_job::Column::LeaseUntil,
+                ])
+                .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await?;
+    Ok(())
+}
+
+/// Schedules the job unless one of this kind already exists for the entity.
+pub async fn schedule_if_absent(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    kind: &str,
+    entity_id: &str,
+    due_at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let row = scheduled_job::ActiveModel {
+        id: Set(new_id("job")),
+        kind: Set(kind.to_owned()),
+        entity_id: Set(entity_id.to_owned()),
+        due_at: Set(due_at),
+        payload: Set("null".to_owned()),
+        attempts: Set(0),
+        last_error: Set(None),
+        lease_owner: Set(None),
+        lease_until: Set(None),
+        created_at: Set(now),
+    };
+    Jobs::insert(row)
+        .on_conflict(
+            OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
+                .do_nothing()
+                .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await?;
+    Ok(())
+}
+
+/// Removes the job of this kind for this entity, if any.
+pub async fn cancel(db: &impl ConnectionTrait, kind: &str, entity_id: &str) -> Result<(), DbErr> {
+    Jobs::delete_many()
+        .filter(scheduled_job::Column::Kind.eq(kind))
+        .filter(scheduled_job::Column::EntityId.eq(entity_id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// Claims and runs due jobs.
+pub struct Scheduler {
+    db: sea_orm::DatabaseConnection,
+    clock: SharedClock,
+    settings: SchedulerSettings,
+    handlers: HashMap<&'static str, Arc<dyn JobHandler>>,
+    wake: Notify,
+}
+
+impl Scheduler {
+    pub fn new(
+        db: sea_orm::DatabaseConnection,
+        clock: SharedClock,
+        settings: SchedulerSettings,
+    ) -> Self {
+        Self {
+            db,
+            clock,
+            settings,
+            handlers: HashMap::new(),
+            wake: Notify::new(),
+        }
+    }
+
+    pub fn register(&mut self, kind: &'static str, handler: impl JobHandler) {
+        self.handlers.insert(kind, Arc::new(handler));
+    }
+
+    /// Makes the loop look for due work now instead of at its next poll.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Claims the jobs due now (up to a batch), runs them one by one, and returns how many ran.
+    pub async fn tick(&self) -> Result<usize, DbErr> {
+        let now = self.clock.now();
+        let claimed = self.claim(now).await?;
+        let lag = claimed
+            .iter()
+            .map(|j| Ord::max((now - j.due_at).num_milliseconds(), 0))
+            .max()
+            .unwrap_or(0);
+        metrics::gauge!("payd_scheduler_lag_seconds").set(lag as f64 / 1000.0);
+        let count = claimed.len();
+        for row in claimed {
+            self.run_one(row).await?;
+        }
+        Ok(count)
+    }
+
+    async fn claim(&self, now: DateTime<Utc>) -> Result<Vec<scheduled_job::Model>, DbErr> {
+        let token = new_id("lease");
+        let lease_until = now + Duration::seconds(self.settings.lease_secs as i64);
+        let due = Query::select()
+            .column(scheduled_job::Column::Id)
+            .from(Jobs)
+            .and_where(scheduled_job::Column::DueAt.lte(now))
+            .and_where(
+                scheduled_job::Column::LeaseUntil
+                    .is_null()
+                    .or(scheduled_job::Column::LeaseUntil.lt(now)),
+            )
+            .order_by(scheduled_job::Column::DueAt, sea_orm::Order::Asc)
+            .limit(self.settings.batch_size)
+            // Dropped on SQLite, whose single writer already serializes claims.
+            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+            .to_owned();
+        // Invariant: a row is claimed only if its lease is free, re-checked by the UPDATE itself.
+        Jobs::update_many()
+            .col_expr(
+                scheduled_job::Column::LeaseOwner,
+                Expr::value(token.clone()),
+            )
+            .col_expr(scheduled_job::Column::LeaseUntil, Expr::value(lease_until))
+            .col_expr(
+                scheduled_job::Column::Attempts,
+                Expr::col(scheduled_job::Column::Attempts).add(1),
+            )
+            .filter(scheduled_job::Column::Id.in_subquery(due))
+            .filter(
+                scheduled_job::Column::LeaseUntil
+                    .is_null()
+                    .or(scheduled_job::Column::LeaseUntil.lt(now)),
+            )
+            .exec(&self.db)
+            .await?;
+        Jobs::find()
+            .filter(scheduled_job::Column::LeaseOwner.eq(token))
+            .order_by_asc(scheduled_job::Column::DueAt)
+            .all(&self.db)
+            .await
+    }
+
+    async fn run_one(&self, row: scheduled_job::Model) -> Result<(), DbErr> {
+        let Some(handler) = self.handlers.get(row.kind.as_str()).cloned() else {
+            // Perhaps a newer instance knows this kind: leave it for an hour, don't spin on it.
+            tracing::warn!(kind = %row.kind, "no handler for scheduled job kind");
+            return self
+                .finish(&row, Outcome::RunAt(self.clock.now() + Duration::hours(1)))
+                .await;
+        };
+        let job = Job {
+            kind: row.kind.clone(),
+            entity_id: row.entity_id.clone(),
+            due_at: row.due_at,
+            payload: serde_json::from_str(&row.payload).unwrap_or(serde_json::Value::Null),
+            attempt: row.attempts,
+        };
+        let outcome = handler.run(job).await;
+        let label = match &outcome {
+            Outcome::Done => "done",
+            Outcome::RunAt(_) => "rescheduled",
+            Outcome::Failed(_) => "failed",
+        };
+        metrics::counter!("payd_scheduler_jobs_total", "kind" => row.kind.clone(), "outcome" => label)
+            .increment(1);
+        self.finish(&row, outcome).await
+    }
+
+    /// Applies an outcome, only if the row is still ours: a `schedule` call made meanwhile
+    /// cleared the lease, and the new schedule wins.
+    async fn finish(&self, row: &scheduled_job::Model, outcome: Outcome) -> Result<(), DbErr> {
+        let ours = scheduled_job::Column::Id
+            .eq(row.id.as_str())
+            .and(scheduled_job::Column::LeaseOwner.eq(row.lease_owner.clone()));
+        match outcome {
+            Outcome::Done => {
+                Jobs::delete_many().filter(ours).exec(&self.db).await?;
+            }
+            Outcome::RunAt(at) => {
+                release(at, None).filter(ours).exec(&self.db).await?;
+            }
+            Outcome::Failed(error) => {
+                let backoff = Ord::min(2i64.saturating_pow(row.attempts.clamp(0, 12) as u32), 3600);
+                tracing::warn!(kind = %row.kind, entity = %row.entity_id, %error, "scheduled job failed");
+                release(self.clock.now() + Duration::seconds(backoff), Some(error))
+                    .filter(ours)
+                    .exec(&self.db)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the loop until the task is dropped: a tick at every poll interval or wake-up.
+    pub async fn run(self: Arc<Self>) {
+        let poll = StdDuration::from_millis(self.settings.poll_interval_ms);
+        loop {
+            if let Err(e) = self.tick().await {
+                tracing::warn!(error = %e, "scheduler tick failed");
+            }
+            let _ = tokio::time::timeout(poll, self.wake.notified()).await;
+        }
+    }
+
+    /// The due time of the job of this kind for this entity, if one is scheduled.
+    pub async fn due_at(
+        &self,
+        kind: &str,
+        entity_id: &str,
+    ) -> Result<Option<DateTime<Utc>>, DbErr> {
+        Ok(Jobs::find()
+            .filter(scheduled_job::Column::Kind.eq(kind))
+            .filter(scheduled_job::Column::EntityId.eq(entity_id))
+            .one(&self.db)
+            .await?
+            .map(|j| j.due_at))
+    }
+}
+
+fn release(at: DateTime<Utc>, error: Option<String>) -> sea_orm::UpdateMany<Jobs> {
+    Jobs::update_many()
+        .col_expr(scheduled_job::Column::DueAt, Expr::value(at))
+        .col_expr(scheduled_job::Column::LastError, Expr::value(error))
+        .col_expr(
+            scheduled_job::Column::LeaseOwner,
+            Expr::value(Option::<String>::None),
+        )
+        .col_expr(
+            scheduled_job::Column::LeaseUntil,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+}

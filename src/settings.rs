@@ -1,0 +1,292 @@
+//! Typed configuration: built-in defaults, then an optional file, then `PAYD_*` variables.
+
+use std::{str::FromStr, time::Duration};
+
+use config::{Config, Environment, File, FileFormat};
+use serde::Deserialize;
+
+/// The defaults, compiled in so the binary runs with nothing beside it.
+const DEFAULTS: &str = include_str!("../config/default.toml");
+
+/// The pepper shipped in `config/default.toml`; production refuses to run with it.
+const SANDBOX_PEPPER: &str = "payd-sandbox-pepper-change-me";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("invalid configuration: {0}")]
+    Invalid(#[from] config::ConfigError),
+    #[error("invalid configuration: `{key}`: {message}")]
+    Key { key: &'static str, message: String },
+}
+
+/// How the deployment runs: `sandbox` has only test keys; `production` may also issue live keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeploymentMode {
+    Sandbox,
+    Production,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub mode: DeploymentMode,
+    pub listen: String,
+    #[serde(default)]
+    pub admin_key: Option<String>,
+    pub database: DatabaseSettings,
+    pub security: SecuritySettings,
+    pub http: HttpSettings,
+    pub actors: ActorSettings,
+    pub scheduler: SchedulerSettings,
+    pub idempotency: IdempotencySettings,
+    pub log: LogSettings,
+    pub sandbox: SandboxSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSettings {
+    pub url: String,
+    /// Pool size; SQLite defaults to one connection (one writer, no lock upgrades).
+    #[serde(default)]
+    pub max_connections: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecuritySettings {
+    pub key_pepper: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    pub max_body_bytes: usize,
+    pub shutdown_timeout_secs: u64,
+    /// Worker threads; 0 means one per core.
+    #[serde(default)]
+    pub workers: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActorSettings {
+    pub mailbox_capacity: usize,
+    pub idle_timeout_secs: u64,
+    /// Arbiter threads that host actors; 0 means one per core.
+    #[serde(default)]
+    pub arbiters: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSettings {
+    pub poll_interval_ms: u64,
+    pub lease_secs: u64,
+    pub batch_size: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdempotencySettings {
+    pub ttl_hours: u64,
+    /// How long an unanswered key stays locked before another request may take it over.
+    pub lock_secs: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub filter: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// Create a demo merchant and shop on first start and write their keys to `data_dir`.
+    pub demo_merchant: bool,
+    pub data_dir: String,
+}
+
+impl Settings {
+    /// Reads the layers from the process environment.
+    pub fn load() -> Result<Self, SettingsError> {
+        Self::load_from(std::env::vars().collect())
+    }
+
+    /// Reads the layers from the given variables (tests pass their own).
+    pub fn load_from(vars: Vec<(String, String)>) -> Result<Self, SettingsError> {
+        let get = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty())
+        };
+        let mut builder = Config::builder().add_source(File::from_str(DEFAULTS, FileFormat::Toml));
+        if let Some(path) = get("PAYD_CONFIG") {
+            builder = builder.add_source(File::with_name(&path).required(true));
+        }
+        let env: config::Map<String, String> = vars
+            .iter()
+            .filter(|(k, _)| k.starts_with("PAYD_") && k.contains("__"))
+            .cloned()
+            .collect();
+        builder = builder.add_source(
+            Environment::with_prefix("PAYD")
+                .prefix_separator("_")
+                .separator("__")
+                .try_parsing(true)
+                .source(Some(env)),
+        );
+        // The documented shortcuts, applied last so they win over the file.
+        if let Some(v) = get("PAYD_LISTEN") {
+            builder = builder.set_override("listen", v)?;
+        }
+        if let Some(v) = get("PAYD_DATABASE_URL").or_else(|| get("DATABASE_URL")) {
+            builder = builder.set_override("database.url", v)?;
+        }
+        if let Some(v) = get("PAYD_ADMIN_KEY") {
+            builder = builder.set_override("admin_key", v)?;
+        }
+        if let Some(v) = get("PAYD_MODE") {
+            builder = builder.set_override("mode", v)?;
+        }
+        let settings: Settings = builder.build()?.try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn validate(&self) -> Result<(), SettingsError> {
+        let bad = |key: &'static str, message: &str| {
+            Err(SettingsError::Key {
+                key,
+                message: message.to_owned(),
+            })
+        };
+        if std::net::SocketAddr::from_str(&self.listen).is_err() {
+            return bad("listen", "expected host:port, e.g. 127.0.0.1:8080");
+        }
+        if !(self.database.url.starts_with("sqlite:")
+            || self.database.url.starts_with("postgres://")
+            || self.database.url.starts_with("postgresql://"))
+        {
+            return bad("database.url", "expected a sqlite: or postgres:// URL");
+        }
+        if self.security.key_pepper.len() < 16 {
+            return bad("security.key_pepper", "must be at least 16 characters");
+        }
+        if self.mode == DeploymentMode::Production && self.security.key_pepper == SANDBOX_PEPPER {
+            return bad(
+                "security.key_pepper",
+                "production mode needs its own pepper (PAYD_SECURITY__KEY_PEPPER)",
+            );
+        }
+        if let Some(key) = &self.admin_key {
+            if key.len() < 8 {
+                return bad("admin_key", "must be at least 8 characters");
+            }
+        }
+        if self.http.max_body_bytes == 0 {
+            return bad("http.max_body_bytes", "must be greater than 0");
+        }
+        if self.actors.mailbox_capacity == 0 {
+            return bad("actors.mailbox_capacity", "must be greater than 0");
+        }
+        if self.scheduler.poll_interval_ms == 0 || self.scheduler.batch_size == 0 {
+            return bad(
+                "scheduler",
+                "poll_interval_ms and batch_size must be greater than 0",
+            );
+        }
+        if self.idempotency.ttl_hours == 0 {
+            return bad("idempotency.ttl_hours", "must be greater than 0");
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
+            return bad("log.filter", "not a valid tracing filter");
+        }
+        Ok(())
+    }
+
+    pub fn is_sqlite(&self) -> bool {
+        self.database.url.starts_with("sqlite:")
+    }
+
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(self.actors.idle_timeout_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_load() {
+        let s = Settings::load_from(vec![]).unwrap();
+        assert_eq!(s.mode, DeploymentMode::Sandbox);
+        assert_eq!(s.listen, "127.0.0.1:8080");
+        assert!(s.is_sqlite());
+        assert!(s.admin_key.is_none());
+    }
+
+    #[test]
+    fn shortcuts_and_sections_override() {
+        let s = Settings::load_from(vars(&[
+            ("PAYD_LISTEN", "127.0.0.1:9999"),
+            ("DATABASE_URL", "postgres://x@localhost/db"),
+            ("PAYD_ADMIN_KEY", "an-admin-key"),
+            ("PAYD_ACTORS__IDLE_TIMEOUT_SECS", "7"),
+            ("PAYD_BROWSER_TESTS", "1"),
+        ]))
+        .unwrap();
+        assert_eq!(s.listen, "127.0.0.1:9999");
+        assert_eq!(s.database.url, "postgres://x@localhost/db");
+        assert_eq!(s.admin_key.as_deref(), Some("an-admin-key"));
+        assert_eq!(s.actors.idle_timeout_secs, 7);
+        let s = Settings::load_from(vars(&[
+            ("DATABASE_URL", "postgres://ignored/db"),
+            ("PAYD_DATABASE_URL", "sqlite::memory:"),
+        ]))
+        .unwrap();
+        assert_eq!(s.database.url, "sqlite::memory:");
+    }
+
+    #[test]
+    fn invalid_settings_name_the_key() {
+        let err = Settings::load_from(vars(&[("PAYD_ACTORS__IDLE_TIMEOUT_SECS", "soon")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("idle_timeout_secs"), "{err}");
+        let err = Settings::load_from(vars(&[("PAYD_ACTORS__MAILBOX", "3")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mailbox"), "{err}");
+        let err = Settings::load_from(vars(&[("PAYD_LISTEN", "nowhere")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("listen"), "{err}");
+        let err = Settings::load_from(vars(&[("PAYD_MODE", "production")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("key_pepper"), "{err}");
+        let err = Settings::load_from(vars(&[("PAYD_MODE", "staging")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mode"), "{err}");
+    }
+}
