@@ -51,6 +51,9 @@ impl Application {
         let db = db::connect(&settings.database.url, settings.database.max_connections).await?;
         db::migrate(&settings.database.url, &db).await?;
         let settings = Arc::new(settings);
+        // Install the recorder before anything records.
+        ops::prometheus();
+        payd_actors::telemetry::describe_metrics();
 
         let scheduler = Arc::new(build_scheduler(&db, &clock, &settings));
         let now = clock.now();
@@ -80,7 +83,6 @@ impl Application {
             App::new()
                 .app_data(app_state.clone())
                 .app_data(BodyLimit(limit))
-                .app_data(http::query_config())
                 .app_data(http::path_config())
                 .app_data(web::PayloadConfig::new(limit))
                 .wrap(from_fn(http::json_errors))

@@ -209,17 +209,33 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
-/// Query-string errors in the one error shape, naming the parameter.
-pub fn query_config() -> web::QueryConfig {
-    web::QueryConfig::default().error_handler(|err, _req| {
-        let message = err.to_string();
-        let message = message
-            .strip_prefix("Query deserialize error: ")
-            .unwrap_or(&message)
-            .to_owned();
-        let mut e = ApiError::invalid("parameter_invalid", message.clone());
-        e.param = serde_field(&message).map(str::to_owned);
-        e.into()
+/// A query string whose errors name the parameter.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest for ApiQuery<T> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(parse_query(req.query_string()).map(ApiQuery))
+    }
+}
+
+/// Parses a query string, mapping a failure to a 400 that names the parameter.
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        let param = serde_field(&message)
+            .map(str::to_owned)
+            .or_else(|| (path != ".").then_some(path));
+        let mut err = ApiError::invalid(
+            "parameter_invalid",
+            format!("invalid query string: {message}"),
+        );
+        err.param = param;
+        err
     })
 }
 
@@ -280,6 +296,7 @@ mod tests {
         );
         let e = err(r#"{"amount":1} x"#);
         assert_eq!(e.code.as_ref(), "invalid_json");
+        let e = err(r#"{"amount":"ten"}"#);
         assert!(!e.message.contains("line"), "{}", e.message);
     }
 }

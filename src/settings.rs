@@ -125,7 +125,9 @@ impl Settings {
     /// Reads the layers from the given variables (tests pass their own).
     pub fn load_from(vars: Vec<(String, String)>) -> Result<Self, SettingsError> {
         let get = |name: &str| {
+            // The last occurrence wins, as when a variable is set twice.
             vars.iter()
+                .rev()
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.clone())
                 .filter(|v| !v.is_empty())

@@ -129,6 +129,10 @@ pub struct CreateApiKeyRequest {
     pub profile_id: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
+    /// Make a sandbox key (`true`) with a live key; defaults to the calling key's mode.
+    /// A sandbox key cannot make live keys.
+    #[serde(default)]
+    pub test_mode: Option<bool>,
 }
 
 /// A new key: `key` is shown only in this answer.

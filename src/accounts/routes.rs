@@ -13,7 +13,7 @@ use crate::{
     app::AppState,
     auth::{Admin, Caller, KeyKind, Mode, SecretKey},
     error::ApiError,
-    http::ApiJson,
+    http::{ApiJson, ApiQuery},
     ids::{KeyId, ProfileId},
     pagination::{List, ListQuery, Page},
     settings::DeploymentMode,
@@ -113,7 +113,7 @@ pub async fn get_account(
 pub async fn list_shops(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    query: web::Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Page::parse(&query)?;
     let shops = store::list_profiles(
@@ -157,7 +157,7 @@ pub async fn create_shop(
 pub async fn list_api_keys(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    query: web::Query<ListQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Page::parse(&query)?;
     let keys = store::list_keys(
@@ -171,7 +171,7 @@ pub async fn list_api_keys(
     Ok(HttpResponse::Ok().json(keys.map(ApiKey::from)))
 }
 
-/// Create an API key of the calling key's mode; the key is shown once.
+/// Create an API key (of the calling key's mode unless `test_mode` says otherwise); the key is shown once.
 #[utoipa::path(post, path = "/account/api-keys", tag = "account", request_body = CreateApiKeyRequest,
     responses((status = 201, body = CreatedApiKey)), security(("api_key" = [])))]
 pub async fn create_api_key(
@@ -189,6 +189,18 @@ pub async fn create_api_key(
         .as_deref()
         .map(|n| parse_name("name", n))
         .transpose()?;
+    let mode = match (body.test_mode, caller.mode) {
+        (None, mode) => mode,
+        (Some(true), _) => Mode::Test,
+        (Some(false), Mode::Live) => Mode::Live,
+        (Some(false), Mode::Test) => {
+            return Err(ApiError::forbidden(
+                "live_key_from_test_key",
+                "a sandbox key cannot create live keys",
+            )
+            .param("test_mode"))
+        }
+    };
     let asked = match body.profile_id.as_deref() {
         None => None,
         Some(raw) => {
@@ -218,7 +230,7 @@ pub async fn create_api_key(
         &state.settings.security.key_pepper,
         &caller.merchant_id,
         kind,
-        caller.mode,
+        mode,
         profile.as_ref(),
         name,
     )

@@ -1,0 +1,374 @@
+//! Merchants, shops and API keys through the HTTP API.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{spawn_app, spawn_with, TestDb, ADMIN_KEY};
+use serde_json::json;
+
+#[actix_web::test]
+async fn admin_creates_a_merchant_with_a_shop_and_keys() {
+    let app = spawn_app().await;
+    let res = app
+        .post("/admin/merchants", ADMIN_KEY, json!({"name": "Acme"}))
+        .await;
+    assert_eq!(res.status, 201, "{:?}", res.body);
+    let b = &res.body;
+    assert!(b["merchant_id"].as_str().unwrap().starts_with("mer_"));
+    assert!(b["profile_id"].as_str().unwrap().starts_with("prof_"));
+    assert!(b["secret_key"].as_str().unwrap().starts_with("snd_"));
+    assert!(b["publishable_key"]
+        .as_str()
+        .unwrap()
+        .starts_with("pk_snd_"));
+    assert_eq!(b["test_mode"], true);
+
+    let account = app.get("/account", b["secret_key"].as_str().unwrap()).await;
+    assert_eq!(account.status, 200);
+    assert_eq!(account.body["merchant_id"], b["merchant_id"]);
+    assert_eq!(account.body["name"], "Acme");
+    assert_eq!(account.body["test_mode"], true);
+}
+
+#[actix_web::test]
+async fn admin_route_refuses_wrong_keys_and_production_in_a_sandbox() {
+    let app = spawn_app().await;
+    let merchant = app.create_merchant("Acme").await;
+    for key in ["wrong-admin-key", merchant.secret_key.as_str()] {
+        let res = app
+            .post("/admin/merchants", key, json!({"name": "Evil"}))
+            .await;
+        assert_eq!((res.status, res.code()), (401, "invalid_api_key"));
+    }
+    let res = app
+        .post(
+            "/admin/merchants",
+            ADMIN_KEY,
+            json!({"name": "Live", "mode": "production"}),
+        )
+        .await;
+    assert_eq!(
+        (res.status, res.code(), res.param()),
+        (403, "production_disabled", Some("mode"))
+    );
+    let res = app
+        .post("/admin/merchants", ADMIN_KEY, json!({"name": "  "}))
+        .await;
+    assert_eq!((res.status, res.param()), (400, Some("name")));
+    let res = app
+        .post(
+            "/admin/merchants",
+            ADMIN_KEY,
+            json!({"name": "X", "mode": "staging"}),
+        )
+        .await;
+    assert_eq!((res.status, res.param()), (400, Some("mode")));
+}
+
+#[actix_web::test]
+async fn admin_route_is_disabled_without_an_admin_key() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_ADMIN_KEY", "")]).await;
+    let res = app
+        .post("/admin/merchants", ADMIN_KEY, json!({"name": "Acme"}))
+        .await;
+    assert_eq!((res.status, res.code()), (401, "admin_disabled"));
+}
+
+#[actix_web::test]
+async fn keys_are_checked_revocable_and_shown_once() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+
+    let res = app.get("/account", &m.publishable_key).await;
+    assert_eq!((res.status, res.code()), (403, "secret_key_required"));
+    let res = app
+        .get("/account", "snd_0000000000000000000000000000000000000000")
+        .await;
+    assert_eq!((res.status, res.code()), (401, "invalid_api_key"));
+    let res = app.get("/account", "not-a-key").await;
+    assert_eq!((res.status, res.code()), (401, "invalid_api_key"));
+
+    let created = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "name": "ci"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let new_key = created.body["key"].as_str().unwrap().to_owned();
+    let key_id = created.body["key_id"].as_str().unwrap().to_owned();
+    assert!(new_key.starts_with("snd_"));
+    assert_eq!(created.body["last4"], new_key[new_key.len() - 4..]);
+    assert_eq!(app.get("/account", &new_key).await.status, 200);
+
+    let list = app.get("/account/api-keys", &m.secret_key).await;
+    assert_eq!(list.status, 200);
+    assert_eq!(list.body["data"].as_array().unwrap().len(), 3);
+    let text = String::from_utf8_lossy(&list.raw);
+    assert!(
+        !text.contains(&new_key) && !text.contains(&m.secret_key),
+        "keys never listed"
+    );
+
+    let revoked = app
+        .delete(&format!("/account/api-keys/{key_id}"), &m.secret_key)
+        .await;
+    assert_eq!(revoked.status, 200);
+    assert!(revoked.body["revoked_at"].is_string());
+    let res = app.get("/account", &new_key).await;
+    assert_eq!((res.status, res.code()), (401, "api_key_revoked"));
+
+    // Another merchant cannot see or revoke these keys.
+    let other = app.create_merchant("Other").await;
+    let res = app
+        .delete(&format!("/account/api-keys/{key_id}"), &other.secret_key)
+        .await;
+    assert_eq!((res.status, res.code()), (404, "resource_missing"));
+    let res = app
+        .delete("/account/api-keys/key_nonsense", &other.secret_key)
+        .await;
+    assert_eq!(res.status, 404);
+}
+
+#[actix_web::test]
+async fn shops_are_listed_with_cursors() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let mut ids = vec![m.profile_id.clone()];
+    for i in 0..11 {
+        let res = app
+            .post(
+                "/account/shops",
+                &m.secret_key,
+                json!({"name": format!("Shop {i}")}),
+            )
+            .await;
+        assert_eq!(res.status, 201);
+        ids.push(res.body["profile_id"].as_str().unwrap().to_owned());
+    }
+    ids.reverse(); // newest first
+    let page = |res: &common::Answer| -> Vec<String> {
+        res.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["profile_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let first = app.get("/account/shops?limit=5", &m.secret_key).await;
+    assert_eq!(page(&first), ids[0..5]);
+    assert_eq!(first.body["has_more"], true);
+    let second = app
+        .get(
+            &format!("/account/shops?limit=5&starting_after={}", ids[4]),
+            &m.secret_key,
+        )
+        .await;
+    assert_eq!(page(&second), ids[5..10]);
+    let last = app
+        .get(
+            &format!("/account/shops?limit=5&starting_after={}", ids[9]),
+            &m.secret_key,
+        )
+        .await;
+    assert_eq!(page(&last), ids[10..12]);
+    assert_eq!(last.body["has_more"], false);
+    let back = app
+        .get(
+            &format!("/account/shops?limit=3&ending_before={}", ids[5]),
+            &m.secret_key,
+        )
+        .await;
+    assert_eq!(page(&back), ids[2..5]);
+    assert_eq!(back.body["has_more"], true);
+    let default = app.get("/account/shops", &m.secret_key).await;
+    assert_eq!(page(&default).len(), 10);
+
+    for bad in [
+        "limit=0",
+        "limit=101",
+        "limit=abc",
+        "starting_after=a&ending_before=b",
+    ] {
+        let res = app
+            .get(&format!("/account/shops?{bad}"), &m.secret_key)
+            .await;
+        assert_eq!(res.status, 400, "{bad}");
+        assert!(res.param().is_some(), "{bad}: {:?}", res.body);
+    }
+
+    // Another merchant sees only its own shop.
+    let other = app.create_merchant("Other").await;
+    let res = app.get("/account/shops", &other.secret_key).await;
+    assert_eq!(page(&res), vec![other.profile_id]);
+}
+
+#[actix_web::test]
+async fn shop_selection_and_shop_bound_keys() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+    let shop2 = app
+        .post("/account/shops", &m.secret_key, json!({"name": "Second"}))
+        .await
+        .body["profile_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let with_shop = |shop: &str| [("x-profile-id", shop.to_owned())];
+    let get_scoped = |key: String, shop: String| {
+        let app = &app;
+        async move {
+            app.send(
+                actix_web::http::Method::GET,
+                "/account",
+                Some(&key),
+                None,
+                &with_shop(&shop)
+                    .iter()
+                    .map(|(k, v)| (*k, v.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+            .await
+        }
+    };
+    let res = get_scoped(m.secret_key.clone(), shop2.clone()).await;
+    assert_eq!(res.body["profile_id"], shop2);
+    let res = get_scoped(m.secret_key.clone(), other.profile_id.clone()).await;
+    assert_eq!((res.status, res.param()), (404, Some("x-profile-id")));
+    let res = get_scoped(m.secret_key.clone(), "prof_garbage".into()).await;
+    assert_eq!((res.status, res.param()), (404, Some("x-profile-id")));
+
+    // A key bound to shop 2.
+    let bound = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "profile_id": shop2}),
+        )
+        .await;
+    assert_eq!(bound.status, 201, "{:?}", bound.body);
+    assert_eq!(bound.body["profile_id"], shop2);
+    let bound_key = bound.body["key"].as_str().unwrap().to_owned();
+    let res = app.get("/account", &bound_key).await;
+    assert_eq!(
+        res.body["profile_id"], shop2,
+        "the bound shop is selected by default"
+    );
+    let res = get_scoped(bound_key.clone(), m.profile_id.clone()).await;
+    assert_eq!((res.status, res.code()), (403, "profile_mismatch"));
+    let res = app
+        .post("/account/shops", &bound_key, json!({"name": "Third"}))
+        .await;
+    assert_eq!((res.status, res.code()), (403, "shop_bound_key"));
+    let res = app.get("/account/shops", &bound_key).await;
+    assert_eq!(res.body["data"].as_array().unwrap().len(), 1);
+    let res = app
+        .post(
+            "/account/api-keys",
+            &bound_key,
+            json!({"kind": "publishable", "profile_id": m.profile_id}),
+        )
+        .await;
+    assert_eq!((res.status, res.code()), (403, "profile_mismatch"));
+    let res = app
+        .post(
+            "/account/api-keys",
+            &bound_key,
+            json!({"kind": "publishable"}),
+        )
+        .await;
+    assert_eq!(
+        res.body["profile_id"], shop2,
+        "a bound key mints keys bound to its shop"
+    );
+    // Keys of another merchant's shop cannot be made.
+    let res = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "profile_id": other.profile_id}),
+        )
+        .await;
+    assert_eq!((res.status, res.param()), (404, Some("profile_id")));
+}
+
+#[actix_web::test]
+async fn live_and_test_keys_never_see_each_other() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(
+        db,
+        &[
+            ("PAYD_MODE", "production"),
+            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
+        ],
+    )
+    .await;
+    let live = app
+        .post(
+            "/admin/merchants",
+            ADMIN_KEY,
+            json!({"name": "Acme", "mode": "production"}),
+        )
+        .await;
+    assert_eq!(live.status, 201, "{:?}", live.body);
+    let live_key = live.body["secret_key"].as_str().unwrap().to_owned();
+    assert!(live_key.starts_with("prd_"));
+    assert!(live.body["publishable_key"]
+        .as_str()
+        .unwrap()
+        .starts_with("pk_prd_"));
+    assert_eq!(live.body["test_mode"], false);
+
+    let res = app.get("/account", &live_key).await;
+    assert_eq!(res.body["test_mode"], false);
+
+    // The live key makes a sandbox key for the same merchant.
+    let test = app
+        .post(
+            "/account/api-keys",
+            &live_key,
+            json!({"kind": "secret", "test_mode": true}),
+        )
+        .await;
+    assert_eq!(test.status, 201, "{:?}", test.body);
+    let test_key = test.body["key"].as_str().unwrap().to_owned();
+    assert!(test_key.starts_with("snd_"));
+    let res = app.get("/account", &test_key).await;
+    assert_eq!(res.body["merchant_id"], live.body["merchant_id"]);
+    assert_eq!(res.body["test_mode"], true);
+
+    // Each mode lists only its own keys and cannot touch the other's.
+    let modes = |res: &common::Answer| -> Vec<bool> {
+        res.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["test_mode"].as_bool().unwrap())
+            .collect()
+    };
+    let live_list = app.get("/account/api-keys", &live_key).await;
+    assert_eq!(modes(&live_list), vec![false, false]);
+    let test_list = app.get("/account/api-keys", &test_key).await;
+    assert_eq!(modes(&test_list), vec![true]);
+    let live_key_id = live_list.body["data"][0]["key_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let res = app
+        .delete(&format!("/account/api-keys/{live_key_id}"), &test_key)
+        .await;
+    assert_eq!(res.status, 404);
+    let res = app
+        .post(
+            "/account/api-keys",
+            &test_key,
+            json!({"kind": "secret", "test_mode": false}),
+        )
+        .await;
+    assert_eq!((res.status, res.code()), (403, "live_key_from_test_key"));
+}

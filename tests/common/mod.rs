@@ -1,0 +1,246 @@
+//! The test harness: a real payd on 127.0.0.1:0 with a private database (a SQLite file in a
+//! temporary directory, or a fresh PostgreSQL database when `TEST_DATABASE_URL` is set), a
+//! clock the test moves, and a small HTTP client.
+#![allow(dead_code)]
+
+use std::{sync::Arc, time::Duration};
+
+use actix_web::{dev::ServerHandle, http::Method, web};
+use payd::{clock::ManualClock, AppState, Application, Settings};
+use sea_orm::{ConnectionTrait, Database, DbBackend, Statement};
+use serde_json::Value;
+
+pub const ADMIN_KEY: &str = "test-admin-key";
+
+/// A private database for one test.
+pub struct TestDb {
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    pub async fn new() -> Self {
+        match std::env::var("TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            Some(base) => Self::postgres(&base).await,
+            None => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}/payd.db?mode=rwc", dir.path().display());
+                Self {
+                    url,
+                    _dir: Some(dir),
+                }
+            }
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.url.starts_with("postgres")
+    }
+
+    async fn postgres(base: &str) -> Self {
+        let name = format!("payd_test_{}", uuid::Uuid::now_v7().simple());
+        let admin = Database::connect(base)
+            .await
+            .expect("TEST_DATABASE_URL reachable");
+        admin
+            .execute_raw(Statement::from_string(
+                DbBackend::Postgres,
+                format!("CREATE DATABASE {name}"),
+            ))
+            .await
+            .expect("create test database");
+        admin.close().await.ok();
+        let (head, query) = match base.split_once('?') {
+            Some((h, q)) => (h, format!("?{q}")),
+            None => (base, String::new()),
+        };
+        let server = head.rsplit_once('/').map_or(head, |(server, _)| server);
+        Self {
+            url: format!("{server}/{name}{query}"),
+            _dir: None,
+        }
+    }
+}
+
+/// Settings for a test server on this database; `extra` are more `PAYD_*` variables.
+pub fn settings(db: &TestDb, extra: &[(&str, &str)]) -> Settings {
+    let mut vars: Vec<(String, String)> = [
+        ("PAYD_LISTEN", "127.0.0.1:0"),
+        ("PAYD_DATABASE_URL", db.url.as_str()),
+        ("PAYD_ADMIN_KEY", ADMIN_KEY),
+        ("PAYD_SANDBOX__DEMO_MERCHANT", "false"),
+        ("PAYD_HTTP__WORKERS", "1"),
+        ("PAYD_ACTORS__ARBITERS", "1"),
+        ("PAYD_SCHEDULER__POLL_INTERVAL_MS", "50"),
+    ]
+    .iter()
+    .chain(extra.iter())
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    if db.is_postgres() {
+        vars.push(("PAYD_DATABASE__MAX_CONNECTIONS".into(), "5".into()));
+    }
+    Settings::load_from(vars).expect("test settings")
+}
+
+pub fn init_logs() {
+    if std::env::var("TEST_LOG").is_ok() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("info")
+            .with_test_writer()
+            .try_init();
+    }
+}
+
+/// A running server.
+pub struct TestApp {
+    pub base: String,
+    pub clock: Arc<ManualClock>,
+    pub state: web::Data<AppState>,
+    pub db: Arc<TestDb>,
+    handle: ServerHandle,
+}
+
+/// A merchant created through the admin route.
+#[derive(Debug, Clone)]
+pub struct Merchant {
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub secret_key: String,
+    pub publishable_key: String,
+}
+
+/// An HTTP answer, its body parsed as JSON when it is JSON.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: awc::http::header::HeaderMap,
+    pub raw: web::Bytes,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The error code of an error answer.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+
+    pub fn param(&self) -> Option<&str> {
+        self.body["error"]["param"].as_str()
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_with(Arc::new(TestDb::new().await), &[]).await
+}
+
+/// Starts a server on an existing database (restart tests reuse one).
+pub async fn spawn_with(db: Arc<TestDb>, extra: &[(&str, &str)]) -> TestApp {
+    init_logs();
+    let clock = ManualClock::new();
+    spawn_with_clock(db, extra, clock).await
+}
+
+pub async fn spawn_with_clock(
+    db: Arc<TestDb>,
+    extra: &[(&str, &str)],
+    clock: Arc<ManualClock>,
+) -> TestApp {
+    let app = Application::build(settings(&db, extra), clock.clone())
+        .await
+        .expect("build app");
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let state = app.state();
+    let handle = app.handle();
+    actix_web::rt::spawn(app.run_until_stopped());
+    TestApp {
+        base,
+        clock,
+        state,
+        db,
+        handle,
+    }
+}
+
+pub fn client() -> awc::Client {
+    awc::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .disable_redirects()
+        .finish()
+}
+
+impl TestApp {
+    /// Sends a request; `key` goes in the `api-key` header, `body` as JSON.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let mut req = client().request(method, format!("{}{path}", self.base));
+        if let Some(key) = key {
+            req = req.insert_header(("api-key", key));
+        }
+        for (name, value) in headers {
+            req = req.insert_header((*name, *value));
+        }
+        let mut res = match body {
+            Some(body) => req.send_json(body).await,
+            None => req.send().await,
+        }
+        .expect("request sent");
+        let raw = res.body().limit(16 * 1024 * 1024).await.expect("body read");
+        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        Answer {
+            status: res.status().as_u16(),
+            headers: res.headers().clone(),
+            raw,
+            body,
+        }
+    }
+
+    pub async fn get(&self, path: &str, key: &str) -> Answer {
+        self.send(Method::GET, path, Some(key), None, &[]).await
+    }
+
+    pub async fn post(&self, path: &str, key: &str, body: Value) -> Answer {
+        self.send(Method::POST, path, Some(key), Some(&body), &[])
+            .await
+    }
+
+    pub async fn delete(&self, path: &str, key: &str) -> Answer {
+        self.send(Method::DELETE, path, Some(key), None, &[]).await
+    }
+
+    pub async fn create_merchant(&self, name: &str) -> Merchant {
+        let res = self
+            .post(
+                "/admin/merchants",
+                ADMIN_KEY,
+                serde_json::json!({ "name": name }),
+            )
+            .await;
+        assert_eq!(res.status, 201, "{:?}", res.body);
+        let s = |f: &str| res.body[f].as_str().expect(f).to_owned();
+        Merchant {
+            merchant_id: s("merchant_id"),
+            profile_id: s("profile_id"),
+            secret_key: s("secret_key"),
+            publishable_key: s("publishable_key"),
+        }
+    }
+
+    /// Stops the server gracefully and waits until it has.
+    pub async fn stop(self) {
+        self.handle.stop(true).await;
+    }
+}

@@ -1,0 +1,237 @@
+//! Every refusal in the one error shape, with a request id, and never a 500.
+
+mod common;
+
+use actix_web::http::Method;
+use common::spawn_app;
+use serde_json::json;
+
+#[actix_web::test]
+async fn every_error_has_the_one_shape_and_the_request_id() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let key = Some(m.secret_key.as_str());
+    let json_ct = [("content-type", "application/json")];
+    let cases: Vec<(
+        Method,
+        &str,
+        Option<&str>,
+        Option<&str>,
+        &[(&str, &str)],
+        u16,
+        &str,
+    )> = vec![
+        (
+            Method::GET,
+            "/account",
+            None,
+            None,
+            &[],
+            401,
+            "missing_api_key",
+        ),
+        (
+            Method::POST,
+            "/account/shops",
+            key,
+            Some("{\"name\":"),
+            &json_ct,
+            400,
+            "invalid_json",
+        ),
+        (
+            Method::POST,
+            "/account/shops",
+            key,
+            Some("{\"name\": 5}"),
+            &json_ct,
+            400,
+            "parameter_invalid",
+        ),
+        (
+            Method::POST,
+            "/account/shops",
+            key,
+            Some("{\"nme\": \"x\"}"),
+            &json_ct,
+            400,
+            "parameter_unknown",
+        ),
+        (
+            Method::POST,
+            "/account/api-keys",
+            key,
+            Some("{}"),
+            &json_ct,
+            400,
+            "parameter_missing",
+        ),
+        (
+            Method::POST,
+            "/account/api-keys",
+            key,
+            Some("{\"kind\": \"root\"}"),
+            &json_ct,
+            400,
+            "parameter_invalid",
+        ),
+        (
+            Method::POST,
+            "/account/shops",
+            key,
+            Some("name=x"),
+            &[("content-type", "application/x-www-form-urlencoded")],
+            415,
+            "unsupported_media_type",
+        ),
+        (
+            Method::GET,
+            "/no/such/route",
+            key,
+            None,
+            &[],
+            404,
+            "route_not_found",
+        ),
+        (
+            Method::PUT,
+            "/account/shops",
+            key,
+            None,
+            &[],
+            405,
+            "method_not_allowed",
+        ),
+        (
+            Method::GET,
+            "/account/shops?limit=1000",
+            key,
+            None,
+            &[],
+            400,
+            "parameter_invalid",
+        ),
+    ];
+    for (method, path, key, body, headers, status, code) in cases {
+        let mut req = common::client().request(method.clone(), format!("{}{path}", app.base));
+        if let Some(key) = key {
+            req = req.insert_header(("api-key", key));
+        }
+        for h in headers {
+            req = req.insert_header(*h);
+        }
+        let mut res = match body {
+            Some(b) => req.send_body(b.to_owned()).await,
+            None => req.send().await,
+        }
+        .unwrap();
+        let bytes = res.body().await.unwrap();
+        let what = format!("{method} {path} {body:?}");
+        assert_eq!(res.status().as_u16(), status, "{what}: {bytes:?}");
+        let body: serde_json::Value =
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("{what}: not JSON"));
+        let err = &body["error"];
+        assert_eq!(err["code"], code, "{what}: {body}");
+        assert!(
+            err["type"].is_string() && err["message"].is_string(),
+            "{what}"
+        );
+        let request_id = res.headers().get("x-request-id").unwrap().to_str().unwrap();
+        assert_eq!(err["request_id"], request_id, "{what}");
+    }
+}
+
+#[actix_web::test]
+async fn fields_are_named_in_errors() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let res = app
+        .post("/account/api-keys", &m.secret_key, json!({}))
+        .await;
+    assert_eq!(res.param(), Some("kind"));
+    let res = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "name": 7}),
+        )
+        .await;
+    assert_eq!(res.param(), Some("name"));
+    let res = app
+        .post(
+            "/account/shops",
+            &m.secret_key,
+            json!({"name": "x", "colour": "red"}),
+        )
+        .await;
+    assert_eq!(res.param(), Some("colour"));
+}
+
+#[actix_web::test]
+async fn a_ten_megabyte_body_is_refused_and_the_server_stays_healthy() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let big = format!("{{\"name\":\"{}\"}}", "a".repeat(10 * 1024 * 1024));
+    let res = common::client()
+        .post(format!("{}/account/shops", app.base))
+        .insert_header(("api-key", m.secret_key.as_str()))
+        .insert_header(("content-type", "application/json"))
+        .send_body(big)
+        .await;
+    // The server may close the connection before reading the whole body; when the client
+    // still gets the answer it must be the 413 error body.
+    if let Ok(mut res) = res {
+        assert_eq!(res.status().as_u16(), 413);
+        let body: serde_json::Value = serde_json::from_slice(&res.body().await.unwrap()).unwrap();
+        assert_eq!(body["error"]["type"], "payload_too_large");
+    }
+    // The same through the idempotency middleware, which reads the body first.
+    let big = format!("{{\"name\":\"{}\"}}", "a".repeat(2 * 1024 * 1024));
+    if let Ok(mut res) = common::client()
+        .post(format!("{}/account/shops", app.base))
+        .insert_header(("api-key", m.secret_key.as_str()))
+        .insert_header(("idempotency-key", "big-one"))
+        .insert_header(("content-type", "application/json"))
+        .send_body(big)
+        .await
+    {
+        assert_eq!(res.status().as_u16(), 413);
+        let _ = res.body().await;
+    }
+    let health = app
+        .send(Method::GET, "/health/ready", None, None, &[])
+        .await;
+    assert_eq!(health.status, 200);
+    let shops = app.get("/account/shops", &m.secret_key).await;
+    assert_eq!(
+        shops.body["data"].as_array().unwrap().len(),
+        1,
+        "nothing was created"
+    );
+}
+
+#[actix_web::test]
+async fn a_sane_incoming_request_id_is_kept() {
+    let app = spawn_app().await;
+    let res = app
+        .send(
+            Method::GET,
+            "/account",
+            None,
+            None,
+            &[("x-request-id", "trace-123")],
+        )
+        .await;
+    assert_eq!(res.header("x-request-id"), Some("trace-123"));
+    assert_eq!(res.body["error"]["request_id"], "trace-123");
+    let res = app
+        .send(
+            Method::GET,
+            "/health/live",
+            None,
+            None,
+            &[("x-request-id", "bad id with spaces")],
+        )
+        .await;
+    assert!(res.header("x-request-id").unwrap().starts_with("req_"));
+}

@@ -1,0 +1,176 @@
+//! `Idempotency-Key` on POST routes.
+
+mod common;
+
+use actix_web::http::Method;
+use chrono::Duration;
+use common::{spawn_app, TestApp};
+use payd::clock::Clock;
+use payd_entity::idempotency_key;
+use sea_orm::{ActiveModelTrait, Set};
+use serde_json::{json, Value};
+
+async fn create_shop(app: &TestApp, key: &str, idem: &str, body: Value) -> common::Answer {
+    app.send(
+        Method::POST,
+        "/account/shops",
+        Some(key),
+        Some(&body),
+        &[("idempotency-key", idem)],
+    )
+    .await
+}
+
+async fn shop_count(app: &TestApp, key: &str) -> usize {
+    app.get("/account/shops?limit=100", key).await.body["data"]
+        .as_array()
+        .unwrap()
+        .len()
+}
+
+#[actix_web::test]
+async fn the_same_key_and_body_replay_the_first_answer_byte_for_byte() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let first = create_shop(&app, &m.secret_key, "k-1", json!({"name": "Berlin"})).await;
+    assert_eq!(first.status, 201);
+    assert_eq!(first.header("idempotent-replayed"), None);
+    let again = create_shop(&app, &m.secret_key, "k-1", json!({"name": "Berlin"})).await;
+    assert_eq!(again.status, 201);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.raw, first.raw);
+    assert_eq!(again.header("content-type"), first.header("content-type"));
+    assert_eq!(shop_count(&app, &m.secret_key).await, 2);
+
+    let other_body = create_shop(&app, &m.secret_key, "k-1", json!({"name": "Paris"})).await;
+    assert_eq!(
+        (other_body.status, other_body.code()),
+        (409, "idempotency_key_reused")
+    );
+    assert_eq!(other_body.param(), Some("Idempotency-Key"));
+
+    // Error answers are stored too.
+    let bad = create_shop(&app, &m.secret_key, "k-2", json!({"name": ""})).await;
+    assert_eq!(bad.status, 400);
+    let bad_again = create_shop(&app, &m.secret_key, "k-2", json!({"name": ""})).await;
+    assert_eq!(
+        (bad_again.status, bad_again.raw.clone()),
+        (400, bad.raw.clone())
+    );
+    assert_eq!(bad_again.header("idempotent-replayed"), Some("true"));
+}
+
+#[actix_web::test]
+async fn keys_are_scoped_to_the_merchant() {
+    let app = spawn_app().await;
+    let a = app.create_merchant("A").await;
+    let b = app.create_merchant("B").await;
+    let ra = create_shop(&app, &a.secret_key, "shared", json!({"name": "X"})).await;
+    let rb = create_shop(&app, &b.secret_key, "shared", json!({"name": "X"})).await;
+    assert_eq!((ra.status, rb.status), (201, 201));
+    assert_eq!(rb.header("idempotent-replayed"), None);
+    assert_ne!(ra.body["profile_id"], rb.body["profile_id"]);
+}
+
+#[actix_web::test]
+async fn a_key_in_flight_is_refused_until_its_lock_runs_out() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let body = json!({"name": "Berlin"});
+    // Run once to learn the fingerprint, then pretend a request with that key is running.
+    let first = create_shop(&app, &m.secret_key, "probe", body.clone()).await;
+    assert_eq!(first.status, 201);
+    let row: idempotency_key::Model = {
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+        idempotency_key::Entity::find()
+            .filter(idempotency_key::Column::Key.eq("probe"))
+            .one(&app.state.db)
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let now = app.clock.now();
+    idempotency_key::ActiveModel {
+        merchant_id: Set(row.merchant_id.clone()),
+        mode: Set(row.mode.clone()),
+        key: Set("running".into()),
+        fingerprint: Set(row.fingerprint.clone()),
+        state: Set("in_flight".into()),
+        response_status: Set(None),
+        response_headers: Set(None),
+        response_body: Set(None),
+        created_at: Set(now),
+        locked_until: Set(now + Duration::seconds(60)),
+    }
+    .insert(&app.state.db)
+    .await
+    .unwrap();
+    // The fingerprint covers the path and body, not the key, so "running" matches this request.
+    let busy = create_shop(&app, &m.secret_key, "running", body.clone()).await;
+    assert_eq!((busy.status, busy.code()), (409, "idempotency_key_in_use"));
+    assert_eq!(shop_count(&app, &m.secret_key).await, 2);
+
+    app.clock.advance(Duration::seconds(61));
+    let taken_over = create_shop(&app, &m.secret_key, "running", body).await;
+    assert_eq!(taken_over.status, 201, "{:?}", taken_over.body);
+    assert_eq!(shop_count(&app, &m.secret_key).await, 3);
+}
+
+#[actix_web::test]
+async fn keys_expire_after_a_day() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let first = create_shop(&app, &m.secret_key, "daily", json!({"name": "A"})).await;
+    app.clock.advance(Duration::hours(23));
+    let replay = create_shop(&app, &m.secret_key, "daily", json!({"name": "A"})).await;
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    app.clock.advance(Duration::hours(2));
+    let fresh = create_shop(&app, &m.secret_key, "daily", json!({"name": "A"})).await;
+    assert_eq!(fresh.status, 201);
+    assert_eq!(fresh.header("idempotent-replayed"), None);
+    assert_ne!(fresh.body["profile_id"], first.body["profile_id"]);
+}
+
+#[actix_web::test]
+async fn concurrent_requests_with_one_key_create_one_object() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let body = json!({"name": "Once"});
+    let answers = futures_util::future::join_all(
+        (0..12).map(|_| create_shop(&app, &m.secret_key, "race", body.clone())),
+    )
+    .await;
+    let created: Vec<_> = answers
+        .iter()
+        .filter(|a| a.status == 201 && a.header("idempotent-replayed").is_none())
+        .collect();
+    assert_eq!(created.len(), 1, "exactly one request ran");
+    for a in &answers {
+        match a.status {
+            201 => assert_eq!(a.body["profile_id"], created[0].body["profile_id"]),
+            409 => assert_eq!(a.code(), "idempotency_key_in_use"),
+            other => panic!("unexpected {other}: {:?}", a.body),
+        }
+    }
+    assert_eq!(shop_count(&app, &m.secret_key).await, 2);
+}
+
+#[actix_web::test]
+async fn malformed_keys_are_refused_and_get_is_untouched() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let long = "k".repeat(256);
+    let res = create_shop(&app, &m.secret_key, &long, json!({"name": "A"})).await;
+    assert_eq!((res.status, res.param()), (400, Some("Idempotency-Key")));
+    let res = app
+        .send(
+            Method::GET,
+            "/account",
+            Some(&m.secret_key),
+            None,
+            &[("idempotency-key", "g")],
+        )
+        .await;
+    assert_eq!(res.status, 200);
+    assert_eq!(res.header("idempotent-replayed"), None);
+}
