@@ -150,6 +150,12 @@ impl Scheduler {
         clock: SharedClock,
         settings: SchedulerSettings,
     ) -> Self {
+        metrics::describe_gauge!(
+            "payd_scheduler_lag_seconds",
+            metrics::Unit::Seconds,
+            "How late the most overdue job of the last claim was"
+        );
+        metrics::gauge!("payd_scheduler_lag_seconds").set(0.0);
         Self {
             db,
             clock,
