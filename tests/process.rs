@@ -1,0 +1,225 @@
+//! The `payd` binary as an operator runs it: the CLI, start-up, demo keys, SIGTERM, and
+//! several instances starting at once on one database.
+
+mod common;
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use common::TestDb;
+
+const BIN: &str = env!("CARGO_BIN_EXE_payd");
+
+fn payd(db_url: &str, data_dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("PAYD_DATABASE_URL", db_url)
+        .env("PAYD_LISTEN", "127.0.0.1:0")
+        .env("PAYD_LOG__FORMAT", "json")
+        .env("PAYD_SANDBOX__DATA_DIR", data_dir)
+        .env("PAYD_ADMIN_KEY", common::ADMIN_KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// A running `payd serve` and the port it announced.
+struct Server {
+    child: Child,
+    port: u16,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(mut cmd: Command) -> Server {
+        let mut child = cmd.arg("serve").spawn().expect("payd starts");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut seen = Vec::new();
+        while Instant::now() < deadline {
+            let Ok(line) = lines.recv_timeout(Duration::from_millis(200)) else {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("payd exited with {status}: {seen:?}");
+                }
+                continue;
+            };
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                if v["message"] == "payd listening" {
+                    let port = v["port"].as_u64().unwrap() as u16;
+                    wait_until_serving(port, deadline);
+                    return Server { child, port, lines };
+                }
+            }
+            seen.push(line);
+        }
+        let _ = child.kill();
+        panic!("payd did not announce its port: {seen:?}");
+    }
+
+    fn output_so_far(&self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
+    fn terminate(mut self) -> std::process::ExitStatus {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("payd did not stop on SIGTERM");
+    }
+}
+
+/// Polls until the server answers HTTP (a bound port accepts connections before the server
+/// runs; it installs its signal handlers as it starts serving).
+fn wait_until_serving(port: u16, deadline: Instant) {
+    use std::io::{Read, Write};
+    while Instant::now() < deadline {
+        if let Ok(mut conn) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+            let request = "GET /health/live HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+            let mut answer = String::new();
+            if conn.write_all(request.as_bytes()).is_ok()
+                && conn.read_to_string(&mut answer).is_ok()
+                && answer.starts_with("HTTP/1.1 200")
+            {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("payd never accepted connections on {port}");
+}
+
+async fn get(port: u16, path: &str, key: Option<&str>) -> (u16, serde_json::Value) {
+    let mut req = common::client().get(format!("http://127.0.0.1:{port}{path}"));
+    if let Some(key) = key {
+        req = req.insert_header(("api-key", key));
+    }
+    let mut res = req.send().await.expect("request");
+    let body = res.body().await.unwrap();
+    (
+        res.status().as_u16(),
+        serde_json::from_slice(&body).unwrap_or_default(),
+    )
+}
+
+#[actix_web::test]
+async fn cli_creates_a_merchant_whose_keys_work() {
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = payd(&db.url, dir.path())
+        .env("PAYD_SANDBOX__DEMO_MERCHANT", "false")
+        .args(["admin", "create-merchant", "--name", "Acme"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("JSON on stdout: {}", String::from_utf8_lossy(&out.stdout)));
+    let key = created["secret_key"].as_str().unwrap().to_owned();
+    assert!(created["merchant_id"].as_str().unwrap().starts_with("mer_"));
+    assert!(created["profile_id"].as_str().unwrap().starts_with("prof_"));
+
+    let server = Server::start({
+        let mut c = payd(&db.url, dir.path());
+        c.env("PAYD_SANDBOX__DEMO_MERCHANT", "false");
+        c
+    });
+    let (status, account) = get(server.port, "/account", Some(&key)).await;
+    assert_eq!(status, 200);
+    assert_eq!(account["merchant_id"], created["merchant_id"]);
+    let status = server.terminate();
+    assert!(status.success(), "graceful exit on SIGTERM: {status}");
+}
+
+#[actix_web::test]
+async fn first_start_creates_demo_keys_once_and_logs_no_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/payd.db?mode=rwc", dir.path().display());
+    let server = Server::start(payd(&url, dir.path()));
+    let keys: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo-keys.json")).unwrap()).unwrap();
+    let secret = keys["secret_key"].as_str().unwrap().to_owned();
+    let (status, _) = get(server.port, "/account", Some(&secret)).await;
+    assert_eq!(status, 200);
+    let (status, _) = get(server.port, "/account", None).await;
+    assert_eq!(status, 401);
+    let logs = server.output_so_far().join("\n");
+    assert!(server.terminate().success());
+    // The keys are printed once for the operator, but never as part of a log line.
+    for line in logs.lines().filter(|l| l.starts_with('{')) {
+        assert!(
+            !line.contains(&secret),
+            "a log line carries the key: {line}"
+        );
+    }
+
+    let again = Server::start(payd(&url, dir.path()));
+    let written_again: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("demo-keys.json")).unwrap()).unwrap();
+    assert_eq!(
+        written_again, keys,
+        "the demo merchant is created only once"
+    );
+    assert!(again.terminate().success());
+}
+
+#[test]
+fn an_invalid_setting_stops_start_up_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = payd("sqlite::memory:", dir.path())
+        .env("PAYD_ACTORS__MAILBOX_CAPACITY", "lots")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mailbox_capacity"), "{err}");
+}
+
+#[actix_web::test]
+async fn two_instances_start_at_once_on_one_fresh_database() {
+    let db = TestDb::new().await;
+    if !db.is_postgres() {
+        // SQLite is one process's embedded file; several instances need PostgreSQL.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = || {
+        let mut c = payd(&db.url, dir.path());
+        c.env("PAYD_SANDBOX__DEMO_MERCHANT", "false");
+        c
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| Server::start(cmd()));
+        let b = s.spawn(|| Server::start(cmd()));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(get(a.port, "/health/ready", None).await.0, 200);
+    assert_eq!(get(b.port, "/health/ready", None).await.0, 200);
+    assert!(a.terminate().success());
+    assert!(b.terminate().success());
+}
