@@ -9,7 +9,7 @@ use sea_orm::{
 };
 
 /// Any fixed number: the key of the advisory lock that serializes migrations across instances.
-const MIGRATION_LOCK: i64 = 0x7061_7964_6d69_67; // "paydmig"
+const MIGRATION_LOCK: i64 = 0x0070_6179_646d_6967; // "paydmig"
 
 /// Connects with the settings payd relies on: SQLite in WAL mode with a busy timeout and
 /// foreign keys, its directory created; PostgreSQL with a bounded pool.

@@ -3,7 +3,7 @@
 //! `{"error": {"type", "code", "message", "param"?, "request_id"}}`. A 5xx body reveals
 //! nothing internal; its cause and the place it was raised go to the log.
 
-use std::{borrow::Cow, panic::Location};
+use std::panic::Location;
 
 use actix_web::{http::StatusCode, HttpResponse, ResponseError};
 use serde::Serialize;
@@ -40,14 +40,19 @@ pub enum ErrorType {
 pub struct ApiError {
     pub status: StatusCode,
     pub kind: ErrorType,
-    pub code: Cow<'static, str>,
+    pub code: &'static str,
     pub message: String,
     pub param: Option<String>,
     /// Seconds for a `Retry-After` header (429, 503).
-    pub retry_after: Option<u64>,
-    /// What went wrong inside, for the log only.
-    cause: Option<String>,
-    location: Option<&'static Location<'static>>,
+    pub retry_after: Option<u32>,
+    /// What went wrong inside, for the log only (boxed: errors travel in every `Result`).
+    internal: Option<Box<Internal>>,
+}
+
+#[derive(Debug)]
+struct Internal {
+    cause: String,
+    location: &'static Location<'static>,
 }
 
 #[derive(Serialize)]
@@ -70,18 +75,17 @@ impl ApiError {
     pub fn new(
         status: StatusCode,
         kind: ErrorType,
-        code: impl Into<Cow<'static, str>>,
+        code: &'static str,
         message: impl Into<String>,
     ) -> Self {
         Self {
             status,
             kind,
-            code: code.into(),
+            code,
             message: message.into(),
             param: None,
             retry_after: None,
-            cause: None,
-            location: None,
+            internal: None,
         }
     }
 
@@ -92,7 +96,7 @@ impl ApiError {
     }
 
     /// 400 `invalid_request`.
-    pub fn invalid(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(
             StatusCode::BAD_REQUEST,
             ErrorType::InvalidRequest,
@@ -129,7 +133,7 @@ impl ApiError {
         )
     }
 
-    pub fn conflict(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, ErrorType::Conflict, code, message)
     }
 
@@ -162,8 +166,10 @@ impl ApiError {
             "internal_error",
             "an internal error occurred; the request id identifies it in the logs",
         );
-        e.cause = Some(cause.to_string());
-        e.location = Some(Location::caller());
+        e.internal = Some(Box::new(Internal {
+            cause: cause.to_string(),
+            location: Location::caller(),
+        }));
         e
     }
 
@@ -227,7 +233,7 @@ impl ApiError {
         let body = Body {
             error: BodyInner {
                 kind: self.kind,
-                code: &self.code,
+                code: self.code,
                 message: &self.message,
                 param: self.param.as_deref(),
                 request_id: current_request_id(),
@@ -258,8 +264,8 @@ impl ResponseError for ApiError {
         if self.status.is_server_error() {
             tracing::error!(
                 code = %self.code,
-                cause = self.cause.as_deref().unwrap_or("-"),
-                at = %self.location.map(|l| l.to_string()).unwrap_or_default(),
+                cause = self.internal.as_ref().map_or("-", |i| i.cause.as_str()),
+                at = %self.internal.as_ref().map(|i| i.location.to_string()).unwrap_or_default(),
                 "request failed"
             );
         }

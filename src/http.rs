@@ -272,17 +272,17 @@ mod tests {
     fn json_errors_name_the_field() {
         let e = err("{}");
         assert_eq!(
-            (e.code.as_ref(), e.param.as_deref()),
+            (e.code, e.param.as_deref()),
             ("parameter_missing", Some("amount"))
         );
         let e = err(r#"{"amount":"ten"}"#);
         assert_eq!(
-            (e.code.as_ref(), e.param.as_deref()),
+            (e.code, e.param.as_deref()),
             ("parameter_invalid", Some("amount"))
         );
         let e = err(r#"{"amount":1,"amout":2}"#);
         assert_eq!(
-            (e.code.as_ref(), e.param.as_deref()),
+            (e.code, e.param.as_deref()),
             ("parameter_unknown", Some("amout"))
         );
         let e = err(r#"{"amount":1,"inner":{"number":5}}"#);
@@ -290,12 +290,9 @@ mod tests {
         let e = err(r#"{"amount":1,"inner":{}}"#);
         assert_eq!(e.param.as_deref(), Some("inner.number"));
         let e = err(r#"{"amount":"#);
-        assert_eq!(
-            (e.code.as_ref(), e.param.as_deref()),
-            ("invalid_json", None)
-        );
+        assert_eq!((e.code, e.param.as_deref()), ("invalid_json", None));
         let e = err(r#"{"amount":1} x"#);
-        assert_eq!(e.code.as_ref(), "invalid_json");
+        assert_eq!(e.code, "invalid_json");
         let e = err(r#"{"amount":"ten"}"#);
         assert!(!e.message.contains("line"), "{}", e.message);
     }

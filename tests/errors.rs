@@ -6,21 +6,24 @@ use actix_web::http::Method;
 use common::spawn_app;
 use serde_json::json;
 
+/// Method, path, key, body, headers, expected status and code.
+type Case<'a> = (
+    Method,
+    &'a str,
+    Option<&'a str>,
+    Option<&'a str>,
+    &'a [(&'a str, &'a str)],
+    u16,
+    &'a str,
+);
+
 #[actix_web::test]
 async fn every_error_has_the_one_shape_and_the_request_id() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
     let key = Some(m.secret_key.as_str());
     let json_ct = [("content-type", "application/json")];
-    let cases: Vec<(
-        Method,
-        &str,
-        Option<&str>,
-        Option<&str>,
-        &[(&str, &str)],
-        u16,
-        &str,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             Method::GET,
             "/account",

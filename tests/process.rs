@@ -36,6 +36,8 @@ struct Server {
 }
 
 impl Server {
+    // The child is waited for by `stop` or `Drop`.
+    #[allow(clippy::zombie_processes)]
     fn start(mut cmd: Command) -> Server {
         let mut child = cmd.arg("serve").spawn().expect("payd starts");
         let stderr = child.stderr.take().unwrap();
@@ -74,6 +76,10 @@ impl Server {
     }
 
     fn terminate(mut self) -> std::process::ExitStatus {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> std::process::ExitStatus {
         Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
@@ -87,6 +93,14 @@ impl Server {
         }
         let _ = self.child.kill();
         panic!("payd did not stop on SIGTERM");
+    }
+}
+
+impl Drop for Server {
+    /// A failed test leaves no server behind.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
