@@ -9,7 +9,7 @@ use actix_web::{
     web, App, HttpServer,
 };
 use chrono::Duration as ChronoDuration;
-use payd_actors::ArbiterPool;
+use payd_actors::{ArbiterPool, Registry, RegistryConfig};
 use sea_orm::DatabaseConnection;
 use serde::Serialize;
 
@@ -21,7 +21,13 @@ use crate::{
     error::ApiError,
     http::{self, BodyLimit},
     idempotency, openapi, ops,
-    scheduler::{self, Outcome, Scheduler},
+    payments::{
+        self,
+        actor::{Command, Exec, PaymentDeps},
+        Payments,
+    },
+    processors::sandbox::Sandbox,
+    scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
 };
 
@@ -33,6 +39,9 @@ pub struct AppState {
     pub scheduler: Arc<Scheduler>,
     /// The threads that host keyed actors.
     pub arbiters: Arc<ArbiterPool>,
+    pub payments: Payments,
+    /// The base of URLs handed to buyers (`checkout_url`).
+    pub public_url: String,
 }
 
 /// The built service: bound to its port, not yet serving.
@@ -55,10 +64,6 @@ impl Application {
         ops::prometheus();
         payd_actors::telemetry::describe_metrics();
 
-        let scheduler = Arc::new(build_scheduler(&db, &clock, &settings));
-        let now = clock.now();
-        scheduler::schedule_if_absent(&db, now, IDEMPOTENCY_PURGE, "all", now).await?;
-
         if settings.mode == DeploymentMode::Sandbox && settings.sandbox.demo_merchant {
             bootstrap_demo(&db, &clock, &settings).await?;
         }
@@ -67,16 +72,45 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         })?;
+        let registry_config = RegistryConfig {
+            mailbox_capacity: settings.actors.mailbox_capacity,
+            idle_timeout: settings.idle_timeout(),
+        };
+        let payments: Payments = Registry::new(
+            PaymentDeps {
+                db: db.clone(),
+                clock: clock.clone(),
+                settings: settings.clone(),
+                sandbox: Arc::new(Sandbox {
+                    async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
+                }),
+            },
+            registry_config,
+            arbiters.clone(),
+        );
+
+        let scheduler = Arc::new(build_scheduler(&db, &clock, &settings, &payments));
+        let now = clock.now();
+        scheduler::schedule_if_absent(&db, now, IDEMPOTENCY_PURGE, "all", now).await?;
+
+        let listener = TcpListener::bind(&settings.listen)?;
+        let local = listener.local_addr()?;
+        let port = local.port();
+        let public_url = settings
+            .http
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local}"));
         let state = web::Data::new(AppState {
             db,
             settings: settings.clone(),
             clock,
             scheduler,
             arbiters,
+            payments,
+            public_url,
         });
 
-        let listener = TcpListener::bind(&settings.listen)?;
-        let port = listener.local_addr()?.port();
         let app_state = state.clone();
         let limit = settings.http.max_body_bytes;
         let mut server = HttpServer::new(move || {
@@ -93,7 +127,9 @@ impl Application {
                 .service(
                     web::scope("")
                         .wrap(from_fn(idempotency::idempotency))
-                        .configure(accounts::configure),
+                        .configure(accounts::configure)
+                        .configure(payments::configure)
+                        .configure(payments::checkout::configure),
                 )
                 .default_service(web::to(not_found))
         })
@@ -127,16 +163,41 @@ impl Application {
     /// requests, then stops the scheduler and the actors.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
+        let sweeper = self.state.payments.spawn_sweeper();
         let result = self.server.await;
         scheduler.abort();
+        sweeper.abort();
+        self.state.payments.passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
         result
     }
 }
 
-fn build_scheduler(db: &DatabaseConnection, clock: &SharedClock, settings: &Settings) -> Scheduler {
+fn build_scheduler(
+    db: &DatabaseConnection,
+    clock: &SharedClock,
+    settings: &Settings,
+    payments: &Payments,
+) -> Scheduler {
     let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
+    for (kind, command) in [
+        (payments::store::EXPIRY_JOB, Command::Expire),
+        (payments::store::SETTLE_JOB, Command::Sync),
+    ] {
+        let payments = payments.clone();
+        scheduler.register(kind, move |job: Job| {
+            let (payments, command) = (payments.clone(), command.clone());
+            async move {
+                let exec = Exec { access: None, command };
+                match payments.send(&job.entity_id, exec).await {
+                    Ok(Ok(_)) | Err(payd_actors::ActorError::Load(payments::actor::PaymentError::NotFound)) => Outcome::Done,
+                    Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                    Err(e) => Outcome::Failed(e.to_string()),
+                }
+            }
+        });
+    }
     let (db, clock) = (db.clone(), clock.clone());
     let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
     scheduler.register(IDEMPOTENCY_PURGE, move |_job| {

@@ -13,6 +13,8 @@ pub mod ids;
 pub mod openapi;
 pub mod ops;
 pub mod pagination;
+pub mod payments;
+pub mod processors;
 pub mod scheduler;
 pub mod settings;
 pub mod telemetry;

@@ -8,7 +8,7 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{accounts, ops, pagination};
+use crate::{accounts, ops, pagination, payments};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -28,11 +28,33 @@ use crate::{accounts, ops, pagination};
         accounts::routes::list_api_keys,
         accounts::routes::create_api_key,
         accounts::routes::revoke_api_key,
+        payments::routes::create_payment,
+        payments::routes::retrieve_payment,
+        payments::routes::update_payment,
+        payments::routes::confirm_payment,
+        payments::routes::capture_payment,
+        payments::routes::cancel_payment,
+        payments::routes::list_payments,
+        payments::routes::list_attempts,
+        payments::routes::status_history,
+        payments::routes::payment_lines,
+        payments::routes::routing_decisions,
+        payments::routes::list_processors,
+        payments::routes::add_processor,
+        payments::routes::get_routing,
+        payments::routes::put_routing,
+        payments::checkout::page,
+        payments::checkout::status,
+        payments::checkout::confirm,
+        payments::checkout::challenge_page,
+        payments::checkout::complete_challenge,
     ),
     components(schemas(crate::error::ErrorType, ErrorBody, pagination::ListQuery)),
     modifiers(&Security),
     tags(
-        (name = "account", description = "The merchant's shops and API keys"),
+        (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
+        (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
+        (name = "account", description = "The merchant's shops, API keys, processors and routing"),
         (name = "admin", description = "Operator routes (admin key)"),
         (name = "operations", description = "Health, metrics and version"),
     )

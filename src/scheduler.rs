@@ -7,7 +7,7 @@
 use std::{collections::HashMap, sync::Arc, time::Duration as StdDuration};
 
 use chrono::{DateTime, Duration, Utc};
-use futures_util::future::BoxFuture;
+use futures_util::future::LocalBoxFuture;
 use payd_entity::scheduled_job::{self, Entity as Jobs};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query},
@@ -40,16 +40,18 @@ pub enum Outcome {
     Failed(String),
 }
 
+/// Runs one kind of job. Its future runs on the scheduler's own (local) task, so it may
+/// talk to actors, whose `send` futures are not `Send`.
 pub trait JobHandler: Send + Sync + 'static {
-    fn run(&self, job: Job) -> BoxFuture<'static, Outcome>;
+    fn run(&self, job: Job) -> LocalBoxFuture<'static, Outcome>;
 }
 
 impl<F, Fut> JobHandler for F
 where
     F: Fn(Job) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Outcome> + Send + 'static,
+    Fut: std::future::Future<Output = Outcome> + 'static,
 {
-    fn run(&self, job: Job) -> BoxFuture<'static, Outcome> {
+    fn run(&self, job: Job) -> LocalBoxFuture<'static, Outcome> {
         Box::pin(self(job))
     }
 }

@@ -66,6 +66,10 @@ pub struct HttpSettings {
     /// Worker threads; 0 means one per core.
     #[serde(default)]
     pub workers: usize,
+    /// The address buyers reach payd at (the base of `checkout_url`); defaults to
+    /// `http://<listen address>`.
+    #[serde(default)]
+    pub public_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -114,6 +118,8 @@ pub struct SandboxSettings {
     /// Create a demo merchant and shop on first start and write their keys to `data_dir`.
     pub demo_merchant: bool,
     pub data_dir: String,
+    /// How long asynchronous and review test cards take to settle.
+    pub async_delay_secs: u64,
 }
 
 impl Settings {

@@ -3,5 +3,10 @@
 pub mod api_key;
 pub mod idempotency_key;
 pub mod merchant;
+pub mod payment;
+pub mod payment_attempt;
+pub mod payment_status_history;
+pub mod processor_account;
 pub mod profile;
+pub mod routing_config;
 pub mod scheduled_job;

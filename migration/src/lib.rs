@@ -9,6 +9,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261122_000001_create_accounts;
 mod m20261122_000002_create_idempotency_keys;
 mod m20261122_000003_create_scheduled_jobs;
+mod m20261122_000004_create_payments;
 
 pub struct Migrator;
 
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000001_create_accounts::Migration),
             Box::new(m20261122_000002_create_idempotency_keys::Migration),
             Box::new(m20261122_000003_create_scheduled_jobs::Migration),
+            Box::new(m20261122_000004_create_payments::Migration),
         ]
     }
 }

@@ -169,6 +169,11 @@ pub async fn spawn_with_clock(
     }
 }
 
+/// `payment_method_data` with a test card.
+pub fn card(number: &str) -> Value {
+    serde_json::json!({"card": {"number": number, "exp_month": 12, "exp_year": 2035, "cvc": "123"}})
+}
+
 pub fn client() -> awc::Client {
     awc::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -236,6 +241,52 @@ impl TestApp {
             profile_id: s("profile_id"),
             secret_key: s("secret_key"),
             publishable_key: s("publishable_key"),
+        }
+    }
+
+    /// A request as the merchant's server sends it: secret key and its default shop.
+    pub async fn call(
+        &self,
+        m: &Merchant,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Answer {
+        self.send(
+            method,
+            path,
+            Some(&m.secret_key),
+            body.as_ref(),
+            &[("x-profile-id", &m.profile_id)],
+        )
+        .await
+    }
+
+    pub async fn create_payment(&self, m: &Merchant, body: Value) -> Answer {
+        self.call(m, Method::POST, "/payments", Some(body)).await
+    }
+
+    /// Polls a payment until `done` holds (bounded: ten seconds).
+    pub async fn wait_for_payment(
+        &self,
+        m: &Merchant,
+        id: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let p = self
+                .call(m, Method::GET, &format!("/payments/{id}"), None)
+                .await;
+            if done(&p.body) {
+                return p.body;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "payment never settled: {}",
+                p.body
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(25)).await;
         }
     }
 

@@ -1,0 +1,56 @@
+//! A payment: its status, amounts and the data of its payment method (never the card number).
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "payments")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    pub capture_method: String,
+    pub amount_authorized: i64,
+    pub amount_captured: i64,
+    pub amount_refunded: i64,
+    pub confirm_attempts: i32,
+    pub max_attempts: i32,
+    pub enable_partial_authorization: bool,
+    pub customer_id: Option<String>,
+    pub mandate_id: Option<String>,
+    pub setup_future_usage: Option<String>,
+    pub off_session: bool,
+    /// JSON: brand, last4, expiry, fingerprint, sandbox behaviour.
+    pub payment_method: Option<String>,
+    /// The processor account of the current authorization.
+    pub processor: Option<String>,
+    pub processor_reference: Option<String>,
+    /// JSON `{code, message}` of the last failed attempt.
+    pub last_error: Option<String>,
+    /// JSON array of product lines.
+    pub lines: Option<String>,
+    /// JSON object.
+    pub metadata: String,
+    pub description: Option<String>,
+    pub return_url: Option<String>,
+    pub hosted_checkout: bool,
+    pub client_secret: String,
+    pub expires_at: DateTimeUtc,
+    pub capture_before: Option<DateTimeUtc>,
+    pub captured_at: Option<DateTimeUtc>,
+    /// JSON: both accounts when the processor contradicts ours.
+    pub conflict: Option<String>,
+    /// Compare-and-set guard: every write is `WHERE version = ?`.
+    pub version: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,21 @@
+//! One status change of a payment, written in the transaction that made it.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "payment_status_history")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub payment_id: String,
+    pub from_status: Option<String>,
+    pub to_status: String,
+    /// The operation that caused it: create, confirm, capture, cancel, sync, expire, challenge.
+    pub trigger: String,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,23 @@
+//! A processor account configured for a shop (several sandbox accounts give routing a choice).
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "processor_accounts")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    /// Unique within the shop; routing rules name accounts by it.
+    pub name: String,
+    /// `sandbox`.
+    pub kind: String,
+    pub enabled: bool,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,511 @@
+//! The payment actor: one per payment id. It serializes every write to its payment — confirm,
+//! capture, cancel, update, sync, expiry, challenge — asking the machine, calling the
+//! processor, and committing the result with a compare-and-set on the row's version.
+
+use std::sync::Arc;
+
+use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use chrono::{DateTime, Duration, Utc};
+use payd_actors::KeyedActor;
+use payd_entity::{payment, payment_attempt};
+use sea_orm::{DatabaseConnection, DbErr};
+
+use super::{
+    api::{parse_lines, LastError, LineInput, Metadata, RoutingDecision},
+    machine::{self, Authorization, CancelKind, Refusal, Status},
+    routing::{self, Facts},
+    store::{self, CommitError},
+};
+use crate::{
+    clock::SharedClock,
+    error::ApiError,
+    ids::new_id,
+    processors::{
+        sandbox::Sandbox, AuthRequest, AuthResult, Processor, ProcessorError, StoredCard,
+    },
+    settings::Settings,
+};
+
+/// What the payment actors need.
+#[derive(Clone)]
+pub struct PaymentDeps {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    pub settings: Arc<Settings>,
+    pub sandbox: Arc<Sandbox>,
+}
+
+impl PaymentDeps {
+    /// The processor behind an account (every account is a sandbox one for now).
+    fn processor(&self, _account: &str) -> Arc<dyn Processor> {
+        self.sandbox.clone()
+    }
+
+    fn settle_delay(&self) -> Duration {
+        self.sandbox.async_delay
+    }
+
+    fn capture_window(&self) -> Duration {
+        Duration::days(7)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PaymentError {
+    #[error("no such payment")]
+    NotFound,
+    #[error("the client_secret does not match this payment")]
+    Forbidden,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("invalid request: {0}")]
+    Invalid(ApiError),
+    #[error("the payment was changed concurrently")]
+    LostRace,
+    #[error(transparent)]
+    Processor(#[from] ProcessorError),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl From<CommitError> for PaymentError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::LostRace => PaymentError::LostRace,
+            CommitError::Db(e) => PaymentError::Db(e),
+        }
+    }
+}
+
+/// Who asks. `None` on a message means payd itself (a scheduled job).
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub merchant_id: String,
+    pub test_mode: bool,
+    /// Set for browser callers (publishable key or hosted checkout): must match.
+    pub client_secret: Option<String>,
+}
+
+/// Fields of an update, already checked at the edge.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    pub amount: Option<i64>,
+    pub currency: Option<String>,
+    pub manual_capture: Option<bool>,
+    pub card: Option<StoredCard>,
+    pub lines: Option<Vec<LineInput>>,
+    pub metadata: Option<Metadata>,
+    pub description: Option<String>,
+    pub return_url: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Command {
+    Confirm {
+        card: Option<StoredCard>,
+        return_url: Option<String>,
+    },
+    Update(Box<Patch>),
+    Capture {
+        amount: Option<i64>,
+        final_capture: bool,
+    },
+    Cancel,
+    Sync,
+    Expire,
+    CompleteChallenge {
+        approve: bool,
+    },
+}
+
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<payment::Model, PaymentError>")]
+pub struct Exec {
+    pub access: Option<Access>,
+    pub command: Command,
+}
+
+pub struct PaymentActor {
+    model: payment::Model,
+    deps: PaymentDeps,
+}
+
+impl Actor for PaymentActor {
+    type Context = Context<Self>;
+}
+
+impl KeyedActor for PaymentActor {
+    const KIND: &'static str = "payment";
+    type Deps = PaymentDeps;
+    type LoadError = PaymentError;
+
+    async fn load(id: &str, deps: &PaymentDeps) -> Result<Self, PaymentError> {
+        let model = store::find(&deps.db, id)
+            .await?
+            .ok_or(PaymentError::NotFound)?;
+        Ok(Self {
+            model,
+            deps: deps.clone(),
+        })
+    }
+}
+
+impl Handler<Exec> for PaymentActor {
+    type Result = AtomicResponse<Self, Result<payment::Model, PaymentError>>;
+
+    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
+        let (deps, current) = (self.deps.clone(), self.model.clone());
+        AtomicResponse::new(Box::pin(
+            async move { exec(&deps, current, msg).await }
+                .into_actor(self)
+                .map(|(latest, result), act, _| {
+                    act.model = latest;
+                    result
+                }),
+        ))
+    }
+}
+
+/// Runs a command; returns the latest known row (for the actor's cache) and the answer.
+async fn exec(
+    deps: &PaymentDeps,
+    mut current: payment::Model,
+    msg: Exec,
+) -> (payment::Model, Result<payment::Model, PaymentError>) {
+    if let Some(access) = &msg.access {
+        if access.merchant_id != current.merchant_id || access.test_mode != current.test_mode {
+            return (current, Err(PaymentError::NotFound));
+        }
+        if access
+            .client_secret
+            .as_ref()
+            .is_some_and(|s| *s != current.client_secret)
+        {
+            return (current, Err(PaymentError::Forbidden));
+        }
+    }
+    // A lost race means another instance wrote first: reload and decide again, once.
+    for round in 0..2 {
+        match step(deps, &current, &msg.command).await {
+            Err(PaymentError::LostRace) if round == 0 => {
+                match store::find(&deps.db, &current.id).await {
+                    Ok(Some(fresh)) => current = fresh,
+                    Ok(None) => return (current, Err(PaymentError::NotFound)),
+                    Err(e) => return (current, Err(e.into())),
+                }
+            }
+            Ok(next) => return (next.clone(), Ok(next)),
+            Err(e) => return (current, Err(e)),
+        }
+    }
+    (current, Err(PaymentError::LostRace))
+}
+
+fn card_of(m: &payment::Model) -> Option<StoredCard> {
+    m.payment_method
+        .as_deref()
+        .and_then(|s| serde_json::from_str(s).ok())
+}
+
+fn attempt_row(
+    m: &payment::Model,
+    number: i32,
+    processor: &str,
+    result: &AuthResult,
+    card: &StoredCard,
+    decision: &RoutingDecision,
+    now: DateTime<Utc>,
+) -> payment_attempt::Model {
+    let status = match result.outcome {
+        Authorization::Approved { amount } if amount < m.amount => "partially_authorized",
+        Authorization::Approved { .. } if m.capture_method == "automatic" => "captured",
+        Authorization::Approved { .. } => "authorized",
+        Authorization::Declined { .. } => "declined",
+        Authorization::ChallengeRequired => "challenge_required",
+        Authorization::ReviewRequired => "review_required",
+        Authorization::Pending => "pending",
+    };
+    payment_attempt::Model {
+        id: new_id("att"),
+        payment_id: m.id.clone(),
+        number,
+        processor: processor.to_owned(),
+        processor_reference: result.reference.clone(),
+        status: status.to_owned(),
+        amount: m.amount,
+        error_code: result.error.as_ref().map(|(c, _)| c.clone()),
+        error_message: result.error.as_ref().map(|(_, msg)| msg.clone()),
+        payment_method: serde_json::to_string(card).ok(),
+        routing: serde_json::to_string(decision).unwrap_or_default(),
+        created_at: now,
+    }
+}
+
+fn last_error(result: &AuthResult) -> Option<String> {
+    result.error.as_ref().and_then(|(code, message)| {
+        serde_json::to_string(&LastError {
+            code: code.clone(),
+            message: message.clone(),
+        })
+        .ok()
+    })
+}
+
+async fn step(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    command: &Command,
+) -> Result<payment::Model, PaymentError> {
+    let now = deps.clock.now();
+    let state = store::state_of(m);
+    let commit = |after: payment::Model,
+                  trigger: &'static str,
+                  attempts: Vec<payment_attempt::Model>| async move {
+        store::commit(&deps.db, m, after, trigger, attempts, deps.settle_delay())
+            .await
+            .map_err(PaymentError::from)
+    };
+    match command {
+        Command::Confirm { card, return_url } => {
+            machine::check_confirm(&state)?;
+            let card = card.clone().or_else(|| card_of(m)).ok_or_else(|| {
+                PaymentError::Invalid(
+                    ApiError::invalid("payment_method_required", "confirm needs a payment method")
+                        .param("payment_method_data"),
+                )
+            })?;
+            let (chosen, result, attempts) = authorize(deps, m, &card, now).await?;
+            let next = machine::confirm(&state, result.outcome, now);
+            let mut after = store::with_state(m, &next, now);
+            after.payment_method = serde_json::to_string(&card).ok();
+            after.processor = Some(chosen);
+            after.processor_reference = result.reference.clone();
+            after.last_error = last_error(&result);
+            after.capture_before = next
+                .status
+                .is_capturable()
+                .then(|| now + deps.capture_window());
+            if return_url.is_some() {
+                after.return_url = return_url.clone();
+            }
+            commit(after, "confirm", attempts).await
+        }
+        Command::CompleteChallenge { approve } => {
+            machine::check_challenge(&state)?;
+            let (account, reference) = processor_of(m)?;
+            let result = deps
+                .processor(&account)
+                .complete_challenge(&reference, *approve, now)
+                .await?;
+            let next = machine::complete_challenge(&state, result.outcome, now);
+            let mut after = store::with_state(m, &next, now);
+            after.last_error = last_error(&result);
+            after.capture_before = next
+                .status
+                .is_capturable()
+                .then(|| now + deps.capture_window());
+            commit(after, "challenge", vec![]).await
+        }
+        Command::Capture {
+            amount,
+            final_capture,
+        } => {
+            let amount = machine::capture_amount(&state, *amount)?;
+            let next = machine::capture(&state, amount, *final_capture, now)?;
+            let (account, reference) = processor_of(m)?;
+            deps.processor(&account).capture(&reference, amount).await?;
+            commit(store::with_state(m, &next, now), "capture", vec![]).await
+        }
+        Command::Cancel => {
+            let kind = machine::cancel_kind(&state, now)?;
+            let next = machine::cancel(&state, now)?;
+            if kind != CancelKind::Local {
+                let (account, reference) = processor_of(m)?;
+                deps.processor(&account).void(&reference).await?;
+            }
+            commit(store::with_state(m, &next, now), "cancel", vec![]).await
+        }
+        Command::Update(patch) => {
+            machine::check_update(&state)?;
+            commit(apply_patch(m, patch, now)?, "update", vec![]).await
+        }
+        Command::Sync => {
+            let Ok((account, reference)) = processor_of(m) else {
+                return Ok(m.clone());
+            };
+            let view = deps.processor(&account).sync(&reference, now).await?;
+            let next = machine::settle(&state, view, now);
+            if next == state {
+                store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
+                return Ok(m.clone());
+            }
+            let mut after = store::with_state(m, &next, now);
+            if next.status == Status::Conflicted {
+                after.conflict = serde_json::to_string(&serde_json::json!({
+                    "ours": {"status": m.status, "authorized": m.amount_authorized, "captured": m.amount_captured},
+                    "processor": format!("{view:?}"),
+                }))
+                .ok();
+            }
+            after.capture_before = next
+                .status
+                .is_capturable()
+                .then(|| now + deps.capture_window());
+            commit(after, "sync", vec![]).await
+        }
+        Command::Expire => {
+            let Some(next) = machine::expire(&state, now, m.expires_at, m.capture_before) else {
+                store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
+                return Ok(m.clone());
+            };
+            if state.status.is_capturable() {
+                // Release what the processor still holds for us.
+                if let Ok((account, reference)) = processor_of(m) {
+                    deps.processor(&account).void(&reference).await?;
+                }
+            }
+            commit(store::with_state(m, &next, now), "expire", vec![]).await
+        }
+    }
+}
+
+fn processor_of(m: &payment::Model) -> Result<(String, String), PaymentError> {
+    match (&m.processor, &m.processor_reference) {
+        (Some(a), Some(r)) => Ok((a.clone(), r.clone())),
+        _ => Err(PaymentError::Refused(Refusal::InvalidState(
+            Status::parse(&m.status).unwrap_or(Status::Conflicted),
+        ))),
+    }
+}
+
+/// Routes the authorization and falls back to the next processor after a retryable decline
+/// or an unreachable processor. Returns the deciding processor, its answer, and every attempt.
+async fn authorize(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    card: &StoredCard,
+    now: DateTime<Utc>,
+) -> Result<(String, AuthResult, Vec<payment_attempt::Model>), PaymentError> {
+    let accounts: Vec<String> = store::accounts(&deps.db, &m.profile_id)
+        .await?
+        .into_iter()
+        .filter(|a| a.enabled)
+        .map(|a| a.name)
+        .collect();
+    let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
+    let decision = routing::decide(
+        &rules,
+        &accounts,
+        &Facts {
+            payment_id: &m.id,
+            amount: m.amount,
+            currency: &m.currency,
+            brand: card.brand,
+        },
+    );
+    let number = m.confirm_attempts + 1;
+    let mut attempts = Vec::new();
+    let mut previous: Option<String> = None;
+    let mut last = None;
+    for candidate in &decision.candidates {
+        let this_decision = match &previous {
+            None => decision.clone(),
+            Some(p) => routing::fallback(&decision, p, candidate),
+        };
+        let request = AuthRequest {
+            payment_id: m.id.clone(),
+            amount: m.amount,
+            currency: m.currency.clone(),
+            capture: m.capture_method == "automatic",
+            partial_allowed: m.enable_partial_authorization,
+            card: card.clone(),
+            now,
+        };
+        let result = match deps.processor(candidate).authorize(request).await {
+            Ok(r) => r,
+            Err(ProcessorError::Unavailable(why)) => AuthResult {
+                reference: None,
+                outcome: Authorization::Declined { retryable: true },
+                error: Some(("processor_unavailable".into(), why)),
+            },
+            Err(e) => return Err(e.into()),
+        };
+        attempts.push(attempt_row(
+            m,
+            number,
+            candidate,
+            &result,
+            card,
+            &this_decision,
+            now,
+        ));
+        let retry = matches!(result.outcome, Authorization::Declined { retryable: true });
+        last = Some((candidate.clone(), result));
+        if !retry {
+            break;
+        }
+        previous = Some(candidate.clone());
+    }
+    let (chosen, result) =
+        last.ok_or_else(|| PaymentError::Invalid(ApiError::internal("no processor candidate")))?;
+    Ok((chosen, result, attempts))
+}
+
+fn apply_patch(
+    m: &payment::Model,
+    p: &Patch,
+    now: DateTime<Utc>,
+) -> Result<payment::Model, PaymentError> {
+    let mut after = m.clone();
+    if let Some(a) = p.amount {
+        after.amount = a;
+    }
+    if let Some(c) = &p.currency {
+        after.currency = c.clone();
+    }
+    if let Some(manual) = p.manual_capture {
+        after.capture_method = if manual { "manual" } else { "automatic" }.to_owned();
+    }
+    if let Some(card) = &p.card {
+        after.payment_method = serde_json::to_string(card).ok();
+        if after.status == Status::RequiresPaymentMethod.as_str() {
+            after.status = Status::RequiresConfirmation.as_str().to_owned();
+        }
+    }
+    match &p.lines {
+        Some(lines) => {
+            let parsed = parse_lines(lines, after.amount).map_err(PaymentError::Invalid)?;
+            after.lines = serde_json::to_string(&parsed).ok();
+        }
+        // Stored lines must still add up when only the amount changes.
+        None if p.amount.is_some() && after.lines.is_some() => {
+            let lines: Vec<super::api::Line> = after
+                .lines
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_default();
+            let total: i64 = lines.iter().map(|l| l.amount).sum();
+            if total != after.amount {
+                return Err(PaymentError::Invalid(
+                    ApiError::invalid(
+                        "lines_amount_mismatch",
+                        format!("the payment's lines add up to {total}; send new lines with the new amount"),
+                    )
+                    .param("amount"),
+                ));
+            }
+        }
+        None => {}
+    }
+    if let Some(md) = &p.metadata {
+        after.metadata = serde_json::to_string(md).unwrap_or_else(|_| "{}".into());
+    }
+    if let Some(d) = &p.description {
+        after.description = Some(d.clone());
+    }
+    if let Some(u) = &p.return_url {
+        after.return_url = Some(u.clone());
+    }
+    after.updated_at = now;
+    Ok(after)
+}

@@ -1,0 +1,585 @@
+//! Request and response types of the payment routes, and the payment object every route and
+//! webhook returns.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use payd_entity::{payment, payment_attempt, payment_status_history};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{
+    error::ApiError,
+    pagination::ListQuery,
+    processors::{card::Brand, CardInput, StoredCard},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureMethodDto {
+    #[default]
+    Automatic,
+    Manual,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentMethodData {
+    pub card: CardInput,
+}
+
+/// A product line: its total is `quantity × unit_amount + tax_amount`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LineInput {
+    /// Unique within the payment; `line_<n>` when omitted.
+    #[serde(default)]
+    pub line_id: Option<String>,
+    #[serde(default)]
+    pub product_id: Option<String>,
+    #[serde(default)]
+    pub price_id: Option<String>,
+    pub name: String,
+    pub quantity: i64,
+    pub unit_amount: i64,
+    #[serde(default)]
+    pub tax_amount: i64,
+}
+
+/// A line as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+pub struct Line {
+    pub line_id: String,
+    pub product_id: Option<String>,
+    pub price_id: Option<String>,
+    pub name: String,
+    pub quantity: i64,
+    pub unit_amount: i64,
+    pub tax_amount: i64,
+    /// quantity × unit_amount + tax_amount
+    pub amount: i64,
+}
+
+pub type Metadata = BTreeMap<String, serde_json::Value>;
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePaymentRequest {
+    /// Minor units, > 0.
+    pub amount: i64,
+    /// ISO 4217 code, e.g. `USD`.
+    pub currency: String,
+    #[serde(default)]
+    pub capture_method: Option<CaptureMethodDto>,
+    /// Confirm at once (needs a payment method).
+    #[serde(default)]
+    pub confirm: bool,
+    #[serde(default)]
+    pub payment_method_data: Option<PaymentMethodData>,
+    #[serde(default)]
+    pub payment_method_id: Option<String>,
+    #[serde(default)]
+    pub customer_id: Option<String>,
+    #[serde(default)]
+    pub setup_future_usage: Option<String>,
+    #[serde(default)]
+    pub mandate_id: Option<String>,
+    #[serde(default)]
+    pub off_session: Option<bool>,
+    #[serde(default)]
+    pub enable_partial_authorization: bool,
+    #[serde(default)]
+    pub lines: Option<Vec<LineInput>>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub return_url: Option<String>,
+    /// Answer with a `checkout_url` where the buyer pays.
+    #[serde(default)]
+    pub hosted_checkout: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdatePaymentRequest {
+    #[serde(default)]
+    pub amount: Option<i64>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    #[serde(default)]
+    pub capture_method: Option<CaptureMethodDto>,
+    #[serde(default)]
+    pub payment_method_data: Option<PaymentMethodData>,
+    #[serde(default)]
+    pub lines: Option<Vec<LineInput>>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub return_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmPaymentRequest {
+    #[serde(default)]
+    pub payment_method_data: Option<PaymentMethodData>,
+    #[serde(default)]
+    pub payment_method_id: Option<String>,
+    /// Required with a publishable key.
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    #[serde(default)]
+    pub return_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapturePaymentRequest {
+    /// Defaults to the whole capturable remainder.
+    #[serde(default)]
+    pub amount: Option<i64>,
+    /// `false` keeps the rest capturable.
+    #[serde(default = "yes")]
+    pub final_capture: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelPaymentRequest {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RetrieveQuery {
+    /// Ask the processor before answering.
+    #[serde(default)]
+    pub force_sync: Option<bool>,
+    /// Required with a publishable key.
+    #[serde(default)]
+    pub client_secret: Option<String>,
+}
+
+/// Filters of `POST /payments/list`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListPaymentsRequest {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    #[serde(default)]
+    pub customer_id: Option<String>,
+    #[serde(default)]
+    pub amount_gte: Option<i64>,
+    #[serde(default)]
+    pub amount_lte: Option<i64>,
+    #[serde(default)]
+    pub created_after: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub created_before: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+impl ListPaymentsRequest {
+    pub fn page_query(&self) -> ListQuery {
+        ListQuery {
+            limit: self.limit,
+            starting_after: self.starting_after.clone(),
+            ending_before: self.ending_before.clone(),
+        }
+    }
+}
+
+/// The card of a payment, as shown.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct PaymentMethodView {
+    pub brand: Brand,
+    pub last4: String,
+    pub exp_month: u32,
+    pub exp_year: u32,
+}
+
+impl From<&StoredCard> for PaymentMethodView {
+    fn from(c: &StoredCard) -> Self {
+        Self {
+            brand: c.brand,
+            last4: c.last4.clone(),
+            exp_month: c.exp_month,
+            exp_year: c.exp_year,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+pub struct LastError {
+    pub code: String,
+    pub message: String,
+}
+
+/// The payment object: what `GET /payments/{id}` returns and `payment_details` events carry.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Payment {
+    pub payment_id: String,
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    pub test_mode: bool,
+    #[schema(value_type = Object)]
+    pub metadata: Metadata,
+    pub client_secret: String,
+    pub capture_method: CaptureMethodDto,
+    pub amount_authorized: i64,
+    pub amount_capturable: i64,
+    pub amount_captured: i64,
+    pub amount_refunded: i64,
+    pub customer_id: Option<String>,
+    pub payment_method: Option<PaymentMethodView>,
+    pub mandate_id: Option<String>,
+    pub last_error: Option<LastError>,
+    pub description: Option<String>,
+    pub return_url: Option<String>,
+    pub checkout_url: Option<String>,
+    pub profile_id: String,
+    pub attempt_count: i32,
+    pub expires_at: DateTime<Utc>,
+    pub capture_before: Option<DateTime<Utc>>,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+impl Payment {
+    /// Renders a stored payment; `public_url` is the base of `checkout_url`.
+    pub fn render(m: &payment::Model, public_url: &str) -> Self {
+        let card: Option<StoredCard> = m
+            .payment_method
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok());
+        let capturable = super::store::state_of(m).capturable();
+        Self {
+            payment_id: m.id.clone(),
+            status: m.status.clone(),
+            amount: m.amount,
+            currency: m.currency.clone(),
+            test_mode: m.test_mode,
+            metadata: serde_json::from_str(&m.metadata).unwrap_or_default(),
+            client_secret: m.client_secret.clone(),
+            capture_method: if m.capture_method == "manual" {
+                CaptureMethodDto::Manual
+            } else {
+                CaptureMethodDto::Automatic
+            },
+            amount_authorized: m.amount_authorized,
+            amount_capturable: capturable,
+            amount_captured: m.amount_captured,
+            amount_refunded: m.amount_refunded,
+            customer_id: m.customer_id.clone(),
+            payment_method: card.as_ref().map(PaymentMethodView::from),
+            mandate_id: m.mandate_id.clone(),
+            last_error: m
+                .last_error
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok()),
+            description: m.description.clone(),
+            return_url: m.return_url.clone(),
+            checkout_url: m.hosted_checkout.then(|| {
+                format!(
+                    "{}/checkout/{}?client_secret={}",
+                    public_url.trim_end_matches('/'),
+                    m.id,
+                    m.client_secret
+                )
+            }),
+            profile_id: m.profile_id.clone(),
+            attempt_count: m.confirm_attempts,
+            expires_at: m.expires_at,
+            capture_before: m.capture_before,
+            created: m.created_at,
+            updated: m.updated_at,
+        }
+    }
+}
+
+/// One processor attempt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Attempt {
+    pub attempt_id: String,
+    pub number: i32,
+    pub processor: String,
+    pub status: String,
+    pub amount: i64,
+    pub error: Option<LastError>,
+    pub payment_method: Option<PaymentMethodView>,
+    pub created: DateTime<Utc>,
+}
+
+impl From<&payment_attempt::Model> for Attempt {
+    fn from(a: &payment_attempt::Model) -> Self {
+        let card: Option<StoredCard> = a
+            .payment_method
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok());
+        Self {
+            attempt_id: a.id.clone(),
+            number: a.number,
+            processor: a.processor.clone(),
+            status: a.status.clone(),
+            amount: a.amount,
+            error: a.error_code.clone().map(|code| LastError {
+                code,
+                message: a.error_message.clone().unwrap_or_default(),
+            }),
+            payment_method: card.as_ref().map(PaymentMethodView::from),
+            created: a.created_at,
+        }
+    }
+}
+
+/// Why a processor was chosen for an attempt.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+pub struct RoutingDecision {
+    /// `rule`, `volume_split`, `default` or `fallback`.
+    pub algorithm: String,
+    /// The rule that matched, if any.
+    pub rule: Option<String>,
+    /// Processors considered, in the order they would be tried.
+    pub candidates: Vec<String>,
+    pub chosen: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoutingDecisionView {
+    pub attempt_id: String,
+    pub number: i32,
+    pub outcome: String,
+    #[serde(flatten)]
+    pub decision: RoutingDecision,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StatusChange {
+    pub from: Option<String>,
+    pub to: String,
+    pub trigger: String,
+    pub at: DateTime<Utc>,
+}
+
+impl From<&payment_status_history::Model> for StatusChange {
+    fn from(h: &payment_status_history::Model) -> Self {
+        Self {
+            from: h.from_status.clone(),
+            to: h.to_status.clone(),
+            trigger: h.trigger.clone(),
+            at: h.created_at,
+        }
+    }
+}
+
+/// A line with its captured and refundable balances.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LineBalance {
+    #[serde(flatten)]
+    pub line: Line,
+    pub amount_captured: i64,
+    pub amount_refunded: i64,
+    pub amount_refundable: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Items<T> {
+    pub data: Vec<T>,
+}
+
+/// Checks lines and returns them stored form; their totals must add up to `amount`.
+pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiError> {
+    if lines.is_empty() || lines.len() > 100 {
+        return Err(ApiError::invalid_param("lines", "send 1 to 100 lines"));
+    }
+    let mut out: Vec<Line> = Vec::with_capacity(lines.len());
+    let mut total: i64 = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let p = |f: &str| format!("lines[{i}].{f}");
+        if l.name.trim().is_empty() || l.name.len() > 200 {
+            return Err(ApiError::invalid_param(
+                &p("name"),
+                "name must be 1 to 200 characters",
+            ));
+        }
+        if l.quantity < 1 {
+            return Err(ApiError::invalid_param(
+                &p("quantity"),
+                "quantity must be at least 1",
+            ));
+        }
+        if l.unit_amount < 0 || l.tax_amount < 0 {
+            return Err(ApiError::invalid_param(
+                &p("unit_amount"),
+                "amounts must not be negative",
+            ));
+        }
+        let line_total = l
+            .quantity
+            .checked_mul(l.unit_amount)
+            .and_then(|x| x.checked_add(l.tax_amount))
+            .ok_or_else(|| {
+                ApiError::invalid_param(&p("unit_amount"), "the line total overflows")
+            })?;
+        total = total
+            .checked_add(line_total)
+            .ok_or_else(|| ApiError::invalid_param("lines", "the lines' total overflows"))?;
+        let line_id = l
+            .line_id
+            .clone()
+            .unwrap_or_else(|| format!("line_{}", i + 1));
+        if line_id.is_empty() || line_id.len() > 64 || out.iter().any(|o| o.line_id == line_id) {
+            return Err(ApiError::invalid_param(
+                &p("line_id"),
+                "line ids must be unique, 1 to 64 characters",
+            ));
+        }
+        out.push(Line {
+            line_id,
+            product_id: l.product_id.clone(),
+            price_id: l.price_id.clone(),
+            name: l.name.trim().to_owned(),
+            quantity: l.quantity,
+            unit_amount: l.unit_amount,
+            tax_amount: l.tax_amount,
+            amount: line_total,
+        });
+    }
+    if total != amount {
+        return Err(ApiError::invalid(
+            "lines_amount_mismatch",
+            format!("the lines add up to {total}, not to the amount {amount}"),
+        )
+        .param("lines"));
+    }
+    Ok(out)
+}
+
+/// Spreads `captured` over the lines in proportion to their amounts (largest remainder, so the
+/// shares add up exactly).
+pub fn captured_shares(lines: &[Line], captured: i64) -> Vec<i64> {
+    let total: i64 = lines.iter().map(|l| l.amount).sum();
+    if total <= 0 {
+        return vec![0; lines.len()];
+    }
+    let exact: Vec<(i128, i128)> = lines
+        .iter()
+        .map(|l| {
+            let num = i128::from(l.amount) * i128::from(captured);
+            (num / i128::from(total), num % i128::from(total))
+        })
+        .collect();
+    let mut shares: Vec<i64> = exact.iter().map(|(q, _)| *q as i64).collect();
+    let mut left = captured - shares.iter().sum::<i64>();
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by(|a, b| exact[*b].1.cmp(&exact[*a].1).then(a.cmp(b)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        shares[i] += 1;
+        left -= 1;
+    }
+    shares
+}
+
+/// Checks an ISO 4217 currency code (upper case).
+pub fn parse_currency(param: &str, raw: &str) -> Result<String, ApiError> {
+    let code = raw.trim().to_ascii_uppercase();
+    iso_currency::Currency::from_code(&code)
+        .map(|_| code)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "invalid_currency",
+                format!("{raw:?} is not an ISO 4217 currency code"),
+            )
+            .param(param)
+        })
+}
+
+pub fn parse_amount(param: &str, amount: i64) -> Result<i64, ApiError> {
+    if amount <= 0 {
+        return Err(
+            ApiError::invalid("amount_not_positive", "the amount must be greater than 0")
+                .param(param),
+        );
+    }
+    Ok(amount)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(q: i64, u: i64, t: i64) -> LineInput {
+        LineInput {
+            line_id: None,
+            product_id: None,
+            price_id: None,
+            name: "x".into(),
+            quantity: q,
+            unit_amount: u,
+            tax_amount: t,
+        }
+    }
+
+    #[test]
+    fn lines_must_add_up() {
+        let lines = parse_lines(&[line(2, 100, 20), line(1, 80, 0)], 300).unwrap();
+        assert_eq!(lines[0].amount, 220);
+        assert_eq!(lines[1].line_id, "line_2");
+        assert_eq!(
+            parse_lines(&[line(2, 100, 20)], 300).unwrap_err().code,
+            "lines_amount_mismatch"
+        );
+        assert_eq!(
+            parse_lines(&[line(0, 100, 0)], 0)
+                .unwrap_err()
+                .param
+                .as_deref(),
+            Some("lines[0].quantity")
+        );
+        assert!(parse_lines(&[line(i64::MAX, 2, 0)], 1).is_err());
+    }
+
+    #[test]
+    fn captured_shares_add_up() {
+        let lines = parse_lines(&[line(1, 100, 0), line(1, 100, 0), line(1, 100, 0)], 300).unwrap();
+        let shares = captured_shares(&lines, 100);
+        assert_eq!(shares.iter().sum::<i64>(), 100);
+        assert_eq!(shares, vec![34, 33, 33]);
+        assert_eq!(captured_shares(&lines, 300), vec![100, 100, 100]);
+    }
+
+    #[test]
+    fn currencies() {
+        assert_eq!(parse_currency("currency", "usd").unwrap(), "USD");
+        assert_eq!(
+            parse_currency("currency", "XXQ")
+                .unwrap_err()
+                .param
+                .as_deref(),
+            Some("currency")
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! The hosted checkout: a server-rendered page where the buyer enters a card, retries after a
+//! decline, passes a 3-D Secure challenge and sees the outcome. The payment's `client_secret`
+//! is the buyer's only credential, and it opens that one payment and nothing else.
+
+use actix_web::{http::header::ContentType, web, HttpResponse};
+use payd_entity::payment;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{
+    actor::{Access, Command},
+    api::{LastError, Payment},
+    routes::send,
+    store,
+};
+use crate::{
+    app::AppState,
+    error::ApiError,
+    http::{ApiJson, ApiQuery},
+    processors::{card::parse_card, CardInput},
+};
+
+const PAGE: &str = include_str!("assets/checkout.html");
+const CHALLENGE: &str = include_str!("assets/challenge.html");
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/checkout/{payment_id}").route(web::get().to(page)))
+        .service(web::resource("/checkout/{payment_id}/status").route(web::get().to(status)))
+        .service(web::resource("/checkout/{payment_id}/confirm").route(web::post().to(confirm)))
+        .service(
+            web::resource("/checkout/{payment_id}/challenge")
+                .route(web::get().to(challenge_page))
+                .route(web::post().to(complete_challenge)),
+        );
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SecretQuery {
+    pub client_secret: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckoutConfirmRequest {
+    pub client_secret: String,
+    pub card: CardInput,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChallengeResult {
+    Approve,
+    Reject,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChallengeRequest {
+    pub client_secret: String,
+    pub result: ChallengeResult,
+}
+
+/// What the buyer's page sees of a payment.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CheckoutStatus {
+    pub payment_id: String,
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    pub test_mode: bool,
+    pub last_error: Option<LastError>,
+    /// Where to send the buyer next (the challenge page), if anywhere.
+    pub next_action_url: Option<String>,
+    pub return_url: Option<String>,
+}
+
+impl CheckoutStatus {
+    fn of(m: &payment::Model, public_url: &str) -> Self {
+        let p = Payment::render(m, public_url);
+        Self {
+            next_action_url: (p.status == "requires_customer_action").then(|| {
+                format!(
+                    "/checkout/{}/challenge?client_secret={}",
+                    p.payment_id, p.client_secret
+                )
+            }),
+            payment_id: p.payment_id,
+            status: p.status,
+            amount: p.amount,
+            currency: p.currency,
+            test_mode: p.test_mode,
+            last_error: p.last_error,
+            return_url: p.return_url,
+        }
+    }
+}
+
+/// The payment behind a client_secret; any mismatch reads as "no such payment".
+async fn by_secret(state: &AppState, id: &str, secret: &str) -> Result<payment::Model, ApiError> {
+    let not_found = || ApiError::not_found("payment");
+    let m = store::find(&state.db, id).await?.ok_or_else(not_found)?;
+    let same = subtle::ConstantTimeEq::ct_eq(m.client_secret.as_bytes(), secret.as_bytes());
+    if !bool::from(same) {
+        return Err(not_found());
+    }
+    Ok(m)
+}
+
+fn buyer(m: &payment::Model, secret: String) -> Access {
+    Access {
+        merchant_id: m.merchant_id.clone(),
+        test_mode: m.test_mode,
+        client_secret: Some(secret),
+    }
+}
+
+fn html(body: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(ContentType::html())
+        .insert_header(("cache-control", "no-store"))
+        .insert_header((
+            "content-security-policy",
+            "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self'",
+        ))
+        .body(body)
+}
+
+/// Minimal HTML escaping for values placed in the page.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// The checkout page.
+#[utoipa::path(get, path = "/checkout/{payment_id}", tag = "checkout",
+    params(("payment_id" = String, Path), SecretQuery),
+    responses((status = 200, description = "the hosted checkout page", content_type = "text/html")))]
+pub async fn page(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiQuery(q): ApiQuery<SecretQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let m = by_secret(&state, &id, &q.client_secret).await?;
+    let status = CheckoutStatus::of(&m, &state.public_url);
+    let status_json = serde_json::to_string(&status).unwrap_or_default();
+    Ok(html(
+        PAGE.replace("{{payment_id}}", &esc(&m.id))
+            .replace("{{amount}}", &m.amount.to_string())
+            .replace("{{currency}}", &esc(&m.currency))
+            .replace("{{client_secret}}", &esc(&m.client_secret))
+            .replace("{{status_json}}", &esc(&status_json)),
+    ))
+}
+
+/// The payment's status as the buyer's page sees it.
+#[utoipa::path(get, path = "/checkout/{payment_id}/status", tag = "checkout",
+    params(("payment_id" = String, Path), SecretQuery),
+    responses((status = 200, body = CheckoutStatus)))]
+pub async fn status(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiQuery(q): ApiQuery<SecretQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let m = by_secret(&state, &id, &q.client_secret).await?;
+    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+}
+
+/// The buyer pays with a card.
+#[utoipa::path(post, path = "/checkout/{payment_id}/confirm", tag = "checkout",
+    params(("payment_id" = String, Path)), request_body = CheckoutConfirmRequest,
+    responses((status = 200, body = CheckoutStatus), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)))]
+pub async fn confirm(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<CheckoutConfirmRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let m = by_secret(&state, &id, &req.client_secret).await?;
+    let card = parse_card(
+        &req.card,
+        "card",
+        state.clock.now(),
+        &state.settings.security.key_pepper,
+        m.test_mode,
+    )?;
+    let command = Command::Confirm {
+        card: Some(card),
+        return_url: None,
+    };
+    let m = send(&state, &m.id, Some(buyer(&m, req.client_secret)), command).await?;
+    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+}
+
+/// The sandbox 3-D Secure challenge page.
+#[utoipa::path(get, path = "/checkout/{payment_id}/challenge", tag = "checkout",
+    params(("payment_id" = String, Path), SecretQuery),
+    responses((status = 200, description = "the challenge page", content_type = "text/html")))]
+pub async fn challenge_page(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiQuery(q): ApiQuery<SecretQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let m = by_secret(&state, &id, &q.client_secret).await?;
+    Ok(html(
+        CHALLENGE
+            .replace("{{payment_id}}", &esc(&m.id))
+            .replace("{{amount}}", &m.amount.to_string())
+            .replace("{{currency}}", &esc(&m.currency))
+            .replace("{{client_secret}}", &esc(&m.client_secret)),
+    ))
+}
+
+/// The buyer passes or fails the challenge.
+#[utoipa::path(post, path = "/checkout/{payment_id}/challenge", tag = "checkout",
+    params(("payment_id" = String, Path)), request_body = ChallengeRequest,
+    responses((status = 200, body = CheckoutStatus), (status = 409, body = crate::openapi::ErrorBody)))]
+pub async fn complete_challenge(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<ChallengeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let m = by_secret(&state, &id, &req.client_secret).await?;
+    let command = Command::CompleteChallenge {
+        approve: req.result == ChallengeResult::Approve,
+    };
+    let m = send(&state, &m.id, Some(buyer(&m, req.client_secret)), command).await?;
+    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+}

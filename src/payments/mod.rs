@@ -1,0 +1,17 @@
+//! Payments: the lifecycle of DESIGN §6 through one actor per payment, sandbox processors and
+//! per-shop routing, with attempts, status history, product lines and hosted checkout.
+
+pub mod actor;
+pub mod api;
+pub mod checkout;
+pub mod machine;
+pub mod routes;
+pub mod routing;
+pub mod store;
+
+pub use routes::configure;
+
+use payd_actors::Registry;
+
+/// The registry of payment actors.
+pub type Payments = Registry<actor::PaymentActor>;

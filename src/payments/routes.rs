@@ -1,0 +1,734 @@
+//! Handlers of the payment routes and of the shops' processor and routing settings.
+
+use actix_web::{web, HttpResponse};
+use chrono::Duration;
+use payd_actors::ActorError;
+use payd_entity::payment;
+
+use super::{
+    actor::{Access, Command, Exec, Patch, PaymentError},
+    api::{
+        captured_shares, parse_amount, parse_currency, parse_lines, Attempt, CancelPaymentRequest,
+        CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest,
+        Items, Line, LineBalance, ListPaymentsRequest, Payment, PaymentMethodData, RetrieveQuery,
+        RoutingDecision, RoutingDecisionView, StatusChange, UpdatePaymentRequest,
+    },
+    machine::Status,
+    routing::RoutingRules,
+    store,
+};
+use crate::{
+    accounts::store as accounts,
+    app::AppState,
+    auth::{AnyKey, Caller, KeyKind, SecretKey},
+    error::{ApiError, ErrorType},
+    http::{ApiJson, ApiQuery},
+    ids::{new_id, ProfileId},
+    pagination::{List, Page},
+    processors::{card::parse_card, StoredCard},
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/payments").route(web::post().to(create_payment)))
+        .service(web::resource("/payments/list").route(web::post().to(list_payments)))
+        .service(
+            web::resource("/payments/{payment_id}")
+                .route(web::get().to(retrieve_payment))
+                .route(web::post().to(update_payment)),
+        )
+        .service(
+            web::resource("/payments/{payment_id}/confirm").route(web::post().to(confirm_payment)),
+        )
+        .service(
+            web::resource("/payments/{payment_id}/capture").route(web::post().to(capture_payment)),
+        )
+        .service(
+            web::resource("/payments/{payment_id}/cancel").route(web::post().to(cancel_payment)),
+        )
+        .service(
+            web::resource("/payments/{payment_id}/attempts").route(web::get().to(list_attempts)),
+        )
+        .service(
+            web::resource("/payments/{payment_id}/status-history")
+                .route(web::get().to(status_history)),
+        )
+        .service(web::resource("/payments/{payment_id}/lines").route(web::get().to(payment_lines)))
+        .service(
+            web::resource("/payments/{payment_id}/routing-decisions")
+                .route(web::get().to(routing_decisions)),
+        )
+        .service(
+            web::resource("/account/shops/{profile_id}/processors")
+                .route(web::get().to(list_processors))
+                .route(web::post().to(add_processor)),
+        )
+        .service(
+            web::resource("/account/shops/{profile_id}/routing")
+                .route(web::get().to(get_routing))
+                .route(web::put().to(put_routing)),
+        );
+}
+
+impl From<PaymentError> for ApiError {
+    #[track_caller]
+    fn from(e: PaymentError) -> Self {
+        match e {
+            PaymentError::NotFound => ApiError::not_found("payment"),
+            PaymentError::Forbidden => ApiError::forbidden(
+                "client_secret_mismatch",
+                "the client_secret does not belong to this payment",
+            )
+            .param("client_secret"),
+            PaymentError::Refused(r) => match r {
+                super::machine::Refusal::InvalidState(_) => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
+                super::machine::Refusal::AmountNotPositive => {
+                    ApiError::invalid("amount_not_positive", r.to_string()).param("amount")
+                }
+                super::machine::Refusal::AmountExceedsCapturable(_) => {
+                    ApiError::invalid("amount_exceeds_capturable", r.to_string()).param("amount")
+                }
+            },
+            PaymentError::Invalid(e) => e,
+            PaymentError::LostRace => ApiError::conflict(
+                "concurrent_update",
+                "the payment was changed by another request; retry",
+            ),
+            PaymentError::Processor(p) => ApiError::new(
+                actix_web::http::StatusCode::BAD_GATEWAY,
+                ErrorType::Processor,
+                "processor_error",
+                p.to_string(),
+            ),
+            PaymentError::Db(e) => ApiError::internal(format!("database: {e}")),
+        }
+    }
+}
+
+impl From<ActorError<PaymentError>> for ApiError {
+    #[track_caller]
+    fn from(e: ActorError<PaymentError>) -> Self {
+        match e {
+            ActorError::Load(e) => e.into(),
+            ActorError::Overloaded => ApiError::overloaded(),
+            ActorError::Died => ApiError::internal("the payment actor died twice"),
+        }
+    }
+}
+
+fn public_url(state: &AppState) -> &str {
+    &state.public_url
+}
+
+fn render(state: &AppState, m: &payment::Model) -> HttpResponse {
+    HttpResponse::Ok().json(Payment::render(m, public_url(state)))
+}
+
+fn access(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
+    let client_secret = match caller.kind {
+        KeyKind::Secret => None,
+        KeyKind::Publishable => Some(client_secret.ok_or_else(|| {
+            ApiError::forbidden(
+                "client_secret_required",
+                "a publishable key needs the payment's client_secret",
+            )
+            .param("client_secret")
+        })?),
+    };
+    Ok(Access {
+        merchant_id: caller.merchant_id.to_string(),
+        test_mode: caller.test_mode(),
+        client_secret,
+    })
+}
+
+pub(crate) async fn send(
+    state: &AppState,
+    id: &str,
+    access: Option<Access>,
+    command: Command,
+) -> Result<payment::Model, ApiError> {
+    if !crate::ids::has_shape(id, "pay") {
+        return Err(ApiError::not_found("payment"));
+    }
+    Ok(state.payments.send(id, Exec { access, command }).await??)
+}
+
+fn card(
+    state: &AppState,
+    caller_test_mode: bool,
+    data: Option<&PaymentMethodData>,
+    id: Option<&String>,
+) -> Result<Option<StoredCard>, ApiError> {
+    if id.is_some() {
+        return Err(unsupported("payment_method_id"));
+    }
+    data.map(|d| {
+        parse_card(
+            &d.card,
+            "payment_method_data.card",
+            state.clock.now(),
+            &state.settings.security.key_pepper,
+            caller_test_mode,
+        )
+    })
+    .transpose()
+}
+
+/// Saved methods, customers and mandates arrive with their own release.
+fn unsupported(param: &str) -> ApiError {
+    ApiError::invalid(
+        "parameter_unsupported",
+        format!("{param} is not supported by this release yet"),
+    )
+    .param(param)
+}
+
+fn text(param: &str, value: Option<&String>, max: usize) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be at most {max} characters"),
+        )),
+        other => Ok(other.cloned()),
+    }
+}
+
+fn check_metadata(md: Option<&super::api::Metadata>) -> Result<(), ApiError> {
+    if let Some(md) = md {
+        if md.len() > 50 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
+            return Err(ApiError::invalid_param(
+                "metadata",
+                "at most 50 keys of 1 to 40 characters",
+            ));
+        }
+        if serde_json::to_string(md).map_or(true, |s| s.len() > 8192) {
+            return Err(ApiError::invalid_param(
+                "metadata",
+                "metadata must be at most 8 KiB",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Create a payment (and confirm it with `confirm: true`).
+#[utoipa::path(post, path = "/payments", tag = "payments", request_body = CreatePaymentRequest,
+    params(("x-profile-id" = Option<String>, Header, description = "the shop")),
+    responses((status = 200, body = Payment), (status = 400, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_payment(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<CreatePaymentRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let profile = caller.require_shop()?.clone();
+    let amount = parse_amount("amount", req.amount)?;
+    let currency = parse_currency("currency", &req.currency)?;
+    for (name, present) in [
+        ("customer_id", req.customer_id.is_some()),
+        ("setup_future_usage", req.setup_future_usage.is_some()),
+        ("mandate_id", req.mandate_id.is_some()),
+        ("off_session", req.off_session.is_some()),
+    ] {
+        if present {
+            return Err(unsupported(name));
+        }
+    }
+    let card = card(
+        &state,
+        caller.test_mode(),
+        req.payment_method_data.as_ref(),
+        req.payment_method_id.as_ref(),
+    )?;
+    if req.confirm && card.is_none() {
+        return Err(ApiError::invalid(
+            "payment_method_required",
+            "confirm: true needs payment_method_data",
+        )
+        .param("payment_method_data"));
+    }
+    let lines = req
+        .lines
+        .as_deref()
+        .map(|l| parse_lines(l, amount))
+        .transpose()?;
+    check_metadata(req.metadata.as_ref())?;
+    let now = state.clock.now();
+    let m = payment::Model {
+        id: new_id("pay"),
+        merchant_id: caller.merchant_id.to_string(),
+        profile_id: profile.to_string(),
+        test_mode: caller.test_mode(),
+        status: if card.is_some() {
+            Status::RequiresConfirmation
+        } else {
+            Status::RequiresPaymentMethod
+        }
+        .as_str()
+        .to_owned(),
+        amount,
+        currency,
+        capture_method: match req.capture_method.unwrap_or_default() {
+            CaptureMethodDto::Automatic => "automatic",
+            CaptureMethodDto::Manual => "manual",
+        }
+        .to_owned(),
+        amount_authorized: 0,
+        amount_captured: 0,
+        amount_refunded: 0,
+        confirm_attempts: 0,
+        max_attempts: 3,
+        enable_partial_authorization: req.enable_partial_authorization,
+        customer_id: None,
+        mandate_id: None,
+        setup_future_usage: None,
+        off_session: false,
+        payment_method: card.as_ref().and_then(|c| serde_json::to_string(c).ok()),
+        processor: None,
+        processor_reference: None,
+        last_error: None,
+        lines: lines.as_ref().and_then(|l| serde_json::to_string(l).ok()),
+        metadata: serde_json::to_string(&req.metadata.unwrap_or_default())
+            .unwrap_or_else(|_| "{}".into()),
+        description: text("description", req.description.as_ref(), 1000)?,
+        return_url: text("return_url", req.return_url.as_ref(), 2048)?,
+        hosted_checkout: req.hosted_checkout,
+        client_secret: format!("{}_secret_{}", "pay", uuid::Uuid::new_v4().simple()),
+        expires_at: now + Duration::hours(24),
+        capture_before: None,
+        captured_at: None,
+        conflict: None,
+        version: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    let m = store::insert(&state.db, m, now).await?;
+    let m = if req.confirm {
+        let access = access(&caller, None)?;
+        send(
+            &state,
+            &m.id,
+            Some(access),
+            Command::Confirm {
+                card: None,
+                return_url: None,
+            },
+        )
+        .await?
+    } else {
+        m
+    };
+    Ok(render(&state, &m))
+}
+
+/// Retrieve a payment; `force_sync=true` asks the processor first.
+#[utoipa::path(get, path = "/payments/{payment_id}", tag = "payments",
+    params(("payment_id" = String, Path), RetrieveQuery),
+    responses((status = 200, body = Payment), (status = 404, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_payment(
+    AnyKey(caller): AnyKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiQuery(q): ApiQuery<RetrieveQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let access = access(&caller, q.client_secret)?;
+    if q.force_sync == Some(true) {
+        let m = send(&state, &id, Some(access), Command::Sync).await?;
+        return Ok(render(&state, &m));
+    }
+    let m = store::find_owned(&state.db, &id, &access.merchant_id, access.test_mode)
+        .await?
+        .ok_or_else(|| ApiError::not_found("payment"))?;
+    if access
+        .client_secret
+        .as_ref()
+        .is_some_and(|s| *s != m.client_secret)
+    {
+        return Err(PaymentError::Forbidden.into());
+    }
+    Ok(render(&state, &m))
+}
+
+/// Update a payment before it is confirmed.
+#[utoipa::path(post, path = "/payments/{payment_id}", tag = "payments", request_body = UpdatePaymentRequest,
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Payment), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn update_payment(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<UpdatePaymentRequest>,
+) -> Result<HttpResponse, ApiError> {
+    check_metadata(req.metadata.as_ref())?;
+    let patch = Patch {
+        amount: req.amount.map(|a| parse_amount("amount", a)).transpose()?,
+        currency: req
+            .currency
+            .as_deref()
+            .map(|c| parse_currency("currency", c))
+            .transpose()?,
+        manual_capture: req.capture_method.map(|c| c == CaptureMethodDto::Manual),
+        card: card(
+            &state,
+            caller.test_mode(),
+            req.payment_method_data.as_ref(),
+            None,
+        )?,
+        lines: req.lines,
+        metadata: req.metadata,
+        description: text("description", req.description.as_ref(), 1000)?,
+        return_url: text("return_url", req.return_url.as_ref(), 2048)?,
+    };
+    let m = send(
+        &state,
+        &id,
+        Some(access(&caller, None)?),
+        Command::Update(Box::new(patch)),
+    )
+    .await?;
+    Ok(render(&state, &m))
+}
+
+/// Confirm a payment with a payment method (publishable keys need the `client_secret`).
+#[utoipa::path(post, path = "/payments/{payment_id}/confirm", tag = "payments", request_body = ConfirmPaymentRequest,
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Payment), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn confirm_payment(
+    AnyKey(caller): AnyKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<ConfirmPaymentRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let access = access(&caller, req.client_secret)?;
+    let card = card(
+        &state,
+        caller.test_mode(),
+        req.payment_method_data.as_ref(),
+        req.payment_method_id.as_ref(),
+    )?;
+    let return_url = text("return_url", req.return_url.as_ref(), 2048)?;
+    let m = send(
+        &state,
+        &id,
+        Some(access),
+        Command::Confirm { card, return_url },
+    )
+    .await?;
+    Ok(render(&state, &m))
+}
+
+/// Capture an authorization, whole or in part.
+#[utoipa::path(post, path = "/payments/{payment_id}/capture", tag = "payments", request_body = CapturePaymentRequest,
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Payment), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn capture_payment(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<CapturePaymentRequest>,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(a) = req.amount {
+        parse_amount("amount", a)?;
+    }
+    let command = Command::Capture {
+        amount: req.amount,
+        final_capture: req.final_capture,
+    };
+    let m = send(&state, &id, Some(access(&caller, None)?), command).await?;
+    Ok(render(&state, &m))
+}
+
+/// Cancel a payment or release its authorization.
+#[utoipa::path(post, path = "/payments/{payment_id}/cancel", tag = "payments", request_body = CancelPaymentRequest,
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Payment), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn cancel_payment(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<CancelPaymentRequest>,
+) -> Result<HttpResponse, ApiError> {
+    text("reason", req.reason.as_ref(), 500)?;
+    let m = send(&state, &id, Some(access(&caller, None)?), Command::Cancel).await?;
+    Ok(render(&state, &m))
+}
+
+/// Filter and page through payments, newest first.
+#[utoipa::path(post, path = "/payments/list", tag = "payments", request_body = ListPaymentsRequest,
+    responses((status = 200, body = List<Payment>)), security(("api_key" = [])))]
+pub async fn list_payments(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<ListPaymentsRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&req.page_query())?;
+    let mut req = req;
+    if let Some(s) = &req.status {
+        Status::parse(s)
+            .ok_or_else(|| ApiError::invalid_param("status", format!("unknown status {s:?}")))?;
+    }
+    if let Some(c) = &req.currency {
+        req.currency = Some(parse_currency("currency", c)?);
+    }
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        &req,
+        &page,
+    )
+    .await?;
+    let url = public_url(&state).to_owned();
+    Ok(HttpResponse::Ok().json(list.map(|m| Payment::render(&m, &url))))
+}
+
+async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<payment::Model, ApiError> {
+    store::find_owned(
+        &state.db,
+        id,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found("payment"))
+}
+
+/// Processor attempts and their errors, oldest first.
+#[utoipa::path(get, path = "/payments/{payment_id}/attempts", tag = "payments",
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Items<Attempt>)), security(("api_key" = [])))]
+pub async fn list_attempts(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = owned(&state, &caller, &id).await?;
+    let data: Vec<Attempt> = store::attempts(&state.db, &m.id)
+        .await?
+        .iter()
+        .map(Attempt::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(Items { data }))
+}
+
+/// The payment's status timeline, oldest first.
+#[utoipa::path(get, path = "/payments/{payment_id}/status-history", tag = "payments",
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Items<StatusChange>)), security(("api_key" = [])))]
+pub async fn status_history(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = owned(&state, &caller, &id).await?;
+    let data: Vec<StatusChange> = store::history_of(&state.db, &m.id)
+        .await?
+        .iter()
+        .map(StatusChange::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(Items { data }))
+}
+
+/// Product lines with their captured and refundable balances.
+#[utoipa::path(get, path = "/payments/{payment_id}/lines", tag = "payments",
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Items<LineBalance>)), security(("api_key" = [])))]
+pub async fn payment_lines(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = owned(&state, &caller, &id).await?;
+    let lines: Vec<Line> = m
+        .lines
+        .as_deref()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default();
+    let shares = captured_shares(&lines, m.amount_captured);
+    let data: Vec<LineBalance> = lines
+        .into_iter()
+        .zip(shares)
+        .map(|(line, captured)| LineBalance {
+            line,
+            amount_captured: captured,
+            amount_refunded: 0,
+            amount_refundable: captured,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(Items { data }))
+}
+
+/// Why each attempt went to its processor.
+#[utoipa::path(get, path = "/payments/{payment_id}/routing-decisions", tag = "payments",
+    params(("payment_id" = String, Path)),
+    responses((status = 200, body = Items<RoutingDecisionView>)), security(("api_key" = [])))]
+pub async fn routing_decisions(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = owned(&state, &caller, &id).await?;
+    let data: Vec<RoutingDecisionView> = store::attempts(&state.db, &m.id)
+        .await?
+        .into_iter()
+        .filter_map(|a| {
+            let decision: RoutingDecision = serde_json::from_str(&a.routing).ok()?;
+            Some(RoutingDecisionView {
+                attempt_id: a.id,
+                number: a.number,
+                outcome: a.status,
+                decision,
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(Items { data }))
+}
+
+/// A processor account of a shop.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ProcessorAccount {
+    pub name: String,
+    pub kind: String,
+    pub enabled: bool,
+    pub created: chrono::DateTime<chrono::Utc>,
+}
+
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddProcessorRequest {
+    /// Unique within the shop: letters, digits, `-` and `_`.
+    pub name: String,
+    /// `sandbox` (the only kind in this release).
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+async fn shop_of(state: &AppState, caller: &Caller, raw: &str) -> Result<ProfileId, ApiError> {
+    let not_found = || ApiError::not_found("shop");
+    let id = ProfileId::parse(raw).ok_or_else(not_found)?;
+    accounts::find_profile(&state.db, &caller.merchant_id, &id)
+        .await?
+        .ok_or_else(not_found)?;
+    if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
+        return Err(not_found());
+    }
+    Ok(id)
+}
+
+/// The shop's processor accounts (a shop without any uses one named `sandbox`).
+#[utoipa::path(get, path = "/account/shops/{profile_id}/processors", tag = "account",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = Items<ProcessorAccount>)), security(("api_key" = [])))]
+pub async fn list_processors(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_of(&state, &caller, &profile).await?;
+    let data: Vec<ProcessorAccount> = store::accounts(&state.db, shop.as_str())
+        .await?
+        .into_iter()
+        .map(|a| ProcessorAccount {
+            name: a.name,
+            kind: a.kind,
+            enabled: a.enabled,
+            created: a.created_at,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(Items { data }))
+}
+
+/// Add a sandbox processor account to a shop.
+#[utoipa::path(post, path = "/account/shops/{profile_id}/processors", tag = "account",
+    params(("profile_id" = String, Path)), request_body = AddProcessorRequest,
+    responses((status = 201, body = ProcessorAccount), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn add_processor(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    ApiJson(req): ApiJson<AddProcessorRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_of(&state, &caller, &profile).await?;
+    let name = req.name.trim();
+    if name.is_empty()
+        || name.len() > 40
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(ApiError::invalid_param(
+            "name",
+            "1 to 40 letters, digits, - or _",
+        ));
+    }
+    if req.kind.as_deref().is_some_and(|k| k != "sandbox") {
+        return Err(ApiError::invalid_param(
+            "kind",
+            "only sandbox processors exist in this release",
+        ));
+    }
+    let row = store::insert_account(
+        &state.db,
+        caller.merchant_id.as_str(),
+        shop.as_str(),
+        name,
+        state.clock.now(),
+    )
+    .await?
+    .ok_or_else(|| {
+        ApiError::conflict(
+            "processor_exists",
+            format!("the shop already has a processor named {name:?}"),
+        )
+        .param("name")
+    })?;
+    Ok(HttpResponse::Created().json(ProcessorAccount {
+        name: row.name,
+        kind: row.kind,
+        enabled: row.enabled,
+        created: row.created_at,
+    }))
+}
+
+/// The shop's routing rules.
+#[utoipa::path(get, path = "/account/shops/{profile_id}/routing", tag = "account",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = RoutingRules)), security(("api_key" = [])))]
+pub async fn get_routing(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_of(&state, &caller, &profile).await?;
+    Ok(HttpResponse::Ok().json(store::routing_rules(&state.db, shop.as_str()).await?))
+}
+
+/// Replace the shop's routing rules.
+#[utoipa::path(put, path = "/account/shops/{profile_id}/routing", tag = "account",
+    params(("profile_id" = String, Path)), request_body = RoutingRules,
+    responses((status = 200, body = RoutingRules), (status = 400, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn put_routing(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    ApiJson(rules): ApiJson<RoutingRules>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_of(&state, &caller, &profile).await?;
+    let names: Vec<String> = store::accounts(&state.db, shop.as_str())
+        .await?
+        .into_iter()
+        .map(|a| a.name)
+        .collect();
+    rules.validate(&names)?;
+    store::put_routing_rules(&state.db, shop.as_str(), &rules, state.clock.now()).await?;
+    Ok(HttpResponse::Ok().json(rules))
+}

@@ -1,0 +1,319 @@
+//! Routing: which of a shop's processor accounts handles a payment, and in which order the
+//! others are tried after a retryable decline. Pure: the caller passes the rules, the
+//! enabled accounts and the payment's facts.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::api::RoutingDecision;
+use crate::{error::ApiError, processors::card::Brand};
+
+/// The processor every shop has when it configured none.
+pub const DEFAULT_PROCESSOR: &str = "sandbox";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingRules {
+    /// Tried in order; the first rule whose conditions hold decides.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub name: String,
+    #[serde(default)]
+    pub conditions: Conditions,
+    /// One entry routes everything to it; several split the volume by `percent` (they must
+    /// add up to 100).
+    pub processors: Vec<Split>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Conditions {
+    /// Any of these currencies.
+    #[serde(default)]
+    pub currencies: Option<Vec<String>>,
+    #[serde(default)]
+    pub min_amount: Option<i64>,
+    #[serde(default)]
+    pub max_amount: Option<i64>,
+    /// Any of these card brands.
+    #[serde(default)]
+    pub card_brands: Option<Vec<Brand>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Split {
+    pub processor: String,
+    #[serde(default)]
+    pub percent: Option<u8>,
+}
+
+/// The facts rules look at.
+pub struct Facts<'a> {
+    pub payment_id: &'a str,
+    pub amount: i64,
+    pub currency: &'a str,
+    pub brand: Brand,
+}
+
+impl RoutingRules {
+    /// Checks names against the shop's accounts and the split percentages.
+    pub fn validate(&self, accounts: &[String]) -> Result<(), ApiError> {
+        for (i, rule) in self.rules.iter().enumerate() {
+            let p = |f: &str| format!("rules[{i}].{f}");
+            if rule.name.trim().is_empty() {
+                return Err(ApiError::invalid_param(
+                    &p("name"),
+                    "every rule needs a name",
+                ));
+            }
+            if rule.processors.is_empty() {
+                return Err(ApiError::invalid_param(
+                    &p("processors"),
+                    "name at least one processor",
+                ));
+            }
+            for (j, split) in rule.processors.iter().enumerate() {
+                if !accounts.contains(&split.processor) {
+                    return Err(ApiError::invalid_param(
+                        &format!("rules[{i}].processors[{j}].processor"),
+                        format!(
+                            "the shop has no processor account named {:?}",
+                            split.processor
+                        ),
+                    ));
+                }
+            }
+            if rule.processors.len() > 1 {
+                let total: u32 = rule
+                    .processors
+                    .iter()
+                    .map(|s| u32::from(s.percent.unwrap_or(0)))
+                    .sum();
+                if total != 100 {
+                    return Err(ApiError::invalid_param(
+                        &p("processors"),
+                        "split percentages must add up to 100",
+                    ));
+                }
+            }
+            if let (Some(lo), Some(hi)) = (rule.conditions.min_amount, rule.conditions.max_amount) {
+                if lo > hi {
+                    return Err(ApiError::invalid_param(
+                        &p("conditions.min_amount"),
+                        "min_amount exceeds max_amount",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Conditions {
+    fn hold(&self, f: &Facts) -> bool {
+        self.currencies
+            .as_ref()
+            .is_none_or(|cs| cs.iter().any(|c| c.eq_ignore_ascii_case(f.currency)))
+            && self.min_amount.is_none_or(|m| f.amount >= m)
+            && self.max_amount.is_none_or(|m| f.amount <= m)
+            && self
+                .card_brands
+                .as_ref()
+                .is_none_or(|bs| bs.contains(&f.brand))
+    }
+}
+
+/// A stable bucket 0..100 for a payment, so a retried confirm routes the same way.
+fn bucket(payment_id: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in payment_id.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h % 100
+}
+
+/// Decides the order in which `accounts` (enabled, in creation order) are tried.
+pub fn decide(rules: &RoutingRules, accounts: &[String], facts: &Facts) -> RoutingDecision {
+    let accounts: Vec<String> = if accounts.is_empty() {
+        vec![DEFAULT_PROCESSOR.to_owned()]
+    } else {
+        accounts.to_vec()
+    };
+    let with_fallbacks = |first: Vec<String>| {
+        let mut order = first;
+        for a in &accounts {
+            if !order.contains(a) {
+                order.push(a.clone());
+            }
+        }
+        order
+    };
+    for rule in &rules.rules {
+        if !rule.conditions.hold(facts) {
+            continue;
+        }
+        let usable: Vec<&Split> = rule
+            .processors
+            .iter()
+            .filter(|s| accounts.contains(&s.processor))
+            .collect();
+        if usable.is_empty() {
+            continue;
+        }
+        if rule.processors.len() == 1 {
+            let chosen = usable[0].processor.clone();
+            return RoutingDecision {
+                algorithm: "rule".into(),
+                rule: Some(rule.name.clone()),
+                candidates: with_fallbacks(vec![chosen.clone()]),
+                reason: format!("rule {:?} matched and routes to {chosen}", rule.name),
+                chosen,
+            };
+        }
+        let b = bucket(facts.payment_id);
+        let mut acc = 0u32;
+        let mut chosen = usable[0].processor.clone();
+        for s in &usable {
+            acc += u32::from(s.percent.unwrap_or(0));
+            if b < acc {
+                chosen = s.processor.clone();
+                break;
+            }
+        }
+        let mut first = vec![chosen.clone()];
+        first.extend(
+            usable
+                .iter()
+                .map(|s| s.processor.clone())
+                .filter(|p| *p != chosen),
+        );
+        return RoutingDecision {
+            algorithm: "volume_split".into(),
+            rule: Some(rule.name.clone()),
+            candidates: with_fallbacks(first),
+            reason: format!(
+                "rule {:?} splits volume; bucket {b} falls to {chosen}",
+                rule.name
+            ),
+            chosen,
+        };
+    }
+    let chosen = accounts[0].clone();
+    RoutingDecision {
+        algorithm: "default".into(),
+        rule: None,
+        candidates: with_fallbacks(vec![chosen.clone()]),
+        reason: format!("no rule matched; {chosen} is the shop's first processor"),
+        chosen,
+    }
+}
+
+/// The decision recorded for a fallback attempt after `previous` declined.
+pub fn fallback(decision: &RoutingDecision, previous: &str, next: &str) -> RoutingDecision {
+    RoutingDecision {
+        algorithm: "fallback".into(),
+        rule: decision.rule.clone(),
+        candidates: decision.candidates.clone(),
+        chosen: next.to_owned(),
+        reason: format!("{previous} declined with a retryable error; falling back to {next}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(id: &'a str, amount: i64, currency: &'a str) -> Facts<'a> {
+        Facts {
+            payment_id: id,
+            amount,
+            currency,
+            brand: Brand::Visa,
+        }
+    }
+
+    #[test]
+    fn rules_conditions_splits_and_fallbacks() {
+        let accounts = vec!["a".to_string(), "b".into(), "c".into()];
+        let rules = RoutingRules {
+            rules: vec![
+                Rule {
+                    name: "eur".into(),
+                    conditions: Conditions {
+                        currencies: Some(vec!["EUR".into()]),
+                        ..Default::default()
+                    },
+                    processors: vec![Split {
+                        processor: "c".into(),
+                        percent: None,
+                    }],
+                },
+                Rule {
+                    name: "split".into(),
+                    conditions: Conditions {
+                        min_amount: Some(1000),
+                        ..Default::default()
+                    },
+                    processors: vec![
+                        Split {
+                            processor: "a".into(),
+                            percent: Some(50),
+                        },
+                        Split {
+                            processor: "b".into(),
+                            percent: Some(50),
+                        },
+                    ],
+                },
+            ],
+        };
+        rules.validate(&accounts).unwrap();
+        let d = decide(&rules, &accounts, &facts("pay_1", 10, "eur"));
+        assert_eq!((d.algorithm.as_str(), d.chosen.as_str()), ("rule", "c"));
+        assert_eq!(d.candidates, vec!["c", "a", "b"]);
+        let d = decide(&rules, &accounts, &facts("pay_1", 10, "USD"));
+        assert_eq!((d.algorithm.as_str(), d.chosen.as_str()), ("default", "a"));
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..200 {
+            let id = format!("pay_{i}");
+            let d = decide(&rules, &accounts, &facts(&id, 5000, "USD"));
+            assert_eq!(d.algorithm, "volume_split");
+            assert_eq!(
+                d,
+                decide(&rules, &accounts, &facts(&id, 5000, "USD")),
+                "stable"
+            );
+            seen.insert(d.chosen);
+        }
+        assert_eq!(seen.len(), 2, "both sides of the split are used");
+        assert_eq!(
+            decide(&RoutingRules::default(), &[], &facts("p", 1, "USD")).chosen,
+            DEFAULT_PROCESSOR
+        );
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let bad = RoutingRules {
+            rules: vec![Rule {
+                name: "r".into(),
+                conditions: Conditions::default(),
+                processors: vec![Split {
+                    processor: "zz".into(),
+                    percent: None,
+                }],
+            }],
+        };
+        assert_eq!(
+            bad.validate(&["a".into()]).unwrap_err().param.as_deref(),
+            Some("rules[0].processors[0].processor")
+        );
+    }
+}

@@ -1,0 +1,351 @@
+//! Persistence of payments: the row, its attempts and history, its scheduled jobs, written
+//! together in one transaction guarded by the row's `version`.
+
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::{
+    payment, payment_attempt, payment_status_history, processor_account, routing_config,
+};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, TransactionTrait,
+};
+
+use super::{
+    api::ListPaymentsRequest,
+    machine::{CaptureMethod, State, Status},
+    routing::RoutingRules,
+};
+use crate::{
+    ids::new_id,
+    pagination::{paginate, List, Page},
+    scheduler,
+};
+
+/// Scheduled job: expire an unconfirmed payment or a lapsed authorization.
+pub const EXPIRY_JOB: &str = "payment_expiry";
+/// Scheduled job: ask the processor about a pending payment.
+pub const SETTLE_JOB: &str = "payment_settle";
+
+/// The machine's view of a stored payment.
+pub fn state_of(m: &payment::Model) -> State {
+    State {
+        status: Status::parse(&m.status).unwrap_or(Status::Conflicted),
+        amount: m.amount,
+        capture_method: if m.capture_method == "manual" {
+            CaptureMethod::Manual
+        } else {
+            CaptureMethod::Automatic
+        },
+        authorized: m.amount_authorized,
+        captured: m.amount_captured,
+        refunded: m.amount_refunded,
+        attempts: m.confirm_attempts,
+        max_attempts: m.max_attempts,
+        captured_at: m.captured_at,
+    }
+}
+
+/// Writes the machine's new state into a copy of the row.
+pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment::Model {
+    let mut next = m.clone();
+    next.status = s.status.as_str().to_owned();
+    next.amount = s.amount;
+    next.amount_authorized = s.authorized;
+    next.amount_captured = s.captured;
+    next.amount_refunded = s.refunded;
+    next.confirm_attempts = s.attempts;
+    next.captured_at = s.captured_at;
+    next.updated_at = now;
+    next
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    #[error("another writer changed the payment first")]
+    LostRace,
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// Inserts a new payment with its first history row and expiry job.
+pub async fn insert(
+    db: &DatabaseConnection,
+    m: payment::Model,
+    now: DateTime<Utc>,
+) -> Result<payment::Model, DbErr> {
+    let txn = db.begin().await?;
+    let row = m.clone().into_active_model().reset_all();
+    payment::Entity::insert(row)
+        .exec_without_returning(&txn)
+        .await?;
+    history(&txn, &m.id, None, &m.status, "create", now).await?;
+    sync_jobs(&txn, &m, now, Duration::zero()).await?;
+    txn.commit().await?;
+    Ok(m)
+}
+
+/// Replaces the row if nobody wrote since `before` (compare-and-set on `version`), with its
+/// history row, attempts and jobs, in one transaction.
+pub async fn commit(
+    db: &DatabaseConnection,
+    before: &payment::Model,
+    mut after: payment::Model,
+    trigger: &str,
+    attempts: Vec<payment_attempt::Model>,
+    settle_delay: Duration,
+) -> Result<payment::Model, CommitError> {
+    after.version = before.version + 1;
+    let now = after.updated_at;
+    let txn = db.begin().await?;
+    let row = after.clone().into_active_model().reset_all();
+    let updated = payment::Entity::update_many()
+        .set(row)
+        .filter(payment::Column::Id.eq(before.id.as_str()))
+        .filter(payment::Column::Version.eq(before.version))
+        .exec(&txn)
+        .await?;
+    if updated.rows_affected != 1 {
+        txn.rollback().await?;
+        return Err(CommitError::LostRace);
+    }
+    if after.status != before.status {
+        history(
+            &txn,
+            &after.id,
+            Some(&before.status),
+            &after.status,
+            trigger,
+            now,
+        )
+        .await?;
+    }
+    for a in attempts {
+        a.into_active_model().reset_all().insert(&txn).await?;
+    }
+    sync_jobs(&txn, &after, now, settle_delay).await?;
+    txn.commit().await?;
+    Ok(after)
+}
+
+/// Re-schedules the payment's jobs as its status needs them (after a job that changed
+/// nothing, so that its row is not lost).
+pub async fn resync_jobs(
+    db: &DatabaseConnection,
+    m: &payment::Model,
+    now: DateTime<Utc>,
+    settle_delay: Duration,
+) -> Result<(), DbErr> {
+    sync_jobs(db, m, now, settle_delay).await
+}
+
+async fn history(
+    db: &impl ConnectionTrait,
+    payment_id: &str,
+    from: Option<&str>,
+    to: &str,
+    trigger: &str,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    payment_status_history::ActiveModel {
+        id: Set(new_id("psh")),
+        payment_id: Set(payment_id.to_owned()),
+        from_status: Set(from.map(str::to_owned)),
+        to_status: Set(to.to_owned()),
+        trigger: Set(trigger.to_owned()),
+        created_at: Set(now),
+    }
+    .insert(db)
+    .await?;
+    Ok(())
+}
+
+/// Invariant: a payment has an expiry job exactly while it can expire, and a settle job
+/// exactly while it waits for the processor.
+async fn sync_jobs(
+    db: &impl ConnectionTrait,
+    m: &payment::Model,
+    now: DateTime<Utc>,
+    settle_delay: Duration,
+) -> Result<(), DbErr> {
+    let status = Status::parse(&m.status).unwrap_or(Status::Conflicted);
+    let expiry = if status.is_unconfirmed() || status == Status::RequiresCustomerAction {
+        Some(m.expires_at)
+    } else if status.is_capturable() {
+        m.capture_before
+    } else {
+        None
+    };
+    match expiry {
+        Some(at) => {
+            scheduler::schedule(db, now, EXPIRY_JOB, &m.id, at, serde_json::Value::Null).await?
+        }
+        None => scheduler::cancel(db, EXPIRY_JOB, &m.id).await?,
+    }
+    let pending = matches!(
+        status,
+        Status::Processing
+            | Status::RequiresMerchantAction
+            | Status::PartiallyCapturedAndProcessing
+    );
+    if pending {
+        scheduler::schedule(
+            db,
+            now,
+            SETTLE_JOB,
+            &m.id,
+            now + settle_delay,
+            serde_json::Value::Null,
+        )
+        .await?;
+    } else {
+        scheduler::cancel(db, SETTLE_JOB, &m.id).await?;
+    }
+    Ok(())
+}
+
+pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<payment::Model>, DbErr> {
+    payment::Entity::find_by_id(id).one(db).await
+}
+
+/// A payment of this merchant and mode; `None` for anyone else's.
+pub async fn find_owned(
+    db: &impl ConnectionTrait,
+    id: &str,
+    merchant_id: &str,
+    test_mode: bool,
+) -> Result<Option<payment::Model>, DbErr> {
+    Ok(find(db, id)
+        .await?
+        .filter(|p| p.merchant_id == merchant_id && p.test_mode == test_mode))
+}
+
+pub async fn list(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    f: &ListPaymentsRequest,
+    page: &Page,
+) -> Result<List<payment::Model>, DbErr> {
+    let mut q = payment::Entity::find()
+        .filter(payment::Column::MerchantId.eq(merchant_id))
+        .filter(payment::Column::TestMode.eq(test_mode));
+    if let Some(s) = &f.status {
+        q = q.filter(payment::Column::Status.eq(s.as_str()));
+    }
+    if let Some(c) = &f.currency {
+        q = q.filter(payment::Column::Currency.eq(c.as_str()));
+    }
+    if let Some(c) = &f.customer_id {
+        q = q.filter(payment::Column::CustomerId.eq(c.as_str()));
+    }
+    if let Some(a) = f.amount_gte {
+        q = q.filter(payment::Column::Amount.gte(a));
+    }
+    if let Some(a) = f.amount_lte {
+        q = q.filter(payment::Column::Amount.lte(a));
+    }
+    if let Some(t) = f.created_after {
+        q = q.filter(payment::Column::CreatedAt.gt(t));
+    }
+    if let Some(t) = f.created_before {
+        q = q.filter(payment::Column::CreatedAt.lt(t));
+    }
+    paginate(db, q, payment::Column::Id, page).await
+}
+
+pub async fn attempts(
+    db: &impl ConnectionTrait,
+    payment_id: &str,
+) -> Result<Vec<payment_attempt::Model>, DbErr> {
+    payment_attempt::Entity::find()
+        .filter(payment_attempt::Column::PaymentId.eq(payment_id))
+        .order_by_asc(payment_attempt::Column::Number)
+        .order_by_asc(payment_attempt::Column::Id)
+        .all(db)
+        .await
+}
+
+pub async fn history_of(
+    db: &impl ConnectionTrait,
+    payment_id: &str,
+) -> Result<Vec<payment_status_history::Model>, DbErr> {
+    payment_status_history::Entity::find()
+        .filter(payment_status_history::Column::PaymentId.eq(payment_id))
+        .order_by_asc(payment_status_history::Column::Id)
+        .all(db)
+        .await
+}
+
+/// The shop's processor accounts, in creation order.
+pub async fn accounts(
+    db: &impl ConnectionTrait,
+    profile_id: &str,
+) -> Result<Vec<processor_account::Model>, DbErr> {
+    processor_account::Entity::find()
+        .filter(processor_account::Column::ProfileId.eq(profile_id))
+        .order_by_asc(processor_account::Column::Id)
+        .all(db)
+        .await
+}
+
+pub async fn insert_account(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    profile_id: &str,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<processor_account::Model>, DbErr> {
+    let row = processor_account::Model {
+        id: new_id("proc"),
+        merchant_id: merchant_id.to_owned(),
+        profile_id: profile_id.to_owned(),
+        name: name.to_owned(),
+        kind: "sandbox".to_owned(),
+        enabled: true,
+        created_at: now,
+    };
+    let inserted = processor_account::Entity::insert(row.clone().into_active_model().reset_all())
+        .on_conflict_do_nothing_on([
+            processor_account::Column::ProfileId,
+            processor_account::Column::Name,
+        ])
+        .exec_without_returning(db)
+        .await?;
+    Ok(matches!(inserted, sea_orm::TryInsertResult::Inserted(n) if n > 0).then_some(row))
+}
+
+pub async fn routing_rules(
+    db: &impl ConnectionTrait,
+    profile_id: &str,
+) -> Result<RoutingRules, DbErr> {
+    Ok(routing_config::Entity::find_by_id(profile_id)
+        .one(db)
+        .await?
+        .and_then(|r| serde_json::from_str(&r.rules).ok())
+        .unwrap_or_default())
+}
+
+pub async fn put_routing_rules(
+    db: &impl ConnectionTrait,
+    profile_id: &str,
+    rules: &RoutingRules,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let row = routing_config::ActiveModel {
+        profile_id: Set(profile_id.to_owned()),
+        rules: Set(serde_json::to_string(rules).unwrap_or_default()),
+        updated_at: Set(now),
+    };
+    routing_config::Entity::insert(row)
+        .on_conflict(
+            sea_orm::sea_query::OnConflict::column(routing_config::Column::ProfileId)
+                .update_columns([
+                    routing_config::Column::Rules,
+                    routing_config::Column::UpdatedAt,
+                ])
+                .to_owned(),
+        )
+        .exec_without_returning(db)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,328 @@
+//! Card data at the edge: Luhn, expiry and CVC checked, brand found, and a keyed fingerprint
+//! made. The number and CVC live only as long as the request; what is kept is `StoredCard`.
+
+use chrono::{DateTime, Datelike, Utc};
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+
+/// A card as the client sends it.
+#[derive(Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CardInput {
+    /// The card number (spaces allowed).
+    pub number: String,
+    pub exp_month: u32,
+    /// Four digits (two are read as 20xx).
+    pub exp_year: u32,
+    pub cvc: String,
+    #[serde(default)]
+    pub holder_name: Option<String>,
+}
+
+impl std::fmt::Debug for CardInput {
+    // Never print the number or the CVC.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CardInput")
+            .field("number", &"[redacted]")
+            .field("exp_month", &self.exp_month)
+            .field("exp_year", &self.exp_year)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Brand {
+    Visa,
+    Mastercard,
+    Amex,
+    Discover,
+    Unknown,
+}
+
+/// How the sandbox processors treat a card (DESIGN §5 test cards). Kept with sandbox
+/// payments only, so that later operations (sync, refunds) behave as the card says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestBehaviour {
+    Approve,
+    Decline,
+    InsufficientFunds,
+    StolenCard,
+    Challenge,
+    PartialAuthorization,
+    Async,
+    Timeout,
+    Review,
+    DisputeAfterCapture,
+    ChargesDeclined,
+    RefundFails,
+    /// payd's own addition: the processor later reports another amount (→ `conflicted`).
+    SyncMismatch,
+}
+
+impl TestBehaviour {
+    pub fn of(number: &str) -> Self {
+        match number {
+            "4000000000000002" => Self::Decline,
+            "4000000000009995" => Self::InsufficientFunds,
+            "4000000000009979" => Self::StolenCard,
+            "4000000000003220" => Self::Challenge,
+            "4000000000000093" => Self::PartialAuthorization,
+            "4000000000000119" => Self::Async,
+            "4000000000000127" => Self::Timeout,
+            "4000000000000101" => Self::Review,
+            "4000000000000259" => Self::DisputeAfterCapture,
+            "4000000000000341" => Self::ChargesDeclined,
+            "4000000000005126" => Self::RefundFails,
+            "4000000000000036" => Self::SyncMismatch,
+            _ => Self::Approve,
+        }
+    }
+}
+
+/// What payd keeps of a card: never the number or the CVC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCard {
+    pub brand: Brand,
+    pub last4: String,
+    pub exp_month: u32,
+    pub exp_year: u32,
+    /// HMAC of the number under the server's pepper: equal cards, equal fingerprints.
+    pub fingerprint: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_name: Option<String>,
+    /// Sandbox payments only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_behaviour: Option<TestBehaviour>,
+}
+
+pub fn luhn_valid(digits: &str) -> bool {
+    let mut sum = 0;
+    for (i, c) in digits.bytes().rev().enumerate() {
+        let mut d = u32::from(c - b'0');
+        if i % 2 == 1 {
+            d *= 2;
+            if d > 9 {
+                d -= 9;
+            }
+        }
+        sum += d;
+    }
+    sum % 10 == 0
+}
+
+fn brand_of(number: &str) -> Brand {
+    let prefix = |n: usize| {
+        number
+            .get(..n)
+            .and_then(|p| p.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    match () {
+        _ if number.starts_with('4') => Brand::Visa,
+        _ if (51..=55).contains(&prefix(2)) || (2221..=2720).contains(&prefix(4)) => {
+            Brand::Mastercard
+        }
+        _ if matches!(prefix(2), 34 | 37) => Brand::Amex,
+        _ if prefix(4) == 6011 || prefix(2) == 65 => Brand::Discover,
+        _ => Brand::Unknown,
+    }
+}
+
+/// Checks a card and returns what may be kept of it. `param` is the JSON path of the card
+/// object, so errors name e.g. `payment_method_data.card.number`.
+pub fn parse_card(
+    input: &CardInput,
+    param: &str,
+    now: DateTime<Utc>,
+    pepper: &str,
+    test_mode: bool,
+) -> Result<StoredCard, ApiError> {
+    let field = |f: &str| format!("{param}.{f}");
+    let number: String = input
+        .number
+        .chars()
+        .filter(|c| *c != ' ' && *c != '-')
+        .collect();
+    if !(12..=19).contains(&number.len())
+        || !number.bytes().all(|b| b.is_ascii_digit())
+        || !luhn_valid(&number)
+    {
+        return Err(
+            ApiError::invalid("invalid_card_number", "the card number is not valid")
+                .param(field("number")),
+        );
+    }
+    if !(1..=12).contains(&input.exp_month) {
+        return Err(
+            ApiError::invalid("invalid_expiry_month", "exp_month must be 1 to 12")
+                .param(field("exp_month")),
+        );
+    }
+    let year = if input.exp_year < 100 {
+        2000 + input.exp_year
+    } else {
+        input.exp_year
+    };
+    let (this_year, this_month) = (now.year() as u32, now.month());
+    if year > this_year + 50 || (year, input.exp_month) < (this_year, this_month) {
+        return Err(ApiError::invalid(
+            "invalid_expiry_year",
+            "the card has expired or its expiry year is not valid",
+        )
+        .param(field("exp_year")));
+    }
+    let cvc_len = if brand_of(&number) == Brand::Amex {
+        4..=4
+    } else {
+        3..=4
+    };
+    if !cvc_len.contains(&input.cvc.len()) || !input.cvc.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(
+            ApiError::invalid("invalid_cvc", "the CVC must be 3 or 4 digits").param(field("cvc")),
+        );
+    }
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(pepper.as_bytes()).map_err(ApiError::internal)?;
+    mac.update(b"card:");
+    mac.update(number.as_bytes());
+    let fingerprint = hex::encode(&mac.finalize().into_bytes()[..16]);
+    Ok(StoredCard {
+        brand: brand_of(&number),
+        last4: number[number.len() - 4..].to_owned(),
+        exp_month: input.exp_month,
+        exp_year: year,
+        fingerprint,
+        holder_name: input.holder_name.clone().filter(|n| !n.trim().is_empty()),
+        test_behaviour: test_mode.then(|| TestBehaviour::of(&number)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(number: &str, m: u32, y: u32, cvc: &str) -> CardInput {
+        CardInput {
+            number: number.into(),
+            exp_month: m,
+            exp_year: y,
+            cvc: cvc.into(),
+            holder_name: None,
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn cards_are_checked_and_kept_without_their_number() {
+        let c = parse_card(
+            &input("4242 4242 4242 4242", 12, 2030, "123"),
+            "card",
+            now(),
+            "pepper-pepper-pepper",
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.brand, c.last4.as_str(), c.exp_year),
+            (Brand::Visa, "4242", 2030)
+        );
+        assert_eq!(c.test_behaviour, Some(TestBehaviour::Approve));
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(!json.contains("4242424242424242"));
+        let again = parse_card(
+            &input("4242424242424242", 1, 31, "999"),
+            "card",
+            now(),
+            "pepper-pepper-pepper",
+            false,
+        )
+        .unwrap();
+        assert_eq!(again.fingerprint, c.fingerprint);
+        assert_eq!(again.test_behaviour, None);
+        assert_eq!(
+            parse_card(
+                &input("5555555555554444", 12, 2030, "123"),
+                "card",
+                now(),
+                "p",
+                true
+            )
+            .map(|c| c.brand)
+            .ok(),
+            Some(Brand::Mastercard)
+        );
+    }
+
+    #[test]
+    fn bad_cards_name_the_field() {
+        let param = |i: CardInput| {
+            parse_card(&i, "payment_method_data.card", now(), "p", true)
+                .unwrap_err()
+                .param
+        };
+        assert_eq!(
+            param(input("4242424242424241", 12, 2030, "123")).as_deref(),
+            Some("payment_method_data.card.number")
+        );
+        assert_eq!(
+            param(input("4242", 12, 2030, "123")).as_deref(),
+            Some("payment_method_data.card.number")
+        );
+        assert_eq!(
+            param(input("4242424242424242", 13, 2030, "123")).as_deref(),
+            Some("payment_method_data.card.exp_month")
+        );
+        assert_eq!(
+            param(input("4242424242424242", 10, 2026, "123")).as_deref(),
+            Some("payment_method_data.card.exp_year")
+        );
+        assert_eq!(
+            param(input("4242424242424242", 12, 2030, "12")).as_deref(),
+            Some("payment_method_data.card.cvc")
+        );
+        assert!(
+            parse_card(
+                &input("4242424242424242", 11, 2026, "123"),
+                "c",
+                now(),
+                "p",
+                true
+            )
+            .is_ok(),
+            "this month is still valid"
+        );
+    }
+
+    #[test]
+    fn every_test_card_passes_luhn() {
+        for n in [
+            "4242424242424242",
+            "5555555555554444",
+            "4000000000000002",
+            "4000000000009995",
+            "4000000000009979",
+            "4000000000003220",
+            "4000000000000093",
+            "4000000000000119",
+            "4000000000000127",
+            "4000000000000101",
+            "4000000000000259",
+            "4000000000000341",
+            "4000000000005126",
+            "4000000000000036",
+        ] {
+            assert!(luhn_valid(n), "{n}");
+        }
+    }
+}

@@ -1,0 +1,1072 @@
+//! Payments through the HTTP API: every transition, every test card, refusals, lines,
+//! listing, browser access, routing, expiry across a restart, and concurrent captures.
+
+mod common;
+
+use std::sync::Arc;
+
+use actix_web::http::Method;
+use chrono::Duration;
+use common::{card, spawn_app, spawn_with_clock, Merchant, TestApp, TestDb};
+use serde_json::{json, Value};
+
+async fn pay(app: &TestApp, m: &Merchant, number: &str, extra: Value) -> Value {
+    let mut body = json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": card(number)});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let res = app.create_payment(m, body).await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    res.body
+}
+
+async fn post(app: &TestApp, m: &Merchant, path: &str, body: Value) -> common::Answer {
+    app.call(m, Method::POST, path, Some(body)).await
+}
+
+async fn get(app: &TestApp, m: &Merchant, path: &str) -> common::Answer {
+    app.call(m, Method::GET, path, None).await
+}
+
+fn statuses(history: &Value) -> Vec<String> {
+    history["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["to"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[actix_web::test]
+async fn automatic_capture_succeeds_with_attempt_and_history() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let created = app
+        .create_payment(&m, json!({"amount": 1234, "currency": "eur", "metadata": {"order": "A-1"}, "description": "Tea"}))
+        .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let p = &created.body;
+    assert_eq!(
+        (
+            p["status"].as_str(),
+            p["currency"].as_str(),
+            p["test_mode"].as_bool()
+        ),
+        (Some("requires_payment_method"), Some("EUR"), Some(true))
+    );
+    assert!(p["payment_id"].as_str().unwrap().starts_with("pay_"));
+    assert!(p["client_secret"].as_str().unwrap().contains("_secret_"));
+    let id = p["payment_id"].as_str().unwrap();
+
+    let confirmed = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/confirm"),
+        json!({"payment_method_data": card("4242424242424242")}),
+    )
+    .await;
+    assert_eq!(confirmed.status, 200, "{}", confirmed.body);
+    let p = &confirmed.body;
+    assert_eq!(p["status"], "succeeded");
+    assert_eq!(
+        (
+            p["amount_captured"].as_i64(),
+            p["amount_capturable"].as_i64()
+        ),
+        (Some(1234), Some(0))
+    );
+    assert_eq!(
+        p["payment_method"],
+        json!({"brand": "visa", "last4": "4242", "exp_month": 12, "exp_year": 2035})
+    );
+    assert_eq!(p["metadata"], json!({"order": "A-1"}));
+    assert!(
+        !confirmed.raw.windows(16).any(|w| w == b"4242424242424242"),
+        "no card number in answers"
+    );
+
+    let attempts = get(&app, &m, &format!("/payments/{id}/attempts")).await;
+    assert_eq!(attempts.body["data"].as_array().unwrap().len(), 1);
+    assert_eq!(attempts.body["data"][0]["status"], "captured");
+    assert_eq!(attempts.body["data"][0]["processor"], "sandbox");
+    let history = get(&app, &m, &format!("/payments/{id}/status-history")).await;
+    assert_eq!(
+        statuses(&history.body),
+        ["requires_payment_method", "succeeded"]
+    );
+    assert_eq!(history.body["data"][1]["trigger"], "confirm");
+
+    let again = post(&app, &m, &format!("/payments/{id}/confirm"), json!({})).await;
+    assert_eq!((again.status, again.code()), (409, "invalid_state"));
+    assert!(again.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("succeeded"));
+}
+
+#[actix_web::test]
+async fn manual_capture_in_parts_then_the_rest() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = pay(
+        &app,
+        &m,
+        "5555555555554444",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
+    assert_eq!(
+        (p["status"].as_str(), p["amount_capturable"].as_i64()),
+        (Some("requires_capture"), Some(500))
+    );
+    assert!(p["capture_before"].is_string());
+    let id = p["payment_id"].as_str().unwrap();
+    let path = format!("/payments/{id}/capture");
+    let cap = |body: Value| post(&app, &m, &path, body);
+
+    let r = cap(json!({"amount": 100, "final_capture": false})).await;
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["amount_captured"].as_i64()
+        ),
+        (Some("partially_captured_and_capturable"), Some(100))
+    );
+    let r = cap(json!({"amount": 401})).await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "amount_exceeds_capturable", Some("amount"))
+    );
+    let r = cap(json!({"amount": 0})).await;
+    assert_eq!((r.status, r.param()), (400, Some("amount")));
+    let r = cap(json!({"amount": 150, "final_capture": false})).await;
+    assert_eq!(r.body["amount_captured"], 250);
+    let r = cap(json!({})).await;
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["amount_captured"].as_i64()
+        ),
+        (Some("succeeded"), Some(500))
+    );
+    let r = cap(json!({})).await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+    let history = get(&app, &m, &format!("/payments/{id}/status-history")).await;
+    assert_eq!(
+        statuses(&history.body),
+        [
+            "requires_confirmation",
+            "requires_capture",
+            "partially_captured_and_capturable",
+            "succeeded"
+        ]
+    );
+}
+
+#[actix_web::test]
+async fn final_partial_capture_and_cancels() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let manual = json!({"capture_method": "manual"});
+
+    let p = pay(&app, &m, "4242424242424242", manual.clone()).await;
+    let id = p["payment_id"].as_str().unwrap();
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/capture"),
+        json!({"amount": 200}),
+    )
+    .await;
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["amount_capturable"].as_i64()
+        ),
+        (Some("partially_captured"), Some(0))
+    );
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/capture"),
+        json!({"amount": 1}),
+    )
+    .await;
+    assert_eq!(r.code(), "invalid_state");
+
+    // Cancel before capture.
+    let p = pay(&app, &m, "4242424242424242", manual.clone()).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{}/cancel", p["payment_id"].as_str().unwrap()),
+        json!({"reason": "out of stock"}),
+    )
+    .await;
+    assert_eq!(r.body["status"], "cancelled");
+    // Cancel an unconfirmed payment.
+    let draft = app
+        .create_payment(&m, json!({"amount": 10, "currency": "USD"}))
+        .await;
+    let r = post(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/cancel",
+            draft.body["payment_id"].as_str().unwrap()
+        ),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["status"], "cancelled");
+    let r = post(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/confirm",
+            draft.body["payment_id"].as_str().unwrap()
+        ),
+        json!({"payment_method_data": card("4242424242424242")}),
+    )
+    .await;
+    assert_eq!(r.code(), "invalid_state");
+
+    // Release the rest after a partial capture.
+    let p = pay(&app, &m, "4242424242424242", manual.clone()).await;
+    let id = p["payment_id"].as_str().unwrap();
+    post(
+        &app,
+        &m,
+        &format!("/payments/{id}/capture"),
+        json!({"amount": 100, "final_capture": false}),
+    )
+    .await;
+    let r = post(&app, &m, &format!("/payments/{id}/cancel"), json!({})).await;
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["amount_captured"].as_i64()
+        ),
+        (Some("partially_captured"), Some(100))
+    );
+
+    // Inside the void window, then after it.
+    let p = pay(&app, &m, "4242424242424242", json!({})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{}/cancel", p["payment_id"].as_str().unwrap()),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["status"], "cancelled_post_capture");
+    let p = pay(&app, &m, "4242424242424242", json!({})).await;
+    app.clock.advance(Duration::minutes(31));
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{}/cancel", p["payment_id"].as_str().unwrap()),
+        json!({}),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+}
+
+#[actix_web::test]
+async fn declines_retry_with_another_card_and_fail_after_three() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = pay(&app, &m, "4000000000000002", json!({})).await;
+    assert_eq!(p["status"], "declined");
+    assert_eq!(p["last_error"]["code"], "card_declined");
+    let id = p["payment_id"].as_str().unwrap().to_owned();
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/confirm"),
+        json!({"payment_method_data": card("4000000000009995")}),
+    )
+    .await;
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["last_error"]["code"].as_str()
+        ),
+        (Some("declined"), Some("insufficient_funds"))
+    );
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/confirm"),
+        json!({"payment_method_data": card("4242424242424242")}),
+    )
+    .await;
+    assert_eq!(r.body["status"], "succeeded");
+    assert_eq!(r.body["last_error"], Value::Null);
+    let attempts = get(&app, &m, &format!("/payments/{id}/attempts")).await;
+    let numbers: Vec<i64> = attempts.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["number"].as_i64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    assert_eq!(attempts.body["data"][0]["error"]["code"], "card_declined");
+
+    let p = pay(&app, &m, "4000000000000002", json!({})).await;
+    let id = p["payment_id"].as_str().unwrap().to_owned();
+    post(&app, &m, &format!("/payments/{id}/confirm"), json!({})).await;
+    let r = post(&app, &m, &format!("/payments/{id}/confirm"), json!({})).await;
+    assert_eq!(r.body["status"], "failed", "the third decline is final");
+
+    let p = pay(&app, &m, "4000000000009979", json!({})).await;
+    assert_eq!(
+        (p["status"].as_str(), p["last_error"]["code"].as_str()),
+        (Some("failed"), Some("stolen_card"))
+    );
+    let p = pay(&app, &m, "4000000000000341", json!({})).await;
+    assert_eq!(p["status"], "declined");
+}
+
+#[actix_web::test]
+async fn other_approving_test_cards() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    for number in [
+        "4000000000000259",
+        "4000000000005126",
+        "4111111111111111",
+        "378282246310005",
+    ] {
+        let mut body = json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": card(number)});
+        if number.starts_with('3') {
+            body["payment_method_data"]["card"]["cvc"] = json!("1234");
+        }
+        let p = app.create_payment(&m, body).await;
+        assert_eq!(p.body["status"], "succeeded", "{number}: {}", p.body);
+    }
+}
+
+#[actix_web::test]
+async fn three_d_secure_challenge_approved_or_failed() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = pay(
+        &app,
+        &m,
+        "4000000000003220",
+        json!({"hosted_checkout": true}),
+    )
+    .await;
+    assert_eq!(p["status"], "requires_customer_action");
+    let id = p["payment_id"].as_str().unwrap();
+    let secret = p["client_secret"].as_str().unwrap();
+    assert!(p["checkout_url"]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("{}/checkout/{id}?client_secret=", app.base)));
+    let status = app
+        .send(
+            Method::GET,
+            &format!("/checkout/{id}/status?client_secret={secret}"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert!(status.body["next_action_url"]
+        .as_str()
+        .unwrap()
+        .contains("/challenge"));
+    let page = app
+        .send(
+            Method::GET,
+            &format!("/checkout/{id}/challenge?client_secret={secret}"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 200);
+
+    let wrong = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{id}/challenge"),
+            None,
+            Some(&json!({"client_secret": "pay_secret_nope", "result": "approve"})),
+            &[],
+        )
+        .await;
+    assert_eq!(wrong.status, 404);
+    let r = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{id}/challenge"),
+            None,
+            Some(&json!({"client_secret": secret, "result": "approve"})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+
+    let p = pay(&app, &m, "4000000000003220", json!({})).await;
+    let (id, secret) = (
+        p["payment_id"].as_str().unwrap(),
+        p["client_secret"].as_str().unwrap(),
+    );
+    let r = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{id}/challenge"),
+            None,
+            Some(&json!({"client_secret": secret, "result": "reject"})),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["last_error"]["code"].as_str()
+        ),
+        (Some("declined"), Some("authentication_failed"))
+    );
+    let r = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{id}/confirm"),
+            None,
+            Some(&json!({"client_secret": secret, "card": card("4242424242424242")["card"]})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded");
+}
+
+#[actix_web::test]
+async fn partial_authorization() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = pay(
+        &app,
+        &m,
+        "4000000000000093",
+        json!({"enable_partial_authorization": true}),
+    )
+    .await;
+    assert_eq!(p["status"], "partially_authorized_and_requires_capture");
+    assert_eq!(
+        (
+            p["amount_authorized"].as_i64(),
+            p["amount_capturable"].as_i64()
+        ),
+        (Some(250), Some(250))
+    );
+    let id = p["payment_id"].as_str().unwrap();
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/capture"),
+        json!({"amount": 300}),
+    )
+    .await;
+    assert_eq!(r.code(), "amount_exceeds_capturable");
+    let r = post(&app, &m, &format!("/payments/{id}/capture"), json!({})).await;
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["amount_captured"].as_i64()
+        ),
+        (Some("partially_captured"), Some(250))
+    );
+    let p = pay(&app, &m, "4000000000000093", json!({})).await;
+    assert_eq!(p["status"], "declined");
+}
+
+#[actix_web::test]
+async fn pending_payments_settle_through_sync_or_the_scheduler() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    // Asynchronous: processing until the delay has passed.
+    let p = pay(&app, &m, "4000000000000119", json!({})).await;
+    assert_eq!(p["status"], "processing");
+    let id = p["payment_id"].as_str().unwrap().to_owned();
+    let r = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    assert_eq!(r.body["status"], "processing");
+    app.clock.advance(Duration::seconds(6));
+    let settled = app
+        .wait_for_payment(&m, &id, |p| p["status"] != "processing")
+        .await;
+    assert_eq!(settled["status"], "succeeded", "the settle job ran");
+
+    // Timeout: the outcome is unknown until a sync reveals it.
+    let p = pay(
+        &app,
+        &m,
+        "4000000000000127",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
+    assert_eq!(p["status"], "processing");
+    let r = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}?force_sync=true",
+            p["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(r.body["status"], "requires_capture");
+
+    // Manual review.
+    let p = pay(&app, &m, "4000000000000101", json!({})).await;
+    assert_eq!(p["status"], "requires_merchant_action");
+    let id = p["payment_id"].as_str().unwrap().to_owned();
+    app.clock.advance(Duration::seconds(6));
+    let r = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    assert_eq!(r.body["status"], "succeeded");
+
+    // The processor contradicts us.
+    let p = pay(&app, &m, "4000000000000036", json!({})).await;
+    let r = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}?force_sync=true",
+            p["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(r.body["status"], "conflicted");
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{}/capture", p["payment_id"].as_str().unwrap()),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.code(), "invalid_state");
+}
+
+#[actix_web::test]
+async fn unconfirmed_and_uncaptured_payments_expire_even_across_a_restart() {
+    let db = Arc::new(TestDb::new().await);
+    let clock = payd::clock::ManualClock::new();
+    let app = spawn_with_clock(db.clone(), &[], clock.clone()).await;
+    let m = app.create_merchant("Acme").await;
+    let draft = app
+        .create_payment(&m, json!({"amount": 10, "currency": "USD"}))
+        .await
+        .body;
+    let auth = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
+    app.stop().await;
+
+    let app = spawn_with_clock(db, &[], clock.clone()).await;
+    clock.advance(Duration::hours(25));
+    let d = app
+        .wait_for_payment(&m, draft["payment_id"].as_str().unwrap(), |p| {
+            p["status"] == "expired"
+        })
+        .await;
+    assert_eq!(d["status"], "expired");
+    let a = get(
+        &app,
+        &m,
+        &format!("/payments/{}", auth["payment_id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(
+        a.body["status"], "requires_capture",
+        "authorizations last seven days"
+    );
+    clock.advance(Duration::days(7));
+    let a = app
+        .wait_for_payment(&m, auth["payment_id"].as_str().unwrap(), |p| {
+            p["status"] == "expired"
+        })
+        .await;
+    let history = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/status-history",
+            a["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(
+        history.body["data"].as_array().unwrap().last().unwrap()["trigger"],
+        "expire"
+    );
+}
+
+#[actix_web::test]
+async fn updates_only_before_confirmation_and_lines_add_up() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let lines = json!([
+        {"line_id": "tea", "name": "Tea", "quantity": 2, "unit_amount": 150, "tax_amount": 30},
+        {"name": "Cup", "quantity": 1, "unit_amount": 170}
+    ]);
+    let bad = app
+        .create_payment(
+            &m,
+            json!({"amount": 999, "currency": "USD", "lines": lines}),
+        )
+        .await;
+    assert_eq!(
+        (bad.status, bad.code(), bad.param()),
+        (400, "lines_amount_mismatch", Some("lines"))
+    );
+    let p = app
+        .create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "lines": lines, "capture_method": "manual"}),
+        )
+        .await
+        .body;
+    let id = p["payment_id"].as_str().unwrap();
+    let r = post(&app, &m, &format!("/payments/{id}"), json!({"amount": 600})).await;
+    assert_eq!(
+        (r.status, r.param()),
+        (400, Some("amount")),
+        "old lines no longer add up"
+    );
+    let r = post(&app, &m, &format!("/payments/{id}"), json!({"metadata": {"k": "v"}, "description": "two teas", "payment_method_data": card("4242424242424242")})).await;
+    assert_eq!(
+        (r.body["status"].as_str(), r.body["description"].as_str()),
+        (Some("requires_confirmation"), Some("two teas"))
+    );
+    post(&app, &m, &format!("/payments/{id}/confirm"), json!({})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/capture"),
+        json!({"amount": 100, "final_capture": false}),
+    )
+    .await;
+    assert_eq!(r.body["amount_captured"], 100);
+    let balances = get(&app, &m, &format!("/payments/{id}/lines")).await.body;
+    let data = balances["data"].as_array().unwrap();
+    assert_eq!(data[0]["line_id"], "tea");
+    assert_eq!(data[1]["line_id"], "line_2");
+    assert_eq!(
+        (data[0]["amount"].as_i64(), data[1]["amount"].as_i64()),
+        (Some(330), Some(170))
+    );
+    let captured: i64 = data
+        .iter()
+        .map(|l| l["amount_captured"].as_i64().unwrap())
+        .sum();
+    assert_eq!(captured, 100);
+    assert_eq!(data[0]["amount_refundable"], data[0]["amount_captured"]);
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{id}"),
+        json!({"description": "late"}),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+}
+
+#[actix_web::test]
+async fn bad_input_is_refused_naming_the_field() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let cases = [
+        (json!({"amount": 0, "currency": "USD"}), "amount"),
+        (json!({"amount": -5, "currency": "USD"}), "amount"),
+        (json!({"amount": "5", "currency": "USD"}), "amount"),
+        (json!({"amount": 5, "currency": "ABC"}), "currency"),
+        (json!({"amount": 5}), "currency"),
+        (
+            json!({"amount": 5, "currency": "USD", "capture_method": "later"}),
+            "capture_method",
+        ),
+        (
+            json!({"amount": 5, "currency": "USD", "confirm": true, "payment_method_data": card("4242424242424241")}),
+            "payment_method_data.card.number",
+        ),
+        (
+            json!({"amount": 5, "currency": "USD", "payment_method_data": {"card": {"number": "4242424242424242", "exp_month": 1, "exp_year": 2020, "cvc": "123"}}}),
+            "payment_method_data.card.exp_year",
+        ),
+        (
+            json!({"amount": 5, "currency": "USD", "confirm": true}),
+            "payment_method_data",
+        ),
+        (
+            json!({"amount": 5, "currency": "USD", "customer_id": "cus_1"}),
+            "customer_id",
+        ),
+        (
+            json!({"amount": 5, "currency": "USD", "surprise": 1}),
+            "surprise",
+        ),
+        (
+            json!({"amount": 9223372036854775807i64, "currency": "USD", "lines": [{"name": "x", "quantity": 2, "unit_amount": 9223372036854775807i64}]}),
+            "lines[0].unit_amount",
+        ),
+    ];
+    for (body, param) in cases {
+        let r = app.create_payment(&m, body.clone()).await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(param)),
+            "{body}: {}",
+            r.body
+        );
+    }
+    let no_shop = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&json!({"amount": 5, "currency": "USD"})),
+            &[],
+        )
+        .await;
+    assert_eq!((no_shop.status, no_shop.code()), (400, "shop_required"));
+
+    let p = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
+    let id = p["payment_id"].as_str().unwrap();
+    let other = app.create_merchant("Other").await;
+    for (method, path) in [
+        (Method::GET, format!("/payments/{id}")),
+        (Method::POST, format!("/payments/{id}/capture")),
+        (Method::POST, format!("/payments/{id}/cancel")),
+        (Method::GET, format!("/payments/{id}/attempts")),
+        (Method::GET, "/payments/pay_nonsense".to_owned()),
+        (
+            Method::POST,
+            "/payments/pay_0000000000000000000000000000dead/capture".to_owned(),
+        ),
+    ] {
+        let body = (method == Method::POST).then(|| json!({}));
+        let r = app.call(&other, method, &path, body).await;
+        assert_eq!((r.status, r.code()), (404, "resource_missing"), "{path}");
+    }
+    let still = get(&app, &m, &format!("/payments/{id}")).await;
+    assert_eq!(still.body["status"], "requires_capture");
+}
+
+#[actix_web::test]
+async fn publishable_keys_need_the_client_secret() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = app
+        .create_payment(&m, json!({"amount": 700, "currency": "USD"}))
+        .await
+        .body;
+    let (id, secret) = (
+        p["payment_id"].as_str().unwrap(),
+        p["client_secret"].as_str().unwrap(),
+    );
+    let pk = Some(m.publishable_key.as_str());
+    let r = app
+        .send(
+            Method::GET,
+            &format!("/payments/{id}?client_secret={secret}"),
+            pk,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let r = app
+        .send(Method::GET, &format!("/payments/{id}"), pk, None, &[])
+        .await;
+    assert_eq!((r.status, r.code()), (403, "client_secret_required"));
+    let r = app
+        .send(
+            Method::GET,
+            &format!("/payments/{id}?client_secret=pay_secret_x"),
+            pk,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (403, "client_secret_mismatch"));
+    let r = app
+        .send(
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            pk,
+            Some(&json!({})),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (403, "secret_key_required"));
+    let r = app
+        .send(Method::POST, "/payments/list", pk, Some(&json!({})), &[])
+        .await;
+    assert_eq!(r.status, 403);
+    let body = json!({"client_secret": secret, "payment_method_data": card("4242424242424242")});
+    let r = app
+        .send(
+            Method::POST,
+            &format!("/payments/{id}/confirm"),
+            pk,
+            Some(&body),
+            &[],
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+}
+
+#[actix_web::test]
+async fn list_filters_and_cursors() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let mut ids = Vec::new();
+    for (i, currency) in ["USD", "EUR", "USD", "GBP", "USD"].iter().enumerate() {
+        let confirm = i % 2 == 0;
+        let mut body = json!({"amount": 100 * (i as i64 + 1), "currency": currency});
+        if confirm {
+            body["confirm"] = json!(true);
+            body["payment_method_data"] = card("4242424242424242");
+        }
+        ids.push(
+            app.create_payment(&m, body).await.body["payment_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let list = |body: Value| post(&app, &m, "/payments/list", body);
+    let ids_of = |r: &common::Answer| -> Vec<String> {
+        r.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["payment_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = list(json!({})).await;
+    assert_eq!(ids_of(&all), ids.iter().rev().cloned().collect::<Vec<_>>());
+    let usd = list(json!({"currency": "usd"})).await;
+    assert_eq!(
+        ids_of(&usd),
+        [ids[4].clone(), ids[2].clone(), ids[0].clone()]
+    );
+    let ok = list(json!({"status": "succeeded"})).await;
+    assert_eq!(ids_of(&ok).len(), 3);
+    let range = list(json!({"amount_gte": 200, "amount_lte": 400})).await;
+    assert_eq!(
+        ids_of(&range),
+        [ids[3].clone(), ids[2].clone(), ids[1].clone()]
+    );
+    let page1 = list(json!({"limit": 2})).await;
+    assert_eq!(
+        (ids_of(&page1).len(), page1.body["has_more"].as_bool()),
+        (2, Some(true))
+    );
+    let page2 = list(json!({"limit": 2, "starting_after": ids_of(&page1)[1]})).await;
+    assert_eq!(ids_of(&page2), [ids[2].clone(), ids[1].clone()]);
+    let future = (chrono::Utc::now() + Duration::days(400)).to_rfc3339();
+    assert!(ids_of(&list(json!({"created_after": future})).await).is_empty());
+    let r = list(json!({"status": "sleeping"})).await;
+    assert_eq!((r.status, r.param()), (400, Some("status")));
+    let r = list(json!({"limit": 101})).await;
+    assert_eq!((r.status, r.param()), (400, Some("limit")));
+    let other = app.create_merchant("Other").await;
+    assert!(ids_of(&post(&app, &other, "/payments/list", json!({})).await).is_empty());
+}
+
+#[actix_web::test]
+async fn routing_rules_choose_processors_and_fall_back_after_declines() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let shop = m.profile_id.clone();
+    for name in ["alpha", "beta"] {
+        let r = post(
+            &app,
+            &m,
+            &format!("/account/shops/{shop}/processors"),
+            json!({"name": name}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let dup = post(
+        &app,
+        &m,
+        &format!("/account/shops/{shop}/processors"),
+        json!({"name": "alpha"}),
+    )
+    .await;
+    assert_eq!(dup.code(), "processor_exists");
+    let rules = json!({"rules": [{"name": "euros to beta", "conditions": {"currencies": ["EUR"]}, "processors": [{"processor": "beta"}]}]});
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            &format!("/account/shops/{shop}/routing"),
+            Some(rules),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let bad = app
+        .call(
+            &m,
+            Method::PUT,
+            &format!("/account/shops/{shop}/routing"),
+            Some(json!({"rules": [{"name": "x", "processors": [{"processor": "gamma"}]}]})),
+        )
+        .await;
+    assert_eq!(
+        (bad.status, bad.param()),
+        (400, Some("rules[0].processors[0].processor"))
+    );
+
+    let eur = pay(&app, &m, "4242424242424242", json!({"currency": "EUR"})).await;
+    let d = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/routing-decisions",
+            eur["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await
+    .body;
+    assert_eq!(
+        (
+            d["data"][0]["chosen"].as_str(),
+            d["data"][0]["algorithm"].as_str(),
+            d["data"][0]["rule"].as_str()
+        ),
+        (Some("beta"), Some("rule"), Some("euros to beta"))
+    );
+    assert_eq!(d["data"][0]["candidates"], json!(["beta", "alpha"]));
+    let usd = pay(&app, &m, "4242424242424242", json!({})).await;
+    let d = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/routing-decisions",
+            usd["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await
+    .body;
+    assert_eq!(
+        (
+            d["data"][0]["chosen"].as_str(),
+            d["data"][0]["algorithm"].as_str()
+        ),
+        (Some("alpha"), Some("default"))
+    );
+
+    // A retryable decline is tried on the next processor before the confirm answers.
+    let declined = pay(&app, &m, "4000000000000002", json!({})).await;
+    assert_eq!(declined["status"], "declined");
+    let d = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/routing-decisions",
+            declined["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await
+    .body;
+    let tried: Vec<&str> = d["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["chosen"].as_str().unwrap())
+        .collect();
+    assert_eq!(tried, ["alpha", "beta"]);
+    assert_eq!(d["data"][1]["algorithm"], "fallback");
+    assert_eq!(
+        declined["attempt_count"], 1,
+        "one confirm, two processor attempts"
+    );
+}
+
+#[actix_web::test]
+async fn idempotent_create_returns_the_same_payment() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let body = json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": card("4242424242424242")});
+    let headers = [
+        ("x-profile-id", m.profile_id.as_str()),
+        ("idempotency-key", "order-77"),
+    ];
+    let a = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&body),
+            &headers,
+        )
+        .await;
+    let b = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&body),
+            &headers,
+        )
+        .await;
+    assert_eq!(a.raw, b.raw);
+    assert_eq!(b.header("idempotent-replayed"), Some("true"));
+    let all = post(&app, &m, "/payments/list", json!({})).await;
+    assert_eq!(all.body["data"].as_array().unwrap().len(), 1);
+}
+
+#[actix_web::test]
+async fn forty_concurrent_captures_never_exceed_the_authorization() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
+    let id = p["payment_id"].as_str().unwrap().to_owned();
+    let path = format!("/payments/{id}/capture");
+    let answers = futures_util::future::join_all((0..40).map(|_| {
+        post(
+            &app,
+            &m,
+            &path,
+            json!({"amount": 25, "final_capture": false}),
+        )
+    }))
+    .await;
+    let ok = answers.iter().filter(|a| a.status == 200).count() as i64;
+    for a in &answers {
+        assert!(a.status < 500, "no 5xx: {} {}", a.status, a.body);
+        assert!(
+            a.status == 200 || a.status == 409 || a.status == 400,
+            "{}",
+            a.body
+        );
+    }
+    let final_state = get(&app, &m, &format!("/payments/{id}")).await.body;
+    let captured = final_state["amount_captured"].as_i64().unwrap();
+    assert_eq!(captured, 25 * ok);
+    assert!(captured <= 500);
+    assert_eq!(ok, 20, "exactly the authorization is captured");
+    assert_eq!(final_state["status"], "succeeded");
+}
