@@ -19,6 +19,7 @@ use crate::{
     clock::SharedClock,
     db,
     error::ApiError,
+    events,
     http::{self, BodyLimit},
     idempotency, openapi, ops,
     payments::{
@@ -29,6 +30,11 @@ use crate::{
     processors::sandbox::Sandbox,
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
+    webhooks::{
+        self,
+        delivery::{DeliveryDeps, DeliveryPool},
+        dispatcher::{Dispatcher, Wake},
+    },
 };
 
 /// What every handler can reach.
@@ -42,6 +48,7 @@ pub struct AppState {
     pub payments: Payments,
     /// The base of URLs handed to buyers (`checkout_url`).
     pub public_url: String,
+    pub dispatcher: Arc<Dispatcher>,
 }
 
 /// The built service: bound to its port, not yet serving.
@@ -72,6 +79,15 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         })?;
+        let listener = TcpListener::bind(&settings.listen)?;
+        let local = listener.local_addr()?;
+        let port = local.port();
+        let public_url = settings
+            .http
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local}"));
+        let wake = Wake::default();
         let registry_config = RegistryConfig {
             mailbox_capacity: settings.actors.mailbox_capacity,
             idle_timeout: settings.idle_timeout(),
@@ -84,23 +100,34 @@ impl Application {
                 sandbox: Arc::new(Sandbox {
                     async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
                 }),
+                public_url: public_url.clone(),
+                wake: wake.clone(),
             },
             registry_config,
             arbiters.clone(),
         );
 
+        let webhook_settings = Arc::new(settings.webhooks.clone());
+        let pool = DeliveryPool::new(
+            DeliveryDeps {
+                db: db.clone(),
+                clock: clock.clone(),
+                settings: webhook_settings.clone(),
+                depth: Default::default(),
+            },
+            arbiters.clone(),
+        );
+        let dispatcher = Arc::new(Dispatcher::new(
+            db.clone(),
+            clock.clone(),
+            webhook_settings,
+            pool,
+            wake,
+        ));
         let scheduler = Arc::new(build_scheduler(&db, &clock, &settings, &payments));
         let now = clock.now();
         scheduler::schedule_if_absent(&db, now, IDEMPOTENCY_PURGE, "all", now).await?;
 
-        let listener = TcpListener::bind(&settings.listen)?;
-        let local = listener.local_addr()?;
-        let port = local.port();
-        let public_url = settings
-            .http
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{local}"));
         let state = web::Data::new(AppState {
             db,
             settings: settings.clone(),
@@ -109,6 +136,7 @@ impl Application {
             arbiters,
             payments,
             public_url,
+            dispatcher,
         });
 
         let app_state = state.clone();
@@ -129,7 +157,9 @@ impl Application {
                         .wrap(from_fn(idempotency::idempotency))
                         .configure(accounts::configure)
                         .configure(payments::configure)
-                        .configure(payments::checkout::configure),
+                        .configure(payments::checkout::configure)
+                        .configure(events::configure)
+                        .configure(webhooks::configure),
                 )
                 .default_service(web::to(not_found))
         })
@@ -164,8 +194,10 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
         let sweeper = self.state.payments.spawn_sweeper();
+        let dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
         let result = self.server.await;
         scheduler.abort();
+        dispatcher.abort();
         sweeper.abort();
         self.state.payments.passivate_all();
         self.state.arbiters.stop();

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod clock;
 pub mod db;
 pub mod error;
+pub mod events;
 pub mod http;
 pub mod idempotency;
 pub mod ids;
@@ -18,6 +19,7 @@ pub mod processors;
 pub mod scheduler;
 pub mod settings;
 pub mod telemetry;
+pub mod webhooks;
 
 pub use app::{AppState, Application};
 pub use settings::Settings;

@@ -8,7 +8,7 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{accounts, ops, pagination, payments};
+use crate::{accounts, events, ops, pagination, payments, webhooks};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -48,12 +48,20 @@ use crate::{accounts, ops, pagination, payments};
         payments::checkout::confirm,
         payments::checkout::challenge_page,
         payments::checkout::complete_challenge,
+        events::routes::list_events,
+        events::routes::list_attempts,
+        events::routes::retry_event,
+        webhooks::routes::get_endpoint,
+        webhooks::routes::put_endpoint,
+        webhooks::routes::rotate_secret,
     ),
     components(schemas(crate::error::ErrorType, ErrorBody, pagination::ListQuery)),
     modifiers(&Security),
     tags(
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
+        (name = "events", description = "Events, their delivery attempts, and replays"),
+        (name = "webhooks", description = "A shop's webhook endpoint and signing secret"),
         (name = "account", description = "The merchant's shops, API keys, processors and routing"),
         (name = "admin", description = "Operator routes (admin key)"),
         (name = "operations", description = "Health, metrics and version"),

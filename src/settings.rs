@@ -41,6 +41,7 @@ pub struct Settings {
     pub idempotency: IdempotencySettings,
     pub log: LogSettings,
     pub sandbox: SandboxSettings,
+    pub webhooks: WebhookSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -120,6 +121,53 @@ pub struct SandboxSettings {
     pub data_dir: String,
     /// How long asynchronous and review test cards take to settle.
     pub async_delay_secs: u64,
+}
+
+/// Webhook delivery: schedules are seconds between attempts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// After network errors, timeouts, 5xx, 408 and 429.
+    #[serde(deserialize_with = "schedule")]
+    pub transient_retry_schedule: Vec<u64>,
+    /// After 401 and 403.
+    #[serde(deserialize_with = "schedule")]
+    pub auth_retry_schedule: Vec<u64>,
+    /// Spread retries by up to ±10 %.
+    pub jitter: bool,
+    pub max_in_flight_per_endpoint: usize,
+    pub request_timeout_secs: u64,
+    /// Accept endpoints on private, loopback and link-local addresses.
+    pub allow_private_urls: bool,
+    pub poll_interval_ms: u64,
+    pub lease_secs: u64,
+    pub batch_size: u64,
+}
+
+/// A schedule written as `5,300,1800` (or a TOML array, or one number).
+fn schedule<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        One(u64),
+        List(Vec<u64>),
+    }
+    let parsed = match Raw::deserialize(d)? {
+        Raw::One(n) => vec![n],
+        Raw::List(v) => v,
+        Raw::Text(s) => s
+            .split(',')
+            .map(|p| p.trim().parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                serde::de::Error::custom("expected comma-separated seconds, e.g. 5,300,1800")
+            })?,
+    };
+    if parsed.is_empty() || parsed.len() > 50 {
+        return Err(serde::de::Error::custom("a schedule has 1 to 50 entries"));
+    }
+    Ok(parsed)
 }
 
 impl Settings {
@@ -217,6 +265,17 @@ impl Settings {
         if self.idempotency.ttl_hours == 0 {
             return bad("idempotency.ttl_hours", "must be greater than 0");
         }
+        let w = &self.webhooks;
+        if w.max_in_flight_per_endpoint == 0
+            || w.request_timeout_secs == 0
+            || w.poll_interval_ms == 0
+            || w.batch_size == 0
+        {
+            return bad(
+                "webhooks",
+                "max_in_flight_per_endpoint, request_timeout_secs, poll_interval_ms and batch_size must be greater than 0",
+            );
+        }
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
             return bad("log.filter", "not a valid tracing filter");
         }
@@ -266,6 +325,21 @@ mod tests {
         assert_eq!(s.database.url, "postgres://x@localhost/db");
         assert_eq!(s.admin_key.as_deref(), Some("an-admin-key"));
         assert_eq!(s.actors.idle_timeout_secs, 7);
+        assert_eq!(
+            s.webhooks.auth_retry_schedule,
+            vec![60, 120, 240, 480, 600, 960]
+        );
+        let s = Settings::load_from(vars(&[
+            ("PAYD_WEBHOOKS__AUTH_RETRY_SCHEDULE", "1,1,1"),
+            ("PAYD_WEBHOOKS__TRANSIENT_RETRY_SCHEDULE", "7"),
+        ]))
+        .unwrap();
+        assert_eq!(s.webhooks.auth_retry_schedule, vec![1, 1, 1]);
+        assert_eq!(s.webhooks.transient_retry_schedule, vec![7]);
+        let err = Settings::load_from(vars(&[("PAYD_WEBHOOKS__AUTH_RETRY_SCHEDULE", "1,soon")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("auth_retry_schedule"), "{err}");
         let s = Settings::load_from(vars(&[
             ("DATABASE_URL", "postgres://ignored/db"),
             ("PAYD_DATABASE_URL", "sqlite::memory:"),

@@ -1,6 +1,9 @@
 //! payd's SeaORM entities: one module per table, named after the table's noun.
 
 pub mod api_key;
+pub mod delivery;
+pub mod delivery_attempt;
+pub mod event;
 pub mod idempotency_key;
 pub mod merchant;
 pub mod payment;
@@ -10,3 +13,4 @@ pub mod processor_account;
 pub mod profile;
 pub mod routing_config;
 pub mod scheduled_job;
+pub mod webhook_endpoint;

@@ -10,6 +10,7 @@ mod m20261122_000001_create_accounts;
 mod m20261122_000002_create_idempotency_keys;
 mod m20261122_000003_create_scheduled_jobs;
 mod m20261122_000004_create_payments;
+mod m20261122_000005_create_events;
 
 pub struct Migrator;
 
@@ -21,6 +22,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000002_create_idempotency_keys::Migration),
             Box::new(m20261122_000003_create_scheduled_jobs::Migration),
             Box::new(m20261122_000004_create_payments::Migration),
+            Box::new(m20261122_000005_create_events::Migration),
         ]
     }
 }

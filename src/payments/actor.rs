@@ -11,7 +11,7 @@ use payd_entity::{payment, payment_attempt};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
-    api::{parse_lines, LastError, LineInput, Metadata, RoutingDecision},
+    api::{parse_lines, LastError, LineInput, Metadata, Payment, RoutingDecision},
     machine::{self, Authorization, CancelKind, Refusal, Status},
     routing::{self, Facts},
     store::{self, CommitError},
@@ -24,6 +24,7 @@ use crate::{
         sandbox::Sandbox, AuthRequest, AuthResult, Processor, ProcessorError, StoredCard,
     },
     settings::Settings,
+    webhooks::dispatcher::Wake,
 };
 
 /// What the payment actors need.
@@ -33,6 +34,9 @@ pub struct PaymentDeps {
     pub clock: SharedClock,
     pub settings: Arc<Settings>,
     pub sandbox: Arc<Sandbox>,
+    /// The base of `checkout_url` in the payment object (events carry the same object).
+    pub public_url: String,
+    pub wake: Wake,
 }
 
 impl PaymentDeps {
@@ -261,9 +265,27 @@ async fn step(
     let commit = |after: payment::Model,
                   trigger: &'static str,
                   attempts: Vec<payment_attempt::Model>| async move {
-        store::commit(&deps.db, m, after, trigger, attempts, deps.settle_delay())
-            .await
-            .map_err(PaymentError::from)
+        let event = event_for(m, &after, trigger).map(|event_type| {
+            let object = serde_json::to_string(&Payment::render(&after, &deps.public_url))
+                .unwrap_or_default();
+            (event_type, object)
+        });
+        let announced = event.is_some();
+        let committed = store::commit(
+            &deps.db,
+            m,
+            after,
+            trigger,
+            attempts,
+            event,
+            deps.settle_delay(),
+        )
+        .await
+        .map_err(PaymentError::from)?;
+        if announced {
+            deps.wake.now();
+        }
+        Ok(committed)
     };
     match command {
         Command::Confirm { card, return_url } => {
@@ -367,6 +389,20 @@ async fn step(
             commit(store::with_state(m, &next, now), "expire", vec![]).await
         }
     }
+}
+
+/// The event a change announces: the spec's event for the new status, on every status change
+/// and on every confirm or capture (a second decline, a further partial capture).
+fn event_for(
+    before: &payment::Model,
+    after: &payment::Model,
+    trigger: &str,
+) -> Option<&'static str> {
+    let changed = before.status != after.status || matches!(trigger, "confirm" | "capture");
+    if !changed {
+        return None;
+    }
+    Status::parse(&after.status).and_then(Status::event)
 }
 
 fn processor_of(m: &payment::Model) -> Result<(String, String), PaymentError> {

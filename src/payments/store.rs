@@ -16,6 +16,7 @@ use super::{
     routing::RoutingRules,
 };
 use crate::{
+    events::outbox::{self, NewEvent},
     ids::new_id,
     pagination::{paginate, List, Page},
     scheduler,
@@ -86,12 +87,14 @@ pub async fn insert(
 
 /// Replaces the row if nobody wrote since `before` (compare-and-set on `version`), with its
 /// history row, attempts and jobs, in one transaction.
+#[allow(clippy::too_many_arguments)]
 pub async fn commit(
     db: &DatabaseConnection,
     before: &payment::Model,
     mut after: payment::Model,
     trigger: &str,
     attempts: Vec<payment_attempt::Model>,
+    event: Option<(&str, String)>,
     settle_delay: Duration,
 ) -> Result<payment::Model, CommitError> {
     after.version = before.version + 1;
@@ -123,6 +126,22 @@ pub async fn commit(
         a.into_active_model().reset_all().insert(&txn).await?;
     }
     sync_jobs(&txn, &after, now, settle_delay).await?;
+    if let Some((event_type, object)) = event {
+        outbox::record(
+            &txn,
+            NewEvent {
+                merchant_id: &after.merchant_id,
+                profile_id: Some(&after.profile_id),
+                test_mode: after.test_mode,
+                event_type,
+                object_id: &after.id,
+                content_type: "payment_details",
+                object,
+            },
+            now,
+        )
+        .await?;
+    }
     txn.commit().await?;
     Ok(after)
 }

@@ -3,6 +3,8 @@
 //! clock the test moves, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::{sync::Arc, time::Duration};
 
 use actix_web::{dev::ServerHandle, http::Method, web};
@@ -75,6 +77,7 @@ pub fn settings(db: &TestDb, extra: &[(&str, &str)]) -> Settings {
         ("PAYD_HTTP__WORKERS", "1"),
         ("PAYD_ACTORS__ARBITERS", "1"),
         ("PAYD_SCHEDULER__POLL_INTERVAL_MS", "50"),
+        ("PAYD_WEBHOOKS__POLL_INTERVAL_MS", "50"),
     ]
     .iter()
     .chain(extra.iter())

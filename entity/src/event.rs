@@ -1,0 +1,23 @@
+//! An event: the envelope exactly as it is posted, written with the change it announces.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "events")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: Option<String>,
+    pub test_mode: bool,
+    pub event_type: String,
+    pub object_id: String,
+    /// The envelope's JSON text: the body of every delivery attempt, byte for byte.
+    pub payload: String,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,402 @@
+//! Sending: one attempt (`attempt`), and the per-merchant delivery actors that hold each
+//! merchant's queue, bound its requests in flight and record every outcome. A dead or slow
+//! endpoint fills only its own merchant's queue.
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        atomic::{AtomicI64, Ordering},
+        Arc,
+    },
+    time::{Duration as StdDuration, Instant},
+};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
+use chrono::{DateTime, Duration, Utc};
+use dashmap::DashMap;
+use payd_actors::ArbiterPool;
+use payd_entity::{delivery, delivery_attempt, event, webhook_endpoint};
+use rand::Rng;
+use sea_orm::{
+    sea_query::Expr, ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr,
+    EntityTrait, QueryFilter,
+};
+
+use super::{
+    policy::{self, Answer},
+    signer,
+};
+use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
+
+/// The most of a receiver's answer that is kept.
+const BODY_LIMIT: usize = 16 * 1024;
+
+/// A claimed delivery with what sending it needs.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub delivery: delivery::Model,
+    pub event: event::Model,
+    pub endpoint: webhook_endpoint::Model,
+    /// The lease token the dispatcher claimed it with.
+    pub lease: String,
+}
+
+/// What one HTTP attempt produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub answer: Answer,
+    pub request_headers: Vec<(String, String)>,
+    pub response_body: Option<String>,
+    pub duration_ms: i64,
+}
+
+/// The secrets a signature is made with now: the current one, and the previous one while
+/// its 24 hours after a rotation last.
+pub fn live_secrets(endpoint: &webhook_endpoint::Model, now: DateTime<Utc>) -> Vec<String> {
+    let mut secrets = vec![endpoint.secret.clone()];
+    if let (Some(prev), Some(until)) = (
+        &endpoint.previous_secret,
+        endpoint.previous_secret_expires_at,
+    ) {
+        if now < until {
+            secrets.push(prev.clone());
+        }
+    }
+    secrets
+}
+
+/// Posts the event once: signed afresh, no redirects followed, bounded by the timeout.
+pub async fn attempt(
+    client: &awc::Client,
+    endpoint: &webhook_endpoint::Model,
+    event: &event::Model,
+    now: DateTime<Utc>,
+    timeout: StdDuration,
+) -> Outcome {
+    // The signature's timestamp is the wall clock: receivers check it against theirs.
+    let timestamp = Utc::now().timestamp();
+    let secrets = live_secrets(endpoint, now);
+    let signature = signer::signature_header(
+        secrets.iter().map(String::as_str),
+        &event.id,
+        timestamp,
+        event.payload.as_bytes(),
+    );
+    let headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        (
+            "user-agent".to_owned(),
+            concat!("payd-webhooks/", env!("CARGO_PKG_VERSION")).to_owned(),
+        ),
+        ("webhook-id".to_owned(), event.id.clone()),
+        ("webhook-timestamp".to_owned(), timestamp.to_string()),
+        ("webhook-signature".to_owned(), signature),
+    ];
+    let mut req = client.post(&endpoint.url).timeout(timeout);
+    for (name, value) in &headers {
+        req = req.insert_header((name.as_str(), value.as_str()));
+    }
+    let started = Instant::now();
+    let sent = req.send_body(event.payload.clone()).await;
+    let (answer, body) = match sent {
+        Ok(mut res) => {
+            let code = res.status().as_u16();
+            let retry_after = res
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let body = match tokio::time::timeout(timeout, res.body().limit(BODY_LIMIT * 4)).await {
+                Ok(Ok(bytes)) => {
+                    let cut = &bytes[..bytes.len().min(BODY_LIMIT)];
+                    Some(String::from_utf8_lossy(cut).into_owned())
+                }
+                _ => None,
+            };
+            (Answer::Status { code, retry_after }, body)
+        }
+        Err(awc::error::SendRequestError::Timeout) => (Answer::Timeout, None),
+        Err(e) => (Answer::Network, Some(e.to_string())),
+    };
+    let duration = started.elapsed();
+    metrics::histogram!("payd_webhook_attempt_seconds").record(duration.as_secs_f64());
+    Outcome {
+        answer,
+        request_headers: headers,
+        response_body: body,
+        duration_ms: duration.as_millis() as i64,
+    }
+}
+
+pub fn client(timeout: StdDuration) -> awc::Client {
+    awc::Client::builder()
+        .disable_redirects()
+        .timeout(timeout)
+        .finish()
+}
+
+/// Stores one attempt.
+#[allow(clippy::too_many_arguments)]
+pub async fn record_attempt(
+    db: &impl sea_orm::ConnectionTrait,
+    d: &delivery::Model,
+    number: i32,
+    trigger: &str,
+    outcome: &Outcome,
+    next_attempt_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<delivery_attempt::Model, DbErr> {
+    let headers: serde_json::Map<String, serde_json::Value> = outcome
+        .request_headers
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    delivery_attempt::ActiveModel {
+        id: Set(new_id("dla")),
+        delivery_id: Set(d.id.clone()),
+        event_id: Set(d.event_id.clone()),
+        number: Set(number),
+        trigger: Set(trigger.to_owned()),
+        request_headers: Set(serde_json::Value::Object(headers).to_string()),
+        response_status: Set(match outcome.answer {
+            Answer::Status { code, .. } => Some(i32::from(code)),
+            _ => None,
+        }),
+        response_body: Set(outcome.response_body.clone()),
+        error_kind: Set(policy::error_kind(outcome.answer).map(str::to_owned)),
+        duration_ms: Set(outcome.duration_ms),
+        next_attempt_at: Set(next_attempt_at),
+        created_at: Set(now),
+    }
+    .insert(db)
+    .await
+}
+
+/// What the delivery actors share.
+#[derive(Clone)]
+pub struct DeliveryDeps {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    pub settings: Arc<WebhookSettings>,
+    /// Deliveries queued or in flight across all merchants (for the gauge).
+    pub depth: Arc<AtomicI64>,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Enqueue(Vec<Claimed>);
+
+/// One merchant's queue.
+struct MerchantDeliveries {
+    deps: DeliveryDeps,
+    client: awc::Client,
+    queue: VecDeque<Claimed>,
+    in_flight: usize,
+    /// Queued plus in flight, shared with the pool so the dispatcher can see a backlog.
+    backlog: Arc<AtomicI64>,
+}
+
+impl Actor for MerchantDeliveries {
+    type Context = Context<Self>;
+}
+
+impl MerchantDeliveries {
+    fn pump(&mut self, ctx: &mut Context<Self>) {
+        while self.in_flight < self.deps.settings.max_in_flight_per_endpoint {
+            let Some(item) = self.queue.pop_front() else {
+                break;
+            };
+            self.in_flight += 1;
+            let (deps, client) = (self.deps.clone(), self.client.clone());
+            ctx.spawn(
+                async move { deliver(&deps, &client, item).await }
+                    .into_actor(self)
+                    .map(|_, act, ctx| {
+                        act.in_flight -= 1;
+                        act.backlog.fetch_sub(1, Ordering::Relaxed);
+                        act.deps.depth.fetch_sub(1, Ordering::Relaxed);
+                        metrics::gauge!("payd_webhook_queue_depth")
+                            .set(act.deps.depth.load(Ordering::Relaxed) as f64);
+                        act.pump(ctx);
+                    }),
+            );
+        }
+    }
+}
+
+impl Handler<Enqueue> for MerchantDeliveries {
+    type Result = ();
+
+    fn handle(&mut self, msg: Enqueue, ctx: &mut Context<Self>) {
+        let n = msg.0.len() as i64;
+        self.backlog.fetch_add(n, Ordering::Relaxed);
+        self.deps.depth.fetch_add(n, Ordering::Relaxed);
+        metrics::gauge!("payd_webhook_queue_depth")
+            .set(self.deps.depth.load(Ordering::Relaxed) as f64);
+        self.queue.extend(msg.0);
+        self.pump(ctx);
+    }
+}
+
+/// Sends one claimed delivery and writes its outcome, if the lease is still ours.
+async fn deliver(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) {
+    let now = deps.clock.now();
+    let lease_until = now + Duration::seconds(deps.settings.lease_secs as i64);
+    // Invariant: only the holder of the lease sends. Renewing it here also covers the time
+    // the delivery waited in the queue.
+    let renewed = delivery::Entity::update_many()
+        .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
+        .filter(delivery::Column::Id.eq(item.delivery.id.as_str()))
+        .filter(delivery::Column::LeaseOwner.eq(item.lease.as_str()))
+        .filter(delivery::Column::Status.eq("pending"))
+        .exec(&deps.db)
+        .await;
+    if !matches!(renewed, Ok(r) if r.rows_affected == 1) {
+        return;
+    }
+    let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
+    let outcome = attempt(client, &item.endpoint, &item.event, now, timeout).await;
+    let now = deps.clock.now();
+    let d = &item.delivery;
+    let jitter = if deps.settings.jitter {
+        rand::rng().random_range(-0.1..=0.1)
+    } else {
+        0.0
+    };
+    let next = policy::after_attempt(
+        outcome.answer,
+        d.transient_failures,
+        d.auth_failures,
+        &deps.settings.transient_retry_schedule,
+        &deps.settings.auth_retry_schedule,
+        now,
+        jitter,
+    );
+    let number = d.attempts + 1;
+    let trigger = if d.attempts == 0 {
+        "initial"
+    } else {
+        "automatic"
+    };
+    let (status, label) = match (next.delivered, next.retry_at) {
+        (true, _) => ("delivered", "delivered"),
+        (false, Some(_)) => ("pending", "retrying"),
+        (false, None) => ("failed", "failed"),
+    };
+    metrics::counter!("payd_webhook_deliveries_total", "outcome" => label).increment(1);
+    let written = async {
+        record_attempt(&deps.db, d, number, trigger, &outcome, next.retry_at, now).await?;
+        delivery::Entity::update_many()
+            .col_expr(delivery::Column::Status, Expr::value(status))
+            .col_expr(delivery::Column::Attempts, Expr::value(number))
+            .col_expr(
+                delivery::Column::TransientFailures,
+                Expr::value(next.transient_failures),
+            )
+            .col_expr(
+                delivery::Column::AuthFailures,
+                Expr::value(next.auth_failures),
+            )
+            .col_expr(
+                delivery::Column::NextAttemptAt,
+                Expr::value(next.retry_at.unwrap_or(d.next_attempt_at)),
+            )
+            .col_expr(
+                delivery::Column::LeaseOwner,
+                Expr::value(Option::<String>::None),
+            )
+            .col_expr(
+                delivery::Column::LeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(
+                delivery::Column::LastStatusCode,
+                Expr::value(match outcome.answer {
+                    Answer::Status { code, .. } => Some(i32::from(code)),
+                    _ => None,
+                }),
+            )
+            .col_expr(
+                delivery::Column::LastError,
+                Expr::value(policy::error_kind(outcome.answer)),
+            )
+            .col_expr(
+                delivery::Column::DeliveredAt,
+                Expr::value(next.delivered.then_some(now)),
+            )
+            .filter(delivery::Column::Id.eq(d.id.as_str()))
+            .filter(delivery::Column::LeaseOwner.eq(item.lease.as_str()))
+            // A manual retry may have delivered it meanwhile: that stands.
+            .filter(delivery::Column::Status.eq("pending"))
+            .exec(&deps.db)
+            .await?;
+        Ok::<_, DbErr>(())
+    }
+    .await;
+    if let Err(e) = written {
+        // The lease runs out and the delivery is tried again: at least once, never lost.
+        tracing::warn!(error = %e, delivery = %d.id, "could not record a delivery attempt");
+    }
+}
+
+/// The delivery actors, one per merchant, spread over the arbiters.
+pub struct DeliveryPool {
+    deps: DeliveryDeps,
+    arbiters: Arc<ArbiterPool>,
+    actors: DashMap<String, (actix::Addr<MerchantDeliveries>, Arc<AtomicI64>)>,
+}
+
+impl DeliveryPool {
+    pub fn new(deps: DeliveryDeps, arbiters: Arc<ArbiterPool>) -> Self {
+        Self {
+            deps,
+            arbiters,
+            actors: DashMap::new(),
+        }
+    }
+
+    fn actor(&self, merchant_id: &str) -> (actix::Addr<MerchantDeliveries>, Arc<AtomicI64>) {
+        if let Some(entry) = self.actors.get(merchant_id) {
+            if entry.0.connected() {
+                return entry.clone();
+            }
+        }
+        let backlog = Arc::new(AtomicI64::new(0));
+        let (deps, b) = (self.deps.clone(), backlog.clone());
+        let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
+        let addr =
+            MerchantDeliveries::start_in_arbiter(&self.arbiters.pick(merchant_id), move |_| {
+                MerchantDeliveries {
+                    deps,
+                    client: client(timeout),
+                    queue: VecDeque::new(),
+                    in_flight: 0,
+                    backlog: b,
+                }
+            });
+        self.actors
+            .insert(merchant_id.to_owned(), (addr.clone(), backlog.clone()));
+        (addr, backlog)
+    }
+
+    /// Hands claimed deliveries to their merchants' actors.
+    pub async fn enqueue(&self, merchant_id: &str, items: Vec<Claimed>) {
+        let (addr, _) = self.actor(merchant_id);
+        if let Err(e) = addr.send(Enqueue(items)).await {
+            // The actor died; its leases run out and the dispatcher claims them again.
+            tracing::warn!(error = %e, merchant = merchant_id, "delivery actor unavailable");
+            self.actors.remove(merchant_id);
+        }
+    }
+
+    /// Merchants whose queue already holds enough work: the dispatcher claims none for them,
+    /// so one dead endpoint cannot take every claim.
+    pub fn saturated(&self) -> Vec<String> {
+        let limit = (self.deps.settings.max_in_flight_per_endpoint * 4) as i64;
+        self.actors
+            .iter()
+            .filter(|e| e.value().1.load(Ordering::Relaxed) >= limit)
+            .map(|e| e.key().clone())
+            .collect()
+    }
+}

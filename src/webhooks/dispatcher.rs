@@ -1,0 +1,160 @@
+//! The dispatcher: claims due deliveries with a lease (`FOR UPDATE SKIP LOCKED` on
+//! PostgreSQL) and hands them to their merchants' delivery actors. A commit that records an
+//! event wakes it at once; polling is the safety net.
+
+use std::{collections::HashMap, sync::Arc, time::Duration as StdDuration};
+
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::{delivery, event, webhook_endpoint};
+use sea_orm::{
+    sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query},
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+use tokio::sync::Notify;
+
+use super::delivery::{Claimed, DeliveryPool};
+use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
+
+/// Wakes the dispatcher after a commit that recorded events.
+#[derive(Clone, Default)]
+pub struct Wake(Arc<Notify>);
+
+impl Wake {
+    pub fn now(&self) {
+        self.0.notify_one();
+    }
+}
+
+pub struct Dispatcher {
+    db: DatabaseConnection,
+    clock: SharedClock,
+    settings: Arc<WebhookSettings>,
+    pool: DeliveryPool,
+    wake: Wake,
+}
+
+impl Dispatcher {
+    pub fn new(
+        db: DatabaseConnection,
+        clock: SharedClock,
+        settings: Arc<WebhookSettings>,
+        pool: DeliveryPool,
+        wake: Wake,
+    ) -> Self {
+        Self {
+            db,
+            clock,
+            settings,
+            pool,
+            wake,
+        }
+    }
+
+    /// Claims what is due and queues it; returns how many deliveries were handed over.
+    pub async fn tick(&self) -> Result<usize, DbErr> {
+        let now = self.clock.now();
+        self.measure_oldest(now).await?;
+        let token = new_id("lease");
+        let lease_until = now + Duration::seconds(self.settings.lease_secs as i64);
+        let free = delivery::Column::LeaseUntil
+            .is_null()
+            .or(delivery::Column::LeaseUntil.lt(now));
+        let mut due = Query::select()
+            .column(delivery::Column::Id)
+            .from(delivery::Entity)
+            .and_where(delivery::Column::Status.eq("pending"))
+            .and_where(delivery::Column::NextAttemptAt.lte(now))
+            .and_where(free.clone())
+            .order_by(delivery::Column::NextAttemptAt, sea_orm::Order::Asc)
+            .limit(self.settings.batch_size)
+            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+            .to_owned();
+        let saturated = self.pool.saturated();
+        if !saturated.is_empty() {
+            due.and_where(delivery::Column::MerchantId.is_not_in(saturated));
+        }
+        delivery::Entity::update_many()
+            .col_expr(delivery::Column::LeaseOwner, Expr::value(token.clone()))
+            .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(delivery::Column::Id.in_subquery(due))
+            .filter(free)
+            .exec(&self.db)
+            .await?;
+        let claimed = delivery::Entity::find()
+            .filter(delivery::Column::LeaseOwner.eq(token.as_str()))
+            .order_by_asc(delivery::Column::NextAttemptAt)
+            .all(&self.db)
+            .await?;
+        if claimed.is_empty() {
+            return Ok(0);
+        }
+        let events: HashMap<String, event::Model> = event::Entity::find()
+            .filter(event::Column::Id.is_in(claimed.iter().map(|d| d.event_id.clone())))
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|e| (e.id.clone(), e))
+            .collect();
+        let endpoints: HashMap<String, webhook_endpoint::Model> = webhook_endpoint::Entity::find()
+            .filter(
+                webhook_endpoint::Column::Id.is_in(claimed.iter().map(|d| d.endpoint_id.clone())),
+            )
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|e| (e.id.clone(), e))
+            .collect();
+        let count = claimed.len();
+        let mut by_merchant: HashMap<String, Vec<Claimed>> = HashMap::new();
+        for d in claimed {
+            let (Some(event), Some(endpoint)) =
+                (events.get(&d.event_id), endpoints.get(&d.endpoint_id))
+            else {
+                continue;
+            };
+            by_merchant
+                .entry(d.merchant_id.clone())
+                .or_default()
+                .push(Claimed {
+                    event: event.clone(),
+                    endpoint: endpoint.clone(),
+                    lease: token.clone(),
+                    delivery: d,
+                });
+        }
+        for (merchant, items) in by_merchant {
+            self.pool.enqueue(&merchant, items).await;
+        }
+        Ok(count)
+    }
+
+    async fn measure_oldest(&self, now: DateTime<Utc>) -> Result<(), DbErr> {
+        let oldest: Option<DateTime<Utc>> = delivery::Entity::find()
+            .select_only()
+            .column(delivery::Column::NextAttemptAt)
+            .filter(delivery::Column::Status.eq("pending"))
+            .filter(delivery::Column::NextAttemptAt.lte(now))
+            .order_by_asc(delivery::Column::NextAttemptAt)
+            .limit(1)
+            .into_tuple()
+            .one(&self.db)
+            .await?;
+        let age = oldest.map_or(0, |t| Ord::max((now - t).num_milliseconds(), 0));
+        metrics::gauge!("payd_webhook_oldest_pending_seconds").set(age as f64 / 1000.0);
+        Ok(())
+    }
+
+    /// Runs until the task is dropped.
+    pub async fn run(self: Arc<Self>) {
+        let poll = StdDuration::from_millis(self.settings.poll_interval_ms);
+        loop {
+            match self.tick().await {
+                // A full batch: more may be due at once.
+                Ok(n) if n as u64 >= self.settings.batch_size => continue,
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "webhook dispatch failed"),
+            }
+            let _ = tokio::time::timeout(poll, self.wake.0.notified()).await;
+        }
+    }
+}

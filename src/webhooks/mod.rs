@@ -1,0 +1,10 @@
+//! Webhook delivery: signing, the retry policy, the per-merchant delivery actors, the
+//! dispatcher that feeds them, and the routes that configure a shop's endpoint.
+
+pub mod delivery;
+pub mod dispatcher;
+pub mod policy;
+pub mod routes;
+pub mod signer;
+
+pub use routes::configure;

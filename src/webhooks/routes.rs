@@ -1,0 +1,257 @@
+//! A shop's webhook endpoint: set its URL (the secret is shown once), rotate the secret
+//! (the old one keeps signing for 24 hours), and read its settings.
+
+use std::net::IpAddr;
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::webhook_endpoint;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::signer::new_secret;
+use crate::{
+    accounts::store as accounts,
+    app::AppState,
+    auth::{Caller, SecretKey},
+    error::ApiError,
+    http::ApiJson,
+    ids::{new_id, ProfileId},
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/account/shops/{profile_id}/webhook")
+            .route(web::get().to(get_endpoint))
+            .route(web::put().to(put_endpoint)),
+    )
+    .service(
+        web::resource("/account/shops/{profile_id}/webhook/rotate")
+            .route(web::post().to(rotate_secret)),
+    );
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutEndpointRequest {
+    /// http(s) URL events are posted to.
+    pub url: String,
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// A shop's endpoint. `secret` appears only when it is created or rotated.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Endpoint {
+    pub endpoint_id: String,
+    pub profile_id: String,
+    pub url: String,
+    pub enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// Until when the previous secret still signs, after a rotation.
+    pub previous_secret_expires_at: Option<DateTime<Utc>>,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+impl Endpoint {
+    fn of(m: &webhook_endpoint::Model, show_secret: bool) -> Self {
+        Self {
+            endpoint_id: m.id.clone(),
+            profile_id: m.profile_id.clone(),
+            url: m.url.clone(),
+            enabled: m.enabled,
+            secret: show_secret.then(|| m.secret.clone()),
+            previous_secret_expires_at: m.previous_secret_expires_at,
+            created: m.created_at,
+            updated: m.updated_at,
+        }
+    }
+}
+
+/// Checks an endpoint URL: http(s), a host, and (unless allowed) no private, loopback or
+/// link-local address.
+pub fn check_url(raw: &str, allow_private: bool) -> Result<String, ApiError> {
+    let bad = |why: &str| ApiError::invalid("invalid_url", why.to_owned()).param("url");
+    let url = raw.trim();
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| bad("the URL must start with http:// or https://"))?;
+    if url.len() > 2048 || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("the URL is too long or contains spaces"));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    if host.is_empty() {
+        return Err(bad("the URL has no host"));
+    }
+    if !allow_private {
+        let private = match host.parse::<IpAddr>() {
+            Ok(IpAddr::V4(ip)) => {
+                ip.is_private()
+                    || ip.is_loopback()
+                    || ip.is_link_local()
+                    || ip.is_unspecified()
+                    || ip.is_broadcast()
+            }
+            Ok(IpAddr::V6(ip)) => {
+                ip.is_loopback()
+                    || ip.is_unspecified()
+                    || (ip.segments()[0] & 0xfe00) == 0xfc00
+                    || (ip.segments()[0] & 0xffc0) == 0xfe80
+            }
+            Err(_) => {
+                host.eq_ignore_ascii_case("localhost")
+                    || host.to_ascii_lowercase().ends_with(".localhost")
+            }
+        };
+        if private {
+            return Err(bad(
+                "private, loopback and link-local addresses are not allowed",
+            ));
+        }
+    }
+    Ok(url.to_owned())
+}
+
+async fn shop(state: &AppState, caller: &Caller, raw: &str) -> Result<ProfileId, ApiError> {
+    let not_found = || ApiError::not_found("shop");
+    let id = ProfileId::parse(raw).ok_or_else(not_found)?;
+    accounts::find_profile(&state.db, &caller.merchant_id, &id)
+        .await?
+        .ok_or_else(not_found)?;
+    if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
+        return Err(not_found());
+    }
+    Ok(id)
+}
+
+async fn find(
+    state: &AppState,
+    profile: &ProfileId,
+) -> Result<Option<webhook_endpoint::Model>, ApiError> {
+    Ok(webhook_endpoint::Entity::find()
+        .filter(webhook_endpoint::Column::ProfileId.eq(profile.as_str()))
+        .one(&state.db)
+        .await?)
+}
+
+/// The shop's webhook endpoint (without its secret).
+#[utoipa::path(get, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = Endpoint), (status = 404, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn get_endpoint(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let profile = shop(&state, &caller, &profile).await?;
+    let m = find(&state, &profile)
+        .await?
+        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+    Ok(HttpResponse::Ok().json(Endpoint::of(&m, false)))
+}
+
+/// Set the shop's endpoint URL; the first call creates it and shows its secret, once.
+#[utoipa::path(put, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
+    params(("profile_id" = String, Path)), request_body = PutEndpointRequest,
+    responses((status = 200, body = Endpoint), (status = 400, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn put_endpoint(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    ApiJson(req): ApiJson<PutEndpointRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let profile = shop(&state, &caller, &profile).await?;
+    let url = check_url(&req.url, state.settings.webhooks.allow_private_urls)?;
+    let now = state.clock.now();
+    let (m, created) = match find(&state, &profile).await? {
+        Some(existing) => {
+            let mut am = existing.into_active_model();
+            am.url = Set(url);
+            if let Some(enabled) = req.enabled {
+                am.enabled = Set(enabled);
+            }
+            am.updated_at = Set(now);
+            (am.update(&state.db).await?, false)
+        }
+        None => {
+            let m = webhook_endpoint::ActiveModel {
+                id: Set(new_id("whep")),
+                merchant_id: Set(caller.merchant_id.to_string()),
+                profile_id: Set(profile.to_string()),
+                url: Set(url),
+                secret: Set(new_secret()),
+                previous_secret: Set(None),
+                previous_secret_expires_at: Set(None),
+                enabled: Set(req.enabled.unwrap_or(true)),
+                created_at: Set(now),
+                updated_at: Set(now),
+            }
+            .insert(&state.db)
+            .await?;
+            (m, true)
+        }
+    };
+    Ok(HttpResponse::Ok().json(Endpoint::of(&m, created)))
+}
+
+/// Issue a new secret; the old one keeps signing (beside the new) for 24 hours.
+#[utoipa::path(post, path = "/account/shops/{profile_id}/webhook/rotate", tag = "webhooks",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = Endpoint), (status = 404, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn rotate_secret(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let profile = shop(&state, &caller, &profile).await?;
+    let existing = find(&state, &profile)
+        .await?
+        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+    let now = state.clock.now();
+    let old = existing.secret.clone();
+    let mut am = existing.into_active_model();
+    am.previous_secret = Set(Some(old));
+    am.previous_secret_expires_at = Set(Some(now + Duration::hours(24)));
+    am.secret = Set(new_secret());
+    am.updated_at = Set(now);
+    let m = am.update(&state.db).await?;
+    Ok(HttpResponse::Ok().json(Endpoint::of(&m, true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_url;
+
+    #[test]
+    fn urls_are_checked() {
+        assert!(check_url("https://shop.example/hooks", false).is_ok());
+        for bad in [
+            "ftp://x",
+            "https://",
+            "http://10.0.0.1/x",
+            "http://127.0.0.1:9000/",
+            "http://[::1]/",
+            "http://localhost/",
+            "http://169.254.169.254/",
+            "http://192.168.1.5/",
+        ] {
+            assert!(check_url(bad, false).is_err(), "{bad}");
+        }
+        assert!(check_url("http://127.0.0.1:9000/", true).is_ok());
+    }
+}

@@ -1,0 +1,149 @@
+//! An in-test webhook receiver on 127.0.0.1:0 whose answers the test scripts, recording
+//! every request it gets.
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
+
+/// How the receiver answers one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Reply {
+    pub status: u16,
+    pub retry_after: Option<u64>,
+    /// Wait this long before answering (to provoke timeouts).
+    pub delay: Option<Duration>,
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Self {
+        Self {
+            status,
+            retry_after: None,
+            delay: None,
+        }
+    }
+}
+
+/// A request as received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub headers: http::HeaderMap,
+    pub body: web::Bytes,
+    pub at: Instant,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+#[derive(Default)]
+struct State {
+    received: Mutex<Vec<Received>>,
+    script: Mutex<VecDeque<Reply>>,
+    default: Mutex<Option<Reply>>,
+}
+
+pub struct Receiver {
+    pub url: String,
+    state: Arc<State>,
+    handle: ServerHandle,
+}
+
+async fn receive(req: HttpRequest, body: web::Bytes, state: web::Data<Arc<State>>) -> HttpResponse {
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in req.headers() {
+        if let (Ok(n), Ok(v)) = (
+            http::HeaderName::from_bytes(name.as_str().as_bytes()),
+            http::HeaderValue::from_bytes(value.as_bytes()),
+        ) {
+            headers.append(n, v);
+        }
+    }
+    state.received.lock().unwrap().push(Received {
+        headers,
+        body,
+        at: Instant::now(),
+    });
+    let reply = state
+        .script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .or(*state.default.lock().unwrap())
+        .unwrap_or(Reply::status(200));
+    if let Some(d) = reply.delay {
+        actix_web::rt::time::sleep(d).await;
+    }
+    let mut res = HttpResponse::build(actix_web::http::StatusCode::from_u16(reply.status).unwrap());
+    if let Some(s) = reply.retry_after {
+        res.insert_header(("retry-after", s.to_string()));
+    }
+    res.body("ok")
+}
+
+impl Receiver {
+    pub async fn start() -> Self {
+        let state = Arc::new(State::default());
+        let data = web::Data::new(state.clone());
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(data.clone())
+                .default_service(web::to(receive))
+        })
+        .workers(1)
+        .bind("127.0.0.1:0")
+        .unwrap();
+        let port = server.addrs()[0].port();
+        let server = server.run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        Self {
+            url: format!("http://127.0.0.1:{port}/hooks"),
+            state,
+            handle,
+        }
+    }
+
+    /// Answers the next requests with these, then with the default.
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.state.script.lock().unwrap().extend(replies);
+    }
+
+    pub fn set_default(&self, reply: Reply) {
+        *self.state.default.lock().unwrap() = Some(reply);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.received.lock().unwrap().clone()
+    }
+
+    /// Waits (at most ten seconds) until `n` requests have arrived.
+    pub async fn wait_for(&self, n: usize) -> Vec<Received> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = self.received();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {n} requests arrived",
+                got.len()
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    pub async fn stop(&self) {
+        self.handle.stop(false).await;
+    }
+}

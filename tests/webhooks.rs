@@ -1,0 +1,552 @@
+//! Events and webhook delivery: the outbox, Standard Webhooks signatures verified by an
+//! independent library, the spec's retry rules, manual retries, rotation and isolation.
+
+mod common;
+
+use std::{sync::Arc, time::Duration as StdDuration};
+
+use actix_web::http::Method;
+use chrono::Duration;
+use common::{
+    card,
+    receiver::{Receiver, Reply},
+    spawn_app, spawn_with, Merchant, TestApp, TestDb,
+};
+use serde_json::{json, Value};
+use standardwebhooks::Webhook;
+
+/// Points the merchant's shop at the receiver; returns the signing secret.
+async fn endpoint(app: &TestApp, m: &Merchant, url: &str) -> String {
+    let r = app
+        .call(
+            m,
+            Method::PUT,
+            &format!("/account/shops/{}/webhook", m.profile_id),
+            Some(json!({"url": url})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["secret"]
+        .as_str()
+        .expect("secret shown on creation")
+        .to_owned()
+}
+
+async fn paid(app: &TestApp, m: &Merchant, extra: Value) -> Value {
+    let mut body = json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": card("4242424242424242")});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let r = app.create_payment(m, body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+async fn events(app: &TestApp, m: &Merchant, body: Value) -> common::Answer {
+    app.call(
+        m,
+        Method::POST,
+        &format!("/events/{}", m.merchant_id),
+        Some(body),
+    )
+    .await
+}
+
+async fn attempts(app: &TestApp, m: &Merchant, event_id: &str) -> Vec<Value> {
+    let r = app
+        .call(
+            m,
+            Method::GET,
+            &format!("/events/{}/{event_id}/attempts", m.merchant_id),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["data"].as_array().unwrap().clone()
+}
+
+/// Waits (bounded) until the event's delivery settles to `status`.
+async fn wait_delivery(app: &TestApp, m: &Merchant, object_id: &str, status: &str) -> Value {
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let r = events(app, m, json!({"object_id": object_id, "limit": 1})).await;
+        let e = r.body["data"][0].clone();
+        if e["delivery_status"] == status {
+            return e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "delivery never became {status}: {e}"
+        );
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+    }
+}
+
+#[actix_web::test]
+async fn events_are_signed_and_carry_the_payment_as_the_api_returns_it() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    let m = app.create_merchant("Acme").await;
+    let secret = endpoint(&app, &m, &receiver.url).await;
+    let p = paid(&app, &m, json!({})).await;
+    let got = receiver.wait_for(1).await;
+    let req = &got[0];
+    Webhook::new(&secret)
+        .unwrap()
+        .verify(&req.body, &req.headers)
+        .expect("signature verifies");
+    assert!(req.header("user-agent").starts_with("payd-webhooks/"));
+    assert_eq!(req.header("content-type"), "application/json");
+
+    let envelope: Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(envelope["merchant_id"], m.merchant_id.as_str());
+    assert_eq!(envelope["event_type"], "payment_succeeded");
+    assert_eq!(envelope["content"]["type"], "payment_details");
+    assert_eq!(envelope["event_id"], req.header("webhook-id"));
+    assert!(envelope["event_id"].as_str().unwrap().starts_with("evt_"));
+    chrono::DateTime::parse_from_rfc3339(envelope["timestamp"].as_str().unwrap()).unwrap();
+    let keys: Vec<&str> = envelope
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys.len(), 5);
+
+    #[derive(serde::Deserialize)]
+    struct Env<'a> {
+        #[serde(borrow)]
+        content: Content<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Content<'a> {
+        #[serde(borrow)]
+        object: &'a serde_json::value::RawValue,
+    }
+    let env: Env = serde_json::from_slice(&req.body).unwrap();
+    let current = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/payments/{}", p["payment_id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(
+        env.content.object.get().as_bytes(),
+        &current.raw[..],
+        "byte for byte what GET returns"
+    );
+
+    let listed = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
+    assert_eq!(listed["envelope"], envelope);
+    let a = attempts(&app, &m, listed["event_id"].as_str().unwrap()).await;
+    assert_eq!(
+        (
+            a.len(),
+            a[0]["trigger"].as_str(),
+            a[0]["response_status"].as_i64()
+        ),
+        (1, Some("initial"), Some(200))
+    );
+    assert!(a[0]["request_headers"]["webhook-signature"]
+        .as_str()
+        .unwrap()
+        .starts_with("v1,"));
+}
+
+#[actix_web::test]
+async fn every_payment_transition_is_announced_in_order() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let p = paid(&app, &m, json!({"capture_method": "manual"})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    app.call(
+        &m,
+        Method::POST,
+        &format!("/payments/{id}/capture"),
+        Some(json!({"amount": 100, "final_capture": false})),
+    )
+    .await;
+    app.call(
+        &m,
+        Method::POST,
+        &format!("/payments/{id}/capture"),
+        Some(json!({"amount": 100, "final_capture": false})),
+    )
+    .await;
+    app.call(
+        &m,
+        Method::POST,
+        &format!("/payments/{id}/capture"),
+        Some(json!({})),
+    )
+    .await;
+    receiver.wait_for(4).await;
+    let listed = events(&app, &m, json!({"object_id": id})).await;
+    let mut types: Vec<String> = listed.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap().to_owned())
+        .collect();
+    types.reverse();
+    assert_eq!(
+        types,
+        [
+            "payment_authorized",
+            "payment_captured",
+            "payment_captured",
+            "payment_succeeded"
+        ]
+    );
+    let declined = paid(
+        &app,
+        &m,
+        json!({"payment_method_data": card("4000000000000002")}),
+    )
+    .await;
+    let e = events(&app, &m, json!({"object_id": declined["payment_id"]})).await;
+    assert_eq!(e.body["data"][0]["event_type"], "payment_failed");
+    let draft = app
+        .create_payment(&m, json!({"amount": 5, "currency": "USD"}))
+        .await;
+    let e = events(&app, &m, json!({"object_id": draft.body["payment_id"]})).await;
+    assert!(
+        e.body["data"].as_array().unwrap().is_empty(),
+        "no event for requires_payment_method"
+    );
+}
+
+#[actix_web::test]
+async fn unauthorized_receivers_get_exactly_seven_attempts() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    receiver.set_default(Reply::status(401));
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let p = paid(&app, &m, json!({})).await;
+    for n in 1..=7 {
+        receiver.wait_for(n).await;
+        app.clock.advance(Duration::minutes(17));
+    }
+    let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "failed").await;
+    app.clock.advance(Duration::days(3));
+    app.state.dispatcher.tick().await.unwrap();
+    actix_web::rt::time::sleep(StdDuration::from_millis(200)).await;
+    assert_eq!(
+        receiver.received().len(),
+        7,
+        "the first attempt and six retries"
+    );
+    let a = attempts(&app, &m, e["event_id"].as_str().unwrap()).await;
+    assert_eq!(a.len(), 7);
+    assert!(a.iter().all(|x| x["error_kind"] == "auth"));
+    assert_eq!(a[6]["next_attempt_at"], Value::Null);
+    // 1, 2, 4, 8, 10, 16 minutes between attempts.
+    let waits: Vec<i64> = a
+        .windows(2)
+        .map(|w| {
+            let next =
+                chrono::DateTime::parse_from_rfc3339(w[0]["next_attempt_at"].as_str().unwrap())
+                    .unwrap();
+            let at =
+                chrono::DateTime::parse_from_rfc3339(w[0]["created"].as_str().unwrap()).unwrap();
+            (next - at).num_minutes()
+        })
+        .collect();
+    assert_eq!(waits, [1, 2, 4, 8, 10, 16]);
+}
+
+#[actix_web::test]
+async fn a_bad_request_is_not_retried_and_transient_failures_are() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+
+    receiver.script([Reply::status(400)]);
+    let p = paid(&app, &m, json!({})).await;
+    wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "failed").await;
+    app.clock.advance(Duration::days(1));
+    app.state.dispatcher.tick().await.unwrap();
+    actix_web::rt::time::sleep(StdDuration::from_millis(100)).await;
+    assert_eq!(receiver.received().len(), 1, "400 is final");
+
+    receiver.script([Reply::status(503), Reply::status(503), Reply::status(200)]);
+    let p = paid(&app, &m, json!({})).await;
+    receiver.wait_for(2).await;
+    app.clock.advance(Duration::seconds(5));
+    receiver.wait_for(3).await;
+    app.clock.advance(Duration::seconds(300));
+    receiver.wait_for(4).await;
+    let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
+    let a = attempts(&app, &m, e["event_id"].as_str().unwrap()).await;
+    let statuses: Vec<i64> = a
+        .iter()
+        .map(|x| x["response_status"].as_i64().unwrap())
+        .collect();
+    assert_eq!(statuses, [503, 503, 200]);
+    assert_eq!(a[1]["trigger"], "automatic");
+}
+
+#[actix_web::test]
+async fn retry_after_on_429_is_a_floor() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_WEBHOOKS__TRANSIENT_RETRY_SCHEDULE", "1,1,1")]).await;
+    let receiver = Receiver::start().await;
+    receiver.script([Reply {
+        status: 429,
+        retry_after: Some(3),
+        delay: None,
+    }]);
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let p = paid(&app, &m, json!({})).await;
+    receiver.wait_for(1).await;
+    let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "pending").await;
+    let a = attempts(&app, &m, e["event_id"].as_str().unwrap()).await;
+    let next =
+        chrono::DateTime::parse_from_rfc3339(a[0]["next_attempt_at"].as_str().unwrap()).unwrap();
+    let at = chrono::DateTime::parse_from_rfc3339(a[0]["created"].as_str().unwrap()).unwrap();
+    assert!(next - at >= Duration::seconds(3), "{next} vs {at}");
+    app.clock.advance(Duration::seconds(2));
+    app.state.dispatcher.tick().await.unwrap();
+    actix_web::rt::time::sleep(StdDuration::from_millis(100)).await;
+    assert_eq!(receiver.received().len(), 1, "not before Retry-After");
+    app.clock.advance(Duration::milliseconds(1100));
+    receiver.wait_for(2).await;
+}
+
+#[actix_web::test]
+async fn a_manual_retry_sends_the_same_event_again() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    receiver.script([Reply::status(404)]);
+    let m = app.create_merchant("Acme").await;
+    let secret = endpoint(&app, &m, &receiver.url).await;
+    let p = paid(&app, &m, json!({})).await;
+    let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "failed").await;
+    let event_id = e["event_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/events/{}/{event_id}/retry", m.merchant_id),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (
+            r.body["data"][0]["trigger"].as_str(),
+            r.body["data"][0]["response_status"].as_i64()
+        ),
+        (Some("manual"), Some(200))
+    );
+    let got = receiver.wait_for(2).await;
+    assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
+    assert_eq!(got[0].body, got[1].body, "the body never changes");
+    Webhook::new(&secret)
+        .unwrap()
+        .verify(&got[1].body, &got[1].headers)
+        .unwrap();
+    wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
+    assert_eq!(attempts(&app, &m, event_id).await.len(), 2);
+}
+
+#[actix_web::test]
+async fn rotation_signs_with_both_secrets_for_a_day() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    let m = app.create_merchant("Acme").await;
+    let old = endpoint(&app, &m, &receiver.url).await;
+    let rotated = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/account/shops/{}/webhook/rotate", m.profile_id),
+            None,
+        )
+        .await;
+    let new = rotated.body["secret"].as_str().unwrap().to_owned();
+    assert_ne!(old, new);
+    paid(&app, &m, json!({})).await;
+    let got = receiver.wait_for(1).await;
+    assert_eq!(got[0].header("webhook-signature").split(' ').count(), 2);
+    Webhook::new(&old)
+        .unwrap()
+        .verify(&got[0].body, &got[0].headers)
+        .expect("old secret verifies");
+    Webhook::new(&new)
+        .unwrap()
+        .verify(&got[0].body, &got[0].headers)
+        .expect("new secret verifies");
+    app.clock.advance(Duration::hours(25));
+    paid(&app, &m, json!({})).await;
+    let got = receiver.wait_for(2).await;
+    assert_eq!(
+        got[1].header("webhook-signature").split(' ').count(),
+        1,
+        "the old secret expired"
+    );
+    assert!(Webhook::new(&old)
+        .unwrap()
+        .verify(&got[1].body, &got[1].headers)
+        .is_err());
+    Webhook::new(&new)
+        .unwrap()
+        .verify(&got[1].body, &got[1].headers)
+        .unwrap();
+}
+
+#[actix_web::test]
+async fn a_hanging_endpoint_does_not_delay_another_merchant() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_WEBHOOKS__REQUEST_TIMEOUT_SECS", "3")]).await;
+    let slow = Receiver::start().await;
+    slow.set_default(Reply {
+        status: 200,
+        retry_after: None,
+        delay: Some(StdDuration::from_secs(5)),
+    });
+    let fast = Receiver::start().await;
+    let a = app.create_merchant("Slow").await;
+    let b = app.create_merchant("Fast").await;
+    endpoint(&app, &a, &slow.url).await;
+    endpoint(&app, &b, &fast.url).await;
+    for _ in 0..12 {
+        paid(&app, &a, json!({})).await;
+    }
+    slow.wait_for(4).await;
+    let started = std::time::Instant::now();
+    paid(&app, &b, json!({})).await;
+    fast.wait_for(1).await;
+    assert!(
+        started.elapsed() < StdDuration::from_secs(1),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        slow.received().len() <= 4,
+        "at most four in flight per endpoint"
+    );
+}
+
+#[actix_web::test]
+async fn event_routes_filter_and_hide_other_merchants() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p1 = paid(&app, &m, json!({})).await;
+    let p2 = paid(&app, &m, json!({"capture_method": "manual"})).await;
+    let all = events(&app, &m, json!({})).await;
+    assert_eq!(all.body["data"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        all.body["data"][0]["delivery_status"], "none",
+        "no endpoint: recorded, not delivered"
+    );
+    let one = events(&app, &m, json!({"object_id": p1["payment_id"]})).await;
+    assert_eq!(one.body["data"][0]["event_type"], "payment_succeeded");
+    let typed = events(&app, &m, json!({"event_type": "payment_authorized"})).await;
+    assert_eq!(typed.body["data"][0]["object_id"], p2["payment_id"]);
+    let paged = events(&app, &m, json!({"limit": 1})).await;
+    assert_eq!(paged.body["has_more"], true);
+    let r = events(&app, &m, json!({"limit": 101})).await;
+    assert_eq!((r.status, r.param()), (400, Some("limit")));
+    let r = events(&app, &m, json!({"limit": "ten"})).await;
+    assert_eq!((r.status, r.param()), (400, Some("limit")));
+    let other = app.create_merchant("Other").await;
+    let r = app
+        .call(
+            &other,
+            Method::POST,
+            &format!("/events/{}", m.merchant_id),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    let event_id = one.body["data"][0]["event_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &other,
+            Method::GET,
+            &format!("/events/{}/{event_id}/attempts", other.merchant_id),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    // Delivering to an endpoint configured after the event.
+    let receiver = Receiver::start().await;
+    endpoint(&app, &m, &receiver.url).await;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/events/{}/{event_id}/retry", m.merchant_id),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(receiver.wait_for(1).await[0].header("webhook-id"), event_id);
+    let delivered = events(&app, &m, json!({"delivered": true})).await;
+    assert_eq!(delivered.body["data"].as_array().unwrap().len(), 1);
+}
+
+#[actix_web::test]
+async fn endpoint_settings_are_checked_and_the_secret_is_shown_once() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let path = format!("/account/shops/{}/webhook", m.profile_id);
+    let r = app.call(&m, Method::GET, &path, None).await;
+    assert_eq!(r.status, 404);
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            &path,
+            Some(json!({"url": "ftp://example.com"})),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("url")));
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            &path,
+            Some(json!({"url": "https://example.com/hooks"})),
+        )
+        .await;
+    assert!(r.body["secret"].as_str().unwrap().starts_with("whsec_"));
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            &path,
+            Some(json!({"url": "https://example.com/v2"})),
+        )
+        .await;
+    assert_eq!(
+        (r.body["url"].as_str(), r.body.get("secret")),
+        (Some("https://example.com/v2"), None)
+    );
+    let r = app.call(&m, Method::GET, &path, None).await;
+    assert!(r.body.get("secret").is_none());
+    let other = app.create_merchant("Other").await;
+    let r = app.call(&other, Method::GET, &path, None).await;
+    assert_eq!(r.status, 404);
+
+    let db = Arc::new(TestDb::new().await);
+    let strict = spawn_with(db, &[("PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS", "false")]).await;
+    let m = strict.create_merchant("Acme").await;
+    let r = strict
+        .call(
+            &m,
+            Method::PUT,
+            &format!("/account/shops/{}/webhook", m.profile_id),
+            Some(json!({"url": "http://127.0.0.1:9/hooks"})),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("url")));
+}
