@@ -96,6 +96,14 @@ impl Server {
     }
 }
 
+impl Server {
+    /// SIGKILL: no drain, no cleanup.
+    fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Server {
     /// A failed test leaves no server behind.
     fn drop(&mut self) {
@@ -234,6 +242,152 @@ async fn two_instances_start_at_once_on_one_fresh_database() {
     });
     assert_eq!(get(a.port, "/health/ready", None).await.0, 200);
     assert_eq!(get(b.port, "/health/ready", None).await.0, 200);
+    assert!(a.terminate().success());
+    assert!(b.terminate().success());
+}
+
+/// A free port on 127.0.0.1 (nothing listens on it once this returns).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn post_json(
+    port: u16,
+    path: &str,
+    key: &str,
+    shop: Option<&str>,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let mut req = common::client()
+        .post(format!("http://127.0.0.1:{port}{path}"))
+        .insert_header(("api-key", key));
+    if let Some(shop) = shop {
+        req = req.insert_header(("x-profile-id", shop));
+    }
+    let mut res = req.send_json(&body).await.expect("request");
+    let bytes = res.body().await.unwrap();
+    (
+        res.status().as_u16(),
+        serde_json::from_slice(&bytes).unwrap_or_default(),
+    )
+}
+
+fn fast_retries(mut cmd: Command) -> Command {
+    cmd.env("PAYD_SANDBOX__DEMO_MERCHANT", "false")
+        .env(
+            "PAYD_WEBHOOKS__TRANSIENT_RETRY_SCHEDULE",
+            "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
+        )
+        .env("PAYD_WEBHOOKS__POLL_INTERVAL_MS", "100")
+        // A lease held by a killed instance runs out quickly.
+        .env("PAYD_WEBHOOKS__LEASE_SECS", "3");
+    cmd
+}
+
+/// Creates a merchant with an endpoint at `hook_url`; returns (secret key, shop).
+async fn merchant_with_endpoint(port: u16, hook_url: &str) -> (String, String) {
+    let (status, m) = post_json(
+        port,
+        "/admin/merchants",
+        common::ADMIN_KEY,
+        None,
+        serde_json::json!({"name": "Acme"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{m}");
+    let key = m["secret_key"].as_str().unwrap().to_owned();
+    let shop = m["profile_id"].as_str().unwrap().to_owned();
+    let mut res = common::client()
+        .put(format!(
+            "http://127.0.0.1:{port}/account/shops/{shop}/webhook"
+        ))
+        .insert_header(("api-key", key.as_str()))
+        .send_json(&serde_json::json!({"url": hook_url}))
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200, "{:?}", res.body().await);
+    (key, shop)
+}
+
+async fn pay(port: u16, key: &str, shop: &str) -> String {
+    let body = serde_json::json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": common::card("4242424242424242")});
+    let (status, p) = post_json(port, "/payments", key, Some(shop), body).await;
+    assert_eq!(status, 200, "{p}");
+    p["payment_id"].as_str().unwrap().to_owned()
+}
+
+fn distinct_ids(received: &[common::receiver::Received]) -> std::collections::HashSet<String> {
+    received
+        .iter()
+        .map(|r| r.header("webhook-id").to_owned())
+        .collect()
+}
+
+#[actix_web::test]
+async fn events_pending_at_a_kill_9_are_delivered_after_the_restart() {
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let hook_port = free_port();
+    let hook_url = format!("http://127.0.0.1:{hook_port}/hooks");
+    let server = Server::start(fast_retries(payd(&db.url, dir.path())));
+    let (key, shop) = merchant_with_endpoint(server.port, &hook_url).await;
+    let mut payments = Vec::new();
+    for _ in 0..20 {
+        payments.push(pay(server.port, &key, &shop).await);
+    }
+    // The receiver is down: deliveries fail and wait for their retry when the server dies.
+    server.kill9();
+
+    let receiver = common::receiver::Receiver::start_on(hook_port).await;
+    let server = Server::start(fast_retries(payd(&db.url, dir.path())));
+    let got = receiver.wait_for(20).await;
+    let ids = distinct_ids(&got);
+    assert_eq!(ids.len(), 20, "every event arrives");
+    assert!(
+        got.len() <= 20 + 4,
+        "a duplicate only for an attempt in flight at the kill: {}",
+        got.len()
+    );
+    assert!(server.terminate().success());
+}
+
+#[actix_web::test]
+async fn two_instances_deliver_a_burst_exactly_once() {
+    let db = TestDb::new().await;
+    if !db.is_postgres() {
+        // Several instances need PostgreSQL.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = common::receiver::Receiver::start().await;
+    let a = Server::start(fast_retries(payd(&db.url, dir.path())));
+    let b = Server::start(fast_retries(payd(&db.url, dir.path())));
+    let (key, shop) = merchant_with_endpoint(a.port, &receiver.url).await;
+    let total = 1000;
+    let ports = [a.port, b.port];
+    for chunk in 0..(total / 20) {
+        let batch = (0..20).map(|i| pay(ports[(chunk + i) % 2], &key, &shop));
+        futures_util::future::join_all(batch).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while receiver.received().len() < total && Instant::now() < deadline {
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Give a duplicate the chance to show up.
+    actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
+    let got = receiver.received();
+    let ids = distinct_ids(&got);
+    println!(
+        "two instances: {} events, {} requests received",
+        ids.len(),
+        got.len()
+    );
+    assert_eq!(ids.len(), total, "none missing");
+    assert_eq!(got.len(), total, "no duplicate after a 2xx");
     assert!(a.terminate().success());
     assert!(b.terminate().success());
 }

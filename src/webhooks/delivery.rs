@@ -241,7 +241,9 @@ impl Handler<Enqueue> for MerchantDeliveries {
 /// Sends one claimed delivery and writes its outcome, if the lease is still ours.
 async fn deliver(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) {
     let now = deps.clock.now();
-    let lease_until = now + Duration::seconds(deps.settings.lease_secs as i64);
+    // Long enough for the attempt itself, so no other dispatcher can claim it mid-request.
+    let lease_until = now
+        + Duration::seconds((deps.settings.lease_secs + deps.settings.request_timeout_secs) as i64);
     // Invariant: only the holder of the lease sends. Renewing it here also covers the time
     // the delivery waited in the queue.
     let renewed = delivery::Entity::update_many()

@@ -92,6 +92,11 @@ async fn receive(req: HttpRequest, body: web::Bytes, state: web::Data<Arc<State>
 
 impl Receiver {
     pub async fn start() -> Self {
+        Self::start_on(0).await
+    }
+
+    /// Listens on a given port of 127.0.0.1 (0 picks one).
+    pub async fn start_on(port: u16) -> Self {
         let state = Arc::new(State::default());
         let data = web::Data::new(state.clone());
         let server = HttpServer::new(move || {
@@ -100,7 +105,7 @@ impl Receiver {
                 .default_service(web::to(receive))
         })
         .workers(1)
-        .bind("127.0.0.1:0")
+        .bind(("127.0.0.1", port))
         .unwrap();
         let port = server.addrs()[0].port();
         let server = server.run();
