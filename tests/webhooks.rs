@@ -153,6 +153,18 @@ async fn events_are_signed_and_carry_the_payment_as_the_api_returns_it() {
         .as_str()
         .unwrap()
         .starts_with("v1,"));
+
+    let metrics = app.send(Method::GET, "/metrics", None, None, &[]).await;
+    let text = String::from_utf8_lossy(&metrics.raw);
+    for name in [
+        "payd_webhook_deliveries_total{outcome=\"delivered\"}",
+        "payd_webhook_queue_depth",
+        "payd_webhook_attempt_seconds_bucket",
+        "payd_webhook_oldest_pending_seconds",
+        "payd_actors_live{kind=\"payment\"}",
+    ] {
+        assert!(text.contains(name), "{name} missing from /metrics");
+    }
 }
 
 #[actix_web::test]
