@@ -56,17 +56,14 @@ where
     }
 }
 
-/// Schedules (or moves) the job of this kind for this entity. Pass the transaction that makes
-/// the state change, so the job exists exactly when the change does.
-pub async fn schedule(
-    db: &impl ConnectionTrait,
+fn new_row(
     now: DateTime<Utc>,
     kind: &str,
     entity_id: &str,
     due_at: DateTime<Utc>,
     payload: serde_json::Value,
-) -> Result<(), DbErr> {
-    let row = scheduled_job::ActiveModel {
+) -> scheduled_job::ActiveModel {
+    scheduled_job::ActiveModel {
         id: Set(new_id("job")),
         kind: Set(kind.to_owned()),
         entity_id: Set(entity_id.to_owned()),
@@ -77,8 +74,20 @@ pub async fn schedule(
         lease_owner: Set(None),
         lease_until: Set(None),
         created_at: Set(now),
-    };
-    Jobs::insert(row)
+    }
+}
+
+/// Schedules (or moves) the job of this kind for this entity. Pass the transaction that makes
+/// the state change, so the job exists exactly when the change does.
+pub async fn schedule(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    kind: &str,
+    entity_id: &str,
+    due_at: DateTime<Utc>,
+    payload: serde_json::Value,
+) -> Result<(), DbErr> {
+    Jobs::insert(new_row(now, kind, entity_id, due_at, payload))
         .on_conflict(
             OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
                 .update_columns([
@@ -104,26 +113,20 @@ pub async fn schedule_if_absent(
     entity_id: &str,
     due_at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    let row = scheduled_job::ActiveModel {
-        id: Set(new_id("job")),
-        kind: Set(kind.to_owned()),
-        entity_id: Set(entity_id.to_owned()),
-        due_at: Set(due_at),
-        payload: Set("null".to_owned()),
-        attempts: Set(0),
-        last_error: Set(None),
-        lease_owner: Set(None),
-        lease_until: Set(None),
-        created_at: Set(now),
-    };
-    Jobs::insert(row)
-        .on_conflict(
-            OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
-                .do_nothing()
-                .to_owned(),
-        )
-        .exec_without_returning(db)
-        .await?;
+    Jobs::insert(new_row(
+        now,
+        kind,
+        entity_id,
+        due_at,
+        serde_json::Value::Null,
+    ))
+    .on_conflict(
+        OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec_without_returning(db)
+    .await?;
     Ok(())
 }
 

@@ -284,7 +284,8 @@ fn fast_retries(mut cmd: Command) -> Command {
         )
         .env("PAYD_WEBHOOKS__POLL_INTERVAL_MS", "100")
         // A lease held by a killed instance runs out quickly.
-        .env("PAYD_WEBHOOKS__LEASE_SECS", "3");
+        .env("PAYD_WEBHOOKS__LEASE_SECS", "2")
+        .env("PAYD_WEBHOOKS__REQUEST_TIMEOUT_SECS", "2");
     cmd
 }
 

@@ -265,3 +265,21 @@ pub async fn revoke_api_key(
     .ok_or_else(not_found)?;
     Ok(HttpResponse::Ok().json(ApiKey::from(row)))
 }
+
+/// The shop named in a path (`/account/shops/{profile_id}/…`): the caller's own, and the
+/// bound one for a shop-bound key; anything else is 404.
+pub async fn shop_in_path(
+    state: &AppState,
+    caller: &Caller,
+    raw: &str,
+) -> Result<ProfileId, ApiError> {
+    let not_found = || ApiError::not_found("shop");
+    let id = ProfileId::parse(raw).ok_or_else(not_found)?;
+    store::find_profile(&state.db, &caller.merchant_id, &id)
+        .await?
+        .ok_or_else(not_found)?;
+    if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
+        return Err(not_found());
+    }
+    Ok(id)
+}

@@ -18,12 +18,12 @@ use super::{
     store,
 };
 use crate::{
-    accounts::store as accounts,
+    accounts::shop_in_path,
     app::AppState,
     auth::{AnyKey, Caller, KeyKind, SecretKey},
     error::{ApiError, ErrorType},
     http::{ApiJson, ApiQuery},
-    ids::{new_id, ProfileId},
+    ids::new_id,
     pagination::{List, Page},
     processors::{card::parse_card, StoredCard},
 };
@@ -610,18 +610,6 @@ pub struct AddProcessorRequest {
     pub kind: Option<String>,
 }
 
-async fn shop_of(state: &AppState, caller: &Caller, raw: &str) -> Result<ProfileId, ApiError> {
-    let not_found = || ApiError::not_found("shop");
-    let id = ProfileId::parse(raw).ok_or_else(not_found)?;
-    accounts::find_profile(&state.db, &caller.merchant_id, &id)
-        .await?
-        .ok_or_else(not_found)?;
-    if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
-        return Err(not_found());
-    }
-    Ok(id)
-}
-
 /// The shop's processor accounts (a shop without any uses one named `sandbox`).
 #[utoipa::path(get, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)),
@@ -631,7 +619,7 @@ pub async fn list_processors(
     state: web::Data<AppState>,
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_of(&state, &caller, &profile).await?;
+    let shop = shop_in_path(&state, &caller, &profile).await?;
     let data: Vec<ProcessorAccount> = store::accounts(&state.db, shop.as_str())
         .await?
         .into_iter()
@@ -656,7 +644,7 @@ pub async fn add_processor(
     profile: web::Path<String>,
     ApiJson(req): ApiJson<AddProcessorRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_of(&state, &caller, &profile).await?;
+    let shop = shop_in_path(&state, &caller, &profile).await?;
     let name = req.name.trim();
     if name.is_empty()
         || name.len() > 40
@@ -707,7 +695,7 @@ pub async fn get_routing(
     state: web::Data<AppState>,
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_of(&state, &caller, &profile).await?;
+    let shop = shop_in_path(&state, &caller, &profile).await?;
     Ok(HttpResponse::Ok().json(store::routing_rules(&state.db, shop.as_str()).await?))
 }
 
@@ -722,7 +710,7 @@ pub async fn put_routing(
     profile: web::Path<String>,
     ApiJson(rules): ApiJson<RoutingRules>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_of(&state, &caller, &profile).await?;
+    let shop = shop_in_path(&state, &caller, &profile).await?;
     let names: Vec<String> = store::accounts(&state.db, shop.as_str())
         .await?
         .into_iter()

@@ -14,9 +14,9 @@ use utoipa::ToSchema;
 
 use super::signer::new_secret;
 use crate::{
-    accounts::store as accounts,
+    accounts,
     app::AppState,
-    auth::{Caller, SecretKey},
+    auth::SecretKey,
     error::ApiError,
     http::ApiJson,
     ids::{new_id, ProfileId},
@@ -124,18 +124,6 @@ pub fn check_url(raw: &str, allow_private: bool) -> Result<String, ApiError> {
     Ok(url.to_owned())
 }
 
-async fn shop(state: &AppState, caller: &Caller, raw: &str) -> Result<ProfileId, ApiError> {
-    let not_found = || ApiError::not_found("shop");
-    let id = ProfileId::parse(raw).ok_or_else(not_found)?;
-    accounts::find_profile(&state.db, &caller.merchant_id, &id)
-        .await?
-        .ok_or_else(not_found)?;
-    if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
-        return Err(not_found());
-    }
-    Ok(id)
-}
-
 async fn find(
     state: &AppState,
     profile: &ProfileId,
@@ -156,7 +144,7 @@ pub async fn get_endpoint(
     state: web::Data<AppState>,
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let profile = shop(&state, &caller, &profile).await?;
+    let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
     let m = find(&state, &profile)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
@@ -174,7 +162,7 @@ pub async fn put_endpoint(
     profile: web::Path<String>,
     ApiJson(req): ApiJson<PutEndpointRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let profile = shop(&state, &caller, &profile).await?;
+    let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
     let url = check_url(&req.url, state.settings.webhooks.allow_private_urls)?;
     let now = state.clock.now();
     let (m, created) = match find(&state, &profile).await? {
@@ -218,7 +206,7 @@ pub async fn rotate_secret(
     state: web::Data<AppState>,
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let profile = shop(&state, &caller, &profile).await?;
+    let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
     let existing = find(&state, &profile)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
