@@ -1070,3 +1070,109 @@ async fn forty_concurrent_captures_never_exceed_the_authorization() {
     assert_eq!(ok, 20, "exactly the authorization is captured");
     assert_eq!(final_state["status"], "succeeded");
 }
+
+/// Puts a fresh payment in `status` through the API.
+async fn payment_in(app: &TestApp, m: &Merchant, status: &str) -> String {
+    let manual = json!({"capture_method": "manual"});
+    let id_of = |p: &Value| p["payment_id"].as_str().unwrap().to_owned();
+    let p = match status {
+        "requires_payment_method" => app.create_payment(m, json!({"amount": 500, "currency": "USD"})).await.body,
+        "requires_confirmation" => {
+            app.create_payment(m, json!({"amount": 500, "currency": "USD", "payment_method_data": card("4242424242424242")})).await.body
+        }
+        "succeeded" => pay(app, m, "4242424242424242", json!({})).await,
+        "requires_capture" => pay(app, m, "4242424242424242", manual).await,
+        "partially_authorized_and_requires_capture" => {
+            pay(app, m, "4000000000000093", json!({"enable_partial_authorization": true})).await
+        }
+        "partially_captured_and_capturable" | "partially_captured" => {
+            let p = pay(app, m, "4242424242424242", manual).await;
+            let final_capture = status == "partially_captured";
+            post(app, m, &format!("/payments/{}/capture", id_of(&p)), json!({"amount": 100, "final_capture": final_capture})).await.body
+        }
+        "declined" => pay(app, m, "4000000000000002", json!({})).await,
+        "failed" => pay(app, m, "4000000000009979", json!({})).await,
+        "requires_customer_action" => pay(app, m, "4000000000003220", json!({})).await,
+        "requires_merchant_action" => pay(app, m, "4000000000000101", json!({})).await,
+        "processing" => pay(app, m, "4000000000000119", json!({})).await,
+        "cancelled" => {
+            let p = pay(app, m, "4242424242424242", manual).await;
+            post(app, m, &format!("/payments/{}/cancel", id_of(&p)), json!({})).await.body
+        }
+        "cancelled_post_capture" => {
+            let p = pay(app, m, "4242424242424242", json!({})).await;
+            post(app, m, &format!("/payments/{}/cancel", id_of(&p)), json!({})).await.body
+        }
+        "conflicted" => {
+            let p = pay(app, m, "4000000000000036", json!({})).await;
+            get(app, m, &format!("/payments/{}?force_sync=true", id_of(&p))).await.body
+        }
+        other => panic!("no recipe for {other}"),
+    };
+    assert_eq!(p["status"], status, "{p}");
+    id_of(&p)
+}
+
+#[actix_web::test]
+async fn every_operation_is_allowed_exactly_where_the_table_says() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    // status → (update, confirm, capture, cancel) allowed?
+    let table = [
+        ("requires_payment_method", [true, true, false, true]),
+        ("requires_confirmation", [true, true, false, true]),
+        ("declined", [true, true, false, true]),
+        ("requires_customer_action", [false, false, false, true]),
+        ("requires_merchant_action", [false, false, false, true]),
+        ("processing", [false, false, false, false]),
+        ("requires_capture", [false, false, true, true]),
+        (
+            "partially_authorized_and_requires_capture",
+            [false, false, true, true],
+        ),
+        (
+            "partially_captured_and_capturable",
+            [false, false, true, true],
+        ),
+        ("partially_captured", [false, false, false, true]),
+        ("succeeded", [false, false, false, true]),
+        ("failed", [false, false, false, false]),
+        ("cancelled", [false, false, false, false]),
+        ("cancelled_post_capture", [false, false, false, false]),
+        ("conflicted", [false, false, false, false]),
+    ];
+    let ops = [
+        ("", json!({"description": "changed"})),
+        (
+            "/confirm",
+            json!({"payment_method_data": card("4242424242424242")}),
+        ),
+        ("/capture", json!({"amount": 1})),
+        ("/cancel", json!({})),
+    ];
+    for (status, allowed) in table {
+        for (i, (suffix, body)) in ops.iter().enumerate() {
+            let id = payment_in(&app, &m, status).await;
+            let r = post(&app, &m, &format!("/payments/{id}{suffix}"), body.clone()).await;
+            if allowed[i] {
+                assert_eq!(r.status, 200, "{status} {suffix}: {}", r.body);
+            } else {
+                assert_eq!(
+                    (r.status, r.code()),
+                    (409, "invalid_state"),
+                    "{status} {suffix}: {}",
+                    r.body
+                );
+                assert!(
+                    r.body["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains(status),
+                    "{status}"
+                );
+                let after = get(&app, &m, &format!("/payments/{id}")).await;
+                assert_eq!(after.body["status"], status, "a refusal changes nothing");
+            }
+        }
+    }
+}
