@@ -28,6 +28,7 @@ use crate::{
         Payments,
     },
     processors::sandbox::Sandbox,
+    refunds,
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
     webhooks::{
@@ -158,6 +159,7 @@ impl Application {
                         .configure(accounts::configure)
                         .configure(payments::configure)
                         .configure(payments::checkout::configure)
+                        .configure(refunds::configure)
                         .configure(events::configure)
                         .configure(webhooks::configure),
                 )
@@ -230,6 +232,34 @@ fn build_scheduler(
             }
         });
     }
+    let (refund_db, payments) = (db.clone(), payments.clone());
+    scheduler.register(payments::store::REFUND_SETTLE_JOB, move |job: Job| {
+        let (db, payments) = (refund_db.clone(), payments.clone());
+        async move {
+            let refund = match payments::store::find_refund(&db, &job.entity_id).await {
+                Ok(Some(r)) => r,
+                Ok(None) => return Outcome::Done,
+                Err(e) => return Outcome::Failed(e.to_string()),
+            };
+            let command = Command::SettleRefund {
+                refund_id: refund.id,
+            };
+            match payments
+                .send(
+                    &refund.payment_id,
+                    Exec {
+                        access: None,
+                        command,
+                    },
+                )
+                .await
+            {
+                Ok(Ok(_)) => Outcome::Done,
+                Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
     let (db, clock) = (db.clone(), clock.clone());
     let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
     scheduler.register(IDEMPOTENCY_PURGE, move |_job| {

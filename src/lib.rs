@@ -16,6 +16,7 @@ pub mod ops;
 pub mod pagination;
 pub mod payments;
 pub mod processors;
+pub mod refunds;
 pub mod scheduler;
 pub mod settings;
 pub mod telemetry;

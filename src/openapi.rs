@@ -8,7 +8,7 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{accounts, events, ops, pagination, payments, webhooks};
+use crate::{accounts, events, ops, pagination, payments, refunds, webhooks};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -48,6 +48,10 @@ use crate::{accounts, events, ops, pagination, payments, webhooks};
         payments::checkout::confirm,
         payments::checkout::challenge_page,
         payments::checkout::complete_challenge,
+        refunds::routes::create_refund,
+        refunds::routes::retrieve_refund,
+        refunds::routes::update_refund,
+        refunds::routes::list_refunds,
         events::routes::list_events,
         events::routes::list_attempts,
         events::routes::retry_event,
@@ -60,6 +64,7 @@ use crate::{accounts, events, ops, pagination, payments, webhooks};
     tags(
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
+        (name = "refunds", description = "Refunds: full, partial and by product line"),
         (name = "events", description = "Events, their delivery attempts, and replays"),
         (name = "webhooks", description = "A shop's webhook endpoint and signing secret"),
         (name = "account", description = "The merchant's shops, API keys, processors and routing"),

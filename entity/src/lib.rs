@@ -11,6 +11,7 @@ pub mod payment_attempt;
 pub mod payment_status_history;
 pub mod processor_account;
 pub mod profile;
+pub mod refund;
 pub mod routing_config;
 pub mod scheduled_job;
 pub mod webhook_endpoint;

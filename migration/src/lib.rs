@@ -11,6 +11,7 @@ mod m20261122_000002_create_idempotency_keys;
 mod m20261122_000003_create_scheduled_jobs;
 mod m20261122_000004_create_payments;
 mod m20261122_000005_create_events;
+mod m20261122_000006_create_refunds;
 
 pub struct Migrator;
 
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000003_create_scheduled_jobs::Migration),
             Box::new(m20261122_000004_create_payments::Migration),
             Box::new(m20261122_000005_create_events::Migration),
+            Box::new(m20261122_000006_create_refunds::Migration),
         ]
     }
 }

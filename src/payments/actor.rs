@@ -7,21 +7,23 @@ use std::sync::Arc;
 use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
 use chrono::{DateTime, Duration, Utc};
 use payd_actors::KeyedActor;
-use payd_entity::{payment, payment_attempt};
+use payd_entity::{payment, payment_attempt, refund};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
-    api::{parse_lines, LastError, LineInput, Metadata, Payment, RoutingDecision},
+    api::{parse_lines, LastError, Line, LineInput, Metadata, Payment, Refund, RoutingDecision},
     machine::{self, Authorization, CancelKind, Refusal, Status},
+    refunds,
     routing::{self, Facts},
-    store::{self, CommitError},
+    store::{self, Announcement, Changes, CommitError},
 };
 use crate::{
     clock::SharedClock,
     error::ApiError,
     ids::new_id,
     processors::{
-        sandbox::Sandbox, AuthRequest, AuthResult, Processor, ProcessorError, StoredCard,
+        sandbox::Sandbox, AuthRequest, AuthResult, Processor, ProcessorError, RefundStatus,
+        StoredCard,
     },
     settings::Settings,
     webhooks::dispatcher::Wake,
@@ -60,6 +62,10 @@ pub enum PaymentError {
     NotFound,
     #[error("the client_secret does not match this payment")]
     Forbidden,
+    #[error("no such refund")]
+    RefundNotFound,
+    #[error(transparent)]
+    RefundRefused(#[from] refunds::Refusal),
     #[error(transparent)]
     Refused(#[from] Refusal),
     #[error("invalid request: {0}")]
@@ -120,10 +126,36 @@ pub enum Command {
     CompleteChallenge {
         approve: bool,
     },
+    /// Refund part or all of what was captured.
+    Refund {
+        ask: refunds::Ask,
+        reason: Option<String>,
+        metadata: Metadata,
+    },
+    /// Ask the processor where a pending refund stands.
+    SettleRefund {
+        refund_id: String,
+    },
+}
+
+/// A command's result: the payment as it now is, and the refund it made or changed.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub payment: payment::Model,
+    pub refund: Option<refund::Model>,
+}
+
+impl Done {
+    fn unchanged(payment: &payment::Model) -> Self {
+        Self {
+            payment: payment.clone(),
+            refund: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Message)]
-#[rtype(result = "Result<payment::Model, PaymentError>")]
+#[rtype(result = "Result<Done, PaymentError>")]
 pub struct Exec {
     pub access: Option<Access>,
     pub command: Command,
@@ -155,7 +187,7 @@ impl KeyedActor for PaymentActor {
 }
 
 impl Handler<Exec> for PaymentActor {
-    type Result = AtomicResponse<Self, Result<payment::Model, PaymentError>>;
+    type Result = AtomicResponse<Self, Result<Done, PaymentError>>;
 
     fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
         let (deps, current) = (self.deps.clone(), self.model.clone());
@@ -175,7 +207,7 @@ async fn exec(
     deps: &PaymentDeps,
     mut current: payment::Model,
     msg: Exec,
-) -> (payment::Model, Result<payment::Model, PaymentError>) {
+) -> (payment::Model, Result<Done, PaymentError>) {
     if let Some(access) = &msg.access {
         if access.merchant_id != current.merchant_id || access.test_mode != current.test_mode {
             return (current, Err(PaymentError::NotFound));
@@ -198,7 +230,7 @@ async fn exec(
                     Err(e) => return (current, Err(e.into())),
                 }
             }
-            Ok(next) => return (next.clone(), Ok(next)),
+            Ok(done) => return (done.payment.clone(), Ok(done)),
             Err(e) => return (current, Err(e)),
         }
     }
@@ -259,33 +291,34 @@ async fn step(
     deps: &PaymentDeps,
     m: &payment::Model,
     command: &Command,
-) -> Result<payment::Model, PaymentError> {
+) -> Result<Done, PaymentError> {
     let now = deps.clock.now();
     let state = store::state_of(m);
-    let commit = |after: payment::Model,
-                  trigger: &'static str,
-                  attempts: Vec<payment_attempt::Model>| async move {
-        let event = event_for(m, &after, trigger).map(|event_type| {
-            let object = serde_json::to_string(&Payment::render(&after, &deps.public_url))
-                .unwrap_or_default();
-            (event_type, object)
-        });
-        let announced = event.is_some();
-        let committed = store::commit(
-            &deps.db,
-            m,
-            after,
-            trigger,
-            attempts,
-            event,
-            deps.settle_delay(),
-        )
-        .await
-        .map_err(PaymentError::from)?;
+    let commit = |after: payment::Model, mut changes: Changes| async move {
+        if let Some(event_type) = event_for(m, &after, changes.trigger) {
+            changes.events.insert(
+                0,
+                Announcement {
+                    event_type,
+                    content_type: "payment_details",
+                    object_id: after.id.clone(),
+                    object: serde_json::to_string(&Payment::render(&after, &deps.public_url))
+                        .unwrap_or_default(),
+                },
+            );
+        }
+        let announced = !changes.events.is_empty();
+        let (payment, refund) = store::commit(&deps.db, m, after, changes, deps.settle_delay())
+            .await
+            .map_err(PaymentError::from)?;
         if announced {
             deps.wake.now();
         }
-        Ok(committed)
+        Ok(Done { payment, refund })
+    };
+    let plain = |trigger: &'static str| Changes {
+        trigger,
+        ..Default::default()
     };
     match command {
         Command::Confirm { card, return_url } => {
@@ -310,7 +343,15 @@ async fn step(
             if return_url.is_some() {
                 after.return_url = return_url.clone();
             }
-            commit(after, "confirm", attempts).await
+            commit(
+                after,
+                Changes {
+                    trigger: "confirm",
+                    attempts,
+                    ..Default::default()
+                },
+            )
+            .await
         }
         Command::CompleteChallenge { approve } => {
             machine::check_challenge(&state)?;
@@ -326,7 +367,7 @@ async fn step(
                 .status
                 .is_capturable()
                 .then(|| now + deps.capture_window());
-            commit(after, "challenge", vec![]).await
+            commit(after, plain("challenge")).await
         }
         Command::Capture {
             amount,
@@ -336,7 +377,7 @@ async fn step(
             let next = machine::capture(&state, amount, *final_capture, now)?;
             let (account, reference) = processor_of(m)?;
             deps.processor(&account).capture(&reference, amount).await?;
-            commit(store::with_state(m, &next, now), "capture", vec![]).await
+            commit(store::with_state(m, &next, now), plain("capture")).await
         }
         Command::Cancel => {
             let kind = machine::cancel_kind(&state, now)?;
@@ -345,21 +386,21 @@ async fn step(
                 let (account, reference) = processor_of(m)?;
                 deps.processor(&account).void(&reference).await?;
             }
-            commit(store::with_state(m, &next, now), "cancel", vec![]).await
+            commit(store::with_state(m, &next, now), plain("cancel")).await
         }
         Command::Update(patch) => {
             machine::check_update(&state)?;
-            commit(apply_patch(m, patch, now)?, "update", vec![]).await
+            commit(apply_patch(m, patch, now)?, plain("update")).await
         }
         Command::Sync => {
             let Ok((account, reference)) = processor_of(m) else {
-                return Ok(m.clone());
+                return Ok(Done::unchanged(m));
             };
             let view = deps.processor(&account).sync(&reference, now).await?;
             let next = machine::settle(&state, view, now);
             if next == state {
                 store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
-                return Ok(m.clone());
+                return Ok(Done::unchanged(m));
             }
             let mut after = store::with_state(m, &next, now);
             if next.status == Status::Conflicted {
@@ -373,12 +414,118 @@ async fn step(
                 .status
                 .is_capturable()
                 .then(|| now + deps.capture_window());
-            commit(after, "sync", vec![]).await
+            commit(after, plain("sync")).await
+        }
+        Command::Refund {
+            ask,
+            reason,
+            metadata,
+        } => {
+            let lines = lines_of(m);
+            let plan = refunds::plan(&state, &lines, ask)?;
+            let (account, reference) = processor_of(m)?;
+            let result = deps
+                .processor(&account)
+                .refund(&reference, plan.amount, now)
+                .await?;
+            let (status, failure) = match result.status {
+                RefundStatus::Succeeded => ("succeeded", None),
+                RefundStatus::Pending => ("pending", None),
+                RefundStatus::Failed(why) => ("failed", Some(why)),
+            };
+            // Pending and succeeded refunds hold their balance; a failed one holds nothing.
+            let (next, next_lines) = if status == "failed" {
+                (state.clone(), lines)
+            } else {
+                refunds::reserve(&state, &lines, &plan)
+            };
+            let mut after = store::with_state(m, &next, now);
+            if m.lines.is_some() {
+                after.lines = serde_json::to_string(&next_lines).ok();
+            }
+            let refund = refund::Model {
+                id: new_id("ref"),
+                payment_id: m.id.clone(),
+                merchant_id: m.merchant_id.clone(),
+                profile_id: m.profile_id.clone(),
+                test_mode: m.test_mode,
+                status: status.to_owned(),
+                amount: plan.amount,
+                currency: m.currency.clone(),
+                lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
+                reason: reason.clone(),
+                metadata: serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into()),
+                processor_reference: Some(result.reference),
+                failure_reason: failure,
+                version: 0,
+                created_at: now,
+                updated_at: now,
+            };
+            let changes = Changes {
+                trigger: "refund",
+                events: refund_event(&refund).into_iter().collect(),
+                refund: Some(refund),
+                ..Default::default()
+            };
+            commit(after, changes).await
+        }
+        Command::SettleRefund { refund_id } => {
+            let Some(mut r) = store::find_refund(&deps.db, refund_id)
+                .await?
+                .filter(|r| r.payment_id == m.id)
+            else {
+                return Err(PaymentError::RefundNotFound);
+            };
+            let reference = r.processor_reference.clone().unwrap_or_default();
+            if !matches!(r.status.as_str(), "pending" | "manual_review") {
+                return Ok(Done {
+                    payment: m.clone(),
+                    refund: Some(r),
+                });
+            }
+            let (account, _) = processor_of(m)?;
+            let result = deps
+                .processor(&account)
+                .sync_refund(&reference, now)
+                .await?;
+            let mut after = m.clone();
+            match result.status {
+                RefundStatus::Pending => {
+                    store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
+                    return Ok(Done {
+                        payment: m.clone(),
+                        refund: Some(r),
+                    });
+                }
+                RefundStatus::Succeeded => r.status = "succeeded".into(),
+                RefundStatus::Failed(why) => {
+                    let plan = refunds::Plan {
+                        amount: r.amount,
+                        lines: serde_json::from_str(&r.lines).unwrap_or_default(),
+                    };
+                    let (next, next_lines) = refunds::release(&state, &lines_of(m), &plan);
+                    after = store::with_state(m, &next, now);
+                    if m.lines.is_some() {
+                        after.lines = serde_json::to_string(&next_lines).ok();
+                    }
+                    r.status = "failed".into();
+                    r.failure_reason = Some(why);
+                }
+            }
+            r.updated_at = now;
+            after.updated_at = now;
+            let changes = Changes {
+                trigger: "refund_settled",
+                events: refund_event(&r).into_iter().collect(),
+                refund: Some(r),
+                ..Default::default()
+            };
+            commit(after, changes).await
         }
         Command::Expire => {
             let Some(next) = machine::expire(&state, now, m.expires_at, m.capture_before) else {
                 store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
-                return Ok(m.clone());
+                return Ok(Done::unchanged(m));
             };
             if state.status.is_capturable() {
                 // Release what the processor still holds for us.
@@ -386,9 +533,31 @@ async fn step(
                     deps.processor(&account).void(&reference).await?;
                 }
             }
-            commit(store::with_state(m, &next, now), "expire", vec![]).await
+            commit(store::with_state(m, &next, now), plain("expire")).await
         }
     }
+}
+
+fn lines_of(m: &payment::Model) -> Vec<Line> {
+    m.lines
+        .as_deref()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_default()
+}
+
+/// `refund_succeeded` or `refund_failed`, once a refund has settled either way.
+fn refund_event(r: &refund::Model) -> Option<Announcement> {
+    let event_type = match r.status.as_str() {
+        "succeeded" => "refund_succeeded",
+        "failed" => "refund_failed",
+        _ => return None,
+    };
+    Some(Announcement {
+        event_type,
+        content_type: "refund_details",
+        object_id: r.id.clone(),
+        object: serde_json::to_string(&Refund::render(r)).unwrap_or_default(),
+    })
 }
 
 /// The event a change announces: the spec's event for the new status, on every status change

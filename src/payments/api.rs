@@ -58,6 +58,12 @@ pub struct Line {
     pub tax_amount: i64,
     /// quantity × unit_amount + tax_amount
     pub amount: i64,
+    /// Units refunded so far (pending and succeeded refunds).
+    #[serde(default)]
+    pub quantity_refunded: i64,
+    /// Amount refunded from this line so far (pending and succeeded refunds).
+    #[serde(default)]
+    pub amount_refunded: i64,
 }
 
 pub type Metadata = BTreeMap<String, serde_json::Value>;
@@ -316,6 +322,45 @@ impl Payment {
     }
 }
 
+/// The refund object: what `GET /refunds/{refund_id}` returns and `refund_details` events carry.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Refund {
+    pub refund_id: String,
+    pub payment_id: String,
+    /// `pending`, `manual_review`, `succeeded` or `failed`.
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    /// The refund's share of each product line.
+    pub lines: Vec<super::refunds::LineRefund>,
+    pub reason: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Metadata,
+    pub failure_reason: Option<String>,
+    pub test_mode: bool,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+impl Refund {
+    pub fn render(r: &payd_entity::refund::Model) -> Self {
+        Self {
+            refund_id: r.id.clone(),
+            payment_id: r.payment_id.clone(),
+            status: r.status.clone(),
+            amount: r.amount,
+            currency: r.currency.clone(),
+            lines: serde_json::from_str(&r.lines).unwrap_or_default(),
+            reason: r.reason.clone(),
+            metadata: serde_json::from_str(&r.metadata).unwrap_or_default(),
+            failure_reason: r.failure_reason.clone(),
+            test_mode: r.test_mode,
+            created: r.created_at,
+            updated: r.updated_at,
+        }
+    }
+}
+
 /// One processor attempt.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Attempt {
@@ -397,8 +442,9 @@ impl From<&payment_status_history::Model> for StatusChange {
 pub struct LineBalance {
     #[serde(flatten)]
     pub line: Line,
+    /// The line's share of the captured amount.
     pub amount_captured: i64,
-    pub amount_refunded: i64,
+    /// What can still be refunded from this line: its captured share less its refunds.
     pub amount_refundable: i64,
 }
 
@@ -463,6 +509,8 @@ pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiErr
             unit_amount: l.unit_amount,
             tax_amount: l.tax_amount,
             amount: line_total,
+            quantity_refunded: 0,
+            amount_refunded: 0,
         });
     }
     if total != amount {

@@ -146,7 +146,12 @@ pub async fn page(
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
     let status = CheckoutStatus::of(&m, &state.public_url);
-    let status_json = serde_json::to_string(&status).unwrap_or_default();
+    // The page reads this JSON from inside a JavaScript string literal, which consumes one level
+    // of backslashes: double them, or a `"` or `\` in a value (say the return_url) breaks the
+    // page's script.
+    let status_json = serde_json::to_string(&status)
+        .unwrap_or_default()
+        .replace('\\', "\\\\");
     Ok(html(
         PAGE.replace("{{payment_id}}", &esc(&m.id))
             .replace("{{amount}}", &m.amount.to_string())

@@ -5,6 +5,7 @@ pub mod actor;
 pub mod api;
 pub mod checkout;
 pub mod machine;
+pub mod refunds;
 pub mod routes;
 pub mod routing;
 pub mod store;

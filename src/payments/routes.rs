@@ -6,7 +6,7 @@ use payd_actors::ActorError;
 use payd_entity::payment;
 
 use super::{
-    actor::{Access, Command, Exec, Patch, PaymentError},
+    actor::{Access, Command, Done, Exec, Patch, PaymentError},
     api::{
         captured_shares, parse_amount, parse_currency, parse_lines, Attempt, CancelPaymentRequest,
         CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest,
@@ -91,6 +91,20 @@ impl From<PaymentError> for ApiError {
                 }
             },
             PaymentError::Invalid(e) => e,
+            PaymentError::RefundNotFound => ApiError::not_found("refund"),
+            PaymentError::RefundRefused(r) => match r {
+                super::refunds::Refusal::InvalidState(_) => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
+                super::refunds::Refusal::ExceedsRefundable { .. } => {
+                    ApiError::invalid("amount_exceeds_refundable", r.to_string()).param("amount")
+                }
+                _ => {
+                    let mut e = ApiError::invalid("parameter_invalid", r.to_string());
+                    e.param = r.param().map(str::to_owned);
+                    e
+                }
+            },
             PaymentError::LostRace => ApiError::conflict(
                 "concurrent_update",
                 "the payment was changed by another request; retry",
@@ -125,7 +139,7 @@ fn render(state: &AppState, m: &payment::Model) -> HttpResponse {
     HttpResponse::Ok().json(Payment::render(m, public_url(state)))
 }
 
-fn access(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
+pub fn access(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
     let client_secret = match caller.kind {
         KeyKind::Secret => None,
         KeyKind::Publishable => Some(client_secret.ok_or_else(|| {
@@ -143,16 +157,27 @@ fn access(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiE
     })
 }
 
+/// Runs a command through the payment's actor.
+pub async fn exec(
+    state: &AppState,
+    id: &str,
+    access: Option<Access>,
+    command: Command,
+) -> Result<Done, ApiError> {
+    if !crate::ids::has_shape(id, "pay") {
+        return Err(ApiError::not_found("payment"));
+    }
+    Ok(state.payments.send(id, Exec { access, command }).await??)
+}
+
+/// Runs a command and answers with the payment.
 pub(crate) async fn send(
     state: &AppState,
     id: &str,
     access: Option<Access>,
     command: Command,
 ) -> Result<payment::Model, ApiError> {
-    if !crate::ids::has_shape(id, "pay") {
-        return Err(ApiError::not_found("payment"));
-    }
-    Ok(state.payments.send(id, Exec { access, command }).await??)
+    Ok(exec(state, id, access, command).await?.payment)
 }
 
 fn card(
@@ -556,10 +581,9 @@ pub async fn payment_lines(
         .into_iter()
         .zip(shares)
         .map(|(line, captured)| LineBalance {
-            line,
+            amount_refundable: (captured.min(line.amount) - line.amount_refunded).max(0),
             amount_captured: captured,
-            amount_refunded: 0,
-            amount_refundable: captured,
+            line,
         })
         .collect();
     Ok(HttpResponse::Ok().json(Items { data }))

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{
-    payment, payment_attempt, payment_status_history, processor_account, routing_config,
+    payment, payment_attempt, payment_status_history, processor_account, refund, routing_config,
 };
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
@@ -26,6 +26,28 @@ use crate::{
 pub const EXPIRY_JOB: &str = "payment_expiry";
 /// Scheduled job: ask the processor about a pending payment.
 pub const SETTLE_JOB: &str = "payment_settle";
+/// Scheduled job: ask the processor about a pending refund (the entity is the refund).
+pub const REFUND_SETTLE_JOB: &str = "refund_settle";
+
+/// An event a transition announces.
+pub struct Announcement {
+    pub event_type: &'static str,
+    /// `payment_details`, `refund_details`.
+    pub content_type: &'static str,
+    pub object_id: String,
+    /// The object's JSON as the API renders it.
+    pub object: String,
+}
+
+/// What a transition writes besides the payment row.
+#[derive(Default)]
+pub struct Changes {
+    pub trigger: &'static str,
+    pub attempts: Vec<payment_attempt::Model>,
+    /// A refund this transition created (version 0) or changed.
+    pub refund: Option<refund::Model>,
+    pub events: Vec<Announcement>,
+}
 
 /// The machine's view of a stored payment.
 pub fn state_of(m: &payment::Model) -> State {
@@ -87,16 +109,13 @@ pub async fn insert(
 
 /// Replaces the row if nobody wrote since `before` (compare-and-set on `version`), with its
 /// history row, attempts and jobs, in one transaction.
-#[allow(clippy::too_many_arguments)]
 pub async fn commit(
     db: &DatabaseConnection,
     before: &payment::Model,
     mut after: payment::Model,
-    trigger: &str,
-    attempts: Vec<payment_attempt::Model>,
-    event: Option<(&str, String)>,
+    changes: Changes,
     settle_delay: Duration,
-) -> Result<payment::Model, CommitError> {
+) -> Result<(payment::Model, Option<refund::Model>), CommitError> {
     after.version = before.version + 1;
     let now = after.updated_at;
     let txn = db.begin().await?;
@@ -117,33 +136,104 @@ pub async fn commit(
             &after.id,
             Some(&before.status),
             &after.status,
-            trigger,
+            changes.trigger,
             now,
         )
         .await?;
     }
-    for a in attempts {
+    for a in changes.attempts {
         a.into_active_model().reset_all().insert(&txn).await?;
     }
     sync_jobs(&txn, &after, now, settle_delay).await?;
-    if let Some((event_type, object)) = event {
+    let refund = match changes.refund {
+        Some(r) => Some(write_refund(&txn, r, now, settle_delay).await?),
+        None => None,
+    };
+    for e in changes.events {
         outbox::record(
             &txn,
             NewEvent {
                 merchant_id: &after.merchant_id,
                 profile_id: Some(&after.profile_id),
                 test_mode: after.test_mode,
-                event_type,
-                object_id: &after.id,
-                content_type: "payment_details",
-                object,
+                event_type: e.event_type,
+                object_id: &e.object_id,
+                content_type: e.content_type,
+                object: e.object,
             },
             now,
         )
         .await?;
     }
     txn.commit().await?;
-    Ok(after)
+    Ok((after, refund))
+}
+
+/// Inserts a new refund or updates a changed one (compare-and-set on its version), and keeps
+/// its settle job exactly while it is pending.
+async fn write_refund(
+    db: &impl ConnectionTrait,
+    mut r: refund::Model,
+    now: DateTime<Utc>,
+    settle_delay: Duration,
+) -> Result<refund::Model, CommitError> {
+    if r.version == 0 {
+        r.version = 1;
+        r.clone().into_active_model().reset_all().insert(db).await?;
+    } else {
+        let expected = r.version;
+        r.version += 1;
+        let updated = refund::Entity::update_many()
+            .set(r.clone().into_active_model().reset_all())
+            .filter(refund::Column::Id.eq(r.id.as_str()))
+            .filter(refund::Column::Version.eq(expected))
+            .exec(db)
+            .await?;
+        if updated.rows_affected != 1 {
+            return Err(CommitError::LostRace);
+        }
+    }
+    if matches!(r.status.as_str(), "pending" | "manual_review") {
+        let due = now + settle_delay;
+        scheduler::schedule(
+            db,
+            now,
+            REFUND_SETTLE_JOB,
+            &r.id,
+            due,
+            serde_json::Value::Null,
+        )
+        .await?;
+    } else {
+        scheduler::cancel(db, REFUND_SETTLE_JOB, &r.id).await?;
+    }
+    Ok(r)
+}
+
+/// Keeps a still-pending refund's settle job (after a sync that changed nothing).
+pub async fn resync_refund_job(
+    db: &impl ConnectionTrait,
+    r: &refund::Model,
+    now: DateTime<Utc>,
+    settle_delay: Duration,
+) -> Result<(), DbErr> {
+    let due = now + settle_delay;
+    scheduler::schedule(
+        db,
+        now,
+        REFUND_SETTLE_JOB,
+        &r.id,
+        due,
+        serde_json::Value::Null,
+    )
+    .await
+}
+
+pub async fn find_refund(
+    db: &impl ConnectionTrait,
+    id: &str,
+) -> Result<Option<refund::Model>, DbErr> {
+    refund::Entity::find_by_id(id).one(db).await
 }
 
 /// Re-schedules the payment's jobs as its status needs them (after a job that changed

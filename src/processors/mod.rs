@@ -35,6 +35,20 @@ pub struct AuthResult {
     pub error: Option<(String, String)>,
 }
 
+/// Where a refund stands at the processor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefundStatus {
+    Succeeded,
+    Pending,
+    Failed(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct RefundResult {
+    pub reference: String,
+    pub status: RefundStatus,
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ProcessorError {
     #[error("the processor could not be reached: {0}")]
@@ -65,4 +79,17 @@ pub trait Processor: Send + Sync + 'static {
         reference: &str,
         now: DateTime<Utc>,
     ) -> BoxFuture<'static, Result<ProcessorView, ProcessorError>>;
+    /// Refunds `amount` of the payment behind `reference`.
+    fn refund(
+        &self,
+        reference: &str,
+        amount: i64,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>>;
+    /// Where the refund behind `refund_reference` stands now.
+    fn sync_refund(
+        &self,
+        refund_reference: &str,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>>;
 }

@@ -7,7 +7,10 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use futures_util::future::{self, BoxFuture};
 
-use super::{card::TestBehaviour, AuthRequest, AuthResult, Processor, ProcessorError};
+use super::{
+    card::TestBehaviour, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
+    RefundStatus,
+};
 use crate::payments::machine::{Authorization, ProcessorView};
 
 pub struct Sandbox {
@@ -203,6 +206,60 @@ impl Processor for Sandbox {
             }
         };
         Box::pin(future::ready(view))
+    }
+
+    fn refund(
+        &self,
+        reference: &str,
+        amount: i64,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>> {
+        let result = match Reference::decode(reference) {
+            None => Err(ProcessorError::Refused("unknown reference".into())),
+            // Cards whose refunds fail answer "pending", and fail once the delay has passed.
+            Some(r) => Ok(RefundResult {
+                reference: Reference {
+                    behaviour: r.behaviour,
+                    amount,
+                    capture: true,
+                    at: now,
+                }
+                .encode()
+                .replacen("sbx_", "sbxr_", 1),
+                status: if r.behaviour == TestBehaviour::RefundFails {
+                    RefundStatus::Pending
+                } else {
+                    RefundStatus::Succeeded
+                },
+            }),
+        };
+        Box::pin(future::ready(result))
+    }
+
+    fn sync_refund(
+        &self,
+        refund_reference: &str,
+        now: DateTime<Utc>,
+    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>> {
+        let decoded = refund_reference
+            .strip_prefix("sbxr_")
+            .and_then(|rest| Reference::decode(&format!("sbx_{rest}")));
+        let result = match decoded {
+            None => Err(ProcessorError::Refused("unknown refund reference".into())),
+            Some(r) => Ok(RefundResult {
+                reference: refund_reference.to_owned(),
+                status: match r.behaviour {
+                    TestBehaviour::RefundFails if now < r.at + self.async_delay => {
+                        RefundStatus::Pending
+                    }
+                    TestBehaviour::RefundFails => {
+                        RefundStatus::Failed("the card's issuer refused the refund".into())
+                    }
+                    _ => RefundStatus::Succeeded,
+                },
+            }),
+        };
+        Box::pin(future::ready(result))
     }
 }
 

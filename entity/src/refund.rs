@@ -1,0 +1,32 @@
+//! A refund of a payment: its amount, its share of each product line, and its status.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "refunds")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub payment_id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    /// `pending`, `manual_review`, `succeeded` or `failed`.
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    /// JSON array of `{line_id, quantity, amount}`.
+    pub lines: String,
+    pub reason: Option<String>,
+    pub metadata: String,
+    pub processor_reference: Option<String>,
+    pub failure_reason: Option<String>,
+    pub version: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

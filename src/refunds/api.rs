@@ -1,0 +1,90 @@
+//! Request types of the refund routes (the refund object is `payments::api::Refund`).
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{pagination::ListQuery, payments::api::Metadata};
+
+pub use crate::payments::api::Refund;
+
+/// One line of a refund: by `quantity` (units, with their share of the tax) or by `amount`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundLineInput {
+    pub line_id: String,
+    #[serde(default)]
+    pub quantity: Option<i64>,
+    #[serde(default)]
+    pub amount: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRefundRequest {
+    pub payment_id: String,
+    /// Defaults to everything still refundable. Not together with `lines`.
+    #[serde(default)]
+    pub amount: Option<i64>,
+    #[serde(default)]
+    pub lines: Option<Vec<RefundLineInput>>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateRefundRequest {
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+}
+
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RetrieveRefundQuery {
+    /// Ask the processor before answering.
+    #[serde(default)]
+    pub force_sync: Option<bool>,
+}
+
+/// Filters of `POST /refunds/list`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListRefundsRequest {
+    #[serde(default)]
+    pub payment_id: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    #[serde(default)]
+    pub amount_gte: Option<i64>,
+    #[serde(default)]
+    pub amount_lte: Option<i64>,
+    #[serde(default)]
+    pub created_after: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub created_before: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+impl ListRefundsRequest {
+    pub fn page_query(&self) -> ListQuery {
+        ListQuery {
+            limit: self.limit,
+            starting_after: self.starting_after.clone(),
+            ending_before: self.ending_before.clone(),
+        }
+    }
+}

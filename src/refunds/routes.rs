@@ -1,0 +1,221 @@
+//! Handlers of the refund routes. Creating and settling a refund goes through the payment's
+//! actor; reads go to the store.
+
+use actix_web::{web, HttpResponse};
+
+use super::{
+    api::{
+        CreateRefundRequest, ListRefundsRequest, Refund, RetrieveRefundQuery, UpdateRefundRequest,
+    },
+    store,
+};
+use crate::{
+    app::AppState,
+    auth::SecretKey,
+    error::ApiError,
+    http::{ApiJson, ApiQuery},
+    pagination::{List, Page},
+    payments::{
+        actor::Command,
+        api::parse_currency,
+        refunds::{Ask, LineAsk},
+        routes::{access, exec},
+    },
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/refunds").route(web::post().to(create_refund)))
+        .service(web::resource("/refunds/list").route(web::post().to(list_refunds)))
+        .service(
+            web::resource("/refunds/{refund_id}")
+                .route(web::get().to(retrieve_refund))
+                .route(web::post().to(update_refund)),
+        );
+}
+
+fn text(param: &str, value: Option<&String>) -> Result<(), ApiError> {
+    match value {
+        Some(v) if v.chars().count() > 500 => Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be at most 500 characters"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn metadata(md: Option<&crate::payments::api::Metadata>) -> Result<Option<String>, ApiError> {
+    let Some(md) = md else { return Ok(None) };
+    let json = serde_json::to_string(md).unwrap_or_default();
+    if md.len() > 50 || json.len() > 8192 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
+        return Err(ApiError::invalid_param(
+            "metadata",
+            "at most 50 keys of 1 to 40 characters, 8 KiB in all",
+        ));
+    }
+    Ok(Some(json))
+}
+
+/// Refund a payment fully, partly, or by product line.
+#[utoipa::path(post, path = "/refunds", tag = "refunds", request_body = CreateRefundRequest,
+    responses((status = 200, body = Refund), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_refund(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<CreateRefundRequest>,
+) -> Result<HttpResponse, ApiError> {
+    text("reason", req.reason.as_ref())?;
+    metadata(req.metadata.as_ref())?;
+    let ask = match (req.amount, req.lines) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid_param(
+                "lines",
+                "refund by amount or by lines, not both",
+            ))
+        }
+        (amount, None) => Ask::Amount(amount),
+        (None, Some(lines)) => Ask::Lines(
+            lines
+                .into_iter()
+                .map(|l| LineAsk {
+                    line_id: l.line_id,
+                    quantity: l.quantity,
+                    amount: l.amount,
+                })
+                .collect(),
+        ),
+    };
+    let command = Command::Refund {
+        ask,
+        reason: req.reason,
+        metadata: req.metadata.unwrap_or_default(),
+    };
+    let done = exec(
+        &state,
+        &req.payment_id,
+        Some(access(&caller, None)?),
+        command,
+    )
+    .await
+    .map_err(|e| {
+        if e.code == "resource_missing" {
+            e.param("payment_id")
+        } else {
+            e
+        }
+    })?;
+    let refund = done
+        .refund
+        .ok_or_else(|| ApiError::internal("refund command made no refund"))?;
+    Ok(HttpResponse::Ok().json(Refund::render(&refund)))
+}
+
+/// Retrieve a refund; `force_sync=true` asks the processor first.
+#[utoipa::path(get, path = "/refunds/{refund_id}", tag = "refunds",
+    params(("refund_id" = String, Path), RetrieveRefundQuery),
+    responses((status = 200, body = Refund), (status = 404, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_refund(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiQuery(q): ApiQuery<RetrieveRefundQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let refund = store::find_owned(
+        &state.db,
+        &id,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found("refund"))?;
+    if q.force_sync != Some(true) {
+        return Ok(HttpResponse::Ok().json(Refund::render(&refund)));
+    }
+    let command = Command::SettleRefund {
+        refund_id: refund.id.clone(),
+    };
+    let done = exec(
+        &state,
+        &refund.payment_id,
+        Some(access(&caller, None)?),
+        command,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(Refund::render(&done.refund.unwrap_or(refund))))
+}
+
+/// Change a refund's reason or metadata.
+#[utoipa::path(post, path = "/refunds/{refund_id}", tag = "refunds", request_body = UpdateRefundRequest,
+    params(("refund_id" = String, Path)),
+    responses((status = 200, body = Refund), (status = 404, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn update_refund(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<UpdateRefundRequest>,
+) -> Result<HttpResponse, ApiError> {
+    text("reason", req.reason.as_ref())?;
+    let md = metadata(req.metadata.as_ref())?;
+    // Invariant: this write moves no money, so it need not pass through the payment's actor.
+    for _ in 0..3 {
+        let current = store::find_owned(
+            &state.db,
+            &id,
+            caller.merchant_id.as_str(),
+            caller.test_mode(),
+        )
+        .await?
+        .ok_or_else(|| ApiError::not_found("refund"))?;
+        if let Some(updated) = store::update_details(
+            &state.db,
+            &current,
+            req.reason.clone(),
+            md.clone(),
+            state.clock.now(),
+        )
+        .await?
+        {
+            return Ok(HttpResponse::Ok().json(Refund::render(&updated)));
+        }
+    }
+    Err(ApiError::conflict(
+        "concurrent_update",
+        "the refund was changed by another request; retry",
+    ))
+}
+
+/// Filter refunds, newest first.
+#[utoipa::path(post, path = "/refunds/list", tag = "refunds", request_body = ListRefundsRequest,
+    responses((status = 200, body = List<Refund>)), security(("api_key" = [])))]
+pub async fn list_refunds(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(mut req): ApiJson<ListRefundsRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&req.page_query())?;
+    if let Some(s) = &req.status {
+        if !matches!(
+            s.as_str(),
+            "pending" | "manual_review" | "succeeded" | "failed"
+        ) {
+            return Err(ApiError::invalid_param(
+                "status",
+                format!("unknown status {s:?}"),
+            ));
+        }
+    }
+    if let Some(c) = &req.currency {
+        req.currency = Some(parse_currency("currency", c)?);
+    }
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        &req,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|r| Refund::render(&r))))
+}

@@ -1,0 +1,85 @@
+//! Read queries of refunds, and the one write that is not the payment actor's: reason and
+//! metadata, which move no money (compare-and-set on the refund's version).
+
+use chrono::{DateTime, Utc};
+use payd_entity::refund;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter,
+};
+
+use super::api::ListRefundsRequest;
+use crate::pagination::{paginate, List, Page};
+
+/// A refund of this merchant and mode; `None` for anyone else's.
+pub async fn find_owned(
+    db: &impl ConnectionTrait,
+    id: &str,
+    merchant_id: &str,
+    test_mode: bool,
+) -> Result<Option<refund::Model>, DbErr> {
+    Ok(refund::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .filter(|r| r.merchant_id == merchant_id && r.test_mode == test_mode))
+}
+
+pub async fn list(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    f: &ListRefundsRequest,
+    page: &Page,
+) -> Result<List<refund::Model>, DbErr> {
+    let mut q = refund::Entity::find()
+        .filter(refund::Column::MerchantId.eq(merchant_id))
+        .filter(refund::Column::TestMode.eq(test_mode));
+    if let Some(p) = &f.payment_id {
+        q = q.filter(refund::Column::PaymentId.eq(p.as_str()));
+    }
+    if let Some(s) = &f.status {
+        q = q.filter(refund::Column::Status.eq(s.as_str()));
+    }
+    if let Some(c) = &f.currency {
+        q = q.filter(refund::Column::Currency.eq(c.as_str()));
+    }
+    if let Some(a) = f.amount_gte {
+        q = q.filter(refund::Column::Amount.gte(a));
+    }
+    if let Some(a) = f.amount_lte {
+        q = q.filter(refund::Column::Amount.lte(a));
+    }
+    if let Some(t) = f.created_after {
+        q = q.filter(refund::Column::CreatedAt.gt(t));
+    }
+    if let Some(t) = f.created_before {
+        q = q.filter(refund::Column::CreatedAt.lt(t));
+    }
+    paginate(db, q, refund::Column::Id, page).await
+}
+
+/// Sets reason and metadata; `None` when another write got there first.
+pub async fn update_details(
+    db: &impl ConnectionTrait,
+    current: &refund::Model,
+    reason: Option<String>,
+    metadata: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<Option<refund::Model>, DbErr> {
+    let mut next = current.clone();
+    if let Some(r) = reason {
+        next.reason = Some(r);
+    }
+    if let Some(m) = metadata {
+        next.metadata = m;
+    }
+    next.version = current.version + 1;
+    next.updated_at = now;
+    let updated = refund::Entity::update_many()
+        .set(next.clone().into_active_model().reset_all())
+        .filter(refund::Column::Id.eq(current.id.as_str()))
+        .filter(refund::Column::Version.eq(current.version))
+        .exec(db)
+        .await?;
+    Ok((updated.rows_affected == 1).then_some(next))
+}
