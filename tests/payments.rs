@@ -712,6 +712,10 @@ async fn bad_input_is_refused_naming_the_field() {
             "surprise",
         ),
         (
+            json!({"amount": 5, "currency": "USD", "return_url": "javascript:alert(1)"}),
+            "return_url",
+        ),
+        (
             json!({"amount": 9223372036854775807i64, "currency": "USD", "lines": [{"name": "x", "quantity": 2, "unit_amount": 9223372036854775807i64}]}),
             "lines[0].unit_amount",
         ),

@@ -551,6 +551,25 @@ pub fn captured_shares(lines: &[Line], captured: i64) -> Vec<i64> {
     shares
 }
 
+/// An amount in minor units as people read it: `500` USD → `5.00`, `500` JPY → `500`.
+pub fn display_amount(minor: i64, currency: &str) -> String {
+    let exponent = iso_currency::Currency::from_code(currency)
+        .and_then(|c| c.exponent())
+        .unwrap_or(2) as u32;
+    if exponent == 0 {
+        return minor.to_string();
+    }
+    let unit = 10i64.pow(exponent);
+    let sign = if minor < 0 { "-" } else { "" };
+    let abs = minor.unsigned_abs();
+    format!(
+        "{sign}{}.{:0width$}",
+        abs / unit as u64,
+        abs % unit as u64,
+        width = exponent as usize
+    )
+}
+
 /// Checks an ISO 4217 currency code (upper case).
 pub fn parse_currency(param: &str, raw: &str) -> Result<String, ApiError> {
     let code = raw.trim().to_ascii_uppercase();
@@ -617,6 +636,14 @@ mod tests {
         assert_eq!(shares.iter().sum::<i64>(), 100);
         assert_eq!(shares, vec![34, 33, 33]);
         assert_eq!(captured_shares(&lines, 300), vec![100, 100, 100]);
+    }
+
+    #[test]
+    fn amounts_are_displayed_in_major_units() {
+        assert_eq!(display_amount(500, "USD"), "5.00");
+        assert_eq!(display_amount(5, "EUR"), "0.05");
+        assert_eq!(display_amount(500, "JPY"), "500");
+        assert_eq!(display_amount(1234, "BHD"), "1.234");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use super::{
     actor::{Access, Command},
-    api::{LastError, Payment},
+    api::{display_amount, LastError, Payment},
     routes::send,
     store,
 };
@@ -155,6 +155,7 @@ pub async fn page(
     Ok(html(
         PAGE.replace("{{payment_id}}", &esc(&m.id))
             .replace("{{amount}}", &m.amount.to_string())
+            .replace("{{display_amount}}", &display_amount(m.amount, &m.currency))
             .replace("{{currency}}", &esc(&m.currency))
             .replace("{{client_secret}}", &esc(&m.client_secret))
             .replace("{{status_json}}", &esc(&status_json)),
@@ -213,6 +214,7 @@ pub async fn challenge_page(
         CHALLENGE
             .replace("{{payment_id}}", &esc(&m.id))
             .replace("{{amount}}", &m.amount.to_string())
+            .replace("{{display_amount}}", &display_amount(m.amount, &m.currency))
             .replace("{{currency}}", &esc(&m.currency))
             .replace("{{client_secret}}", &esc(&m.client_secret)),
     ))

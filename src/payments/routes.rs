@@ -220,6 +220,21 @@ fn text(param: &str, value: Option<&String>, max: usize) -> Result<Option<String
     }
 }
 
+/// A return URL: http or https only (a `javascript:` URL would run on payd's checkout page).
+fn return_url(value: Option<&String>) -> Result<Option<String>, ApiError> {
+    let Some(url) = value else { return Ok(None) };
+    let ok = (url.starts_with("https://") || url.starts_with("http://"))
+        && url.len() <= 2048
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !ok {
+        return Err(ApiError::invalid_param(
+            "return_url",
+            "return_url must be an http(s) URL of at most 2048 characters",
+        ));
+    }
+    Ok(Some(url.clone()))
+}
+
 fn check_metadata(md: Option<&super::api::Metadata>) -> Result<(), ApiError> {
     if let Some(md) = md {
         if md.len() > 50 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
@@ -318,7 +333,7 @@ pub async fn create_payment(
         metadata: serde_json::to_string(&req.metadata.unwrap_or_default())
             .unwrap_or_else(|_| "{}".into()),
         description: text("description", req.description.as_ref(), 1000)?,
-        return_url: text("return_url", req.return_url.as_ref(), 2048)?,
+        return_url: return_url(req.return_url.as_ref())?,
         hosted_checkout: req.hosted_checkout,
         client_secret: format!("{}_secret_{}", "pay", uuid::Uuid::new_v4().simple()),
         expires_at: now + Duration::hours(24),
@@ -406,7 +421,7 @@ pub async fn update_payment(
         lines: req.lines,
         metadata: req.metadata,
         description: text("description", req.description.as_ref(), 1000)?,
-        return_url: text("return_url", req.return_url.as_ref(), 2048)?,
+        return_url: return_url(req.return_url.as_ref())?,
     };
     let m = send(
         &state,
@@ -436,7 +451,7 @@ pub async fn confirm_payment(
         req.payment_method_data.as_ref(),
         req.payment_method_id.as_ref(),
     )?;
-    let return_url = text("return_url", req.return_url.as_ref(), 2048)?;
+    let return_url = return_url(req.return_url.as_ref())?;
     let m = send(
         &state,
         &id,
