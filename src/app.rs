@@ -17,7 +17,7 @@ use crate::{
     accounts::{self, store},
     auth::Mode,
     clock::SharedClock,
-    db,
+    customers, db,
     error::ApiError,
     events,
     http::{self, BodyLimit},
@@ -160,6 +160,7 @@ impl Application {
                         .configure(payments::configure)
                         .configure(payments::checkout::configure)
                         .configure(refunds::configure)
+                        .configure(customers::configure)
                         .configure(events::configure)
                         .configure(webhooks::configure),
                 )

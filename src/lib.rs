@@ -5,6 +5,7 @@ pub mod accounts;
 pub mod app;
 pub mod auth;
 pub mod clock;
+pub mod customers;
 pub mod db;
 pub mod error;
 pub mod events;

@@ -8,7 +8,7 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{accounts, events, ops, pagination, payments, refunds, webhooks};
+use crate::{accounts, customers, events, ops, pagination, payments, refunds, webhooks};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -52,6 +52,18 @@ use crate::{accounts, events, ops, pagination, payments, refunds, webhooks};
         refunds::routes::retrieve_refund,
         refunds::routes::update_refund,
         refunds::routes::list_refunds,
+        customers::routes::create_customer,
+        customers::routes::list_customers,
+        customers::routes::retrieve_customer,
+        customers::routes::update_customer,
+        customers::routes::delete_customer,
+        customers::routes::list_methods,
+        customers::routes::set_default_method,
+        customers::routes::delete_method,
+        customers::routes::customer_mandates,
+        customers::routes::list_mandates,
+        customers::routes::retrieve_mandate,
+        customers::routes::revoke_mandate,
         events::routes::list_events,
         events::routes::list_attempts,
         events::routes::retry_event,
@@ -65,6 +77,8 @@ use crate::{accounts, events, ops, pagination, payments, refunds, webhooks};
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
         (name = "refunds", description = "Refunds: full, partial and by product line"),
+        (name = "customers", description = "Customers and their saved payment methods"),
+        (name = "mandates", description = "Mandates to charge a saved method off-session"),
         (name = "events", description = "Events, their delivery attempts, and replays"),
         (name = "webhooks", description = "A shop's webhook endpoint and signing secret"),
         (name = "account", description = "The merchant's shops, API keys, processors and routing"),

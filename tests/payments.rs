@@ -704,7 +704,7 @@ async fn bad_input_is_refused_naming_the_field() {
             "payment_method_data",
         ),
         (
-            json!({"amount": 5, "currency": "USD", "customer_id": "cus_1"}),
+            json!({"amount": 5, "currency": "USD", "setup_future_usage": "off_session"}),
             "customer_id",
         ),
         (

@@ -1,13 +1,16 @@
 //! payd's SeaORM entities: one module per table, named after the table's noun.
 
 pub mod api_key;
+pub mod customer;
 pub mod delivery;
 pub mod delivery_attempt;
 pub mod event;
 pub mod idempotency_key;
+pub mod mandate;
 pub mod merchant;
 pub mod payment;
 pub mod payment_attempt;
+pub mod payment_method;
 pub mod payment_status_history;
 pub mod processor_account;
 pub mod profile;

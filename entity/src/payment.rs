@@ -24,6 +24,8 @@ pub struct Model {
     pub mandate_id: Option<String>,
     pub setup_future_usage: Option<String>,
     pub off_session: bool,
+    /// JSON: the mandate to create when the card is saved for off-session use.
+    pub mandate_request: Option<String>,
     /// JSON: brand, last4, expiry, fingerprint, sandbox behaviour.
     pub payment_method: Option<String>,
     /// The processor account of the current authorization.

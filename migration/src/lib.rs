@@ -12,6 +12,7 @@ mod m20261122_000003_create_scheduled_jobs;
 mod m20261122_000004_create_payments;
 mod m20261122_000005_create_events;
 mod m20261122_000006_create_refunds;
+mod m20261122_000007_create_customers;
 
 pub struct Migrator;
 
@@ -25,6 +26,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000004_create_payments::Migration),
             Box::new(m20261122_000005_create_events::Migration),
             Box::new(m20261122_000006_create_refunds::Migration),
+            Box::new(m20261122_000007_create_customers::Migration),
         ]
     }
 }

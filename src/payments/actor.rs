@@ -11,14 +11,18 @@ use payd_entity::{payment, payment_attempt, refund};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
-    api::{parse_lines, LastError, Line, LineInput, Metadata, Payment, Refund, RoutingDecision},
+    api::{
+        parse_lines, LastError, Line, LineInput, MandateRequest, Metadata, Payment, Refund,
+        RoutingDecision,
+    },
     machine::{self, Authorization, CancelKind, Refusal, Status},
     refunds,
     routing::{self, Facts},
-    store::{self, Announcement, Changes, CommitError},
+    store::{self, Announcement, Changes, CommitError, SaveCard},
 };
 use crate::{
     clock::SharedClock,
+    customers::{self, api::check_mandate},
     error::ApiError,
     ids::new_id,
     processors::{
@@ -329,9 +333,45 @@ async fn step(
                         .param("payment_method_data"),
                 )
             })?;
+            // An off-session charge re-checks its mandate here, where a revoke cannot slip in
+            // between the check and the commit (the mandate's version guards the commit).
+            let mandate = match (&m.mandate_id, m.off_session) {
+                (Some(id), true) => {
+                    let mandate = customers::store::find_mandate(&deps.db, id).await?.ok_or(
+                        PaymentError::Invalid(ApiError::not_found("mandate").param("mandate_id")),
+                    )?;
+                    check_mandate(&mandate, m.amount, &m.currency)
+                        .map_err(PaymentError::Invalid)?;
+                    Some(mandate)
+                }
+                _ => None,
+            };
             let (chosen, result, attempts) = authorize(deps, m, &card, now).await?;
             let next = machine::confirm(&state, result.outcome, now);
             let mut after = store::with_state(m, &next, now);
+            let approved = matches!(result.outcome, Authorization::Approved { .. });
+            let save = match (&m.customer_id, &m.setup_future_usage) {
+                (Some(customer_id), Some(_))
+                    if deps.processor(&after_processor(&attempts)).can_save(&card) =>
+                {
+                    let mandate: Option<MandateRequest> = m
+                        .mandate_request
+                        .as_deref()
+                        .and_then(|s| serde_json::from_str(s).ok());
+                    let mandate_id = mandate.as_ref().map(|_| new_id("man"));
+                    if mandate_id.is_some() {
+                        after.mandate_id = mandate_id.clone();
+                    }
+                    Some(SaveCard {
+                        customer_id: customer_id.clone(),
+                        card: card.clone(),
+                        mandate: mandate.zip(mandate_id),
+                    })
+                }
+                _ => None,
+            };
+            // Invariant: a single-use mandate is spent by the charge it approved, in the same commit.
+            let spend_mandate = mandate.filter(|md| approved && md.mandate_type == "single_use");
             after.payment_method = serde_json::to_string(&card).ok();
             after.processor = Some(chosen);
             after.processor_reference = result.reference.clone();
@@ -348,6 +388,8 @@ async fn step(
                 Changes {
                     trigger: "confirm",
                     attempts,
+                    save,
+                    spend_mandate,
                     ..Default::default()
                 },
             )
@@ -536,6 +578,14 @@ async fn step(
             commit(store::with_state(m, &next, now), plain("expire")).await
         }
     }
+}
+
+/// The processor that answered last (the one whose verdict stands).
+fn after_processor(attempts: &[payment_attempt::Model]) -> String {
+    attempts
+        .last()
+        .map(|a| a.processor.clone())
+        .unwrap_or_default()
 }
 
 fn lines_of(m: &payment::Model) -> Vec<Line> {

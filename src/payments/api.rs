@@ -92,6 +92,9 @@ pub struct CreatePaymentRequest {
     pub mandate_id: Option<String>,
     #[serde(default)]
     pub off_session: Option<bool>,
+    /// With `setup_future_usage: "off_session"`: the mandate to create (multi-use by default).
+    #[serde(default)]
+    pub mandate_data: Option<MandateData>,
     #[serde(default)]
     pub enable_partial_authorization: bool,
     #[serde(default)]
@@ -106,6 +109,31 @@ pub struct CreatePaymentRequest {
     /// Answer with a `checkout_url` where the buyer pays.
     #[serde(default)]
     pub hosted_checkout: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MandateType {
+    SingleUse,
+    MultiUse,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MandateData {
+    #[serde(rename = "type", default)]
+    pub mandate_type: Option<MandateType>,
+    /// The most one charge may take, in the payment's currency.
+    #[serde(default)]
+    pub amount_limit: Option<i64>,
+}
+
+/// The mandate a payment creates once its card is saved (stored with the payment).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MandateRequest {
+    pub single_use: bool,
+    pub amount_limit: Option<i64>,
+    pub currency: String,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

@@ -10,8 +10,9 @@ use super::{
     api::{
         captured_shares, parse_amount, parse_currency, parse_lines, Attempt, CancelPaymentRequest,
         CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest,
-        Items, Line, LineBalance, ListPaymentsRequest, Payment, PaymentMethodData, RetrieveQuery,
-        RoutingDecision, RoutingDecisionView, StatusChange, UpdatePaymentRequest,
+        Items, Line, LineBalance, ListPaymentsRequest, MandateRequest, MandateType, Payment,
+        PaymentMethodData, RetrieveQuery, RoutingDecision, RoutingDecisionView, StatusChange,
+        UpdatePaymentRequest,
     },
     machine::Status,
     routing::RoutingRules,
@@ -21,6 +22,7 @@ use crate::{
     accounts::shop_in_path,
     app::AppState,
     auth::{AnyKey, Caller, KeyKind, SecretKey},
+    customers::{self, api::check_mandate},
     error::{ApiError, ErrorType},
     http::{ApiJson, ApiQuery},
     ids::new_id,
@@ -180,34 +182,179 @@ pub(crate) async fn send(
     Ok(exec(state, id, access, command).await?.payment)
 }
 
-fn card(
+fn parse_card_data(
     state: &AppState,
-    caller_test_mode: bool,
+    test_mode: bool,
     data: Option<&PaymentMethodData>,
-    id: Option<&String>,
 ) -> Result<Option<StoredCard>, ApiError> {
-    if id.is_some() {
-        return Err(unsupported("payment_method_id"));
-    }
     data.map(|d| {
         parse_card(
             &d.card,
             "payment_method_data.card",
             state.clock.now(),
             &state.settings.security.key_pepper,
-            caller_test_mode,
+            test_mode,
         )
     })
     .transpose()
 }
 
-/// Saved methods, customers and mandates arrive with their own release.
-fn unsupported(param: &str) -> ApiError {
-    ApiError::invalid(
-        "parameter_unsupported",
-        format!("{param} is not supported by this release yet"),
-    )
-    .param(param)
+/// The card of a customer's saved method (another customer's is 404).
+async fn saved_card(
+    state: &AppState,
+    customer_id: Option<&str>,
+    pm_id: &str,
+) -> Result<StoredCard, ApiError> {
+    let not_found = || ApiError::not_found("payment method").param("payment_method_id");
+    let customer_id = customer_id.ok_or_else(|| {
+        ApiError::invalid(
+            "customer_required",
+            "payment_method_id needs the payment's customer_id",
+        )
+        .param("customer_id")
+    })?;
+    let pm = customers::store::find_method(&state.db, pm_id)
+        .await?
+        .filter(|pm| pm.customer_id == customer_id)
+        .ok_or_else(not_found)?;
+    serde_json::from_str(&pm.card).map_err(ApiError::internal)
+}
+
+/// The customer side of a new payment, checked: the customer, a saved method, a mandate to
+/// charge off-session, or a card to save for later.
+struct CustomerSide {
+    customer_id: Option<String>,
+    card: Option<StoredCard>,
+    mandate_id: Option<String>,
+    future_usage: Option<&'static str>,
+    mandate_request: Option<MandateRequest>,
+    off_session: bool,
+}
+
+async fn customer_side(
+    state: &AppState,
+    caller: &Caller,
+    req: &CreatePaymentRequest,
+    amount: i64,
+    currency: &str,
+) -> Result<CustomerSide, ApiError> {
+    let needs_customer = |param: &str| {
+        ApiError::invalid("customer_required", format!("{param} needs customer_id"))
+            .param("customer_id")
+    };
+    let customer = match &req.customer_id {
+        None => None,
+        Some(id) => {
+            let c = customers::store::find_owned(
+                &state.db,
+                id,
+                caller.merchant_id.as_str(),
+                caller.test_mode(),
+            )
+            .await?
+            .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
+            if c.redacted_at.is_some() {
+                return Err(ApiError::conflict(
+                    "customer_redacted",
+                    "this customer was deleted and cannot be charged",
+                )
+                .param("customer_id"));
+            }
+            Some(c)
+        }
+    };
+    let customer_id = customer.as_ref().map(|c| c.id.clone());
+    let future_usage = match req.setup_future_usage.as_deref() {
+        None => None,
+        Some("off_session") => Some("off_session"),
+        Some("on_session") => Some("on_session"),
+        Some(_) => {
+            return Err(ApiError::invalid_param(
+                "setup_future_usage",
+                "setup_future_usage is off_session or on_session",
+            ))
+        }
+    };
+    if future_usage.is_some() && customer.is_none() {
+        return Err(needs_customer("setup_future_usage"));
+    }
+    let mandate_request = match (&req.mandate_data, future_usage) {
+        (Some(_), Some("on_session")) | (Some(_), None) => {
+            return Err(ApiError::invalid_param(
+                "mandate_data",
+                "mandate_data goes with setup_future_usage: off_session",
+            ))
+        }
+        (data, Some("off_session")) => {
+            let limit = data.as_ref().and_then(|d| d.amount_limit);
+            if limit.is_some_and(|l| l <= 0) {
+                return Err(ApiError::invalid_param(
+                    "mandate_data.amount_limit",
+                    "amount_limit must be greater than 0",
+                ));
+            }
+            Some(MandateRequest {
+                single_use: data.as_ref().and_then(|d| d.mandate_type)
+                    == Some(MandateType::SingleUse),
+                amount_limit: limit,
+                currency: currency.to_owned(),
+            })
+        }
+        _ => None,
+    };
+    let mut card = parse_card_data(state, caller.test_mode(), req.payment_method_data.as_ref())?;
+    if let Some(pm_id) = &req.payment_method_id {
+        if card.is_some() {
+            return Err(ApiError::invalid_param(
+                "payment_method_id",
+                "send payment_method_data or payment_method_id, not both",
+            ));
+        }
+        card = Some(saved_card(state, customer_id.as_deref(), pm_id).await?);
+    }
+    let off_session = req.off_session.unwrap_or(false);
+    let mandate_id = match &req.mandate_id {
+        None if off_session => {
+            return Err(ApiError::invalid(
+                "mandate_required",
+                "an off-session payment needs a mandate_id",
+            )
+            .param("mandate_id"))
+        }
+        None => None,
+        Some(id) => {
+            let c = customer
+                .as_ref()
+                .ok_or_else(|| needs_customer("mandate_id"))?;
+            let m = customers::store::find_mandate(&state.db, id)
+                .await?
+                .filter(|m| m.customer_id == c.id)
+                .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
+            check_mandate(&m, amount, currency)?;
+            if card.is_none() {
+                card = Some(
+                    saved_card(state, customer_id.as_deref(), &m.payment_method_id)
+                        .await
+                        .map_err(|_| {
+                            ApiError::conflict(
+                                "payment_method_deleted",
+                                "the mandate's payment method was deleted",
+                            )
+                            .param("mandate_id")
+                        })?,
+                );
+            }
+            Some(m.id)
+        }
+    };
+    Ok(CustomerSide {
+        customer_id,
+        card,
+        mandate_id,
+        future_usage,
+        mandate_request,
+        off_session,
+    })
 }
 
 fn text(param: &str, value: Option<&String>, max: usize) -> Result<Option<String>, ApiError> {
@@ -266,22 +413,8 @@ pub async fn create_payment(
     let profile = caller.require_shop()?.clone();
     let amount = parse_amount("amount", req.amount)?;
     let currency = parse_currency("currency", &req.currency)?;
-    for (name, present) in [
-        ("customer_id", req.customer_id.is_some()),
-        ("setup_future_usage", req.setup_future_usage.is_some()),
-        ("mandate_id", req.mandate_id.is_some()),
-        ("off_session", req.off_session.is_some()),
-    ] {
-        if present {
-            return Err(unsupported(name));
-        }
-    }
-    let card = card(
-        &state,
-        caller.test_mode(),
-        req.payment_method_data.as_ref(),
-        req.payment_method_id.as_ref(),
-    )?;
+    let side = customer_side(&state, &caller, &req, amount, &currency).await?;
+    let card = side.card.clone();
     if req.confirm && card.is_none() {
         return Err(ApiError::invalid(
             "payment_method_required",
@@ -321,10 +454,13 @@ pub async fn create_payment(
         confirm_attempts: 0,
         max_attempts: 3,
         enable_partial_authorization: req.enable_partial_authorization,
-        customer_id: None,
-        mandate_id: None,
-        setup_future_usage: None,
-        off_session: false,
+        customer_id: side.customer_id,
+        mandate_id: side.mandate_id,
+        setup_future_usage: side.future_usage.map(str::to_owned),
+        off_session: side.off_session,
+        mandate_request: side
+            .mandate_request
+            .and_then(|r| serde_json::to_string(&r).ok()),
         payment_method: card.as_ref().and_then(|c| serde_json::to_string(c).ok()),
         processor: None,
         processor_reference: None,
@@ -412,12 +548,7 @@ pub async fn update_payment(
             .map(|c| parse_currency("currency", c))
             .transpose()?,
         manual_capture: req.capture_method.map(|c| c == CaptureMethodDto::Manual),
-        card: card(
-            &state,
-            caller.test_mode(),
-            req.payment_method_data.as_ref(),
-            None,
-        )?,
+        card: parse_card_data(&state, caller.test_mode(), req.payment_method_data.as_ref())?,
         lines: req.lines,
         metadata: req.metadata,
         description: text("description", req.description.as_ref(), 1000)?,
@@ -445,12 +576,19 @@ pub async fn confirm_payment(
     ApiJson(req): ApiJson<ConfirmPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let access = access(&caller, req.client_secret)?;
-    let card = card(
-        &state,
-        caller.test_mode(),
-        req.payment_method_data.as_ref(),
-        req.payment_method_id.as_ref(),
-    )?;
+    let mut card = parse_card_data(&state, caller.test_mode(), req.payment_method_data.as_ref())?;
+    if let Some(pm_id) = &req.payment_method_id {
+        if card.is_some() {
+            return Err(ApiError::invalid_param(
+                "payment_method_id",
+                "send payment_method_data or payment_method_id, not both",
+            ));
+        }
+        let payment = store::find_owned(&state.db, &id, &access.merchant_id, access.test_mode)
+            .await?
+            .ok_or_else(|| ApiError::not_found("payment"))?;
+        card = Some(saved_card(&state, payment.customer_id.as_deref(), pm_id).await?);
+    }
     let return_url = return_url(req.return_url.as_ref())?;
     let m = send(
         &state,

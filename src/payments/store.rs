@@ -16,6 +16,7 @@ use super::{
     routing::RoutingRules,
 };
 use crate::{
+    customers,
     events::outbox::{self, NewEvent},
     ids::new_id,
     pagination::{paginate, List, Page},
@@ -39,11 +40,22 @@ pub struct Announcement {
     pub object: String,
 }
 
+/// A card to save for the payment's customer, and the mandate to create with it.
+pub struct SaveCard {
+    pub customer_id: String,
+    pub card: crate::processors::StoredCard,
+    /// The mandate's terms and its (already chosen) id.
+    pub mandate: Option<(super::api::MandateRequest, String)>,
+}
+
 /// What a transition writes besides the payment row.
 #[derive(Default)]
 pub struct Changes {
     pub trigger: &'static str,
     pub attempts: Vec<payment_attempt::Model>,
+    pub save: Option<SaveCard>,
+    /// A single-use mandate this transition's charge used up.
+    pub spend_mandate: Option<payd_entity::mandate::Model>,
     /// A refund this transition created (version 0) or changed.
     pub refund: Option<refund::Model>,
     pub events: Vec<Announcement>,
@@ -145,6 +157,17 @@ pub async fn commit(
         a.into_active_model().reset_all().insert(&txn).await?;
     }
     sync_jobs(&txn, &after, now, settle_delay).await?;
+    if let Some(save) = changes.save {
+        save_card(&txn, &after, save, now).await?;
+    }
+    if let Some(mandate) = changes.spend_mandate {
+        if customers::store::set_mandate_status(&txn, &mandate, "inactive", now)
+            .await?
+            .is_none()
+        {
+            return Err(CommitError::LostRace);
+        }
+    }
     let refund = match changes.refund {
         Some(r) => Some(write_refund(&txn, r, now, settle_delay).await?),
         None => None,
@@ -167,6 +190,40 @@ pub async fn commit(
     }
     txn.commit().await?;
     Ok((after, refund))
+}
+
+/// Saves the card (once per fingerprint) and creates its mandate, announcing `mandate_active`.
+/// A customer deleted meanwhile gets nothing saved.
+async fn save_card(
+    db: &impl ConnectionTrait,
+    p: &payment::Model,
+    save: SaveCard,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let Some(customer) = payd_entity::customer::Entity::find_by_id(save.customer_id.as_str())
+        .one(db)
+        .await?
+        .filter(|c| c.redacted_at.is_none())
+    else {
+        return Ok(());
+    };
+    let pm = customers::store::save_card(db, &customer, &save.card, now).await?;
+    if let Some((terms, id)) = save.mandate {
+        let mandate = customers::store::insert_mandate(
+            db,
+            &id,
+            &p.profile_id,
+            &customer,
+            &pm.id,
+            terms.single_use,
+            terms.amount_limit,
+            Some(terms.currency),
+            now,
+        )
+        .await?;
+        customers::store::record_mandate_event(db, &mandate, "mandate_active", now).await?;
+    }
+    Ok(())
 }
 
 /// Inserts a new refund or updates a changed one (compare-and-set on its version), and keeps

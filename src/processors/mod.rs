@@ -58,6 +58,11 @@ pub enum ProcessorError {
 }
 
 pub trait Processor: Send + Sync + 'static {
+    /// Whether the processor accepts this card for later charges (saved methods, mandates).
+    fn can_save(&self, _card: &StoredCard) -> bool {
+        true
+    }
+
     fn authorize(&self, req: AuthRequest)
         -> BoxFuture<'static, Result<AuthResult, ProcessorError>>;
     /// The buyer finished (or failed) the challenge of a `ChallengeRequired` authorization.

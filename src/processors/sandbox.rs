@@ -127,6 +127,19 @@ impl Sandbox {
 }
 
 impl Processor for Sandbox {
+    /// Cards that decline outright cannot be saved; 4000000000000341 can, though every
+    /// charge of it declines.
+    fn can_save(&self, card: &super::StoredCard) -> bool {
+        !matches!(
+            card.test_behaviour,
+            Some(
+                TestBehaviour::Decline
+                    | TestBehaviour::InsufficientFunds
+                    | TestBehaviour::StolenCard
+            )
+        )
+    }
+
     fn authorize(
         &self,
         req: AuthRequest,

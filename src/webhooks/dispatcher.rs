@@ -50,6 +50,11 @@ impl Dispatcher {
         }
     }
 
+    /// Looks for due work now (after a commit that recorded events).
+    pub fn wake(&self) {
+        self.wake.now();
+    }
+
     /// Claims what is due and queues it; returns how many deliveries were handed over.
     pub async fn tick(&self) -> Result<usize, DbErr> {
         let now = self.clock.now();

@@ -1,0 +1,32 @@
+//! A mandate: the customer's permission to charge a saved method without them present.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "mandates")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub customer_id: String,
+    pub merchant_id: String,
+    /// The shop of the payment that created it: its events go to that shop's endpoint.
+    pub profile_id: String,
+    pub test_mode: bool,
+    pub payment_method_id: String,
+    /// `single_use` or `multi_use`.
+    pub mandate_type: String,
+    pub amount_limit: Option<i64>,
+    pub currency: Option<String>,
+    /// `pending`, `active`, `inactive` or `revoked`.
+    pub status: String,
+    pub start_at: DateTimeUtc,
+    pub end_at: Option<DateTimeUtc>,
+    pub version: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,22 @@
+//! A customer's saved card: brand, last four, expiry and fingerprint — never the number.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "payment_methods")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub customer_id: String,
+    pub merchant_id: String,
+    pub test_mode: bool,
+    /// JSON of the stored card.
+    pub card: String,
+    pub fingerprint: String,
+    pub created_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,346 @@
+//! Request and response types of the customer, payment-method and mandate routes.
+
+use chrono::{DateTime, Utc};
+use payd_entity::{customer, mandate, payment_method};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{
+    error::ApiError,
+    payments::api::{Metadata, PaymentMethodView},
+    processors::StoredCard,
+};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Address {
+    #[serde(default)]
+    pub line1: Option<String>,
+    #[serde(default)]
+    pub line2: Option<String>,
+    #[serde(default)]
+    pub city: Option<String>,
+    #[serde(default)]
+    pub postal_code: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    /// ISO 3166-1 alpha-2.
+    #[serde(default)]
+    pub country: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomerFields {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub phone: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub address: Option<Address>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+}
+
+/// A customer. After `DELETE` its personal fields are null and `redacted` is true.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Customer {
+    pub customer_id: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub description: Option<String>,
+    pub address: Option<Address>,
+    #[schema(value_type = Object)]
+    pub metadata: Metadata,
+    pub default_payment_method_id: Option<String>,
+    pub redacted: bool,
+    pub test_mode: bool,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+impl From<&customer::Model> for Customer {
+    fn from(c: &customer::Model) -> Self {
+        Self {
+            customer_id: c.id.clone(),
+            name: c.name.clone(),
+            email: c.email.clone(),
+            phone: c.phone.clone(),
+            description: c.description.clone(),
+            address: c
+                .address
+                .as_deref()
+                .and_then(|a| serde_json::from_str(a).ok()),
+            metadata: serde_json::from_str(&c.metadata).unwrap_or_default(),
+            default_payment_method_id: c.default_payment_method_id.clone(),
+            redacted: c.redacted_at.is_some(),
+            test_mode: c.test_mode,
+            created: c.created_at,
+            updated: c.updated_at,
+        }
+    }
+}
+
+/// What a `DELETE /customers/{id}` erased.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Redaction {
+    pub customer: Customer,
+    /// The personal fields that held data and were erased.
+    pub erased_fields: Vec<String>,
+    pub deleted_payment_methods: Vec<String>,
+}
+
+/// A saved payment method.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SavedMethod {
+    pub payment_method_id: String,
+    pub customer_id: String,
+    pub card: Option<PaymentMethodView>,
+    pub is_default: bool,
+    pub test_mode: bool,
+    pub created: DateTime<Utc>,
+}
+
+impl SavedMethod {
+    pub fn of(pm: &payment_method::Model, default: Option<&str>) -> Self {
+        let card: Option<StoredCard> = serde_json::from_str(&pm.card).ok();
+        Self {
+            payment_method_id: pm.id.clone(),
+            customer_id: pm.customer_id.clone(),
+            card: card.as_ref().map(PaymentMethodView::from),
+            is_default: default == Some(pm.id.as_str()),
+            test_mode: pm.test_mode,
+            created: pm.created_at,
+        }
+    }
+}
+
+/// A mandate object (also the `content.object` of `mandate_details` events).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Mandate {
+    pub mandate_id: String,
+    pub customer_id: String,
+    pub payment_method_id: String,
+    /// `single_use` or `multi_use`.
+    #[serde(rename = "type")]
+    pub mandate_type: String,
+    pub amount_limit: Option<i64>,
+    pub currency: Option<String>,
+    /// `pending`, `active`, `inactive` or `revoked`.
+    pub status: String,
+    pub start: DateTime<Utc>,
+    pub end: Option<DateTime<Utc>>,
+    pub test_mode: bool,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+impl From<&mandate::Model> for Mandate {
+    fn from(m: &mandate::Model) -> Self {
+        Self {
+            mandate_id: m.id.clone(),
+            customer_id: m.customer_id.clone(),
+            payment_method_id: m.payment_method_id.clone(),
+            mandate_type: m.mandate_type.clone(),
+            amount_limit: m.amount_limit,
+            currency: m.currency.clone(),
+            status: m.status.clone(),
+            start: m.start_at,
+            end: m.end_at,
+            test_mode: m.test_mode,
+            created: m.created_at,
+            updated: m.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListCustomersQuery {
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub created_after: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub created_before: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListMandatesQuery {
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub customer_id: Option<String>,
+    #[serde(default)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+fn bounded(param: &str, v: &Option<String>, max: usize) -> Result<(), ApiError> {
+    match v {
+        Some(s) if s.trim().is_empty() || s.chars().count() > max => Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be 1 to {max} characters"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Checks the fields a client may set; emails and phones must look like ones.
+pub fn check_fields(f: &CustomerFields) -> Result<(), ApiError> {
+    bounded("name", &f.name, 200)?;
+    bounded("description", &f.description, 1000)?;
+    if let Some(email) = &f.email {
+        let ok = email.len() <= 254
+            && !email.chars().any(char::is_whitespace)
+            && email.split_once('@').is_some_and(|(local, domain)| {
+                !local.is_empty()
+                    && !domain.contains('@')
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
+            });
+        if !ok {
+            return Err(
+                ApiError::invalid("invalid_email", "email is not a valid address").param("email"),
+            );
+        }
+    }
+    if let Some(phone) = &f.phone {
+        let digits = phone.chars().filter(char::is_ascii_digit).count();
+        let allowed = phone
+            .chars()
+            .enumerate()
+            .all(|(i, c)| c.is_ascii_digit() || " -().".contains(c) || (i == 0 && c == '+'));
+        if !allowed || !(7..=15).contains(&digits) {
+            return Err(ApiError::invalid(
+                "invalid_phone",
+                "phone must be 7 to 15 digits, optionally with + and separators",
+            )
+            .param("phone"));
+        }
+    }
+    if let Some(a) = &f.address {
+        for (name, v) in [
+            ("line1", &a.line1),
+            ("line2", &a.line2),
+            ("city", &a.city),
+            ("postal_code", &a.postal_code),
+            ("state", &a.state),
+        ] {
+            bounded(&format!("address.{name}"), v, 200)?;
+        }
+        if let Some(c) = &a.country {
+            if c.len() != 2 || !c.bytes().all(|b| b.is_ascii_alphabetic()) {
+                return Err(ApiError::invalid_param(
+                    "address.country",
+                    "country is a two-letter ISO 3166-1 code",
+                ));
+            }
+        }
+    }
+    if let Some(md) = &f.metadata {
+        if md.len() > 50
+            || md.keys().any(|k| k.is_empty() || k.len() > 40)
+            || serde_json::to_string(md).map_or(true, |s| s.len() > 8192)
+        {
+            return Err(ApiError::invalid_param(
+                "metadata",
+                "at most 50 keys of 1 to 40 characters, 8 KiB in all",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a mandate may be charged `amount` in `currency` now (409 naming the reason if not).
+pub fn check_mandate(m: &mandate::Model, amount: i64, currency: &str) -> Result<(), ApiError> {
+    let refuse = |code: &'static str, message: String| {
+        Err(ApiError::conflict(code, message).param("mandate_id"))
+    };
+    match m.status.as_str() {
+        "active" => {}
+        "revoked" => return refuse("mandate_revoked", "the mandate was revoked".into()),
+        other => return refuse("mandate_inactive", format!("the mandate is {other}")),
+    }
+    if m.currency.as_deref().is_some_and(|c| c != currency) {
+        return refuse(
+            "mandate_currency_mismatch",
+            format!(
+                "the mandate is for {}",
+                m.currency.clone().unwrap_or_default()
+            ),
+        );
+    }
+    if m.amount_limit.is_some_and(|limit| amount > limit) {
+        return refuse(
+            "mandate_amount_exceeded",
+            format!(
+                "the mandate allows at most {} per charge",
+                m.amount_limit.unwrap_or_default()
+            ),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(email: Option<&str>, phone: Option<&str>) -> CustomerFields {
+        CustomerFields {
+            email: email.map(str::to_owned),
+            phone: phone.map(str::to_owned),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn emails_and_phones_are_checked() {
+        assert!(check_fields(&with(Some("ana@example.com"), Some("+49 30 1234567"))).is_ok());
+        for bad in [
+            "ana",
+            "ana@",
+            "@example.com",
+            "ana@example",
+            "a na@example.com",
+            "a@b@c.com",
+        ] {
+            assert_eq!(
+                check_fields(&with(Some(bad), None))
+                    .unwrap_err()
+                    .param
+                    .as_deref(),
+                Some("email"),
+                "{bad}"
+            );
+        }
+        for bad in ["12", "call me", "+1 (555) 000-0000-000000", "1+2345678"] {
+            assert_eq!(
+                check_fields(&with(None, Some(bad)))
+                    .unwrap_err()
+                    .param
+                    .as_deref(),
+                Some("phone"),
+                "{bad}"
+            );
+        }
+    }
+}

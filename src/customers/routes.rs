@@ -1,0 +1,393 @@
+//! Handlers of the customer, saved-method and mandate routes.
+
+use actix_web::{web, HttpResponse};
+use payd_entity::customer;
+use sea_orm::TransactionTrait;
+
+use super::{
+    api::{
+        check_fields, Customer, CustomerFields, ListCustomersQuery, ListMandatesQuery, Mandate,
+        Redaction, SavedMethod,
+    },
+    store,
+};
+use crate::{
+    app::AppState,
+    auth::{Caller, SecretKey},
+    error::ApiError,
+    http::{ApiJson, ApiQuery},
+    pagination::{List, ListQuery, Page},
+    payments::api::Items,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/customers").route(web::post().to(create_customer)))
+        .service(web::resource("/customers/list").route(web::get().to(list_customers)))
+        .service(
+            web::resource("/customers/{customer_id}")
+                .route(web::get().to(retrieve_customer))
+                .route(web::post().to(update_customer))
+                .route(web::delete().to(delete_customer)),
+        )
+        .service(
+            web::resource("/customers/{customer_id}/payment-methods")
+                .route(web::get().to(list_methods)),
+        )
+        .service(
+            web::resource("/customers/{customer_id}/payment-methods/{payment_method_id}/default")
+                .route(web::post().to(set_default_method)),
+        )
+        .service(
+            web::resource("/payment-methods/{payment_method_id}")
+                .route(web::delete().to(delete_method)),
+        )
+        .service(
+            web::resource("/customers/{customer_id}/mandates")
+                .route(web::get().to(customer_mandates)),
+        )
+        .service(web::resource("/mandates/list").route(web::get().to(list_mandates)))
+        .service(web::resource("/mandates/{mandate_id}").route(web::get().to(retrieve_mandate)))
+        .service(
+            web::resource("/mandates/revoke/{mandate_id}").route(web::post().to(revoke_mandate)),
+        );
+}
+
+async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<customer::Model, ApiError> {
+    store::find_owned(
+        &state.db,
+        id,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found("customer"))
+}
+
+fn redacted() -> ApiError {
+    ApiError::conflict(
+        "customer_redacted",
+        "this customer was deleted; its data is redacted",
+    )
+}
+
+/// Create a customer.
+#[utoipa::path(post, path = "/customers", tag = "customers", request_body = CustomerFields,
+    responses((status = 200, body = Customer), (status = 400, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_customer(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(f): ApiJson<CustomerFields>,
+) -> Result<HttpResponse, ApiError> {
+    check_fields(&f)?;
+    let c = store::insert(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        &f,
+        state.clock.now(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(Customer::from(&c)))
+}
+
+/// List customers, newest first.
+#[utoipa::path(get, path = "/customers/list", tag = "customers", params(ListCustomersQuery),
+    responses((status = 200, body = List<Customer>)), security(("api_key" = [])))]
+pub async fn list_customers(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<ListCustomersQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&ListQuery {
+        limit: q.limit,
+        starting_after: q.starting_after.clone(),
+        ending_before: q.ending_before.clone(),
+    })?;
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        &q,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|c| Customer::from(&c))))
+}
+
+/// Retrieve a customer (a deleted one reads as redacted).
+#[utoipa::path(get, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
+    responses((status = 200, body = Customer), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+pub async fn retrieve_customer(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(Customer::from(&owned(&state, &caller, &id).await?)))
+}
+
+/// Update a customer.
+#[utoipa::path(post, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
+    request_body = CustomerFields,
+    responses((status = 200, body = Customer), (status = 409, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+pub async fn update_customer(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(f): ApiJson<CustomerFields>,
+) -> Result<HttpResponse, ApiError> {
+    check_fields(&f)?;
+    for _ in 0..3 {
+        let c = owned(&state, &caller, &id).await?;
+        if c.redacted_at.is_some() {
+            return Err(redacted());
+        }
+        if let Some(updated) =
+            store::replace(&state.db, &c, store::apply(&c, &f, state.clock.now())).await?
+        {
+            return Ok(HttpResponse::Ok().json(Customer::from(&updated)));
+        }
+    }
+    Err(ApiError::conflict(
+        "concurrent_update",
+        "the customer was changed by another request; retry",
+    ))
+}
+
+/// Delete a customer: redact its personal data and delete its saved methods. Refused while
+/// a mandate is active; its id, payments and refunds stay.
+#[utoipa::path(delete, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
+    responses((status = 200, body = Redaction), (status = 409, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+pub async fn delete_customer(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let c = owned(&state, &caller, &id).await?;
+    if c.redacted_at.is_some() {
+        return Err(redacted());
+    }
+    let now = state.clock.now();
+    let txn = state.db.begin().await?;
+    if store::has_live_mandate(&txn, &c.id).await? {
+        return Err(ApiError::conflict(
+            "active_mandate",
+            "the customer has an active mandate; revoke it before deleting the customer",
+        ));
+    }
+    let erased: Vec<String> = [
+        ("name", c.name.is_some()),
+        ("email", c.email.is_some()),
+        ("phone", c.phone.is_some()),
+        ("description", c.description.is_some()),
+        ("address", c.address.is_some()),
+        ("metadata", c.metadata != "{}"),
+    ]
+    .into_iter()
+    .filter(|(_, had)| *had)
+    .map(|(f, _)| f.to_owned())
+    .collect();
+    let mut after = c.clone();
+    after.name = None;
+    after.email = None;
+    after.phone = None;
+    after.description = None;
+    after.address = None;
+    after.metadata = "{}".into();
+    after.default_payment_method_id = None;
+    after.redacted_at = Some(now);
+    after.updated_at = now;
+    let deleted = store::delete_methods(&txn, &c.id).await?;
+    let Some(after) = store::replace(&txn, &c, after).await? else {
+        return Err(ApiError::conflict(
+            "concurrent_update",
+            "the customer was changed by another request; retry",
+        ));
+    };
+    txn.commit().await?;
+    Ok(HttpResponse::Ok().json(Redaction {
+        customer: Customer::from(&after),
+        erased_fields: erased,
+        deleted_payment_methods: deleted,
+    }))
+}
+
+/// The customer's saved methods, newest first; the default is flagged.
+#[utoipa::path(get, path = "/customers/{customer_id}/payment-methods", tag = "customers", params(("customer_id" = String, Path)),
+    responses((status = 200, body = Items<SavedMethod>)), security(("api_key" = [])))]
+pub async fn list_methods(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let c = owned(&state, &caller, &id).await?;
+    let data = store::methods(&state.db, &c.id)
+        .await?
+        .iter()
+        .map(|pm| SavedMethod::of(pm, c.default_payment_method_id.as_deref()))
+        .collect();
+    Ok(HttpResponse::Ok().json(Items { data }))
+}
+
+/// Make a saved method the customer's default.
+#[utoipa::path(post, path = "/customers/{customer_id}/payment-methods/{payment_method_id}/default", tag = "customers",
+    params(("customer_id" = String, Path), ("payment_method_id" = String, Path)),
+    responses((status = 200, body = Customer), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+pub async fn set_default_method(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (customer_id, pm_id) = path.into_inner();
+    for _ in 0..3 {
+        let c = owned(&state, &caller, &customer_id).await?;
+        if c.redacted_at.is_some() {
+            return Err(redacted());
+        }
+        store::find_method(&state.db, &pm_id)
+            .await?
+            .filter(|pm| pm.customer_id == c.id)
+            .ok_or_else(|| ApiError::not_found("payment method").param("payment_method_id"))?;
+        let mut after = c.clone();
+        after.default_payment_method_id = Some(pm_id.clone());
+        after.updated_at = state.clock.now();
+        if let Some(updated) = store::replace(&state.db, &c, after).await? {
+            return Ok(HttpResponse::Ok().json(Customer::from(&updated)));
+        }
+    }
+    Err(ApiError::conflict(
+        "concurrent_update",
+        "the customer was changed by another request; retry",
+    ))
+}
+
+/// Delete a saved method (and clear it as the default).
+#[utoipa::path(delete, path = "/payment-methods/{payment_method_id}", tag = "customers", params(("payment_method_id" = String, Path)),
+    responses((status = 200, body = SavedMethod), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+pub async fn delete_method(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let pm = store::find_method(&state.db, &id)
+        .await?
+        .filter(|pm| {
+            pm.merchant_id == caller.merchant_id.as_str() && pm.test_mode == caller.test_mode()
+        })
+        .ok_or_else(|| ApiError::not_found("payment method"))?;
+    store::delete_method(&state.db, &pm).await?;
+    Ok(HttpResponse::Ok().json(SavedMethod::of(&pm, None)))
+}
+
+fn mandate_page(q: &ListMandatesQuery) -> Result<Page, ApiError> {
+    Page::parse(&ListQuery {
+        limit: q.limit,
+        starting_after: q.starting_after.clone(),
+        ending_before: q.ending_before.clone(),
+    })
+}
+
+/// A customer's mandates, newest first.
+#[utoipa::path(get, path = "/customers/{customer_id}/mandates", tag = "mandates",
+    params(("customer_id" = String, Path), ListMandatesQuery),
+    responses((status = 200, body = List<Mandate>)), security(("api_key" = [])))]
+pub async fn customer_mandates(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiQuery(mut q): ApiQuery<ListMandatesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let c = owned(&state, &caller, &id).await?;
+    q.customer_id = Some(c.id);
+    let page = mandate_page(&q)?;
+    let list = store::mandates(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        &q,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|m| Mandate::from(&m))))
+}
+
+/// List mandates, filtered by status and customer.
+#[utoipa::path(get, path = "/mandates/list", tag = "mandates", params(ListMandatesQuery),
+    responses((status = 200, body = List<Mandate>)), security(("api_key" = [])))]
+pub async fn list_mandates(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<ListMandatesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(s) = &q.status {
+        if !matches!(s.as_str(), "pending" | "active" | "inactive" | "revoked") {
+            return Err(ApiError::invalid_param(
+                "status",
+                format!("unknown status {s:?}"),
+            ));
+        }
+    }
+    let page = mandate_page(&q)?;
+    let list = store::mandates(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        &q,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|m| Mandate::from(&m))))
+}
+
+async fn owned_mandate(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<payd_entity::mandate::Model, ApiError> {
+    store::find_mandate(&state.db, id)
+        .await?
+        .filter(|m| {
+            m.merchant_id == caller.merchant_id.as_str() && m.test_mode == caller.test_mode()
+        })
+        .ok_or_else(|| ApiError::not_found("mandate"))
+}
+
+/// Retrieve a mandate.
+#[utoipa::path(get, path = "/mandates/{mandate_id}", tag = "mandates", params(("mandate_id" = String, Path)),
+    responses((status = 200, body = Mandate), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+pub async fn retrieve_mandate(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(Mandate::from(&owned_mandate(&state, &caller, &id).await?)))
+}
+
+/// Revoke a mandate: it can never be charged again (`mandate_revoked`).
+#[utoipa::path(post, path = "/mandates/revoke/{mandate_id}", tag = "mandates", params(("mandate_id" = String, Path)),
+    responses((status = 200, body = Mandate), (status = 409, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+pub async fn revoke_mandate(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = owned_mandate(&state, &caller, &id).await?;
+    if m.status == "revoked" {
+        return Err(ApiError::conflict(
+            "invalid_state",
+            "the mandate is revoked already",
+        ));
+    }
+    let now = state.clock.now();
+    let txn = state.db.begin().await?;
+    let Some(revoked) = store::set_mandate_status(&txn, &m, "revoked", now).await? else {
+        return Err(ApiError::conflict(
+            "concurrent_update",
+            "the mandate was changed by another request; retry",
+        ));
+    };
+    store::record_mandate_event(&txn, &revoked, "mandate_revoked", now).await?;
+    txn.commit().await?;
+    state.dispatcher.wake();
+    Ok(HttpResponse::Ok().json(Mandate::from(&revoked)))
+}

@@ -1,0 +1,490 @@
+//! Customers, saved payment methods, mandates and merchant-initiated payments.
+
+mod common;
+
+use actix_web::http::Method;
+use common::{card, spawn_app, Merchant, TestApp};
+use serde_json::{json, Value};
+
+async fn customer(app: &TestApp, m: &Merchant, body: Value) -> Value {
+    let r = app.call(m, Method::POST, "/customers", Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+/// A payment that saves its card for the customer (and, off-session, makes a mandate).
+async fn save(app: &TestApp, m: &Merchant, customer_id: &str, number: &str, extra: Value) -> Value {
+    let mut body = json!({"amount": 500, "currency": "EUR", "confirm": true, "customer_id": customer_id,
+        "setup_future_usage": "off_session", "payment_method_data": card(number)});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let r = app.create_payment(m, body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+async fn charge(
+    app: &TestApp,
+    m: &Merchant,
+    customer_id: &str,
+    mandate_id: &str,
+    amount: i64,
+    currency: &str,
+) -> common::Answer {
+    app.create_payment(
+        m,
+        json!({"amount": amount, "currency": currency, "confirm": true, "customer_id": customer_id,
+        "mandate_id": mandate_id, "off_session": true}),
+    )
+    .await
+}
+
+async fn get(app: &TestApp, m: &Merchant, path: &str) -> common::Answer {
+    app.call(m, Method::GET, path, None).await
+}
+
+#[actix_web::test]
+async fn save_list_default_charge_off_session_revoke_and_refuse() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let c = customer(&app, &m, json!({"name": "Ana", "email": "ana@example.com", "phone": "+49 30 1234567",
+        "address": {"line1": "Main St 1", "city": "Berlin", "country": "DE"}, "metadata": {"crm": "42"}})).await;
+    let cid = c["customer_id"].as_str().unwrap();
+    assert!(cid.starts_with("cus_"));
+
+    let p = save(&app, &m, cid, "4242424242424242", json!({})).await;
+    assert_eq!(p["status"], "succeeded");
+    let mandate_id = p["mandate_id"]
+        .as_str()
+        .expect("a mandate was made")
+        .to_owned();
+    save(
+        &app,
+        &m,
+        cid,
+        "4242424242424242",
+        json!({"setup_future_usage": "on_session"}),
+    )
+    .await;
+    save(
+        &app,
+        &m,
+        cid,
+        "5555555555554444",
+        json!({"setup_future_usage": "on_session"}),
+    )
+    .await;
+    let methods = get(&app, &m, &format!("/customers/{cid}/payment-methods"))
+        .await
+        .body;
+    let list = methods["data"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "the same card is saved once");
+    assert!(!methods.to_string().contains("4242424242424242"));
+    let first_default: Vec<bool> = list
+        .iter()
+        .map(|x| x["is_default"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        first_default,
+        [false, true],
+        "the first saved card is the default"
+    );
+    let mastercard = list[0]["payment_method_id"].as_str().unwrap().to_owned();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/customers/{cid}/payment-methods/{mastercard}/default"),
+            None,
+        )
+        .await;
+    assert_eq!(r.body["default_payment_method_id"], mastercard.as_str());
+
+    let mandate = get(&app, &m, &format!("/mandates/{mandate_id}")).await.body;
+    assert_eq!(
+        (
+            mandate["status"].as_str(),
+            mandate["type"].as_str(),
+            mandate["currency"].as_str()
+        ),
+        (Some("active"), Some("multi_use"), Some("EUR"))
+    );
+    let r = charge(&app, &m, cid, &mandate_id, 700, "EUR").await;
+    assert_eq!(
+        (
+            r.status,
+            r.body["status"].as_str(),
+            r.body["mandate_id"].as_str()
+        ),
+        (200, Some("succeeded"), Some(mandate_id.as_str()))
+    );
+    assert_eq!(r.body["payment_method"]["last4"], "4242");
+    let r = charge(&app, &m, cid, &mandate_id, 700, "EUR").await;
+    assert_eq!(
+        r.body["status"], "succeeded",
+        "multi-use mandates charge again"
+    );
+
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/mandates/revoke/{mandate_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.body["status"], "revoked");
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/mandates/revoke/{mandate_id}"),
+            None,
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+    let r = charge(&app, &m, cid, &mandate_id, 700, "EUR").await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (409, "mandate_revoked", Some("mandate_id"))
+    );
+
+    let events = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/events/{}", m.merchant_id),
+            Some(json!({"object_id": mandate_id})),
+        )
+        .await
+        .body;
+    let types: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["mandate_revoked", "mandate_active"]);
+    assert_eq!(
+        events["data"][0]["envelope"]["content"]["type"],
+        "mandate_details"
+    );
+    let listed = get(&app, &m, &format!("/customers/{cid}/mandates"))
+        .await
+        .body;
+    assert_eq!(listed["data"][0]["mandate_id"], mandate_id.as_str());
+    let active = get(&app, &m, "/mandates/list?status=active").await.body;
+    assert!(active["data"].as_array().unwrap().is_empty());
+}
+
+#[actix_web::test]
+async fn mandates_enforce_their_terms() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let cid = customer(&app, &m, json!({"name": "Bo"})).await["customer_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let once = save(
+        &app,
+        &m,
+        &cid,
+        "4242424242424242",
+        json!({"mandate_data": {"type": "single_use", "amount_limit": 1000}}),
+    )
+    .await;
+    let mid = once["mandate_id"].as_str().unwrap().to_owned();
+    let r = charge(&app, &m, &cid, &mid, 1001, "EUR").await;
+    assert_eq!((r.status, r.code()), (409, "mandate_amount_exceeded"));
+    let r = charge(&app, &m, &cid, &mid, 100, "USD").await;
+    assert_eq!((r.status, r.code()), (409, "mandate_currency_mismatch"));
+    let r = charge(&app, &m, &cid, &mid, 1000, "EUR").await;
+    assert_eq!(r.body["status"], "succeeded");
+    assert_eq!(
+        get(&app, &m, &format!("/mandates/{mid}")).await.body["status"],
+        "inactive",
+        "single use"
+    );
+    let r = charge(&app, &m, &cid, &mid, 10, "EUR").await;
+    assert_eq!((r.status, r.code()), (409, "mandate_inactive"));
+
+    // A card that saves, but whose every charge declines.
+    let declining = save(&app, &m, &cid, "4000000000000341", json!({})).await;
+    assert_eq!(declining["status"], "declined");
+    let mid = declining["mandate_id"]
+        .as_str()
+        .expect("saved despite the decline")
+        .to_owned();
+    let r = charge(&app, &m, &cid, &mid, 100, "EUR").await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("declined"))
+    );
+    // A card that declines outright is not saved.
+    let stolen = save(&app, &m, &cid, "4000000000009979", json!({})).await;
+    assert_eq!(stolen["mandate_id"], Value::Null);
+    // Off-session needs a mandate; a mandate needs a customer.
+    let r = app
+        .create_payment(
+            &m,
+            json!({"amount": 5, "currency": "EUR", "customer_id": cid, "off_session": true}),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("mandate_id")));
+    let r = app
+        .create_payment(
+            &m,
+            json!({"amount": 5, "currency": "EUR", "mandate_id": mid}),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("customer_id")));
+}
+
+#[actix_web::test]
+async fn deleting_a_customer_redacts_it_once_its_mandates_are_revoked() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let cid = customer(
+        &app,
+        &m,
+        json!({"name": "Cy", "email": "cy@example.com", "description": "VIP"}),
+    )
+    .await["customer_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let p = save(&app, &m, &cid, "4242424242424242", json!({})).await;
+    let mid = p["mandate_id"].as_str().unwrap();
+    let r = app
+        .call(&m, Method::DELETE, &format!("/customers/{cid}"), None)
+        .await;
+    assert_eq!((r.status, r.code()), (409, "active_mandate"));
+    app.call(&m, Method::POST, &format!("/mandates/revoke/{mid}"), None)
+        .await;
+    let r = app
+        .call(&m, Method::DELETE, &format!("/customers/{cid}"), None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.body["erased_fields"],
+        json!(["name", "email", "description"])
+    );
+    assert_eq!(
+        r.body["deleted_payment_methods"].as_array().unwrap().len(),
+        1
+    );
+    let c = get(&app, &m, &format!("/customers/{cid}")).await.body;
+    assert_eq!(
+        (
+            c["redacted"].as_bool(),
+            c["name"].clone(),
+            c["email"].clone()
+        ),
+        (Some(true), Value::Null, Value::Null)
+    );
+    assert!(get(&app, &m, &format!("/customers/{cid}/payment-methods"))
+        .await
+        .body["data"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let payment = get(
+        &app,
+        &m,
+        &format!("/payments/{}", p["payment_id"].as_str().unwrap()),
+    )
+    .await
+    .body;
+    assert_eq!(
+        payment["customer_id"],
+        cid.as_str(),
+        "payments keep the customer id"
+    );
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/customers/{cid}"),
+            Some(json!({"name": "again"})),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (409, "customer_redacted"));
+    let r = app
+        .create_payment(
+            &m,
+            json!({"amount": 5, "currency": "EUR", "customer_id": cid}),
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (409, "customer_redacted"));
+    let r = app
+        .call(&m, Method::DELETE, &format!("/customers/{cid}"), None)
+        .await;
+    assert_eq!(r.status, 409);
+}
+
+#[actix_web::test]
+async fn saved_methods_belong_to_their_customer_and_merchant() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let a = customer(&app, &m, json!({})).await["customer_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let b = customer(&app, &m, json!({})).await["customer_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let p = save(
+        &app,
+        &m,
+        &a,
+        "4242424242424242",
+        json!({"setup_future_usage": "on_session"}),
+    )
+    .await;
+    assert_eq!(
+        p["mandate_id"],
+        Value::Null,
+        "on-session saving makes no mandate"
+    );
+    let pm = get(&app, &m, &format!("/customers/{a}/payment-methods"))
+        .await
+        .body["data"][0]["payment_method_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = app.create_payment(&m, json!({"amount": 5, "currency": "EUR", "confirm": true, "customer_id": a, "payment_method_id": pm})).await;
+    assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+    let r = app.create_payment(&m, json!({"amount": 5, "currency": "EUR", "confirm": true, "customer_id": b, "payment_method_id": pm})).await;
+    assert_eq!((r.status, r.param()), (404, Some("payment_method_id")));
+    let draft = app
+        .create_payment(
+            &m,
+            json!({"amount": 5, "currency": "EUR", "customer_id": a}),
+        )
+        .await
+        .body;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!(
+                "/payments/{}/confirm",
+                draft["payment_id"].as_str().unwrap()
+            ),
+            Some(json!({"payment_method_id": pm})),
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "confirm with a saved method");
+
+    let other = app.create_merchant("Other").await;
+    for path in [
+        format!("/customers/{a}"),
+        format!("/customers/{a}/payment-methods"),
+        format!("/customers/{a}/mandates"),
+    ] {
+        assert_eq!(get(&app, &other, &path).await.status, 404, "{path}");
+    }
+    let r = app
+        .call(
+            &other,
+            Method::DELETE,
+            &format!("/payment-methods/{pm}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    let r = app
+        .create_payment(
+            &other,
+            json!({"amount": 5, "currency": "EUR", "customer_id": a}),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (404, Some("customer_id")));
+
+    let r = app
+        .call(&m, Method::DELETE, &format!("/payment-methods/{pm}"), None)
+        .await;
+    assert_eq!(r.status, 200);
+    let c = get(&app, &m, &format!("/customers/{a}")).await.body;
+    assert_eq!(
+        c["default_payment_method_id"],
+        Value::Null,
+        "deleting the default clears it"
+    );
+}
+
+#[actix_web::test]
+async fn customer_fields_are_checked_and_listed() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    for (body, param) in [
+        (json!({"email": "not-an-email"}), "email"),
+        (json!({"phone": "call me"}), "phone"),
+        (json!({"nickname": "x"}), "nickname"),
+        (
+            json!({"address": {"country": "Germany"}}),
+            "address.country",
+        ),
+        (json!({"address": {"planet": "Mars"}}), "address.planet"),
+        (json!({"name": 5}), "name"),
+    ] {
+        let r = app
+            .call(&m, Method::POST, "/customers", Some(body.clone()))
+            .await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(param)),
+            "{body}: {}",
+            r.body
+        );
+    }
+    let mut ids = vec![];
+    for i in 0..5 {
+        ids.push(
+            customer(&app, &m, json!({"email": format!("c{i}@example.com")})).await["customer_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let r = get(&app, &m, "/customers/list?email=c3@example.com")
+        .await
+        .body;
+    assert_eq!(r["data"][0]["customer_id"], ids[3].as_str());
+    let page = get(&app, &m, "/customers/list?limit=2").await.body;
+    assert_eq!(
+        (
+            page["data"].as_array().unwrap().len(),
+            page["has_more"].as_bool()
+        ),
+        (2, Some(true))
+    );
+    let next = get(
+        &app,
+        &m,
+        &format!("/customers/list?limit=2&starting_after={}", ids[3]),
+    )
+    .await
+    .body;
+    assert_eq!(next["data"][0]["customer_id"], ids[2].as_str());
+    let r = get(&app, &m, "/customers/list?limit=500").await;
+    assert_eq!((r.status, r.param()), (400, Some("limit")));
+    let u = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/customers/{}", ids[0]),
+            Some(json!({"name": "Dee", "metadata": {"tier": "gold"}})),
+        )
+        .await;
+    assert_eq!(
+        (
+            u.body["name"].as_str(),
+            u.body["email"].as_str(),
+            u.body["metadata"]["tier"].as_str()
+        ),
+        (Some("Dee"), Some("c0@example.com"), Some("gold"))
+    );
+}
