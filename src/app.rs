@@ -233,6 +233,17 @@ fn build_scheduler(
             }
         });
     }
+    let (mandate_db, mandate_clock) = (db.clone(), clock.clone());
+    scheduler.register(customers::store::MANDATE_EXPIRY_JOB, move |job: Job| {
+        let (db, clock) = (mandate_db.clone(), mandate_clock.clone());
+        async move {
+            match customers::store::expire_mandate(&db, &job.entity_id, clock.now()).await {
+                Ok(true) => Outcome::Done,
+                Ok(false) => Outcome::Failed("the mandate changed meanwhile".into()),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
     let (refund_db, payments) = (db.clone(), payments.clone());
     scheduler.register(payments::store::REFUND_SETTLE_JOB, move |job: Job| {
         let (db, payments) = (refund_db.clone(), payments.clone());

@@ -488,3 +488,48 @@ async fn customer_fields_are_checked_and_listed() {
         (Some("Dee"), Some("c0@example.com"), Some("gold"))
     );
 }
+
+#[actix_web::test]
+async fn a_mandate_with_an_end_date_lapses() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let cid = customer(&app, &m, json!({})).await["customer_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let now = payd::clock::Clock::now(&*app.clock);
+    let ends_at = (now + chrono::Duration::days(1)).to_rfc3339();
+    let p = save(
+        &app,
+        &m,
+        &cid,
+        "4242424242424242",
+        json!({"mandate_data": {"ends_at": ends_at}}),
+    )
+    .await;
+    let mid = p["mandate_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        charge(&app, &m, &cid, &mid, 100, "EUR").await.body["status"],
+        "succeeded"
+    );
+    app.clock.advance(chrono::Duration::days(2));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while get(&app, &m, &format!("/mandates/{mid}")).await.body["status"] != "inactive" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the mandate never lapsed"
+        );
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let r = charge(&app, &m, &cid, &mid, 100, "EUR").await;
+    assert_eq!((r.status, r.code()), (409, "mandate_inactive"));
+    let past = (now - chrono::Duration::days(1)).to_rfc3339();
+    let r = app
+        .create_payment(
+            &m,
+            json!({"amount": 5, "currency": "EUR", "customer_id": cid,
+        "setup_future_usage": "off_session", "mandate_data": {"ends_at": past}}),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("mandate_data.ends_at")));
+}

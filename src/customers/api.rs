@@ -270,11 +270,19 @@ pub fn check_fields(f: &CustomerFields) -> Result<(), ApiError> {
 }
 
 /// Whether a mandate may be charged `amount` in `currency` now (409 naming the reason if not).
-pub fn check_mandate(m: &mandate::Model, amount: i64, currency: &str) -> Result<(), ApiError> {
+pub fn check_mandate(
+    m: &mandate::Model,
+    amount: i64,
+    currency: &str,
+    now: DateTime<Utc>,
+) -> Result<(), ApiError> {
     let refuse = |code: &'static str, message: String| {
         Err(ApiError::conflict(code, message).param("mandate_id"))
     };
     match m.status.as_str() {
+        "active" if m.end_at.is_some_and(|end| end <= now) => {
+            return refuse("mandate_inactive", "the mandate has ended".into())
+        }
         "active" => {}
         "revoked" => return refuse("mandate_revoked", "the mandate was revoked".into()),
         other => return refuse("mandate_inactive", format!("the mandate is {other}")),

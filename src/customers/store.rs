@@ -15,6 +15,7 @@ use crate::{
     ids::new_id,
     pagination::{paginate, List, Page},
     processors::StoredCard,
+    scheduler,
 };
 
 pub async fn insert(
@@ -221,6 +222,7 @@ pub async fn insert_mandate(
     single_use: bool,
     amount_limit: Option<i64>,
     currency: Option<String>,
+    end_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<mandate::Model, DbErr> {
     let m = mandate::Model {
@@ -240,13 +242,43 @@ pub async fn insert_mandate(
         currency,
         status: "active".to_owned(),
         start_at: now,
-        end_at: None,
+        end_at,
         version: 1,
         created_at: now,
         updated_at: now,
     };
     m.clone().into_active_model().reset_all().insert(db).await?;
+    if let Some(end) = end_at {
+        scheduler::schedule(
+            db,
+            now,
+            MANDATE_EXPIRY_JOB,
+            &m.id,
+            end,
+            serde_json::Value::Null,
+        )
+        .await?;
+    }
     Ok(m)
+}
+
+/// Scheduled job: a mandate with an end date becomes `inactive` at it.
+pub const MANDATE_EXPIRY_JOB: &str = "mandate_expiry";
+
+/// Ends a mandate whose end date has come (a revoked one stays revoked). `false` when the
+/// mandate changed meanwhile (the job tries again).
+pub async fn expire_mandate(
+    db: &impl ConnectionTrait,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let Some(m) = find_mandate(db, id).await? else {
+        return Ok(true);
+    };
+    if !matches!(m.status.as_str(), "pending" | "active") || m.end_at.is_none_or(|end| end > now) {
+        return Ok(true);
+    }
+    Ok(set_mandate_status(db, &m, "inactive", now).await?.is_some())
 }
 
 pub async fn find_mandate(

@@ -340,7 +340,7 @@ async fn step(
                     let mandate = customers::store::find_mandate(&deps.db, id).await?.ok_or(
                         PaymentError::Invalid(ApiError::not_found("mandate").param("mandate_id")),
                     )?;
-                    check_mandate(&mandate, m.amount, &m.currency)
+                    check_mandate(&mandate, m.amount, &m.currency, now)
                         .map_err(PaymentError::Invalid)?;
                     Some(mandate)
                 }

@@ -126,6 +126,9 @@ pub struct MandateData {
     /// The most one charge may take, in the payment's currency.
     #[serde(default)]
     pub amount_limit: Option<i64>,
+    /// When the mandate lapses (it becomes `inactive`).
+    #[serde(default)]
+    pub ends_at: Option<DateTime<Utc>>,
 }
 
 /// The mandate a payment creates once its card is saved (stored with the payment).
@@ -134,6 +137,8 @@ pub struct MandateRequest {
     pub single_use: bool,
     pub amount_limit: Option<i64>,
     pub currency: String,
+    #[serde(default)]
+    pub ends_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

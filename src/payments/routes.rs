@@ -293,11 +293,19 @@ async fn customer_side(
                     "amount_limit must be greater than 0",
                 ));
             }
+            let ends_at = data.as_ref().and_then(|d| d.ends_at);
+            if ends_at.is_some_and(|t| t <= state.clock.now()) {
+                return Err(ApiError::invalid_param(
+                    "mandate_data.ends_at",
+                    "ends_at must be in the future",
+                ));
+            }
             Some(MandateRequest {
                 single_use: data.as_ref().and_then(|d| d.mandate_type)
                     == Some(MandateType::SingleUse),
                 amount_limit: limit,
                 currency: currency.to_owned(),
+                ends_at,
             })
         }
         _ => None,
@@ -330,7 +338,7 @@ async fn customer_side(
                 .await?
                 .filter(|m| m.customer_id == c.id)
                 .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
-            check_mandate(&m, amount, currency)?;
+            check_mandate(&m, amount, currency, state.clock.now())?;
             if card.is_none() {
                 card = Some(
                     saved_card(state, customer_id.as_deref(), &m.payment_method_id)

@@ -218,6 +218,7 @@ async fn save_card(
             terms.single_use,
             terms.amount_limit,
             Some(terms.currency),
+            terms.ends_at,
             now,
         )
         .await?;
