@@ -28,6 +28,7 @@ use crate::{
         Payments,
     },
     processors::sandbox::Sandbox,
+    ratelimit::{self, RateLimiter, RequestTimeout},
     refunds,
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
@@ -142,12 +143,21 @@ impl Application {
 
         let app_state = state.clone();
         let limit = settings.http.max_body_bytes;
+        let limiter = web::Data::from(RateLimiter::new(
+            settings.limits.requests_per_second,
+            settings.limits.burst,
+        ));
+        let timeout = RequestTimeout(Duration::from_secs(settings.http.request_timeout_secs));
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
                 .app_data(BodyLimit(limit))
+                .app_data(limiter.clone())
+                .app_data(timeout)
                 .app_data(http::path_config())
                 .app_data(web::PayloadConfig::new(limit))
+                .wrap(from_fn(ratelimit::rate_limit))
+                .wrap(from_fn(ratelimit::deadline))
                 .wrap(from_fn(http::json_errors))
                 .wrap(from_fn(http::http_metrics))
                 .wrap(from_fn(http::request_id))

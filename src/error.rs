@@ -45,6 +45,9 @@ pub struct ApiError {
     pub param: Option<String>,
     /// Seconds for a `Retry-After` header (429, 503).
     pub retry_after: Option<u32>,
+    /// Set when the error is rendered outside its request's scope (it then also sets the
+    /// `x-request-id` header itself).
+    pub request_id: Option<String>,
     /// What went wrong inside, for the log only (boxed: errors travel in every `Result`).
     internal: Option<Box<Internal>>,
 }
@@ -85,6 +88,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             retry_after: None,
+            request_id: None,
             internal: None,
         }
     }
@@ -236,7 +240,7 @@ impl ApiError {
                 code: self.code,
                 message: &self.message,
                 param: self.param.as_deref(),
-                request_id: current_request_id(),
+                request_id: self.request_id.clone().unwrap_or_else(current_request_id),
             },
         };
         serde_json::to_vec(&body).unwrap_or_default()
@@ -273,6 +277,9 @@ impl ResponseError for ApiError {
         res.content_type("application/json");
         if let Some(secs) = self.retry_after {
             res.insert_header(("retry-after", secs.to_string()));
+        }
+        if let Some(id) = &self.request_id {
+            res.insert_header(("x-request-id", id.as_str()));
         }
         res.body(self.body_bytes())
     }

@@ -17,6 +17,7 @@ pub mod ops;
 pub mod pagination;
 pub mod payments;
 pub mod processors;
+pub mod ratelimit;
 pub mod refunds;
 pub mod scheduler;
 pub mod settings;

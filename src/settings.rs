@@ -42,6 +42,17 @@ pub struct Settings {
     pub log: LogSettings,
     pub sandbox: SandboxSettings,
     pub webhooks: WebhookSettings,
+    pub limits: LimitSettings,
+}
+
+/// Abuse limits.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Requests a second per API key (0: no limit).
+    pub requests_per_second: u32,
+    /// How many requests a key may send at once after a quiet time.
+    pub burst: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -64,6 +75,8 @@ pub struct SecuritySettings {
 pub struct HttpSettings {
     pub max_body_bytes: usize,
     pub shutdown_timeout_secs: u64,
+    /// A request still running after this many seconds is answered 503 `request_timeout`.
+    pub request_timeout_secs: u64,
     /// Worker threads; 0 means one per core.
     #[serde(default)]
     pub workers: usize,
@@ -249,6 +262,9 @@ impl Settings {
             if key.len() < 8 {
                 return bad("admin_key", "must be at least 8 characters");
             }
+        }
+        if self.http.request_timeout_secs == 0 {
+            return bad("http.request_timeout_secs", "must be greater than 0");
         }
         if self.http.max_body_bytes == 0 {
             return bad("http.max_body_bytes", "must be greater than 0");

@@ -238,3 +238,85 @@ async fn a_sane_incoming_request_id_is_kept() {
         .await;
     assert!(res.header("x-request-id").unwrap().starts_with("req_"));
 }
+
+#[actix_web::test]
+async fn each_key_is_rate_limited_on_its_own() {
+    let db = std::sync::Arc::new(common::TestDb::new().await);
+    let app = common::spawn_with(
+        db,
+        &[
+            ("PAYD_LIMITS__REQUESTS_PER_SECOND", "1"),
+            ("PAYD_LIMITS__BURST", "3"),
+        ],
+    )
+    .await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+    let mut answers = vec![];
+    for _ in 0..5 {
+        answers.push(app.get("/account", &m.secret_key).await);
+    }
+    assert_eq!(
+        answers.iter().filter(|a| a.status == 200).count(),
+        3,
+        "the burst"
+    );
+    let limited = answers.last().unwrap();
+    assert_eq!((limited.status, limited.code()), (429, "rate_limited"));
+    assert_eq!(limited.body["error"]["type"], "rate_limited");
+    assert!(
+        limited
+            .header("retry-after")
+            .unwrap()
+            .parse::<u32>()
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(
+        app.get("/account", &other.secret_key).await.status,
+        200,
+        "another key is not limited"
+    );
+}
+
+#[actix_web::test]
+async fn a_request_that_outlives_its_deadline_gets_a_503() {
+    let db = std::sync::Arc::new(common::TestDb::new().await);
+    let app = common::spawn_with(db, &[("PAYD_HTTP__REQUEST_TIMEOUT_SECS", "1")]).await;
+    let receiver = common::receiver::Receiver::start().await;
+    receiver.set_default(common::receiver::Reply {
+        status: 200,
+        retry_after: None,
+        delay: Some(std::time::Duration::from_secs(4)),
+    });
+    let m = app.create_merchant("Acme").await;
+    let url = json!({"url": receiver.url});
+    let path = format!("/account/shops/{}/webhook", m.profile_id);
+    app.call(&m, Method::PUT, &path, Some(url)).await;
+    let body = json!({"amount": 5, "currency": "USD", "confirm": true,
+        "payment_method_data": common::card("4242424242424242")});
+    let p = app.create_payment(&m, body).await;
+    let filter = json!({"object_id": p.body["payment_id"]});
+    let events = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/events/{}", m.merchant_id),
+            Some(filter),
+        )
+        .await;
+    let event_id = events.body["data"][0]["event_id"].as_str().unwrap();
+    // A manual retry waits for the (slow) receiver: longer than the deadline.
+    let retry = format!("/events/{}/{event_id}/retry", m.merchant_id);
+    let r = app.call(&m, Method::POST, &retry, None).await;
+    assert_eq!((r.status, r.code()), (503, "request_timeout"));
+    assert_eq!(
+        r.header("x-request-id"),
+        r.body["error"]["request_id"].as_str()
+    );
+    assert_eq!(
+        app.get("/account", &m.secret_key).await.status,
+        200,
+        "the server goes on"
+    );
+}

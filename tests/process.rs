@@ -278,6 +278,7 @@ async fn post_json(
 
 fn fast_retries(mut cmd: Command) -> Command {
     cmd.env("PAYD_SANDBOX__DEMO_MERCHANT", "false")
+        .env("PAYD_LIMITS__REQUESTS_PER_SECOND", "0")
         .env(
             "PAYD_WEBHOOKS__TRANSIENT_RETRY_SCHEDULE",
             "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1",
