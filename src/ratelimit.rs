@@ -71,7 +71,7 @@ impl RateLimiter {
     pub fn sweep(&self, now: Instant) {
         let idle = Duration::from_secs_f64((self.burst / self.rate.max(0.001)).max(1.0) * 2.0);
         self.buckets.retain(|_, b| {
-            let b = b.lock().unwrap_or_else(|e| e.into_inner());
+            let b = b.get_mut().unwrap_or_else(|e| e.into_inner());
             now.saturating_duration_since(b.at) < idle
         });
     }
