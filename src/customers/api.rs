@@ -7,7 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::{
     error::ApiError,
-    payments::api::{Metadata, PaymentMethodView},
+    payments::api::{check_metadata, Metadata, PaymentMethodView},
     processors::StoredCard,
 };
 
@@ -255,17 +255,7 @@ pub fn check_fields(f: &CustomerFields) -> Result<(), ApiError> {
             }
         }
     }
-    if let Some(md) = &f.metadata {
-        if md.len() > 50
-            || md.keys().any(|k| k.is_empty() || k.len() > 40)
-            || serde_json::to_string(md).map_or(true, |s| s.len() > 8192)
-        {
-            return Err(ApiError::invalid_param(
-                "metadata",
-                "at most 50 keys of 1 to 40 characters, 8 KiB in all",
-            ));
-        }
-    }
+    check_metadata(f.metadata.as_ref())?;
     Ok(())
 }
 

@@ -66,7 +66,22 @@ pub struct Line {
     pub amount_refunded: i64,
 }
 
+/// Free key-value data set by the merchant.
 pub type Metadata = BTreeMap<String, serde_json::Value>;
+
+/// The one rule for metadata on every resource: at most 50 keys of 1 to 40 characters and
+/// 8 KiB in all. Returns its JSON text.
+pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
+    let Some(md) = md else { return Ok(None) };
+    let json = serde_json::to_string(md).unwrap_or_default();
+    if md.len() > 50 || json.len() > 8192 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
+        return Err(ApiError::invalid_param(
+            "metadata",
+            "at most 50 keys of 1 to 40 characters, 8 KiB in all",
+        ));
+    }
+    Ok(Some(json))
+}
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

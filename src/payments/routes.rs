@@ -8,11 +8,11 @@ use payd_entity::payment;
 use super::{
     actor::{Access, Command, Done, Exec, Patch, PaymentError},
     api::{
-        captured_shares, parse_amount, parse_currency, parse_lines, Attempt, CancelPaymentRequest,
-        CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest,
-        Items, Line, LineBalance, ListPaymentsRequest, MandateRequest, MandateType, Payment,
-        PaymentMethodData, RetrieveQuery, RoutingDecision, RoutingDecisionView, StatusChange,
-        UpdatePaymentRequest,
+        captured_shares, check_metadata, parse_amount, parse_currency, parse_lines, Attempt,
+        CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest,
+        CreatePaymentRequest, Items, Line, LineBalance, ListPaymentsRequest, MandateRequest,
+        MandateType, Payment, PaymentMethodData, RetrieveQuery, RoutingDecision,
+        RoutingDecisionView, StatusChange, UpdatePaymentRequest,
     },
     machine::Status,
     routing::RoutingRules,
@@ -388,24 +388,6 @@ fn return_url(value: Option<&String>) -> Result<Option<String>, ApiError> {
         ));
     }
     Ok(Some(url.clone()))
-}
-
-fn check_metadata(md: Option<&super::api::Metadata>) -> Result<(), ApiError> {
-    if let Some(md) = md {
-        if md.len() > 50 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
-            return Err(ApiError::invalid_param(
-                "metadata",
-                "at most 50 keys of 1 to 40 characters",
-            ));
-        }
-        if serde_json::to_string(md).map_or(true, |s| s.len() > 8192) {
-            return Err(ApiError::invalid_param(
-                "metadata",
-                "metadata must be at most 8 KiB",
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Create a payment (and confirm it with `confirm: true`).

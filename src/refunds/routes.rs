@@ -17,7 +17,7 @@ use crate::{
     pagination::{List, Page},
     payments::{
         actor::Command,
-        api::parse_currency,
+        api::{check_metadata, parse_currency},
         refunds::{Ask, LineAsk},
         routes::{access, exec},
     },
@@ -43,18 +43,6 @@ fn text(param: &str, value: Option<&String>) -> Result<(), ApiError> {
     }
 }
 
-fn metadata(md: Option<&crate::payments::api::Metadata>) -> Result<Option<String>, ApiError> {
-    let Some(md) = md else { return Ok(None) };
-    let json = serde_json::to_string(md).unwrap_or_default();
-    if md.len() > 50 || json.len() > 8192 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
-        return Err(ApiError::invalid_param(
-            "metadata",
-            "at most 50 keys of 1 to 40 characters, 8 KiB in all",
-        ));
-    }
-    Ok(Some(json))
-}
-
 /// Refund a payment fully, partly, or by product line.
 #[utoipa::path(post, path = "/refunds", tag = "refunds", request_body = CreateRefundRequest,
     responses((status = 200, body = Refund), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
@@ -65,7 +53,7 @@ pub async fn create_refund(
     ApiJson(req): ApiJson<CreateRefundRequest>,
 ) -> Result<HttpResponse, ApiError> {
     text("reason", req.reason.as_ref())?;
-    metadata(req.metadata.as_ref())?;
+    check_metadata(req.metadata.as_ref())?;
     let ask = match (req.amount, req.lines) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid_param(
@@ -157,7 +145,7 @@ pub async fn update_refund(
     ApiJson(req): ApiJson<UpdateRefundRequest>,
 ) -> Result<HttpResponse, ApiError> {
     text("reason", req.reason.as_ref())?;
-    let md = metadata(req.metadata.as_ref())?;
+    let md = check_metadata(req.metadata.as_ref())?;
     // Invariant: this write moves no money, so it need not pass through the payment's actor.
     for _ in 0..3 {
         let current = store::find_owned(
