@@ -104,6 +104,7 @@ impl Application {
                 }),
                 public_url: public_url.clone(),
                 wake: wake.clone(),
+                remotes: Default::default(),
             },
             registry_config,
             arbiters.clone(),

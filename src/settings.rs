@@ -43,6 +43,21 @@ pub struct Settings {
     pub sandbox: SandboxSettings,
     pub webhooks: WebhookSettings,
     pub limits: LimitSettings,
+    pub processors: ProcessorSettings,
+}
+
+/// Remote processors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessorSettings {
+    /// Consecutive failures (timeouts, 5xx, network) that open a processor's circuit.
+    pub circuit_failure_threshold: u32,
+    /// How long an open circuit stays open before one probe may pass.
+    pub circuit_cooldown_secs: u64,
+    /// Default per-request timeout of a remote processor account.
+    pub default_timeout_ms: u64,
+    /// Accept processor URLs on private, loopback and link-local addresses.
+    pub allow_private_urls: bool,
 }
 
 /// Abuse limits.

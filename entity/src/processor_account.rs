@@ -11,9 +11,11 @@ pub struct Model {
     pub profile_id: String,
     /// Unique within the shop; routing rules name accounts by it.
     pub name: String,
-    /// `sandbox`.
+    /// `sandbox` or `remote`.
     pub kind: String,
     pub enabled: bool,
+    /// JSON `{url, secret, timeout_ms}` for `remote` accounts.
+    pub config: Option<String>,
     pub created_at: DateTimeUtc,
 }
 

@@ -13,6 +13,7 @@ mod m20261122_000004_create_payments;
 mod m20261122_000005_create_events;
 mod m20261122_000006_create_refunds;
 mod m20261122_000007_create_customers;
+mod m20261122_000008_add_processor_config;
 
 pub struct Migrator;
 
@@ -27,6 +28,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000005_create_events::Migration),
             Box::new(m20261122_000006_create_refunds::Migration),
             Box::new(m20261122_000007_create_customers::Migration),
+            Box::new(m20261122_000008_add_processor_config::Migration),
         ]
     }
 }

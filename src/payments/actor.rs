@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
 use chrono::{DateTime, Duration, Utc};
+use dashmap::DashMap;
 use payd_actors::KeyedActor;
-use payd_entity::{payment, payment_attempt, refund};
+use payd_entity::{payment, payment_attempt, processor_account, refund};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
@@ -26,8 +27,9 @@ use crate::{
     error::ApiError,
     ids::new_id,
     processors::{
-        sandbox::Sandbox, AuthRequest, AuthResult, Processor, ProcessorError, RefundStatus,
-        StoredCard,
+        remote::{RemoteConfig, RemoteProcessor},
+        sandbox::Sandbox,
+        AuthRequest, AuthResult, Processor, ProcessorError, RefundStatus, SecretCard, StoredCard,
     },
     settings::Settings,
     webhooks::dispatcher::Wake,
@@ -43,12 +45,49 @@ pub struct PaymentDeps {
     /// The base of `checkout_url` in the payment object (events carry the same object).
     pub public_url: String,
     pub wake: Wake,
+    /// Remote processors by account id: each keeps its own circuit breaker.
+    pub remotes: Arc<DashMap<String, Arc<RemoteProcessor>>>,
 }
 
 impl PaymentDeps {
-    /// The processor behind an account (every account is a sandbox one for now).
-    fn processor(&self, _account: &str) -> Arc<dyn Processor> {
-        self.sandbox.clone()
+    /// The processor behind one of the shop's accounts (a shop without accounts has the
+    /// implicit sandbox one).
+    async fn processor_for(
+        &self,
+        profile_id: &str,
+        name: &str,
+    ) -> Result<Arc<dyn Processor>, PaymentError> {
+        let account = store::accounts(&self.db, profile_id)
+            .await?
+            .into_iter()
+            .find(|a| a.name == name);
+        Ok(self.resolve(account.as_ref()))
+    }
+
+    fn resolve(&self, account: Option<&processor_account::Model>) -> Arc<dyn Processor> {
+        let Some(account) = account.filter(|a| a.kind == "remote") else {
+            return self.sandbox.clone();
+        };
+        let config: Option<RemoteConfig> = account
+            .config
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok());
+        let Some(config) = config else {
+            return self.sandbox.clone();
+        };
+        let p = &self.settings.processors;
+        let remote = self
+            .remotes
+            .entry(account.id.clone())
+            .or_insert_with(|| {
+                Arc::new(RemoteProcessor::new(
+                    config,
+                    p.circuit_failure_threshold,
+                    std::time::Duration::from_secs(p.circuit_cooldown_secs),
+                ))
+            })
+            .clone();
+        remote
     }
 
     fn settle_delay(&self) -> Duration {
@@ -117,6 +156,8 @@ pub struct Patch {
 pub enum Command {
     Confirm {
         card: Option<StoredCard>,
+        /// The number and CVC the buyer just entered, for a processor that needs them.
+        secret: Option<SecretCard>,
         return_url: Option<String>,
     },
     Update(Box<Patch>),
@@ -325,7 +366,11 @@ async fn step(
         ..Default::default()
     };
     match command {
-        Command::Confirm { card, return_url } => {
+        Command::Confirm {
+            card,
+            secret,
+            return_url,
+        } => {
             machine::check_confirm(&state)?;
             let card = card.clone().or_else(|| card_of(m)).ok_or_else(|| {
                 PaymentError::Invalid(
@@ -346,14 +391,16 @@ async fn step(
                 }
                 _ => None,
             };
-            let (chosen, result, attempts) = authorize(deps, m, &card, now).await?;
+            let (chosen, result, attempts) = authorize(deps, m, &card, secret.clone(), now).await?;
             let next = machine::confirm(&state, result.outcome, now);
             let mut after = store::with_state(m, &next, now);
             let approved = matches!(result.outcome, Authorization::Approved { .. });
+            let saveable = deps
+                .processor_for(&m.profile_id, &chosen)
+                .await?
+                .can_save(&card);
             let save = match (&m.customer_id, &m.setup_future_usage) {
-                (Some(customer_id), Some(_))
-                    if deps.processor(&after_processor(&attempts)).can_save(&card) =>
-                {
+                (Some(customer_id), Some(_)) if saveable => {
                     let mandate: Option<MandateRequest> = m
                         .mandate_request
                         .as_deref()
@@ -399,7 +446,8 @@ async fn step(
             machine::check_challenge(&state)?;
             let (account, reference) = processor_of(m)?;
             let result = deps
-                .processor(&account)
+                .processor_for(&m.profile_id, &account)
+                .await?
                 .complete_challenge(&reference, *approve, now)
                 .await?;
             let next = machine::complete_challenge(&state, result.outcome, now);
@@ -418,7 +466,10 @@ async fn step(
             let amount = machine::capture_amount(&state, *amount)?;
             let next = machine::capture(&state, amount, *final_capture, now)?;
             let (account, reference) = processor_of(m)?;
-            deps.processor(&account).capture(&reference, amount).await?;
+            deps.processor_for(&m.profile_id, &account)
+                .await?
+                .capture(&reference, amount, &op_key(m, "capture"))
+                .await?;
             commit(store::with_state(m, &next, now), plain("capture")).await
         }
         Command::Cancel => {
@@ -426,7 +477,10 @@ async fn step(
             let next = machine::cancel(&state, now)?;
             if kind != CancelKind::Local {
                 let (account, reference) = processor_of(m)?;
-                deps.processor(&account).void(&reference).await?;
+                deps.processor_for(&m.profile_id, &account)
+                    .await?
+                    .void(&reference, &op_key(m, "void"))
+                    .await?;
             }
             commit(store::with_state(m, &next, now), plain("cancel")).await
         }
@@ -438,7 +492,11 @@ async fn step(
             let Ok((account, reference)) = processor_of(m) else {
                 return Ok(Done::unchanged(m));
             };
-            let view = deps.processor(&account).sync(&reference, now).await?;
+            let view = deps
+                .processor_for(&m.profile_id, &account)
+                .await?
+                .sync(&reference, now)
+                .await?;
             let next = machine::settle(&state, view, now);
             if next == state {
                 store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
@@ -467,8 +525,9 @@ async fn step(
             let plan = refunds::plan(&state, &lines, ask)?;
             let (account, reference) = processor_of(m)?;
             let result = deps
-                .processor(&account)
-                .refund(&reference, plan.amount, now)
+                .processor_for(&m.profile_id, &account)
+                .await?
+                .refund(&reference, plan.amount, now, &op_key(m, "refund"))
                 .await?;
             let (status, failure) = match result.status {
                 RefundStatus::Succeeded => ("succeeded", None),
@@ -527,7 +586,8 @@ async fn step(
             }
             let (account, _) = processor_of(m)?;
             let result = deps
-                .processor(&account)
+                .processor_for(&m.profile_id, &account)
+                .await?
                 .sync_refund(&reference, now)
                 .await?;
             let mut after = m.clone();
@@ -572,20 +632,15 @@ async fn step(
             if state.status.is_capturable() {
                 // Release what the processor still holds for us.
                 if let Ok((account, reference)) = processor_of(m) {
-                    deps.processor(&account).void(&reference).await?;
+                    deps.processor_for(&m.profile_id, &account)
+                        .await?
+                        .void(&reference, &op_key(m, "void"))
+                        .await?;
                 }
             }
             commit(store::with_state(m, &next, now), plain("expire")).await
         }
     }
-}
-
-/// The processor that answered last (the one whose verdict stands).
-fn after_processor(attempts: &[payment_attempt::Model]) -> String {
-    attempts
-        .last()
-        .map(|a| a.processor.clone())
-        .unwrap_or_default()
 }
 
 fn lines_of(m: &payment::Model) -> Vec<Line> {
@@ -624,6 +679,12 @@ fn event_for(
     Status::parse(&after.status).and_then(Status::event)
 }
 
+/// The idempotency key of a money-moving operation: the same for a retry of the same
+/// decision (the payment's version has not moved), new for the next one.
+fn op_key(m: &payment::Model, op: &str) -> String {
+    format!("{}.{op}.{}", m.id, m.version)
+}
+
 fn processor_of(m: &payment::Model) -> Result<(String, String), PaymentError> {
     match (&m.processor, &m.processor_reference) {
         (Some(a), Some(r)) => Ok((a.clone(), r.clone())),
@@ -639,14 +700,47 @@ async fn authorize(
     deps: &PaymentDeps,
     m: &payment::Model,
     card: &StoredCard,
+    secret: Option<SecretCard>,
     now: DateTime<Utc>,
 ) -> Result<(String, AuthResult, Vec<payment_attempt::Model>), PaymentError> {
-    let accounts: Vec<String> = store::accounts(&deps.db, &m.profile_id)
+    let enabled: Vec<processor_account::Model> = store::accounts(&deps.db, &m.profile_id)
         .await?
         .into_iter()
         .filter(|a| a.enabled)
-        .map(|a| a.name)
         .collect();
+    // An open circuit takes its processor out of routing until it recovers.
+    let accounts: Vec<String> = enabled
+        .iter()
+        .filter(|a| deps.resolve(Some(a)).available())
+        .map(|a| a.name.clone())
+        .collect();
+    if accounts.is_empty() && !enabled.is_empty() {
+        let result = AuthResult {
+            reference: None,
+            outcome: Authorization::Declined { retryable: true },
+            error: Some((
+                "processor_unavailable".into(),
+                "no processor of the shop is available now".into(),
+            )),
+        };
+        let decision = RoutingDecision {
+            algorithm: "none".into(),
+            rule: None,
+            candidates: vec![],
+            chosen: enabled[0].name.clone(),
+            reason: "every processor's circuit is open".into(),
+        };
+        let attempt = attempt_row(
+            m,
+            m.confirm_attempts + 1,
+            &enabled[0].name,
+            &result,
+            card,
+            &decision,
+            now,
+        );
+        return Ok((enabled[0].name.clone(), result, vec![attempt]));
+    }
     let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
     let decision = routing::decide(
         &rules,
@@ -668,15 +762,18 @@ async fn authorize(
             Some(p) => routing::fallback(&decision, p, candidate),
         };
         let request = AuthRequest {
+            reference: format!("{}.{number}.{candidate}", m.id),
             payment_id: m.id.clone(),
             amount: m.amount,
             currency: m.currency.clone(),
             capture: m.capture_method == "automatic",
             partial_allowed: m.enable_partial_authorization,
             card: card.clone(),
+            secret: secret.clone(),
             now,
         };
-        let result = match deps.processor(candidate).authorize(request).await {
+        let processor = deps.resolve(enabled.iter().find(|a| &a.name == candidate));
+        let result = match processor.authorize(request).await {
             Ok(r) => r,
             Err(ProcessorError::Unavailable(why)) => AuthResult {
                 reference: None,

@@ -17,7 +17,7 @@ use crate::{
     app::AppState,
     error::ApiError,
     http::{ApiJson, ApiQuery},
-    processors::{card::parse_card, CardInput},
+    processors::{card::parse_card, CardInput, SecretCard},
 };
 
 const PAGE: &str = include_str!("assets/checkout.html");
@@ -194,6 +194,7 @@ pub async fn confirm(
     )?;
     let command = Command::Confirm {
         card: Some(card),
+        secret: Some(SecretCard::from(&req.card)),
         return_url: None,
     };
     let m = send(&state, &m.id, Some(buyer(&m, req.client_secret)), command).await?;

@@ -395,7 +395,8 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
             if state.status.is_capturable() && amount == state.authorized => {}
         ProcessorView::Captured { amount }
             if amount == state.captured
-                && matches!(state.status, Status::Succeeded | Status::PartiallyCaptured) => {}
+                && (state.status.is_capturable()
+                    || matches!(state.status, Status::Succeeded | Status::PartiallyCaptured)) => {}
         ProcessorView::Voided
             if matches!(
                 state.status,

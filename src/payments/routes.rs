@@ -27,7 +27,8 @@ use crate::{
     http::{ApiJson, ApiQuery},
     ids::new_id,
     pagination::{List, Page},
-    processors::{card::parse_card, StoredCard},
+    processors::{card::parse_card, remote::RemoteConfig, SecretCard, StoredCard},
+    webhooks::routes::check_url,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -405,6 +406,10 @@ pub async fn create_payment(
     let currency = parse_currency("currency", &req.currency)?;
     let side = customer_side(&state, &caller, &req, amount, &currency).await?;
     let card = side.card.clone();
+    let secret = req
+        .payment_method_data
+        .as_ref()
+        .map(|d| SecretCard::from(&d.card));
     if req.confirm && card.is_none() {
         return Err(ApiError::invalid(
             "payment_method_required",
@@ -478,7 +483,8 @@ pub async fn create_payment(
             &m.id,
             Some(access),
             Command::Confirm {
-                card: None,
+                card,
+                secret,
                 return_url: None,
             },
         )
@@ -567,6 +573,10 @@ pub async fn confirm_payment(
 ) -> Result<HttpResponse, ApiError> {
     let access = access(&caller, req.client_secret)?;
     let mut card = parse_card_data(&state, caller.test_mode(), req.payment_method_data.as_ref())?;
+    let secret = req
+        .payment_method_data
+        .as_ref()
+        .map(|d| SecretCard::from(&d.card));
     if let Some(pm_id) = &req.payment_method_id {
         if card.is_some() {
             return Err(ApiError::invalid_param(
@@ -584,7 +594,11 @@ pub async fn confirm_payment(
         &state,
         &id,
         Some(access),
-        Command::Confirm { card, return_url },
+        Command::Confirm {
+            card,
+            secret,
+            return_url,
+        },
     )
     .await?;
     Ok(render(&state, &m))
@@ -772,9 +786,18 @@ pub struct ProcessorAccount {
 pub struct AddProcessorRequest {
     /// Unique within the shop: letters, digits, `-` and `_`.
     pub name: String,
-    /// `sandbox` (the only kind in this release).
+    /// `sandbox` (default) or `remote`.
     #[serde(default)]
     pub kind: Option<String>,
+    /// `remote`: the processor's base URL (`docs/processor-protocol.md`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `remote`: the secret shared with the processor (16 to 200 characters); signs requests.
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// `remote`: per-request timeout (default `processors.default_timeout_ms`).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
 }
 
 /// The shop's processor accounts (a shop without any uses one named `sandbox`).
@@ -824,17 +847,47 @@ pub async fn add_processor(
             "1 to 40 letters, digits, - or _",
         ));
     }
-    if req.kind.as_deref().is_some_and(|k| k != "sandbox") {
-        return Err(ApiError::invalid_param(
-            "kind",
-            "only sandbox processors exist in this release",
-        ));
-    }
+    let config = match req.kind.as_deref().unwrap_or("sandbox") {
+        "sandbox" => None,
+        "remote" => {
+            let settings = &state.settings.processors;
+            let url = req.url.as_deref().ok_or_else(|| {
+                ApiError::invalid("parameter_missing", "a remote processor needs a url")
+                    .param("url")
+            })?;
+            let url = check_url(url, settings.allow_private_urls)?;
+            let secret = req
+                .secret
+                .clone()
+                .filter(|s| (16..=200).contains(&s.len()))
+                .ok_or_else(|| {
+                    ApiError::invalid_param(
+                        "secret",
+                        "a remote processor needs a shared secret of 16 to 200 characters",
+                    )
+                })?;
+            let timeout_ms = req.timeout_ms.unwrap_or(settings.default_timeout_ms);
+            if !(100..=120_000).contains(&timeout_ms) {
+                return Err(ApiError::invalid_param(
+                    "timeout_ms",
+                    "timeout_ms must be 100 to 120000",
+                ));
+            }
+            serde_json::to_string(&RemoteConfig {
+                url,
+                secret,
+                timeout_ms,
+            })
+            .ok()
+        }
+        _ => return Err(ApiError::invalid_param("kind", "kind is sandbox or remote")),
+    };
     let row = store::insert_account(
         &state.db,
         caller.merchant_id.as_str(),
         shop.as_str(),
         name,
+        config,
         state.clock.now(),
     )
     .await?

@@ -455,11 +455,14 @@ pub async fn accounts(
         .await
 }
 
+/// Adds a processor account; `None` when the shop has one of that name. `config` is the JSON
+/// of a remote account's connection.
 pub async fn insert_account(
     db: &impl ConnectionTrait,
     merchant_id: &str,
     profile_id: &str,
     name: &str,
+    config: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<Option<processor_account::Model>, DbErr> {
     let row = processor_account::Model {
@@ -467,8 +470,14 @@ pub async fn insert_account(
         merchant_id: merchant_id.to_owned(),
         profile_id: profile_id.to_owned(),
         name: name.to_owned(),
-        kind: "sandbox".to_owned(),
+        kind: if config.is_some() {
+            "remote"
+        } else {
+            "sandbox"
+        }
+        .to_owned(),
         enabled: true,
+        config,
         created_at: now,
     };
     let inserted = processor_account::Entity::insert(row.clone().into_active_model().reset_all())

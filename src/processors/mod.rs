@@ -1,21 +1,50 @@
-//! Processors: the trait every payment processor implements, and the sandbox processors.
+//! Processors: the trait every payment processor implements, the sandbox processors, and the
+//! remote processor spoken to over HTTP (`docs/processor-protocol.md`).
 //!
 //! The payment actor calls a processor between asking the machine whether a command is
 //! allowed and handing the answer back to the machine; the processor never touches payd's
 //! tables.
 
 pub mod card;
+pub mod remote;
 pub mod sandbox;
+pub mod sim;
 
 use chrono::{DateTime, Utc};
-use futures_util::future::BoxFuture;
+use futures_util::future::LocalBoxFuture;
 
 use crate::payments::machine::{Authorization, ProcessorView};
 pub use card::{CardInput, StoredCard};
 
+/// The card number and CVC, only for the length of one authorization: never stored, never
+/// logged (its `Debug` hides them).
+#[derive(Clone)]
+pub struct SecretCard {
+    pub number: String,
+    pub cvc: String,
+}
+
+impl std::fmt::Debug for SecretCard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretCard([redacted])")
+    }
+}
+
+impl From<&CardInput> for SecretCard {
+    fn from(c: &CardInput) -> Self {
+        Self {
+            number: c.number.chars().filter(char::is_ascii_digit).collect(),
+            cvc: c.cvc.clone(),
+        }
+    }
+}
+
 /// An authorization request.
 #[derive(Debug, Clone)]
 pub struct AuthRequest {
+    /// payd's reference for this attempt: the idempotency key, and what a sync asks about
+    /// when the answer was lost.
+    pub reference: String,
     pub payment_id: String,
     pub amount: i64,
     pub currency: String,
@@ -23,6 +52,8 @@ pub struct AuthRequest {
     pub capture: bool,
     pub partial_allowed: bool,
     pub card: StoredCard,
+    /// Present when the buyer just entered the card.
+    pub secret: Option<SecretCard>,
     pub now: DateTime<Utc>,
 }
 
@@ -53,48 +84,47 @@ pub struct RefundResult {
 pub enum ProcessorError {
     #[error("the processor could not be reached: {0}")]
     Unavailable(String),
+    /// No answer in time: the operation may or may not have happened.
+    #[error("the processor did not answer in time")]
+    Timeout,
     #[error("the processor refused: {0}")]
     Refused(String),
 }
 
+type Answer<T> = LocalBoxFuture<'static, Result<T, ProcessorError>>;
+
+/// A payment processor. Its futures run on the payment actor's arbiter (they need not be
+/// `Send`). Operations that move money carry an idempotency key, so a retry after a lost
+/// answer never does them twice.
 pub trait Processor: Send + Sync + 'static {
     /// Whether the processor accepts this card for later charges (saved methods, mandates).
     fn can_save(&self, _card: &StoredCard) -> bool {
         true
     }
-
-    fn authorize(&self, req: AuthRequest)
-        -> BoxFuture<'static, Result<AuthResult, ProcessorError>>;
+    /// Whether it may be tried now (an open circuit breaker says no).
+    fn available(&self) -> bool {
+        true
+    }
+    fn authorize(&self, req: AuthRequest) -> Answer<AuthResult>;
     /// The buyer finished (or failed) the challenge of a `ChallengeRequired` authorization.
     fn complete_challenge(
         &self,
         reference: &str,
         approved: bool,
         now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<AuthResult, ProcessorError>>;
-    fn capture(
-        &self,
-        reference: &str,
-        amount: i64,
-    ) -> BoxFuture<'static, Result<(), ProcessorError>>;
-    fn void(&self, reference: &str) -> BoxFuture<'static, Result<(), ProcessorError>>;
+    ) -> Answer<AuthResult>;
+    fn capture(&self, reference: &str, amount: i64, key: &str) -> Answer<()>;
+    fn void(&self, reference: &str, key: &str) -> Answer<()>;
     /// What the processor holds for this reference now.
-    fn sync(
-        &self,
-        reference: &str,
-        now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<ProcessorView, ProcessorError>>;
+    fn sync(&self, reference: &str, now: DateTime<Utc>) -> Answer<ProcessorView>;
     /// Refunds `amount` of the payment behind `reference`.
     fn refund(
         &self,
         reference: &str,
         amount: i64,
         now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>>;
+        key: &str,
+    ) -> Answer<RefundResult>;
     /// Where the refund behind `refund_reference` stands now.
-    fn sync_refund(
-        &self,
-        refund_reference: &str,
-        now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>>;
+    fn sync_refund(&self, refund_reference: &str, now: DateTime<Utc>) -> Answer<RefundResult>;
 }

@@ -5,10 +5,10 @@
 //! so a sync after a restart, or on another instance, answers the same.
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use futures_util::future::{self, BoxFuture};
+use futures_util::future;
 
 use super::{
-    card::TestBehaviour, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
+    card::TestBehaviour, Answer, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
     RefundStatus,
 };
 use crate::payments::machine::{Authorization, ProcessorView};
@@ -140,10 +140,7 @@ impl Processor for Sandbox {
         )
     }
 
-    fn authorize(
-        &self,
-        req: AuthRequest,
-    ) -> BoxFuture<'static, Result<AuthResult, ProcessorError>> {
+    fn authorize(&self, req: AuthRequest) -> Answer<AuthResult> {
         Box::pin(future::ready(Ok(self.decide(&req))))
     }
 
@@ -152,7 +149,7 @@ impl Processor for Sandbox {
         reference: &str,
         approved: bool,
         _now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<AuthResult, ProcessorError>> {
+    ) -> Answer<AuthResult> {
         let result = match Reference::decode(reference) {
             None => Err(ProcessorError::Refused("unknown reference".into())),
             Some(r) if approved => Ok(AuthResult {
@@ -169,11 +166,7 @@ impl Processor for Sandbox {
         Box::pin(future::ready(result))
     }
 
-    fn capture(
-        &self,
-        reference: &str,
-        _amount: i64,
-    ) -> BoxFuture<'static, Result<(), ProcessorError>> {
+    fn capture(&self, reference: &str, _amount: i64, _key: &str) -> Answer<()> {
         let known = Reference::decode(reference).is_some();
         Box::pin(future::ready(if known {
             Ok(())
@@ -182,15 +175,11 @@ impl Processor for Sandbox {
         }))
     }
 
-    fn void(&self, reference: &str) -> BoxFuture<'static, Result<(), ProcessorError>> {
-        self.capture(reference, 0)
+    fn void(&self, reference: &str, key: &str) -> Answer<()> {
+        self.capture(reference, 0, key)
     }
 
-    fn sync(
-        &self,
-        reference: &str,
-        now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<ProcessorView, ProcessorError>> {
+    fn sync(&self, reference: &str, now: DateTime<Utc>) -> Answer<ProcessorView> {
         let view = match Reference::decode(reference) {
             None => Err(ProcessorError::Refused("unknown reference".into())),
             Some(r) => {
@@ -226,7 +215,8 @@ impl Processor for Sandbox {
         reference: &str,
         amount: i64,
         now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>> {
+        _key: &str,
+    ) -> Answer<RefundResult> {
         let result = match Reference::decode(reference) {
             None => Err(ProcessorError::Refused("unknown reference".into())),
             // Cards whose refunds fail answer "pending", and fail once the delay has passed.
@@ -249,11 +239,7 @@ impl Processor for Sandbox {
         Box::pin(future::ready(result))
     }
 
-    fn sync_refund(
-        &self,
-        refund_reference: &str,
-        now: DateTime<Utc>,
-    ) -> BoxFuture<'static, Result<RefundResult, ProcessorError>> {
+    fn sync_refund(&self, refund_reference: &str, now: DateTime<Utc>) -> Answer<RefundResult> {
         let decoded = refund_reference
             .strip_prefix("sbxr_")
             .and_then(|rest| Reference::decode(&format!("sbx_{rest}")));

@@ -1,0 +1,231 @@
+//! The remote processor over HTTP against the reference simulator: the happy path, and each
+//! fault mapped to its state (timeout → processing, 5xx → fallback, open circuit → skipped,
+//! contradiction → conflicted, lost capture answer → retried once, never doubled).
+
+mod common;
+
+use std::sync::{atomic::Ordering, Arc};
+
+use actix_web::http::Method;
+use common::{card, spawn_with, Merchant, TestApp, TestDb};
+use payd::processors::sim::{serve, Sim};
+use serde_json::{json, Value};
+
+const SECRET: &str = "a-shared-secret-for-the-sim";
+
+async fn start_sim() -> (Arc<Sim>, String) {
+    let sim = Sim::new(SECRET);
+    let (port, _handle, server) = serve("127.0.0.1:0", sim.clone()).unwrap();
+    actix_web::rt::spawn(server);
+    (sim, format!("http://127.0.0.1:{port}"))
+}
+
+async fn fault(url: &str, body: Value) {
+    let res = common::client()
+        .post(format!("{url}/_control/fault"))
+        .send_json(&body)
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 204);
+}
+
+async fn setup(extra: &[(&str, &str)]) -> (TestApp, Merchant, Arc<Sim>, String) {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, extra).await;
+    let m = app.create_merchant("Acme").await;
+    let (sim, url) = start_sim().await;
+    let add = json!({"name": "acme-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": 400});
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/account/shops/{}/processors", m.profile_id),
+            Some(add),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["kind"], "remote");
+    (app, m, sim, url)
+}
+
+async fn pay(app: &TestApp, m: &Merchant, extra: Value) -> Value {
+    let mut body = json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": card("4242424242424242")});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let r = app.create_payment(m, body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+async fn decisions(app: &TestApp, m: &Merchant, id: &str) -> Vec<Value> {
+    app.call(
+        m,
+        Method::GET,
+        &format!("/payments/{id}/routing-decisions"),
+        None,
+    )
+    .await
+    .body["data"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[actix_web::test]
+async fn payments_capture_and_refund_through_the_remote_processor() {
+    let (app, m, sim, _) = setup(&[]).await;
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    assert_eq!(p["status"], "requires_capture");
+    let id = p["payment_id"].as_str().unwrap();
+    assert_eq!(decisions(&app, &m, id).await[0]["chosen"], "acme-pay");
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            "/refunds",
+            Some(json!({"payment_id": id, "amount": 100})),
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+    let r = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/payments/{id}?force_sync=true"),
+            None,
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "the processor agrees");
+    assert_eq!(
+        (
+            sim.authorizations.load(Ordering::SeqCst),
+            sim.captures.load(Ordering::SeqCst),
+            sim.refunds_done.load(Ordering::SeqCst)
+        ),
+        (1, 1, 1)
+    );
+    let declined = pay(
+        &app,
+        &m,
+        json!({"payment_method_data": card("4000000000000002")}),
+    )
+    .await;
+    assert_eq!(
+        (
+            declined["status"].as_str(),
+            declined["last_error"]["code"].as_str()
+        ),
+        (Some("declined"), Some("card_declined"))
+    );
+}
+
+#[actix_web::test]
+async fn a_timeout_on_confirm_leaves_the_payment_processing_until_a_sync() {
+    let (app, m, _, url) = setup(&[]).await;
+    fault(&url, json!({"kind": "timeout", "delay_ms": 1200})).await;
+    let p = pay(&app, &m, json!({})).await;
+    assert_eq!(p["status"], "processing", "never failed on a guess");
+    let id = p["payment_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/payments/{id}?force_sync=true"),
+            None,
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+}
+
+#[actix_web::test]
+async fn a_5xx_falls_back_and_repeated_failures_open_the_circuit() {
+    let (app, m, _, url) = setup(&[
+        ("PAYD_PROCESSORS__CIRCUIT_FAILURE_THRESHOLD", "2"),
+        ("PAYD_PROCESSORS__CIRCUIT_COOLDOWN_SECS", "600"),
+    ])
+    .await;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/account/shops/{}/processors", m.profile_id),
+            Some(json!({"name": "backup"})),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    fault(&url, json!({"kind": "error", "count": 2})).await;
+    for _ in 0..2 {
+        let p = pay(&app, &m, json!({})).await;
+        assert_eq!(p["status"], "succeeded", "the backup took it: {p}");
+        let d = decisions(&app, &m, p["payment_id"].as_str().unwrap()).await;
+        let tried: Vec<&str> = d.iter().map(|x| x["chosen"].as_str().unwrap()).collect();
+        assert_eq!(tried, ["acme-pay", "backup"]);
+        assert_eq!(d[0]["outcome"], "declined");
+        assert_eq!(d[1]["algorithm"], "fallback");
+    }
+    // Two failures in a row: the circuit is open and routing skips the processor.
+    let p = pay(&app, &m, json!({})).await;
+    let d = decisions(&app, &m, p["payment_id"].as_str().unwrap()).await;
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["chosen"], "backup");
+    assert_eq!(d[0]["candidates"], json!(["backup"]));
+    let metrics = app.send(Method::GET, "/metrics", None, None, &[]).await;
+    assert!(String::from_utf8_lossy(&metrics.raw).contains("payd_processor_circuits_open"));
+}
+
+#[actix_web::test]
+async fn a_processor_that_contradicts_us_makes_the_payment_conflicted() {
+    let (app, m, _, url) = setup(&[]).await;
+    fault(&url, json!({"kind": "mismatch"})).await;
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    assert_eq!(p["status"], "requires_capture");
+    let r = app
+        .call(
+            &m,
+            Method::GET,
+            &format!(
+                "/payments/{}?force_sync=true",
+                p["payment_id"].as_str().unwrap()
+            ),
+            None,
+        )
+        .await;
+    assert_eq!(r.body["status"], "conflicted", "{}", r.body);
+}
+
+#[actix_web::test]
+async fn a_capture_whose_answer_was_lost_is_retried_and_never_doubles() {
+    let (app, m, sim, url) = setup(&[]).await;
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    fault(&url, json!({"kind": "timeout", "delay_ms": 1200})).await;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            Some(json!({"amount": 200, "final_capture": false})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["amount_captured"].as_i64()),
+        (200, Some(200)),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        sim.captures.load(Ordering::SeqCst),
+        1,
+        "the retry reused the key"
+    );
+}
