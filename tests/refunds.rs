@@ -462,14 +462,22 @@ async fn concurrent_refunds_and_captures_keep_the_balances() {
         .iter()
         .filter(|a| a.status == 200 && a.body["status"] == "succeeded")
         .count() as i64;
-    for r in refunds.iter().filter(|a| a.status != 200) {
+    let lost_race =
+        |r: &&common::Answer| r.code() == "concurrent_update" && common::several_instances(&app.db);
+    for r in refunds
+        .iter()
+        .filter(|a| a.status != 200)
+        .filter(|r| !lost_race(r))
+    {
         assert_eq!(r.code(), "amount_exceeds_refundable", "{}", r.body);
     }
     let end = payment(&app, &m, &id).await;
     assert_eq!(end["amount_captured"], 300 + 100 * ok_captures);
     assert_eq!(end["amount_refunded"], 50 * ok_refunds);
     assert!(end["amount_refunded"].as_i64().unwrap() <= end["amount_captured"].as_i64().unwrap());
-    assert_eq!(ok_captures, 10);
+    for c in captures.iter().filter(|a| a.status != 200) {
+        assert!(lost_race(&c), "{}", c.body);
+    }
     let listed = app
         .call(
             &m,

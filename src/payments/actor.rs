@@ -265,19 +265,36 @@ async fn exec(
             return (current, Err(PaymentError::Forbidden));
         }
     }
-    // A lost race means another instance wrote first: reload and decide again, once.
+    // The cache may be stale when another instance wrote: a lost race (a write that failed
+    // its compare-and-set), or an answer decided without writing (a refusal, a no-op) while
+    // the stored version has moved on. Either way: reload and decide again, once.
     for round in 0..2 {
-        match step(deps, &current, &msg.command).await {
-            Err(PaymentError::LostRace) if round == 0 => {
-                match store::find(&deps.db, &current.id).await {
-                    Ok(Some(fresh)) => current = fresh,
-                    Ok(None) => return (current, Err(PaymentError::NotFound)),
-                    Err(e) => return (current, Err(e.into())),
+        let result = step(deps, &current, &msg.command).await;
+        let decided_without_writing = match &result {
+            Err(PaymentError::LostRace) => true,
+            Err(
+                PaymentError::Refused(_)
+                | PaymentError::RefundRefused(_)
+                | PaymentError::Invalid(_),
+            ) => true,
+            Ok(done) => done.payment.version == current.version,
+            Err(_) => false,
+        };
+        if round == 0 && decided_without_writing {
+            match store::find(&deps.db, &current.id).await {
+                Ok(Some(fresh)) if fresh.version != current.version => {
+                    current = fresh;
+                    continue;
                 }
+                Ok(Some(_)) => {}
+                Ok(None) => return (current, Err(PaymentError::NotFound)),
+                Err(e) => return (current, Err(e.into())),
             }
-            Ok(done) => return (done.payment.clone(), Ok(done)),
-            Err(e) => return (current, Err(e)),
         }
+        return match result {
+            Ok(done) => (done.payment.clone(), Ok(done)),
+            Err(e) => (current, Err(e)),
+        };
     }
     (current, Err(PaymentError::LostRace))
 }

@@ -102,11 +102,35 @@ pub fn init_logs() {
 
 /// A running server.
 pub struct TestApp {
+    /// The first instance's address.
     pub base: String,
+    /// Every instance's address: requests go round-robin over them.
+    bases: Vec<String>,
+    next: std::sync::atomic::AtomicUsize,
     pub clock: Arc<ManualClock>,
     pub state: web::Data<AppState>,
     pub db: Arc<TestDb>,
-    handle: ServerHandle,
+    handles: Vec<ServerHandle>,
+}
+
+/// True when tests run against several instances (lost races then answer 409
+/// `concurrent_update` where one instance would have serialized everything).
+pub fn several_instances(db: &TestDb) -> bool {
+    instances(db) > 1
+}
+
+/// With `TEST_INSTANCES=2` and PostgreSQL, every test app is two instances on one database,
+/// and requests alternate between them.
+fn instances(db: &TestDb) -> usize {
+    let asked = std::env::var("TEST_INSTANCES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    if db.is_postgres() {
+        asked.clamp(1, 4)
+    } else {
+        1
+    }
 }
 
 /// A merchant created through the admin route.
@@ -158,19 +182,26 @@ pub async fn spawn_with_clock(
     extra: &[(&str, &str)],
     clock: Arc<ManualClock>,
 ) -> TestApp {
-    let app = Application::build(settings(&db, extra), clock.clone())
-        .await
-        .expect("build app");
-    let base = format!("http://127.0.0.1:{}", app.port());
-    let state = app.state();
-    let handle = app.handle();
-    actix_web::rt::spawn(app.run_until_stopped());
+    let mut bases = Vec::new();
+    let mut handles = Vec::new();
+    let mut state = None;
+    for _ in 0..instances(&db) {
+        let app = Application::build(settings(&db, extra), clock.clone())
+            .await
+            .expect("build app");
+        bases.push(format!("http://127.0.0.1:{}", app.port()));
+        state.get_or_insert_with(|| app.state());
+        handles.push(app.handle());
+        actix_web::rt::spawn(app.run_until_stopped());
+    }
     TestApp {
-        base,
+        base: bases[0].clone(),
+        bases,
+        next: Default::default(),
         clock,
-        state,
+        state: state.expect("one instance at least"),
         db,
-        handle,
+        handles,
     }
 }
 
@@ -196,7 +227,9 @@ impl TestApp {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> Answer {
-        let mut req = client().request(method, format!("{}{path}", self.base));
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let base = &self.bases[n % self.bases.len()];
+        let mut req = client().request(method, format!("{base}{path}"));
         if let Some(key) = key {
             req = req.insert_header(("api-key", key));
         }
@@ -297,6 +330,8 @@ impl TestApp {
 
     /// Stops the server gracefully and waits until it has.
     pub async fn stop(self) {
-        self.handle.stop(true).await;
+        for handle in &self.handles {
+            handle.stop(true).await;
+        }
     }
 }
