@@ -393,3 +393,288 @@ async fn two_instances_deliver_a_burst_exactly_once() {
     assert!(a.terminate().success());
     assert!(b.terminate().success());
 }
+
+/// One request of the crash test's load: which payment, what, and how it was answered.
+struct Outcome {
+    payment_id: String,
+    op: &'static str,
+    /// `None`: no answer (the instance was down or died mid-request).
+    status: Option<u16>,
+    body: serde_json::Value,
+}
+
+/// A request to whichever instance is up at that port; a refused connection is "no answer".
+async fn try_post(
+    port: u16,
+    path: &str,
+    key: &str,
+    shop: &str,
+    body: serde_json::Value,
+) -> (Option<u16>, serde_json::Value) {
+    let req = common::client()
+        .post(format!("http://127.0.0.1:{port}{path}"))
+        .timeout(Duration::from_secs(10))
+        .insert_header(("api-key", key))
+        .insert_header(("x-profile-id", shop));
+    match req.send_json(&body).await {
+        Ok(mut res) => {
+            let bytes = res.body().await.unwrap_or_default();
+            (
+                Some(res.status().as_u16()),
+                serde_json::from_slice(&bytes).unwrap_or_default(),
+            )
+        }
+        Err(_) => (None, serde_json::Value::Null),
+    }
+}
+
+#[actix_web::test]
+async fn kill_9_at_random_moments_loses_no_acknowledged_change_and_no_event() {
+    let db = TestDb::new().await;
+    if !db.is_postgres() {
+        // Several instances need PostgreSQL.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = common::receiver::Receiver::start().await;
+    let start = || Server::start(fast_retries(payd(&db.url, dir.path())));
+    let mut servers = [start(), start()];
+    let (key, shop) = merchant_with_endpoint(servers[0].port, &receiver.url).await;
+    let ports = std::rc::Rc::new(std::cell::RefCell::new([servers[0].port, servers[1].port]));
+
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut kills = 0;
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut random = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for round in 0..6 {
+        // The load: payments, captures and refunds, alternating between the instances,
+        // while one instance is killed at a random moment and started again.
+        let victim = round % 2;
+        let kill_after = Duration::from_millis(50 + random(400));
+        let load = async {
+            let mut done = Vec::new();
+            for i in 0..12 {
+                let port = ports.borrow()[i % 2];
+                let body = serde_json::json!({"amount": 1000, "currency": "USD", "confirm": true, "capture_method": "manual",
+                    "payment_method_data": common::card("4242424242424242")});
+                let (status, p) = try_post(port, "/payments", &key, &shop, body).await;
+                let Some(id) = p["payment_id"].as_str().map(str::to_owned) else {
+                    done.push(Outcome {
+                        payment_id: String::new(),
+                        op: "create",
+                        status,
+                        body: p,
+                    });
+                    continue;
+                };
+                done.push(Outcome {
+                    payment_id: id.clone(),
+                    op: "create",
+                    status,
+                    body: p,
+                });
+                let port = ports.borrow()[(i + 1) % 2];
+                let (status, body) = try_post(
+                    port,
+                    &format!("/payments/{id}/capture"),
+                    &key,
+                    &shop,
+                    serde_json::json!({"amount": 600, "final_capture": false}),
+                )
+                .await;
+                done.push(Outcome {
+                    payment_id: id.clone(),
+                    op: "capture",
+                    status,
+                    body,
+                });
+                let port = ports.borrow()[i % 2];
+                let (status, body) = try_post(
+                    port,
+                    "/refunds",
+                    &key,
+                    &shop,
+                    serde_json::json!({"payment_id": id, "amount": 200}),
+                )
+                .await;
+                done.push(Outcome {
+                    payment_id: id.clone(),
+                    op: "refund",
+                    status,
+                    body,
+                });
+            }
+            done
+        };
+        let chaos = async {
+            actix_web::rt::time::sleep(kill_after).await;
+            // Killed while the load waits on it: a request in flight there gets no answer.
+            let replacement = {
+                let dead = &mut servers[victim];
+                let _ = dead.child.kill();
+                let _ = dead.child.wait();
+                start()
+            };
+            servers[victim] = replacement;
+            ports.borrow_mut()[victim] = servers[victim].port;
+        };
+        let (done, ()) = futures_util::join!(load, chaos);
+        kills += 1;
+        outcomes.extend(done);
+    }
+
+    // Every acknowledged change holds, and the money invariants hold for every payment.
+    let port = servers[0].port;
+    let mut five_xx = 0;
+    let mut checked = std::collections::HashSet::new();
+    for o in &outcomes {
+        if let Some(s) = o.status {
+            assert!(
+                s < 500 || s == 503,
+                "a live instance answered {s}: {}",
+                o.body
+            );
+            if s >= 500 {
+                five_xx += 1;
+            }
+        }
+        if o.payment_id.is_empty() {
+            continue;
+        }
+        let p = get(port, &format!("/payments/{}", o.payment_id), Some(&key))
+            .await
+            .1;
+        let (authorized, captured, refunded) = (
+            p["amount_authorized"].as_i64().unwrap_or(0),
+            p["amount_captured"].as_i64().unwrap_or(0),
+            p["amount_refunded"].as_i64().unwrap_or(0),
+        );
+        assert!(
+            refunded <= captured && captured <= authorized && authorized <= 1000,
+            "{p}"
+        );
+        if o.status == Some(200) {
+            match o.op {
+                "capture" => assert!(captured >= 600, "an acknowledged capture was lost: {p}"),
+                "refund" => {
+                    let r = get(
+                        port,
+                        &format!("/refunds/{}", o.body["refund_id"].as_str().unwrap_or("")),
+                        Some(&key),
+                    )
+                    .await;
+                    assert_eq!(r.0, 200, "an acknowledged refund was lost");
+                    assert!(refunded >= 200, "{p}");
+                }
+                _ => assert_eq!(
+                    p["payment_id"],
+                    o.payment_id.as_str(),
+                    "an acknowledged payment was lost"
+                ),
+            }
+        }
+        checked.insert(o.payment_id.clone());
+    }
+
+    // Every event is delivered, once the instances have caught up.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut events, mut pending) = (0usize, usize::MAX);
+    while Instant::now() < deadline {
+        let (_, undelivered) = post_json(
+            port,
+            &format!("/events/{}", merchant_id_of(port, &key).await),
+            &key,
+            None,
+            serde_json::json!({"delivered": false, "limit": 100}),
+        )
+        .await;
+        pending = undelivered["data"].as_array().map_or(usize::MAX, Vec::len);
+        if pending == 0 {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(pending, 0, "every event is delivered");
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut body = serde_json::json!({"limit": 100});
+        if let Some(c) = &cursor {
+            body["starting_after"] = serde_json::json!(c);
+        }
+        let (_, page) = post_json(
+            port,
+            &format!("/events/{}", merchant_id_of(port, &key).await),
+            &key,
+            None,
+            body,
+        )
+        .await;
+        let data = page["data"].as_array().cloned().unwrap_or_default();
+        events += data.len();
+        let ids = distinct_ids(&receiver.received());
+        for e in &data {
+            assert!(
+                ids.contains(e["event_id"].as_str().unwrap()),
+                "event {} never reached the receiver",
+                e["event_id"]
+            );
+        }
+        if page["has_more"] != true {
+            break;
+        }
+        cursor = data
+            .last()
+            .and_then(|e| e["event_id"].as_str())
+            .map(str::to_owned);
+    }
+    // Every status change written has its event (both were one transaction).
+    let conn = payd::db::connect(&db.url, Some(2)).await.unwrap();
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    let history = payd_entity::payment_status_history::Entity::find()
+        .all(&conn)
+        .await
+        .unwrap();
+    let mut announced = 0;
+    for h in &history {
+        let Some(event_type) =
+            payd::payments::machine::Status::parse(&h.to_status).and_then(|s| s.event())
+        else {
+            continue;
+        };
+        let found = payd_entity::event::Entity::find()
+            .filter(payd_entity::event::Column::ObjectId.eq(h.payment_id.as_str()))
+            .filter(payd_entity::event::Column::EventType.eq(event_type))
+            .all(&conn)
+            .await
+            .unwrap();
+        assert!(
+            !found.is_empty(),
+            "{} became {} without {event_type}",
+            h.payment_id,
+            h.to_status
+        );
+        announced += 1;
+    }
+    println!(
+        "crash test: {announced} status changes each with its event; {} payments, {} requests ({} unanswered while an instance died, {} 503), {events} events delivered, {kills} kills",
+        checked.len(),
+        outcomes.len(),
+        outcomes.iter().filter(|o| o.status.is_none()).count(),
+        five_xx
+    );
+    for s in servers {
+        assert!(s.terminate().success());
+    }
+}
+
+async fn merchant_id_of(port: u16, key: &str) -> String {
+    get(port, "/account", Some(key)).await.1["merchant_id"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
