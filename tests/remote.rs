@@ -229,3 +229,23 @@ async fn a_capture_whose_answer_was_lost_is_retried_and_never_doubles() {
         "the retry reused the key"
     );
 }
+
+#[actix_web::test]
+async fn a_refund_whose_answer_was_lost_is_retried_and_never_doubles() {
+    let (app, m, sim, url) = setup(&[]).await;
+    let p = pay(&app, &m, json!({})).await;
+    fault(&url, json!({"kind": "timeout", "delay_ms": 1200})).await;
+    let body = json!({"payment_id": p["payment_id"], "amount": 150});
+    let r = app.call(&m, Method::POST, "/refunds", Some(body)).await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("succeeded")),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        sim.refunds_done.load(Ordering::SeqCst),
+        1,
+        "the retry reused the key"
+    );
+}
