@@ -347,6 +347,3 @@ async fn not_found() -> Result<actix_web::HttpResponse, ApiError> {
         actix_web::http::StatusCode::NOT_FOUND,
     ))
 }
-
-/// How long to wait for something in tests and tools that poll; bounded everywhere.
-pub const POLL_LIMIT: Duration = Duration::from_secs(10);

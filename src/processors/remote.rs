@@ -128,10 +128,6 @@ impl RemoteProcessor {
             }),
         }
     }
-
-    pub fn breaker(&self) -> &CircuitBreaker {
-        &self.inner.breaker
-    }
 }
 
 impl Inner {
