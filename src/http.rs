@@ -54,7 +54,7 @@ pub async fn request_id(
 }
 
 /// Replaces the body of any error answer that is not already JSON (actix's own 404, 405,
-/// 413 …) with the one error body.
+/// 413 …) with the one error body, keeping the answer's other headers (the `Allow` of a 405).
 pub async fn json_errors(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -67,8 +67,14 @@ pub async fn json_errors(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if (status.is_client_error() || status.is_server_error()) && !is_json {
-        let (req, _) = res.into_parts();
-        let body = ApiError::from_status(status).error_response();
+        let (req, original) = res.into_parts();
+        let mut body = ApiError::from_status(status).error_response();
+        let own: Vec<header::HeaderName> = body.headers().keys().cloned().collect();
+        for (name, value) in original.headers() {
+            if !own.contains(name) && name != header::CONTENT_LENGTH {
+                body.headers_mut().append(name.clone(), value.clone());
+            }
+        }
         return Ok(ServiceResponse::new(req, body));
     }
     Ok(res.map_into_boxed_body())

@@ -3,7 +3,13 @@
 
 use actix_web::{web, HttpResponse};
 use utoipa::{
-    openapi::security::{ApiKey, ApiKeyValue, SecurityScheme},
+    openapi::{
+        header::HeaderBuilder,
+        path::{Operation, Parameter, ParameterBuilder, ParameterIn},
+        schema::{ObjectBuilder, Type},
+        security::{ApiKey, ApiKeyValue, SecurityScheme},
+        Content, Ref, RefOr, Required, ResponseBuilder,
+    },
     Modify, OpenApi,
 };
 use utoipa_swagger_ui::SwaggerUi;
@@ -72,7 +78,7 @@ use crate::{accounts, customers, events, ops, pagination, payments, refunds, web
         webhooks::routes::rotate_secret,
     ),
     components(schemas(crate::error::ErrorType, ErrorBody, pagination::ListQuery)),
-    modifiers(&Security),
+    modifiers(&Security, &CommonErrors),
     tags(
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
@@ -128,6 +134,183 @@ impl Modify for Security {
                 "The operator's admin key (PAYD_ADMIN_KEY)",
             ))),
         );
+    }
+}
+
+/// The error answers that the layers every request passes through can give, added to each
+/// operation that can get them (a handler's own description of one is kept):
+///
+/// - any operation: 429 (the per-key rate limit) and 503 (the request deadline, a full mailbox);
+/// - with the admin key: 401; with an API key: 401, 403, and 404 for an `x-profile-id` that
+///   names no shop of the caller;
+/// - with parameters or a body: 400; with a path parameter: 404;
+/// - with a body: 413 and 415;
+/// - POST: 400 and 409 from `Idempotency-Key` (documented as a header parameter).
+struct CommonErrors;
+
+/// `(status, component name, description)` of the shared error responses.
+const ERRORS: [(&str, &str, &str); 9] = [
+    (
+        "400",
+        "BadRequest",
+        "The request is invalid: `param` names the field, query parameter or header",
+    ),
+    (
+        "401",
+        "Unauthorized",
+        "The key (API key or admin key) is missing, unknown or revoked",
+    ),
+    (
+        "403",
+        "Forbidden",
+        "The key may not do this (a publishable key, another shop)",
+    ),
+    (
+        "404",
+        "NotFound",
+        "No such object for this merchant and mode, or no such shop",
+    ),
+    (
+        "409",
+        "Conflict",
+        "The object's state forbids this, or the Idempotency-Key is in use or was used otherwise",
+    ),
+    (
+        "413",
+        "PayloadTooLarge",
+        "The body is larger than the configured limit",
+    ),
+    (
+        "415",
+        "UnsupportedMediaType",
+        "The body is not `application/json`",
+    ),
+    (
+        "429",
+        "TooManyRequests",
+        "Too many requests with this API key; retry after `Retry-After` seconds",
+    ),
+    (
+        "503",
+        "Unavailable",
+        "Not now (the request deadline passed, the object is overloaded); see `Retry-After`",
+    ),
+];
+
+fn error_content() -> Content {
+    Content::new(Some(Ref::from_schema_name("ErrorBody")))
+}
+
+fn idempotency_key() -> Parameter {
+    ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "Makes a retry safe: the same key with the same request answers the stored answer \
+             (`idempotent-replayed: true`); with another request it is 409.",
+        ))
+        .schema(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(255))
+                .pattern(Some("^[!-~]+$")),
+        ))
+        .build()
+}
+
+fn add_errors(op: &mut Operation, is_post: bool) {
+    let params = op.parameters.as_deref().unwrap_or_default();
+    let has_path = params.iter().any(|p| p.parameter_in == ParameterIn::Path);
+    let has_params = !params.is_empty();
+    let has_body = op.request_body.is_some();
+    // A requirement's schemes are private fields; its JSON names them.
+    let needs = |scheme: &str| {
+        op.security.iter().flatten().any(|requirement| {
+            serde_json::to_value(requirement).is_ok_and(|v| v.get(scheme).is_some())
+        })
+    };
+    let mut codes = vec!["429", "503"];
+    if needs("admin_key") {
+        codes.push("401");
+    }
+    if needs("api_key") {
+        codes.extend(["401", "403", "404"]);
+    }
+    if has_params || has_body || is_post {
+        codes.push("400");
+    }
+    if has_path {
+        codes.push("404");
+    }
+    if has_body {
+        codes.extend(["413", "415"]);
+    }
+    if is_post {
+        codes.push("409");
+        op.parameters
+            .get_or_insert_with(Vec::new)
+            .push(idempotency_key());
+    }
+    for (status, name, _) in ERRORS.iter().filter(|(s, _, _)| codes.contains(s)) {
+        op.responses
+            .responses
+            .entry((*status).to_owned())
+            .or_insert_with(|| RefOr::Ref(Ref::new(format!("#/components/responses/{name}"))));
+    }
+    // An error a handler documents itself keeps its description and gets the error body.
+    for (status, response) in &mut op.responses.responses {
+        let RefOr::T(response) = response else {
+            continue;
+        };
+        if !(status.starts_with('4') || status.starts_with('5')) {
+            continue;
+        }
+        if response.description.is_empty() {
+            if let Some((_, _, description)) = ERRORS.iter().find(|(s, _, _)| s == status) {
+                response.description = (*description).to_owned();
+            }
+        }
+        if response.content.is_empty() {
+            response
+                .content
+                .insert("application/json".to_owned(), error_content());
+        }
+    }
+}
+
+impl Modify for CommonErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (status, name, description) in ERRORS {
+            let mut response = ResponseBuilder::new()
+                .description(description)
+                .content("application/json", error_content());
+            if status == "429" || status == "503" {
+                response = response.header(
+                    "Retry-After",
+                    HeaderBuilder::new()
+                        .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                        .description(Some("Seconds to wait before retrying"))
+                        .build(),
+                );
+            }
+            components
+                .responses
+                .insert(name.to_owned(), RefOr::T(response.build()));
+        }
+        for item in openapi.paths.paths.values_mut() {
+            for op in [&mut item.get, &mut item.put, &mut item.delete]
+                .into_iter()
+                .flatten()
+            {
+                add_errors(op, false);
+            }
+            if let Some(op) = &mut item.post {
+                add_errors(op, true);
+            }
+        }
     }
 }
 

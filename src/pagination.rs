@@ -17,6 +17,8 @@ pub const MAX_LIMIT: u64 = 100;
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// How many objects to return, 1 to 100 (default 10).
+    #[param(minimum = 1, maximum = 100)]
+    #[schema(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     /// Return objects older than this id (the next page).
     pub starting_after: Option<String>,

@@ -145,6 +145,20 @@ async fn every_error_has_the_one_shape_and_the_request_id() {
 }
 
 #[actix_web::test]
+async fn a_405_names_the_allowed_methods() {
+    let app = spawn_app().await;
+    let res = app
+        .send(Method::PUT, "/account/shops", None, None, &[])
+        .await;
+    assert_eq!((res.status, res.code()), (405, "method_not_allowed"));
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    let allow = res.header("allow").expect("an Allow header");
+    let mut methods: Vec<&str> = allow.split(',').map(str::trim).collect();
+    methods.sort_unstable();
+    assert_eq!(methods, ["GET", "POST"], "{allow}");
+}
+
+#[actix_web::test]
 async fn fields_are_named_in_errors() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;

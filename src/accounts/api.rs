@@ -32,6 +32,8 @@ pub enum RequestedMode {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateMerchantRequest {
+    /// 1 to 200 characters, not only spaces.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
     #[serde(default)]
     pub mode: Option<RequestedMode>,
@@ -80,6 +82,8 @@ impl From<profile::Model> for Shop {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateShopRequest {
+    /// 1 to 200 characters, not only spaces.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
 }
 
@@ -127,7 +131,9 @@ pub struct CreateApiKeyRequest {
     /// Bind the key to one shop; requests with it are scoped to that shop.
     #[serde(default)]
     pub profile_id: Option<String>,
+    /// 1 to 200 characters, not only spaces.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: Option<String>,
     /// Make a sandbox key (`true`) with a live key; defaults to the calling key's mode.
     /// A sandbox key cannot make live keys.

@@ -56,7 +56,8 @@ fn merchant_mode(
 /// Create a merchant with a default shop and its first keys (admin key).
 #[utoipa::path(post, path = "/admin/merchants", tag = "admin",
     request_body = CreateMerchantRequest,
-    responses((status = 201, body = CreatedMerchant), (status = 401, description = "admin key missing or wrong")),
+    responses((status = 201, body = CreatedMerchant), (status = 401, description = "admin key missing or wrong"),
+        (status = 403, description = "`mode: production` on a sandbox deployment")),
     security(("admin_key" = [])))]
 pub async fn create_merchant(
     _: Admin,

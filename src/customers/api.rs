@@ -169,7 +169,9 @@ pub struct ListCustomersQuery {
     pub created_after: Option<DateTime<Utc>>,
     #[serde(default)]
     pub created_before: Option<DateTime<Utc>>,
+    /// 1 to 100 (default 10).
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
     pub starting_after: Option<String>,
@@ -184,7 +186,9 @@ pub struct ListMandatesQuery {
     pub status: Option<String>,
     #[serde(default)]
     pub customer_id: Option<String>,
+    /// 1 to 100 (default 10).
     #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
     pub starting_after: Option<String>,

@@ -42,6 +42,7 @@ pub struct ListEventsRequest {
     pub object_id: Option<String>,
     /// 1 to 100 (default 10).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
     pub event_type: Option<String>,

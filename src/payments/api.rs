@@ -87,6 +87,7 @@ pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<String>, ApiError>
 #[serde(deny_unknown_fields)]
 pub struct CreatePaymentRequest {
     /// Minor units, > 0.
+    #[schema(minimum = 1)]
     pub amount: i64,
     /// ISO 4217 code, e.g. `USD`.
     pub currency: String,
@@ -243,7 +244,9 @@ pub struct ListPaymentsRequest {
     pub created_after: Option<DateTime<Utc>>,
     #[serde(default)]
     pub created_before: Option<DateTime<Utc>>,
+    /// 1 to 100 (default 10).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
     pub starting_after: Option<String>,

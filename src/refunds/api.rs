@@ -71,7 +71,9 @@ pub struct ListRefundsRequest {
     pub created_after: Option<DateTime<Utc>>,
     #[serde(default)]
     pub created_before: Option<DateTime<Utc>>,
+    /// 1 to 100 (default 10).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
     #[serde(default)]
     pub starting_after: Option<String>,
