@@ -137,15 +137,26 @@ pub async fn update_customer(
     ApiJson(f): ApiJson<CustomerFields>,
 ) -> Result<HttpResponse, ApiError> {
     check_fields(&f)?;
+    let now = state.clock.now();
+    let updated = change(&state, &caller, &id, |c| store::apply(c, &f, now)).await?;
+    Ok(HttpResponse::Ok().json(Customer::from(&updated)))
+}
+
+/// Applies `edit` to a live (not redacted) customer under its version compare-and-set,
+/// reading it again when another write got there first (three tries).
+async fn change(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    edit: impl Fn(&customer::Model) -> customer::Model,
+) -> Result<customer::Model, ApiError> {
     for _ in 0..3 {
-        let c = owned(&state, &caller, &id).await?;
+        let c = owned(state, caller, id).await?;
         if c.redacted_at.is_some() {
             return Err(redacted());
         }
-        if let Some(updated) =
-            store::replace(&state.db, &c, store::apply(&c, &f, state.clock.now())).await?
-        {
-            return Ok(HttpResponse::Ok().json(Customer::from(&updated)));
+        if let Some(updated) = store::replace(&state.db, &c, edit(&c)).await? {
+            return Ok(updated);
         }
     }
     Err(ApiError::conflict(
@@ -239,26 +250,20 @@ pub async fn set_default_method(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (customer_id, pm_id) = path.into_inner();
-    for _ in 0..3 {
-        let c = owned(&state, &caller, &customer_id).await?;
-        if c.redacted_at.is_some() {
-            return Err(redacted());
-        }
-        store::find_method(&state.db, &pm_id)
-            .await?
-            .filter(|pm| pm.customer_id == c.id)
-            .ok_or_else(|| ApiError::not_found("payment method").param("payment_method_id"))?;
+    let c = owned(&state, &caller, &customer_id).await?;
+    store::find_method(&state.db, &pm_id)
+        .await?
+        .filter(|pm| pm.customer_id == c.id)
+        .ok_or_else(|| ApiError::not_found("payment method").param("payment_method_id"))?;
+    let now = state.clock.now();
+    let updated = change(&state, &caller, &customer_id, |c| {
         let mut after = c.clone();
         after.default_payment_method_id = Some(pm_id.clone());
-        after.updated_at = state.clock.now();
-        if let Some(updated) = store::replace(&state.db, &c, after).await? {
-            return Ok(HttpResponse::Ok().json(Customer::from(&updated)));
-        }
-    }
-    Err(ApiError::conflict(
-        "concurrent_update",
-        "the customer was changed by another request; retry",
-    ))
+        after.updated_at = now;
+        after
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Customer::from(&updated)))
 }
 
 /// Delete a saved method (and clear it as the default).
