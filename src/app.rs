@@ -117,6 +117,7 @@ impl Application {
                 clock: clock.clone(),
                 settings: webhook_settings.clone(),
                 depth: Default::default(),
+                wake: wake.clone(),
             },
             arbiters.clone(),
         );

@@ -180,6 +180,14 @@ pub struct DeliveryDeps {
     pub settings: Arc<WebhookSettings>,
     /// Deliveries queued or in flight across all merchants (for the gauge).
     pub depth: Arc<AtomicI64>,
+    /// Wakes the dispatcher when a full queue drains below its limit, so the merchant's
+    /// waiting deliveries are claimed at once rather than at the next poll.
+    pub wake: super::dispatcher::Wake,
+}
+
+/// A merchant whose queue holds this much is skipped by the dispatcher's claims.
+fn backlog_limit(settings: &WebhookSettings) -> i64 {
+    (settings.max_in_flight_per_endpoint * 4) as i64
 }
 
 #[derive(Message)]
@@ -213,7 +221,10 @@ impl MerchantDeliveries {
                     .into_actor(self)
                     .map(|_, act, ctx| {
                         act.in_flight -= 1;
-                        act.backlog.fetch_sub(1, Ordering::Relaxed);
+                        let before = act.backlog.fetch_sub(1, Ordering::Relaxed);
+                        if before == backlog_limit(&act.deps.settings) {
+                            act.deps.wake.now();
+                        }
                         act.deps.depth.fetch_sub(1, Ordering::Relaxed);
                         metrics::gauge!("payd_webhook_queue_depth")
                             .set(act.deps.depth.load(Ordering::Relaxed) as f64);
@@ -394,7 +405,7 @@ impl DeliveryPool {
     /// Merchants whose queue already holds enough work: the dispatcher claims none for them,
     /// so one dead endpoint cannot take every claim.
     pub fn saturated(&self) -> Vec<String> {
-        let limit = (self.deps.settings.max_in_flight_per_endpoint * 4) as i64;
+        let limit = backlog_limit(&self.deps.settings);
         self.actors
             .iter()
             .filter(|e| e.value().1.load(Ordering::Relaxed) >= limit)
