@@ -69,6 +69,21 @@ pub struct Line {
 /// Free key-value data set by the merchant.
 pub type Metadata = BTreeMap<String, serde_json::Value>;
 
+/// A free-text field of at most `max` characters.
+pub fn check_text(
+    param: &str,
+    value: Option<&String>,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be at most {max} characters"),
+        )),
+        other => Ok(other.cloned()),
+    }
+}
+
 /// The one rule for metadata on every resource: at most 50 keys of 1 to 40 characters and
 /// 8 KiB in all. Returns its JSON text.
 pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {

@@ -8,10 +8,10 @@ use payd_entity::payment;
 use super::{
     actor::{Access, Command, Done, Exec, Patch, PaymentError},
     api::{
-        captured_shares, check_metadata, parse_amount, parse_currency, parse_lines, Attempt,
-        CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest,
-        CreatePaymentRequest, Items, Line, LineBalance, ListPaymentsRequest, MandateRequest,
-        MandateType, Payment, PaymentMethodData, RetrieveQuery, RoutingDecision,
+        captured_shares, check_metadata, check_text, parse_amount, parse_currency, parse_lines,
+        Attempt, CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest,
+        ConfirmPaymentRequest, CreatePaymentRequest, Items, Line, LineBalance, ListPaymentsRequest,
+        MandateRequest, MandateType, Payment, PaymentMethodData, RetrieveQuery, RoutingDecision,
         RoutingDecisionView, StatusChange, UpdatePaymentRequest,
     },
     machine::Status,
@@ -366,16 +366,6 @@ async fn customer_side(
     })
 }
 
-fn text(param: &str, value: Option<&String>, max: usize) -> Result<Option<String>, ApiError> {
-    match value {
-        Some(v) if v.chars().count() > max => Err(ApiError::invalid_param(
-            param,
-            format!("{param} must be at most {max} characters"),
-        )),
-        other => Ok(other.cloned()),
-    }
-}
-
 /// A return URL: http or https only (a `javascript:` URL would run on payd's checkout page).
 fn return_url(value: Option<&String>) -> Result<Option<String>, ApiError> {
     let Some(url) = value else { return Ok(None) };
@@ -463,7 +453,7 @@ pub async fn create_payment(
         lines: lines.as_ref().and_then(|l| serde_json::to_string(l).ok()),
         metadata: serde_json::to_string(&req.metadata.unwrap_or_default())
             .unwrap_or_else(|_| "{}".into()),
-        description: text("description", req.description.as_ref(), 1000)?,
+        description: check_text("description", req.description.as_ref(), 1000)?,
         return_url: return_url(req.return_url.as_ref())?,
         hosted_checkout: req.hosted_checkout,
         client_secret: format!("{}_secret_{}", "pay", uuid::Uuid::new_v4().simple()),
@@ -547,7 +537,7 @@ pub async fn update_payment(
         card: parse_card_data(&state, caller.test_mode(), req.payment_method_data.as_ref())?,
         lines: req.lines,
         metadata: req.metadata,
-        description: text("description", req.description.as_ref(), 1000)?,
+        description: check_text("description", req.description.as_ref(), 1000)?,
         return_url: return_url(req.return_url.as_ref())?,
     };
     let m = send(
@@ -637,7 +627,7 @@ pub async fn cancel_payment(
     id: web::Path<String>,
     ApiJson(req): ApiJson<CancelPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    text("reason", req.reason.as_ref(), 500)?;
+    check_text("reason", req.reason.as_ref(), 500)?;
     let m = send(&state, &id, Some(access(&caller, None)?), Command::Cancel).await?;
     Ok(render(&state, &m))
 }

@@ -252,16 +252,7 @@ async fn write_refund(
         }
     }
     if matches!(r.status.as_str(), "pending" | "manual_review") {
-        let due = now + settle_delay;
-        scheduler::schedule(
-            db,
-            now,
-            REFUND_SETTLE_JOB,
-            &r.id,
-            due,
-            serde_json::Value::Null,
-        )
-        .await?;
+        resync_refund_job(db, &r, now, settle_delay).await?;
     } else {
         scheduler::cancel(db, REFUND_SETTLE_JOB, &r.id).await?;
     }

@@ -17,7 +17,7 @@ use crate::{
     pagination::{List, Page},
     payments::{
         actor::Command,
-        api::{check_metadata, parse_currency},
+        api::{check_metadata, check_text, parse_currency},
         refunds::{Ask, LineAsk},
         routes::{access, exec},
     },
@@ -33,16 +33,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         );
 }
 
-fn text(param: &str, value: Option<&String>) -> Result<(), ApiError> {
-    match value {
-        Some(v) if v.chars().count() > 500 => Err(ApiError::invalid_param(
-            param,
-            format!("{param} must be at most 500 characters"),
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Refund a payment fully, partly, or by product line.
 #[utoipa::path(post, path = "/refunds", tag = "refunds", request_body = CreateRefundRequest,
     responses((status = 200, body = Refund), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
@@ -52,7 +42,7 @@ pub async fn create_refund(
     state: web::Data<AppState>,
     ApiJson(req): ApiJson<CreateRefundRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    text("reason", req.reason.as_ref())?;
+    check_text("reason", req.reason.as_ref(), 500)?;
     check_metadata(req.metadata.as_ref())?;
     let ask = match (req.amount, req.lines) {
         (Some(_), Some(_)) => {
@@ -144,7 +134,7 @@ pub async fn update_refund(
     id: web::Path<String>,
     ApiJson(req): ApiJson<UpdateRefundRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    text("reason", req.reason.as_ref())?;
+    check_text("reason", req.reason.as_ref(), 500)?;
     let md = check_metadata(req.metadata.as_ref())?;
     // Invariant: this write moves no money, so it need not pass through the payment's actor.
     for _ in 0..3 {
