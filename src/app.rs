@@ -18,8 +18,13 @@ use crate::{
     auth::Mode,
     clock::SharedClock,
     customers, db,
+    disputes::{
+        self,
+        actor::{DisputeDeps, Exec as DisputeExec},
+        Disputes,
+    },
     error::ApiError,
-    events,
+    events, files,
     http::{self, BodyLimit},
     idempotency, openapi, ops,
     payments::{
@@ -48,6 +53,7 @@ pub struct AppState {
     /// The threads that host keyed actors.
     pub arbiters: Arc<ArbiterPool>,
     pub payments: Payments,
+    pub disputes: Disputes,
     /// The base of URLs handed to buyers (`checkout_url`).
     pub public_url: String,
     pub dispatcher: Arc<Dispatcher>,
@@ -94,17 +100,28 @@ impl Application {
             mailbox_capacity: settings.actors.mailbox_capacity,
             idle_timeout: settings.idle_timeout(),
         };
+        let sandbox = Arc::new(Sandbox {
+            async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
+        });
         let payments: Payments = Registry::new(
             PaymentDeps {
                 db: db.clone(),
                 clock: clock.clone(),
                 settings: settings.clone(),
-                sandbox: Arc::new(Sandbox {
-                    async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
-                }),
+                sandbox: sandbox.clone(),
                 public_url: public_url.clone(),
                 wake: wake.clone(),
                 remotes: Default::default(),
+            },
+            registry_config.clone(),
+            arbiters.clone(),
+        );
+        let disputes: Disputes = Registry::new(
+            DisputeDeps {
+                db: db.clone(),
+                clock: clock.clone(),
+                sandbox,
+                wake: wake.clone(),
             },
             registry_config,
             arbiters.clone(),
@@ -128,7 +145,9 @@ impl Application {
             pool,
             wake,
         ));
-        let scheduler = Arc::new(build_scheduler(&db, &clock, &settings, &payments));
+        let scheduler = Arc::new(build_scheduler(
+            &db, &clock, &settings, &payments, &disputes,
+        ));
         let now = clock.now();
         scheduler::schedule_if_absent(&db, now, IDEMPOTENCY_PURGE, "all", now).await?;
 
@@ -139,6 +158,7 @@ impl Application {
             scheduler,
             arbiters,
             payments,
+            disputes,
             public_url,
             dispatcher,
         });
@@ -172,6 +192,8 @@ impl Application {
                         .configure(payments::configure)
                         .configure(payments::checkout::configure)
                         .configure(refunds::configure)
+                        .configure(disputes::configure)
+                        .configure(files::configure)
                         .configure(customers::configure)
                         .configure(events::configure)
                         .configure(webhooks::configure),
@@ -209,12 +231,15 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
         let sweeper = self.state.payments.spawn_sweeper();
+        let dispute_sweeper = self.state.disputes.spawn_sweeper();
         let dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
         let result = self.server.await;
         scheduler.abort();
         dispatcher.abort();
         sweeper.abort();
+        dispute_sweeper.abort();
         self.state.payments.passivate_all();
+        self.state.disputes.passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
         result
@@ -226,11 +251,13 @@ fn build_scheduler(
     clock: &SharedClock,
     settings: &Settings,
     payments: &Payments,
+    disputes: &Disputes,
 ) -> Scheduler {
     let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
     for (kind, command) in [
         (payments::store::EXPIRY_JOB, Command::Expire),
         (payments::store::SETTLE_JOB, Command::Sync),
+        (payments::store::DISPUTE_OPEN_JOB, Command::OpenDispute),
     ] {
         let payments = payments.clone();
         scheduler.register(kind, move |job: Job| {
@@ -239,6 +266,42 @@ fn build_scheduler(
                 let exec = Exec { access: None, command };
                 match payments.send(&job.entity_id, exec).await {
                     Ok(Ok(_)) | Err(payd_actors::ActorError::Load(payments::actor::PaymentError::NotFound)) => Outcome::Done,
+                    Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                    Err(e) => Outcome::Failed(e.to_string()),
+                }
+            }
+        });
+    }
+    for (kind, command) in [
+        (
+            disputes::store::DEADLINE_JOB,
+            disputes::actor::Command::Expire,
+        ),
+        (
+            disputes::store::RESOLVE_JOB,
+            disputes::actor::Command::Resolve,
+        ),
+    ] {
+        let disputes = disputes.clone();
+        scheduler.register(kind, move |job: Job| {
+            let (disputes, command) = (disputes.clone(), command.clone());
+            async move {
+                let exec = DisputeExec {
+                    access: None,
+                    command,
+                };
+                match disputes.send(&job.entity_id, exec).await {
+                    // A deadline that has not passed yet (the clock moved back): keep it.
+                    Ok(Ok(done))
+                        if kind == disputes::store::DEADLINE_JOB
+                            && done.dispute.status == "opened" =>
+                    {
+                        Outcome::RunAt(done.dispute.evidence_due_by)
+                    }
+                    Ok(Ok(_))
+                    | Err(payd_actors::ActorError::Load(
+                        disputes::actor::DisputeError::NotFound,
+                    )) => Outcome::Done,
                     Ok(Err(e)) => Outcome::Failed(e.to_string()),
                     Err(e) => Outcome::Failed(e.to_string()),
                 }

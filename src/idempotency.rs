@@ -24,7 +24,7 @@ use crate::{
     app::AppState,
     auth::{self, Caller},
     error::ApiError,
-    http::read_body,
+    http::{body_limit_for, read_body},
 };
 
 pub const HEADER: &str = "idempotency-key";
@@ -103,7 +103,7 @@ pub async fn idempotency(
     let body = match read_body(
         req.request(),
         &mut payload,
-        state.settings.http.max_body_bytes,
+        body_limit_for(req.path(), &state.settings),
     )
     .await
     {

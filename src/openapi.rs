@@ -14,7 +14,9 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{accounts, customers, events, ops, pagination, payments, refunds, webhooks};
+use crate::{
+    accounts, customers, disputes, events, files, ops, pagination, payments, refunds, webhooks,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -58,6 +60,14 @@ use crate::{accounts, customers, events, ops, pagination, payments, refunds, web
         refunds::routes::retrieve_refund,
         refunds::routes::update_refund,
         refunds::routes::list_refunds,
+        disputes::routes::list_disputes,
+        disputes::routes::retrieve_dispute,
+        disputes::routes::accept_dispute,
+        files::routes::upload_file,
+        disputes::routes::attach_evidence,
+        disputes::routes::list_evidence,
+        disputes::routes::remove_evidence,
+        disputes::routes::submit_evidence,
         customers::routes::create_customer,
         customers::routes::list_customers,
         customers::routes::retrieve_customer,
@@ -83,6 +93,7 @@ use crate::{accounts, customers, events, ops, pagination, payments, refunds, web
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
         (name = "refunds", description = "Refunds: full, partial and by product line"),
+        (name = "disputes", description = "Disputes, their evidence files, accept and submit"),
         (name = "customers", description = "Customers and their saved payment methods"),
         (name = "mandates", description = "Mandates to charge a saved method off-session"),
         (name = "events", description = "Events, their delivery attempts, and replays"),

@@ -68,6 +68,8 @@ pub struct LimitSettings {
     pub requests_per_second: u32,
     /// How many requests a key may send at once after a quiet time.
     pub burst: u32,
+    /// The largest file `POST /files` accepts, in bytes.
+    pub max_file_bytes: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -283,6 +285,9 @@ impl Settings {
         }
         if self.http.max_body_bytes == 0 {
             return bad("http.max_body_bytes", "must be greater than 0");
+        }
+        if self.limits.max_file_bytes == 0 {
+            return bad("limits.max_file_bytes", "must be greater than 0");
         }
         if self.actors.mailbox_capacity == 0 {
             return bad("actors.mailbox_capacity", "must be greater than 0");

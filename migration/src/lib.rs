@@ -14,6 +14,7 @@ mod m20261122_000005_create_events;
 mod m20261122_000006_create_refunds;
 mod m20261122_000007_create_customers;
 mod m20261122_000008_add_processor_config;
+mod m20261122_000009_create_disputes;
 
 pub struct Migrator;
 
@@ -29,6 +30,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000006_create_refunds::Migration),
             Box::new(m20261122_000007_create_customers::Migration),
             Box::new(m20261122_000008_add_processor_config::Migration),
+            Box::new(m20261122_000009_create_disputes::Migration),
         ]
     }
 }

@@ -8,7 +8,7 @@ use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, Wr
 use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
 use payd_actors::KeyedActor;
-use payd_entity::{payment, payment_attempt, processor_account, refund};
+use payd_entity::{dispute, payment, payment_attempt, processor_account, refund};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
@@ -24,6 +24,7 @@ use super::{
 use crate::{
     clock::SharedClock,
     customers::{self, api::check_mandate},
+    disputes,
     error::ApiError,
     ids::new_id,
     processors::{
@@ -181,6 +182,8 @@ pub enum Command {
     SettleRefund {
         refund_id: String,
     },
+    /// The processor reports the buyer's dispute of what was captured.
+    OpenDispute,
 }
 
 /// A command's result: the payment as it now is, and the refund it made or changed.
@@ -357,6 +360,15 @@ async fn step(
     let now = deps.clock.now();
     let state = store::state_of(m);
     let commit = |after: payment::Model, mut changes: Changes| async move {
+        let captured_more = after.amount_captured > m.amount_captured;
+        if captured_more
+            && after
+                .processor_reference
+                .as_deref()
+                .is_some_and(|r| deps.sandbox.opens_dispute(r))
+        {
+            changes.dispute_due = Some(after.updated_at + deps.settle_delay());
+        }
         if let Some(event_type) = event_for(m, &after, changes.trigger) {
             changes.events.insert(
                 0,
@@ -369,7 +381,7 @@ async fn step(
                 },
             );
         }
-        let announced = !changes.events.is_empty();
+        let announced = !changes.events.is_empty() || changes.dispute.is_some();
         let (payment, refund) = store::commit(&deps.db, m, after, changes, deps.settle_delay())
             .await
             .map_err(PaymentError::from)?;
@@ -539,7 +551,7 @@ async fn step(
             metadata,
         } => {
             let lines = lines_of(m);
-            let plan = refunds::plan(&state, &lines, ask)?;
+            let plan = refunds::plan(&state, &lines, ask, &disputed(deps, &m.id).await?)?;
             let (account, reference) = processor_of(m)?;
             let result = deps
                 .processor_for(&m.profile_id, &account)
@@ -641,6 +653,47 @@ async fn step(
             };
             commit(after, changes).await
         }
+        Command::OpenDispute => {
+            let amount = m.amount_captured - m.amount_refunded;
+            if amount <= 0
+                || !disputes::store::of_payment(&deps.db, &m.id)
+                    .await?
+                    .is_empty()
+            {
+                return Ok(Done::unchanged(m));
+            }
+            let dispute = dispute::Model {
+                id: new_id("dp"),
+                payment_id: m.id.clone(),
+                merchant_id: m.merchant_id.clone(),
+                profile_id: m.profile_id.clone(),
+                test_mode: m.test_mode,
+                stage: disputes::machine::Stage::Dispute.as_str().to_owned(),
+                status: disputes::machine::Status::Opened.as_str().to_owned(),
+                amount,
+                currency: m.currency.clone(),
+                reason: "fraudulent".to_owned(),
+                processor: m.processor.clone(),
+                processor_reference: m
+                    .processor_reference
+                    .as_ref()
+                    .map(|r| format!("{r}.dispute")),
+                evidence_due_by: disputes::actor::due_by(now),
+                evidence_submitted_at: None,
+                explanation: None,
+                version: 1,
+                created_at: now,
+                updated_at: now,
+            };
+            let mut after = m.clone();
+            after.updated_at = now;
+            let changes = Changes {
+                trigger: "dispute",
+                dispute: Some(dispute),
+                ..Default::default()
+            };
+            commit(after, changes).await
+        }
         Command::Expire => {
             let Some(next) = machine::expire(&state, now, m.expires_at, m.capture_before) else {
                 store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
@@ -658,6 +711,20 @@ async fn step(
             commit(store::with_state(m, &next, now), plain("expire")).await
         }
     }
+}
+
+/// What the payment's disputes take from refunds: an open one refuses them, and what the
+/// buyer kept is no longer refundable.
+async fn disputed(deps: &PaymentDeps, payment_id: &str) -> Result<refunds::Disputed, DbErr> {
+    let mut out = refunds::Disputed::default();
+    for d in disputes::store::of_payment(&deps.db, payment_id).await? {
+        match disputes::machine::Status::parse(&d.status) {
+            Some(s) if s.is_open() => out.open = Some(d.id),
+            Some(s) if s.buyer_kept() => out.kept_by_buyer += d.amount,
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 fn lines_of(m: &payment::Model) -> Vec<Line> {

@@ -42,10 +42,21 @@ pub struct Plan {
     pub lines: Vec<LineRefund>,
 }
 
+/// What the payment's disputes take from refunds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Disputed {
+    /// An open dispute (`opened` or `challenged`): no refund until it closes.
+    pub open: Option<String>,
+    /// What the buyer kept through disputes lost, accepted or expired.
+    pub kept_by_buyer: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("the payment is {}: nothing captured can be refunded", .0.as_str())]
     InvalidState(Status),
+    #[error("dispute {dispute_id} on this payment is open: no refund until it closes")]
+    DisputeOpen { dispute_id: String },
     #[error("the amount must be greater than 0")]
     NotPositive { param: String },
     #[error("the refund exceeds the refundable amount of {available}")]
@@ -74,6 +85,7 @@ impl Refusal {
             Refusal::ExceedsRefundable { .. } => Some("amount"),
             Refusal::NoLines => Some("lines"),
             Refusal::InvalidState(_) => None,
+            Refusal::DisputeOpen { .. } => Some("payment_id"),
         }
     }
 }
@@ -90,8 +102,19 @@ fn tax_share(line: &Line, done: i64, q: i64) -> i64 {
     cumulative(done + q) - cumulative(done)
 }
 
-/// Decides a refund, or refuses it.
-pub fn plan(state: &State, lines: &[Line], ask: &Ask) -> Result<Plan, Refusal> {
+/// Decides a refund, or refuses it. Invariant: Σ refunds + what the buyer kept through
+/// disputes ≤ captured.
+pub fn plan(
+    state: &State,
+    lines: &[Line],
+    ask: &Ask,
+    disputed: &Disputed,
+) -> Result<Plan, Refusal> {
+    if let Some(id) = &disputed.open {
+        return Err(Refusal::DisputeOpen {
+            dispute_id: id.clone(),
+        });
+    }
     if state.captured == 0
         || matches!(
             state.status,
@@ -100,7 +123,7 @@ pub fn plan(state: &State, lines: &[Line], ask: &Ask) -> Result<Plan, Refusal> {
     {
         return Err(Refusal::InvalidState(state.status));
     }
-    let available = refundable(state);
+    let available = (refundable(state) - disputed.kept_by_buyer).max(0);
     let plan = match ask {
         Ask::Amount(asked) => {
             let amount = asked.unwrap_or(available);
@@ -266,6 +289,38 @@ mod tests {
             quantity_refunded: 0,
             amount_refunded: 0,
         }
+    }
+
+    /// A plan for a payment without disputes.
+    fn plan(s: &State, lines: &[Line], ask: &Ask) -> Result<Plan, Refusal> {
+        super::plan(s, lines, ask, &Disputed::default())
+    }
+
+    #[test]
+    fn an_open_dispute_refuses_and_a_lost_one_takes_its_amount() {
+        let s = state(500);
+        let open = Disputed {
+            open: Some("dp_1".into()),
+            kept_by_buyer: 0,
+        };
+        assert_eq!(
+            super::plan(&s, &[], &Ask::Amount(Some(1)), &open),
+            Err(Refusal::DisputeOpen {
+                dispute_id: "dp_1".into()
+            })
+        );
+        let lost = Disputed {
+            open: None,
+            kept_by_buyer: 400,
+        };
+        assert_eq!(
+            super::plan(&s, &[], &Ask::Amount(None), &lost).map(|p| p.amount),
+            Ok(100)
+        );
+        assert_eq!(
+            super::plan(&s, &[], &Ask::Amount(Some(101)), &lost),
+            Err(Refusal::ExceedsRefundable { available: 100 })
+        );
     }
 
     fn by_qty(id: &str, q: i64) -> LineAsk {

@@ -99,6 +99,9 @@ impl From<PaymentError> for ApiError {
                 super::refunds::Refusal::InvalidState(_) => {
                     ApiError::conflict("invalid_state", r.to_string())
                 }
+                super::refunds::Refusal::DisputeOpen { .. } => {
+                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
+                }
                 super::refunds::Refusal::ExceedsRefundable { .. } => {
                     ApiError::invalid("amount_exceeds_refundable", r.to_string()).param("amount")
                 }

@@ -16,7 +16,7 @@ use super::{
     routing::RoutingRules,
 };
 use crate::{
-    customers,
+    customers, disputes,
     events::outbox::{self, NewEvent},
     ids::new_id,
     pagination::{paginate, List, Page},
@@ -29,6 +29,8 @@ pub const EXPIRY_JOB: &str = "payment_expiry";
 pub const SETTLE_JOB: &str = "payment_settle";
 /// Scheduled job: ask the processor about a pending refund (the entity is the refund).
 pub const REFUND_SETTLE_JOB: &str = "refund_settle";
+/// Scheduled job: the buyer of a captured sandbox payment (card …0259) disputes it.
+pub const DISPUTE_OPEN_JOB: &str = "dispute_open";
 
 /// An event a transition announces.
 pub struct Announcement {
@@ -58,6 +60,10 @@ pub struct Changes {
     pub spend_mandate: Option<payd_entity::mandate::Model>,
     /// A refund this transition created (version 0) or changed.
     pub refund: Option<refund::Model>,
+    /// A dispute this transition opened (announced and given its deadline by the dispute store).
+    pub dispute: Option<payd_entity::dispute::Model>,
+    /// When the processor will open a dispute on what this transition captured.
+    pub dispute_due: Option<DateTime<Utc>>,
     pub events: Vec<Announcement>,
 }
 
@@ -172,6 +178,12 @@ pub async fn commit(
         Some(r) => Some(write_refund(&txn, r, now, settle_delay).await?),
         None => None,
     };
+    if let Some(d) = &changes.dispute {
+        disputes::store::insert(&txn, d, now).await?;
+    }
+    if let Some(due) = changes.dispute_due {
+        scheduler::schedule_if_absent(&txn, now, DISPUTE_OPEN_JOB, &after.id, due).await?;
+    }
     for e in changes.events {
         outbox::record(
             &txn,

@@ -11,7 +11,10 @@ use super::{
     card::TestBehaviour, Answer, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
     RefundStatus,
 };
-use crate::payments::machine::{Authorization, ProcessorView};
+use crate::{
+    disputes::machine::Verdict,
+    payments::machine::{Authorization, ProcessorView},
+};
 
 pub struct Sandbox {
     /// How long asynchronous and review payments take to settle.
@@ -73,6 +76,23 @@ fn declined(code: &str, message: &str, retryable: bool) -> AuthResult {
 }
 
 impl Sandbox {
+    /// Whether the buyer disputes the payment behind this reference once it is captured
+    /// (card 4000000000000259).
+    pub fn opens_dispute(&self, reference: &str) -> bool {
+        Reference::decode(reference)
+            .is_some_and(|r| r.behaviour == TestBehaviour::DisputeAfterCapture)
+    }
+
+    /// The decision on a challenged dispute: lost when the explanation says
+    /// `losing_evidence`, won otherwise.
+    pub fn dispute_verdict(&self, explanation: Option<&str>) -> Verdict {
+        if explanation.is_some_and(|e| e.contains("losing_evidence")) {
+            Verdict::Lost
+        } else {
+            Verdict::Won
+        }
+    }
+
     fn decide(&self, req: &AuthRequest) -> AuthResult {
         let behaviour = req.card.test_behaviour.unwrap_or(TestBehaviour::Approve);
         let reference = |amount| {

@@ -227,6 +227,19 @@ impl TestApp {
         body: Option<&Value>,
         headers: &[(&str, &str)],
     ) -> Answer {
+        let body = body.map(|b| ("application/json", serde_json::to_vec(b).expect("JSON")));
+        self.send_bytes(method, path, key, body, headers).await
+    }
+
+    /// Sends a request whose body is these bytes of this content type.
+    pub async fn send_bytes(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<(&str, Vec<u8>)>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let base = &self.bases[n % self.bases.len()];
         let mut req = client().request(method, format!("{base}{path}"));
@@ -237,7 +250,11 @@ impl TestApp {
             req = req.insert_header((*name, *value));
         }
         let mut res = match body {
-            Some(body) => req.send_json(body).await,
+            Some((content_type, bytes)) => {
+                req.insert_header(("content-type", content_type))
+                    .send_body(bytes)
+                    .await
+            }
             None => req.send().await,
         }
         .expect("request sent");

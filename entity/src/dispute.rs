@@ -1,0 +1,34 @@
+//! A dispute (chargeback) a buyer opened against a captured payment.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "disputes")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub payment_id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    /// `pre_dispute`, `dispute`, `pre_arbitration` or `arbitration`.
+    pub stage: String,
+    /// `opened`, `challenged`, `won`, `lost`, `accepted`, `expired` or `cancelled`.
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    pub reason: String,
+    pub processor: Option<String>,
+    pub processor_reference: Option<String>,
+    pub evidence_due_by: DateTimeUtc,
+    pub evidence_submitted_at: Option<DateTimeUtc>,
+    pub explanation: Option<String>,
+    pub version: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

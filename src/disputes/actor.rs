@@ -1,0 +1,270 @@
+//! The dispute actor: one per dispute id. It serializes every change of its dispute — accept,
+//! attach and remove evidence, submit, the processor's verdict, the deadline — and commits
+//! each with a compare-and-set on the row's version.
+
+use std::sync::Arc;
+
+use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use chrono::{DateTime, Duration, Utc};
+use payd_actors::KeyedActor;
+use payd_entity::{dispute, dispute_evidence, file};
+use sea_orm::{DatabaseConnection, DbErr};
+
+use super::{
+    machine::{self, Refusal, Status},
+    store::{self, CommitError, EvidenceChange, MAX_EVIDENCE},
+};
+use crate::{clock::SharedClock, processors::sandbox::Sandbox, webhooks::dispatcher::Wake};
+
+/// What the dispute actors need.
+#[derive(Clone)]
+pub struct DisputeDeps {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    /// Decides challenged disputes (the only processor with disputes so far).
+    pub sandbox: Arc<Sandbox>,
+    pub wake: Wake,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DisputeError {
+    #[error("no such dispute")]
+    NotFound,
+    #[error("no such file")]
+    FileNotFound,
+    #[error("the file is not attached to this dispute")]
+    EvidenceNotFound,
+    #[error("a dispute takes at most {MAX_EVIDENCE} evidence files")]
+    TooMuchEvidence,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("the dispute was changed concurrently")]
+    LostRace,
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl From<CommitError> for DisputeError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::LostRace => DisputeError::LostRace,
+            CommitError::Db(e) => DisputeError::Db(e),
+        }
+    }
+}
+
+/// Who asks; `None` on a message means payd itself (a scheduled job).
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub merchant_id: String,
+    pub test_mode: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum Command {
+    Accept,
+    Attach {
+        file_id: String,
+        evidence_type: String,
+    },
+    Remove {
+        file_id: String,
+    },
+    Submit {
+        explanation: Option<String>,
+    },
+    /// The processor decides a challenged dispute.
+    Resolve,
+    /// The response deadline.
+    Expire,
+}
+
+/// A command's result: the dispute as it now is, and the evidence it attached.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub dispute: dispute::Model,
+    pub attached: Option<(dispute_evidence::Model, file::Model)>,
+}
+
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<Done, DisputeError>")]
+pub struct Exec {
+    pub access: Option<Access>,
+    pub command: Command,
+}
+
+pub struct DisputeActor {
+    model: dispute::Model,
+    deps: DisputeDeps,
+}
+
+impl Actor for DisputeActor {
+    type Context = Context<Self>;
+}
+
+impl KeyedActor for DisputeActor {
+    const KIND: &'static str = "dispute";
+    type Deps = DisputeDeps;
+    type LoadError = DisputeError;
+
+    async fn load(id: &str, deps: &DisputeDeps) -> Result<Self, DisputeError> {
+        let model = store::find(&deps.db, id)
+            .await?
+            .ok_or(DisputeError::NotFound)?;
+        Ok(Self {
+            model,
+            deps: deps.clone(),
+        })
+    }
+}
+
+impl Handler<Exec> for DisputeActor {
+    type Result = AtomicResponse<Self, Result<Done, DisputeError>>;
+
+    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
+        let (deps, current) = (self.deps.clone(), self.model.clone());
+        AtomicResponse::new(Box::pin(
+            async move { exec(&deps, current, msg).await }
+                .into_actor(self)
+                .map(|(latest, result), act, _| {
+                    act.model = latest;
+                    result
+                }),
+        ))
+    }
+}
+
+/// Runs a command; returns the latest known row (for the actor's cache) and the answer.
+async fn exec(
+    deps: &DisputeDeps,
+    mut current: dispute::Model,
+    msg: Exec,
+) -> (dispute::Model, Result<Done, DisputeError>) {
+    if let Some(access) = &msg.access {
+        if access.merchant_id != current.merchant_id || access.test_mode != current.test_mode {
+            return (current, Err(DisputeError::NotFound));
+        }
+    }
+    // Another instance may have changed the dispute: a lost race or a refusal decided on a
+    // stale copy is decided again, once, on the stored row.
+    for round in 0..2 {
+        let result = step(deps, &current, &msg.command).await;
+        let stale_suspect = matches!(
+            result,
+            Err(DisputeError::LostRace | DisputeError::Refused(_))
+        );
+        if round == 0 && stale_suspect {
+            match store::find(&deps.db, &current.id).await {
+                Ok(Some(fresh)) if fresh.version != current.version => {
+                    current = fresh;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => return (current, Err(e.into())),
+            }
+        }
+        return match result {
+            Ok(done) => (done.dispute.clone(), Ok(done)),
+            Err(e) => (current, Err(e)),
+        };
+    }
+    (current, Err(DisputeError::LostRace))
+}
+
+async fn step(
+    deps: &DisputeDeps,
+    d: &dispute::Model,
+    command: &Command,
+) -> Result<Done, DisputeError> {
+    let now = deps.clock.now();
+    let status = Status::parse(&d.status).unwrap_or(Status::Cancelled);
+    let moved = |to: Status| {
+        let mut after = d.clone();
+        after.status = to.as_str().to_owned();
+        after.updated_at = now;
+        after
+    };
+    let (after, evidence, attached) = match command {
+        Command::Accept => (moved(machine::accept(status)?), EvidenceChange::None, None),
+        Command::Attach {
+            file_id,
+            evidence_type,
+        } => {
+            machine::check_evidence_edit(status)?;
+            let file = crate::files::find_owned(&deps.db, file_id, &d.merchant_id, d.test_mode)
+                .await?
+                .ok_or(DisputeError::FileNotFound)?;
+            let existing = store::evidence(&deps.db, &d.id).await?;
+            let replacing = existing.iter().any(|(e, _)| e.file_id == file.id);
+            if !replacing && existing.len() >= MAX_EVIDENCE {
+                return Err(DisputeError::TooMuchEvidence);
+            }
+            let row = dispute_evidence::Model {
+                dispute_id: d.id.clone(),
+                file_id: file.id.clone(),
+                evidence_type: evidence_type.clone(),
+                created_at: now,
+            };
+            (
+                moved(status),
+                EvidenceChange::Attach(row.clone()),
+                Some((row, file)),
+            )
+        }
+        Command::Remove { file_id } => {
+            machine::check_evidence_edit(status)?;
+            let existing = store::evidence(&deps.db, &d.id).await?;
+            if !existing.iter().any(|(e, _)| &e.file_id == file_id) {
+                return Err(DisputeError::EvidenceNotFound);
+            }
+            (
+                moved(status),
+                EvidenceChange::Remove {
+                    file_id: file_id.clone(),
+                },
+                None,
+            )
+        }
+        Command::Submit { explanation } => {
+            let has_files = !store::evidence(&deps.db, &d.id).await?.is_empty();
+            let has_text = explanation.as_deref().is_some_and(|t| !t.trim().is_empty());
+            let mut after = moved(machine::submit(status, has_files || has_text)?);
+            after.explanation = explanation.clone();
+            after.evidence_submitted_at = Some(now);
+            (after, EvidenceChange::None, None)
+        }
+        Command::Resolve => {
+            let verdict = deps.sandbox.dispute_verdict(d.explanation.as_deref());
+            match machine::resolve(status, verdict) {
+                Some(to) => (moved(to), EvidenceChange::None, None),
+                None => return Ok(unchanged(d)),
+            }
+        }
+        Command::Expire => match machine::expire(status, now, d.evidence_due_by) {
+            Some(to) => (moved(to), EvidenceChange::None, None),
+            None => return Ok(unchanged(d)),
+        },
+    };
+    let announced = after.status != d.status;
+    let dispute = store::commit(&deps.db, d, after, evidence, resolve_delay(deps)).await?;
+    if announced {
+        deps.wake.now();
+    }
+    Ok(Done { dispute, attached })
+}
+
+fn unchanged(d: &dispute::Model) -> Done {
+    Done {
+        dispute: d.clone(),
+        attached: None,
+    }
+}
+
+fn resolve_delay(deps: &DisputeDeps) -> Duration {
+    deps.sandbox.async_delay
+}
+
+/// When a dispute opened now must be answered (the sandbox gives seven days).
+pub fn due_by(now: DateTime<Utc>) -> DateTime<Utc> {
+    now + Duration::days(7)
+}

@@ -1,0 +1,250 @@
+//! The dispute state machine, pure: which commands a dispute's status allows, where they lead,
+//! and the event each new status announces.
+//!
+//! Status: `opened → challenged → won | lost`, `opened → accepted | expired | cancelled`.
+//! Evidence can be attached and removed only while `opened`; accept and submit only while
+//! `opened`, so a second submit is refused. Stages are ordered
+//! `pre_dispute < dispute < pre_arbitration < arbitration`; the sandbox opens at `dispute` and
+//! no route moves a stage (wallet cases, which would, are not built yet).
+
+use chrono::{DateTime, Utc};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    Opened,
+    Challenged,
+    Won,
+    Lost,
+    Accepted,
+    Expired,
+    Cancelled,
+}
+
+impl Status {
+    pub const ALL: [Status; 7] = [
+        Status::Opened,
+        Status::Challenged,
+        Status::Won,
+        Status::Lost,
+        Status::Accepted,
+        Status::Expired,
+        Status::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Opened => "opened",
+            Status::Challenged => "challenged",
+            Status::Won => "won",
+            Status::Lost => "lost",
+            Status::Accepted => "accepted",
+            Status::Expired => "expired",
+            Status::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// Open disputes hold the payment: no refund while one is open.
+    pub fn is_open(self) -> bool {
+        matches!(self, Status::Opened | Status::Challenged)
+    }
+
+    /// The buyer kept the money: the dispute's amount is gone from what can be refunded.
+    pub fn buyer_kept(self) -> bool {
+        matches!(self, Status::Lost | Status::Accepted | Status::Expired)
+    }
+
+    /// The event announcing that a dispute reached this status.
+    pub fn event(self) -> &'static str {
+        match self {
+            Status::Opened => "dispute_opened",
+            Status::Challenged => "dispute_challenged",
+            Status::Won => "dispute_won",
+            Status::Lost => "dispute_lost",
+            Status::Accepted => "dispute_accepted",
+            Status::Expired => "dispute_expired",
+            Status::Cancelled => "dispute_cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    PreDispute,
+    Dispute,
+    PreArbitration,
+    Arbitration,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::PreDispute => "pre_dispute",
+            Stage::Dispute => "dispute",
+            Stage::PreArbitration => "pre_arbitration",
+            Stage::Arbitration => "arbitration",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        [
+            Stage::PreDispute,
+            Stage::Dispute,
+            Stage::PreArbitration,
+            Stage::Arbitration,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the dispute is {}; this needs an opened dispute", .0.as_str())]
+    InvalidState(Status),
+    #[error("submit an explanation or attach at least one evidence file first")]
+    NoEvidence,
+}
+
+/// How a challenged dispute ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Won,
+    Lost,
+}
+
+fn opened(s: Status) -> Result<(), Refusal> {
+    match s {
+        Status::Opened => Ok(()),
+        other => Err(Refusal::InvalidState(other)),
+    }
+}
+
+/// Attaching or removing evidence.
+pub fn check_evidence_edit(s: Status) -> Result<(), Refusal> {
+    opened(s)
+}
+
+pub fn accept(s: Status) -> Result<Status, Refusal> {
+    opened(s).map(|()| Status::Accepted)
+}
+
+/// Submitting the evidence: once, and not empty.
+pub fn submit(s: Status, has_evidence: bool) -> Result<Status, Refusal> {
+    opened(s)?;
+    if !has_evidence {
+        return Err(Refusal::NoEvidence);
+    }
+    Ok(Status::Challenged)
+}
+
+/// The processor's decision on a challenged dispute; `None` when there is nothing to decide.
+pub fn resolve(s: Status, verdict: Verdict) -> Option<Status> {
+    (s == Status::Challenged).then_some(match verdict {
+        Verdict::Won => Status::Won,
+        Verdict::Lost => Status::Lost,
+    })
+}
+
+/// The response deadline: an unanswered dispute expires once it has passed.
+pub fn expire(s: Status, now: DateTime<Utc>, due: DateTime<Utc>) -> Option<Status> {
+    (s == Status::Opened && now >= due).then_some(Status::Expired)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum Cmd {
+        Accept,
+        Submit(bool),
+        Resolve(bool),
+        Expire(i64),
+        Edit,
+    }
+
+    fn cmd() -> impl Strategy<Value = Cmd> {
+        prop_oneof![
+            Just(Cmd::Accept),
+            any::<bool>().prop_map(Cmd::Submit),
+            any::<bool>().prop_map(Cmd::Resolve),
+            (-2i64..3).prop_map(Cmd::Expire),
+            Just(Cmd::Edit),
+        ]
+    }
+
+    fn apply(s: Status, c: &Cmd, due: DateTime<Utc>) -> Status {
+        match c {
+            Cmd::Accept => accept(s).unwrap_or(s),
+            Cmd::Submit(has) => submit(s, *has).unwrap_or(s),
+            Cmd::Resolve(won) => {
+                resolve(s, if *won { Verdict::Won } else { Verdict::Lost }).unwrap_or(s)
+            }
+            Cmd::Expire(days) => expire(s, due + Duration::days(*days), due).unwrap_or(s),
+            Cmd::Edit => s,
+        }
+    }
+
+    proptest! {
+        /// No command leads out of a final status, edits are allowed only while opened, and
+        /// evidence is submitted at most once.
+        #[test]
+        fn final_statuses_stay_and_submit_happens_once(cmds in prop::collection::vec(cmd(), 0..30)) {
+            let due = Utc::now();
+            let mut s = Status::Opened;
+            let mut submits = 0;
+            for c in &cmds {
+                let next = apply(s, c, due);
+                if !s.is_open() {
+                    prop_assert_eq!(next, s, "{:?} left final {:?}", c, s);
+                }
+                if matches!(c, Cmd::Edit) {
+                    prop_assert_eq!(check_evidence_edit(s).is_ok(), s == Status::Opened);
+                }
+                if next == Status::Challenged && s != Status::Challenged {
+                    submits += 1;
+                }
+                s = next;
+            }
+            prop_assert!(submits <= 1);
+        }
+    }
+
+    #[test]
+    fn the_deadline_expires_only_unanswered_disputes() {
+        let due = Utc::now();
+        assert_eq!(expire(Status::Opened, due, due), Some(Status::Expired));
+        assert_eq!(
+            expire(Status::Opened, due - Duration::seconds(1), due),
+            None
+        );
+        assert_eq!(
+            expire(Status::Challenged, due + Duration::days(1), due),
+            None
+        );
+    }
+
+    #[test]
+    fn a_second_submit_is_refused_and_empty_evidence_too() {
+        assert_eq!(submit(Status::Opened, false), Err(Refusal::NoEvidence));
+        assert_eq!(submit(Status::Opened, true), Ok(Status::Challenged));
+        assert_eq!(
+            submit(Status::Challenged, true),
+            Err(Refusal::InvalidState(Status::Challenged))
+        );
+    }
+
+    #[test]
+    fn stages_parse_back() {
+        for s in ["pre_dispute", "dispute", "pre_arbitration", "arbitration"] {
+            assert_eq!(Stage::parse(s).map(Stage::as_str), Some(s));
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Disputes: a buyer's chargeback against a captured payment, the merchant's evidence, and
+//! the processor's verdict. The payment's actor opens a dispute (so that refunds and a
+//! dispute's opening never interleave); the dispute's own actor serializes everything after.
+
+pub mod actor;
+pub mod api;
+pub mod machine;
+pub mod routes;
+pub mod store;
+
+use payd_actors::Registry;
+
+pub use routes::configure;
+
+pub type Disputes = Registry<actor::DisputeActor>;

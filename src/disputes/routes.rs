@@ -1,0 +1,274 @@
+//! Handlers of the dispute routes. Changes go through the dispute's actor; reads go to the
+//! store.
+
+use actix_web::{web, HttpResponse};
+use payd_actors::ActorError;
+
+use super::{
+    actor::{Access, Command, DisputeError, Done, Exec},
+    api::{
+        AttachEvidenceRequest, Dispute, Evidence, EvidenceList, ListDisputesQuery,
+        RemoveEvidenceRequest, RemovedEvidence, SubmitEvidenceRequest, EVIDENCE_TYPES,
+    },
+    machine::{Refusal, Stage, Status},
+    store,
+};
+use crate::{
+    app::AppState,
+    auth::{Caller, SecretKey},
+    error::ApiError,
+    http::{ApiJson, ApiQuery},
+    ids::has_shape,
+    pagination::{List, Page},
+    payments::api::check_text,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/disputes/list").route(web::get().to(list_disputes)))
+        .service(
+            web::resource("/disputes/evidence")
+                .route(web::put().to(attach_evidence))
+                .route(web::delete().to(remove_evidence))
+                .route(web::post().to(submit_evidence)),
+        )
+        .service(
+            web::resource("/disputes/evidence/{dispute_id}").route(web::get().to(list_evidence)),
+        )
+        .service(
+            web::resource("/disputes/accept/{dispute_id}").route(web::post().to(accept_dispute)),
+        )
+        .service(web::resource("/disputes/{dispute_id}").route(web::get().to(retrieve_dispute)));
+}
+
+impl From<DisputeError> for ApiError {
+    #[track_caller]
+    fn from(e: DisputeError) -> Self {
+        match e {
+            DisputeError::NotFound => ApiError::not_found("dispute").param("dispute_id"),
+            DisputeError::FileNotFound => ApiError::not_found("file").param("file_id"),
+            DisputeError::EvidenceNotFound => ApiError::not_found("evidence").param("file_id"),
+            DisputeError::TooMuchEvidence => {
+                ApiError::invalid("evidence_limit", e.to_string()).param("file_id")
+            }
+            DisputeError::Refused(r @ Refusal::InvalidState(_)) => {
+                ApiError::conflict("invalid_state", r.to_string())
+            }
+            DisputeError::Refused(r @ Refusal::NoEvidence) => {
+                ApiError::invalid("evidence_required", r.to_string()).param("explanation")
+            }
+            DisputeError::LostRace => ApiError::conflict(
+                "concurrent_update",
+                "the dispute was changed by another request; retry",
+            ),
+            DisputeError::Db(e) => ApiError::internal(format!("database: {e}")),
+        }
+    }
+}
+
+impl From<ActorError<DisputeError>> for ApiError {
+    #[track_caller]
+    fn from(e: ActorError<DisputeError>) -> Self {
+        match e {
+            ActorError::Load(e) => e.into(),
+            ActorError::Overloaded => ApiError::overloaded(),
+            ActorError::Died => ApiError::internal("the dispute actor died twice"),
+        }
+    }
+}
+
+/// Runs a command through the dispute's actor, as this caller.
+async fn exec(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    command: Command,
+) -> Result<Done, ApiError> {
+    if !has_shape(id, "dp") {
+        return Err(ApiError::not_found("dispute").param("dispute_id"));
+    }
+    let access = Access {
+        merchant_id: caller.merchant_id.to_string(),
+        test_mode: caller.test_mode(),
+    };
+    Ok(state
+        .disputes
+        .send(
+            id,
+            Exec {
+                access: Some(access),
+                command,
+            },
+        )
+        .await??)
+}
+
+async fn owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<payd_entity::dispute::Model, ApiError> {
+    store::find_owned(
+        &state.db,
+        id,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found("dispute").param("dispute_id"))
+}
+
+/// List disputes, newest first.
+#[utoipa::path(get, path = "/disputes/list", tag = "disputes", params(ListDisputesQuery),
+    responses((status = 200, body = List<Dispute>)), security(("api_key" = [])))]
+pub async fn list_disputes(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<ListDisputesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&q.page_query())?;
+    if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
+        return Err(ApiError::invalid_param(
+            "status",
+            format!("unknown status {s:?}"),
+        ));
+    }
+    if let Some(s) = q.stage.as_deref().filter(|s| Stage::parse(s).is_none()) {
+        return Err(ApiError::invalid_param(
+            "stage",
+            format!("unknown stage {s:?}"),
+        ));
+    }
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        &q,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|d| Dispute::render(&d))))
+}
+
+/// Retrieve a dispute.
+#[utoipa::path(get, path = "/disputes/{dispute_id}", tag = "disputes",
+    params(("dispute_id" = String, Path)),
+    responses((status = 200, body = Dispute), (status = 404, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_dispute(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let d = owned(&state, &caller, &id).await?;
+    Ok(HttpResponse::Ok().json(Dispute::render(&d)))
+}
+
+/// Accept a dispute: the buyer keeps the disputed amount.
+#[utoipa::path(post, path = "/disputes/accept/{dispute_id}", tag = "disputes",
+    params(("dispute_id" = String, Path)),
+    responses((status = 200, body = Dispute), (status = 404, body = crate::openapi::ErrorBody),
+        (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn accept_dispute(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let done = exec(&state, &caller, &id, Command::Accept).await?;
+    Ok(HttpResponse::Ok().json(Dispute::render(&done.dispute)))
+}
+
+/// Attach an uploaded file to a dispute as evidence (again: changes its type).
+#[utoipa::path(put, path = "/disputes/evidence", tag = "disputes", request_body = AttachEvidenceRequest,
+    responses((status = 200, body = Evidence), (status = 400, body = crate::openapi::ErrorBody),
+        (status = 404, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn attach_evidence(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<AttachEvidenceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let evidence_type = req.evidence_type.unwrap_or_else(|| "uncategorized".into());
+    if !EVIDENCE_TYPES.contains(&evidence_type.as_str()) {
+        return Err(ApiError::invalid_param(
+            "evidence_type",
+            format!(
+                "unknown evidence_type {evidence_type:?}; one of {}",
+                EVIDENCE_TYPES.join(", ")
+            ),
+        ));
+    }
+    if !has_shape(&req.file_id, "file") {
+        return Err(ApiError::not_found("file").param("file_id"));
+    }
+    let command = Command::Attach {
+        file_id: req.file_id,
+        evidence_type,
+    };
+    let done = exec(&state, &caller, &req.dispute_id, command).await?;
+    let (e, f) = done
+        .attached
+        .ok_or_else(|| ApiError::internal("attach made no evidence"))?;
+    Ok(HttpResponse::Ok().json(Evidence::render(&e, &f)))
+}
+
+/// The evidence attached to a dispute.
+#[utoipa::path(get, path = "/disputes/evidence/{dispute_id}", tag = "disputes",
+    params(("dispute_id" = String, Path)),
+    responses((status = 200, body = EvidenceList), (status = 404, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_evidence(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let d = owned(&state, &caller, &id).await?;
+    let data = store::evidence(&state.db, &d.id)
+        .await?
+        .iter()
+        .map(|(e, f)| Evidence::render(e, f))
+        .collect();
+    Ok(HttpResponse::Ok().json(EvidenceList {
+        data,
+        has_more: false,
+    }))
+}
+
+/// Remove a file from a dispute's evidence (the file itself stays).
+#[utoipa::path(delete, path = "/disputes/evidence", tag = "disputes", request_body = RemoveEvidenceRequest,
+    responses((status = 200, body = RemovedEvidence), (status = 404, body = crate::openapi::ErrorBody),
+        (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn remove_evidence(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<RemoveEvidenceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let command = Command::Remove {
+        file_id: req.file_id.clone(),
+    };
+    exec(&state, &caller, &req.dispute_id, command).await?;
+    Ok(HttpResponse::Ok().json(RemovedEvidence {
+        dispute_id: req.dispute_id,
+        file_id: req.file_id,
+        deleted: true,
+    }))
+}
+
+/// Submit the attached evidence and an explanation: the dispute becomes `challenged`.
+#[utoipa::path(post, path = "/disputes/evidence", tag = "disputes", request_body = SubmitEvidenceRequest,
+    responses((status = 200, body = Dispute), (status = 400, body = crate::openapi::ErrorBody),
+        (status = 404, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn submit_evidence(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<SubmitEvidenceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    check_text("explanation", req.explanation.as_ref(), 20_000)?;
+    let command = Command::Submit {
+        explanation: req.explanation,
+    };
+    let done = exec(&state, &caller, &req.dispute_id, command).await?;
+    Ok(HttpResponse::Ok().json(Dispute::render(&done.dispute)))
+}

@@ -1,0 +1,125 @@
+//! Uploaded files (dispute evidence): the object, its storage, and what payd accepts. Bytes
+//! are kept in the database with their SHA-256; the type is read from the bytes, not from
+//! what the client declared.
+
+pub mod routes;
+
+use chrono::{DateTime, Utc};
+use payd_entity::file;
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub use routes::configure;
+
+/// An uploaded file (its bytes are kept, not returned).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct File {
+    pub file_id: String,
+    /// `dispute_evidence`.
+    pub purpose: String,
+    pub filename: String,
+    /// `application/pdf`, `image/png`, `image/jpeg` or `text/plain`.
+    pub content_type: String,
+    /// Bytes.
+    pub size: i64,
+    /// Hex SHA-256 of the bytes, to check a copy against.
+    pub sha256: String,
+    pub test_mode: bool,
+    pub created: DateTime<Utc>,
+}
+
+impl File {
+    pub fn render(f: &payd_entity::file::Model) -> Self {
+        Self {
+            file_id: f.id.clone(),
+            purpose: f.purpose.clone(),
+            filename: f.filename.clone(),
+            content_type: f.content_type.clone(),
+            size: f.size,
+            sha256: f.sha256.clone(),
+            test_mode: f.test_mode,
+            created: f.created_at,
+        }
+    }
+}
+
+/// `POST /files`: a `multipart/form-data` body.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)] // Describes the form for the OpenAPI document; the handler reads the parts.
+pub struct UploadFileForm {
+    /// The file (PDF, PNG, JPEG or UTF-8 text), with its filename.
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+    /// `dispute_evidence`.
+    pub purpose: String,
+}
+
+/// The type of a file, read from its first bytes: PDF, PNG, JPEG, or else UTF-8 text
+/// without NUL bytes. `None` for anything else.
+pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"%PDF-") {
+        Some("application/pdf")
+    } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok() {
+        Some("text/plain")
+    } else {
+        None
+    }
+}
+
+/// A filename as stored: its last path segment, without control characters, at most 255
+/// characters; `upload` when nothing is left.
+pub fn clean_filename(raw: &str) -> String {
+    let last = raw.rsplit(['/', '\\']).next().unwrap_or("");
+    let name: String = last.chars().filter(|c| !c.is_control()).take(255).collect();
+    match name.trim() {
+        "" | "." | ".." => "upload".to_owned(),
+        n => n.to_owned(),
+    }
+}
+
+/// A file of this merchant and mode; `None` for anyone else's.
+pub async fn find_owned(
+    db: &impl ConnectionTrait,
+    id: &str,
+    merchant_id: &str,
+    test_mode: bool,
+) -> Result<Option<file::Model>, DbErr> {
+    Ok(file::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .filter(|f| f.merchant_id == merchant_id && f.test_mode == test_mode))
+}
+
+pub async fn insert(db: &impl ConnectionTrait, f: file::Model) -> Result<file::Model, DbErr> {
+    f.clone().into_active_model().reset_all().insert(db).await?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_come_from_the_bytes() {
+        assert_eq!(sniff(b"%PDF-1.7\n..."), Some("application/pdf"));
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0"), Some("image/png"));
+        assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(sniff("Receipt: 2 × mug".as_bytes()), Some("text/plain"));
+        assert_eq!(sniff(b"MZ\x90\0\x03"), None, "an executable is refused");
+        assert_eq!(sniff(&[0xC3, 0x28]), None, "invalid UTF-8 is refused");
+    }
+
+    #[test]
+    fn filenames_lose_their_paths_and_controls() {
+        assert_eq!(clean_filename("../../etc/passwd"), "passwd");
+        assert_eq!(clean_filename("C:\\docs\\receipt.pdf"), "receipt.pdf");
+        assert_eq!(clean_filename("a\nb\u{0}.txt"), "ab.txt");
+        assert_eq!(clean_filename(".."), "upload");
+        assert_eq!(clean_filename(&"x".repeat(300)).len(), 255);
+    }
+}

@@ -1,0 +1,664 @@
+//! Disputes: opened by the sandbox after a capture with card …0259, evidence files, accept,
+//! submit, the verdict and the deadline, the events, and refunds held while one is open.
+
+mod common;
+
+use std::time::{Duration as StdDuration, Instant};
+
+use actix_web::http::Method;
+use chrono::Duration;
+use common::{card, spawn_app, spawn_with, Merchant, TestApp, TestDb};
+use serde_json::{json, Value};
+
+const DISPUTED: &str = "4000000000000259";
+
+/// A `multipart/form-data` body of these parts: (name, filename, bytes).
+fn form(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "payd-test-boundary-7d1f";
+    let mut body = Vec::new();
+    for (name, filename, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        let disposition = match filename {
+            Some(f) => format!("Content-Disposition: form-data; name=\"{name}\"; filename=\"{f}\"\r\nContent-Type: application/octet-stream\r\n\r\n"),
+            None => format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n"),
+        };
+        body.extend_from_slice(disposition.as_bytes());
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+async fn upload(app: &TestApp, m: &Merchant, name: &str, bytes: &[u8]) -> common::Answer {
+    let (content_type, body) = form(&[
+        ("purpose", None, b"dispute_evidence"),
+        ("file", Some(name), bytes),
+    ]);
+    app.send_bytes(
+        Method::POST,
+        "/files",
+        Some(&m.secret_key),
+        Some((&content_type, body)),
+        &[],
+    )
+    .await
+}
+
+async fn pay(app: &TestApp, m: &Merchant, number: &str, amount: i64) -> String {
+    let r = app
+        .create_payment(
+            m,
+            json!({"amount": amount, "currency": "EUR", "confirm": true, "payment_method_data": card(number)}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["payment_id"].as_str().unwrap().to_owned()
+}
+
+/// Moves the clock past the sandbox's delay and waits (bounded) for the payment's dispute.
+async fn dispute_of(app: &TestApp, m: &Merchant, payment_id: &str) -> Value {
+    app.clock.advance(Duration::seconds(6));
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let r = app
+            .call(
+                m,
+                Method::GET,
+                &format!("/disputes/list?payment_id={payment_id}"),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        if let Some(d) = r.body["data"].as_array().and_then(|d| d.first()) {
+            return d.clone();
+        }
+        assert!(Instant::now() < deadline, "no dispute opened");
+        actix_web::rt::time::sleep(StdDuration::from_millis(25)).await;
+    }
+}
+
+/// Waits (bounded) until the dispute has this status.
+async fn wait_for_status(app: &TestApp, m: &Merchant, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let r = app
+            .call(m, Method::GET, &format!("/disputes/{id}"), None)
+            .await;
+        if r.body["status"] == status {
+            return r.body;
+        }
+        assert!(Instant::now() < deadline, "never {status}: {}", r.body);
+        actix_web::rt::time::sleep(StdDuration::from_millis(25)).await;
+    }
+}
+
+async fn refund(
+    app: &TestApp,
+    m: &Merchant,
+    payment_id: &str,
+    amount: Option<i64>,
+) -> common::Answer {
+    let mut body = json!({"payment_id": payment_id});
+    if let Some(a) = amount {
+        body["amount"] = json!(a);
+    }
+    app.call(m, Method::POST, "/refunds", Some(body)).await
+}
+
+/// The dispute events of the merchant, oldest first.
+async fn dispute_events(app: &TestApp, m: &Merchant, dispute_id: &str) -> Vec<Value> {
+    let r = app
+        .call(
+            m,
+            Method::POST,
+            &format!("/events/{}", m.merchant_id),
+            Some(json!({"object_id": dispute_id})),
+        )
+        .await;
+    let mut events = r.body["data"].as_array().unwrap().clone();
+    events.reverse();
+    events
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_dispute_is_challenged_with_evidence_and_won() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let payment_id = pay(&app, &m, DISPUTED, 500).await;
+    let d = dispute_of(&app, &m, &payment_id).await;
+    let id = d["dispute_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("dp_"));
+    assert_eq!(
+        (
+            d["status"].as_str(),
+            d["stage"].as_str(),
+            d["amount"].as_i64(),
+            d["currency"].as_str(),
+            d["test_mode"].as_bool()
+        ),
+        (
+            Some("opened"),
+            Some("dispute"),
+            Some(500),
+            Some("EUR"),
+            Some(true)
+        )
+    );
+    let due = chrono::DateTime::parse_from_rfc3339(d["evidence_due_by"].as_str().unwrap()).unwrap();
+    let created = chrono::DateTime::parse_from_rfc3339(d["created"].as_str().unwrap()).unwrap();
+    assert_eq!(due - created, Duration::days(7));
+
+    // While the dispute is open, refunds wait.
+    let r = refund(&app, &m, &payment_id, Some(100)).await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (409, "dispute_open", Some("payment_id")),
+        "{}",
+        r.body
+    );
+
+    let pdf = b"%PDF-1.4\nreceipt for order 42\n";
+    let receipt = upload(&app, &m, "receipt.pdf", pdf).await;
+    assert_eq!(receipt.status, 200, "{}", receipt.body);
+    assert_eq!(
+        (
+            receipt.body["content_type"].as_str(),
+            receipt.body["size"].as_i64(),
+            receipt.body["filename"].as_str()
+        ),
+        (Some("application/pdf"), Some(pdf.len() as i64), Some("receipt.pdf"))
+    );
+    use sha2::Digest;
+    assert_eq!(
+        receipt.body["sha256"].as_str(),
+        Some(hex::encode(sha2::Sha256::digest(pdf)).as_str())
+    );
+    let file_id = receipt.body["file_id"].as_str().unwrap().to_owned();
+    let note = upload(
+        &app,
+        &m,
+        "../chat.txt",
+        "the buyer confirmed delivery".as_bytes(),
+    )
+    .await;
+    assert_eq!(note.body["filename"], "chat.txt");
+    let note_id = note.body["file_id"].as_str().unwrap().to_owned();
+
+    let attach =
+        |file: &str, kind: &str| json!({"dispute_id": id, "file_id": file, "evidence_type": kind});
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            "/disputes/evidence",
+            Some(attach(&file_id, "receipt")),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (r.body["evidence_type"].as_str(), r.body["file_id"].as_str()),
+        (Some("receipt"), Some(file_id.as_str()))
+    );
+    app.call(
+        &m,
+        Method::PUT,
+        "/disputes/evidence",
+        Some(attach(&note_id, "customer_communication")),
+    )
+    .await;
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            "/disputes/evidence",
+            Some(attach(&note_id, "poem")),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("evidence_type")));
+    let listed = app
+        .call(&m, Method::GET, &format!("/disputes/evidence/{id}"), None)
+        .await;
+    assert_eq!(
+        listed.body["data"].as_array().unwrap().len(),
+        2,
+        "{}",
+        listed.body
+    );
+    let r = app
+        .call(
+            &m,
+            Method::DELETE,
+            "/disputes/evidence",
+            Some(json!({"dispute_id": id, "file_id": note_id})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["deleted"].as_bool()),
+        (200, Some(true)),
+        "{}",
+        r.body
+    );
+    let r = app
+        .call(
+            &m,
+            Method::DELETE,
+            "/disputes/evidence",
+            Some(json!({"dispute_id": id, "file_id": note_id})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.param()),
+        (404, Some("file_id")),
+        "removing twice"
+    );
+    let listed = app
+        .call(&m, Method::GET, &format!("/disputes/evidence/{id}"), None)
+        .await;
+    let evidence = listed.body["data"].as_array().unwrap();
+    assert_eq!(
+        (evidence.len(), evidence[0]["file_id"].as_str()),
+        (1, Some(file_id.as_str()))
+    );
+
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            "/disputes/evidence",
+            Some(
+                json!({"dispute_id": id, "explanation": "delivered, signed for: winning_evidence"}),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "challenged");
+    assert!(r.body["evidence_submitted_at"].is_string());
+    let again = app
+        .call(
+            &m,
+            Method::POST,
+            "/disputes/evidence",
+            Some(json!({"dispute_id": id})),
+        )
+        .await;
+    assert_eq!(
+        (again.status, again.code()),
+        (409, "invalid_state"),
+        "a second submit"
+    );
+    let late = app
+        .call(
+            &m,
+            Method::PUT,
+            "/disputes/evidence",
+            Some(attach(&note_id, "uncategorized")),
+        )
+        .await;
+    assert_eq!(
+        (late.status, late.code()),
+        (409, "invalid_state"),
+        "evidence after submit"
+    );
+    let r = app
+        .call(&m, Method::POST, &format!("/disputes/accept/{id}"), None)
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "invalid_state"),
+        "accept after submit"
+    );
+    let r = refund(&app, &m, &payment_id, Some(100)).await;
+    assert_eq!(
+        r.code(),
+        "dispute_open",
+        "a challenged dispute is still open"
+    );
+
+    app.clock.advance(Duration::seconds(6));
+    wait_for_status(&app, &m, &id, "won").await;
+    let r = refund(&app, &m, &payment_id, None).await;
+    assert_eq!(
+        (r.status, r.body["amount"].as_i64()),
+        (200, Some(500)),
+        "a won dispute leaves everything refundable: {}",
+        r.body
+    );
+
+    let events = dispute_events(&app, &m, &id).await;
+    assert_eq!(
+        types(&events),
+        ["dispute_opened", "dispute_challenged", "dispute_won"]
+    );
+    let opened = &events[0]["envelope"]["content"];
+    assert_eq!(opened["type"], "dispute_details");
+    assert_eq!(opened["object"]["status"], "opened");
+    assert_eq!(opened["object"]["dispute_id"], id.as_str());
+}
+
+#[actix_web::test]
+async fn lost_and_accepted_disputes_keep_their_amount_from_refunds() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+
+    let lost_payment = pay(&app, &m, DISPUTED, 500).await;
+    let d = dispute_of(&app, &m, &lost_payment).await;
+    let id = d["dispute_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            "/disputes/evidence",
+            Some(json!({"dispute_id": id})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "evidence_required", Some("explanation")),
+        "nothing to submit"
+    );
+    app.call(
+        &m,
+        Method::POST,
+        "/disputes/evidence",
+        Some(json!({"dispute_id": id, "explanation": "losing_evidence"})),
+    )
+    .await;
+    app.clock.advance(Duration::seconds(6));
+    wait_for_status(&app, &m, id, "lost").await;
+    let r = refund(&app, &m, &lost_payment, Some(1)).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (400, "amount_exceeds_refundable"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        types(&dispute_events(&app, &m, id).await),
+        ["dispute_opened", "dispute_challenged", "dispute_lost"]
+    );
+
+    // A refund made before the dispute opened is not disputed again.
+    let partly = pay(&app, &m, DISPUTED, 500).await;
+    let r = refund(&app, &m, &partly, Some(100)).await;
+    assert_eq!(r.body["status"], "succeeded");
+    let d = dispute_of(&app, &m, &partly).await;
+    assert_eq!(d["amount"], 400);
+    let id = d["dispute_id"].as_str().unwrap();
+    let r = app
+        .call(&m, Method::POST, &format!("/disputes/accept/{id}"), None)
+        .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("accepted")),
+        "{}",
+        r.body
+    );
+    let r = app
+        .call(&m, Method::POST, &format!("/disputes/accept/{id}"), None)
+        .await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"), "accept twice");
+    let r = refund(&app, &m, &partly, None).await;
+    assert_eq!(r.code(), "amount_exceeds_refundable", "{}", r.body);
+    assert_eq!(
+        types(&dispute_events(&app, &m, id).await),
+        ["dispute_opened", "dispute_accepted"]
+    );
+}
+
+#[actix_web::test]
+async fn an_unanswered_dispute_expires_at_its_deadline_and_others_are_never_disputed() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let payment_id = pay(&app, &m, DISPUTED, 500).await;
+    let d = dispute_of(&app, &m, &payment_id).await;
+    let id = d["dispute_id"].as_str().unwrap();
+    app.clock.advance(Duration::days(6));
+    actix_web::rt::time::sleep(StdDuration::from_millis(200)).await;
+    let r = app
+        .call(&m, Method::GET, &format!("/disputes/{id}"), None)
+        .await;
+    assert_eq!(r.body["status"], "opened", "not yet due");
+    app.clock.advance(Duration::days(1));
+    wait_for_status(&app, &m, id, "expired").await;
+    let r = app
+        .call(&m, Method::POST, &format!("/disputes/accept/{id}"), None)
+        .await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+    assert_eq!(
+        types(&dispute_events(&app, &m, id).await),
+        ["dispute_opened", "dispute_expired"]
+    );
+
+    // A manual-capture payment is disputed only once captured; an ordinary card never.
+    let r = app
+        .create_payment(&m, json!({"amount": 300, "currency": "EUR", "confirm": true, "capture_method": "manual", "payment_method_data": card(DISPUTED)}))
+        .await;
+    let manual = r.body["payment_id"].as_str().unwrap().to_owned();
+    let plain = pay(&app, &m, "4242424242424242", 200).await;
+    app.clock.advance(Duration::seconds(6));
+    actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+    for p in [&manual, &plain] {
+        let r = app
+            .call(
+                &m,
+                Method::GET,
+                &format!("/disputes/list?payment_id={p}"),
+                None,
+            )
+            .await;
+        assert_eq!(
+            r.body["data"].as_array().unwrap().len(),
+            0,
+            "{p} disputed early"
+        );
+    }
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{manual}/capture"),
+            Some(json!({"amount": 200})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let d = dispute_of(&app, &m, &manual).await;
+    assert_eq!(d["amount"], 200, "the captured part is disputed");
+
+    let all = app
+        .call(&m, Method::GET, "/disputes/list?status=expired", None)
+        .await;
+    assert_eq!(all.body["data"].as_array().unwrap().len(), 1);
+    let r = app
+        .call(&m, Method::GET, "/disputes/list?status=closed", None)
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("status")));
+    let r = app
+        .call(&m, Method::GET, "/disputes/list?stage=appeal", None)
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("stage")));
+}
+
+#[actix_web::test]
+async fn refunds_racing_the_dispute_never_take_more_than_was_captured() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let payment_id = pay(&app, &m, DISPUTED, 500).await;
+    app.clock.advance(Duration::seconds(6));
+    // The open job is due now: 30 refunds of 10 race it through the payment's actor.
+    let answers =
+        futures_util::future::join_all((0..30).map(|_| refund(&app, &m, &payment_id, Some(10))))
+            .await;
+    let mut refunded = 0;
+    for a in &answers {
+        match a.status {
+            200 => refunded += a.body["amount"].as_i64().unwrap(),
+            409 => assert!(
+                matches!(a.code(), "dispute_open" | "concurrent_update"),
+                "{}",
+                a.body
+            ),
+            other => panic!("unexpected {other}: {}", a.body),
+        }
+    }
+    let d = dispute_of(&app, &m, &payment_id).await;
+    let p = app
+        .call(&m, Method::GET, &format!("/payments/{payment_id}"), None)
+        .await;
+    assert_eq!(p.body["amount_refunded"], refunded);
+    assert_eq!(
+        d["amount"].as_i64().unwrap() + refunded,
+        500,
+        "the dispute takes what the refunds left, no more"
+    );
+}
+
+#[actix_web::test]
+async fn files_are_checked_and_everything_stays_with_its_merchant() {
+    let db = std::sync::Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_LIMITS__MAX_FILE_BYTES", "1024")]).await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+
+    let r = upload(&app, &m, "big.txt", &[b'a'; 1025]).await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (413, "file_too_large", Some("file")),
+        "{}",
+        r.body
+    );
+    let r = upload(&app, &m, "tool.exe", b"MZ\x90\x00\x03\x00\x00\x00").await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "file_type_unsupported", Some("file"))
+    );
+    let r = upload(&app, &m, "empty.txt", b"").await;
+    assert_eq!((r.status, r.code()), (400, "file_empty"));
+    let (ct, body) = form(&[("file", Some("a.txt"), b"hello")]);
+    let r = app
+        .send_bytes(
+            Method::POST,
+            "/files",
+            Some(&m.secret_key),
+            Some((&ct, body)),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("purpose")), "{}", r.body);
+    let (ct, body) = form(&[
+        ("purpose", None, b"avatar"),
+        ("file", Some("a.txt"), b"hello"),
+    ]);
+    let r = app
+        .send_bytes(
+            Method::POST,
+            "/files",
+            Some(&m.secret_key),
+            Some((&ct, body)),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("purpose")));
+    let (ct, body) = form(&[
+        ("purpose", None, b"dispute_evidence"),
+        ("extra", None, b"x"),
+    ]);
+    let r = app
+        .send_bytes(
+            Method::POST,
+            "/files",
+            Some(&m.secret_key),
+            Some((&ct, body)),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("extra")));
+    let r = app
+        .call(&m, Method::POST, "/files", Some(json!({"file": "hello"})))
+        .await;
+    assert_eq!(
+        (r.status, r.param()),
+        (400, Some("file")),
+        "JSON is not a form: {}",
+        r.body
+    );
+    let r = upload(&app, &m, "a.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR").await;
+    assert_eq!(r.body["content_type"], "image/png");
+
+    // An upload with an Idempotency-Key is made once.
+    let (ct, body) = form(&[
+        ("purpose", None, b"dispute_evidence"),
+        ("file", Some("r.txt"), b"receipt"),
+    ]);
+    let mut ids = vec![];
+    for _ in 0..2 {
+        let r = app
+            .send_bytes(
+                Method::POST,
+                "/files",
+                Some(&m.secret_key),
+                Some((&ct, body.clone())),
+                &[("idempotency-key", "upload-1")],
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        ids.push(r.body["file_id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(ids[0], ids[1]);
+
+    let payment_id = pay(&app, &m, DISPUTED, 500).await;
+    let d = dispute_of(&app, &m, &payment_id).await;
+    let id = d["dispute_id"].as_str().unwrap();
+    for path in [
+        format!("/disputes/{id}"),
+        format!("/disputes/evidence/{id}"),
+    ] {
+        let r = app.call(&other, Method::GET, &path, None).await;
+        assert_eq!((r.status, r.code()), (404, "resource_missing"), "{path}");
+    }
+    let r = app
+        .call(
+            &other,
+            Method::POST,
+            &format!("/disputes/accept/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    let r = app.call(&other, Method::GET, "/disputes/list", None).await;
+    assert_eq!(r.body["data"].as_array().unwrap().len(), 0);
+    let theirs = upload(&app, &other, "x.txt", b"not yours").await;
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            "/disputes/evidence",
+            Some(json!({"dispute_id": id, "file_id": theirs.body["file_id"]})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.param()),
+        (404, Some("file_id")),
+        "another merchant's file"
+    );
+    let r = app
+        .call(&m, Method::GET, "/disputes/dp_nothing", None)
+        .await;
+    assert_eq!(r.status, 404);
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            "/disputes/evidence",
+            Some(json!({"dispute_id": "dp_x", "file_id": ids[0]})),
+        )
+        .await;
+    assert_eq!((r.status, r.param()), (404, Some("dispute_id")));
+}
