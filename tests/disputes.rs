@@ -174,7 +174,11 @@ async fn a_dispute_is_challenged_with_evidence_and_won() {
             receipt.body["size"].as_i64(),
             receipt.body["filename"].as_str()
         ),
-        (Some("application/pdf"), Some(pdf.len() as i64), Some("receipt.pdf"))
+        (
+            Some("application/pdf"),
+            Some(pdf.len() as i64),
+            Some("receipt.pdf")
+        )
     );
     use sha2::Digest;
     assert_eq!(

@@ -145,14 +145,16 @@ async fn exec(
             return (current, Err(DisputeError::NotFound));
         }
     }
-    // Another instance may have changed the dispute: a lost race or a refusal decided on a
-    // stale copy is decided again, once, on the stored row.
+    // Another instance may have changed the dispute: a lost race, or an answer decided
+    // without writing (a refusal, a no-op) on a stale copy, is decided again, once, on the
+    // stored row.
     for round in 0..2 {
         let result = step(deps, &current, &msg.command).await;
-        let stale_suspect = matches!(
-            result,
-            Err(DisputeError::LostRace | DisputeError::Refused(_))
-        );
+        let stale_suspect = match &result {
+            Err(DisputeError::LostRace | DisputeError::Refused(_)) => true,
+            Ok(done) => done.dispute.version == current.version,
+            Err(_) => false,
+        };
         if round == 0 && stale_suspect {
             match store::find(&deps.db, &current.id).await {
                 Ok(Some(fresh)) if fresh.version != current.version => {
