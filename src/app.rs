@@ -104,7 +104,7 @@ impl Application {
             async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
         });
         let payments: Payments = Registry::new(
-            PaymentDeps {
+            Arc::new(PaymentDeps {
                 db: db.clone(),
                 clock: clock.clone(),
                 settings: settings.clone(),
@@ -112,17 +112,18 @@ impl Application {
                 public_url: public_url.clone(),
                 wake: wake.clone(),
                 remotes: Default::default(),
-            },
+                fresh: Default::default(),
+            }),
             registry_config.clone(),
             arbiters.clone(),
         );
         let disputes: Disputes = Registry::new(
-            DisputeDeps {
+            Arc::new(DisputeDeps {
                 db: db.clone(),
                 clock: clock.clone(),
                 sandbox,
                 wake: wake.clone(),
-            },
+            }),
             registry_config,
             arbiters.clone(),
         );

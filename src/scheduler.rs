@@ -132,9 +132,21 @@ pub async fn schedule_if_absent(
 
 /// Removes the job of this kind for this entity, if any.
 pub async fn cancel(db: &impl ConnectionTrait, kind: &str, entity_id: &str) -> Result<(), DbErr> {
+    cancel_kinds(db, &[kind], entity_id).await
+}
+
+/// Cancels the entity's jobs of these kinds, in one statement.
+pub async fn cancel_kinds(
+    db: &impl ConnectionTrait,
+    kinds: &[&str],
+    entity_id: &str,
+) -> Result<(), DbErr> {
+    if kinds.is_empty() {
+        return Ok(());
+    }
     Jobs::delete_many()
-        .filter(scheduled_job::Column::Kind.eq(kind))
         .filter(scheduled_job::Column::EntityId.eq(entity_id))
+        .filter(scheduled_job::Column::Kind.is_in(kinds.iter().copied()))
         .exec(db)
         .await?;
     Ok(())

@@ -209,6 +209,11 @@ impl<A: KeyedActor> Registry<A> {
         outcome
     }
 
+    /// What this kind's `load` is given.
+    pub fn deps(&self) -> &A::Deps {
+        &self.inner.deps
+    }
+
     /// Actors currently active. Includes an actor that died since its last
     /// message: death is only noticed when a message bounces off it.
     pub fn live(&self) -> usize {
@@ -266,6 +271,10 @@ impl<A: KeyedActor> Registry<A> {
                 let stopped = Registry { inner }.passivate_idle();
                 if stopped > 0 {
                     tracing::debug!(kind = A::KIND, stopped, "passivated idle actors");
+                    // The stopped actors are dropped on their arbiters within moments; then
+                    // hand the freed pages back to the OS (glibc keeps them otherwise).
+                    tokio::time::sleep(TRIM_DELAY).await;
+                    release_free_memory();
                 }
             }
         })
@@ -399,5 +408,19 @@ impl<A: KeyedActor> Registry<A> {
         // Dropping `evicted` here, outside the shard locks, drops the last
         // addresses, which stops the actors.
         stopped
+    }
+}
+
+/// How long the sweeper waits after passivating before it returns memory to the OS.
+const TRIM_DELAY: Duration = Duration::from_millis(500);
+
+/// Returns the allocator's free pages to the OS: glibc's `malloc_trim` walks every arena and
+/// releases whole free pages, which the passivated actors' state has just become. Elsewhere
+/// the allocator does its own.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only inspects and releases the allocator's own free memory.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

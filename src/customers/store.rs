@@ -355,13 +355,14 @@ pub async fn delete_methods(
     Ok(ids)
 }
 
-/// Records a `mandate_details` event (in the caller's transaction).
+/// Records a `mandate_details` event (in the caller's transaction); returns the deliveries
+/// queued.
 pub async fn record_mandate_event(
     db: &impl ConnectionTrait,
     m: &payd_entity::mandate::Model,
     event_type: &str,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<usize, DbErr> {
     outbox::record(
         db,
         NewEvent {
@@ -375,6 +376,5 @@ pub async fn record_mandate_event(
         },
         now,
     )
-    .await?;
-    Ok(())
+    .await
 }

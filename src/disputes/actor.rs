@@ -95,7 +95,7 @@ pub struct Exec {
 
 pub struct DisputeActor {
     model: dispute::Model,
-    deps: DisputeDeps,
+    deps: Arc<DisputeDeps>,
 }
 
 impl Actor for DisputeActor {
@@ -104,10 +104,10 @@ impl Actor for DisputeActor {
 
 impl KeyedActor for DisputeActor {
     const KIND: &'static str = "dispute";
-    type Deps = DisputeDeps;
+    type Deps = Arc<DisputeDeps>;
     type LoadError = DisputeError;
 
-    async fn load(id: &str, deps: &DisputeDeps) -> Result<Self, DisputeError> {
+    async fn load(id: &str, deps: &Arc<DisputeDeps>) -> Result<Self, DisputeError> {
         let model = store::find(&deps.db, id)
             .await?
             .ok_or(DisputeError::NotFound)?;
@@ -247,9 +247,9 @@ async fn step(
             None => return Ok(unchanged(d)),
         },
     };
-    let announced = after.status != d.status;
-    let dispute = store::commit(&deps.db, d, after, evidence, resolve_delay(deps)).await?;
-    if announced {
+    let (dispute, deliveries) =
+        store::commit(&deps.db, d, after, evidence, resolve_delay(deps)).await?;
+    if deliveries > 0 {
         deps.wake.now();
     }
     Ok(Done { dispute, attached })

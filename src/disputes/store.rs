@@ -55,26 +55,28 @@ pub fn record_event<'a>(d: &'a dispute::Model, event_type: &'a str) -> NewEvent<
 }
 
 /// Inserts a new dispute with its `dispute_opened` event and deadline job, in the caller's
-/// transaction (the payment's, whose actor opens disputes).
+/// transaction (the payment's, whose actor opens disputes); returns the deliveries queued.
 pub async fn insert(
     db: &impl ConnectionTrait,
     d: &dispute::Model,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<usize, DbErr> {
     d.clone().into_active_model().reset_all().insert(db).await?;
-    outbox::record(db, record_event(d, Status::Opened.event()), now).await?;
-    sync_jobs(db, d, now, Duration::zero()).await
+    let deliveries = outbox::record(db, record_event(d, Status::Opened.event()), now).await?;
+    sync_jobs(db, d, now, Duration::zero()).await?;
+    Ok(deliveries)
 }
 
 /// Replaces the row if nobody wrote since `before`, with the evidence change, the event of a
-/// new status and the jobs the new status needs, in one transaction.
+/// new status and the jobs the new status needs, in one transaction. Returns the row and the
+/// webhook deliveries queued.
 pub async fn commit(
     db: &DatabaseConnection,
     before: &dispute::Model,
     mut after: dispute::Model,
     evidence: EvidenceChange,
     resolve_delay: Duration,
-) -> Result<dispute::Model, CommitError> {
+) -> Result<(dispute::Model, usize), CommitError> {
     after.version = before.version + 1;
     let now = after.updated_at;
     let txn = db.begin().await?;
@@ -106,14 +108,15 @@ pub async fn commit(
                 .await?;
         }
     }
+    let mut deliveries = 0;
     if after.status != before.status {
         if let Some(status) = Status::parse(&after.status) {
-            outbox::record(&txn, record_event(&after, status.event()), now).await?;
+            deliveries = outbox::record(&txn, record_event(&after, status.event()), now).await?;
         }
     }
     sync_jobs(&txn, &after, now, resolve_delay).await?;
     txn.commit().await?;
-    Ok(after)
+    Ok((after, deliveries))
 }
 
 /// Invariant: an opened dispute has a deadline job, a challenged one a resolve job, and a
@@ -134,10 +137,7 @@ async fn sync_jobs(
             let submitted = d.evidence_submitted_at.unwrap_or(now);
             scheduler::schedule(db, now, RESOLVE_JOB, &d.id, submitted + resolve_delay, null).await
         }
-        _ => {
-            scheduler::cancel(db, DEADLINE_JOB, &d.id).await?;
-            scheduler::cancel(db, RESOLVE_JOB, &d.id).await
-        }
+        _ => scheduler::cancel_kinds(db, &[DEADLINE_JOB, RESOLVE_JOB], &d.id).await,
     }
 }
 

@@ -42,12 +42,13 @@ struct Content<'a> {
     object: &'a RawValue,
 }
 
-/// Records the event and its deliveries; returns the event.
+/// Records the event and its deliveries; returns how many deliveries it queued (the writer
+/// wakes the dispatcher only when there are some).
 pub async fn record(
     db: &impl ConnectionTrait,
     e: NewEvent<'_>,
     now: DateTime<Utc>,
-) -> Result<event::Model, DbErr> {
+) -> Result<usize, DbErr> {
     let id = new_id("evt");
     let object = RawValue::from_string(e.object)
         .map_err(|err| DbErr::Custom(format!("event object is not JSON: {err}")))?;
@@ -74,17 +75,18 @@ pub async fn record(
     }
     .insert(db)
     .await?;
-    if let Some(profile_id) = e.profile_id {
-        let endpoints = webhook_endpoint::Entity::find()
-            .filter(webhook_endpoint::Column::ProfileId.eq(profile_id))
-            .filter(webhook_endpoint::Column::Enabled.eq(true))
-            .all(db)
-            .await?;
-        for endpoint in endpoints {
-            insert_delivery(db, &row, &endpoint.id, now).await?;
-        }
+    let Some(profile_id) = e.profile_id else {
+        return Ok(0);
+    };
+    let endpoints = webhook_endpoint::Entity::find()
+        .filter(webhook_endpoint::Column::ProfileId.eq(profile_id))
+        .filter(webhook_endpoint::Column::Enabled.eq(true))
+        .all(db)
+        .await?;
+    for endpoint in &endpoints {
+        insert_delivery(db, &row, &endpoint.id, now).await?;
     }
-    Ok(row)
+    Ok(endpoints.len())
 }
 
 /// A pending delivery of `event` to an endpoint, due now.

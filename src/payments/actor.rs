@@ -48,6 +48,10 @@ pub struct PaymentDeps {
     pub wake: Wake,
     /// Remote processors by account id: each keeps its own circuit breaker.
     pub remotes: Arc<DashMap<String, Arc<RemoteProcessor>>>,
+    /// Rows a handler has just inserted and is about to send a command for: the actor takes
+    /// its first state from here instead of reading the row back. The handler removes what
+    /// was not taken, so nothing stays.
+    pub fresh: DashMap<String, payment::Model>,
 }
 
 impl PaymentDeps {
@@ -211,7 +215,8 @@ pub struct Exec {
 
 pub struct PaymentActor {
     model: payment::Model,
-    deps: PaymentDeps,
+    /// Shared by every payment actor: one pointer each, not a copy.
+    deps: Arc<PaymentDeps>,
 }
 
 impl Actor for PaymentActor {
@@ -220,13 +225,16 @@ impl Actor for PaymentActor {
 
 impl KeyedActor for PaymentActor {
     const KIND: &'static str = "payment";
-    type Deps = PaymentDeps;
+    type Deps = Arc<PaymentDeps>;
     type LoadError = PaymentError;
 
-    async fn load(id: &str, deps: &PaymentDeps) -> Result<Self, PaymentError> {
-        let model = store::find(&deps.db, id)
-            .await?
-            .ok_or(PaymentError::NotFound)?;
+    async fn load(id: &str, deps: &Arc<PaymentDeps>) -> Result<Self, PaymentError> {
+        let model = match deps.fresh.remove(id) {
+            Some((_, model)) => model,
+            None => store::find(&deps.db, id)
+                .await?
+                .ok_or(PaymentError::NotFound)?,
+        };
         Ok(Self {
             model,
             deps: deps.clone(),
@@ -381,14 +389,16 @@ async fn step(
                 },
             );
         }
-        let announced = !changes.events.is_empty() || changes.dispute.is_some();
-        let (payment, refund) = store::commit(&deps.db, m, after, changes, deps.settle_delay())
+        let committed = store::commit(&deps.db, m, after, changes, deps.settle_delay())
             .await
             .map_err(PaymentError::from)?;
-        if announced {
+        if committed.deliveries > 0 {
             deps.wake.now();
         }
-        Ok(Done { payment, refund })
+        Ok(Done {
+            payment: committed.payment,
+            refund: committed.refund,
+        })
     };
     let plain = |trigger: &'static str| Changes {
         trigger,
@@ -420,16 +430,17 @@ async fn step(
                 }
                 _ => None,
             };
-            let (chosen, result, attempts) = authorize(deps, m, &card, secret.clone(), now).await?;
+            let Authorized {
+                chosen,
+                result,
+                attempts,
+                can_save,
+            } = authorize(deps, m, &card, secret.clone(), now).await?;
             let next = machine::confirm(&state, result.outcome, now);
             let mut after = store::with_state(m, &next, now);
             let approved = matches!(result.outcome, Authorization::Approved { .. });
-            let saveable = deps
-                .processor_for(&m.profile_id, &chosen)
-                .await?
-                .can_save(&card);
             let save = match (&m.customer_id, &m.setup_future_usage) {
-                (Some(customer_id), Some(_)) if saveable => {
+                (Some(customer_id), Some(_)) if can_save => {
                     let mandate: Option<MandateRequest> = m
                         .mandate_request
                         .as_deref()
@@ -778,15 +789,26 @@ fn processor_of(m: &payment::Model) -> Result<(String, String), PaymentError> {
     }
 }
 
+/// What routing and the processors decided about a confirm.
+struct Authorized {
+    /// The account whose answer counts.
+    chosen: String,
+    result: AuthResult,
+    /// Every processor tried, in order.
+    attempts: Vec<payment_attempt::Model>,
+    /// Whether the chosen processor keeps the card for later charges.
+    can_save: bool,
+}
+
 /// Routes the authorization and falls back to the next processor after a retryable decline
-/// or an unreachable processor. Returns the deciding processor, its answer, and every attempt.
+/// or an unreachable processor.
 async fn authorize(
     deps: &PaymentDeps,
     m: &payment::Model,
     card: &StoredCard,
     secret: Option<SecretCard>,
     now: DateTime<Utc>,
-) -> Result<(String, AuthResult, Vec<payment_attempt::Model>), PaymentError> {
+) -> Result<Authorized, PaymentError> {
     let enabled: Vec<processor_account::Model> = store::accounts(&deps.db, &m.profile_id)
         .await?
         .into_iter()
@@ -823,7 +845,12 @@ async fn authorize(
             &decision,
             now,
         );
-        return Ok((enabled[0].name.clone(), result, vec![attempt]));
+        return Ok(Authorized {
+            chosen: enabled[0].name.clone(),
+            result,
+            attempts: vec![attempt],
+            can_save: deps.resolve(Some(&enabled[0])).can_save(card),
+        });
     }
     let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
     let decision = routing::decide(
@@ -876,15 +903,20 @@ async fn authorize(
             now,
         ));
         let retry = matches!(result.outcome, Authorization::Declined { retryable: true });
-        last = Some((candidate.clone(), result));
+        last = Some((candidate.clone(), result, processor.can_save(card)));
         if !retry {
             break;
         }
         previous = Some(candidate.clone());
     }
-    let (chosen, result) =
+    let (chosen, result, can_save) =
         last.ok_or_else(|| PaymentError::Invalid(ApiError::internal("no processor candidate")))?;
-    Ok((chosen, result, attempts))
+    Ok(Authorized {
+        chosen,
+        result,
+        attempts,
+        can_save,
+    })
 }
 
 fn apply_patch(

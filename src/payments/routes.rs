@@ -471,7 +471,9 @@ pub async fn create_payment(
     let m = store::insert(&state.db, m, now).await?;
     let m = if req.confirm {
         let access = access(&caller, None)?;
-        send(
+        let fresh = &state.payments.deps().fresh;
+        fresh.insert(m.id.clone(), m.clone());
+        let confirmed = send(
             &state,
             &m.id,
             Some(access),
@@ -481,7 +483,9 @@ pub async fn create_payment(
                 return_url: None,
             },
         )
-        .await?
+        .await;
+        fresh.remove(&m.id);
+        confirmed?
     } else {
         m
     };

@@ -120,9 +120,17 @@ pub async fn insert(
         .exec_without_returning(&txn)
         .await?;
     history(&txn, &m.id, None, &m.status, "create", now).await?;
-    sync_jobs(&txn, &m, now, Duration::zero()).await?;
+    sync_jobs(&txn, &m, now, Duration::zero(), Jobs::None).await?;
     txn.commit().await?;
     Ok(m)
+}
+
+/// What a commit wrote.
+pub struct Committed {
+    pub payment: payment::Model,
+    pub refund: Option<refund::Model>,
+    /// Webhook deliveries queued by its events.
+    pub deliveries: usize,
 }
 
 /// Replaces the row if nobody wrote since `before` (compare-and-set on `version`), with its
@@ -133,7 +141,7 @@ pub async fn commit(
     mut after: payment::Model,
     changes: Changes,
     settle_delay: Duration,
-) -> Result<(payment::Model, Option<refund::Model>), CommitError> {
+) -> Result<Committed, CommitError> {
     after.version = before.version + 1;
     let now = after.updated_at;
     let txn = db.begin().await?;
@@ -162,9 +170,10 @@ pub async fn commit(
     for a in changes.attempts {
         a.into_active_model().reset_all().insert(&txn).await?;
     }
-    sync_jobs(&txn, &after, now, settle_delay).await?;
+    sync_jobs(&txn, &after, now, settle_delay, Jobs::Unknown).await?;
+    let mut deliveries = 0;
     if let Some(save) = changes.save {
-        save_card(&txn, &after, save, now).await?;
+        deliveries += save_card(&txn, &after, save, now).await?;
     }
     if let Some(mandate) = changes.spend_mandate {
         if customers::store::set_mandate_status(&txn, &mandate, "inactive", now)
@@ -179,13 +188,13 @@ pub async fn commit(
         None => None,
     };
     if let Some(d) = &changes.dispute {
-        disputes::store::insert(&txn, d, now).await?;
+        deliveries += disputes::store::insert(&txn, d, now).await?;
     }
     if let Some(due) = changes.dispute_due {
         scheduler::schedule_if_absent(&txn, now, DISPUTE_OPEN_JOB, &after.id, due).await?;
     }
     for e in changes.events {
-        outbox::record(
+        deliveries += outbox::record(
             &txn,
             NewEvent {
                 merchant_id: &after.merchant_id,
@@ -201,23 +210,27 @@ pub async fn commit(
         .await?;
     }
     txn.commit().await?;
-    Ok((after, refund))
+    Ok(Committed {
+        payment: after,
+        refund,
+        deliveries,
+    })
 }
 
-/// Saves the card (once per fingerprint) and creates its mandate, announcing `mandate_active`.
-/// A customer deleted meanwhile gets nothing saved.
+/// Saves the card (once per fingerprint) and creates its mandate, announcing `mandate_active`
+/// (returns the deliveries queued). A customer deleted meanwhile gets nothing saved.
 async fn save_card(
     db: &impl ConnectionTrait,
     p: &payment::Model,
     save: SaveCard,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<usize, DbErr> {
     let Some(customer) = payd_entity::customer::Entity::find_by_id(save.customer_id.as_str())
         .one(db)
         .await?
         .filter(|c| c.redacted_at.is_none())
     else {
-        return Ok(());
+        return Ok(0);
     };
     let pm = customers::store::save_card(db, &customer, &save.card, now).await?;
     if let Some((terms, id)) = save.mandate {
@@ -234,9 +247,9 @@ async fn save_card(
             now,
         )
         .await?;
-        customers::store::record_mandate_event(db, &mandate, "mandate_active", now).await?;
+        return customers::store::record_mandate_event(db, &mandate, "mandate_active", now).await;
     }
-    Ok(())
+    Ok(0)
 }
 
 /// Inserts a new refund or updates a changed one (compare-and-set on its version), and keeps
@@ -305,7 +318,7 @@ pub async fn resync_jobs(
     now: DateTime<Utc>,
     settle_delay: Duration,
 ) -> Result<(), DbErr> {
-    sync_jobs(db, m, now, settle_delay).await
+    sync_jobs(db, m, now, settle_delay, Jobs::Unknown).await
 }
 
 async fn history(
@@ -329,6 +342,14 @@ async fn history(
     Ok(())
 }
 
+/// Which jobs a payment may already have.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Jobs {
+    /// None: the payment is being inserted.
+    None,
+    Unknown,
+}
+
 /// Invariant: a payment has an expiry job exactly while it can expire, and a settle job
 /// exactly while it waits for the processor.
 async fn sync_jobs(
@@ -336,7 +357,9 @@ async fn sync_jobs(
     m: &payment::Model,
     now: DateTime<Utc>,
     settle_delay: Duration,
+    existing: Jobs,
 ) -> Result<(), DbErr> {
+    let mut stale = Vec::with_capacity(2);
     let status = Status::parse(&m.status).unwrap_or(Status::Conflicted);
     let expiry = if status.is_unconfirmed() || status == Status::RequiresCustomerAction {
         Some(m.expires_at)
@@ -349,7 +372,7 @@ async fn sync_jobs(
         Some(at) => {
             scheduler::schedule(db, now, EXPIRY_JOB, &m.id, at, serde_json::Value::Null).await?
         }
-        None => scheduler::cancel(db, EXPIRY_JOB, &m.id).await?,
+        None => stale.push(EXPIRY_JOB),
     }
     let pending = matches!(
         status,
@@ -368,7 +391,10 @@ async fn sync_jobs(
         )
         .await?;
     } else {
-        scheduler::cancel(db, SETTLE_JOB, &m.id).await?;
+        stale.push(SETTLE_JOB);
+    }
+    if existing == Jobs::Unknown {
+        scheduler::cancel_kinds(db, &stale, &m.id).await?;
     }
     Ok(())
 }
