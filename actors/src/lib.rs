@@ -49,7 +49,9 @@
 //! passivation check both happen under the same map-shard lock.
 //! [`Registry::passivate_all`] stops every actor with nothing in flight,
 //! however recently used, for graceful shutdown. Dropping every clone of a registry
-//! stops all its actors the same way.
+//! stops all its actors the same way. After a sweep that stopped actors, the
+//! sweeper waits a moment for them to be dropped and returns the freed pages to
+//! the OS (glibc's `malloc_trim`; elsewhere the allocator does its own).
 //!
 //! # Metrics
 //!
