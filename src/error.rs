@@ -301,6 +301,19 @@ pub fn serde_field(message: &str) -> Option<&str> {
         .map(|(field, _)| field)
 }
 
+/// An actor's answer failure: its load error as that error maps, a full mailbox as 503
+/// `overloaded`, an actor that died twice as a 500.
+impl<E: Into<ApiError>> From<payd_actors::ActorError<E>> for ApiError {
+    #[track_caller]
+    fn from(e: payd_actors::ActorError<E>) -> Self {
+        match e {
+            payd_actors::ActorError::Load(e) => e.into(),
+            payd_actors::ActorError::Overloaded => ApiError::overloaded(),
+            payd_actors::ActorError::Died => ApiError::internal("the actor died twice"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,6 @@
 //! store.
 
 use actix_web::{web, HttpResponse};
-use payd_actors::ActorError;
 
 use super::{
     actor::{Access, Command, DisputeError, Done, Exec},
@@ -61,17 +60,6 @@ impl From<DisputeError> for ApiError {
                 "the dispute was changed by another request; retry",
             ),
             DisputeError::Db(e) => ApiError::internal(format!("database: {e}")),
-        }
-    }
-}
-
-impl From<ActorError<DisputeError>> for ApiError {
-    #[track_caller]
-    fn from(e: ActorError<DisputeError>) -> Self {
-        match e {
-            ActorError::Load(e) => e.into(),
-            ActorError::Overloaded => ApiError::overloaded(),
-            ActorError::Died => ApiError::internal("the dispute actor died twice"),
         }
     }
 }

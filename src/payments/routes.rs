@@ -2,7 +2,6 @@
 
 use actix_web::{web, HttpResponse};
 use chrono::Duration;
-use payd_actors::ActorError;
 use payd_entity::payment;
 
 use super::{
@@ -122,17 +121,6 @@ impl From<PaymentError> for ApiError {
                 p.to_string(),
             ),
             PaymentError::Db(e) => ApiError::internal(format!("database: {e}")),
-        }
-    }
-}
-
-impl From<ActorError<PaymentError>> for ApiError {
-    #[track_caller]
-    fn from(e: ActorError<PaymentError>) -> Self {
-        match e {
-            ActorError::Load(e) => e.into(),
-            ActorError::Overloaded => ApiError::overloaded(),
-            ActorError::Died => ApiError::internal("the payment actor died twice"),
         }
     }
 }
