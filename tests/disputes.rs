@@ -30,19 +30,30 @@ fn form(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-async fn upload(app: &TestApp, m: &Merchant, name: &str, bytes: &[u8]) -> common::Answer {
-    let (content_type, body) = form(&[
-        ("purpose", None, b"dispute_evidence"),
-        ("file", Some(name), bytes),
-    ]);
+/// `POST /files` with a form of these parts and these extra headers.
+async fn post_form(
+    app: &TestApp,
+    m: &Merchant,
+    parts: &[(&str, Option<&str>, &[u8])],
+    headers: &[(&str, &str)],
+) -> common::Answer {
+    let (content_type, body) = form(parts);
     app.send_bytes(
         Method::POST,
         "/files",
         Some(&m.secret_key),
         Some((&content_type, body)),
-        &[],
+        headers,
     )
     .await
+}
+
+async fn upload(app: &TestApp, m: &Merchant, name: &str, bytes: &[u8]) -> common::Answer {
+    let parts: [(&str, Option<&str>, &[u8]); 2] = [
+        ("purpose", None, b"dispute_evidence"),
+        ("file", Some(name), bytes),
+    ];
+    post_form(app, m, &parts, &[]).await
 }
 
 async fn pay(app: &TestApp, m: &Merchant, number: &str, amount: i64) -> String {
@@ -545,44 +556,19 @@ async fn files_are_checked_and_everything_stays_with_its_merchant() {
     );
     let r = upload(&app, &m, "empty.txt", b"").await;
     assert_eq!((r.status, r.code()), (400, "file_empty"));
-    let (ct, body) = form(&[("file", Some("a.txt"), b"hello")]);
-    let r = app
-        .send_bytes(
-            Method::POST,
-            "/files",
-            Some(&m.secret_key),
-            Some((&ct, body)),
-            &[],
-        )
-        .await;
+    let r = post_form(&app, &m, &[("file", Some("a.txt"), b"hello")], &[]).await;
     assert_eq!((r.status, r.param()), (400, Some("purpose")), "{}", r.body);
-    let (ct, body) = form(&[
+    let parts: [(&str, Option<&str>, &[u8]); 2] = [
         ("purpose", None, b"avatar"),
         ("file", Some("a.txt"), b"hello"),
-    ]);
-    let r = app
-        .send_bytes(
-            Method::POST,
-            "/files",
-            Some(&m.secret_key),
-            Some((&ct, body)),
-            &[],
-        )
-        .await;
+    ];
+    let r = post_form(&app, &m, &parts, &[]).await;
     assert_eq!((r.status, r.param()), (400, Some("purpose")));
-    let (ct, body) = form(&[
+    let parts: [(&str, Option<&str>, &[u8]); 2] = [
         ("purpose", None, b"dispute_evidence"),
         ("extra", None, b"x"),
-    ]);
-    let r = app
-        .send_bytes(
-            Method::POST,
-            "/files",
-            Some(&m.secret_key),
-            Some((&ct, body)),
-            &[],
-        )
-        .await;
+    ];
+    let r = post_form(&app, &m, &parts, &[]).await;
     assert_eq!((r.status, r.param()), (400, Some("extra")));
     let r = app
         .call(&m, Method::POST, "/files", Some(json!({"file": "hello"})))
@@ -597,21 +583,13 @@ async fn files_are_checked_and_everything_stays_with_its_merchant() {
     assert_eq!(r.body["content_type"], "image/png");
 
     // An upload with an Idempotency-Key is made once.
-    let (ct, body) = form(&[
+    let parts: [(&str, Option<&str>, &[u8]); 2] = [
         ("purpose", None, b"dispute_evidence"),
         ("file", Some("r.txt"), b"receipt"),
-    ]);
+    ];
     let mut ids = vec![];
     for _ in 0..2 {
-        let r = app
-            .send_bytes(
-                Method::POST,
-                "/files",
-                Some(&m.secret_key),
-                Some((&ct, body.clone())),
-                &[("idempotency-key", "upload-1")],
-            )
-            .await;
+        let r = post_form(&app, &m, &parts, &[("idempotency-key", "upload-1")]).await;
         assert_eq!(r.status, 200, "{}", r.body);
         ids.push(r.body["file_id"].as_str().unwrap().to_owned());
     }
