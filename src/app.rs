@@ -99,6 +99,7 @@ impl Application {
         let registry_config = RegistryConfig {
             mailbox_capacity: settings.actors.mailbox_capacity,
             idle_timeout: settings.idle_timeout(),
+            release_memory: crate::alloc::release_free_memory,
         };
         let sandbox = Arc::new(Sandbox {
             async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),

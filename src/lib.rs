@@ -2,6 +2,7 @@
 //! and tools can build it in-process; `main.rs` is only the command line.
 
 pub mod accounts;
+pub mod alloc;
 pub mod app;
 pub mod auth;
 pub mod clock;

@@ -111,6 +111,14 @@ pub struct ActorSettings {
     /// Arbiter threads that host actors; 0 means one per core.
     #[serde(default)]
     pub arbiters: usize,
+    /// How long a payment actor keeps its row after its last message; then it holds only its
+    /// id until the next message reads the row again (or the idle timeout passivates it).
+    #[serde(default = "default_row_cache_ms")]
+    pub row_cache_ms: u64,
+}
+
+fn default_row_cache_ms() -> u64 {
+    2000
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -1043,7 +1043,55 @@ async fn idempotent_create_returns_the_same_payment() {
 
 #[actix_web::test]
 async fn forty_concurrent_captures_never_exceed_the_authorization() {
-    let app = spawn_app().await;
+    forty_concurrent_captures(spawn_app().await).await;
+}
+
+/// An actor that drops its row after every message reads it again for the next one: the
+/// captures stay serialized and exact.
+#[actix_web::test]
+async fn actors_without_a_cached_row_still_serialize_captures() {
+    let db = Arc::new(TestDb::new().await);
+    let app = common::spawn_with(db, &[("PAYD_ACTORS__ROW_CACHE_MS", "0")]).await;
+    let m = app.create_merchant("Acme").await;
+    let p = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
+    let id = p["payment_id"].as_str().unwrap();
+    for _ in 0..4 {
+        let r = post(
+            &app,
+            &m,
+            &format!("/payments/{id}/capture"),
+            json!({"amount": 100, "final_capture": false}),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let r = post(
+        &app,
+        &m,
+        "/refunds",
+        json!({"payment_id": id, "amount": 150}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let p = get(&app, &m, &format!("/payments/{id}")).await.body;
+    assert_eq!(
+        (&p["amount_captured"], &p["amount_refunded"], &p["status"]),
+        (
+            &json!(400),
+            &json!(150),
+            &json!("partially_captured_and_capturable")
+        )
+    );
+    forty_concurrent_captures(app).await;
+}
+
+async fn forty_concurrent_captures(app: TestApp) {
     let m = app.create_merchant("Acme").await;
     let p = pay(
         &app,

@@ -65,6 +65,31 @@ async fn attempts(app: &TestApp, m: &Merchant, event_id: &str) -> Vec<Value> {
     r.body["data"].as_array().unwrap().clone()
 }
 
+/// Waits (bounded) until `n` attempts at the object's event are recorded. A test that moves the
+/// clock waits for this first: an attempt's retry is scheduled from the time its answer arrived,
+/// which may be after the receiver saw the request.
+async fn wait_attempts(app: &TestApp, m: &Merchant, object_id: &str, n: usize) {
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let r = events(app, m, json!({"object_id": object_id, "limit": 1})).await;
+        if let Some(id) = r.body["data"][0]["event_id"].as_str() {
+            let got = attempts(app, m, id).await.len();
+            if got >= n {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "only {got} of {n} attempts recorded"
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no event for {object_id}"
+        );
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+    }
+}
+
 /// Waits (bounded) until the event's delivery settles to `status`.
 async fn wait_delivery(app: &TestApp, m: &Merchant, object_id: &str, status: &str) -> Value {
     let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
@@ -240,8 +265,10 @@ async fn unauthorized_receivers_get_exactly_seven_attempts() {
     let m = app.create_merchant("Acme").await;
     endpoint(&app, &m, &receiver.url).await;
     let p = paid(&app, &m, json!({})).await;
+    let id = p["payment_id"].as_str().unwrap();
     for n in 1..=7 {
         receiver.wait_for(n).await;
+        wait_attempts(&app, &m, id, n).await;
         app.clock.advance(Duration::minutes(17));
     }
     let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "failed").await;
@@ -289,9 +316,12 @@ async fn a_bad_request_is_not_retried_and_transient_failures_are() {
 
     receiver.script([Reply::status(503), Reply::status(503), Reply::status(200)]);
     let p = paid(&app, &m, json!({})).await;
+    let id = p["payment_id"].as_str().unwrap();
     receiver.wait_for(2).await;
+    wait_attempts(&app, &m, id, 1).await;
     app.clock.advance(Duration::seconds(5));
     receiver.wait_for(3).await;
+    wait_attempts(&app, &m, id, 2).await;
     app.clock.advance(Duration::seconds(300));
     receiver.wait_for(4).await;
     let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
@@ -567,4 +597,101 @@ async fn endpoint_settings_are_checked_and_the_secret_is_shown_once() {
         )
         .await;
     assert_eq!((r.status, r.param()), (400, Some("url")));
+}
+
+/// Counts the merchant's events by `delivery_status`.
+async fn settled(app: &TestApp, m: &Merchant) -> std::collections::BTreeMap<String, usize> {
+    let r = events(app, m, json!({"limit": 100})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut counts = std::collections::BTreeMap::new();
+    for e in r.body["data"].as_array().unwrap() {
+        *counts
+            .entry(e["delivery_status"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    counts
+}
+
+/// Outcomes are written in batches: a burst with mixed answers leaves every delivery in its own
+/// state, each attempt recorded exactly once.
+#[actix_web::test]
+async fn a_burst_with_mixed_answers_records_each_attempt_once() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    receiver.script([Reply::status(400), Reply::status(503)]);
+    let n = 40;
+    futures_util::future::join_all((0..n).map(|_| paid(&app, &m, json!({})))).await;
+    receiver.wait_for(n).await;
+    let want = |delivered, pending| {
+        [
+            ("delivered", delivered),
+            ("failed", 1),
+            ("pending", pending),
+        ]
+        .into_iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    let mut pending_attempts = Vec::new();
+    while pending_attempts.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            settled(&app, &m).await
+        );
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+        if settled(&app, &m).await != want(n - 2, 1) {
+            continue;
+        }
+        let e = events(&app, &m, json!({"delivered": false, "limit": 100})).await;
+        let pending = e.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["delivery_status"] == "pending")
+            .unwrap()
+            .clone();
+        pending_attempts = attempts(&app, &m, pending["event_id"].as_str().unwrap()).await;
+    }
+    assert_eq!(pending_attempts.len(), 1);
+    assert_eq!(pending_attempts[0]["response_status"], 503);
+    assert!(pending_attempts[0]["next_attempt_at"].is_string());
+
+    // The 503 is retried after 5 s; the 400 never is.
+    app.clock.advance(Duration::seconds(5));
+    receiver.wait_for(n + 1).await;
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    while settled(&app, &m).await != want(n - 1, 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            settled(&app, &m).await
+        );
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    let listed = events(&app, &m, json!({"limit": 100})).await;
+    let mut answers = Vec::new();
+    for e in listed.body["data"].as_array().unwrap() {
+        let a = attempts(&app, &m, e["event_id"].as_str().unwrap()).await;
+        assert_eq!(a[0]["trigger"], "initial");
+        answers.push(
+            a.iter()
+                .map(|x| x["response_status"].as_i64().unwrap())
+                .collect::<Vec<_>>(),
+        );
+    }
+    answers.sort();
+    let mut expected = vec![vec![200]; n - 2];
+    expected.extend([vec![400], vec![503, 200]]);
+    expected.sort();
+    assert_eq!(answers, expected);
+    assert_eq!(
+        receiver.received().len(),
+        n + 1,
+        "each event sent once more at most"
+    );
 }

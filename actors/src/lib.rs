@@ -51,7 +51,7 @@
 //! however recently used, for graceful shutdown. Dropping every clone of a registry
 //! stops all its actors the same way. After a sweep that stopped actors, the
 //! sweeper waits a moment for them to be dropped and returns the freed pages to
-//! the OS (glibc's `malloc_trim`; elsewhere the allocator does its own).
+//! the OS ([`RegistryConfig::release_memory`]: glibc's `malloc_trim` by default).
 //!
 //! # Metrics
 //!

@@ -20,6 +20,10 @@ pub struct RegistryConfig {
     /// How long an actor may go without messages before the sweeper
     /// passivates it.
     pub idle_timeout: Duration,
+    /// Called by the sweeper shortly after a sweep that stopped actors, to return the freed
+    /// memory to the OS. The default calls glibc's `malloc_trim` (on glibc targets); a
+    /// program with another global allocator passes that allocator's own.
+    pub release_memory: fn(),
 }
 
 impl Default for RegistryConfig {
@@ -27,6 +31,7 @@ impl Default for RegistryConfig {
         Self {
             mailbox_capacity: 64,
             idle_timeout: Duration::from_secs(5 * 60),
+            release_memory: release_free_memory,
         }
     }
 }
@@ -64,6 +69,7 @@ struct Inner<A: KeyedActor> {
     // Invariant: >= 1.
     mailbox_capacity: usize,
     idle_timeout: Duration,
+    release_memory: fn(),
     pool: Arc<ArbiterPool>,
     slots: DashMap<String, Arc<Slot<A>>>,
     /// Origin for `Slot::last_used`, so it fits in an atomic.
@@ -162,6 +168,7 @@ impl<A: KeyedActor> Registry<A> {
                 deps,
                 mailbox_capacity: config.mailbox_capacity.max(1),
                 idle_timeout: config.idle_timeout,
+                release_memory: config.release_memory,
                 pool,
                 slots: DashMap::new(),
                 epoch: Instant::now(),
@@ -268,13 +275,14 @@ impl<A: KeyedActor> Registry<A> {
                 let Some(inner) = registry.upgrade() else {
                     break;
                 };
+                let release = inner.release_memory;
                 let stopped = Registry { inner }.passivate_idle();
                 if stopped > 0 {
                     tracing::debug!(kind = A::KIND, stopped, "passivated idle actors");
                     // The stopped actors are dropped on their arbiters within moments; then
                     // hand the freed pages back to the OS (glibc keeps them otherwise).
                     tokio::time::sleep(TRIM_DELAY).await;
-                    release_free_memory();
+                    release();
                 }
             }
         })
@@ -417,7 +425,7 @@ const TRIM_DELAY: Duration = Duration::from_millis(500);
 /// Returns the allocator's free pages to the OS: glibc's `malloc_trim` walks every arena and
 /// releases whole free pages, which the passivated actors' state has just become. Elsewhere
 /// the allocator does its own.
-fn release_free_memory() {
+pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only inspects and releases the allocator's own free memory.
     unsafe {

@@ -5,7 +5,9 @@ use std::time::Duration as StdDuration;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use payd_entity::{delivery, delivery_attempt, event, webhook_endpoint};
-use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{
+    sea_query::Expr, ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -17,7 +19,7 @@ use crate::{
     http::ApiJson,
     pagination::{paginate, List, ListQuery, Page},
     webhooks::{
-        delivery::{attempt, client, record_attempt},
+        delivery::{attempt, attempt_row, client},
         policy::{classify, Class},
     },
 };
@@ -302,7 +304,9 @@ pub async fn retry_event(
             .len() as i32
             + 1;
         let next = (d.status == "pending").then_some(d.next_attempt_at);
-        let recorded = record_attempt(&state.db, &d, number, "manual", &outcome, next, now).await?;
+        let recorded = attempt_row(&d, number, "manual", &outcome, next, now)
+            .insert(&state.db)
+            .await?;
         if classify(outcome.answer) == Class::Delivered && d.status != "delivered" {
             delivery::Entity::update_many()
                 .col_expr(delivery::Column::Status, Expr::value("delivered"))

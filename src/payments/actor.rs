@@ -2,9 +2,11 @@
 //! capture, cancel, update, sync, expiry, challenge — asking the machine, calling the
 //! processor, and committing the result with a compare-and-set on the row's version.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration as StdDuration};
 
-use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use actix::{
+    Actor, ActorFutureExt, AsyncContext, AtomicResponse, Context, Handler, Message, WrapFuture,
+};
 use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
 use payd_actors::KeyedActor;
@@ -214,7 +216,13 @@ pub struct Exec {
 }
 
 pub struct PaymentActor {
-    model: payment::Model,
+    id: Box<str>,
+    /// The stored row as last seen. Dropped `actors.row_cache_ms` after the last message, so
+    /// an idle actor holds little more than its address; the next message reads it again.
+    /// Boxed: the row is ~600 bytes inline, which an idle actor would otherwise keep.
+    model: Option<Box<payment::Model>>,
+    /// Messages handled; a cache-drop timer set by an earlier one leaves a newer row alone.
+    handled: u64,
     /// Shared by every payment actor: one pointer each, not a copy.
     deps: Arc<PaymentDeps>,
 }
@@ -236,7 +244,9 @@ impl KeyedActor for PaymentActor {
                 .ok_or(PaymentError::NotFound)?,
         };
         Ok(Self {
-            model,
+            id: id.into(),
+            model: Some(Box::new(model)),
+            handled: 0,
             deps: deps.clone(),
         })
     }
@@ -246,14 +256,33 @@ impl Handler<Exec> for PaymentActor {
     type Result = AtomicResponse<Self, Result<Done, PaymentError>>;
 
     fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
-        let (deps, current) = (self.deps.clone(), self.model.clone());
+        let (deps, cached, id) = (self.deps.clone(), self.model.take(), self.id.clone());
+        self.handled += 1;
         AtomicResponse::new(Box::pin(
-            async move { exec(&deps, current, msg).await }
-                .into_actor(self)
-                .map(|(latest, result), act, _| {
-                    act.model = latest;
-                    result
-                }),
+            async move {
+                let current = match cached {
+                    Some(m) => *m,
+                    None => match store::find(&deps.db, &id).await {
+                        Ok(Some(m)) => m,
+                        Ok(None) => return (None, Err(PaymentError::NotFound)),
+                        Err(e) => return (None, Err(e.into())),
+                    },
+                };
+                let (latest, result) = exec(&deps, current, msg).await;
+                (Some(Box::new(latest)), result)
+            }
+            .into_actor(self)
+            .map(|(latest, result), act, ctx| {
+                act.model = latest;
+                let handled = act.handled;
+                let ttl = StdDuration::from_millis(act.deps.settings.actors.row_cache_ms);
+                ctx.run_later(ttl, move |act, _| {
+                    if act.handled == handled {
+                        act.model = None;
+                    }
+                });
+                result
+            }),
         ))
     }
 }

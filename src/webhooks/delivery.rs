@@ -18,8 +18,9 @@ use payd_actors::ArbiterPool;
 use payd_entity::{delivery, delivery_attempt, event, webhook_endpoint};
 use rand::Rng;
 use sea_orm::{
-    sea_query::Expr, ActiveModelTrait, ActiveValue::Set, ColumnTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter,
+    sea_query::{CaseStatement, Expr, ExprTrait},
+    ActiveValue::Set,
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, TransactionTrait,
 };
 
 use super::{
@@ -135,17 +136,16 @@ pub fn client(timeout: StdDuration) -> awc::Client {
         .finish()
 }
 
-/// Stores one attempt.
-#[allow(clippy::too_many_arguments)]
-pub async fn record_attempt(
-    db: &impl sea_orm::ConnectionTrait,
+/// The record of one attempt, ready to insert (automatic ones are inserted in batches by
+/// `write`, manual retries one by one).
+pub fn attempt_row(
     d: &delivery::Model,
     number: i32,
     trigger: &str,
     outcome: &Outcome,
     next_attempt_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
-) -> Result<delivery_attempt::Model, DbErr> {
+) -> delivery_attempt::ActiveModel {
     let headers: serde_json::Map<String, serde_json::Value> = outcome
         .request_headers
         .iter()
@@ -168,8 +168,6 @@ pub async fn record_attempt(
         next_attempt_at: Set(next_attempt_at),
         created_at: Set(now),
     }
-    .insert(db)
-    .await
 }
 
 /// What the delivery actors share.
@@ -185,9 +183,13 @@ pub struct DeliveryDeps {
     pub wake: super::dispatcher::Wake,
 }
 
-/// A merchant whose queue holds this much is skipped by the dispatcher's claims.
+/// A merchant whose queue holds this much is skipped by the dispatcher's claims. At least a
+/// claim's batch, so the next claim arrives while the queue still has work.
 fn backlog_limit(settings: &WebhookSettings) -> i64 {
-    (settings.max_in_flight_per_endpoint * 4) as i64
+    Ord::max(
+        settings.max_in_flight_per_endpoint * 4,
+        settings.batch_size as usize,
+    ) as i64
 }
 
 #[derive(Message)]
@@ -202,6 +204,9 @@ struct MerchantDeliveries {
     in_flight: usize,
     /// Queued plus in flight, shared with the pool so the dispatcher can see a backlog.
     backlog: Arc<AtomicI64>,
+    /// Sent, outcome not yet written; written together while the previous write runs.
+    unwritten: Vec<Finished>,
+    writing: bool,
 }
 
 impl Actor for MerchantDeliveries {
@@ -217,9 +222,11 @@ impl MerchantDeliveries {
             self.in_flight += 1;
             let (deps, client) = (self.deps.clone(), self.client.clone());
             ctx.spawn(
-                async move { deliver(&deps, &client, item).await }
+                async move { send(&deps, &client, item).await }
                     .into_actor(self)
-                    .map(|_, act, ctx| {
+                    .map(|sent, act, ctx| {
+                        act.unwritten.extend(sent);
+                        act.flush(ctx);
                         act.in_flight -= 1;
                         let before = act.backlog.fetch_sub(1, Ordering::Relaxed);
                         if before == backlog_limit(&act.deps.settings) {
@@ -232,6 +239,32 @@ impl MerchantDeliveries {
                     }),
             );
         }
+    }
+
+    /// Starts writing what was sent, unless a write is running (its end starts the next one).
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        if self.writing || self.unwritten.is_empty() {
+            return;
+        }
+        self.writing = true;
+        let rest = self
+            .unwritten
+            .split_off(self.unwritten.len().min(WRITE_BATCH));
+        let batch = std::mem::replace(&mut self.unwritten, rest);
+        let db = self.deps.db.clone();
+        ctx.spawn(
+            async move {
+                if let Err(e) = write(&db, &batch).await {
+                    tracing::warn!(error = %e, deliveries = batch.len(),
+                        "could not record delivery attempts");
+                }
+            }
+            .into_actor(self)
+            .map(|_, act, ctx| {
+                act.writing = false;
+                act.flush(ctx);
+            }),
+        );
     }
 }
 
@@ -249,27 +282,68 @@ impl Handler<Enqueue> for MerchantDeliveries {
     }
 }
 
-/// Sends one claimed delivery and writes its outcome, if the lease is still ours.
-async fn deliver(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) {
+/// A lease with less than this left past the request timeout is renewed before sending.
+const LEASE_MARGIN_SECS: i64 = 5;
+
+/// The most attempts written in one transaction.
+const WRITE_BATCH: usize = 200;
+
+/// A sent delivery whose outcome is still to be written.
+struct Finished {
+    delivery: delivery::Model,
+    lease: String,
+    outcome: Outcome,
+    next: policy::Next,
+    at: DateTime<Utc>,
+}
+
+impl Finished {
+    fn status(&self) -> &'static str {
+        match (self.next.delivered, self.next.retry_at) {
+            (true, _) => "delivered",
+            (false, Some(_)) => "pending",
+            (false, None) => "failed",
+        }
+    }
+}
+
+/// `CASE WHEN id = … THEN value(row) … END` over a batch of deliveries.
+fn per_row<V: Into<sea_orm::Value>>(batch: &[Finished], value: impl Fn(&Finished) -> V) -> Expr {
+    batch
+        .iter()
+        .fold(CaseStatement::new(), |case, f| {
+            case.case(
+                delivery::Column::Id.eq(f.delivery.id.as_str()),
+                Expr::val(value(f)),
+            )
+        })
+        .into()
+}
+
+/// Sends one claimed delivery if the lease is still ours; `None` if it is not.
+async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Option<Finished> {
     let now = deps.clock.now();
-    // Long enough for the attempt itself, so no other dispatcher can claim it mid-request.
-    let lease_until = now
-        + Duration::seconds((deps.settings.lease_secs + deps.settings.request_timeout_secs) as i64);
-    // Invariant: only the holder of the lease sends. Renewing it here also covers the time
-    // the delivery waited in the queue.
-    let renewed = delivery::Entity::update_many()
-        .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
-        .filter(delivery::Column::Id.eq(item.delivery.id.as_str()))
-        .filter(delivery::Column::LeaseOwner.eq(item.lease.as_str()))
-        .filter(delivery::Column::Status.eq("pending"))
-        .exec(&deps.db)
-        .await;
-    if !matches!(renewed, Ok(r) if r.rows_affected == 1) {
-        return;
+    let timeout_secs = deps.settings.request_timeout_secs as i64;
+    // Invariant: only the holder of the lease sends, and the lease outlasts the request, so no
+    // other dispatcher can claim it mid-request. A claim's lease usually has that time left;
+    // one that waited long in the queue is renewed first.
+    let needed = now + Duration::seconds(timeout_secs + LEASE_MARGIN_SECS);
+    if item.delivery.lease_until.is_none_or(|until| until < needed) {
+        let lease_until = now + Duration::seconds(deps.settings.lease_secs as i64 + timeout_secs);
+        let renewed = delivery::Entity::update_many()
+            .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
+            .filter(delivery::Column::Id.eq(item.delivery.id.as_str()))
+            .filter(delivery::Column::LeaseOwner.eq(item.lease.as_str()))
+            .filter(delivery::Column::Status.eq("pending"))
+            .exec(&deps.db)
+            .await;
+        if !matches!(renewed, Ok(r) if r.rows_affected == 1) {
+            return None;
+        }
     }
     let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
     let outcome = attempt(client, &item.endpoint, &item.event, now, timeout).await;
-    let now = deps.clock.now();
+    let at = deps.clock.now();
     let d = &item.delivery;
     let jitter = if deps.settings.jitter {
         rand::rng().random_range(-0.1..=0.1)
@@ -282,74 +356,102 @@ async fn deliver(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) {
         d.auth_failures,
         &deps.settings.transient_retry_schedule,
         &deps.settings.auth_retry_schedule,
-        now,
+        at,
         jitter,
     );
-    let number = d.attempts + 1;
-    let trigger = if d.attempts == 0 {
-        "initial"
-    } else {
-        "automatic"
+    let finished = Finished {
+        delivery: item.delivery,
+        lease: item.lease,
+        outcome,
+        next,
+        at,
     };
-    let (status, label) = match (next.delivered, next.retry_at) {
-        (true, _) => ("delivered", "delivered"),
-        (false, Some(_)) => ("pending", "retrying"),
-        (false, None) => ("failed", "failed"),
+    let label = match finished.status() {
+        "pending" => "retrying",
+        status => status,
     };
     metrics::counter!("payd_webhook_deliveries_total", "outcome" => label).increment(1);
-    let written = async {
-        record_attempt(&deps.db, d, number, trigger, &outcome, next.retry_at, now).await?;
-        delivery::Entity::update_many()
-            .col_expr(delivery::Column::Status, Expr::value(status))
-            .col_expr(delivery::Column::Attempts, Expr::value(number))
-            .col_expr(
-                delivery::Column::TransientFailures,
-                Expr::value(next.transient_failures),
-            )
-            .col_expr(
-                delivery::Column::AuthFailures,
-                Expr::value(next.auth_failures),
-            )
-            .col_expr(
-                delivery::Column::NextAttemptAt,
-                Expr::value(next.retry_at.unwrap_or(d.next_attempt_at)),
-            )
-            .col_expr(
-                delivery::Column::LeaseOwner,
-                Expr::value(Option::<String>::None),
-            )
-            .col_expr(
-                delivery::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .col_expr(
-                delivery::Column::LastStatusCode,
-                Expr::value(match outcome.answer {
-                    Answer::Status { code, .. } => Some(i32::from(code)),
-                    _ => None,
-                }),
-            )
-            .col_expr(
-                delivery::Column::LastError,
-                Expr::value(policy::error_kind(outcome.answer)),
-            )
-            .col_expr(
-                delivery::Column::DeliveredAt,
-                Expr::value(next.delivered.then_some(now)),
-            )
-            .filter(delivery::Column::Id.eq(d.id.as_str()))
-            .filter(delivery::Column::LeaseOwner.eq(item.lease.as_str()))
-            // A manual retry may have delivered it meanwhile: that stands.
-            .filter(delivery::Column::Status.eq("pending"))
-            .exec(&deps.db)
-            .await?;
-        Ok::<_, DbErr>(())
-    }
-    .await;
-    if let Err(e) = written {
-        // The lease runs out and the delivery is tried again: at least once, never lost.
-        tracing::warn!(error = %e, delivery = %d.id, "could not record a delivery attempt");
-    }
+    Some(finished)
+}
+
+/// Writes sent deliveries' attempts and new states in one transaction. If it fails, their
+/// leases run out and they are sent again: at least once, never lost.
+async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), DbErr> {
+    let txn = db.begin().await?;
+    let rows = batch.iter().map(|f| {
+        let d = &f.delivery;
+        let trigger = if d.attempts == 0 {
+            "initial"
+        } else {
+            "automatic"
+        };
+        attempt_row(
+            d,
+            d.attempts + 1,
+            trigger,
+            &f.outcome,
+            f.next.retry_at,
+            f.at,
+        )
+    });
+    delivery_attempt::Entity::insert_many(rows)
+        .exec_without_returning(&txn)
+        .await?;
+    // One UPDATE for the batch: each column is `CASE id WHEN … THEN …`, and a row is only
+    // written under its own lease token and while still `pending` (a manual retry may have
+    // delivered it meanwhile: that stands).
+    delivery::Entity::update_many()
+        .col_expr(delivery::Column::Status, per_row(batch, |f| f.status()))
+        .col_expr(
+            delivery::Column::Attempts,
+            per_row(batch, |f| f.delivery.attempts + 1),
+        )
+        .col_expr(
+            delivery::Column::TransientFailures,
+            per_row(batch, |f| f.next.transient_failures),
+        )
+        .col_expr(
+            delivery::Column::AuthFailures,
+            per_row(batch, |f| f.next.auth_failures),
+        )
+        .col_expr(
+            delivery::Column::NextAttemptAt,
+            per_row(batch, |f| {
+                f.next.retry_at.unwrap_or(f.delivery.next_attempt_at)
+            }),
+        )
+        .col_expr(
+            delivery::Column::LeaseOwner,
+            Expr::value(Option::<String>::None),
+        )
+        .col_expr(
+            delivery::Column::LeaseUntil,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(
+            delivery::Column::LastStatusCode,
+            per_row(batch, |f| match f.outcome.answer {
+                Answer::Status { code, .. } => Some(i32::from(code)),
+                _ => None,
+            }),
+        )
+        .col_expr(
+            delivery::Column::LastError,
+            per_row(batch, |f| policy::error_kind(f.outcome.answer)),
+        )
+        .col_expr(
+            delivery::Column::DeliveredAt,
+            per_row(batch, |f| f.next.delivered.then_some(f.at)),
+        )
+        .filter(delivery::Column::Id.is_in(batch.iter().map(|f| f.delivery.id.as_str())))
+        .filter(ExprTrait::eq(
+            Expr::col(delivery::Column::LeaseOwner),
+            per_row(batch, |f| f.lease.clone()),
+        ))
+        .filter(delivery::Column::Status.eq("pending"))
+        .exec(&txn)
+        .await?;
+    txn.commit().await
 }
 
 /// The delivery actors, one per merchant, spread over the arbiters.
@@ -385,6 +487,8 @@ impl DeliveryPool {
                     queue: VecDeque::new(),
                     in_flight: 0,
                     backlog: b,
+                    unwritten: Vec::new(),
+                    writing: false,
                 }
             });
         self.actors
