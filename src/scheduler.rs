@@ -226,7 +226,9 @@ impl Scheduler {
             .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
             .to_owned();
         // Invariant: a row is claimed only if its lease is free, re-checked by the UPDATE itself.
-        Jobs::update_many()
+        // The claimed rows come back from the UPDATE (`RETURNING`): looking them up by token
+        // afterwards would scan every job (no index on the token).
+        let mut claimed = Jobs::update_many()
             .col_expr(
                 scheduled_job::Column::LeaseOwner,
                 Expr::value(token.clone()),
@@ -242,13 +244,10 @@ impl Scheduler {
                     .is_null()
                     .or(scheduled_job::Column::LeaseUntil.lt(now)),
             )
-            .exec(&self.db)
+            .exec_with_returning(&self.db)
             .await?;
-        Jobs::find()
-            .filter(scheduled_job::Column::LeaseOwner.eq(token))
-            .order_by_asc(scheduled_job::Column::DueAt)
-            .all(&self.db)
-            .await
+        claimed.sort_by_key(|j| j.due_at);
+        Ok(claimed)
     }
 
     async fn run_one(&self, row: scheduled_job::Model) -> Result<(), DbErr> {

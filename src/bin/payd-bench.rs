@@ -82,6 +82,17 @@ struct Args {
     /// Run only these phases (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     phases: Vec<Phase>,
+    /// A setting for the payd servers the bench starts, as `PAYD_…=value` (repeatable); it
+    /// overrides the bench's own. For A/B runs of a setting; the report lists it.
+    #[arg(long = "payd-env", value_parser = payd_setting)]
+    payd_env: Vec<(String, String)>,
+}
+
+fn payd_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if k.starts_with("PAYD_") => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("expected PAYD_NAME=value, got {s:?}")),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -298,6 +309,7 @@ struct Payd {
 impl Payd {
     #[allow(clippy::zombie_processes)] // waited for by `stop` or `Drop`
     fn start(
+        args: &Args,
         bin: &Path,
         db_url: &str,
         data_dir: &Path,
@@ -315,6 +327,7 @@ impl Payd {
             // The per-key abuse limit (100/s by default) would measure itself, not payd.
             .env("PAYD_LIMITS__REQUESTS_PER_SECOND", "0")
             .envs(extra.iter().copied())
+            .envs(args.payd_env.iter().map(|(k, v)| (k, v)))
             .arg("serve")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -959,7 +972,7 @@ async fn measure_payd(
     let data_dir = db.dir.join("data");
     // The webhook phase's receiver holds its first requests while the payments are created:
     // a timeout (and a lease) longer than that keeps them from being retried meanwhile.
-    let mut payd = Payd::start(bin, &db.url, &data_dir, &BENCH_WEBHOOKS)?;
+    let mut payd = Payd::start(args, bin, &db.url, &data_dir, &BENCH_WEBHOOKS)?;
     let base = payd.base();
     if let Ok(v) = send(client, Method::GET, &format!("{base}/version"), &[], None).await {
         let v: Value = serde_json::from_slice(&v).unwrap_or_default();
@@ -1329,6 +1342,7 @@ async fn memory(
     let idle = ((estimate * 1.5 + 10.0).ceil() as u64).clamp(5, 900);
     let idle_s = idle.to_string();
     let mut payd = Payd::start(
+        args,
         bin,
         &db.url,
         data_dir,

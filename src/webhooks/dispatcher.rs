@@ -78,18 +78,16 @@ impl Dispatcher {
         if !saturated.is_empty() {
             due.and_where(delivery::Column::MerchantId.is_not_in(saturated));
         }
-        delivery::Entity::update_many()
+        // The claimed rows come back from the UPDATE itself (`RETURNING`): looking them up by
+        // lease token afterwards would scan every delivery ever made (no index on the token).
+        let mut claimed = delivery::Entity::update_many()
             .col_expr(delivery::Column::LeaseOwner, Expr::value(token.clone()))
             .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
             .filter(delivery::Column::Id.in_subquery(due))
             .filter(free)
-            .exec(&self.db)
+            .exec_with_returning(&self.db)
             .await?;
-        let claimed = delivery::Entity::find()
-            .filter(delivery::Column::LeaseOwner.eq(token.as_str()))
-            .order_by_asc(delivery::Column::NextAttemptAt)
-            .all(&self.db)
-            .await?;
+        claimed.sort_by_key(|d| d.next_attempt_at);
         if claimed.is_empty() {
             return Ok(0);
         }
