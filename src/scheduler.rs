@@ -12,7 +12,7 @@ use payd_entity::scheduled_job::{self, Entity as Jobs};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query},
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
 };
 use tokio::sync::Notify;
 

@@ -695,3 +695,43 @@ async fn a_burst_with_mixed_answers_records_each_attempt_once() {
         "each event sent once more at most"
     );
 }
+
+/// A merchant with a full queue gets no new claims; each delivery taken off the queue (its
+/// outcome written) wakes the dispatcher, so the rest go out without waiting for a poll.
+#[actix_web::test]
+async fn a_full_queue_is_refilled_as_outcomes_are_written_not_at_the_next_poll() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(
+        db,
+        &[
+            // Polls far apart: only wake-ups can claim within the test's bounds.
+            ("PAYD_WEBHOOKS__POLL_INTERVAL_MS", "600000"),
+            ("PAYD_WEBHOOKS__BATCH_SIZE", "5"),
+            ("PAYD_WEBHOOKS__MAX_IN_FLIGHT_PER_ENDPOINT", "1"),
+        ],
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.set_default(Reply {
+        status: 200,
+        retry_after: None,
+        delay: Some(StdDuration::from_millis(20)),
+    });
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let n = 30;
+    futures_util::future::join_all((0..n).map(|_| paid(&app, &m, json!({})))).await;
+    // The creates are done long before 30 slow answers: most events are claimed after them.
+    let got = receiver.wait_for(n).await;
+    let ids: std::collections::HashSet<_> = got.iter().map(|r| r.header("webhook-id")).collect();
+    assert_eq!(ids.len(), n, "each event once");
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    while settled(&app, &m).await.get("delivered") != Some(&n) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            settled(&app, &m).await
+        );
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+    }
+}

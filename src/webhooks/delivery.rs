@@ -202,7 +202,9 @@ struct MerchantDeliveries {
     client: awc::Client,
     queue: VecDeque<Claimed>,
     in_flight: usize,
-    /// Queued plus in flight, shared with the pool so the dispatcher can see a backlog.
+    /// Queued, in flight, or sent with the outcome not yet written; shared with the pool so
+    /// the dispatcher can see a backlog. Counting unwritten outcomes bounds them: a merchant
+    /// whose writes lag gets no new claims until they catch up.
     backlog: Arc<AtomicI64>,
     /// Sent, outcome not yet written; written together while the previous write runs.
     unwritten: Vec<Finished>,
@@ -225,13 +227,15 @@ impl MerchantDeliveries {
                 async move { send(&deps, &client, item).await }
                     .into_actor(self)
                     .map(|sent, act, ctx| {
-                        act.unwritten.extend(sent);
-                        act.flush(ctx);
-                        act.in_flight -= 1;
-                        let before = act.backlog.fetch_sub(1, Ordering::Relaxed);
-                        if before == backlog_limit(&act.deps.settings) {
-                            act.deps.wake.now();
+                        match sent {
+                            Some(finished) => {
+                                act.unwritten.push(finished);
+                                act.flush(ctx);
+                            }
+                            // Not ours any more: nothing to write.
+                            None => act.release(1),
                         }
+                        act.in_flight -= 1;
                         act.deps.depth.fetch_sub(1, Ordering::Relaxed);
                         metrics::gauge!("payd_webhook_queue_depth")
                             .set(act.deps.depth.load(Ordering::Relaxed) as f64);
@@ -251,6 +255,7 @@ impl MerchantDeliveries {
             .unwritten
             .split_off(self.unwritten.len().min(WRITE_BATCH));
         let batch = std::mem::replace(&mut self.unwritten, rest);
+        let written = batch.len();
         let db = self.deps.db.clone();
         ctx.spawn(
             async move {
@@ -260,11 +265,23 @@ impl MerchantDeliveries {
                 }
             }
             .into_actor(self)
-            .map(|_, act, ctx| {
+            .map(move |_, act, ctx| {
                 act.writing = false;
+                act.release(written);
                 act.flush(ctx);
             }),
         );
+    }
+
+    /// Takes `n` deliveries off the backlog; the dispatcher is woken when that brings the
+    /// merchant below its limit (it skipped the merchant's deliveries meanwhile).
+    fn release(&self, n: usize) {
+        let n = n as i64;
+        let before = self.backlog.fetch_sub(n, Ordering::Relaxed);
+        let limit = backlog_limit(&self.deps.settings);
+        if before >= limit && before - n < limit {
+            self.deps.wake.now();
+        }
     }
 }
 
