@@ -348,6 +348,8 @@ async fn retry_after_on_429_is_a_floor() {
     endpoint(&app, &m, &receiver.url).await;
     let p = paid(&app, &m, json!({})).await;
     receiver.wait_for(1).await;
+    // The delivery is `pending` before its first attempt too: wait for the attempt's record.
+    wait_attempts(&app, &m, p["payment_id"].as_str().unwrap(), 1).await;
     let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "pending").await;
     let a = attempts(&app, &m, e["event_id"].as_str().unwrap()).await;
     let next =
