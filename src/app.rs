@@ -69,6 +69,9 @@ pub struct Application {
 /// Scheduled job that drops idempotency keys past their retention window.
 const IDEMPOTENCY_PURGE: &str = "idempotency_purge";
 
+/// How long shutdown waits for the webhook dispatcher's claim under way.
+const DISPATCHER_STOP: Duration = Duration::from_secs(10);
+
 impl Application {
     /// Connects, migrates, bootstraps and binds `settings.listen` (port 0 picks a free one).
     pub async fn build(settings: Settings, clock: SharedClock) -> anyhow::Result<Self> {
@@ -203,7 +206,11 @@ impl Application {
                 .default_service(web::to(not_found))
         })
         .listen(listener)?
-        .shutdown_timeout(settings.http.shutdown_timeout_secs);
+        .shutdown_timeout(settings.http.shutdown_timeout_secs)
+        // `run_until_stopped` handles SIGTERM and SIGINT: actix-server's own handling stops the
+        // whole actix System 300 ms after the server, taking the actors (and the webhook
+        // requests in flight) with it.
+        .disable_signals();
         if settings.http.workers > 0 {
             server = server.workers(settings.http.workers);
         }
@@ -229,15 +236,27 @@ impl Application {
     }
 
     /// Serves until SIGTERM/SIGINT or `handle().stop()`: stops accepting, drains in-flight
-    /// requests, then stops the scheduler and the actors.
+    /// requests, stops the scheduler, lets the webhook requests in flight finish and records
+    /// them (handing back the claimed deliveries not yet sent), then stops the actors.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
         let sweeper = self.state.payments.spawn_sweeper();
         let dispute_sweeper = self.state.disputes.spawn_sweeper();
-        let dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
+        let mut dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
+        let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
         let result = self.server.await;
+        signals.abort();
         scheduler.abort();
-        dispatcher.abort();
+        // The claim under way completes, so its deliveries are queued (and handed back) rather
+        // than left leased; a database that does not answer does not hold the exit.
+        self.state.dispatcher.stop();
+        if tokio::time::timeout(DISPATCHER_STOP, &mut dispatcher)
+            .await
+            .is_err()
+        {
+            dispatcher.abort();
+        }
+        self.state.dispatcher.drain().await;
         sweeper.abort();
         dispute_sweeper.abort();
         self.state.payments.passivate_all();
@@ -412,4 +431,32 @@ async fn not_found() -> Result<actix_web::HttpResponse, ApiError> {
     Err(ApiError::from_status(
         actix_web::http::StatusCode::NOT_FOUND,
     ))
+}
+
+/// SIGTERM or SIGINT: stop accepting and let in-flight requests finish; `run_until_stopped`
+/// then winds the rest down.
+async fn stop_on_signal(server: ServerHandle) {
+    #[cfg(unix)]
+    {
+        use actix_rt::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::warn!("cannot listen for SIGTERM and SIGINT");
+            return;
+        };
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        tracing::info!(signal = name, "stopping gracefully");
+    }
+    #[cfg(not(unix))]
+    {
+        if actix_rt::signal::ctrl_c().await.is_err() {
+            return;
+        }
+    }
+    server.stop(true).await;
 }

@@ -357,6 +357,46 @@ async fn events_pending_at_a_kill_9_are_delivered_after_the_restart() {
     assert!(server.terminate().success());
 }
 
+/// SIGTERM while webhook requests are in flight: payd waits for their answers and records
+/// them, and hands back the deliveries it had claimed but not sent. With leases far longer
+/// than the test, an unrecorded answer would never be sent again and an unreturned claim would
+/// wait out its lease: after the restart every event arrives, each exactly once.
+#[actix_web::test]
+async fn a_graceful_stop_records_webhooks_in_flight_and_hands_back_the_rest() {
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = common::receiver::Receiver::start().await;
+    receiver.set_default(common::receiver::Reply {
+        status: 200,
+        retry_after: None,
+        delay: Some(Duration::from_millis(800)),
+    });
+    let start = || {
+        let mut cmd = fast_retries(payd(&db.url, dir.path()));
+        cmd.env("PAYD_WEBHOOKS__LEASE_SECS", "600");
+        Server::start(cmd)
+    };
+    let server = start();
+    let (key, shop) = merchant_with_endpoint(server.port, &receiver.url).await;
+    let total = 12;
+    for _ in 0..total {
+        pay(server.port, &key, &shop).await;
+    }
+    // At least one request is in flight (at most 4: the per-endpoint limit), the rest queued.
+    receiver.wait_for(1).await;
+    assert!(server.terminate().success());
+    let at_stop = receiver.received().len();
+    assert!(at_stop < total, "stopped before every event was sent");
+
+    let server = start();
+    let got = receiver.wait_for(total).await;
+    assert_eq!(distinct_ids(&got).len(), total, "every event arrives");
+    // Give a duplicate the chance to show up.
+    actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(receiver.received().len(), total, "none sent twice");
+    assert!(server.terminate().success());
+}
+
 #[actix_web::test]
 async fn two_instances_deliver_a_burst_exactly_once() {
     let db = TestDb::new().await;

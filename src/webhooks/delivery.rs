@@ -4,6 +4,7 @@
 
 use std::{
     collections::VecDeque,
+    future::Future,
     sync::{
         atomic::{AtomicI64, Ordering},
         Arc,
@@ -20,8 +21,9 @@ use rand::Rng;
 use sea_orm::{
     sea_query::{CaseStatement, Expr, ExprTrait},
     ActiveValue::Set,
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, TransactionTrait,
+    ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, TransactionTrait,
 };
+use tokio::sync::oneshot;
 
 use super::{
     policy::{self, Answer},
@@ -209,6 +211,9 @@ struct MerchantDeliveries {
     /// Sent, outcome not yet written; written together while the previous write runs.
     unwritten: Vec<Finished>,
     writing: bool,
+    /// Set by `Drain`: nothing more is sent, and these are told once nothing is in flight or
+    /// unwritten.
+    draining: Option<Vec<oneshot::Sender<()>>>,
 }
 
 impl Actor for MerchantDeliveries {
@@ -240,6 +245,7 @@ impl MerchantDeliveries {
                         metrics::gauge!("payd_webhook_queue_depth")
                             .set(act.deps.depth.load(Ordering::Relaxed) as f64);
                         act.pump(ctx);
+                        act.tell_if_drained();
                     }),
             );
         }
@@ -269,8 +275,57 @@ impl MerchantDeliveries {
                 act.writing = false;
                 act.release(written);
                 act.flush(ctx);
+                act.tell_if_drained();
             }),
         );
+    }
+
+    /// Gives claimed deliveries that will not be sent here back to the database (their leases
+    /// released), so any instance claims them at once instead of when the leases run out.
+    fn hand_back(&mut self, items: Vec<Claimed>) -> impl Future<Output = ()> + 'static {
+        let n = items.len();
+        self.deps.depth.fetch_sub(n as i64, Ordering::Relaxed);
+        self.release(n);
+        let db = self.deps.db.clone();
+        async move {
+            if items.is_empty() {
+                return;
+            }
+            // Each row only under the lease it was claimed with.
+            let ours = items.iter().fold(Condition::any(), |any, c| {
+                any.add(
+                    delivery::Column::Id
+                        .eq(c.delivery.id.as_str())
+                        .and(delivery::Column::LeaseOwner.eq(c.lease.as_str())),
+                )
+            });
+            let released = delivery::Entity::update_many()
+                .col_expr(
+                    delivery::Column::LeaseOwner,
+                    Expr::value(Option::<String>::None),
+                )
+                .col_expr(
+                    delivery::Column::LeaseUntil,
+                    Expr::value(Option::<DateTime<Utc>>::None),
+                )
+                .filter(ours)
+                .exec(&db)
+                .await;
+            if let Err(e) = released {
+                // Their leases run out instead.
+                tracing::warn!(error = %e, deliveries = n, "could not hand deliveries back");
+            }
+        }
+    }
+
+    /// Answers `Drain` once nothing is in flight or waiting to be written.
+    fn tell_if_drained(&mut self) {
+        if self.in_flight > 0 || self.writing || !self.unwritten.is_empty() {
+            return;
+        }
+        for waiter in self.draining.iter_mut().flat_map(|w| w.drain(..)) {
+            let _ = waiter.send(());
+        }
     }
 
     /// Takes `n` deliveries off the backlog; the dispatcher is woken when that brings the
@@ -294,8 +349,35 @@ impl Handler<Enqueue> for MerchantDeliveries {
         self.deps.depth.fetch_add(n, Ordering::Relaxed);
         metrics::gauge!("payd_webhook_queue_depth")
             .set(self.deps.depth.load(Ordering::Relaxed) as f64);
+        if self.draining.is_some() {
+            let handed_back = self.hand_back(msg.0);
+            ctx.spawn(handed_back.into_actor(self));
+            return;
+        }
         self.queue.extend(msg.0);
         self.pump(ctx);
+    }
+}
+
+/// Stops a merchant's deliveries for shutdown: what is queued is handed back at once, and the
+/// answer comes when what was in flight has been answered and its outcome written.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Drain;
+
+impl Handler<Drain> for MerchantDeliveries {
+    type Result = actix::ResponseFuture<()>;
+
+    fn handle(&mut self, _: Drain, _: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.draining.get_or_insert_with(Vec::new).push(tx);
+        let queued = self.queue.drain(..).collect();
+        let handed_back = self.hand_back(queued);
+        self.tell_if_drained();
+        Box::pin(async move {
+            handed_back.await;
+            let _ = rx.await;
+        })
     }
 }
 
@@ -506,6 +588,7 @@ impl DeliveryPool {
                     backlog: b,
                     unwritten: Vec::new(),
                     writing: false,
+                    draining: None,
                 }
             });
         self.actors
@@ -520,6 +603,17 @@ impl DeliveryPool {
             // The actor died; its leases run out and the dispatcher claims them again.
             tracing::warn!(error = %e, merchant = merchant_id, "delivery actor unavailable");
             self.actors.remove(merchant_id);
+        }
+    }
+
+    /// For shutdown: every merchant's queued deliveries are handed back, and this returns
+    /// once what was in flight has been answered and written, or after `within`. What is still
+    /// in flight then is sent again when its lease runs out (at least once).
+    pub async fn drain(&self, within: StdDuration) {
+        let actors: Vec<_> = self.actors.iter().map(|e| e.value().0.clone()).collect();
+        let all = futures_util::future::join_all(actors.iter().map(|a| a.send(Drain)));
+        if tokio::time::timeout(within, all).await.is_err() {
+            tracing::warn!("webhook deliveries still in flight at shutdown");
         }
     }
 

@@ -2,7 +2,14 @@
 //! PostgreSQL) and hands them to their merchants' delivery actors. A commit that records an
 //! event wakes it at once; polling is the safety net.
 
-use std::{collections::HashMap, sync::Arc, time::Duration as StdDuration};
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration as StdDuration,
+};
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
@@ -31,6 +38,8 @@ pub struct Dispatcher {
     settings: Arc<WebhookSettings>,
     pool: DeliveryPool,
     wake: Wake,
+    /// Set by `stop`: `run` returns after the tick under way, so no claim is cut off halfway.
+    stopping: AtomicBool,
 }
 
 impl Dispatcher {
@@ -47,7 +56,21 @@ impl Dispatcher {
             settings,
             pool,
             wake,
+            stopping: AtomicBool::new(false),
         }
+    }
+
+    /// For shutdown: `run` returns after the tick under way.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        self.wake.now();
+    }
+
+    /// For shutdown, after `run` has returned: see `DeliveryPool::drain`.
+    pub async fn drain(&self) {
+        // The requests in flight, and a moment to write their outcomes.
+        let within = StdDuration::from_secs(self.settings.request_timeout_secs + 5);
+        self.pool.drain(within).await;
     }
 
     /// Looks for due work now (after a commit that recorded events).
@@ -147,10 +170,10 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Runs until the task is dropped.
+    /// Runs until `stop` (or until the task is dropped).
     pub async fn run(self: Arc<Self>) {
         let poll = StdDuration::from_millis(self.settings.poll_interval_ms);
-        loop {
+        while !self.stopping.load(Ordering::Relaxed) {
             match self.tick().await {
                 // A full batch: more may be due at once.
                 Ok(n) if n as u64 >= self.settings.batch_size => continue,
