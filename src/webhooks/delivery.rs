@@ -22,6 +22,7 @@ use sea_orm::{
     sea_query::{CaseStatement, Expr, ExprTrait},
     ActiveValue::Set,
     ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, TransactionTrait,
+    UpdateMany,
 };
 use tokio::sync::oneshot;
 
@@ -299,15 +300,7 @@ impl MerchantDeliveries {
                         .and(delivery::Column::LeaseOwner.eq(c.lease.as_str())),
                 )
             });
-            let released = delivery::Entity::update_many()
-                .col_expr(
-                    delivery::Column::LeaseOwner,
-                    Expr::value(Option::<String>::None),
-                )
-                .col_expr(
-                    delivery::Column::LeaseUntil,
-                    Expr::value(Option::<DateTime<Utc>>::None),
-                )
+            let released = without_lease(delivery::Entity::update_many())
                 .filter(ours)
                 .exec(&db)
                 .await;
@@ -499,7 +492,7 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), DbErr>
     // One UPDATE for the batch: each column is `CASE id WHEN … THEN …`, and a row is only
     // written under its own lease token and while still `pending` (a manual retry may have
     // delivered it meanwhile: that stands).
-    delivery::Entity::update_many()
+    without_lease(delivery::Entity::update_many())
         .col_expr(delivery::Column::Status, per_row(batch, |f| f.status()))
         .col_expr(
             delivery::Column::Attempts,
@@ -518,14 +511,6 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), DbErr>
             per_row(batch, |f| {
                 f.next.retry_at.unwrap_or(f.delivery.next_attempt_at)
             }),
-        )
-        .col_expr(
-            delivery::Column::LeaseOwner,
-            Expr::value(Option::<String>::None),
-        )
-        .col_expr(
-            delivery::Column::LeaseUntil,
-            Expr::value(Option::<DateTime<Utc>>::None),
         )
         .col_expr(
             delivery::Column::LastStatusCode,
@@ -551,6 +536,19 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), DbErr>
         .exec(&txn)
         .await?;
     txn.commit().await
+}
+
+/// The update also releases the rows' leases.
+fn without_lease(update: UpdateMany<delivery::Entity>) -> UpdateMany<delivery::Entity> {
+    update
+        .col_expr(
+            delivery::Column::LeaseOwner,
+            Expr::value(Option::<String>::None),
+        )
+        .col_expr(
+            delivery::Column::LeaseUntil,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
 }
 
 /// The delivery actors, one per merchant, spread over the arbiters.
