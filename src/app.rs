@@ -37,33 +37,22 @@ use crate::{
     refunds,
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
+    state::AppState,
     webhooks::{
         self,
         delivery::{DeliveryDeps, DeliveryPool},
-        dispatcher::{Dispatcher, Wake},
+        dispatcher::Dispatcher,
+        wake::Wake,
     },
 };
-
-/// What every handler can reach.
-pub struct AppState {
-    pub db: DatabaseConnection,
-    pub settings: Arc<Settings>,
-    pub clock: SharedClock,
-    pub scheduler: Arc<Scheduler>,
-    /// The threads that host keyed actors.
-    pub arbiters: Arc<ArbiterPool>,
-    pub payments: Payments,
-    pub disputes: Disputes,
-    /// The base of URLs handed to buyers (`checkout_url`).
-    pub public_url: String,
-    pub dispatcher: Arc<Dispatcher>,
-}
 
 /// The built service: bound to its port, not yet serving.
 pub struct Application {
     port: u16,
     server: Server,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
+    disputes: web::Data<Disputes>,
 }
 
 /// Scheduled job that drops idempotency keys past their retention window.
@@ -162,13 +151,13 @@ impl Application {
             clock,
             scheduler,
             arbiters,
-            payments,
-            disputes,
             public_url,
             dispatcher,
         });
+        let (payments, disputes) = (web::Data::new(payments), web::Data::new(disputes));
 
-        let app_state = state.clone();
+        let (app_state, app_payments, app_disputes) =
+            (state.clone(), payments.clone(), disputes.clone());
         let limit = settings.http.max_body_bytes;
         let limiter = web::Data::from(RateLimiter::new(
             settings.limits.requests_per_second,
@@ -178,6 +167,8 @@ impl Application {
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
+                .app_data(app_payments.clone())
+                .app_data(app_disputes.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -195,6 +186,7 @@ impl Application {
                         .wrap(from_fn(idempotency::idempotency))
                         .configure(accounts::configure)
                         .configure(payments::configure)
+                        .configure(payments::shop_routes::configure)
                         .configure(payments::checkout::configure)
                         .configure(refunds::configure)
                         .configure(disputes::configure)
@@ -219,6 +211,8 @@ impl Application {
             port,
             server: server.run(),
             state,
+            payments,
+            disputes,
         })
     }
 
@@ -240,8 +234,8 @@ impl Application {
     /// them (handing back the claimed deliveries not yet sent), then stops the actors.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
-        let sweeper = self.state.payments.spawn_sweeper();
-        let dispute_sweeper = self.state.disputes.spawn_sweeper();
+        let sweeper = self.payments.spawn_sweeper();
+        let dispute_sweeper = self.disputes.spawn_sweeper();
         let mut dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
         let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
         let result = self.server.await;
@@ -259,8 +253,8 @@ impl Application {
         self.state.dispatcher.drain().await;
         sweeper.abort();
         dispute_sweeper.abort();
-        self.state.payments.passivate_all();
-        self.state.disputes.passivate_all();
+        self.payments.passivate_all();
+        self.disputes.passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
         result

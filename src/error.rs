@@ -339,3 +339,23 @@ mod tests {
         assert!(body.contains("\"type\":\"internal\""));
     }
 }
+
+/// The error body every non-2xx answer carries.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ErrorDetail {
+    #[schema(value_type = ErrorType)]
+    r#type: String,
+    /// A stable snake_case code, e.g. `parameter_missing`, `invalid_state`.
+    code: String,
+    message: String,
+    /// The request field or header the error is about.
+    param: Option<String>,
+    request_id: String,
+}

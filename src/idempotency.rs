@@ -21,10 +21,10 @@ use sea_orm::{
 use sha2::{Digest, Sha256};
 
 use crate::{
-    app::AppState,
     auth::{self, Caller},
     error::ApiError,
     http::{body_limit_for, read_body},
+    state::AppState,
 };
 
 pub const HEADER: &str = "idempotency-key";

@@ -47,10 +47,10 @@ use crate::{
         payments::routes::status_history,
         payments::routes::payment_lines,
         payments::routes::routing_decisions,
-        payments::routes::list_processors,
-        payments::routes::add_processor,
-        payments::routes::get_routing,
-        payments::routes::put_routing,
+        payments::shop_routes::list_processors,
+        payments::shop_routes::add_processor,
+        payments::shop_routes::get_routing,
+        payments::shop_routes::put_routing,
         payments::checkout::page,
         payments::checkout::status,
         payments::checkout::confirm,
@@ -87,7 +87,7 @@ use crate::{
         webhooks::routes::put_endpoint,
         webhooks::routes::rotate_secret,
     ),
-    components(schemas(crate::error::ErrorType, ErrorBody, pagination::ListQuery)),
+    components(schemas(crate::error::ErrorType, crate::error::ErrorBody, pagination::ListQuery)),
     modifiers(&Security, &CommonErrors),
     tags(
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
@@ -104,26 +104,6 @@ use crate::{
     )
 )]
 pub struct ApiDoc;
-
-/// The error body every non-2xx answer carries.
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct ErrorDetail {
-    #[schema(value_type = crate::error::ErrorType)]
-    r#type: String,
-    /// A stable snake_case code, e.g. `parameter_missing`, `invalid_state`.
-    code: String,
-    message: String,
-    /// The request field or header the error is about.
-    param: Option<String>,
-    request_id: String,
-}
 
 struct Security;
 

@@ -7,7 +7,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::{app::AppState, db, error::ApiError};
+use crate::{db, error::ApiError, state::AppState};
 
 /// Histogram buckets, in seconds, for every `*_seconds` metric.
 const BUCKETS: [f64; 14] = [

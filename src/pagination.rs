@@ -1,6 +1,7 @@
 //! List pages: `limit` (1–100, default 10), `starting_after` / `ending_before` cursors on ids,
 //! newest first, answered as `{"data": [...], "has_more": bool}`.
 
+use chrono::{DateTime, Utc};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select,
 };
@@ -84,6 +85,27 @@ impl<T> List<T> {
 }
 
 /// Runs `select` for one page, newest first by `id` (ids are time-sortable UUIDv7).
+/// The `created_after` / `created_before` filter of every list (both bounds exclusive).
+pub fn created_between<E, C>(
+    select: Select<E>,
+    created_at: C,
+    after: Option<DateTime<Utc>>,
+    before: Option<DateTime<Utc>>,
+) -> Select<E>
+where
+    E: EntityTrait,
+    C: ColumnTrait + Copy,
+{
+    let select = match after {
+        Some(t) => select.filter(created_at.gt(t)),
+        None => select,
+    };
+    match before {
+        Some(t) => select.filter(created_at.lt(t)),
+        None => select,
+    }
+}
+
 pub async fn paginate<E, C>(
     db: &impl ConnectionTrait,
     select: Select<E>,

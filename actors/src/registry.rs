@@ -163,6 +163,7 @@ impl<A: KeyedActor> Registry<A> {
     /// A registry with no actors yet; they are activated by [`Registry::send`]
     /// on the arbiters of `pool`.
     pub fn new(deps: A::Deps, config: RegistryConfig, pool: Arc<ArbiterPool>) -> Self {
+        telemetry::register_kind(A::KIND);
         Self {
             inner: Arc::new(Inner {
                 deps,

@@ -47,6 +47,22 @@ pub fn describe_metrics() {
     metrics::describe_counter!(LOAD_FAILURES_TOTAL, "Failed actor loads");
 }
 
+/// Makes every series of one actor kind exist at 0, so that a fresh server's `/metrics`
+/// shows each kind before its first message (a dashboard or an alert reads 0, not "no data").
+/// `Registry::new` calls it.
+pub fn register_kind(kind: &'static str) {
+    // Adding 0 registers a series without touching a value another registry of the same kind
+    // (a second instance in one test process) has already recorded.
+    live(kind).increment(0.0);
+    mailbox_depth(kind).increment(0.0);
+    messages(kind).increment(0);
+    restarts(kind).increment(0);
+    overloaded(kind).increment(0);
+    load_failures(kind).increment(0);
+    // A histogram exists once registered; it shows a count of 0 until the first sample.
+    let _ = message_seconds(kind);
+}
+
 // Handles are looked up on every use rather than cached in the registry, so
 // a registry built before the recorder was installed still reports.
 

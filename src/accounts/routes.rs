@@ -10,13 +10,13 @@ use super::{
     store,
 };
 use crate::{
-    app::AppState,
     auth::{Admin, Caller, KeyKind, Mode, SecretKey},
     error::ApiError,
     http::{ApiJson, ApiQuery},
     ids::{KeyId, ProfileId},
     pagination::{List, ListQuery, Page},
     settings::DeploymentMode,
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -3,12 +3,13 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{api_key, merchant, profile};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
-    QueryFilter, Set, TransactionTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    PaginatorTrait, QueryFilter, Set,
 };
 
 use crate::{
-    auth::{generate_key, hash_key, KeyKind, Mode},
+    auth::keys::{generate_key, hash_key, KeyKind, Mode},
+    commit::{self, Change, CommitError},
     ids::{KeyId, MerchantId, ProfileId},
     pagination::{paginate, List, Page},
 };
@@ -24,35 +25,22 @@ pub struct NewMerchant {
 
 /// Creates a merchant, a default shop, and one secret and one publishable key of `mode`.
 pub async fn create_merchant(
-    db: &sea_orm::DatabaseConnection,
+    db: &DatabaseConnection,
     now: DateTime<Utc>,
     pepper: &str,
     name: &str,
     mode: Mode,
-) -> Result<NewMerchant, DbErr> {
-    let txn = db.begin().await?;
-    let merchant = merchant::ActiveModel {
-        id: Set(MerchantId::new().into_string()),
-        name: Set(name.to_owned()),
-        created_at: Set(now),
-    }
-    .insert(&txn)
-    .await?;
+) -> Result<NewMerchant, CommitError> {
+    let merchant = merchant::Model {
+        id: MerchantId::new().into_string(),
+        name: name.to_owned(),
+        created_at: now,
+    };
     let merchant_id = MerchantId::parse(&merchant.id).unwrap_or_default();
-    let profile = insert_profile(&txn, now, &merchant_id, "Default shop").await?;
-    let (_, secret_key) = insert_key(
-        &txn,
-        now,
-        pepper,
-        &merchant_id,
-        KeyKind::Secret,
-        mode,
-        None,
-        None,
-    )
-    .await?;
-    let (_, publishable_key) = insert_key(
-        &txn,
+    let profile = profile_row(now, &merchant_id, "Default shop");
+    let (secret, secret_key) =
+        key_row(now, pepper, &merchant_id, KeyKind::Secret, mode, None, None);
+    let (publishable, publishable_key) = key_row(
         now,
         pepper,
         &merchant_id,
@@ -60,9 +48,13 @@ pub async fn create_merchant(
         mode,
         None,
         None,
-    )
-    .await?;
-    txn.commit().await?;
+    );
+    let change = Change::at(now)
+        .write(commit::insert(merchant.clone()))
+        .write(commit::insert(profile.clone()))
+        .write(commit::insert(secret))
+        .write(commit::insert(publishable));
+    commit::commit(db, &change).await?;
     Ok(NewMerchant {
         merchant,
         profile,
@@ -84,19 +76,23 @@ pub async fn find_merchant(
 }
 
 pub async fn insert_profile(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     now: DateTime<Utc>,
     merchant_id: &MerchantId,
     name: &str,
-) -> Result<profile::Model, DbErr> {
-    profile::ActiveModel {
-        id: Set(ProfileId::new().into_string()),
-        merchant_id: Set(merchant_id.to_string()),
-        name: Set(name.to_owned()),
-        created_at: Set(now),
+) -> Result<profile::Model, CommitError> {
+    let row = profile_row(now, merchant_id, name);
+    commit::commit(db, &Change::at(now).write(commit::insert(row.clone()))).await?;
+    Ok(row)
+}
+
+fn profile_row(now: DateTime<Utc>, merchant_id: &MerchantId, name: &str) -> profile::Model {
+    profile::Model {
+        id: ProfileId::new().into_string(),
+        merchant_id: merchant_id.to_string(),
+        name: name.to_owned(),
+        created_at: now,
     }
-    .insert(db)
-    .await
 }
 
 /// A shop of this merchant; `None` for another merchant's shop, so that its existence stays hidden.
@@ -128,7 +124,7 @@ pub async fn list_profiles(
 /// Stores a new key and returns its row and the key itself (which is never stored).
 #[allow(clippy::too_many_arguments)]
 pub async fn insert_key(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     now: DateTime<Utc>,
     pepper: &str,
     merchant_id: &MerchantId,
@@ -136,23 +132,36 @@ pub async fn insert_key(
     mode: Mode,
     profile_id: Option<&ProfileId>,
     name: Option<String>,
-) -> Result<(api_key::Model, String), DbErr> {
-    let key = generate_key(kind, mode);
-    let row = api_key::ActiveModel {
-        id: Set(KeyId::new().into_string()),
-        merchant_id: Set(merchant_id.to_string()),
-        profile_id: Set(profile_id.map(ToString::to_string)),
-        kind: Set(kind.as_str().to_owned()),
-        mode: Set(mode.as_str().to_owned()),
-        key_hash: Set(hash_key(pepper, &key)),
-        last4: Set(key[key.len() - 4..].to_owned()),
-        name: Set(name),
-        created_at: Set(now),
-        revoked_at: Set(None),
-    }
-    .insert(db)
-    .await?;
+) -> Result<(api_key::Model, String), CommitError> {
+    let (row, key) = key_row(now, pepper, merchant_id, kind, mode, profile_id, name);
+    commit::commit(db, &Change::at(now).write(commit::insert(row.clone()))).await?;
     Ok((row, key))
+}
+
+/// A new key's row and the key itself.
+fn key_row(
+    now: DateTime<Utc>,
+    pepper: &str,
+    merchant_id: &MerchantId,
+    kind: KeyKind,
+    mode: Mode,
+    profile_id: Option<&ProfileId>,
+    name: Option<String>,
+) -> (api_key::Model, String) {
+    let key = generate_key(kind, mode);
+    let row = api_key::Model {
+        id: KeyId::new().into_string(),
+        merchant_id: merchant_id.to_string(),
+        profile_id: profile_id.map(ToString::to_string),
+        kind: kind.as_str().to_owned(),
+        mode: mode.as_str().to_owned(),
+        key_hash: hash_key(pepper, &key),
+        last4: key[key.len() - 4..].to_owned(),
+        name,
+        created_at: now,
+        revoked_at: None,
+    };
+    (row, key)
 }
 
 pub async fn find_key_by_hash(

@@ -7,8 +7,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::{
     error::ApiError,
-    payments::api::{check_metadata, Metadata, PaymentMethodView},
-    processors::StoredCard,
+    fields::{check_metadata, Metadata},
+    processors::card::{Brand, StoredCard},
 };
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -300,6 +300,54 @@ pub fn check_mandate(
         );
     }
     Ok(())
+}
+
+/// The card of a payment, as shown.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct PaymentMethodView {
+    pub brand: Brand,
+    pub last4: String,
+    pub exp_month: u32,
+    pub exp_year: u32,
+}
+
+impl From<&StoredCard> for PaymentMethodView {
+    fn from(c: &StoredCard) -> Self {
+        Self {
+            brand: c.brand,
+            last4: c.last4.clone(),
+            exp_month: c.exp_month,
+            exp_year: c.exp_year,
+        }
+    }
+}
+
+/// What deleting a customer makes of it: its personal data erased (the names of the fields
+/// that held some), no default method, `redacted_at` set; its id stays.
+pub fn redaction(c: &customer::Model, now: DateTime<Utc>) -> (customer::Model, Vec<String>) {
+    let erased: Vec<String> = [
+        ("name", c.name.is_some()),
+        ("email", c.email.is_some()),
+        ("phone", c.phone.is_some()),
+        ("description", c.description.is_some()),
+        ("address", c.address.is_some()),
+        ("metadata", c.metadata != "{}"),
+    ]
+    .into_iter()
+    .filter(|(_, had)| *had)
+    .map(|(f, _)| f.to_owned())
+    .collect();
+    let mut after = c.clone();
+    after.name = None;
+    after.email = None;
+    after.phone = None;
+    after.description = None;
+    after.address = None;
+    after.metadata = "{}".into();
+    after.default_payment_method_id = None;
+    after.redacted_at = Some(now);
+    after.updated_at = now;
+    (after, erased)
 }
 
 #[cfg(test)]

@@ -2,22 +2,22 @@
 
 use actix_web::{web, HttpResponse};
 use payd_entity::customer;
-use sea_orm::TransactionTrait;
 
 use super::{
     api::{
-        check_fields, Customer, CustomerFields, ListCustomersQuery, ListMandatesQuery, Mandate,
-        Redaction, SavedMethod,
+        check_fields, redaction, Customer, CustomerFields, ListCustomersQuery, ListMandatesQuery,
+        Mandate, Redaction, SavedMethod,
     },
     store,
 };
 use crate::{
-    app::AppState,
     auth::{Caller, SecretKey},
+    commit,
     error::ApiError,
+    fields::Items,
     http::{ApiJson, ApiQuery},
     pagination::{List, ListQuery, Page},
-    payments::api::Items,
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -72,7 +72,7 @@ fn redacted() -> ApiError {
 
 /// Create a customer.
 #[utoipa::path(post, path = "/customers", tag = "customers", request_body = CustomerFields,
-    responses((status = 200, body = Customer), (status = 400, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Customer), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_customer(
     SecretKey(caller): SecretKey,
@@ -117,7 +117,7 @@ pub async fn list_customers(
 
 /// Retrieve a customer (a deleted one reads as redacted).
 #[utoipa::path(get, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
-    responses((status = 200, body = Customer), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+    responses((status = 200, body = Customer), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn retrieve_customer(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
@@ -129,7 +129,7 @@ pub async fn retrieve_customer(
 /// Update a customer.
 #[utoipa::path(post, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
     request_body = CustomerFields,
-    responses((status = 200, body = Customer), (status = 409, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+    responses((status = 200, body = Customer), (status = 409, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn update_customer(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
@@ -150,25 +150,22 @@ async fn change(
     id: &str,
     edit: impl Fn(&customer::Model) -> customer::Model,
 ) -> Result<customer::Model, ApiError> {
-    for _ in 0..3 {
+    commit::retrying(3, || async {
         let c = owned(state, caller, id).await?;
         if c.redacted_at.is_some() {
             return Err(redacted());
         }
-        if let Some(updated) = store::replace(&state.db, &c, edit(&c)).await? {
-            return Ok(updated);
-        }
-    }
-    Err(ApiError::conflict(
-        "concurrent_update",
-        "the customer was changed by another request; retry",
-    ))
+        Ok(commit::or_retry(
+            store::replace(&state.db, &c, edit(&c)).await,
+        )?)
+    })
+    .await
 }
 
 /// Delete a customer: redact its personal data and delete its saved methods. Refused while
 /// a mandate is active; its id, payments and refunds stay.
 #[utoipa::path(delete, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
-    responses((status = 200, body = Redaction), (status = 409, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+    responses((status = 200, body = Redaction), (status = 409, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn delete_customer(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
@@ -178,44 +175,8 @@ pub async fn delete_customer(
     if c.redacted_at.is_some() {
         return Err(redacted());
     }
-    let now = state.clock.now();
-    let txn = state.db.begin().await?;
-    if store::has_live_mandate(&txn, &c.id).await? {
-        return Err(ApiError::conflict(
-            "active_mandate",
-            "the customer has an active mandate; revoke it before deleting the customer",
-        ));
-    }
-    let erased: Vec<String> = [
-        ("name", c.name.is_some()),
-        ("email", c.email.is_some()),
-        ("phone", c.phone.is_some()),
-        ("description", c.description.is_some()),
-        ("address", c.address.is_some()),
-        ("metadata", c.metadata != "{}"),
-    ]
-    .into_iter()
-    .filter(|(_, had)| *had)
-    .map(|(f, _)| f.to_owned())
-    .collect();
-    let mut after = c.clone();
-    after.name = None;
-    after.email = None;
-    after.phone = None;
-    after.description = None;
-    after.address = None;
-    after.metadata = "{}".into();
-    after.default_payment_method_id = None;
-    after.redacted_at = Some(now);
-    after.updated_at = now;
-    let deleted = store::delete_methods(&txn, &c.id).await?;
-    let Some(after) = store::replace(&txn, &c, after).await? else {
-        return Err(ApiError::conflict(
-            "concurrent_update",
-            "the customer was changed by another request; retry",
-        ));
-    };
-    txn.commit().await?;
+    let (after, erased) = redaction(&c, state.clock.now());
+    let (after, deleted) = store::redact(&state.db, &c, after).await?;
     Ok(HttpResponse::Ok().json(Redaction {
         customer: Customer::from(&after),
         erased_fields: erased,
@@ -243,7 +204,7 @@ pub async fn list_methods(
 /// Make a saved method the customer's default.
 #[utoipa::path(post, path = "/customers/{customer_id}/payment-methods/{payment_method_id}/default", tag = "customers",
     params(("customer_id" = String, Path), ("payment_method_id" = String, Path)),
-    responses((status = 200, body = Customer), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+    responses((status = 200, body = Customer), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn set_default_method(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
@@ -268,7 +229,7 @@ pub async fn set_default_method(
 
 /// Delete a saved method (and clear it as the default).
 #[utoipa::path(delete, path = "/payment-methods/{payment_method_id}", tag = "customers", params(("payment_method_id" = String, Path)),
-    responses((status = 200, body = SavedMethod), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+    responses((status = 200, body = SavedMethod), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn delete_method(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
@@ -280,7 +241,7 @@ pub async fn delete_method(
             pm.merchant_id == caller.merchant_id.as_str() && pm.test_mode == caller.test_mode()
         })
         .ok_or_else(|| ApiError::not_found("payment method"))?;
-    store::delete_method(&state.db, &pm).await?;
+    store::delete_method(&state.db, &pm, state.clock.now()).await?;
     Ok(HttpResponse::Ok().json(SavedMethod::of(&pm, None)))
 }
 
@@ -359,7 +320,7 @@ async fn owned_mandate(
 
 /// Retrieve a mandate.
 #[utoipa::path(get, path = "/mandates/{mandate_id}", tag = "mandates", params(("mandate_id" = String, Path)),
-    responses((status = 200, body = Mandate), (status = 404, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+    responses((status = 200, body = Mandate), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn retrieve_mandate(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
@@ -370,7 +331,7 @@ pub async fn retrieve_mandate(
 
 /// Revoke a mandate: it can never be charged again (`mandate_revoked`).
 #[utoipa::path(post, path = "/mandates/revoke/{mandate_id}", tag = "mandates", params(("mandate_id" = String, Path)),
-    responses((status = 200, body = Mandate), (status = 409, body = crate::openapi::ErrorBody)), security(("api_key" = [])))]
+    responses((status = 200, body = Mandate), (status = 409, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn revoke_mandate(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
@@ -384,15 +345,9 @@ pub async fn revoke_mandate(
         ));
     }
     let now = state.clock.now();
-    let txn = state.db.begin().await?;
-    let Some(revoked) = store::set_mandate_status(&txn, &m, "revoked", now).await? else {
-        return Err(ApiError::conflict(
-            "concurrent_update",
-            "the mandate was changed by another request; retry",
-        ));
-    };
-    store::record_mandate_event(&txn, &revoked, "mandate_revoked", now).await?;
-    txn.commit().await?;
-    state.dispatcher.wake();
+    let (revoked, deliveries) = store::revoke_mandate(&state.db, &m, now).await?;
+    if deliveries > 0 {
+        state.dispatcher.wake();
+    }
     Ok(HttpResponse::Ok().json(Mandate::from(&revoked)))
 }

@@ -4,27 +4,26 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{customer, mandate, payment_method};
 use sea_orm::{
-    sea_query::{Expr, ExprTrait},
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
-    QueryFilter, QueryOrder,
+    sea_query::{Expr, ExprTrait, OnConflict, Query, SelectStatement},
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
 use super::api::{CustomerFields, ListCustomersQuery, ListMandatesQuery};
 use crate::{
-    events::outbox::{self, NewEvent},
+    commit::{self, Change, CommitError, Event, Job, Write},
     ids::new_id,
-    pagination::{paginate, List, Page},
-    processors::StoredCard,
-    scheduler,
+    pagination::{created_between, paginate, List, Page},
+    processors::card::StoredCard,
 };
 
 pub async fn insert(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     merchant_id: &str,
     test_mode: bool,
     f: &CustomerFields,
     now: DateTime<Utc>,
-) -> Result<customer::Model, DbErr> {
+) -> Result<customer::Model, CommitError> {
     let c = customer::Model {
         id: new_id("cus"),
         merchant_id: merchant_id.to_owned(),
@@ -45,7 +44,7 @@ pub async fn insert(
         created_at: now,
         updated_at: now,
     };
-    c.clone().into_active_model().reset_all().insert(db).await?;
+    commit::commit(db, &Change::at(now).write(commit::insert(c.clone()))).await?;
     Ok(c)
 }
 
@@ -62,20 +61,62 @@ pub async fn find_owned(
         .filter(|c| c.merchant_id == merchant_id && c.test_mode == test_mode))
 }
 
-/// Writes a changed customer if nobody wrote since (`false` when someone did).
 pub async fn replace(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     before: &customer::Model,
-    mut after: customer::Model,
-) -> Result<Option<customer::Model>, DbErr> {
+    after: customer::Model,
+) -> Result<customer::Model, CommitError> {
+    let (change, after) = replacement(before, after);
+    commit::commit(db, &change).await?;
+    Ok(after)
+}
+
+/// The compare-and-set update of a changed customer.
+fn replacement(before: &customer::Model, mut after: customer::Model) -> (Change, customer::Model) {
     after.version = before.version + 1;
-    let res = customer::Entity::update_many()
-        .set(after.clone().into_active_model().reset_all())
-        .filter(customer::Column::Id.eq(before.id.as_str()))
-        .filter(customer::Column::Version.eq(before.version))
-        .exec(db)
-        .await?;
-    Ok((res.rows_affected == 1).then_some(after))
+    let write = Write::Cas(
+        customer::Entity::update_many()
+            .set(after.clone().into_active_model().reset_all())
+            .filter(customer::Column::Id.eq(before.id.as_str()))
+            .filter(customer::Column::Version.eq(before.version))
+            .into_query(),
+    );
+    (Change::at(after.updated_at).write(write), after)
+}
+
+/// Redacts a customer and deletes its saved methods, unless a mandate is live (refused as
+/// `active_mandate`). Returns the customer and the ids of the methods deleted.
+pub async fn redact(
+    db: &DatabaseConnection,
+    before: &customer::Model,
+    after: customer::Model,
+) -> Result<(customer::Model, Vec<String>), CommitError> {
+    let deleted: Vec<String> = methods(db, &before.id)
+        .await?
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    let live_mandate = mandate::Entity::find()
+        .select_only()
+        .column(mandate::Column::Id)
+        .filter(mandate::Column::CustomerId.eq(before.id.as_str()))
+        .filter(mandate::Column::Status.is_in(["pending", "active"]))
+        .into_query();
+    let (replace, after) = replacement(before, after);
+    let change = Change::at(after.updated_at)
+        .write(Write::Require {
+            query: live_mandate,
+            exists: false,
+            refusal: "active_mandate",
+        })
+        .write(Write::Delete(
+            payment_method::Entity::delete_many()
+                .filter(payment_method::Column::CustomerId.eq(before.id.as_str()))
+                .into_query(),
+        ))
+        .and(replace);
+    commit::commit(db, &change).await?;
+    Ok((after, deleted))
 }
 
 pub fn apply(c: &customer::Model, f: &CustomerFields, now: DateTime<Utc>) -> customer::Model {
@@ -115,12 +156,12 @@ pub async fn list(
     if let Some(e) = &q.email {
         s = s.filter(customer::Column::Email.eq(e.as_str()));
     }
-    if let Some(t) = q.created_after {
-        s = s.filter(customer::Column::CreatedAt.gt(t));
-    }
-    if let Some(t) = q.created_before {
-        s = s.filter(customer::Column::CreatedAt.lt(t));
-    }
+    s = created_between(
+        s,
+        customer::Column::CreatedAt,
+        q.created_after,
+        q.created_before,
+    );
     paginate(db, s, customer::Column::Id, page).await
 }
 
@@ -142,63 +183,118 @@ pub async fn find_method(
     payment_method::Entity::find_by_id(id).one(db).await
 }
 
+/// Deletes a saved method and clears it as its customer's default.
 pub async fn delete_method(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     pm: &payment_method::Model,
-) -> Result<(), DbErr> {
-    payment_method::Entity::delete_by_id(pm.id.as_str())
-        .exec(db)
-        .await?;
-    customer::Entity::update_many()
-        .col_expr(
-            customer::Column::DefaultPaymentMethodId,
-            Expr::value(Option::<String>::None),
-        )
-        .col_expr(
-            customer::Column::Version,
-            Expr::col(customer::Column::Version).add(1),
-        )
-        .filter(customer::Column::Id.eq(pm.customer_id.as_str()))
-        .filter(customer::Column::DefaultPaymentMethodId.eq(pm.id.as_str()))
-        .exec(db)
-        .await?;
-    Ok(())
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let change = Change::at(now)
+        .write(Write::Delete(
+            payment_method::Entity::delete_by_id(pm.id.as_str()).into_query(),
+        ))
+        .write(Write::Update(
+            customer::Entity::update_many()
+                .col_expr(
+                    customer::Column::DefaultPaymentMethodId,
+                    Expr::value(Option::<String>::None),
+                )
+                .col_expr(
+                    customer::Column::Version,
+                    Expr::col(customer::Column::Version).add(1),
+                )
+                .filter(customer::Column::Id.eq(pm.customer_id.as_str()))
+                .filter(customer::Column::DefaultPaymentMethodId.eq(pm.id.as_str()))
+                .into_query(),
+        ));
+    commit::commit(db, &change).await.map(drop)
 }
 
-/// Saves a card for a customer, once per fingerprint, and makes it the default if the
-/// customer has none. Returns the saved method (new or existing).
-pub async fn save_card(
+/// The saved method of this card for the customer, if it is saved already.
+pub async fn find_saved(
     db: &impl ConnectionTrait,
+    customer_id: &str,
+    fingerprint: &str,
+) -> Result<Option<payment_method::Model>, DbErr> {
+    payment_method::Entity::find()
+        .filter(payment_method::Column::CustomerId.eq(customer_id))
+        .filter(payment_method::Column::Fingerprint.eq(fingerprint))
+        .one(db)
+        .await
+}
+
+/// A mandate to create with a saved card.
+pub struct NewMandate {
+    pub id: String,
+    pub profile_id: String,
+    pub single_use: bool,
+    pub amount_limit: Option<i64>,
+    pub currency: Option<String>,
+    pub end_at: Option<DateTime<Utc>>,
+}
+
+/// Saves a card for a customer, once per fingerprint (`saved`: the method found for it),
+/// makes it the default if the customer has none, and creates the mandate, active at once
+/// (the sandbox processors confirm mandates immediately), with its `mandate_active` event and
+/// expiry job. Each write finds its rows in the database, not in what was read: a customer
+/// redacted meanwhile gets no card, no default and no mandate, and a card saved meanwhile by
+/// another payment is the one used.
+pub fn save_card(
     customer: &customer::Model,
     card: &StoredCard,
+    saved: Option<payment_method::Model>,
+    mandate: Option<NewMandate>,
     now: DateTime<Utc>,
-) -> Result<payment_method::Model, DbErr> {
-    let row = payment_method::Model {
-        id: new_id("pm"),
-        customer_id: customer.id.clone(),
-        merchant_id: customer.merchant_id.clone(),
-        test_mode: customer.test_mode,
-        card: serde_json::to_string(card).unwrap_or_default(),
-        fingerprint: card.fingerprint.clone(),
-        created_at: now,
+) -> Change {
+    let saved_id = |c: &customer::Model| {
+        Query::select()
+            .column(payment_method::Column::Id)
+            .from(payment_method::Entity)
+            .and_where(payment_method::Column::CustomerId.eq(c.id.as_str()))
+            .and_where(payment_method::Column::Fingerprint.eq(card.fingerprint.as_str()))
+            .to_owned()
     };
-    payment_method::Entity::insert(row.into_active_model().reset_all())
-        .on_conflict_do_nothing_on([
+    let pm_id = saved.map_or_else(|| new_id("pm"), |pm| pm.id);
+    let mut insert = Query::insert();
+    insert
+        .into_table(payment_method::Entity)
+        .columns([
+            payment_method::Column::Id,
             payment_method::Column::CustomerId,
+            payment_method::Column::MerchantId,
+            payment_method::Column::TestMode,
+            payment_method::Column::Card,
             payment_method::Column::Fingerprint,
+            payment_method::Column::CreatedAt,
         ])
-        .exec_without_returning(db)
-        .await?;
-    let saved = payment_method::Entity::find()
-        .filter(payment_method::Column::CustomerId.eq(customer.id.as_str()))
-        .filter(payment_method::Column::Fingerprint.eq(card.fingerprint.as_str()))
-        .one(db)
-        .await?
-        .ok_or_else(|| DbErr::RecordNotFound("saved payment method".into()))?;
-    customer::Entity::update_many()
+        .on_conflict(
+            OnConflict::columns([
+                payment_method::Column::CustomerId,
+                payment_method::Column::Fingerprint,
+            ])
+            .do_nothing()
+            .to_owned(),
+        );
+    let values = Query::select()
+        .exprs([
+            Expr::val(pm_id.as_str()),
+            Expr::val(customer.id.as_str()),
+            Expr::val(customer.merchant_id.as_str()),
+            Expr::val(customer.test_mode),
+            Expr::val(serde_json::to_string(card).unwrap_or_default()),
+            Expr::val(card.fingerprint.as_str()),
+            Expr::val(now),
+        ])
+        .from(customer::Entity)
+        .and_where(customer::Column::Id.eq(customer.id.as_str()))
+        .and_where(customer::Column::RedactedAt.is_null())
+        .to_owned();
+    // Seven columns, seven values: `select_from` cannot fail here.
+    let _ = insert.select_from(values);
+    let default = customer::Entity::update_many()
         .col_expr(
             customer::Column::DefaultPaymentMethodId,
-            Expr::value(saved.id.clone()),
+            Expr::SubQuery(None, Box::new(saved_id(customer).into())),
         )
         .col_expr(
             customer::Column::Version,
@@ -206,69 +302,107 @@ pub async fn save_card(
         )
         .filter(customer::Column::Id.eq(customer.id.as_str()))
         .filter(customer::Column::DefaultPaymentMethodId.is_null())
-        .exec(db)
-        .await?;
-    Ok(saved)
+        .filter(customer::Column::RedactedAt.is_null())
+        .into_query();
+    let mut change = Change::at(now)
+        .write(Write::Insert(insert))
+        .write(Write::Update(default));
+    if let Some(m) = mandate {
+        change
+            .optional
+            .push(mandate_for(customer, &pm_id, saved_id(customer), m, now));
+    }
+    change
 }
 
-/// A new mandate, active at once (the sandbox processors confirm mandates immediately).
-#[allow(clippy::too_many_arguments)]
-pub async fn insert_mandate(
-    db: &impl ConnectionTrait,
-    id: &str,
-    profile_id: &str,
+/// The mandate's insert takes the saved method's id from the database (none: no mandate),
+/// then its event and expiry job.
+fn mandate_for(
     customer: &customer::Model,
-    payment_method_id: &str,
-    single_use: bool,
-    amount_limit: Option<i64>,
-    currency: Option<String>,
-    end_at: Option<DateTime<Utc>>,
+    pm_id: &str,
+    saved_id: SelectStatement,
+    m: NewMandate,
     now: DateTime<Utc>,
-) -> Result<mandate::Model, DbErr> {
-    let m = mandate::Model {
-        id: id.to_owned(),
+) -> Change {
+    let row = mandate::Model {
+        id: m.id,
         customer_id: customer.id.clone(),
         merchant_id: customer.merchant_id.clone(),
-        profile_id: profile_id.to_owned(),
+        profile_id: m.profile_id,
         test_mode: customer.test_mode,
-        payment_method_id: payment_method_id.to_owned(),
-        mandate_type: if single_use {
+        payment_method_id: pm_id.to_owned(),
+        mandate_type: if m.single_use {
             "single_use"
         } else {
             "multi_use"
         }
         .to_owned(),
-        amount_limit,
-        currency,
+        amount_limit: m.amount_limit,
+        currency: m.currency,
         status: "active".to_owned(),
         start_at: now,
-        end_at,
+        end_at: m.end_at,
         version: 1,
         created_at: now,
         updated_at: now,
     };
-    m.clone().into_active_model().reset_all().insert(db).await?;
-    if let Some(end) = end_at {
-        scheduler::schedule(
-            db,
-            now,
-            MANDATE_EXPIRY_JOB,
-            &m.id,
-            end,
-            serde_json::Value::Null,
-        )
-        .await?;
+    let mut values = saved_id;
+    values.clear_selects();
+    values.exprs([
+        Expr::val(row.id.as_str()),
+        Expr::val(row.customer_id.as_str()),
+        Expr::val(row.merchant_id.as_str()),
+        Expr::val(row.profile_id.as_str()),
+        Expr::val(row.test_mode),
+        Expr::col(payment_method::Column::Id),
+        Expr::val(row.mandate_type.as_str()),
+        Expr::val(row.amount_limit),
+        Expr::val(row.currency.clone()),
+        Expr::val(row.status.as_str()),
+        Expr::val(row.start_at),
+        Expr::val(row.end_at),
+        Expr::val(row.version),
+        Expr::val(row.created_at),
+        Expr::val(row.updated_at),
+    ]);
+    let mut insert = Query::insert();
+    insert.into_table(mandate::Entity).columns([
+        mandate::Column::Id,
+        mandate::Column::CustomerId,
+        mandate::Column::MerchantId,
+        mandate::Column::ProfileId,
+        mandate::Column::TestMode,
+        mandate::Column::PaymentMethodId,
+        mandate::Column::MandateType,
+        mandate::Column::AmountLimit,
+        mandate::Column::Currency,
+        mandate::Column::Status,
+        mandate::Column::StartAt,
+        mandate::Column::EndAt,
+        mandate::Column::Version,
+        mandate::Column::CreatedAt,
+        mandate::Column::UpdatedAt,
+    ]);
+    // Fifteen columns, fifteen values.
+    let _ = insert.select_from(values);
+    let mut change = Change::at(now)
+        .write(Write::Insert(insert))
+        .event(mandate_event(&row, "mandate_active"));
+    if let Some(end) = row.end_at {
+        change = change.job(Job::Schedule {
+            kind: MANDATE_EXPIRY_JOB,
+            entity_id: row.id.clone(),
+            at: end,
+        });
     }
-    Ok(m)
+    change
 }
 
 /// Scheduled job: a mandate with an end date becomes `inactive` at it.
 pub const MANDATE_EXPIRY_JOB: &str = "mandate_expiry";
 
-/// Ends a mandate whose end date has come (a revoked one stays revoked). `false` when the
-/// mandate changed meanwhile (the job tries again).
 pub async fn expire_mandate(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     id: &str,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
@@ -278,7 +412,11 @@ pub async fn expire_mandate(
     if !matches!(m.status.as_str(), "pending" | "active") || m.end_at.is_none_or(|end| end > now) {
         return Ok(true);
     }
-    Ok(set_mandate_status(db, &m, "inactive", now).await?.is_some())
+    match commit::commit(db, &set_mandate_status(&m, "inactive", now).0).await {
+        Ok(_) => Ok(true),
+        Err(CommitError::LostRace | CommitError::Refused(_)) => Ok(false),
+        Err(CommitError::Db(e)) => Err(e),
+    }
 }
 
 pub async fn find_mandate(
@@ -288,27 +426,39 @@ pub async fn find_mandate(
     mandate::Entity::find_by_id(id).one(db).await
 }
 
-/// Moves a mandate to `status` if nobody changed it since it was read.
-pub async fn set_mandate_status(
-    db: &impl ConnectionTrait,
+pub fn set_mandate_status(
     m: &mandate::Model,
     status: &str,
     now: DateTime<Utc>,
-) -> Result<Option<mandate::Model>, DbErr> {
-    let res = mandate::Entity::update_many()
-        .col_expr(mandate::Column::Status, Expr::value(status))
-        .col_expr(mandate::Column::Version, Expr::value(m.version + 1))
-        .col_expr(mandate::Column::UpdatedAt, Expr::value(now))
-        .filter(mandate::Column::Id.eq(m.id.as_str()))
-        .filter(mandate::Column::Version.eq(m.version))
-        .exec(db)
-        .await?;
-    Ok((res.rows_affected == 1).then(|| mandate::Model {
+) -> (Change, mandate::Model) {
+    let write = Write::Cas(
+        mandate::Entity::update_many()
+            .col_expr(mandate::Column::Status, Expr::value(status))
+            .col_expr(mandate::Column::Version, Expr::value(m.version + 1))
+            .col_expr(mandate::Column::UpdatedAt, Expr::value(now))
+            .filter(mandate::Column::Id.eq(m.id.as_str()))
+            .filter(mandate::Column::Version.eq(m.version))
+            .into_query(),
+    );
+    let after = mandate::Model {
         status: status.to_owned(),
         version: m.version + 1,
         updated_at: now,
         ..m.clone()
-    }))
+    };
+    (Change::at(now).write(write), after)
+}
+
+/// Revokes a mandate (`mandate_revoked`); returns it and the deliveries queued.
+pub async fn revoke_mandate(
+    db: &DatabaseConnection,
+    m: &mandate::Model,
+    now: DateTime<Utc>,
+) -> Result<(mandate::Model, usize), CommitError> {
+    let (change, revoked) = set_mandate_status(m, "revoked", now);
+    let change = change.event(mandate_event(&revoked, "mandate_revoked"));
+    let committed = commit::commit(db, &change).await?;
+    Ok((revoked, committed.deliveries))
 }
 
 pub async fn mandates(
@@ -330,51 +480,15 @@ pub async fn mandates(
     paginate(db, s, mandate::Column::Id, page).await
 }
 
-pub async fn has_live_mandate(db: &impl ConnectionTrait, customer_id: &str) -> Result<bool, DbErr> {
-    Ok(mandate::Entity::find()
-        .filter(mandate::Column::CustomerId.eq(customer_id))
-        .filter(mandate::Column::Status.is_in(["pending", "active"]))
-        .one(db)
-        .await?
-        .is_some())
-}
-
-pub async fn delete_methods(
-    db: &impl ConnectionTrait,
-    customer_id: &str,
-) -> Result<Vec<String>, DbErr> {
-    let ids: Vec<String> = methods(db, customer_id)
-        .await?
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
-    payment_method::Entity::delete_many()
-        .filter(payment_method::Column::CustomerId.eq(customer_id))
-        .exec(db)
-        .await?;
-    Ok(ids)
-}
-
-/// Records a `mandate_details` event (in the caller's transaction); returns the deliveries
-/// queued.
-pub async fn record_mandate_event(
-    db: &impl ConnectionTrait,
-    m: &payd_entity::mandate::Model,
-    event_type: &str,
-    now: DateTime<Utc>,
-) -> Result<usize, DbErr> {
-    outbox::record(
-        db,
-        NewEvent {
-            merchant_id: &m.merchant_id,
-            profile_id: Some(&m.profile_id),
-            test_mode: m.test_mode,
-            event_type,
-            object_id: &m.id,
-            content_type: "mandate_details",
-            object: serde_json::to_string(&super::api::Mandate::from(m)).unwrap_or_default(),
-        },
-        now,
-    )
-    .await
+/// A `mandate_details` event.
+pub fn mandate_event(m: &mandate::Model, event_type: &str) -> Event {
+    Event {
+        merchant_id: m.merchant_id.clone(),
+        profile_id: Some(m.profile_id.clone()),
+        test_mode: m.test_mode,
+        event_type: event_type.to_owned(),
+        object_id: m.id.clone(),
+        content_type: "mandate_details",
+        object: serde_json::to_string(&super::api::Mandate::from(m)).unwrap_or_default(),
+    }
 }

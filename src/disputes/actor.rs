@@ -14,7 +14,7 @@ use super::{
     machine::{self, Refusal, Status},
     store::{self, CommitError, EvidenceChange, MAX_EVIDENCE},
 };
-use crate::{clock::SharedClock, processors::sandbox::Sandbox, webhooks::dispatcher::Wake};
+use crate::{clock::SharedClock, processors::sandbox::Sandbox, webhooks::wake::Wake};
 
 /// What the dispute actors need.
 #[derive(Clone)]
@@ -47,7 +47,7 @@ pub enum DisputeError {
 impl From<CommitError> for DisputeError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::LostRace => DisputeError::LostRace,
+            CommitError::LostRace | CommitError::Refused(_) => DisputeError::LostRace,
             CommitError::Db(e) => DisputeError::Db(e),
         }
     }
@@ -92,6 +92,9 @@ pub struct Exec {
     pub access: Option<Access>,
     pub command: Command,
 }
+
+/// The registry of dispute actors.
+pub type Disputes = payd_actors::Registry<DisputeActor>;
 
 pub struct DisputeActor {
     model: dispute::Model,
@@ -193,9 +196,10 @@ async fn step(
             evidence_type,
         } => {
             machine::check_evidence_edit(status)?;
-            let file = crate::files::find_owned(&deps.db, file_id, &d.merchant_id, d.test_mode)
-                .await?
-                .ok_or(DisputeError::FileNotFound)?;
+            let file =
+                crate::files::store::find_owned(&deps.db, file_id, &d.merchant_id, d.test_mode)
+                    .await?
+                    .ok_or(DisputeError::FileNotFound)?;
             let existing = store::evidence(&deps.db, &d.id).await?;
             let replacing = existing.iter().any(|(e, _)| e.file_id == file.id);
             if !replacing && existing.len() >= MAX_EVIDENCE {

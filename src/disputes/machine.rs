@@ -7,6 +7,7 @@
 //! `pre_dispute < dispute < pre_arbitration < arbitration`; the sandbox opens at `dispute` and
 //! no route moves a stage (wallet cases, which would, are not built yet).
 
+pub use crate::processors::model::Verdict;
 use chrono::{DateTime, Utc};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,13 +108,6 @@ pub enum Refusal {
     InvalidState(Status),
     #[error("submit an explanation or attach at least one evidence file first")]
     NoEvidence,
-}
-
-/// How a challenged dispute ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Won,
-    Lost,
 }
 
 fn opened(s: Status) -> Result<(), Refusal> {

@@ -8,8 +8,5 @@ pub mod machine;
 pub mod routes;
 pub mod store;
 
-use payd_actors::Registry;
-
+pub use actor::Disputes;
 pub use routes::configure;
-
-pub type Disputes = Registry<actor::DisputeActor>;

@@ -4,7 +4,7 @@
 use actix_web::{web, HttpResponse};
 
 use super::{
-    actor::{Access, Command, DisputeError, Done, Exec},
+    actor::{Access, Command, DisputeError, Disputes, Done, Exec},
     api::{
         AttachEvidenceRequest, Dispute, Evidence, EvidenceList, ListDisputesQuery,
         RemoveEvidenceRequest, RemovedEvidence, SubmitEvidenceRequest, EVIDENCE_TYPES,
@@ -13,13 +13,13 @@ use super::{
     store,
 };
 use crate::{
-    app::AppState,
     auth::{Caller, SecretKey},
     error::ApiError,
+    fields::check_text,
     http::{ApiJson, ApiQuery},
     ids::has_shape,
     pagination::{List, Page},
-    payments::api::check_text,
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -66,7 +66,7 @@ impl From<DisputeError> for ApiError {
 
 /// Runs a command through the dispute's actor, as this caller.
 async fn exec(
-    state: &AppState,
+    disputes: &Disputes,
     caller: &Caller,
     id: &str,
     command: Command,
@@ -78,8 +78,7 @@ async fn exec(
         merchant_id: caller.merchant_id.to_string(),
         test_mode: caller.test_mode(),
     };
-    Ok(state
-        .disputes
+    Ok(disputes
         .send(
             id,
             Exec {
@@ -140,7 +139,7 @@ pub async fn list_disputes(
 /// Retrieve a dispute.
 #[utoipa::path(get, path = "/disputes/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
-    responses((status = 200, body = Dispute), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Dispute), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn retrieve_dispute(
     SecretKey(caller): SecretKey,
@@ -154,26 +153,26 @@ pub async fn retrieve_dispute(
 /// Accept a dispute: the buyer keeps the disputed amount.
 #[utoipa::path(post, path = "/disputes/accept/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
-    responses((status = 200, body = Dispute), (status = 404, body = crate::openapi::ErrorBody),
-        (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Dispute), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn accept_dispute(
     SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
+    disputes: web::Data<Disputes>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let done = exec(&state, &caller, &id, Command::Accept).await?;
+    let done = exec(&disputes, &caller, &id, Command::Accept).await?;
     Ok(HttpResponse::Ok().json(Dispute::render(&done.dispute)))
 }
 
 /// Attach an uploaded file to a dispute as evidence (again: changes its type).
 #[utoipa::path(put, path = "/disputes/evidence", tag = "disputes", request_body = AttachEvidenceRequest,
-    responses((status = 200, body = Evidence), (status = 400, body = crate::openapi::ErrorBody),
-        (status = 404, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Evidence), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn attach_evidence(
     SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
+    disputes: web::Data<Disputes>,
     ApiJson(req): ApiJson<AttachEvidenceRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let evidence_type = req.evidence_type.unwrap_or_else(|| "uncategorized".into());
@@ -193,7 +192,7 @@ pub async fn attach_evidence(
         file_id: req.file_id,
         evidence_type,
     };
-    let done = exec(&state, &caller, &req.dispute_id, command).await?;
+    let done = exec(&disputes, &caller, &req.dispute_id, command).await?;
     let (e, f) = done
         .attached
         .ok_or_else(|| ApiError::internal("attach made no evidence"))?;
@@ -203,7 +202,7 @@ pub async fn attach_evidence(
 /// The evidence attached to a dispute.
 #[utoipa::path(get, path = "/disputes/evidence/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
-    responses((status = 200, body = EvidenceList), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = EvidenceList), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn list_evidence(
     SecretKey(caller): SecretKey,
@@ -224,18 +223,18 @@ pub async fn list_evidence(
 
 /// Remove a file from a dispute's evidence (the file itself stays).
 #[utoipa::path(delete, path = "/disputes/evidence", tag = "disputes", request_body = RemoveEvidenceRequest,
-    responses((status = 200, body = RemovedEvidence), (status = 404, body = crate::openapi::ErrorBody),
-        (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = RemovedEvidence), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn remove_evidence(
     SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
+    disputes: web::Data<Disputes>,
     ApiJson(req): ApiJson<RemoveEvidenceRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let command = Command::Remove {
         file_id: req.file_id.clone(),
     };
-    exec(&state, &caller, &req.dispute_id, command).await?;
+    exec(&disputes, &caller, &req.dispute_id, command).await?;
     Ok(HttpResponse::Ok().json(RemovedEvidence {
         dispute_id: req.dispute_id,
         file_id: req.file_id,
@@ -245,18 +244,18 @@ pub async fn remove_evidence(
 
 /// Submit the attached evidence and an explanation: the dispute becomes `challenged`.
 #[utoipa::path(post, path = "/disputes/evidence", tag = "disputes", request_body = SubmitEvidenceRequest,
-    responses((status = 200, body = Dispute), (status = 400, body = crate::openapi::ErrorBody),
-        (status = 404, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Dispute), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn submit_evidence(
     SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
+    disputes: web::Data<Disputes>,
     ApiJson(req): ApiJson<SubmitEvidenceRequest>,
 ) -> Result<HttpResponse, ApiError> {
     check_text("explanation", req.explanation.as_ref(), 20_000)?;
     let command = Command::Submit {
         explanation: req.explanation,
     };
-    let done = exec(&state, &caller, &req.dispute_id, command).await?;
+    let done = exec(&disputes, &caller, &req.dispute_id, command).await?;
     Ok(HttpResponse::Ok().json(Dispute::render(&done.dispute)))
 }

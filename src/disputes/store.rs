@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use payd_entity::{dispute, dispute_evidence, file};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryOrder, TransactionTrait,
+    IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
@@ -13,9 +13,8 @@ use super::{
     machine::Status,
 };
 use crate::{
-    events::outbox::{self, NewEvent},
-    pagination::{paginate, List, Page},
-    scheduler,
+    commit::{self, Change, Event, Job, Write},
+    pagination::{created_between, paginate, List, Page},
 };
 
 /// Scheduled job: the response deadline of an opened dispute.
@@ -26,13 +25,7 @@ pub const RESOLVE_JOB: &str = "dispute_resolve";
 /// At most this many files per dispute.
 pub const MAX_EVIDENCE: usize = 20;
 
-#[derive(Debug, thiserror::Error)]
-pub enum CommitError {
-    #[error("another writer changed the dispute first")]
-    LostRace,
-    #[error(transparent)]
-    Db(#[from] DbErr),
-}
+pub use crate::commit::CommitError;
 
 /// What a dispute's change does to its evidence.
 pub enum EvidenceChange {
@@ -41,34 +34,30 @@ pub enum EvidenceChange {
     Remove { file_id: String },
 }
 
-/// The dispute's event, as the outbox records it.
-pub fn record_event<'a>(d: &'a dispute::Model, event_type: &'a str) -> NewEvent<'a> {
-    NewEvent {
-        merchant_id: &d.merchant_id,
-        profile_id: Some(&d.profile_id),
+/// The dispute's event.
+pub fn event(d: &dispute::Model, event_type: &str) -> Event {
+    Event {
+        merchant_id: d.merchant_id.clone(),
+        profile_id: Some(d.profile_id.clone()),
         test_mode: d.test_mode,
-        event_type,
-        object_id: &d.id,
+        event_type: event_type.to_owned(),
+        object_id: d.id.clone(),
         content_type: "dispute_details",
         object: serde_json::to_string(&Dispute::render(d)).unwrap_or_default(),
     }
 }
 
-/// Inserts a new dispute with its `dispute_opened` event and deadline job, in the caller's
-/// transaction (the payment's, whose actor opens disputes); returns the deliveries queued.
-pub async fn insert(
-    db: &impl ConnectionTrait,
-    d: &dispute::Model,
-    now: DateTime<Utc>,
-) -> Result<usize, DbErr> {
-    d.clone().into_active_model().reset_all().insert(db).await?;
-    let deliveries = outbox::record(db, record_event(d, Status::Opened.event()), now).await?;
-    sync_jobs(db, d, now, Duration::zero()).await?;
-    Ok(deliveries)
+/// A new dispute with its `dispute_opened` event and deadline job: part of the payment's
+/// change (the payment's actor opens disputes).
+pub fn insert(d: &dispute::Model, now: DateTime<Utc>) -> Change {
+    Change::at(now)
+        .write(commit::insert(d.clone()))
+        .event(event(d, Status::Opened.event()))
+        .and(jobs(d, now, Duration::zero()))
 }
 
 /// Replaces the row if nobody wrote since `before`, with the evidence change, the event of a
-/// new status and the jobs the new status needs, in one transaction. Returns the row and the
+/// new status and the jobs the new status needs, in one commit. Returns the row and the
 /// webhook deliveries queued.
 pub async fn commit(
     db: &DatabaseConnection,
@@ -79,65 +68,66 @@ pub async fn commit(
 ) -> Result<(dispute::Model, usize), CommitError> {
     after.version = before.version + 1;
     let now = after.updated_at;
-    let txn = db.begin().await?;
-    let updated = dispute::Entity::update_many()
-        .set(after.clone().into_active_model().reset_all())
-        .filter(dispute::Column::Id.eq(before.id.as_str()))
-        .filter(dispute::Column::Version.eq(before.version))
-        .exec(&txn)
-        .await?;
-    if updated.rows_affected != 1 {
-        txn.rollback().await?;
-        return Err(CommitError::LostRace);
-    }
-    match evidence {
-        EvidenceChange::None => {}
-        EvidenceChange::Attach(e) => {
-            dispute_evidence::Entity::delete_many()
-                .filter(dispute_evidence::Column::DisputeId.eq(e.dispute_id.as_str()))
-                .filter(dispute_evidence::Column::FileId.eq(e.file_id.as_str()))
-                .exec(&txn)
-                .await?;
-            e.into_active_model().reset_all().insert(&txn).await?;
-        }
-        EvidenceChange::Remove { file_id } => {
+    let mut change = Change::at(now).write(Write::Cas(
+        dispute::Entity::update_many()
+            .set(after.clone().into_active_model().reset_all())
+            .filter(dispute::Column::Id.eq(before.id.as_str()))
+            .filter(dispute::Column::Version.eq(before.version))
+            .into_query(),
+    ));
+    let remove = |file_id: &str| {
+        Write::Delete(
             dispute_evidence::Entity::delete_many()
                 .filter(dispute_evidence::Column::DisputeId.eq(after.id.as_str()))
                 .filter(dispute_evidence::Column::FileId.eq(file_id))
-                .exec(&txn)
-                .await?;
+                .into_query(),
+        )
+    };
+    match evidence {
+        EvidenceChange::None => {}
+        EvidenceChange::Attach(e) => {
+            change = change.write(remove(&e.file_id)).write(commit::insert(e));
         }
+        EvidenceChange::Remove { file_id } => change = change.write(remove(&file_id)),
     }
-    let mut deliveries = 0;
     if after.status != before.status {
         if let Some(status) = Status::parse(&after.status) {
-            deliveries = outbox::record(&txn, record_event(&after, status.event()), now).await?;
+            change = change.event(event(&after, status.event()));
         }
     }
-    sync_jobs(&txn, &after, now, resolve_delay).await?;
-    txn.commit().await?;
-    Ok((after, deliveries))
+    change = change.and(jobs(&after, now, resolve_delay));
+    let committed = commit::commit(db, &change).await?;
+    Ok((after, committed.deliveries))
 }
 
 /// Invariant: an opened dispute has a deadline job, a challenged one a resolve job, and a
 /// closed one neither.
-async fn sync_jobs(
-    db: &impl ConnectionTrait,
-    d: &dispute::Model,
-    now: DateTime<Utc>,
-    resolve_delay: Duration,
-) -> Result<(), DbErr> {
-    let null = serde_json::Value::Null;
+fn jobs(d: &dispute::Model, now: DateTime<Utc>, resolve_delay: Duration) -> Change {
+    let change = Change::at(now);
+    let id = d.id.clone();
     match Status::parse(&d.status) {
-        Some(Status::Opened) => {
-            scheduler::schedule(db, now, DEADLINE_JOB, &d.id, d.evidence_due_by, null).await
-        }
+        Some(Status::Opened) => change.job(Job::Schedule {
+            kind: DEADLINE_JOB,
+            entity_id: id,
+            at: d.evidence_due_by,
+        }),
         Some(Status::Challenged) => {
-            scheduler::cancel(db, DEADLINE_JOB, &d.id).await?;
             let submitted = d.evidence_submitted_at.unwrap_or(now);
-            scheduler::schedule(db, now, RESOLVE_JOB, &d.id, submitted + resolve_delay, null).await
+            change
+                .job(Job::Cancel {
+                    kinds: vec![DEADLINE_JOB],
+                    entity_id: id.clone(),
+                })
+                .job(Job::Schedule {
+                    kind: RESOLVE_JOB,
+                    entity_id: id,
+                    at: submitted + resolve_delay,
+                })
         }
-        _ => scheduler::cancel_kinds(db, &[DEADLINE_JOB, RESOLVE_JOB], &d.id).await,
+        _ => change.job(Job::Cancel {
+            kinds: vec![DEADLINE_JOB, RESOLVE_JOB],
+            entity_id: id,
+        }),
     }
 }
 
@@ -188,12 +178,12 @@ pub async fn list(
     if let Some(s) = &f.stage {
         q = q.filter(dispute::Column::Stage.eq(s.as_str()));
     }
-    if let Some(t) = f.created_after {
-        q = q.filter(dispute::Column::CreatedAt.gt(t));
-    }
-    if let Some(t) = f.created_before {
-        q = q.filter(dispute::Column::CreatedAt.lt(t));
-    }
+    q = created_between(
+        q,
+        dispute::Column::CreatedAt,
+        f.created_after,
+        f.created_before,
+    );
     paginate(db, q, dispute::Column::Id, page).await
 }
 

@@ -13,11 +13,11 @@ use utoipa::ToSchema;
 
 use super::outbox;
 use crate::{
-    app::AppState,
     auth::{Caller, SecretKey},
     error::ApiError,
     http::ApiJson,
-    pagination::{paginate, List, ListQuery, Page},
+    pagination::{created_between, paginate, List, ListQuery, Page},
+    state::AppState,
     webhooks::{
         delivery::{attempt, attempt_row, client},
         policy::{classify, Class},
@@ -152,7 +152,7 @@ fn delivery_status(deliveries: &[delivery::Model]) -> &'static str {
 /// List events, newest first.
 #[utoipa::path(post, path = "/events/{merchant_id}", tag = "events",
     params(("merchant_id" = String, Path)), request_body = ListEventsRequest,
-    responses((status = 200, body = List<EventView>), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = List<EventView>), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn list_events(
     SecretKey(caller): SecretKey,
@@ -175,12 +175,12 @@ pub async fn list_events(
     if let Some(t) = &req.event_type {
         q = q.filter(event::Column::EventType.eq(t.as_str()));
     }
-    if let Some(t) = req.created_after {
-        q = q.filter(event::Column::CreatedAt.gt(t));
-    }
-    if let Some(t) = req.created_before {
-        q = q.filter(event::Column::CreatedAt.lt(t));
-    }
+    q = created_between(
+        q,
+        event::Column::CreatedAt,
+        req.created_after,
+        req.created_before,
+    );
     if let Some(delivered) = req.delivered {
         // Delivered: at least one delivery, and every one of them delivered.
         let with = |delivered: bool| {
@@ -230,7 +230,7 @@ pub async fn list_events(
 /// Every delivery attempt of an event, oldest first.
 #[utoipa::path(get, path = "/events/{merchant_id}/{event_id}/attempts", tag = "events",
     params(("merchant_id" = String, Path), ("event_id" = String, Path)),
-    responses((status = 200, body = Attempts), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Attempts), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn list_attempts(
     SecretKey(caller): SecretKey,
@@ -255,7 +255,7 @@ pub async fn list_attempts(
 /// Send the event again now (a manual attempt); the automatic schedule is left as it is.
 #[utoipa::path(post, path = "/events/{merchant_id}/{event_id}/retry", tag = "events",
     params(("merchant_id" = String, Path), ("event_id" = String, Path)),
-    responses((status = 200, body = Attempts), (status = 404, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Attempts), (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn retry_event(
     SecretKey(caller): SecretKey,

@@ -3,10 +3,9 @@
 //! what the client declared.
 
 pub mod routes;
+pub mod store;
 
 use chrono::{DateTime, Utc};
-use payd_entity::file;
-use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -80,24 +79,6 @@ pub fn clean_filename(raw: &str) -> String {
         "" | "." | ".." => "upload".to_owned(),
         n => n.to_owned(),
     }
-}
-
-/// A file of this merchant and mode; `None` for anyone else's.
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    merchant_id: &str,
-    test_mode: bool,
-) -> Result<Option<file::Model>, DbErr> {
-    Ok(file::Entity::find_by_id(id)
-        .one(db)
-        .await?
-        .filter(|f| f.merchant_id == merchant_id && f.test_mode == test_mode))
-}
-
-pub async fn insert(db: &impl ConnectionTrait, f: file::Model) -> Result<file::Model, DbErr> {
-    f.clone().into_active_model().reset_all().insert(db).await?;
-    Ok(f)
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ use sha2::{Digest, Sha256};
 
 use super::{clean_filename, sniff, File};
 use crate::{
-    app::AppState,
     auth::SecretKey,
     error::{ApiError, ErrorType},
     ids::new_id,
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -25,8 +25,8 @@ const MAX_PARTS: usize = 4;
 /// Upload a file to attach to a dispute as evidence.
 #[utoipa::path(post, path = "/files", tag = "disputes",
     request_body(content = super::UploadFileForm, content_type = "multipart/form-data"),
-    responses((status = 200, body = File), (status = 400, body = crate::openapi::ErrorBody),
-        (status = 413, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = File), (status = 400, body = crate::error::ErrorBody),
+        (status = 413, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn upload_file(
     SecretKey(caller): SecretKey,
@@ -112,7 +112,7 @@ pub async fn upload_file(
         bytes,
         created_at: state.clock.now(),
     };
-    let row = super::insert(&state.db, row).await?;
+    let row = super::store::insert(&state.db, row).await?;
     Ok(HttpResponse::Ok().json(File::render(&row)))
 }
 

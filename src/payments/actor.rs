@@ -15,8 +15,7 @@ use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
     api::{
-        parse_lines, LastError, Line, LineInput, MandateRequest, Metadata, Payment, Refund,
-        RoutingDecision,
+        parse_lines, LastError, Line, LineInput, MandateRequest, Payment, Refund, RoutingDecision,
     },
     machine::{self, Authorization, CancelKind, Refusal, Status},
     refunds,
@@ -24,10 +23,12 @@ use super::{
     store::{self, Announcement, Changes, CommitError, SaveCard},
 };
 use crate::{
+    auth::keys::{Caller, KeyKind},
     clock::SharedClock,
     customers::{self, api::check_mandate},
     disputes,
-    error::ApiError,
+    error::{ApiError, ErrorType},
+    fields::Metadata,
     ids::new_id,
     processors::{
         remote::{RemoteConfig, RemoteProcessor},
@@ -35,7 +36,7 @@ use crate::{
         AuthRequest, AuthResult, Processor, ProcessorError, RefundStatus, SecretCard, StoredCard,
     },
     settings::Settings,
-    webhooks::dispatcher::Wake,
+    webhooks::wake::Wake,
 };
 
 /// What the payment actors need.
@@ -131,8 +132,62 @@ pub enum PaymentError {
 impl From<CommitError> for PaymentError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::LostRace => PaymentError::LostRace,
+            CommitError::LostRace | CommitError::Refused(_) => PaymentError::LostRace,
             CommitError::Db(e) => PaymentError::Db(e),
+        }
+    }
+}
+
+impl From<PaymentError> for ApiError {
+    #[track_caller]
+    fn from(e: PaymentError) -> Self {
+        match e {
+            PaymentError::NotFound => ApiError::not_found("payment"),
+            PaymentError::Forbidden => ApiError::forbidden(
+                "client_secret_mismatch",
+                "the client_secret does not belong to this payment",
+            )
+            .param("client_secret"),
+            PaymentError::Refused(r) => match r {
+                super::machine::Refusal::InvalidState(_) => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
+                super::machine::Refusal::AmountNotPositive => {
+                    ApiError::invalid("amount_not_positive", r.to_string()).param("amount")
+                }
+                super::machine::Refusal::AmountExceedsCapturable(_) => {
+                    ApiError::invalid("amount_exceeds_capturable", r.to_string()).param("amount")
+                }
+            },
+            PaymentError::Invalid(e) => e,
+            PaymentError::RefundNotFound => ApiError::not_found("refund"),
+            PaymentError::RefundRefused(r) => match r {
+                super::refunds::Refusal::InvalidState(_) => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
+                super::refunds::Refusal::DisputeOpen { .. } => {
+                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
+                }
+                super::refunds::Refusal::ExceedsRefundable { .. } => {
+                    ApiError::invalid("amount_exceeds_refundable", r.to_string()).param("amount")
+                }
+                _ => {
+                    let mut e = ApiError::invalid("parameter_invalid", r.to_string());
+                    e.param = r.param().map(str::to_owned);
+                    e
+                }
+            },
+            PaymentError::LostRace => ApiError::conflict(
+                "concurrent_update",
+                "the payment was changed by another request; retry",
+            ),
+            PaymentError::Processor(p) => ApiError::new(
+                actix_web::http::StatusCode::BAD_GATEWAY,
+                ErrorType::Processor,
+                "processor_error",
+                p.to_string(),
+            ),
+            PaymentError::Db(e) => ApiError::internal(format!("database: {e}")),
         }
     }
 }
@@ -206,6 +261,44 @@ impl Done {
             refund: None,
         }
     }
+}
+
+/// The registry of payment actors.
+pub type Payments = payd_actors::Registry<PaymentActor>;
+
+impl Access {
+    /// What this caller may do: a publishable key must show the payment's `client_secret`.
+    pub fn of(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
+        let client_secret = match caller.kind {
+            KeyKind::Secret => None,
+            KeyKind::Publishable => Some(client_secret.ok_or_else(|| {
+                ApiError::forbidden(
+                    "client_secret_required",
+                    "a publishable key needs the payment's client_secret",
+                )
+                .param("client_secret")
+            })?),
+        };
+        Ok(Access {
+            merchant_id: caller.merchant_id.to_string(),
+            test_mode: caller.test_mode(),
+            client_secret,
+        })
+    }
+}
+
+/// Runs a command through the payment's actor; an id that is not a payment's reads as "no
+/// such payment". Handlers of every resource that moves a payment's money call this.
+pub async fn run(
+    payments: &Payments,
+    id: &str,
+    access: Option<Access>,
+    command: Command,
+) -> Result<Done, ApiError> {
+    if !crate::ids::has_shape(id, "pay") {
+        return Err(ApiError::not_found("payment"));
+    }
+    Ok(payments.send(id, Exec { access, command }).await??)
 }
 
 #[derive(Debug, Clone, Message)]
@@ -389,368 +482,449 @@ fn last_error(result: &AuthResult) -> Option<String> {
     })
 }
 
+/// Runs one command: one function each, below.
 async fn step(
     deps: &PaymentDeps,
     m: &payment::Model,
     command: &Command,
 ) -> Result<Done, PaymentError> {
-    let now = deps.clock.now();
-    let state = store::state_of(m);
-    let commit = |after: payment::Model, mut changes: Changes| async move {
-        let captured_more = after.amount_captured > m.amount_captured;
-        if captured_more
-            && after
-                .processor_reference
-                .as_deref()
-                .is_some_and(|r| deps.sandbox.opens_dispute(r))
-        {
-            changes.dispute_due = Some(after.updated_at + deps.settle_delay());
-        }
-        if let Some(event_type) = event_for(m, &after, changes.trigger) {
-            changes.events.insert(
-                0,
-                Announcement {
-                    event_type,
-                    content_type: "payment_details",
-                    object_id: after.id.clone(),
-                    object: serde_json::to_string(&Payment::render(&after, &deps.public_url))
-                        .unwrap_or_default(),
-                },
-            );
-        }
-        let committed = store::commit(&deps.db, m, after, changes, deps.settle_delay())
-            .await
-            .map_err(PaymentError::from)?;
-        if committed.deliveries > 0 {
-            deps.wake.now();
-        }
-        Ok(Done {
-            payment: committed.payment,
-            refund: committed.refund,
-        })
-    };
-    let plain = |trigger: &'static str| Changes {
-        trigger,
-        ..Default::default()
-    };
     match command {
         Command::Confirm {
             card,
             secret,
             return_url,
-        } => {
-            machine::check_confirm(&state)?;
-            let card = card.clone().or_else(|| card_of(m)).ok_or_else(|| {
-                PaymentError::Invalid(
-                    ApiError::invalid("payment_method_required", "confirm needs a payment method")
-                        .param("payment_method_data"),
-                )
-            })?;
-            // An off-session charge re-checks its mandate here, where a revoke cannot slip in
-            // between the check and the commit (the mandate's version guards the commit).
-            let mandate = match (&m.mandate_id, m.off_session) {
-                (Some(id), true) => {
-                    let mandate = customers::store::find_mandate(&deps.db, id).await?.ok_or(
-                        PaymentError::Invalid(ApiError::not_found("mandate").param("mandate_id")),
-                    )?;
-                    check_mandate(&mandate, m.amount, &m.currency, now)
-                        .map_err(PaymentError::Invalid)?;
-                    Some(mandate)
-                }
-                _ => None,
-            };
-            let Authorized {
-                chosen,
-                result,
-                attempts,
-                can_save,
-            } = authorize(deps, m, &card, secret.clone(), now).await?;
-            let next = machine::confirm(&state, result.outcome, now);
-            let mut after = store::with_state(m, &next, now);
-            let approved = matches!(result.outcome, Authorization::Approved { .. });
-            let save = match (&m.customer_id, &m.setup_future_usage) {
-                (Some(customer_id), Some(_)) if can_save => {
-                    let mandate: Option<MandateRequest> = m
-                        .mandate_request
-                        .as_deref()
-                        .and_then(|s| serde_json::from_str(s).ok());
-                    let mandate_id = mandate.as_ref().map(|_| new_id("man"));
-                    if mandate_id.is_some() {
-                        after.mandate_id = mandate_id.clone();
-                    }
-                    Some(SaveCard {
-                        customer_id: customer_id.clone(),
-                        card: card.clone(),
-                        mandate: mandate.zip(mandate_id),
-                    })
-                }
-                _ => None,
-            };
-            // Invariant: a single-use mandate is spent by the charge it approved, in the same commit.
-            let spend_mandate = mandate.filter(|md| approved && md.mandate_type == "single_use");
-            after.payment_method = serde_json::to_string(&card).ok();
-            after.processor = Some(chosen);
-            after.processor_reference = result.reference.clone();
-            after.last_error = last_error(&result);
-            after.capture_before = next
-                .status
-                .is_capturable()
-                .then(|| now + deps.capture_window());
-            if return_url.is_some() {
-                after.return_url = return_url.clone();
-            }
-            commit(
-                after,
-                Changes {
-                    trigger: "confirm",
-                    attempts,
-                    save,
-                    spend_mandate,
-                    ..Default::default()
-                },
-            )
-            .await
-        }
-        Command::CompleteChallenge { approve } => {
-            machine::check_challenge(&state)?;
-            let (account, reference) = processor_of(m)?;
-            let result = deps
-                .processor_for(&m.profile_id, &account)
-                .await?
-                .complete_challenge(&reference, *approve, now)
-                .await?;
-            let next = machine::complete_challenge(&state, result.outcome, now);
-            let mut after = store::with_state(m, &next, now);
-            after.last_error = last_error(&result);
-            after.capture_before = next
-                .status
-                .is_capturable()
-                .then(|| now + deps.capture_window());
-            commit(after, plain("challenge")).await
-        }
+        } => confirm(deps, m, card, secret, return_url).await,
+        Command::CompleteChallenge { approve } => complete_challenge(deps, m, approve).await,
         Command::Capture {
             amount,
             final_capture,
-        } => {
-            let amount = machine::capture_amount(&state, *amount)?;
-            let next = machine::capture(&state, amount, *final_capture, now)?;
-            let (account, reference) = processor_of(m)?;
-            deps.processor_for(&m.profile_id, &account)
-                .await?
-                .capture(&reference, amount, &op_key(m, "capture"))
-                .await?;
-            commit(store::with_state(m, &next, now), plain("capture")).await
-        }
-        Command::Cancel => {
-            let kind = machine::cancel_kind(&state, now)?;
-            let next = machine::cancel(&state, now)?;
-            if kind != CancelKind::Local {
-                let (account, reference) = processor_of(m)?;
-                deps.processor_for(&m.profile_id, &account)
-                    .await?
-                    .void(&reference, &op_key(m, "void"))
-                    .await?;
-            }
-            commit(store::with_state(m, &next, now), plain("cancel")).await
-        }
-        Command::Update(patch) => {
-            machine::check_update(&state)?;
-            commit(apply_patch(m, patch, now)?, plain("update")).await
-        }
-        Command::Sync => {
-            let Ok((account, reference)) = processor_of(m) else {
-                return Ok(Done::unchanged(m));
-            };
-            let view = deps
-                .processor_for(&m.profile_id, &account)
-                .await?
-                .sync(&reference, now)
-                .await?;
-            let next = machine::settle(&state, view, now);
-            if next == state {
-                store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
-                return Ok(Done::unchanged(m));
-            }
-            let mut after = store::with_state(m, &next, now);
-            if next.status == Status::Conflicted {
-                after.conflict = serde_json::to_string(&serde_json::json!({
-                    "ours": {"status": m.status, "authorized": m.amount_authorized, "captured": m.amount_captured},
-                    "processor": format!("{view:?}"),
-                }))
-                .ok();
-            }
-            after.capture_before = next
-                .status
-                .is_capturable()
-                .then(|| now + deps.capture_window());
-            commit(after, plain("sync")).await
-        }
+        } => capture(deps, m, amount, final_capture).await,
+        Command::Cancel => cancel(deps, m).await,
+        Command::Update(patch) => update(deps, m, patch).await,
+        Command::Sync => sync(deps, m).await,
         Command::Refund {
             ask,
             reason,
             metadata,
-        } => {
-            let lines = lines_of(m);
-            let plan = refunds::plan(&state, &lines, ask, &disputed(deps, &m.id).await?)?;
-            let (account, reference) = processor_of(m)?;
-            let result = deps
-                .processor_for(&m.profile_id, &account)
-                .await?
-                .refund(&reference, plan.amount, now, &op_key(m, "refund"))
-                .await?;
-            let (status, failure) = match result.status {
-                RefundStatus::Succeeded => ("succeeded", None),
-                RefundStatus::Pending => ("pending", None),
-                RefundStatus::Failed(why) => ("failed", Some(why)),
+        } => refund(deps, m, ask, reason, metadata).await,
+        Command::SettleRefund { refund_id } => settle_refund(deps, m, refund_id).await,
+        Command::OpenDispute => open_dispute(deps, m).await,
+        Command::Expire => expire(deps, m).await,
+    }
+}
+
+/// Commits a command's result (with the payment's event and, for a sandbox card that will be
+/// disputed, the job that opens the dispute) and wakes the dispatcher for its deliveries.
+async fn commit(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    after: payment::Model,
+    mut changes: Changes,
+) -> Result<Done, PaymentError> {
+    let captured_more = after.amount_captured > m.amount_captured;
+    if captured_more
+        && after
+            .processor_reference
+            .as_deref()
+            .is_some_and(|r| deps.sandbox.opens_dispute(r))
+    {
+        changes.dispute_due = Some(after.updated_at + deps.settle_delay());
+    }
+    if let Some(event_type) = event_for(m, &after, changes.trigger) {
+        changes.events.insert(
+            0,
+            Announcement {
+                event_type,
+                content_type: "payment_details",
+                object_id: after.id.clone(),
+                object: serde_json::to_string(&Payment::render(&after, &deps.public_url))
+                    .unwrap_or_default(),
+            },
+        );
+    }
+    let committed = store::commit(&deps.db, m, after, changes, deps.settle_delay())
+        .await
+        .map_err(PaymentError::from)?;
+    if committed.deliveries > 0 {
+        deps.wake.now();
+    }
+    Ok(Done {
+        payment: committed.payment,
+        refund: committed.refund,
+    })
+}
+
+/// The changes of a transition that writes only the payment.
+fn plain(trigger: &'static str) -> Changes {
+    Changes {
+        trigger,
+        ..Default::default()
+    }
+}
+
+/// Authorizes through routing (and saves the card, spends a single-use mandate).
+async fn confirm(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    card: &Option<StoredCard>,
+    secret: &Option<SecretCard>,
+    return_url: &Option<String>,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    machine::check_confirm(&state)?;
+    let card = card.clone().or_else(|| card_of(m)).ok_or_else(|| {
+        PaymentError::Invalid(
+            ApiError::invalid("payment_method_required", "confirm needs a payment method")
+                .param("payment_method_data"),
+        )
+    })?;
+    // An off-session charge re-checks its mandate here, where a revoke cannot slip in
+    // between the check and the commit (the mandate's version guards the commit).
+    let mandate = match (&m.mandate_id, m.off_session) {
+        (Some(id), true) => {
+            let mandate = customers::store::find_mandate(&deps.db, id).await?.ok_or(
+                PaymentError::Invalid(ApiError::not_found("mandate").param("mandate_id")),
+            )?;
+            check_mandate(&mandate, m.amount, &m.currency, now).map_err(PaymentError::Invalid)?;
+            Some(mandate)
+        }
+        _ => None,
+    };
+    let Authorized {
+        chosen,
+        result,
+        attempts,
+        can_save,
+    } = authorize(deps, m, &card, secret.clone(), now).await?;
+    let next = machine::confirm(&state, result.outcome, now);
+    let mut after = store::with_state(m, &next, now);
+    let approved = matches!(result.outcome, Authorization::Approved { .. });
+    let save = match (&m.customer_id, &m.setup_future_usage) {
+        (Some(customer_id), Some(_)) if can_save => {
+            let mandate: Option<MandateRequest> = m
+                .mandate_request
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok());
+            let mandate_id = mandate.as_ref().map(|_| new_id("man"));
+            if mandate_id.is_some() {
+                after.mandate_id = mandate_id.clone();
+            }
+            Some(SaveCard {
+                customer_id: customer_id.clone(),
+                card: card.clone(),
+                mandate: mandate.zip(mandate_id),
+            })
+        }
+        _ => None,
+    };
+    // Invariant: a single-use mandate is spent by the charge it approved, in the same commit.
+    let spend_mandate = mandate.filter(|md| approved && md.mandate_type == "single_use");
+    after.payment_method = serde_json::to_string(&card).ok();
+    after.processor = Some(chosen);
+    after.processor_reference = result.reference.clone();
+    after.last_error = last_error(&result);
+    after.capture_before = next
+        .status
+        .is_capturable()
+        .then(|| now + deps.capture_window());
+    if return_url.is_some() {
+        after.return_url = return_url.clone();
+    }
+    commit(
+        deps,
+        m,
+        after,
+        Changes {
+            trigger: "confirm",
+            attempts,
+            save,
+            spend_mandate,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// The buyer's answer to a 3-D Secure challenge.
+async fn complete_challenge(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    approve: &bool,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    machine::check_challenge(&state)?;
+    let (account, reference) = processor_of(m)?;
+    let result = deps
+        .processor_for(&m.profile_id, &account)
+        .await?
+        .complete_challenge(&reference, *approve, now)
+        .await?;
+    let next = machine::complete_challenge(&state, result.outcome, now);
+    let mut after = store::with_state(m, &next, now);
+    after.last_error = last_error(&result);
+    after.capture_before = next
+        .status
+        .is_capturable()
+        .then(|| now + deps.capture_window());
+    commit(deps, m, after, plain("challenge")).await
+}
+
+/// Captures part or all of what is authorized.
+async fn capture(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    amount: &Option<i64>,
+    final_capture: &bool,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let amount = machine::capture_amount(&state, *amount)?;
+    let next = machine::capture(&state, amount, *final_capture, now)?;
+    let (account, reference) = processor_of(m)?;
+    deps.processor_for(&m.profile_id, &account)
+        .await?
+        .capture(&reference, amount, &op_key(m, "capture"))
+        .await?;
+    commit(deps, m, store::with_state(m, &next, now), plain("capture")).await
+}
+
+/// Voids at the processor (unless nothing is held there) and cancels.
+async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let kind = machine::cancel_kind(&state, now)?;
+    let next = machine::cancel(&state, now)?;
+    if kind != CancelKind::Local {
+        let (account, reference) = processor_of(m)?;
+        deps.processor_for(&m.profile_id, &account)
+            .await?
+            .void(&reference, &op_key(m, "void"))
+            .await?;
+    }
+    commit(deps, m, store::with_state(m, &next, now), plain("cancel")).await
+}
+
+/// Changes fields of a payment not yet confirmed.
+async fn update(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    patch: &Patch,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    machine::check_update(&state)?;
+    commit(deps, m, apply_patch(m, patch, now)?, plain("update")).await
+}
+
+/// Asks the processor where a pending payment stands.
+async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let Ok((account, reference)) = processor_of(m) else {
+        return Ok(Done::unchanged(m));
+    };
+    let view = deps
+        .processor_for(&m.profile_id, &account)
+        .await?
+        .sync(&reference, now)
+        .await?;
+    let next = machine::settle(&state, view, now);
+    if next == state {
+        store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
+        return Ok(Done::unchanged(m));
+    }
+    let mut after = store::with_state(m, &next, now);
+    if next.status == Status::Conflicted {
+        after.conflict = serde_json::to_string(&serde_json::json!({
+                "ours": {"status": m.status, "authorized": m.amount_authorized, "captured": m.amount_captured},
+                "processor": format!("{view:?}"),
+            }))
+            .ok();
+    }
+    after.capture_before = next
+        .status
+        .is_capturable()
+        .then(|| now + deps.capture_window());
+    commit(deps, m, after, plain("sync")).await
+}
+
+/// Plans a refund against what is captured, refundable and not disputed, and asks the processor.
+async fn refund(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    ask: &refunds::Ask,
+    reason: &Option<String>,
+    metadata: &Metadata,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let lines = lines_of(m);
+    let plan = refunds::plan(&state, &lines, ask, &disputed(deps, &m.id).await?)?;
+    let (account, reference) = processor_of(m)?;
+    let result = deps
+        .processor_for(&m.profile_id, &account)
+        .await?
+        .refund(&reference, plan.amount, now, &op_key(m, "refund"))
+        .await?;
+    let (status, failure) = match result.status {
+        RefundStatus::Succeeded => ("succeeded", None),
+        RefundStatus::Pending => ("pending", None),
+        RefundStatus::Failed(why) => ("failed", Some(why)),
+    };
+    // Pending and succeeded refunds hold their balance; a failed one holds nothing.
+    let (next, next_lines) = if status == "failed" {
+        (state.clone(), lines)
+    } else {
+        refunds::reserve(&state, &lines, &plan)
+    };
+    let mut after = store::with_state(m, &next, now);
+    if m.lines.is_some() {
+        after.lines = serde_json::to_string(&next_lines).ok();
+    }
+    let refund = refund::Model {
+        id: new_id("ref"),
+        payment_id: m.id.clone(),
+        merchant_id: m.merchant_id.clone(),
+        profile_id: m.profile_id.clone(),
+        test_mode: m.test_mode,
+        status: status.to_owned(),
+        amount: plan.amount,
+        currency: m.currency.clone(),
+        lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
+        reason: reason.clone(),
+        metadata: serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into()),
+        processor_reference: Some(result.reference),
+        failure_reason: failure,
+        version: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    let changes = Changes {
+        trigger: "refund",
+        events: refund_event(&refund).into_iter().collect(),
+        refund: Some(refund),
+        ..Default::default()
+    };
+    commit(deps, m, after, changes).await
+}
+
+/// Asks the processor where a pending refund stands.
+async fn settle_refund(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    refund_id: &str,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let Some(mut r) = store::find_refund(&deps.db, refund_id)
+        .await?
+        .filter(|r| r.payment_id == m.id)
+    else {
+        return Err(PaymentError::RefundNotFound);
+    };
+    let reference = r.processor_reference.clone().unwrap_or_default();
+    if !matches!(r.status.as_str(), "pending" | "manual_review") {
+        return Ok(Done {
+            payment: m.clone(),
+            refund: Some(r),
+        });
+    }
+    let (account, _) = processor_of(m)?;
+    let result = deps
+        .processor_for(&m.profile_id, &account)
+        .await?
+        .sync_refund(&reference, now)
+        .await?;
+    let mut after = m.clone();
+    match result.status {
+        RefundStatus::Pending => {
+            store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
+            return Ok(Done {
+                payment: m.clone(),
+                refund: Some(r),
+            });
+        }
+        RefundStatus::Succeeded => r.status = "succeeded".into(),
+        RefundStatus::Failed(why) => {
+            let plan = refunds::Plan {
+                amount: r.amount,
+                lines: serde_json::from_str(&r.lines).unwrap_or_default(),
             };
-            // Pending and succeeded refunds hold their balance; a failed one holds nothing.
-            let (next, next_lines) = if status == "failed" {
-                (state.clone(), lines)
-            } else {
-                refunds::reserve(&state, &lines, &plan)
-            };
-            let mut after = store::with_state(m, &next, now);
+            let (next, next_lines) = refunds::release(&state, &lines_of(m), &plan);
+            after = store::with_state(m, &next, now);
             if m.lines.is_some() {
                 after.lines = serde_json::to_string(&next_lines).ok();
             }
-            let refund = refund::Model {
-                id: new_id("ref"),
-                payment_id: m.id.clone(),
-                merchant_id: m.merchant_id.clone(),
-                profile_id: m.profile_id.clone(),
-                test_mode: m.test_mode,
-                status: status.to_owned(),
-                amount: plan.amount,
-                currency: m.currency.clone(),
-                lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
-                reason: reason.clone(),
-                metadata: serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into()),
-                processor_reference: Some(result.reference),
-                failure_reason: failure,
-                version: 0,
-                created_at: now,
-                updated_at: now,
-            };
-            let changes = Changes {
-                trigger: "refund",
-                events: refund_event(&refund).into_iter().collect(),
-                refund: Some(refund),
-                ..Default::default()
-            };
-            commit(after, changes).await
-        }
-        Command::SettleRefund { refund_id } => {
-            let Some(mut r) = store::find_refund(&deps.db, refund_id)
-                .await?
-                .filter(|r| r.payment_id == m.id)
-            else {
-                return Err(PaymentError::RefundNotFound);
-            };
-            let reference = r.processor_reference.clone().unwrap_or_default();
-            if !matches!(r.status.as_str(), "pending" | "manual_review") {
-                return Ok(Done {
-                    payment: m.clone(),
-                    refund: Some(r),
-                });
-            }
-            let (account, _) = processor_of(m)?;
-            let result = deps
-                .processor_for(&m.profile_id, &account)
-                .await?
-                .sync_refund(&reference, now)
-                .await?;
-            let mut after = m.clone();
-            match result.status {
-                RefundStatus::Pending => {
-                    store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
-                    return Ok(Done {
-                        payment: m.clone(),
-                        refund: Some(r),
-                    });
-                }
-                RefundStatus::Succeeded => r.status = "succeeded".into(),
-                RefundStatus::Failed(why) => {
-                    let plan = refunds::Plan {
-                        amount: r.amount,
-                        lines: serde_json::from_str(&r.lines).unwrap_or_default(),
-                    };
-                    let (next, next_lines) = refunds::release(&state, &lines_of(m), &plan);
-                    after = store::with_state(m, &next, now);
-                    if m.lines.is_some() {
-                        after.lines = serde_json::to_string(&next_lines).ok();
-                    }
-                    r.status = "failed".into();
-                    r.failure_reason = Some(why);
-                }
-            }
-            r.updated_at = now;
-            after.updated_at = now;
-            let changes = Changes {
-                trigger: "refund_settled",
-                events: refund_event(&r).into_iter().collect(),
-                refund: Some(r),
-                ..Default::default()
-            };
-            commit(after, changes).await
-        }
-        Command::OpenDispute => {
-            let amount = m.amount_captured - m.amount_refunded;
-            if amount <= 0
-                || !disputes::store::of_payment(&deps.db, &m.id)
-                    .await?
-                    .is_empty()
-            {
-                return Ok(Done::unchanged(m));
-            }
-            let dispute = dispute::Model {
-                id: new_id("dp"),
-                payment_id: m.id.clone(),
-                merchant_id: m.merchant_id.clone(),
-                profile_id: m.profile_id.clone(),
-                test_mode: m.test_mode,
-                stage: disputes::machine::Stage::Dispute.as_str().to_owned(),
-                status: disputes::machine::Status::Opened.as_str().to_owned(),
-                amount,
-                currency: m.currency.clone(),
-                reason: "fraudulent".to_owned(),
-                processor: m.processor.clone(),
-                processor_reference: m
-                    .processor_reference
-                    .as_ref()
-                    .map(|r| format!("{r}.dispute")),
-                evidence_due_by: disputes::actor::due_by(now),
-                evidence_submitted_at: None,
-                explanation: None,
-                version: 1,
-                created_at: now,
-                updated_at: now,
-            };
-            let mut after = m.clone();
-            after.updated_at = now;
-            let changes = Changes {
-                trigger: "dispute",
-                dispute: Some(dispute),
-                ..Default::default()
-            };
-            commit(after, changes).await
-        }
-        Command::Expire => {
-            let Some(next) = machine::expire(&state, now, m.expires_at, m.capture_before) else {
-                store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
-                return Ok(Done::unchanged(m));
-            };
-            if state.status.is_capturable() {
-                // Release what the processor still holds for us.
-                if let Ok((account, reference)) = processor_of(m) {
-                    deps.processor_for(&m.profile_id, &account)
-                        .await?
-                        .void(&reference, &op_key(m, "void"))
-                        .await?;
-                }
-            }
-            commit(store::with_state(m, &next, now), plain("expire")).await
+            r.status = "failed".into();
+            r.failure_reason = Some(why);
         }
     }
+    r.updated_at = now;
+    after.updated_at = now;
+    let changes = Changes {
+        trigger: "refund_settled",
+        events: refund_event(&r).into_iter().collect(),
+        refund: Some(r),
+        ..Default::default()
+    };
+    commit(deps, m, after, changes).await
+}
+
+/// The processor reports the buyer's dispute of what was captured.
+async fn open_dispute(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let now = deps.clock.now();
+    let amount = m.amount_captured - m.amount_refunded;
+    if amount <= 0
+        || !disputes::store::of_payment(&deps.db, &m.id)
+            .await?
+            .is_empty()
+    {
+        return Ok(Done::unchanged(m));
+    }
+    let dispute = dispute::Model {
+        id: new_id("dp"),
+        payment_id: m.id.clone(),
+        merchant_id: m.merchant_id.clone(),
+        profile_id: m.profile_id.clone(),
+        test_mode: m.test_mode,
+        stage: disputes::machine::Stage::Dispute.as_str().to_owned(),
+        status: disputes::machine::Status::Opened.as_str().to_owned(),
+        amount,
+        currency: m.currency.clone(),
+        reason: "fraudulent".to_owned(),
+        processor: m.processor.clone(),
+        processor_reference: m
+            .processor_reference
+            .as_ref()
+            .map(|r| format!("{r}.dispute")),
+        evidence_due_by: disputes::actor::due_by(now),
+        evidence_submitted_at: None,
+        explanation: None,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    };
+    let mut after = m.clone();
+    after.updated_at = now;
+    let changes = Changes {
+        trigger: "dispute",
+        dispute: Some(dispute),
+        ..Default::default()
+    };
+    commit(deps, m, after, changes).await
+}
+
+/// Expires an unconfirmed payment or a lapsed authorization (releasing what is held).
+async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let Some(next) = machine::expire(&state, now, m.expires_at, m.capture_before) else {
+        store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
+        return Ok(Done::unchanged(m));
+    };
+    if state.status.is_capturable() {
+        // Release what the processor still holds for us.
+        if let Ok((account, reference)) = processor_of(m) {
+            deps.processor_for(&m.profile_id, &account)
+                .await?
+                .void(&reference, &op_key(m, "void"))
+                .await?;
+        }
+    }
+    commit(deps, m, store::with_state(m, &next, now), plain("expire")).await
 }
 
 /// What the payment's disputes take from refunds: an open one refuses them, and what the

@@ -1,17 +1,19 @@
 //! Request and response types of the payment routes, and the payment object every route and
 //! webhook returns.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use payd_entity::{payment, payment_attempt, payment_status_history};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::machine::{CaptureMethod, State, Status};
+pub use super::{machine::Line, routing::RoutingDecision};
 use crate::{
+    customers::api::PaymentMethodView,
     error::ApiError,
+    fields::Metadata,
     pagination::ListQuery,
-    processors::{card::Brand, CardInput, StoredCard},
+    processors::card::{CardInput, StoredCard},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, Default)]
@@ -44,58 +46,6 @@ pub struct LineInput {
     pub unit_amount: i64,
     #[serde(default)]
     pub tax_amount: i64,
-}
-
-/// A line as stored.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-pub struct Line {
-    pub line_id: String,
-    pub product_id: Option<String>,
-    pub price_id: Option<String>,
-    pub name: String,
-    pub quantity: i64,
-    pub unit_amount: i64,
-    pub tax_amount: i64,
-    /// quantity × unit_amount + tax_amount
-    pub amount: i64,
-    /// Units refunded so far (pending and succeeded refunds).
-    #[serde(default)]
-    pub quantity_refunded: i64,
-    /// Amount refunded from this line so far (pending and succeeded refunds).
-    #[serde(default)]
-    pub amount_refunded: i64,
-}
-
-/// Free key-value data set by the merchant.
-pub type Metadata = BTreeMap<String, serde_json::Value>;
-
-/// A free-text field of at most `max` characters.
-pub fn check_text(
-    param: &str,
-    value: Option<&String>,
-    max: usize,
-) -> Result<Option<String>, ApiError> {
-    match value {
-        Some(v) if v.chars().count() > max => Err(ApiError::invalid_param(
-            param,
-            format!("{param} must be at most {max} characters"),
-        )),
-        other => Ok(other.cloned()),
-    }
-}
-
-/// The one rule for metadata on every resource: at most 50 keys of 1 to 40 characters and
-/// 8 KiB in all. Returns its JSON text.
-pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
-    let Some(md) = md else { return Ok(None) };
-    let json = serde_json::to_string(md).unwrap_or_default();
-    if md.len() > 50 || json.len() > 8192 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
-        return Err(ApiError::invalid_param(
-            "metadata",
-            "at most 50 keys of 1 to 40 characters, 8 KiB in all",
-        ));
-    }
-    Ok(Some(json))
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -279,26 +229,6 @@ impl ListPaymentsRequest {
     }
 }
 
-/// The card of a payment, as shown.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
-pub struct PaymentMethodView {
-    pub brand: Brand,
-    pub last4: String,
-    pub exp_month: u32,
-    pub exp_year: u32,
-}
-
-impl From<&StoredCard> for PaymentMethodView {
-    fn from(c: &StoredCard) -> Self {
-        Self {
-            brand: c.brand,
-            last4: c.last4.clone(),
-            exp_month: c.exp_month,
-            exp_year: c.exp_year,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 pub struct LastError {
     pub code: String,
@@ -343,7 +273,7 @@ impl Payment {
             .payment_method
             .as_deref()
             .and_then(|s| serde_json::from_str(s).ok());
-        let capturable = super::store::state_of(m).capturable();
+        let capturable = state_of(m).capturable();
         Self {
             payment_id: m.id.clone(),
             status: m.status.clone(),
@@ -462,19 +392,6 @@ impl From<&payment_attempt::Model> for Attempt {
     }
 }
 
-/// Why a processor was chosen for an attempt.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-pub struct RoutingDecision {
-    /// `rule`, `volume_split`, `default` or `fallback`.
-    pub algorithm: String,
-    /// The rule that matched, if any.
-    pub rule: Option<String>,
-    /// Processors considered, in the order they would be tried.
-    pub candidates: Vec<String>,
-    pub chosen: String,
-    pub reason: String,
-}
-
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RoutingDecisionView {
     pub attempt_id: String,
@@ -512,11 +429,6 @@ pub struct LineBalance {
     pub amount_captured: i64,
     /// What can still be refunded from this line: its captured share less its refunds.
     pub amount_refundable: i64,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Items<T> {
-    pub data: Vec<T>,
 }
 
 /// Checks lines and returns them stored form; their totals must add up to `amount`.
@@ -617,52 +529,35 @@ pub fn captured_shares(lines: &[Line], captured: i64) -> Vec<i64> {
     shares
 }
 
-/// An amount in minor units as people read it: `500` USD → `5.00`, `500` JPY → `500`.
-pub fn display_amount(minor: i64, currency: &str) -> String {
-    let exponent = iso_currency::Currency::from_code(currency)
-        .and_then(|c| c.exponent())
-        .unwrap_or(2) as u32;
-    if exponent == 0 {
-        return minor.to_string();
+/// The machine's view of a stored payment.
+pub fn state_of(m: &payment::Model) -> State {
+    State {
+        status: Status::parse(&m.status).unwrap_or(Status::Conflicted),
+        amount: m.amount,
+        capture_method: if m.capture_method == "manual" {
+            CaptureMethod::Manual
+        } else {
+            CaptureMethod::Automatic
+        },
+        authorized: m.amount_authorized,
+        captured: m.amount_captured,
+        refunded: m.amount_refunded,
+        attempts: m.confirm_attempts,
+        max_attempts: m.max_attempts,
+        captured_at: m.captured_at,
     }
-    let unit = 10i64.pow(exponent);
-    let sign = if minor < 0 { "-" } else { "" };
-    let abs = minor.unsigned_abs();
-    format!(
-        "{sign}{}.{:0width$}",
-        abs / unit as u64,
-        abs % unit as u64,
-        width = exponent as usize
-    )
 }
 
-/// Checks an ISO 4217 currency code (upper case).
-pub fn parse_currency(param: &str, raw: &str) -> Result<String, ApiError> {
-    let code = raw.trim().to_ascii_uppercase();
-    iso_currency::Currency::from_code(&code)
-        .map(|_| code)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "invalid_currency",
-                format!("{raw:?} is not an ISO 4217 currency code"),
-            )
-            .param(param)
-        })
-}
-
-pub fn parse_amount(param: &str, amount: i64) -> Result<i64, ApiError> {
-    if amount <= 0 {
-        return Err(
-            ApiError::invalid("amount_not_positive", "the amount must be greater than 0")
-                .param(param),
-        );
+impl From<super::routing::RuleError> for ApiError {
+    fn from(e: super::routing::RuleError) -> Self {
+        ApiError::invalid_param(&e.param, e.message)
     }
-    Ok(amount)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fields::{display_amount, parse_currency};
 
     fn line(q: i64, u: i64, t: i64) -> LineInput {
         LineInput {

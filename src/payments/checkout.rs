@@ -8,16 +8,16 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    actor::{Access, Command},
-    api::{display_amount, LastError, Payment},
-    routes::send,
+    actor::{run, Access, Command, Payments},
+    api::{LastError, Payment},
     store,
 };
 use crate::{
-    app::AppState,
     error::ApiError,
+    fields::display_amount,
     http::{ApiJson, ApiQuery},
     processors::{card::parse_card, CardInput, SecretCard},
+    state::AppState,
 };
 
 const PAGE: &str = include_str!("assets/checkout.html");
@@ -178,9 +178,10 @@ pub async fn status(
 /// The buyer pays with a card.
 #[utoipa::path(post, path = "/checkout/{payment_id}/confirm", tag = "checkout",
     params(("payment_id" = String, Path)), request_body = CheckoutConfirmRequest,
-    responses((status = 200, body = CheckoutStatus), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)))]
+    responses((status = 200, body = CheckoutStatus), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn confirm(
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiJson(req): ApiJson<CheckoutConfirmRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -197,7 +198,14 @@ pub async fn confirm(
         secret: Some(SecretCard::from(&req.card)),
         return_url: None,
     };
-    let m = send(&state, &m.id, Some(buyer(&m, req.client_secret)), command).await?;
+    let m = run(
+        &payments,
+        &m.id,
+        Some(buyer(&m, req.client_secret)),
+        command,
+    )
+    .await?
+    .payment;
     Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
 }
 
@@ -224,9 +232,10 @@ pub async fn challenge_page(
 /// The buyer passes or fails the challenge.
 #[utoipa::path(post, path = "/checkout/{payment_id}/challenge", tag = "checkout",
     params(("payment_id" = String, Path)), request_body = ChallengeRequest,
-    responses((status = 200, body = CheckoutStatus), (status = 409, body = crate::openapi::ErrorBody)))]
+    responses((status = 200, body = CheckoutStatus), (status = 409, body = crate::error::ErrorBody)))]
 pub async fn complete_challenge(
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiJson(req): ApiJson<ChallengeRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -234,6 +243,13 @@ pub async fn complete_challenge(
     let command = Command::CompleteChallenge {
         approve: req.result == ChallengeResult::Approve,
     };
-    let m = send(&state, &m.id, Some(buyer(&m, req.client_secret)), command).await?;
+    let m = run(
+        &payments,
+        &m.id,
+        Some(buyer(&m, req.client_secret)),
+        command,
+    )
+    .await?
+    .payment;
     Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
 }

@@ -8,7 +8,10 @@
 //! Invariant: `0 ≤ refunded ≤ captured ≤ authorized ≤ amount`, and no transition leaves a
 //! terminal status (except `settle`, which can only report a contradiction as `conflicted`).
 
+pub use crate::processors::model::{Authorization, ProcessorView};
 use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -174,41 +177,6 @@ pub enum Refusal {
     AmountNotPositive,
     #[error("the amount exceeds the capturable amount of {0}")]
     AmountExceedsCapturable(i64),
-}
-
-/// The processor's answer to an authorization (or to a completed challenge).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Authorization {
-    /// Approved for this amount (the whole amount, or less when partially approved).
-    Approved {
-        amount: i64,
-    },
-    Declined {
-        retryable: bool,
-    },
-    ChallengeRequired,
-    ReviewRequired,
-    /// Pending, or no answer (a timeout): never a failure on a guess.
-    Pending,
-}
-
-/// What the processor reports when asked (force_sync, or the settle job).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcessorView {
-    /// Nothing settled yet.
-    Pending,
-    /// The processor agrees with what we hold; nothing to change.
-    Unchanged,
-    Authorized {
-        amount: i64,
-    },
-    Captured {
-        amount: i64,
-    },
-    Declined {
-        retryable: bool,
-    },
-    Voided,
 }
 
 /// How a cancel must be carried out at the processor.
@@ -434,6 +402,26 @@ pub fn expire(
         _ => return None,
     }
     Some(next)
+}
+
+/// A line as stored.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+pub struct Line {
+    pub line_id: String,
+    pub product_id: Option<String>,
+    pub price_id: Option<String>,
+    pub name: String,
+    pub quantity: i64,
+    pub unit_amount: i64,
+    pub tax_amount: i64,
+    /// quantity × unit_amount + tax_amount
+    pub amount: i64,
+    /// Units refunded so far (pending and succeeded refunds).
+    #[serde(default)]
+    pub quantity_refunded: i64,
+    /// Amount refunded from this line so far (pending and succeeded refunds).
+    #[serde(default)]
+    pub amount_refunded: i64,
 }
 
 #[cfg(test)]

@@ -8,11 +8,8 @@ pub mod machine;
 pub mod refunds;
 pub mod routes;
 pub mod routing;
+pub mod shop_routes;
 pub mod store;
 
+pub use actor::Payments;
 pub use routes::configure;
-
-use payd_actors::Registry;
-
-/// The registry of payment actors.
-pub type Payments = Registry<actor::PaymentActor>;

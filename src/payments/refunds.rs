@@ -8,10 +8,7 @@
 //! share (`⌊tax × refunded_quantity / quantity⌋`), so the last unit takes what rounding left and
 //! a fully refunded line has refunded exactly its tax.
 
-use super::{
-    api::Line,
-    machine::{State, Status},
-};
+use super::machine::{Line, State, Status};
 
 /// One line of a refund request: by quantity or by amount, not both.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,33 +1,30 @@
-//! Handlers of the payment routes and of the shops' processor and routing settings.
+//! Handlers of the payment routes.
 
 use actix_web::{web, HttpResponse};
 use chrono::Duration;
 use payd_entity::payment;
 
 use super::{
-    actor::{Access, Command, Done, Exec, Patch, PaymentError},
+    actor::{run, Access, Command, Patch, PaymentError, Payments},
     api::{
-        captured_shares, check_metadata, check_text, parse_amount, parse_currency, parse_lines,
-        Attempt, CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest,
-        ConfirmPaymentRequest, CreatePaymentRequest, Items, Line, LineBalance, ListPaymentsRequest,
-        MandateRequest, MandateType, Payment, PaymentMethodData, RetrieveQuery, RoutingDecision,
-        RoutingDecisionView, StatusChange, UpdatePaymentRequest,
+        captured_shares, parse_lines, Attempt, CancelPaymentRequest, CaptureMethodDto,
+        CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest, Line, LineBalance,
+        ListPaymentsRequest, MandateRequest, MandateType, Payment, PaymentMethodData,
+        RetrieveQuery, RoutingDecision, RoutingDecisionView, StatusChange, UpdatePaymentRequest,
     },
     machine::Status,
-    routing::RoutingRules,
     store,
 };
 use crate::{
-    accounts::shop_in_path,
-    app::AppState,
-    auth::{AnyKey, Caller, KeyKind, SecretKey},
+    auth::{AnyKey, Caller, SecretKey},
     customers::{self, api::check_mandate},
-    error::{ApiError, ErrorType},
+    error::ApiError,
+    fields::{check_metadata, check_text, parse_amount, parse_currency, Items},
     http::{ApiJson, ApiQuery},
     ids::new_id,
     pagination::{List, Page},
-    processors::{card::parse_card, remote::RemoteConfig, SecretCard, StoredCard},
-    webhooks::routes::check_url,
+    processors::card::{parse_card, SecretCard, StoredCard},
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -58,71 +55,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/payments/{payment_id}/routing-decisions")
                 .route(web::get().to(routing_decisions)),
-        )
-        .service(
-            web::resource("/account/shops/{profile_id}/processors")
-                .route(web::get().to(list_processors))
-                .route(web::post().to(add_processor)),
-        )
-        .service(
-            web::resource("/account/shops/{profile_id}/routing")
-                .route(web::get().to(get_routing))
-                .route(web::put().to(put_routing)),
         );
-}
-
-impl From<PaymentError> for ApiError {
-    #[track_caller]
-    fn from(e: PaymentError) -> Self {
-        match e {
-            PaymentError::NotFound => ApiError::not_found("payment"),
-            PaymentError::Forbidden => ApiError::forbidden(
-                "client_secret_mismatch",
-                "the client_secret does not belong to this payment",
-            )
-            .param("client_secret"),
-            PaymentError::Refused(r) => match r {
-                super::machine::Refusal::InvalidState(_) => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-                super::machine::Refusal::AmountNotPositive => {
-                    ApiError::invalid("amount_not_positive", r.to_string()).param("amount")
-                }
-                super::machine::Refusal::AmountExceedsCapturable(_) => {
-                    ApiError::invalid("amount_exceeds_capturable", r.to_string()).param("amount")
-                }
-            },
-            PaymentError::Invalid(e) => e,
-            PaymentError::RefundNotFound => ApiError::not_found("refund"),
-            PaymentError::RefundRefused(r) => match r {
-                super::refunds::Refusal::InvalidState(_) => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-                super::refunds::Refusal::DisputeOpen { .. } => {
-                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
-                }
-                super::refunds::Refusal::ExceedsRefundable { .. } => {
-                    ApiError::invalid("amount_exceeds_refundable", r.to_string()).param("amount")
-                }
-                _ => {
-                    let mut e = ApiError::invalid("parameter_invalid", r.to_string());
-                    e.param = r.param().map(str::to_owned);
-                    e
-                }
-            },
-            PaymentError::LostRace => ApiError::conflict(
-                "concurrent_update",
-                "the payment was changed by another request; retry",
-            ),
-            PaymentError::Processor(p) => ApiError::new(
-                actix_web::http::StatusCode::BAD_GATEWAY,
-                ErrorType::Processor,
-                "processor_error",
-                p.to_string(),
-            ),
-            PaymentError::Db(e) => ApiError::internal(format!("database: {e}")),
-        }
-    }
 }
 
 fn public_url(state: &AppState) -> &str {
@@ -133,45 +66,14 @@ fn render(state: &AppState, m: &payment::Model) -> HttpResponse {
     HttpResponse::Ok().json(Payment::render(m, public_url(state)))
 }
 
-pub fn access(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
-    let client_secret = match caller.kind {
-        KeyKind::Secret => None,
-        KeyKind::Publishable => Some(client_secret.ok_or_else(|| {
-            ApiError::forbidden(
-                "client_secret_required",
-                "a publishable key needs the payment's client_secret",
-            )
-            .param("client_secret")
-        })?),
-    };
-    Ok(Access {
-        merchant_id: caller.merchant_id.to_string(),
-        test_mode: caller.test_mode(),
-        client_secret,
-    })
-}
-
-/// Runs a command through the payment's actor.
-pub async fn exec(
-    state: &AppState,
-    id: &str,
-    access: Option<Access>,
-    command: Command,
-) -> Result<Done, ApiError> {
-    if !crate::ids::has_shape(id, "pay") {
-        return Err(ApiError::not_found("payment"));
-    }
-    Ok(state.payments.send(id, Exec { access, command }).await??)
-}
-
 /// Runs a command and answers with the payment.
-pub(crate) async fn send(
-    state: &AppState,
+async fn send(
+    payments: &Payments,
     id: &str,
     access: Option<Access>,
     command: Command,
 ) -> Result<payment::Model, ApiError> {
-    Ok(exec(state, id, access, command).await?.payment)
+    Ok(run(payments, id, access, command).await?.payment)
 }
 
 fn parse_card_data(
@@ -375,11 +277,12 @@ fn return_url(value: Option<&String>) -> Result<Option<String>, ApiError> {
 /// Create a payment (and confirm it with `confirm: true`).
 #[utoipa::path(post, path = "/payments", tag = "payments", request_body = CreatePaymentRequest,
     params(("x-profile-id" = Option<String>, Header, description = "the shop")),
-    responses((status = 200, body = Payment), (status = 400, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Payment), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_payment(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     ApiJson(req): ApiJson<CreatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let profile = caller.require_shop()?.clone();
@@ -458,11 +361,11 @@ pub async fn create_payment(
     };
     let m = store::insert(&state.db, m, now).await?;
     let m = if req.confirm {
-        let access = access(&caller, None)?;
-        let fresh = &state.payments.deps().fresh;
+        let access = Access::of(&caller, None)?;
+        let fresh = &payments.deps().fresh;
         fresh.insert(m.id.clone(), m.clone());
         let confirmed = send(
-            &state,
+            &payments,
             &m.id,
             Some(access),
             Command::Confirm {
@@ -483,17 +386,18 @@ pub async fn create_payment(
 /// Retrieve a payment; `force_sync=true` asks the processor first.
 #[utoipa::path(get, path = "/payments/{payment_id}", tag = "payments",
     params(("payment_id" = String, Path), RetrieveQuery),
-    responses((status = 200, body = Payment), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Payment), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn retrieve_payment(
     AnyKey(caller): AnyKey,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiQuery(q): ApiQuery<RetrieveQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let access = access(&caller, q.client_secret)?;
+    let access = Access::of(&caller, q.client_secret)?;
     if q.force_sync == Some(true) {
-        let m = send(&state, &id, Some(access), Command::Sync).await?;
+        let m = send(&payments, &id, Some(access), Command::Sync).await?;
         return Ok(render(&state, &m));
     }
     let m = store::find_owned(&state.db, &id, &access.merchant_id, access.test_mode)
@@ -512,11 +416,12 @@ pub async fn retrieve_payment(
 /// Update a payment before it is confirmed.
 #[utoipa::path(post, path = "/payments/{payment_id}", tag = "payments", request_body = UpdatePaymentRequest,
     params(("payment_id" = String, Path)),
-    responses((status = 200, body = Payment), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn update_payment(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiJson(req): ApiJson<UpdatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -536,9 +441,9 @@ pub async fn update_payment(
         return_url: return_url(req.return_url.as_ref())?,
     };
     let m = send(
-        &state,
+        &payments,
         &id,
-        Some(access(&caller, None)?),
+        Some(Access::of(&caller, None)?),
         Command::Update(Box::new(patch)),
     )
     .await?;
@@ -548,15 +453,16 @@ pub async fn update_payment(
 /// Confirm a payment with a payment method (publishable keys need the `client_secret`).
 #[utoipa::path(post, path = "/payments/{payment_id}/confirm", tag = "payments", request_body = ConfirmPaymentRequest,
     params(("payment_id" = String, Path)),
-    responses((status = 200, body = Payment), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn confirm_payment(
     AnyKey(caller): AnyKey,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiJson(req): ApiJson<ConfirmPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let access = access(&caller, req.client_secret)?;
+    let access = Access::of(&caller, req.client_secret)?;
     let mut card = parse_card_data(&state, caller.test_mode(), req.payment_method_data.as_ref())?;
     let secret = req
         .payment_method_data
@@ -576,7 +482,7 @@ pub async fn confirm_payment(
     }
     let return_url = return_url(req.return_url.as_ref())?;
     let m = send(
-        &state,
+        &payments,
         &id,
         Some(access),
         Command::Confirm {
@@ -592,11 +498,12 @@ pub async fn confirm_payment(
 /// Capture an authorization, whole or in part.
 #[utoipa::path(post, path = "/payments/{payment_id}/capture", tag = "payments", request_body = CapturePaymentRequest,
     params(("payment_id" = String, Path)),
-    responses((status = 200, body = Payment), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Payment), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn capture_payment(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiJson(req): ApiJson<CapturePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -607,23 +514,30 @@ pub async fn capture_payment(
         amount: req.amount,
         final_capture: req.final_capture,
     };
-    let m = send(&state, &id, Some(access(&caller, None)?), command).await?;
+    let m = send(&payments, &id, Some(Access::of(&caller, None)?), command).await?;
     Ok(render(&state, &m))
 }
 
 /// Cancel a payment or release its authorization.
 #[utoipa::path(post, path = "/payments/{payment_id}/cancel", tag = "payments", request_body = CancelPaymentRequest,
     params(("payment_id" = String, Path)),
-    responses((status = 200, body = Payment), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn cancel_payment(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiJson(req): ApiJson<CancelPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     check_text("reason", req.reason.as_ref(), 500)?;
-    let m = send(&state, &id, Some(access(&caller, None)?), Command::Cancel).await?;
+    let m = send(
+        &payments,
+        &id,
+        Some(Access::of(&caller, None)?),
+        Command::Cancel,
+    )
+    .await?;
     Ok(render(&state, &m))
 }
 
@@ -755,173 +669,4 @@ pub async fn routing_decisions(
         })
         .collect();
     Ok(HttpResponse::Ok().json(Items { data }))
-}
-
-/// A processor account of a shop.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-pub struct ProcessorAccount {
-    pub name: String,
-    pub kind: String,
-    pub enabled: bool,
-    pub created: chrono::DateTime<chrono::Utc>,
-}
-
-#[derive(serde::Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AddProcessorRequest {
-    /// Unique within the shop: letters, digits, `-` and `_`.
-    pub name: String,
-    /// `sandbox` (default) or `remote`.
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// `remote`: the processor's base URL (`docs/processor-protocol.md`).
-    #[serde(default)]
-    pub url: Option<String>,
-    /// `remote`: the secret shared with the processor (16 to 200 characters); signs requests.
-    #[serde(default)]
-    pub secret: Option<String>,
-    /// `remote`: per-request timeout (default `processors.default_timeout_ms`).
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-}
-
-/// The shop's processor accounts (a shop without any uses one named `sandbox`).
-#[utoipa::path(get, path = "/account/shops/{profile_id}/processors", tag = "account",
-    params(("profile_id" = String, Path)),
-    responses((status = 200, body = Items<ProcessorAccount>)), security(("api_key" = [])))]
-pub async fn list_processors(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-    profile: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
-    let data: Vec<ProcessorAccount> = store::accounts(&state.db, shop.as_str())
-        .await?
-        .into_iter()
-        .map(|a| ProcessorAccount {
-            name: a.name,
-            kind: a.kind,
-            enabled: a.enabled,
-            created: a.created_at,
-        })
-        .collect();
-    Ok(HttpResponse::Ok().json(Items { data }))
-}
-
-/// Add a sandbox processor account to a shop.
-#[utoipa::path(post, path = "/account/shops/{profile_id}/processors", tag = "account",
-    params(("profile_id" = String, Path)), request_body = AddProcessorRequest,
-    responses((status = 201, body = ProcessorAccount), (status = 409, body = crate::openapi::ErrorBody)),
-    security(("api_key" = [])))]
-pub async fn add_processor(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-    profile: web::Path<String>,
-    ApiJson(req): ApiJson<AddProcessorRequest>,
-) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
-    let name = req.name.trim();
-    if name.is_empty()
-        || name.len() > 40
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        return Err(ApiError::invalid_param(
-            "name",
-            "1 to 40 letters, digits, - or _",
-        ));
-    }
-    let config = match req.kind.as_deref().unwrap_or("sandbox") {
-        "sandbox" => None,
-        "remote" => {
-            let settings = &state.settings.processors;
-            let url = req.url.as_deref().ok_or_else(|| {
-                ApiError::invalid("parameter_missing", "a remote processor needs a url")
-                    .param("url")
-            })?;
-            let url = check_url(url, settings.allow_private_urls)?;
-            let secret = req
-                .secret
-                .clone()
-                .filter(|s| (16..=200).contains(&s.len()))
-                .ok_or_else(|| {
-                    ApiError::invalid_param(
-                        "secret",
-                        "a remote processor needs a shared secret of 16 to 200 characters",
-                    )
-                })?;
-            let timeout_ms = req.timeout_ms.unwrap_or(settings.default_timeout_ms);
-            if !(100..=120_000).contains(&timeout_ms) {
-                return Err(ApiError::invalid_param(
-                    "timeout_ms",
-                    "timeout_ms must be 100 to 120000",
-                ));
-            }
-            serde_json::to_string(&RemoteConfig {
-                url,
-                secret,
-                timeout_ms,
-            })
-            .ok()
-        }
-        _ => return Err(ApiError::invalid_param("kind", "kind is sandbox or remote")),
-    };
-    let row = store::insert_account(
-        &state.db,
-        caller.merchant_id.as_str(),
-        shop.as_str(),
-        name,
-        config,
-        state.clock.now(),
-    )
-    .await?
-    .ok_or_else(|| {
-        ApiError::conflict(
-            "processor_exists",
-            format!("the shop already has a processor named {name:?}"),
-        )
-        .param("name")
-    })?;
-    Ok(HttpResponse::Created().json(ProcessorAccount {
-        name: row.name,
-        kind: row.kind,
-        enabled: row.enabled,
-        created: row.created_at,
-    }))
-}
-
-/// The shop's routing rules.
-#[utoipa::path(get, path = "/account/shops/{profile_id}/routing", tag = "account",
-    params(("profile_id" = String, Path)),
-    responses((status = 200, body = RoutingRules)), security(("api_key" = [])))]
-pub async fn get_routing(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-    profile: web::Path<String>,
-) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
-    Ok(HttpResponse::Ok().json(store::routing_rules(&state.db, shop.as_str()).await?))
-}
-
-/// Replace the shop's routing rules.
-#[utoipa::path(put, path = "/account/shops/{profile_id}/routing", tag = "account",
-    params(("profile_id" = String, Path)), request_body = RoutingRules,
-    responses((status = 200, body = RoutingRules), (status = 400, body = crate::openapi::ErrorBody)),
-    security(("api_key" = [])))]
-pub async fn put_routing(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-    profile: web::Path<String>,
-    ApiJson(rules): ApiJson<RoutingRules>,
-) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
-    let names: Vec<String> = store::accounts(&state.db, shop.as_str())
-        .await?
-        .into_iter()
-        .map(|a| a.name)
-        .collect();
-    rules.validate(&names)?;
-    store::put_routing_rules(&state.db, shop.as_str(), &rules, state.clock.now()).await?;
-    Ok(HttpResponse::Ok().json(rules))
 }

@@ -5,8 +5,21 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::api::RoutingDecision;
-use crate::{error::ApiError, processors::card::Brand};
+use crate::processors::model::Brand;
+
+/// A rule that cannot be kept: the field it is about and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleError {
+    pub param: String,
+    pub message: String,
+}
+
+fn rule_error(param: &str, message: impl Into<String>) -> RuleError {
+    RuleError {
+        param: param.to_owned(),
+        message: message.into(),
+    }
+}
 
 /// The processor every shop has when it configured none.
 pub const DEFAULT_PROCESSOR: &str = "sandbox";
@@ -63,24 +76,18 @@ pub struct Facts<'a> {
 
 impl RoutingRules {
     /// Checks names against the shop's accounts and the split percentages.
-    pub fn validate(&self, accounts: &[String]) -> Result<(), ApiError> {
+    pub fn validate(&self, accounts: &[String]) -> Result<(), RuleError> {
         for (i, rule) in self.rules.iter().enumerate() {
             let p = |f: &str| format!("rules[{i}].{f}");
             if rule.name.trim().is_empty() {
-                return Err(ApiError::invalid_param(
-                    &p("name"),
-                    "every rule needs a name",
-                ));
+                return Err(rule_error(&p("name"), "every rule needs a name"));
             }
             if rule.processors.is_empty() {
-                return Err(ApiError::invalid_param(
-                    &p("processors"),
-                    "name at least one processor",
-                ));
+                return Err(rule_error(&p("processors"), "name at least one processor"));
             }
             for (j, split) in rule.processors.iter().enumerate() {
                 if !accounts.contains(&split.processor) {
-                    return Err(ApiError::invalid_param(
+                    return Err(rule_error(
                         &format!("rules[{i}].processors[{j}].processor"),
                         format!(
                             "the shop has no processor account named {:?}",
@@ -96,7 +103,7 @@ impl RoutingRules {
                     .map(|s| u32::from(s.percent.unwrap_or(0)))
                     .sum();
                 if total != 100 {
-                    return Err(ApiError::invalid_param(
+                    return Err(rule_error(
                         &p("processors"),
                         "split percentages must add up to 100",
                     ));
@@ -104,7 +111,7 @@ impl RoutingRules {
             }
             if let (Some(lo), Some(hi)) = (rule.conditions.min_amount, rule.conditions.max_amount) {
                 if lo > hi {
-                    return Err(ApiError::invalid_param(
+                    return Err(rule_error(
                         &p("conditions.min_amount"),
                         "min_amount exceeds max_amount",
                     ));
@@ -226,6 +233,19 @@ pub fn fallback(decision: &RoutingDecision, previous: &str, next: &str) -> Routi
     }
 }
 
+/// Why a processor was chosen for an attempt.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
+pub struct RoutingDecision {
+    /// `rule`, `volume_split`, `default` or `fallback`.
+    pub algorithm: String,
+    /// The rule that matched, if any.
+    pub rule: Option<String>,
+    /// Processors considered, in the order they would be tried.
+    pub candidates: Vec<String>,
+    pub chosen: String,
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,8 +332,8 @@ mod tests {
             }],
         };
         assert_eq!(
-            bad.validate(&["a".into()]).unwrap_err().param.as_deref(),
-            Some("rules[0].processors[0].processor")
+            bad.validate(&["a".into()]).unwrap_err().param,
+            "rules[0].processors[0].processor"
         );
     }
 }

@@ -7,20 +7,20 @@ use payd_entity::{
 };
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, TransactionTrait,
+    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
     api::ListPaymentsRequest,
-    machine::{CaptureMethod, State, Status},
+    machine::{State, Status},
     routing::RoutingRules,
 };
+pub use crate::commit::CommitError;
 use crate::{
+    commit::{self, Change, Event, Job, Write},
     customers, disputes,
-    events::outbox::{self, NewEvent},
     ids::new_id,
-    pagination::{paginate, List, Page},
-    scheduler,
+    pagination::{created_between, paginate, List, Page},
 };
 
 /// Scheduled job: expire an unconfirmed payment or a lapsed authorization.
@@ -67,25 +67,6 @@ pub struct Changes {
     pub events: Vec<Announcement>,
 }
 
-/// The machine's view of a stored payment.
-pub fn state_of(m: &payment::Model) -> State {
-    State {
-        status: Status::parse(&m.status).unwrap_or(Status::Conflicted),
-        amount: m.amount,
-        capture_method: if m.capture_method == "manual" {
-            CaptureMethod::Manual
-        } else {
-            CaptureMethod::Automatic
-        },
-        authorized: m.amount_authorized,
-        captured: m.amount_captured,
-        refunded: m.amount_refunded,
-        attempts: m.confirm_attempts,
-        max_attempts: m.max_attempts,
-        captured_at: m.captured_at,
-    }
-}
-
 /// Writes the machine's new state into a copy of the row.
 pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment::Model {
     let mut next = m.clone();
@@ -100,28 +81,17 @@ pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment:
     next
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum CommitError {
-    #[error("another writer changed the payment first")]
-    LostRace,
-    #[error(transparent)]
-    Db(#[from] DbErr),
-}
-
 /// Inserts a new payment with its first history row and expiry job.
 pub async fn insert(
     db: &DatabaseConnection,
     m: payment::Model,
     now: DateTime<Utc>,
-) -> Result<payment::Model, DbErr> {
-    let txn = db.begin().await?;
-    let row = m.clone().into_active_model().reset_all();
-    payment::Entity::insert(row)
-        .exec_without_returning(&txn)
-        .await?;
-    history(&txn, &m.id, None, &m.status, "create", now).await?;
-    sync_jobs(&txn, &m, now, Duration::zero(), Jobs::None).await?;
-    txn.commit().await?;
+) -> Result<payment::Model, CommitError> {
+    let change = Change::at(now)
+        .write(commit::insert(m.clone()))
+        .write(history(&m.id, None, &m.status, "create", now))
+        .and(jobs(&m, now, Duration::zero(), Jobs::None));
+    commit::commit(db, &change).await?;
     Ok(m)
 }
 
@@ -134,7 +104,7 @@ pub struct Committed {
 }
 
 /// Replaces the row if nobody wrote since `before` (compare-and-set on `version`), with its
-/// history row, attempts and jobs, in one transaction.
+/// history row, attempts, saved card, refund, dispute, events and jobs, in one commit.
 pub async fn commit(
     db: &DatabaseConnection,
     before: &payment::Model,
@@ -144,163 +114,152 @@ pub async fn commit(
 ) -> Result<Committed, CommitError> {
     after.version = before.version + 1;
     let now = after.updated_at;
-    let txn = db.begin().await?;
-    let row = after.clone().into_active_model().reset_all();
-    let updated = payment::Entity::update_many()
-        .set(row)
-        .filter(payment::Column::Id.eq(before.id.as_str()))
-        .filter(payment::Column::Version.eq(before.version))
-        .exec(&txn)
-        .await?;
-    if updated.rows_affected != 1 {
-        txn.rollback().await?;
-        return Err(CommitError::LostRace);
-    }
+    let mut change = Change::at(now).write(Write::Cas(
+        payment::Entity::update_many()
+            .set(after.clone().into_active_model().reset_all())
+            .filter(payment::Column::Id.eq(before.id.as_str()))
+            .filter(payment::Column::Version.eq(before.version))
+            .into_query(),
+    ));
     if after.status != before.status {
-        history(
-            &txn,
+        change = change.write(history(
             &after.id,
             Some(&before.status),
             &after.status,
             changes.trigger,
             now,
-        )
-        .await?;
+        ));
     }
     for a in changes.attempts {
-        a.into_active_model().reset_all().insert(&txn).await?;
+        change = change.write(commit::insert(a));
     }
-    sync_jobs(&txn, &after, now, settle_delay, Jobs::Unknown).await?;
-    let mut deliveries = 0;
+    change = change.and(jobs(&after, now, settle_delay, Jobs::Unknown));
     if let Some(save) = changes.save {
-        deliveries += save_card(&txn, &after, save, now).await?;
+        change = change.and(save_card(db, &after, save, now).await?);
     }
     if let Some(mandate) = changes.spend_mandate {
-        if customers::store::set_mandate_status(&txn, &mandate, "inactive", now)
-            .await?
-            .is_none()
-        {
-            return Err(CommitError::LostRace);
-        }
+        change = change.and(customers::store::set_mandate_status(&mandate, "inactive", now).0);
     }
     let refund = match changes.refund {
-        Some(r) => Some(write_refund(&txn, r, now, settle_delay).await?),
+        Some(r) => {
+            let (refund_change, r) = refund_change(r, now, settle_delay);
+            change = change.and(refund_change);
+            Some(r)
+        }
         None => None,
     };
     if let Some(d) = &changes.dispute {
-        deliveries += disputes::store::insert(&txn, d, now).await?;
+        change = change.and(disputes::store::insert(d, now));
     }
     if let Some(due) = changes.dispute_due {
-        scheduler::schedule_if_absent(&txn, now, DISPUTE_OPEN_JOB, &after.id, due).await?;
+        change = change.job(Job::ScheduleIfAbsent {
+            kind: DISPUTE_OPEN_JOB,
+            entity_id: after.id.clone(),
+            at: due,
+        });
     }
     for e in changes.events {
-        deliveries += outbox::record(
-            &txn,
-            NewEvent {
-                merchant_id: &after.merchant_id,
-                profile_id: Some(&after.profile_id),
-                test_mode: after.test_mode,
-                event_type: e.event_type,
-                object_id: &e.object_id,
-                content_type: e.content_type,
-                object: e.object,
-            },
-            now,
-        )
-        .await?;
+        change = change.event(Event {
+            merchant_id: after.merchant_id.clone(),
+            profile_id: Some(after.profile_id.clone()),
+            test_mode: after.test_mode,
+            event_type: e.event_type.to_owned(),
+            object_id: e.object_id,
+            content_type: e.content_type,
+            object: e.object,
+        });
     }
-    txn.commit().await?;
+    let committed = commit::commit(db, &change).await?;
     Ok(Committed {
         payment: after,
         refund,
-        deliveries,
+        deliveries: committed.deliveries,
     })
 }
 
-/// Saves the card (once per fingerprint) and creates its mandate, announcing `mandate_active`
-/// (returns the deliveries queued). A customer deleted meanwhile gets nothing saved.
+/// Saves the card for the payment's customer (once per fingerprint) and creates its mandate,
+/// announcing `mandate_active`. A customer deleted before or meanwhile gets nothing saved.
 async fn save_card(
     db: &impl ConnectionTrait,
     p: &payment::Model,
     save: SaveCard,
     now: DateTime<Utc>,
-) -> Result<usize, DbErr> {
+) -> Result<Change, DbErr> {
     let Some(customer) = payd_entity::customer::Entity::find_by_id(save.customer_id.as_str())
         .one(db)
         .await?
         .filter(|c| c.redacted_at.is_none())
     else {
-        return Ok(0);
+        return Ok(Change::at(now));
     };
-    let pm = customers::store::save_card(db, &customer, &save.card, now).await?;
-    if let Some((terms, id)) = save.mandate {
-        let mandate = customers::store::insert_mandate(
-            db,
-            &id,
-            &p.profile_id,
-            &customer,
-            &pm.id,
-            terms.single_use,
-            terms.amount_limit,
-            Some(terms.currency),
-            terms.ends_at,
-            now,
-        )
-        .await?;
-        return customers::store::record_mandate_event(db, &mandate, "mandate_active", now).await;
-    }
-    Ok(0)
+    let saved = customers::store::find_saved(db, &customer.id, &save.card.fingerprint).await?;
+    let mandate = save
+        .mandate
+        .map(|(terms, id)| customers::store::NewMandate {
+            id,
+            profile_id: p.profile_id.clone(),
+            single_use: terms.single_use,
+            amount_limit: terms.amount_limit,
+            currency: Some(terms.currency),
+            end_at: terms.ends_at,
+        });
+    Ok(customers::store::save_card(
+        &customer, &save.card, saved, mandate, now,
+    ))
 }
 
 /// Inserts a new refund or updates a changed one (compare-and-set on its version), and keeps
 /// its settle job exactly while it is pending.
-async fn write_refund(
-    db: &impl ConnectionTrait,
+fn refund_change(
     mut r: refund::Model,
     now: DateTime<Utc>,
     settle_delay: Duration,
-) -> Result<refund::Model, CommitError> {
-    if r.version == 0 {
+) -> (Change, refund::Model) {
+    let write = if r.version == 0 {
         r.version = 1;
-        r.clone().into_active_model().reset_all().insert(db).await?;
+        commit::insert(r.clone())
     } else {
         let expected = r.version;
         r.version += 1;
-        let updated = refund::Entity::update_many()
-            .set(r.clone().into_active_model().reset_all())
-            .filter(refund::Column::Id.eq(r.id.as_str()))
-            .filter(refund::Column::Version.eq(expected))
-            .exec(db)
-            .await?;
-        if updated.rows_affected != 1 {
-            return Err(CommitError::LostRace);
+        Write::Cas(
+            refund::Entity::update_many()
+                .set(r.clone().into_active_model().reset_all())
+                .filter(refund::Column::Id.eq(r.id.as_str()))
+                .filter(refund::Column::Version.eq(expected))
+                .into_query(),
+        )
+    };
+    let change = Change::at(now)
+        .write(write)
+        .job(refund_job(&r, now, settle_delay));
+    (change, r)
+}
+
+/// A refund's settle job: due after `settle_delay` while it is pending, none once settled.
+fn refund_job(r: &refund::Model, now: DateTime<Utc>, settle_delay: Duration) -> Job {
+    if matches!(r.status.as_str(), "pending" | "manual_review") {
+        Job::Schedule {
+            kind: REFUND_SETTLE_JOB,
+            entity_id: r.id.clone(),
+            at: now + settle_delay,
+        }
+    } else {
+        Job::Cancel {
+            kinds: vec![REFUND_SETTLE_JOB],
+            entity_id: r.id.clone(),
         }
     }
-    if matches!(r.status.as_str(), "pending" | "manual_review") {
-        resync_refund_job(db, &r, now, settle_delay).await?;
-    } else {
-        scheduler::cancel(db, REFUND_SETTLE_JOB, &r.id).await?;
-    }
-    Ok(r)
 }
 
 /// Keeps a still-pending refund's settle job (after a sync that changed nothing).
 pub async fn resync_refund_job(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     r: &refund::Model,
     now: DateTime<Utc>,
     settle_delay: Duration,
-) -> Result<(), DbErr> {
-    let due = now + settle_delay;
-    scheduler::schedule(
-        db,
-        now,
-        REFUND_SETTLE_JOB,
-        &r.id,
-        due,
-        serde_json::Value::Null,
-    )
-    .await
+) -> Result<(), CommitError> {
+    let change = Change::at(now).job(refund_job(r, now, settle_delay));
+    commit::commit(db, &change).await.map(drop)
 }
 
 pub async fn find_refund(
@@ -317,29 +276,26 @@ pub async fn resync_jobs(
     m: &payment::Model,
     now: DateTime<Utc>,
     settle_delay: Duration,
-) -> Result<(), DbErr> {
-    sync_jobs(db, m, now, settle_delay, Jobs::Unknown).await
+) -> Result<(), CommitError> {
+    let change = jobs(m, now, settle_delay, Jobs::Unknown);
+    commit::commit(db, &change).await.map(drop)
 }
 
-async fn history(
-    db: &impl ConnectionTrait,
+fn history(
     payment_id: &str,
     from: Option<&str>,
     to: &str,
     trigger: &str,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    payment_status_history::ActiveModel {
-        id: Set(new_id("psh")),
-        payment_id: Set(payment_id.to_owned()),
-        from_status: Set(from.map(str::to_owned)),
-        to_status: Set(to.to_owned()),
-        trigger: Set(trigger.to_owned()),
-        created_at: Set(now),
-    }
-    .insert(db)
-    .await?;
-    Ok(())
+) -> Write {
+    commit::insert(payment_status_history::Model {
+        id: new_id("psh"),
+        payment_id: payment_id.to_owned(),
+        from_status: from.map(str::to_owned),
+        to_status: to.to_owned(),
+        trigger: trigger.to_owned(),
+        created_at: now,
+    })
 }
 
 /// Which jobs a payment may already have.
@@ -352,13 +308,8 @@ enum Jobs {
 
 /// Invariant: a payment has an expiry job exactly while it can expire, and a settle job
 /// exactly while it waits for the processor.
-async fn sync_jobs(
-    db: &impl ConnectionTrait,
-    m: &payment::Model,
-    now: DateTime<Utc>,
-    settle_delay: Duration,
-    existing: Jobs,
-) -> Result<(), DbErr> {
+fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing: Jobs) -> Change {
+    let mut change = Change::at(now);
     let mut stale = Vec::with_capacity(2);
     let status = Status::parse(&m.status).unwrap_or(Status::Conflicted);
     let expiry = if status.is_unconfirmed() || status == Status::RequiresCustomerAction {
@@ -370,7 +321,11 @@ async fn sync_jobs(
     };
     match expiry {
         Some(at) => {
-            scheduler::schedule(db, now, EXPIRY_JOB, &m.id, at, serde_json::Value::Null).await?
+            change = change.job(Job::Schedule {
+                kind: EXPIRY_JOB,
+                entity_id: m.id.clone(),
+                at,
+            })
         }
         None => stale.push(EXPIRY_JOB),
     }
@@ -381,22 +336,21 @@ async fn sync_jobs(
             | Status::PartiallyCapturedAndProcessing
     );
     if pending {
-        scheduler::schedule(
-            db,
-            now,
-            SETTLE_JOB,
-            &m.id,
-            now + settle_delay,
-            serde_json::Value::Null,
-        )
-        .await?;
+        change = change.job(Job::Schedule {
+            kind: SETTLE_JOB,
+            entity_id: m.id.clone(),
+            at: now + settle_delay,
+        });
     } else {
         stale.push(SETTLE_JOB);
     }
-    if existing == Jobs::Unknown {
-        scheduler::cancel_kinds(db, &stale, &m.id).await?;
+    if existing == Jobs::Unknown && !stale.is_empty() {
+        change = change.job(Job::Cancel {
+            kinds: stale,
+            entity_id: m.id.clone(),
+        });
     }
-    Ok(())
+    change
 }
 
 pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<payment::Model>, DbErr> {
@@ -440,12 +394,12 @@ pub async fn list(
     if let Some(a) = f.amount_lte {
         q = q.filter(payment::Column::Amount.lte(a));
     }
-    if let Some(t) = f.created_after {
-        q = q.filter(payment::Column::CreatedAt.gt(t));
-    }
-    if let Some(t) = f.created_before {
-        q = q.filter(payment::Column::CreatedAt.lt(t));
-    }
+    q = created_between(
+        q,
+        payment::Column::CreatedAt,
+        f.created_after,
+        f.created_before,
+    );
     paginate(db, q, payment::Column::Id, page).await
 }
 

@@ -9,6 +9,8 @@ use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
+pub use super::model::Brand;
+
 /// A card as the client sends it.
 #[derive(Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -32,16 +34,6 @@ impl std::fmt::Debug for CardInput {
             .field("exp_year", &self.exp_year)
             .finish_non_exhaustive()
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Brand {
-    Visa,
-    Mastercard,
-    Amex,
-    Discover,
-    Unknown,
 }
 
 /// How the sandbox processors treat a card (DESIGN §5 test cards). Kept with sandbox
@@ -323,6 +315,29 @@ mod tests {
             "4000000000000036",
         ] {
             assert!(luhn_valid(n), "{n}");
+        }
+    }
+}
+
+/// The card number and CVC, only for the length of one authorization: never stored, never
+/// logged (its `Debug` hides them).
+#[derive(Clone)]
+pub struct SecretCard {
+    pub number: String,
+    pub cvc: String,
+}
+
+impl std::fmt::Debug for SecretCard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretCard([redacted])")
+    }
+}
+
+impl From<&CardInput> for SecretCard {
+    fn from(c: &CardInput) -> Self {
+        Self {
+            number: c.number.chars().filter(char::is_ascii_digit).collect(),
+            cvc: c.cvc.clone(),
         }
     }
 }

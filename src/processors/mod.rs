@@ -6,6 +6,7 @@
 //! tables.
 
 pub mod card;
+pub mod model;
 pub mod remote;
 pub mod sandbox;
 pub mod sim;
@@ -13,31 +14,8 @@ pub mod sim;
 use chrono::{DateTime, Utc};
 use futures_util::future::LocalBoxFuture;
 
-use crate::payments::machine::{Authorization, ProcessorView};
-pub use card::{CardInput, StoredCard};
-
-/// The card number and CVC, only for the length of one authorization: never stored, never
-/// logged (its `Debug` hides them).
-#[derive(Clone)]
-pub struct SecretCard {
-    pub number: String,
-    pub cvc: String,
-}
-
-impl std::fmt::Debug for SecretCard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretCard([redacted])")
-    }
-}
-
-impl From<&CardInput> for SecretCard {
-    fn from(c: &CardInput) -> Self {
-        Self {
-            number: c.number.chars().filter(char::is_ascii_digit).collect(),
-            cvc: c.cvc.clone(),
-        }
-    }
-}
+pub use card::{CardInput, SecretCard, StoredCard};
+use model::{Authorization, ProcessorView};
 
 /// An authorization request.
 #[derive(Debug, Clone)]

@@ -17,11 +17,11 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
+use super::model::{Authorization, ProcessorView};
 use super::{
     Answer, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult, RefundStatus,
     StoredCard,
 };
-use crate::payments::machine::{Authorization, ProcessorView};
 
 /// How an account reaches its processor (stored with the account).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]

@@ -7,13 +7,10 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use futures_util::future;
 
+use super::model::{Authorization, ProcessorView, Verdict};
 use super::{
     card::TestBehaviour, Answer, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
     RefundStatus,
-};
-use crate::{
-    disputes::machine::Verdict,
-    payments::machine::{Authorization, ProcessorView},
 };
 
 pub struct Sandbox {

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{pagination::ListQuery, payments::api::Metadata};
+use crate::{fields::Metadata, pagination::ListQuery};
 
 pub use crate::payments::api::Refund;
 

@@ -10,17 +10,17 @@ use super::{
     store,
 };
 use crate::{
-    app::AppState,
     auth::SecretKey,
+    commit,
     error::ApiError,
+    fields::{check_metadata, check_text, parse_currency},
     http::{ApiJson, ApiQuery},
     pagination::{List, Page},
     payments::{
-        actor::Command,
-        api::{check_metadata, check_text, parse_currency},
+        actor::{run, Access, Command, Payments},
         refunds::{Ask, LineAsk},
-        routes::{access, exec},
     },
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -35,11 +35,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// Refund a payment fully, partly, or by product line.
 #[utoipa::path(post, path = "/refunds", tag = "refunds", request_body = CreateRefundRequest,
-    responses((status = 200, body = Refund), (status = 400, body = crate::openapi::ErrorBody), (status = 409, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Refund), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_refund(
     SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     ApiJson(req): ApiJson<CreateRefundRequest>,
 ) -> Result<HttpResponse, ApiError> {
     check_text("reason", req.reason.as_ref(), 500)?;
@@ -68,10 +68,10 @@ pub async fn create_refund(
         reason: req.reason,
         metadata: req.metadata.unwrap_or_default(),
     };
-    let done = exec(
-        &state,
+    let done = run(
+        &payments,
         &req.payment_id,
-        Some(access(&caller, None)?),
+        Some(Access::of(&caller, None)?),
         command,
     )
     .await
@@ -91,11 +91,12 @@ pub async fn create_refund(
 /// Retrieve a refund; `force_sync=true` asks the processor first.
 #[utoipa::path(get, path = "/refunds/{refund_id}", tag = "refunds",
     params(("refund_id" = String, Path), RetrieveRefundQuery),
-    responses((status = 200, body = Refund), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Refund), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn retrieve_refund(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     id: web::Path<String>,
     ApiQuery(q): ApiQuery<RetrieveRefundQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -113,10 +114,10 @@ pub async fn retrieve_refund(
     let command = Command::SettleRefund {
         refund_id: refund.id.clone(),
     };
-    let done = exec(
-        &state,
+    let done = run(
+        &payments,
         &refund.payment_id,
-        Some(access(&caller, None)?),
+        Some(Access::of(&caller, None)?),
         command,
     )
     .await?;
@@ -126,7 +127,7 @@ pub async fn retrieve_refund(
 /// Change a refund's reason or metadata.
 #[utoipa::path(post, path = "/refunds/{refund_id}", tag = "refunds", request_body = UpdateRefundRequest,
     params(("refund_id" = String, Path)),
-    responses((status = 200, body = Refund), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Refund), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn update_refund(
     SecretKey(caller): SecretKey,
@@ -137,7 +138,7 @@ pub async fn update_refund(
     check_text("reason", req.reason.as_ref(), 500)?;
     let md = check_metadata(req.metadata.as_ref())?;
     // Invariant: this write moves no money, so it need not pass through the payment's actor.
-    for _ in 0..3 {
+    let updated = commit::retrying(3, || async {
         let current = store::find_owned(
             &state.db,
             &id,
@@ -146,22 +147,13 @@ pub async fn update_refund(
         )
         .await?
         .ok_or_else(|| ApiError::not_found("refund"))?;
-        if let Some(updated) = store::update_details(
-            &state.db,
-            &current,
-            req.reason.clone(),
-            md.clone(),
-            state.clock.now(),
-        )
-        .await?
-        {
-            return Ok(HttpResponse::Ok().json(Refund::render(&updated)));
-        }
-    }
-    Err(ApiError::conflict(
-        "concurrent_update",
-        "the refund was changed by another request; retry",
-    ))
+        let now = state.clock.now();
+        let written =
+            store::update_details(&state.db, &current, req.reason.clone(), md.clone(), now);
+        Ok::<_, ApiError>(commit::or_retry(written.await)?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(Refund::render(&updated)))
 }
 
 /// Filter refunds, newest first.

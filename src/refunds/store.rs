@@ -4,12 +4,15 @@
 use chrono::{DateTime, Utc};
 use payd_entity::refund;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
-    QueryFilter,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    IntoActiveModel, QueryFilter, QueryTrait,
 };
 
 use super::api::ListRefundsRequest;
-use crate::pagination::{paginate, List, Page};
+use crate::{
+    commit::{self, Change, CommitError, Write},
+    pagination::{created_between, paginate, List, Page},
+};
 
 /// A refund of this merchant and mode; `None` for anyone else's.
 pub async fn find_owned(
@@ -49,23 +52,23 @@ pub async fn list(
     if let Some(a) = f.amount_lte {
         q = q.filter(refund::Column::Amount.lte(a));
     }
-    if let Some(t) = f.created_after {
-        q = q.filter(refund::Column::CreatedAt.gt(t));
-    }
-    if let Some(t) = f.created_before {
-        q = q.filter(refund::Column::CreatedAt.lt(t));
-    }
+    q = created_between(
+        q,
+        refund::Column::CreatedAt,
+        f.created_after,
+        f.created_before,
+    );
     paginate(db, q, refund::Column::Id, page).await
 }
 
-/// Sets reason and metadata; `None` when another write got there first.
+/// Sets reason and metadata under the refund's compare-and-set.
 pub async fn update_details(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     current: &refund::Model,
     reason: Option<String>,
     metadata: Option<String>,
     now: DateTime<Utc>,
-) -> Result<Option<refund::Model>, DbErr> {
+) -> Result<refund::Model, CommitError> {
     let mut next = current.clone();
     if let Some(r) = reason {
         next.reason = Some(r);
@@ -75,11 +78,13 @@ pub async fn update_details(
     }
     next.version = current.version + 1;
     next.updated_at = now;
-    let updated = refund::Entity::update_many()
-        .set(next.clone().into_active_model().reset_all())
-        .filter(refund::Column::Id.eq(current.id.as_str()))
-        .filter(refund::Column::Version.eq(current.version))
-        .exec(db)
-        .await?;
-    Ok((updated.rows_affected == 1).then_some(next))
+    let cas = Write::Cas(
+        refund::Entity::update_many()
+            .set(next.clone().into_active_model().reset_all())
+            .filter(refund::Column::Id.eq(current.id.as_str()))
+            .filter(refund::Column::Version.eq(current.version))
+            .into_query(),
+    );
+    commit::commit(db, &Change::at(now).write(cas)).await?;
+    Ok(next)
 }

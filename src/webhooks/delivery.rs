@@ -21,8 +21,7 @@ use rand::Rng;
 use sea_orm::{
     sea_query::{CaseStatement, Expr, ExprTrait},
     ActiveValue::Set,
-    ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, TransactionTrait,
-    UpdateMany,
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryTrait, UpdateMany,
 };
 use tokio::sync::oneshot;
 
@@ -30,7 +29,12 @@ use super::{
     policy::{self, Answer},
     signer,
 };
-use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
+use crate::{
+    clock::SharedClock,
+    commit::{self, Change, CommitError, Write},
+    ids::new_id,
+    settings::WebhookSettings,
+};
 
 /// The most of a receiver's answer that is kept.
 const BODY_LIMIT: usize = 16 * 1024;
@@ -183,7 +187,7 @@ pub struct DeliveryDeps {
     pub depth: Arc<AtomicI64>,
     /// Wakes the dispatcher when a full queue drains below its limit, so the merchant's
     /// waiting deliveries are claimed at once rather than at the next poll.
-    pub wake: super::dispatcher::Wake,
+    pub wake: super::wake::Wake,
 }
 
 /// A merchant whose queue holds this much is skipped by the dispatcher's claims. At least a
@@ -468,8 +472,7 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
 
 /// Writes sent deliveries' attempts and new states in one transaction. If it fails, their
 /// leases run out and they are sent again: at least once, never lost.
-async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), DbErr> {
-    let txn = db.begin().await?;
+async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), CommitError> {
     let rows = batch.iter().map(|f| {
         let d = &f.delivery;
         let trigger = if d.attempts == 0 {
@@ -486,13 +489,11 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), DbErr>
             f.at,
         )
     });
-    delivery_attempt::Entity::insert_many(rows)
-        .exec_without_returning(&txn)
-        .await?;
+    let attempts = Write::Insert(delivery_attempt::Entity::insert_many(rows).into_query());
     // One UPDATE for the batch: each column is `CASE id WHEN … THEN …`, and a row is only
     // written under its own lease token and while still `pending` (a manual retry may have
     // delivered it meanwhile: that stands).
-    without_lease(delivery::Entity::update_many())
+    let deliveries = without_lease(delivery::Entity::update_many())
         .col_expr(delivery::Column::Status, per_row(batch, |f| f.status()))
         .col_expr(
             delivery::Column::Attempts,
@@ -533,9 +534,12 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), DbErr>
             per_row(batch, |f| f.lease.clone()),
         ))
         .filter(delivery::Column::Status.eq("pending"))
-        .exec(&txn)
-        .await?;
-    txn.commit().await
+        .into_query();
+    let at = batch.iter().map(|f| f.at).max().unwrap_or_default();
+    let change = Change::at(at)
+        .write(attempts)
+        .write(Write::Update(deliveries));
+    commit::commit(db, &change).await.map(drop)
 }
 
 /// The update also releases the rows' leases.

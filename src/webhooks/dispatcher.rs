@@ -17,19 +17,22 @@ use sea_orm::{
     sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query},
     ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
 };
-use tokio::sync::Notify;
 
-use super::delivery::{Claimed, DeliveryPool};
+use super::{
+    delivery::{Claimed, DeliveryPool},
+    wake::Wake,
+};
 use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
 
-/// Wakes the dispatcher after a commit that recorded events.
-#[derive(Clone, Default)]
-pub struct Wake(Arc<Notify>);
-
-impl Wake {
-    pub fn now(&self) {
-        self.0.notify_one();
+/// Makes every webhook series exist at 0 from start-up (adding 0 changes no value that another
+/// instance in the same process recorded), so dashboards and alerts read 0, not "no data".
+fn register_metrics() {
+    metrics::gauge!("payd_webhook_queue_depth").increment(0.0);
+    metrics::gauge!("payd_webhook_oldest_pending_seconds").increment(0.0);
+    for outcome in ["delivered", "retrying", "failed"] {
+        metrics::counter!("payd_webhook_deliveries_total", "outcome" => outcome).increment(0);
     }
+    let _ = metrics::histogram!("payd_webhook_attempt_seconds");
 }
 
 pub struct Dispatcher {
@@ -50,6 +53,7 @@ impl Dispatcher {
         pool: DeliveryPool,
         wake: Wake,
     ) -> Self {
+        register_metrics();
         Self {
             db,
             clock,
@@ -180,7 +184,7 @@ impl Dispatcher {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "webhook dispatch failed"),
             }
-            let _ = tokio::time::timeout(poll, self.wake.0.notified()).await;
+            let _ = tokio::time::timeout(poll, self.wake.rung()).await;
         }
     }
 }

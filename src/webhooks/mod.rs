@@ -6,5 +6,6 @@ pub mod dispatcher;
 pub mod policy;
 pub mod routes;
 pub mod signer;
+pub mod wake;
 
 pub use routes::configure;

@@ -15,11 +15,11 @@ use utoipa::ToSchema;
 use super::signer::new_secret;
 use crate::{
     accounts,
-    app::AppState,
     auth::SecretKey,
     error::ApiError,
     http::ApiJson,
     ids::{new_id, ProfileId},
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -137,7 +137,7 @@ async fn find(
 /// The shop's webhook endpoint (without its secret).
 #[utoipa::path(get, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
     params(("profile_id" = String, Path)),
-    responses((status = 200, body = Endpoint), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn get_endpoint(
     SecretKey(caller): SecretKey,
@@ -154,7 +154,7 @@ pub async fn get_endpoint(
 /// Set the shop's endpoint URL; the first call creates it and shows its secret, once.
 #[utoipa::path(put, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
     params(("profile_id" = String, Path)), request_body = PutEndpointRequest,
-    responses((status = 200, body = Endpoint), (status = 400, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Endpoint), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn put_endpoint(
     SecretKey(caller): SecretKey,
@@ -199,7 +199,7 @@ pub async fn put_endpoint(
 /// Issue a new secret; the old one keeps signing (beside the new) for 24 hours.
 #[utoipa::path(post, path = "/account/shops/{profile_id}/webhook/rotate", tag = "webhooks",
     params(("profile_id" = String, Path)),
-    responses((status = 200, body = Endpoint), (status = 404, body = crate::openapi::ErrorBody)),
+    responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn rotate_secret(
     SecretKey(caller): SecretKey,

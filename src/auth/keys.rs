@@ -1,0 +1,130 @@
+//! API keys as values: their kinds and modes, their shape, generation and peppered hash.
+//! Below the stores (which keep the hashes) and the extractors (which check them).
+
+use hmac::{Hmac, KeyInit, Mac};
+use rand::{distr::Alphanumeric, Rng};
+use sha2::Sha256;
+
+use crate::{
+    error::ApiError,
+    ids::{KeyId, MerchantId, ProfileId},
+};
+
+/// A key's mode: `test` objects (sandbox) and `live` objects never see each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Test,
+    Live,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Test => "test",
+            Mode::Live => "live",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "test" => Some(Mode::Test),
+            "live" => Some(Mode::Live),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    Secret,
+    Publishable,
+}
+
+impl KeyKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyKind::Secret => "secret",
+            KeyKind::Publishable => "publishable",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "secret" => Some(KeyKind::Secret),
+            "publishable" => Some(KeyKind::Publishable),
+            _ => None,
+        }
+    }
+}
+
+/// Key prefixes by kind and mode (publishable first: `pk_snd_` also ends in `snd_`).
+const PREFIXES: [(&str, KeyKind, Mode); 4] = [
+    ("pk_snd_", KeyKind::Publishable, Mode::Test),
+    ("pk_prd_", KeyKind::Publishable, Mode::Live),
+    ("snd_", KeyKind::Secret, Mode::Test),
+    ("prd_", KeyKind::Secret, Mode::Live),
+];
+
+const SECRET_LEN: usize = 40;
+
+/// The kind and mode a key's prefix announces, if its shape is right.
+pub fn parse_key(key: &str) -> Option<(KeyKind, Mode)> {
+    PREFIXES.iter().find_map(|(prefix, kind, mode)| {
+        let rest = key.strip_prefix(prefix)?;
+        (rest.len() == SECRET_LEN && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .then_some((*kind, *mode))
+    })
+}
+
+/// A new key: its prefix and 40 random alphanumerics (≈ 238 bits).
+pub fn generate_key(kind: KeyKind, mode: Mode) -> String {
+    let prefix = PREFIXES
+        .iter()
+        .find(|(_, k, m)| *k == kind && *m == mode)
+        .map(|(p, _, _)| *p)
+        .unwrap_or("snd_");
+    let secret: String = rand::rng()
+        .sample_iter(&Alphanumeric)
+        .take(SECRET_LEN)
+        .map(char::from)
+        .collect();
+    format!("{prefix}{secret}")
+}
+
+/// HMAC-SHA256(pepper, key), hex: what is stored and looked up.
+pub fn hash_key(pepper: &str, key: &str) -> String {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(pepper.as_bytes())
+        .expect("HMAC takes keys of any length");
+    mac.update(key.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// The authenticated caller of a merchant route.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub merchant_id: MerchantId,
+    pub key_id: KeyId,
+    pub mode: Mode,
+    pub kind: KeyKind,
+    /// The shop the key is bound to, if any.
+    pub bound_profile: Option<ProfileId>,
+    /// The shop selected by `x-profile-id`, or the bound shop.
+    pub profile: Option<ProfileId>,
+}
+
+impl Caller {
+    pub fn test_mode(&self) -> bool {
+        self.mode == Mode::Test
+    }
+
+    /// The selected shop, for routes that create shop-owned objects.
+    pub fn require_shop(&self) -> Result<&ProfileId, ApiError> {
+        self.profile.as_ref().ok_or_else(|| {
+            ApiError::invalid(
+                "shop_required",
+                "this route needs a shop: send the x-profile-id header or use a shop-bound key",
+            )
+            .param("x-profile-id")
+        })
+    }
+}

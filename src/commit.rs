@@ -1,0 +1,297 @@
+//! The one commit path. Every state change of every aggregate — a payment, a refund, a
+//! dispute, a customer, a mandate, a merchant and its keys, a webhook delivery's outcome — is
+//! built by its store as a [`Change`]: plain data holding the compare-and-set update of the
+//! aggregate's row, the rows it inserts, updates or deletes, the conditions it needs, its
+//! outbox events and its scheduled jobs. [`commit`] writes a change in one transaction; nothing
+//! else in payd opens one.
+//!
+//! Invariant: a change is written whole or not at all. A compare-and-set that touches no row
+//! (another writer got there first) rolls it back as [`CommitError::LostRace`]; a failed
+//! [`Write::Require`] rolls it back as [`CommitError::Refused`].
+//!
+//! This is the seam for group commit: writing several actors' changes in one transaction
+//! changes only this function (each change would become a savepoint, so that one lost race
+//! does not roll back the others).
+
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    sea_query::{DeleteStatement, InsertStatement, SelectStatement, UpdateStatement},
+    ActiveModelTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel,
+    QueryTrait, TransactionTrait,
+};
+
+use std::future::Future;
+
+use crate::{
+    error::ApiError,
+    events::outbox::{self, NewEvent},
+    scheduler,
+};
+
+/// One statement of a change, in the order written.
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// An update under a version compare-and-set: it must touch exactly one row, or the
+    /// whole change is a lost race.
+    Cas(UpdateStatement),
+    /// An insert: history, attempts, child objects. With `ON CONFLICT DO NOTHING` or an
+    /// `INSERT … SELECT`, it may add nothing.
+    Insert(InsertStatement),
+    /// An update whose row count does not matter (a default set only if none is).
+    Update(UpdateStatement),
+    Delete(DeleteStatement),
+    /// A condition the change needs: the query must find a row (`exists`) or none; if it
+    /// does not hold, the change is refused with `refusal`.
+    Require {
+        query: SelectStatement,
+        exists: bool,
+        refusal: &'static str,
+    },
+}
+
+/// An event to record through the outbox. `object` is the object's JSON as the API renders
+/// it.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub merchant_id: String,
+    pub profile_id: Option<String>,
+    pub test_mode: bool,
+    pub event_type: String,
+    pub object_id: String,
+    /// `payment_details`, `refund_details`, …
+    pub content_type: &'static str,
+    pub object: String,
+}
+
+/// A change to the scheduled jobs of one entity.
+#[derive(Debug, Clone)]
+pub enum Job {
+    /// Due at `at` (replacing the job of this kind, if any, and its lease).
+    Schedule {
+        kind: &'static str,
+        entity_id: String,
+        at: DateTime<Utc>,
+    },
+    /// Due at `at`, unless a job of this kind exists already.
+    ScheduleIfAbsent {
+        kind: &'static str,
+        entity_id: String,
+        at: DateTime<Utc>,
+    },
+    Cancel {
+        kinds: Vec<&'static str>,
+        entity_id: String,
+    },
+}
+
+/// Everything one state change writes.
+#[derive(Debug, Clone, Default)]
+pub struct Change {
+    pub writes: Vec<Write>,
+    pub events: Vec<Event>,
+    pub jobs: Vec<Job>,
+    /// Parts written only when their first write touches a row; otherwise skipped whole
+    /// (a mandate for a saved card whose customer was deleted meanwhile: none of it).
+    pub optional: Vec<Change>,
+    /// The time the change is made at (its events and jobs carry it).
+    pub at: DateTime<Utc>,
+}
+
+impl Change {
+    pub fn at(at: DateTime<Utc>) -> Self {
+        Self {
+            at,
+            ..Default::default()
+        }
+    }
+
+    pub fn write(mut self, w: Write) -> Self {
+        self.writes.push(w);
+        self
+    }
+
+    pub fn event(mut self, e: Event) -> Self {
+        self.events.push(e);
+        self
+    }
+
+    pub fn job(mut self, j: Job) -> Self {
+        self.jobs.push(j);
+        self
+    }
+
+    /// Appends another change's parts (written in the same transaction, after these).
+    pub fn and(mut self, other: Change) -> Self {
+        self.writes.extend(other.writes);
+        self.events.extend(other.events);
+        self.jobs.extend(other.jobs);
+        self.optional.extend(other.optional);
+        self
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    #[error("another writer changed the object first")]
+    LostRace,
+    #[error("refused: {0}")]
+    Refused(&'static str),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+impl From<CommitError> for ApiError {
+    #[track_caller]
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::LostRace => ApiError::conflict(
+                "concurrent_update",
+                "the object was changed by another request; retry",
+            ),
+            CommitError::Refused(code) => ApiError::conflict(code, refusal_message(code)),
+            CommitError::Db(e) => ApiError::internal(format!("database: {e}")),
+        }
+    }
+}
+
+fn refusal_message(code: &str) -> &'static str {
+    match code {
+        "active_mandate" => {
+            "the customer has an active mandate; revoke it before deleting the customer"
+        }
+        _ => "the request conflicts with the object's state",
+    }
+}
+
+/// `Ok(None)` for a lost race (worth reading again and another try), else the result.
+pub fn or_retry<T>(r: Result<T, CommitError>) -> Result<Option<T>, CommitError> {
+    match r {
+        Err(CommitError::LostRace) => Ok(None),
+        other => other.map(Some),
+    }
+}
+
+/// Read, decide, commit — and again from the read when another writer got there first
+/// (`attempt` answers `None`), up to `tries` times; then a lost race. The one retry loop of
+/// the compare-and-set writes made outside an actor.
+pub async fn retrying<T, E, Fut>(tries: usize, mut attempt: impl FnMut() -> Fut) -> Result<T, E>
+where
+    E: From<CommitError>,
+    Fut: Future<Output = Result<Option<T>, E>>,
+{
+    for _ in 0..tries {
+        if let Some(done) = attempt().await? {
+            return Ok(done);
+        }
+    }
+    Err(CommitError::LostRace.into())
+}
+
+/// What a commit wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// Webhook deliveries its events queued (the caller wakes the dispatcher when > 0).
+    pub deliveries: usize,
+}
+
+/// Writes a change in one transaction.
+pub async fn commit(db: &DatabaseConnection, change: &Change) -> Result<Committed, CommitError> {
+    let txn = db.begin().await?;
+    match write(&txn, change, true).await {
+        Ok(committed) => {
+            txn.commit().await?;
+            Ok(committed.unwrap_or_default())
+        }
+        Err(e) => {
+            txn.rollback().await?;
+            Err(e)
+        }
+    }
+}
+
+/// The insert of a whole row (every column set).
+pub fn insert<M, A>(row: M) -> Write
+where
+    M: IntoActiveModel<A>,
+    A: ActiveModelTrait,
+{
+    Write::Insert(A::Entity::insert(row.into_active_model().reset_all()).into_query())
+}
+
+/// Writes one change inside `txn`; `None` when it is optional and its first write touched
+/// nothing (then nothing of it was written).
+async fn write(
+    txn: &impl ConnectionTrait,
+    change: &Change,
+    required: bool,
+) -> Result<Option<Committed>, CommitError> {
+    for (i, w) in change.writes.iter().enumerate() {
+        let touched = match w {
+            Write::Cas(stmt) => {
+                if txn.execute(stmt).await?.rows_affected() != 1 {
+                    return Err(CommitError::LostRace);
+                }
+                1
+            }
+            Write::Insert(stmt) => txn.execute(stmt).await?.rows_affected(),
+            Write::Update(stmt) => txn.execute(stmt).await?.rows_affected(),
+            Write::Delete(stmt) => txn.execute(stmt).await?.rows_affected(),
+            Write::Require {
+                query,
+                exists,
+                refusal,
+            } => {
+                if txn.query_one(query).await?.is_some() != *exists {
+                    return Err(CommitError::Refused(refusal));
+                }
+                1
+            }
+        };
+        if i == 0 && touched == 0 && !required {
+            return Ok(None);
+        }
+    }
+    let at = change.at;
+    let mut deliveries = 0;
+    for e in &change.events {
+        deliveries += outbox::record(
+            txn,
+            NewEvent {
+                merchant_id: &e.merchant_id,
+                profile_id: e.profile_id.as_deref(),
+                test_mode: e.test_mode,
+                event_type: &e.event_type,
+                object_id: &e.object_id,
+                content_type: e.content_type,
+                object: e.object.clone(),
+            },
+            at,
+        )
+        .await?;
+    }
+    for j in &change.jobs {
+        match j {
+            Job::Schedule {
+                kind,
+                entity_id,
+                at: due,
+            } => {
+                scheduler::schedule(txn, at, kind, entity_id, *due, serde_json::Value::Null).await?
+            }
+            Job::ScheduleIfAbsent {
+                kind,
+                entity_id,
+                at: due,
+            } => scheduler::schedule_if_absent(txn, at, kind, entity_id, *due).await?,
+            Job::Cancel { kinds, entity_id } => {
+                scheduler::cancel_kinds(txn, kinds, entity_id).await?
+            }
+        }
+    }
+    for part in &change.optional {
+        if let Some(c) = Box::pin(write(txn, part, false)).await? {
+            deliveries += c.deliveries;
+        }
+    }
+    Ok(Some(Committed { deliveries }))
+}

@@ -1,0 +1,90 @@
+//! The request fields and money that every resource shares: metadata and free text and their
+//! limits, ISO 4217 currencies, amounts in minor units, and the `{"data": [...]}` wrapper.
+//! Below every resource, so none of them borrows these from another.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+
+/// Free key-value data set by the merchant.
+pub type Metadata = BTreeMap<String, serde_json::Value>;
+
+/// A free-text field of at most `max` characters.
+pub fn check_text(
+    param: &str,
+    value: Option<&String>,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(v) if v.chars().count() > max => Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be at most {max} characters"),
+        )),
+        other => Ok(other.cloned()),
+    }
+}
+
+/// The one rule for metadata on every resource: at most 50 keys of 1 to 40 characters and
+/// 8 KiB in all. Returns its JSON text.
+pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
+    let Some(md) = md else { return Ok(None) };
+    let json = serde_json::to_string(md).unwrap_or_default();
+    if md.len() > 50 || json.len() > 8192 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
+        return Err(ApiError::invalid_param(
+            "metadata",
+            "at most 50 keys of 1 to 40 characters, 8 KiB in all",
+        ));
+    }
+    Ok(Some(json))
+}
+
+pub fn parse_amount(param: &str, amount: i64) -> Result<i64, ApiError> {
+    if amount <= 0 {
+        return Err(
+            ApiError::invalid("amount_not_positive", "the amount must be greater than 0")
+                .param(param),
+        );
+    }
+    Ok(amount)
+}
+
+/// Checks an ISO 4217 currency code (upper case).
+pub fn parse_currency(param: &str, raw: &str) -> Result<String, ApiError> {
+    let code = raw.trim().to_ascii_uppercase();
+    iso_currency::Currency::from_code(&code)
+        .map(|_| code)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "invalid_currency",
+                format!("{raw:?} is not an ISO 4217 currency code"),
+            )
+            .param(param)
+        })
+}
+
+/// An amount in minor units as people read it: `500` USD → `5.00`, `500` JPY → `500`.
+pub fn display_amount(minor: i64, currency: &str) -> String {
+    let exponent = iso_currency::Currency::from_code(currency)
+        .and_then(|c| c.exponent())
+        .unwrap_or(2) as u32;
+    if exponent == 0 {
+        return minor.to_string();
+    }
+    let unit = 10i64.pow(exponent);
+    let sign = if minor < 0 { "-" } else { "" };
+    let abs = minor.unsigned_abs();
+    format!(
+        "{sign}{}.{:0width$}",
+        abs / unit as u64,
+        abs % unit as u64,
+        width = exponent as usize
+    )
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Items<T> {
+    pub data: Vec<T>,
+}

@@ -1,0 +1,58 @@
+//! What the processors and payd's domain say to each other: a card's brand, the answer to an
+//! authorization, the processor's view of a payment, and a dispute's verdict. Pure values: the
+//! state machines decide on them, the processors produce them, and neither imports the other.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Brand {
+    Visa,
+    Mastercard,
+    Amex,
+    Discover,
+    Unknown,
+}
+
+/// The processor's answer to an authorization (or to a completed challenge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authorization {
+    /// Approved for this amount (the whole amount, or less when partially approved).
+    Approved {
+        amount: i64,
+    },
+    Declined {
+        retryable: bool,
+    },
+    ChallengeRequired,
+    ReviewRequired,
+    /// Pending, or no answer (a timeout): never a failure on a guess.
+    Pending,
+}
+
+/// What the processor reports when asked (force_sync, or the settle job).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessorView {
+    /// Nothing settled yet.
+    Pending,
+    /// The processor agrees with what we hold; nothing to change.
+    Unchanged,
+    Authorized {
+        amount: i64,
+    },
+    Captured {
+        amount: i64,
+    },
+    Declined {
+        retryable: bool,
+    },
+    Voided,
+}
+
+/// How a challenged dispute ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Won,
+    Lost,
+}

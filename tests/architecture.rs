@@ -1,0 +1,774 @@
+//! The architecture test: reads the imports of `src/` as text and holds them to the layers
+//! that ARCHITECTURE.md states ("Layers"). It fails, naming the file and line, when
+//!
+//! - a module imports one of a higher layer;
+//! - two resource folders import each other;
+//! - a pure module reaches actix, actix-web, awc, SeaORM or the entities, directly or through
+//!   the modules it imports;
+//! - the `actors/` crate depends on anything of payd's.
+//!
+//! An import is a `use crate::…` / `use super::…` tree or a `crate::…` path in the code (also
+//! inside attributes), resolved to the deepest module file it names; a name brought in by a
+//! `use` of a module (`use crate::customers;` then `customers::store::find`) is followed.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// The layers, bottom first. A module may import its own layer and those below it.
+const LAYERS: [&str; 8] = [
+    "primitives", // the clock, ids, settings: what every layer uses
+    "domain",     // pure: state machines and decisions; no framework, no database
+    "types",      // shapes at the edge: errors, shared fields and money, request/response types
+    "store",      // the database and the processors: stores, the commit path, outbox, jobs
+    "runtime",    // actors and webhook delivery
+    "edge",       // what every handler needs: AppState, extractors, auth, middleware
+    "routes",     // handlers
+    "app",        // wiring
+];
+
+/// Modules whose layer is not told by their file name.
+const NAMED: &[(&str, &str)] = &[
+    ("alloc", "primitives"),
+    ("clock", "primitives"),
+    ("ids", "primitives"),
+    ("settings", "primitives"),
+    ("telemetry", "primitives"),
+    ("webhooks::wake", "primitives"),
+    ("payments::refunds", "domain"),
+    ("payments::routing", "domain"),
+    ("processors::model", "domain"),
+    ("processors::card", "types"),
+    ("webhooks::policy", "domain"),
+    ("webhooks::signer", "domain"),
+    ("error", "types"),
+    ("fields", "types"),
+    ("pagination", "types"),
+    ("auth::keys", "types"),
+    ("db", "store"),
+    ("scheduler", "store"),
+    ("commit", "store"),
+    ("events::outbox", "store"),
+    ("processors", "store"),
+    ("processors::sandbox", "store"),
+    ("processors::remote", "store"),
+    ("processors::sim", "store"),
+    ("webhooks::delivery", "runtime"),
+    ("webhooks::dispatcher", "runtime"),
+    ("state", "edge"),
+    ("http", "edge"),
+    ("auth", "edge"),
+    ("ratelimit", "edge"),
+    ("idempotency", "edge"),
+    ("ops", "routes"),
+    ("payments::checkout", "routes"),
+    ("app", "app"),
+    ("openapi", "app"),
+    ("", "app"),
+];
+
+/// Folders that hold a resource: two of them never import each other.
+const RESOURCES: &[&str] = &[
+    "accounts",
+    "customers",
+    "disputes",
+    "events",
+    "files",
+    "payments",
+    "processors",
+    "refunds",
+    "webhooks",
+];
+
+/// Pure modules besides every `machine.rs`.
+const PURE: &[&str] = &["payments::refunds", "payments::routing", "webhooks::policy"];
+
+/// What a pure module must not reach.
+const IMPURE_CRATES: &[&str] = &[
+    "actix",
+    "actix_web",
+    "actix_rt",
+    "awc",
+    "sea_orm",
+    "payd_entity",
+];
+
+struct Module {
+    file: PathBuf,
+    /// Source with comments and string literals blanked out (lines kept).
+    code: String,
+}
+
+#[derive(Clone, Debug)]
+struct Edge {
+    to: String,
+    line: usize,
+    path: String,
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `src/payments/actor.rs` → `payments::actor`; `src/payments/mod.rs` → `payments`.
+fn module_name(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    if rel.starts_with("bin") || rel == Path::new("main.rs") {
+        return None; // binaries use `payd::`, not `crate::`
+    }
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    Some(parts.join("::"))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Blanks comments, string and char literals, keeping line breaks, so that paths in prose are
+/// not read as imports. Raw strings are blanked too.
+fn strip(src: &str) -> String {
+    let b: Vec<char> = src.chars().collect();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    let blank = |c: char, out: &mut String| out.push(if c == '\n' { '\n' } else { ' ' });
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        if c == '/' && next == Some('/') {
+            while i < b.len() && b[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+        } else if c == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == '/' && b.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    out.push_str("  ");
+                    i += 2;
+                } else if b[i] == '*' && b.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    out.push_str("  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(b[i], &mut out);
+                    i += 1;
+                }
+            }
+        } else if c == 'r'
+            && (next == Some('"') || next == Some('#'))
+            && !ident_char(b.get(i.wrapping_sub(1)).copied())
+        {
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while b.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if b.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            for _ in i..=j {
+                out.push(' ');
+            }
+            i = j + 1;
+            while i < b.len() {
+                if b[i] == '"' && (0..hashes).all(|k| b.get(i + 1 + k) == Some(&'#')) {
+                    for _ in 0..=hashes {
+                        out.push(' ');
+                    }
+                    i += 1 + hashes;
+                    break;
+                }
+                blank(b[i], &mut out);
+                i += 1;
+            }
+        } else if c == '"' {
+            out.push(' ');
+            i += 1;
+            while i < b.len() && b[i] != '"' {
+                if b[i] == '\\' {
+                    blank(b[i], &mut out);
+                    i += 1;
+                }
+                if i < b.len() {
+                    blank(b[i], &mut out);
+                    i += 1;
+                }
+            }
+            out.push(' ');
+            i += 1;
+        } else if c == '\'' && is_char_literal(&b, i) {
+            out.push(' ');
+            i += 1;
+            while i < b.len() && b[i] != '\'' {
+                if b[i] == '\\' {
+                    out.push(' ');
+                    i += 1;
+                }
+                out.push(' ');
+                i += 1;
+            }
+            out.push(' ');
+            i += 1;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn ident_char(c: Option<char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// `'a'`, `'\n'` are literals; `'a` (a lifetime) is not.
+fn is_char_literal(b: &[char], i: usize) -> bool {
+    matches!(
+        (b.get(i + 1), b.get(i + 2)),
+        (Some('\\'), _) | (Some(_), Some('\''))
+    )
+}
+
+/// The paths of a `use` tree: `a::{b, c::{d, e as f}}` → `a::b`, `a::c::d`, `a::c::e` (with
+/// the name each is known by).
+fn expand_tree(tree: &str, prefix: &str, out: &mut Vec<(String, String)>) {
+    let tree = tree.trim();
+    if tree.is_empty() {
+        return;
+    }
+    if let Some(open) = tree.find('{') {
+        let head = tree[..open].trim().trim_end_matches("::");
+        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let base = join(prefix, head);
+        for part in split_top(inner) {
+            expand_tree(&part, &base, out);
+        }
+        return;
+    }
+    let (path, alias) = match tree.split_once(" as ") {
+        Some((p, a)) => (p.trim(), Some(a.trim())),
+        None => (tree, None),
+    };
+    let full = join(prefix, path);
+    let last = full.rsplit("::").next().unwrap_or_default().to_owned();
+    let name = match alias {
+        Some(a) => a.to_owned(),
+        None if last == "self" => full
+            .trim_end_matches("::self")
+            .rsplit("::")
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        None => last,
+    };
+    out.push((full.trim_end_matches("::self").to_owned(), name));
+}
+
+fn join(a: &str, b: &str) -> String {
+    match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_owned(),
+        (_, true) => a.to_owned(),
+        _ => format!("{a}::{b}"),
+    }
+}
+
+/// Splits on commas that are not inside braces.
+fn split_top(s: &str) -> Vec<String> {
+    let (mut parts, mut depth, mut cur) = (Vec::new(), 0, String::new());
+    for c in s.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    parts.push(cur);
+    parts
+}
+
+/// `crate::x`, `self::x` or `super::x` written in module `module`, as a path from the crate
+/// root (`super` of `payments::actor` and of `payments` alike is one step up).
+fn absolute(path: &str, module: &str) -> Option<String> {
+    if let Some(r) = path.strip_prefix("crate::") {
+        return Some(r.to_owned());
+    }
+    if !(path.starts_with("self::") || path.starts_with("super::")) {
+        return None;
+    }
+    let mut base: Vec<&str> = module.split("::").filter(|s| !s.is_empty()).collect();
+    let mut rest = path.strip_prefix("self::").unwrap_or(path);
+    while let Some(r) = rest.strip_prefix("super::") {
+        base.pop()?;
+        rest = r;
+    }
+    Some(join(&base.join("::"), rest))
+}
+
+/// The deepest module that `path` names (or lies in).
+fn resolve(path: &str, modules: &BTreeMap<String, Module>) -> Option<String> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (1..=parts.len())
+        .rev()
+        .map(|n| parts[..n].join("::"))
+        .find(|m| modules.contains_key(m))
+}
+
+fn edges_of(name: &str, m: &Module, modules: &BTreeMap<String, Module>) -> Vec<Edge> {
+    let code = &m.code;
+    let line_of = |pos: usize| code[..pos].matches('\n').count() + 1;
+    let mut found: Vec<(usize, String)> = Vec::new();
+    // `use` trees, which may span lines.
+    let mut aliases: HashMap<String, String> = HashMap::new();
+    let mut at = 0;
+    while let Some(i) = code[at..].find("use ") {
+        let start = at + i;
+        at = start + 4;
+        if ident_char(code[..start].chars().last()) {
+            continue;
+        }
+        let Some(end) = code[start..].find(';') else {
+            break;
+        };
+        let tree: String = code[start + 4..start + end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let tree = tree.replace(":: ", "::").replace(" ::", "::");
+        if !(tree.starts_with("crate::")
+            || tree.starts_with("super::")
+            || tree.starts_with("self::"))
+        {
+            continue;
+        }
+        let mut paths = Vec::new();
+        expand_tree(&tree, "", &mut paths);
+        for (path, alias) in paths {
+            if let Some(abs) = absolute(&path, name) {
+                // `use crate::customers;` only names a folder; what is used through it counts.
+                let folder = modules
+                    .get(&abs)
+                    .is_some_and(|m| m.file.ends_with("mod.rs"));
+                if modules.contains_key(&abs) {
+                    aliases.insert(alias, abs.clone());
+                }
+                if !folder {
+                    found.push((line_of(start), abs));
+                }
+            }
+        }
+    }
+    // Paths in the code: `crate::a::b`, `super::a`, and `alias::b` for an imported module.
+    let bytes: Vec<char> = code.chars().collect();
+    let mut byte_pos = Vec::with_capacity(bytes.len() + 1);
+    let mut p = 0;
+    for c in &bytes {
+        byte_pos.push(p);
+        p += c.len_utf8();
+    }
+    byte_pos.push(p);
+    let mut i = 0;
+    while i < bytes.len() {
+        if !(bytes[i].is_alphabetic() || bytes[i] == '_')
+            || (i > 0 && (ident_char(Some(bytes[i - 1])) || bytes[i - 1] == ':'))
+        {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < bytes.len()
+            && (ident_char(Some(bytes[j])) || (bytes[j] == ':' && bytes.get(j + 1) == Some(&':')))
+        {
+            j += if bytes[j] == ':' { 2 } else { 1 };
+        }
+        let path: String = bytes[i..j].iter().collect();
+        let path = path.trim_end_matches("::").to_owned();
+        let head = path.split("::").next().unwrap_or_default();
+        let abs = if head == "crate" || head == "super" || head == "self" {
+            absolute(&path, name)
+        } else if path.contains("::") {
+            aliases
+                .get(head)
+                .map(|m| join(m, path.split_once("::").map(|x| x.1).unwrap_or_default()))
+        } else {
+            None
+        };
+        if let Some(abs) = abs {
+            found.push((line_of(byte_pos[i]), abs));
+        }
+        i = j.max(i + 1);
+    }
+    let mut edges: Vec<Edge> = found
+        .into_iter()
+        .filter_map(|(line, path)| {
+            let to = resolve(&path, modules)?;
+            (to != name && !name.starts_with(&format!("{to}::")) && !to.is_empty())
+                .then_some(Edge { to, line, path })
+        })
+        .collect();
+    // The first line that reaches each module.
+    edges.sort_by(|a, b| (&a.to, a.line).cmp(&(&b.to, b.line)));
+    edges.dedup_by(|a, b| a.to == b.to);
+    edges.sort_by_key(|e| e.line);
+    edges
+}
+
+fn layer_of(name: &str, file: &Path) -> usize {
+    let named = NAMED.iter().find(|(m, _)| *m == name).map(|(_, l)| *l);
+    let by_file = || match file.file_name().and_then(|f| f.to_str()) {
+        Some("machine.rs") => "domain",
+        Some("api.rs") => "types",
+        Some("store.rs") => "store",
+        Some("actor.rs") => "runtime",
+        Some("mod.rs") => "routes",
+        Some(f) if f.ends_with("routes.rs") => "routes",
+        _ => "app",
+    };
+    let layer = named.unwrap_or_else(by_file);
+    LAYERS
+        .iter()
+        .position(|l| *l == layer)
+        .expect("a known layer")
+}
+
+fn folder(name: &str) -> &str {
+    name.split("::").next().unwrap_or_default()
+}
+
+fn is_pure(name: &str) -> bool {
+    name.ends_with("::machine") || PURE.contains(&name)
+}
+
+fn load() -> BTreeMap<String, Module> {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let name = module_name(&src, &file)?;
+            let code = strip(&fs::read_to_string(&file).ok()?);
+            Some((name, Module { file, code }))
+        })
+        .collect()
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
+
+/// Every finding, one line each.
+fn check(modules: &BTreeMap<String, Module>) -> Vec<String> {
+    let graph: BTreeMap<&str, Vec<Edge>> = modules
+        .iter()
+        .map(|(n, m)| (n.as_str(), edges_of(n, m, modules)))
+        .collect();
+    let mut problems = Vec::new();
+    // 1. No import of a higher layer.
+    for (name, edges) in &graph {
+        let m = &modules[*name];
+        let from = layer_of(name, &m.file);
+        for e in edges {
+            let to = layer_of(&e.to, &modules[&e.to].file);
+            if to > from {
+                problems.push(format!(
+                    "{}:{}: `{name}` ({}) imports `crate::{}` ({}), a higher layer",
+                    rel(&m.file),
+                    e.line,
+                    LAYERS[from],
+                    e.path,
+                    LAYERS[to]
+                ));
+            }
+        }
+    }
+    // 2. No two resource folders import each other.
+    let mut between: BTreeMap<(&str, &str), (String, usize)> = BTreeMap::new();
+    for (name, edges) in &graph {
+        for e in edges {
+            let (a, b) = (folder(name), folder(&e.to));
+            if a != b && RESOURCES.contains(&a) && RESOURCES.contains(&b) {
+                between
+                    .entry((a, b))
+                    .or_insert_with(|| (rel(&modules[*name].file), e.line));
+            }
+        }
+    }
+    for ((a, b), (file, line)) in &between {
+        if a < b {
+            if let Some((back, back_line)) = between.get(&(*b, *a)) {
+                problems.push(format!(
+                    "{file}:{line}: `{a}` imports `{b}`, and {back}:{back_line}: `{b}` imports `{a}`: one side must own what both use"
+                ));
+            }
+        }
+    }
+    // 3. Pure modules reach no framework, database or store, even through other modules.
+    for name in graph.keys().filter(|n| is_pure(n)) {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![(name.to_string(), vec![name.to_string()])];
+        while let Some((cur, chain)) = stack.pop() {
+            if !seen.insert(cur.clone()) {
+                continue;
+            }
+            let m = &modules[&cur];
+            let layer = layer_of(&cur, &m.file);
+            if layer > layer_of(name, &modules[*name].file) && cur != *name {
+                // Reported by rule 1 already when direct; name the chain when not.
+                if chain.len() > 2 {
+                    problems.push(format!(
+                        "{}: pure `{name}` reaches `{cur}` ({}) through {}",
+                        rel(&modules[*name].file),
+                        LAYERS[layer],
+                        chain.join(" → ")
+                    ));
+                }
+                continue;
+            }
+            for (i, line) in m.code.lines().enumerate() {
+                for krate in IMPURE_CRATES {
+                    let used = line.match_indices(&format!("{krate}::")).any(|(at, _)| {
+                        !ident_char(line[..at].chars().last()) && !line[..at].ends_with("::")
+                    });
+                    if used {
+                        let via = if chain.len() > 1 {
+                            format!(" (reached through {})", chain.join(" → "))
+                        } else {
+                            String::new()
+                        };
+                        problems.push(format!(
+                            "{}:{}: pure `{name}` uses `{krate}`{via}",
+                            rel(&m.file),
+                            i + 1
+                        ));
+                    }
+                }
+            }
+            for e in &graph[cur.as_str()] {
+                let mut next = chain.clone();
+                next.push(e.to.clone());
+                stack.push((e.to.clone(), next));
+            }
+        }
+    }
+    // 4. No import cycles at all, inside a folder too.
+    for cycle in cycles(&graph) {
+        let first = &graph[cycle[0].as_str()]
+            .iter()
+            .find(|e| e.to == cycle[1 % cycle.len()])
+            .map(|e| e.line)
+            .unwrap_or_default();
+        problems.push(format!(
+            "{}:{first}: import cycle {} → {}",
+            rel(&modules[&cycle[0]].file),
+            cycle.join(" → "),
+            cycle[0]
+        ));
+    }
+    problems
+}
+
+/// The import cycles, each once: every strongly connected set of more than one module, as a
+/// path through it.
+fn cycles(graph: &BTreeMap<&str, Vec<Edge>>) -> Vec<Vec<String>> {
+    let reaches = |from: &str, to: &str| {
+        let (mut seen, mut stack) = (BTreeSet::new(), vec![from.to_owned()]);
+        while let Some(cur) = stack.pop() {
+            for e in graph.get(cur.as_str()).into_iter().flatten() {
+                if e.to == to {
+                    return true;
+                }
+                if seen.insert(e.to.clone()) {
+                    stack.push(e.to.clone());
+                }
+            }
+        }
+        false
+    };
+    let mut done = BTreeSet::new();
+    let mut out = Vec::new();
+    for start in graph.keys() {
+        if done.contains(*start) || !reaches(start, start) {
+            continue;
+        }
+        // Walk from `start` along edges that lead back to it, until it closes.
+        let mut path = vec![start.to_string()];
+        let mut cur = start.to_string();
+        for _ in 0..graph.len() {
+            let Some(next) = graph[cur.as_str()]
+                .iter()
+                .find(|e| e.to == *start || (!path.contains(&e.to) && reaches(&e.to, start)))
+            else {
+                break;
+            };
+            if next.to == *start {
+                break;
+            }
+            path.push(next.to.clone());
+            cur = next.to.clone();
+        }
+        for m in graph
+            .keys()
+            .filter(|m| reaches(start, m) && reaches(m, start))
+        {
+            done.insert(m.to_string());
+        }
+        out.push(path);
+    }
+    out
+}
+
+/// `actors/` is the generic runtime: it depends on nothing of payd's.
+fn check_actors() -> Vec<String> {
+    let dir = root().join("actors");
+    let mut problems = Vec::new();
+    let manifest = fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    for (i, line) in manifest.lines().enumerate() {
+        let dep = line.split(['=', '.']).next().unwrap_or_default().trim();
+        if (dep.starts_with("payd") && dep != "payd-actors") || dep.starts_with("sea-orm") {
+            problems.push(format!(
+                "actors/Cargo.toml:{}: the actor runtime depends on `{dep}`",
+                i + 1
+            ));
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(&dir.join("src"), &mut files);
+    for file in files {
+        let code = strip(&fs::read_to_string(&file).unwrap_or_default());
+        for (i, line) in code.lines().enumerate() {
+            for krate in ["payd::", "payd_entity::", "payd_migration::", "sea_orm::"] {
+                if line
+                    .match_indices(krate)
+                    .any(|(at, _)| !ident_char(line[..at].chars().last()))
+                {
+                    problems.push(format!(
+                        "{}:{}: the actor runtime uses `{krate}`",
+                        rel(&file),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+fn report(problems: &[String]) -> String {
+    let mut out = format!(
+        "{} architecture problem(s); the layers are in ARCHITECTURE.md:\n",
+        problems.len()
+    );
+    for p in problems {
+        let _ = writeln!(out, "  {p}");
+    }
+    out
+}
+
+#[test]
+fn modules_import_only_their_layer_and_below_and_resources_do_not_import_each_other() {
+    let modules = load();
+    assert!(
+        modules.len() > 20,
+        "read only {} modules of src/",
+        modules.len()
+    );
+    let mut problems = check(&modules);
+    problems.extend(check_actors());
+    assert!(problems.is_empty(), "{}", report(&problems));
+}
+
+/// The checker itself: a back-import, a cycle between resources (through a folder's name) and
+/// a pure module reaching SeaORM through another module are each found; prose is not code.
+#[test]
+fn the_checker_finds_what_it_is_for() {
+    let module = |file: &str, code: &str| Module {
+        file: PathBuf::from(file),
+        code: strip(code),
+    };
+    let modules: BTreeMap<String, Module> = [
+        (
+            "clock",
+            "src/clock.rs",
+            "use crate::payments::routes::x; // crate::app::y\nfn now() { sea_orm::x(); }",
+        ),
+        ("payments", "src/payments/mod.rs", ""),
+        (
+            "payments::routes",
+            "src/payments/routes.rs",
+            "use crate::{clock, customers};\nfn h() { customers::store::find(); }",
+        ),
+        (
+            "payments::machine",
+            "src/payments/machine.rs",
+            "use super::refunds::Plan;\nfn f() { let s = \"sea_orm::x\"; }",
+        ),
+        (
+            "payments::refunds",
+            "src/payments/refunds.rs",
+            "use crate::clock::now;",
+        ),
+        (
+            "payments::api",
+            "src/payments/api.rs",
+            "fn render() { crate::customers::store::x(); }",
+        ),
+        ("customers", "src/customers/mod.rs", ""),
+        (
+            "customers::store",
+            "src/customers/store.rs",
+            "use crate::payments::api::Line;",
+        ),
+        ("app", "src/app.rs", ""),
+    ]
+    .into_iter()
+    .map(|(name, file, code)| (name.to_owned(), module(file, code)))
+    .collect();
+    let problems = check(&modules).join("\n");
+    assert!(problems.contains("src/clock.rs:1: `clock` (primitives) imports `crate::payments::routes::x` (routes), a higher layer"), "{problems}");
+    assert!(
+        !problems.contains("crate::app::y"),
+        "a comment is not an import:\n{problems}"
+    );
+    assert!(problems.contains("src/customers/store.rs:1: `customers` imports `payments`, and src/payments/api.rs:1: `payments` imports `customers`"), "{problems}");
+    assert!(problems.contains("src/clock.rs:2: pure `payments::machine` uses `sea_orm` (reached through payments::machine → payments::refunds → clock)"), "{problems}");
+    assert!(
+        !problems.contains("src/payments/machine.rs:2"),
+        "a string is not code:\n{problems}"
+    );
+    assert!(
+        problems.contains("import cycle customers::store → payments::api"),
+        "{problems}"
+    );
+}
