@@ -1,0 +1,139 @@
+//! The baselines payd is compared with, measured by the same load generator: raw single-row
+//! INSERTs through `payd::db::connect`, an empty actix-web route, and raw awc POSTs of an
+//! event-sized body to the in-bench receiver.
+
+use std::{rc::Rc, time::Duration};
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+use awc::http::Method;
+use payd::clock::{Clock, SystemClock};
+use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
+use serde_json::json;
+
+use crate::{
+    load::{drive, outcome, payment_body, send, Stats},
+    server::serve_local,
+};
+
+const RAW_TABLE: &str = "payd_bench_raw";
+
+/// Single-row INSERTs into a throwaway table, one per transaction, with payd's own connection
+/// settings.
+pub(crate) async fn raw_inserts(
+    url: &str,
+    concurrency: usize,
+    limit: Duration,
+) -> anyhow::Result<Stats> {
+    let conn = payd::db::connect(url, None).await?;
+    let backend = conn.get_database_backend();
+    conn.execute_raw(Statement::from_string(
+        backend,
+        format!(
+            "CREATE TABLE {RAW_TABLE} (id VARCHAR(64) PRIMARY KEY, merchant_id VARCHAR(64) NOT NULL, \
+             amount BIGINT NOT NULL, status VARCHAR(32) NOT NULL, payload TEXT NOT NULL, \
+             created_at VARCHAR(40) NOT NULL)"
+        ),
+    ))
+    .await?;
+    let sql = match backend {
+        DbBackend::Postgres => format!(
+            "INSERT INTO {RAW_TABLE} (id, merchant_id, amount, status, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)"
+        ),
+        _ => format!(
+            "INSERT INTO {RAW_TABLE} (id, merchant_id, amount, status, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+        ),
+    };
+    let payload = Rc::new("x".repeat(600));
+    let (conn2, sql) = (conn.clone(), Rc::new(sql));
+    let stats = drive(concurrency, limit, None, move |_| {
+        let (conn, sql, payload) = (conn2.clone(), sql.clone(), payload.clone());
+        async move {
+            let stmt = Statement::from_sql_and_values(
+                backend,
+                sql.as_str(),
+                [
+                    format!("raw_{}", uuid::Uuid::now_v7().simple()).into(),
+                    "mer_bench".into(),
+                    1000i64.into(),
+                    "succeeded".into(),
+                    payload.as_str().into(),
+                    SystemClock.now().to_rfc3339().into(),
+                ],
+            );
+            let r = async {
+                let txn = conn.begin().await?;
+                txn.execute_raw(stmt).await?;
+                txn.commit().await
+            }
+            .await;
+            outcome(r.map_err(|e| e.to_string()))
+        }
+    })
+    .await;
+    conn.execute_raw(Statement::from_string(
+        backend,
+        format!("DROP TABLE {RAW_TABLE}"),
+    ))
+    .await?;
+    conn.close().await?;
+    Ok(stats)
+}
+
+/// An empty actix-web route (one worker per core), driven like payd (same body as
+/// create+confirm).
+pub(crate) async fn empty_route(
+    client: &awc::Client,
+    c: usize,
+    secs: Duration,
+) -> anyhow::Result<Stats> {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let local = serve_local!(HttpServer::new(|| {
+        App::new().default_service(web::to(|| async { HttpResponse::Ok().finish() }))
+    })
+    .workers(cores));
+    let (client2, url, body) = (client.clone(), local.url.clone(), payment_body(true, false));
+    let stats = drive(c, secs, None, move |_| {
+        let (client, url, body) = (client2.clone(), url.clone(), body.clone());
+        async move { outcome(send(&client, Method::POST, &url, &[], Some(body)).await) }
+    })
+    .await;
+    local.stop().await;
+    Ok(stats)
+}
+
+/// Raw awc POSTs of an event-sized body to the receiver's `/raw`: `c` in flight for `secs`,
+/// then 4 in flight (payd's per-endpoint cap) for half as long.
+pub(crate) async fn raw_awc(
+    client: &awc::Client,
+    receiver: &str,
+    c: usize,
+    secs: Duration,
+) -> anyhow::Result<(Stats, Stats)> {
+    let body: web::Bytes = serde_json::to_vec(&json!({
+        "merchant_id": "mer_0", "event_id": "evt_0", "event_type": "payment_succeeded",
+        "timestamp": "2026-01-01T00:00:00.000000Z",
+        "content": {"type": "payment_details", "object": {"pad": "x".repeat(1400)}}
+    }))?
+    .into();
+    let url = format!("{receiver}/raw");
+    let run = |n: usize, limit: Duration| {
+        let (client2, url, body) = (client.clone(), url.clone(), body.clone());
+        drive(n, limit.max(Duration::from_secs(1)), None, move |_| {
+            let (client, url, body) = (client2.clone(), url.clone(), body.clone());
+            async move {
+                let headers = [
+                    ("webhook-id", "evt_0"),
+                    ("webhook-timestamp", "1767225600"),
+                    (
+                        "webhook-signature",
+                        "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                    ),
+                ];
+                outcome(send(&client, Method::POST, &url, &headers, Some(body)).await)
+            }
+        })
+    };
+    let full = run(c, secs).await;
+    let four = run(4, secs / 2).await;
+    Ok((full, four))
+}

@@ -1,0 +1,279 @@
+//! `payd-bench`: measures the real `payd` release binary against baselines on the same
+//! machine and database, and prints (or writes into `docs/performance.md`) a markdown table.
+//!
+//! ```sh
+//! cargo build --release --bin payd --bin payd-bench
+//! cargo run --release --bin payd-bench -- --db sqlite|postgres [--seconds N] [--concurrency N] \
+//!     [--write docs/performance.md] [--payd-bin PATH]
+//! ```
+//!
+//! Baselines: raw single-row INSERTs through SeaORM (`payd::db::connect`, one INSERT per
+//! transaction), an empty actix-web route, and raw awc POSTs to a local 2xx receiver. Then the
+//! real `payd` (the binary next to this one, or the one `--payd-bin PATH` names, e.g. another
+//! build for an A/B run) as a child process: create+confirm, a paced run at half of that rate,
+//! the manual-capture flow, refunds, a mixed workload, webhook deliveries, and the RSS of live
+//! payment actors before and after passivation. All traffic stays on 127.0.0.1; every phase
+//! and every wait is bounded in time.
+//!
+//! This file holds the command line and the order of the phases; the phases live in
+//! `baselines`, `payments`, `webhooks` and `memory`, on top of `load` (the load generator and
+//! HTTP client) and `server` (the payd child process, the database, in-process servers);
+//! `report` renders and writes the markdown.
+
+mod baselines;
+mod load;
+mod memory;
+mod payments;
+mod report;
+mod server;
+mod webhooks;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::atomic::Ordering,
+    time::Duration,
+};
+
+use anyhow::{bail, Context as _};
+use awc::http::Method;
+use clap::{Parser, ValueEnum};
+use serde_json::Value;
+
+use crate::{
+    load::{client, send, Api},
+    report::{Noise, Report},
+    server::{Payd, TestDb},
+    webhooks::Received,
+};
+
+#[derive(Parser, Clone)]
+#[command(
+    name = "payd-bench",
+    about = "Benchmarks the payd release binary against raw baselines"
+)]
+struct Args {
+    /// Which database payd (and the raw-insert baseline) runs on.
+    #[arg(long, value_enum)]
+    db: DbKind,
+    /// Length of each timed phase.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Requests in flight in every closed-loop phase (baselines included).
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// Replace this database's section of a markdown file (created if missing).
+    #[arg(long)]
+    write: Option<PathBuf>,
+    /// Live payment actors for the memory phase.
+    #[arg(long, default_value_t = 100_000)]
+    actors: usize,
+    /// Payments (each one event) for the webhook phase.
+    #[arg(long, default_value_t = 3_000)]
+    webhook_events: usize,
+    /// After passivation, touch every payment again and read RSS once more (shows whether
+    /// the memory the first actors held is reused).
+    #[arg(long)]
+    retouch: bool,
+    /// Run only these phases (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    phases: Vec<Phase>,
+    /// A setting for the payd servers the bench starts, as `PAYD_…=value` (repeatable); it
+    /// overrides the bench's own. For A/B runs of a setting; the report lists it.
+    #[arg(long = "payd-env", value_parser = payd_setting)]
+    payd_env: Vec<(String, String)>,
+    /// The payd binary to run (default: `payd` next to this executable). For A/B runs of two
+    /// builds; the report's command line shows it.
+    #[arg(long = "payd-bin", value_name = "PATH")]
+    payd_bin: Option<PathBuf>,
+}
+
+impl Args {
+    fn wants(&self, phase: Phase) -> bool {
+        self.phases.is_empty() || self.phases.contains(&phase)
+    }
+}
+
+fn payd_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if k.starts_with("PAYD_") => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("expected PAYD_NAME=value, got {s:?}")),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+enum DbKind {
+    Sqlite,
+    Postgres,
+}
+
+impl DbKind {
+    fn title(self) -> &'static str {
+        match self {
+            DbKind::Sqlite => "SQLite",
+            DbKind::Postgres => "PostgreSQL",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            DbKind::Sqlite => "sqlite",
+            DbKind::Postgres => "postgres",
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+enum Phase {
+    Inserts,
+    EmptyRoute,
+    Awc,
+    Confirm,
+    Paced,
+    Manual,
+    Refund,
+    Mixed,
+    Webhooks,
+    Memory,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    actix_web::rt::System::new().block_on(run(args))
+}
+
+/// The payd binary to start: `--payd-bin`, else `payd` next to this executable.
+fn payd_bin(args: &Args) -> anyhow::Result<PathBuf> {
+    if let Some(path) = &args.payd_bin {
+        // Absolute, so that `Command` does not look a bare name up in PATH.
+        return std::fs::canonicalize(path)
+            .with_context(|| format!("--payd-bin {}", path.display()));
+    }
+    let bin = std::env::current_exe()?.with_file_name("payd");
+    if !bin.exists() {
+        bail!(
+            "{} not found: build it with `cargo build --release --bin payd --bin payd-bench`",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let bin = payd_bin(&args)?;
+    let db = TestDb::create(args.db).await?;
+    eprintln!("payd-bench: database {}", db.url);
+    let mut report = Report {
+        noise: Noise::begin(),
+        ..Report::default()
+    };
+    let result = measure(&args, &bin, &db, &mut report).await;
+    report.noise.end();
+    db.remove().await;
+    result?;
+    let section = report::render(&args, &report);
+    println!("{section}");
+    if let Some(path) = &args.write {
+        report::write_section(path, args.db, &section)?;
+        eprintln!(
+            "payd-bench: wrote the {} section of {}",
+            args.db.title(),
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+async fn measure(args: &Args, bin: &Path, db: &TestDb, report: &mut Report) -> anyhow::Result<()> {
+    let secs = Duration::from_secs(args.seconds);
+    let c = args.concurrency;
+    let client = client();
+
+    // (a) raw single-row INSERTs, one per transaction, with payd's own connection settings.
+    if args.wants(Phase::Inserts) {
+        eprintln!("payd-bench: raw single-row inserts");
+        report.raw_inserts = Some(baselines::raw_inserts(&db.url, c, secs).await?);
+    }
+
+    // (b) an empty actix-web route, driven like payd (same body as create+confirm).
+    if args.wants(Phase::EmptyRoute) {
+        eprintln!("payd-bench: empty actix-web route");
+        report.empty_route = Some(baselines::empty_route(&client, c, secs).await?);
+    }
+
+    // The receiver: raw POSTs and payd's webhook deliveries.
+    let (receiver, received) = webhooks::receiver()?;
+
+    // (c) raw awc POSTs of an event-sized body to the receiver.
+    if args.wants(Phase::Awc) {
+        eprintln!("payd-bench: raw awc POSTs");
+        let (full, four) = baselines::raw_awc(&client, &receiver.url, c, secs).await?;
+        report.awc_full = Some(full);
+        report.awc_4 = Some(four);
+    }
+
+    report.raw_counted = received.raw.load(Ordering::Relaxed);
+
+    let payd_phases = [
+        Phase::Confirm,
+        Phase::Paced,
+        Phase::Manual,
+        Phase::Refund,
+        Phase::Mixed,
+        Phase::Webhooks,
+        Phase::Memory,
+    ];
+    if payd_phases.iter().any(|p| args.wants(*p)) {
+        let result = measure_payd(args, bin, db, report, &client, &receiver.url, &received).await;
+        receiver.stop().await;
+        result?;
+    } else {
+        receiver.stop().await;
+    }
+    Ok(())
+}
+
+/// The phases against payd itself, on one server (the memory phase starts a second one).
+#[allow(clippy::too_many_arguments)]
+async fn measure_payd(
+    args: &Args,
+    bin: &Path,
+    db: &TestDb,
+    report: &mut Report,
+    client: &awc::Client,
+    receiver: &str,
+    received: &actix_web::web::Data<Received>,
+) -> anyhow::Result<()> {
+    let data_dir = db.dir.join("data");
+    // The webhook phase's receiver holds its first requests while the payments are created:
+    // a timeout (and a lease) longer than that keeps them from being retried meanwhile.
+    let mut payd = Payd::start(args, bin, &db.url, &data_dir, &webhooks::BENCH_WEBHOOKS)?;
+    let base = payd.base();
+    if let Ok(v) = send(client, Method::GET, &format!("{base}/version"), &[], None).await {
+        let v: Value = serde_json::from_slice(&v).unwrap_or_default();
+        report.payd_version = v["version"].as_str().map(str::to_owned);
+    }
+    let api = Api::create_merchant(client, &base, "bench").await?;
+
+    payments::measure(args, &api, report).await;
+
+    if args.wants(Phase::Webhooks) {
+        eprintln!(
+            "payd-bench: webhook deliveries ({} events)",
+            args.webhook_events
+        );
+        let c = args.concurrency;
+        report.webhooks =
+            Some(webhooks::drain(&api, c, args.webhook_events, receiver, received).await?);
+    }
+
+    if args.wants(Phase::Memory) {
+        // The payments are created here (no actor is involved); the actors live in a fresh
+        // server whose idle timeout lets them all be live at once, then passivate.
+        let created = memory::create_payments(args, client, &base).await?;
+        payd.stop();
+        report.memory = Some(memory::measure(args, bin, db, &data_dir, client, created).await?);
+    } else {
+        payd.stop();
+    }
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! The webhook phase and the in-bench receiver: payd's deliveries queue up while the receiver
+//! holds its answers, then the time to drain the queue is measured. The receiver also counts
+//! the raw awc POSTs of the baseline.
+
+use std::{
+    collections::HashSet,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use anyhow::anyhow;
+use awc::http::Method;
+use serde_json::json;
+
+use crate::{
+    load::{drive, outcome, payment_body, Api, Outcome},
+    server::{serve_local, Local},
+};
+
+/// Bounds the creation of the phase's payments, the wait for their deliveries, and how long
+/// the receiver holds a request.
+const WEBHOOK_LIMIT: Duration = Duration::from_secs(120);
+/// payd's webhook settings for the run (see the webhook phase).
+pub(crate) const BENCH_WEBHOOKS: [(&str, &str); 2] = [
+    ("PAYD_WEBHOOKS__REQUEST_TIMEOUT_SECS", "60"),
+    ("PAYD_WEBHOOKS__LEASE_SECS", "180"),
+];
+
+/// What the webhook phase measured.
+pub(crate) struct WebhookRun {
+    pub(crate) events: usize,
+    pub(crate) received: usize,
+    pub(crate) requests: u64,
+    pub(crate) create_secs: f64,
+    /// From opening the receiver to the last distinct event received.
+    pub(crate) drain_secs: f64,
+}
+
+impl WebhookRun {
+    pub(crate) fn rate(&self) -> f64 {
+        self.received as f64 / self.drain_secs.max(1e-9)
+    }
+}
+
+/// What the receiver has seen: raw POSTs counted, webhook deliveries by distinct `webhook-id`.
+/// While `held`, webhook requests wait (bounded) until `release`.
+#[derive(Default)]
+pub(crate) struct Received {
+    pub(crate) raw: AtomicU64,
+    hooks: Mutex<Hooks>,
+    held: AtomicBool,
+    opened: tokio::sync::Notify,
+}
+
+impl Received {
+    fn release(&self) {
+        self.held.store(false, Ordering::SeqCst);
+        self.opened.notify_waiters();
+    }
+}
+
+#[derive(Default)]
+struct Hooks {
+    ids: HashSet<String>,
+    last: Option<Instant>,
+    requests: u64,
+}
+
+/// Starts the receiver (one worker): `POST /raw` for the raw awc baseline, `POST /hooks` for
+/// payd's webhook deliveries.
+pub(crate) fn receiver() -> anyhow::Result<(Local, web::Data<Received>)> {
+    let received = web::Data::new(Received::default());
+    let recv_state = received.clone();
+    let receiver = serve_local!(HttpServer::new(move || {
+        App::new()
+            .app_data(recv_state.clone())
+            .route("/raw", web::post().to(receive_raw))
+            .route("/hooks", web::post().to(receive_hook))
+    })
+    .workers(1));
+    Ok((receiver, received))
+}
+
+async fn receive_raw(state: web::Data<Received>, _body: web::Bytes) -> HttpResponse {
+    state.raw.fetch_add(1, Ordering::Relaxed);
+    HttpResponse::NoContent().finish()
+}
+
+async fn receive_hook(
+    req: HttpRequest,
+    state: web::Data<Received>,
+    _body: web::Bytes,
+) -> HttpResponse {
+    let deadline = Instant::now() + WEBHOOK_LIMIT;
+    while state.held.load(Ordering::SeqCst) && Instant::now() < deadline {
+        let opened = state.opened.notified();
+        if !state.held.load(Ordering::SeqCst) {
+            break;
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(100), opened).await;
+    }
+    let id = req
+        .headers()
+        .get("webhook-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let now = Instant::now();
+    let mut h = state.hooks.lock().unwrap_or_else(|e| e.into_inner());
+    h.requests += 1;
+    if !id.is_empty() && h.ids.insert(id) {
+        h.last = Some(now);
+    }
+    HttpResponse::NoContent().finish()
+}
+
+/// Points `api`'s shop at the receiver, creates `events` payments (one `payment_succeeded`
+/// each) while the receiver holds its answers, then opens it and times the drain.
+pub(crate) async fn drain(
+    api: &Api,
+    c: usize,
+    events: usize,
+    receiver: &str,
+    received: &web::Data<Received>,
+) -> anyhow::Result<WebhookRun> {
+    let url = format!("{receiver}/hooks");
+    let path = format!("/account/shops/{}/webhook", api.profile);
+    api.call(
+        Method::PUT,
+        &path,
+        Some(serde_json::to_vec(&json!({ "url": url }))?.into()),
+    )
+    .await
+    .map_err(|e| anyhow!(e))?;
+    // The receiver holds its answers while the payments are created, so their events queue
+    // up in payd (in the database, past the few requests in flight); then it opens and the
+    // time to drain the queue is measured, apart from the time it took to create them.
+    received.held.store(true, Ordering::SeqCst);
+    let n = events as u64;
+    let start = Instant::now();
+    let (api2, body) = (api.clone(), payment_body(true, false));
+    let created = drive(c, WEBHOOK_LIMIT, None, move |k| {
+        let (api, body) = (api2.clone(), body.clone());
+        async move {
+            if k >= n {
+                return Outcome::Exhausted;
+            }
+            outcome(api.create_expect(body, "succeeded").await)
+        }
+    })
+    .await;
+    let create_secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "payd-bench:   created {} ({} errors) in {create_secs:.1} s; opening the receiver",
+        created.ok, created.errors
+    );
+    let count = || {
+        received
+            .hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ids
+            .len()
+    };
+    let opened = Instant::now();
+    received.release();
+    let deadline = opened + WEBHOOK_LIMIT;
+    while count() < created.ok as usize && Instant::now() < deadline {
+        actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Pause deliveries so later phases do not carry webhook traffic.
+    let _ = api
+        .call(
+            Method::PUT,
+            &path,
+            Some(serde_json::to_vec(&json!({ "url": url, "enabled": false }))?.into()),
+        )
+        .await;
+    let h = received.hooks.lock().unwrap_or_else(|e| e.into_inner());
+    let last = h.last.unwrap_or_else(Instant::now);
+    let run = WebhookRun {
+        events: created.ok as usize,
+        received: h.ids.len(),
+        requests: h.requests,
+        create_secs,
+        drain_secs: last.saturating_duration_since(opened).as_secs_f64(),
+    };
+    eprintln!(
+        "payd-bench:   {} events received in {:.1} s ({:.0}/s)",
+        run.received,
+        run.drain_secs,
+        run.rate()
+    );
+    Ok(run)
+}
