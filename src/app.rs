@@ -117,7 +117,7 @@ impl Application {
                 sandbox,
                 wake: wake.clone(),
             }),
-            registry_config,
+            registry_config.clone(),
             arbiters.clone(),
         );
 
@@ -129,7 +129,9 @@ impl Application {
                 settings: webhook_settings.clone(),
                 depth: Default::default(),
                 wake: wake.clone(),
+                backlogs: Default::default(),
             },
+            registry_config,
             arbiters.clone(),
         );
         let dispatcher = Arc::new(Dispatcher::new(
@@ -236,6 +238,7 @@ impl Application {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
         let sweeper = self.payments.spawn_sweeper();
         let dispute_sweeper = self.disputes.spawn_sweeper();
+        let delivery_sweeper = self.state.dispatcher.deliveries().spawn_sweeper();
         let mut dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
         let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
         let result = self.server.await;
@@ -253,8 +256,10 @@ impl Application {
         self.state.dispatcher.drain().await;
         sweeper.abort();
         dispute_sweeper.abort();
+        delivery_sweeper.abort();
         self.payments.passivate_all();
         self.disputes.passivate_all();
+        self.state.dispatcher.deliveries().passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
         result

@@ -18,7 +18,7 @@ async fn every_actor_and_webhook_series_exists_at_zero_from_start_up() {
             .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
             .map(|l| l[series.len()..].trim().to_owned())
     };
-    for kind in ["payment", "dispute"] {
+    for kind in ["payment", "dispute", "webhook"] {
         for name in [
             "payd_actors_live",
             "payd_actor_mailbox_depth",

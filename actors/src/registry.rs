@@ -222,6 +222,16 @@ impl<A: KeyedActor> Registry<A> {
         &self.inner.deps
     }
 
+    /// The ids of the actors currently active (for a message to each, e.g. at shutdown).
+    pub fn ids(&self) -> Vec<String> {
+        self.inner
+            .slots
+            .iter()
+            .filter(|s| s.value().addr.initialized())
+            .map(|s| s.key().clone())
+            .collect()
+    }
+
     /// Actors currently active. Includes an actor that died since its last
     /// message: death is only noticed when a message bounces off it.
     pub fn live(&self) -> usize {

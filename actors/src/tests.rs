@@ -273,6 +273,9 @@ async fn one_actor_per_id_under_concurrent_first_messages() {
     assert_eq!(deps.loads(), 2);
     assert_eq!(reg.live(), 2);
     assert_eq!(reg.mailbox_depth(), 0);
+    let mut ids = reg.ids();
+    ids.sort();
+    assert_eq!(ids, ["pay_a", "pay_b"], "ids names the active actors");
 }
 
 #[actix_rt::test]

@@ -15,7 +15,7 @@ use std::{
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
-use payd_actors::ArbiterPool;
+use payd_actors::{ArbiterPool, KeyedActor, Registry, RegistryConfig};
 use payd_entity::{delivery, delivery_attempt, event, webhook_endpoint};
 use rand::Rng;
 use sea_orm::{
@@ -143,6 +143,26 @@ pub fn client(timeout: StdDuration) -> awc::Client {
         .finish()
 }
 
+thread_local! {
+    /// The delivery actors' client, one per arbiter thread (an awc client cannot move between
+    /// threads, and an actor is built on the caller's thread before it moves to its arbiter).
+    /// No connection limit of its own: each merchant's actor bounds its requests in flight.
+    static DELIVERY_CLIENT: std::cell::OnceCell<awc::Client> = const { std::cell::OnceCell::new() };
+}
+
+fn delivery_client(timeout: StdDuration) -> awc::Client {
+    DELIVERY_CLIENT.with(|c| {
+        c.get_or_init(|| {
+            awc::Client::builder()
+                .connector(awc::Connector::new().limit(0))
+                .disable_redirects()
+                .timeout(timeout)
+                .finish()
+        })
+        .clone()
+    })
+}
+
 /// The record of one attempt, ready to insert (automatic ones are inserted in batches by
 /// `write`, manual retries one by one).
 pub fn attempt_row(
@@ -188,6 +208,9 @@ pub struct DeliveryDeps {
     /// Wakes the dispatcher when a full queue drains below its limit, so the merchant's
     /// waiting deliveries are claimed at once rather than at the next poll.
     pub wake: super::wake::Wake,
+    /// Each merchant's backlog (queued, in flight, or sent with the outcome not yet
+    /// written), so the dispatcher can skip merchants whose queue is full.
+    pub backlogs: Arc<DashMap<String, Arc<AtomicI64>>>,
 }
 
 /// A merchant whose queue holds this much is skipped by the dispatcher's claims. At least a
@@ -199,14 +222,13 @@ fn backlog_limit(settings: &WebhookSettings) -> i64 {
     ) as i64
 }
 
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "()")]
 struct Enqueue(Vec<Claimed>);
 
-/// One merchant's queue.
-struct MerchantDeliveries {
+/// One merchant's queue: an actor of the registry, keyed by merchant id.
+pub struct MerchantDeliveries {
     deps: DeliveryDeps,
-    client: awc::Client,
     queue: VecDeque<Claimed>,
     in_flight: usize,
     /// Queued, in flight, or sent with the outcome not yet written; shared with the pool so
@@ -225,6 +247,29 @@ impl Actor for MerchantDeliveries {
     type Context = Context<Self>;
 }
 
+impl KeyedActor for MerchantDeliveries {
+    const KIND: &'static str = "webhook";
+    type Deps = DeliveryDeps;
+    type LoadError = std::convert::Infallible;
+
+    async fn load(merchant_id: &str, deps: &DeliveryDeps) -> Result<Self, Self::LoadError> {
+        // A fresh count: an actor that died took its queue with it (those leases run out and
+        // are claimed again), and one passivated had nothing left.
+        let backlog = Arc::new(AtomicI64::new(0));
+        deps.backlogs
+            .insert(merchant_id.to_owned(), backlog.clone());
+        Ok(Self {
+            deps: deps.clone(),
+            queue: VecDeque::new(),
+            in_flight: 0,
+            backlog,
+            unwritten: Vec::new(),
+            writing: false,
+            draining: None,
+        })
+    }
+}
+
 impl MerchantDeliveries {
     fn pump(&mut self, ctx: &mut Context<Self>) {
         while self.in_flight < self.deps.settings.max_in_flight_per_endpoint {
@@ -232,7 +277,9 @@ impl MerchantDeliveries {
                 break;
             };
             self.in_flight += 1;
-            let (deps, client) = (self.deps.clone(), self.client.clone());
+            let deps = self.deps.clone();
+            let client =
+                delivery_client(StdDuration::from_secs(deps.settings.request_timeout_secs));
             ctx.spawn(
                 async move { send(&deps, &client, item).await }
                     .into_actor(self)
@@ -358,7 +405,7 @@ impl Handler<Enqueue> for MerchantDeliveries {
 
 /// Stops a merchant's deliveries for shutdown: what is queued is handed back at once, and the
 /// answer comes when what was in flight has been answered and its outcome written.
-#[derive(Message)]
+#[derive(Message, Clone)]
 #[rtype(result = "()")]
 struct Drain;
 
@@ -555,56 +602,29 @@ fn without_lease(update: UpdateMany<delivery::Entity>) -> UpdateMany<delivery::E
         )
 }
 
-/// The delivery actors, one per merchant, spread over the arbiters.
+/// The delivery actors, one per merchant, in the actor registry like every other kind
+/// (activation, mailbox bound, respawn, passivation, metrics).
 pub struct DeliveryPool {
-    deps: DeliveryDeps,
-    arbiters: Arc<ArbiterPool>,
-    actors: DashMap<String, (actix::Addr<MerchantDeliveries>, Arc<AtomicI64>)>,
+    actors: Registry<MerchantDeliveries>,
 }
 
 impl DeliveryPool {
-    pub fn new(deps: DeliveryDeps, arbiters: Arc<ArbiterPool>) -> Self {
+    pub fn new(deps: DeliveryDeps, config: RegistryConfig, arbiters: Arc<ArbiterPool>) -> Self {
         Self {
-            deps,
-            arbiters,
-            actors: DashMap::new(),
+            actors: Registry::new(deps, config, arbiters),
         }
     }
 
-    fn actor(&self, merchant_id: &str) -> (actix::Addr<MerchantDeliveries>, Arc<AtomicI64>) {
-        if let Some(entry) = self.actors.get(merchant_id) {
-            if entry.0.connected() {
-                return entry.clone();
-            }
-        }
-        let backlog = Arc::new(AtomicI64::new(0));
-        let (deps, b) = (self.deps.clone(), backlog.clone());
-        let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
-        let addr =
-            MerchantDeliveries::start_in_arbiter(&self.arbiters.pick(merchant_id), move |_| {
-                MerchantDeliveries {
-                    deps,
-                    client: client(timeout),
-                    queue: VecDeque::new(),
-                    in_flight: 0,
-                    backlog: b,
-                    unwritten: Vec::new(),
-                    writing: false,
-                    draining: None,
-                }
-            });
-        self.actors
-            .insert(merchant_id.to_owned(), (addr.clone(), backlog.clone()));
-        (addr, backlog)
+    /// The registry, for its sweeper and shutdown.
+    pub fn actors(&self) -> &Registry<MerchantDeliveries> {
+        &self.actors
     }
 
-    /// Hands claimed deliveries to their merchants' actors.
+    /// Hands claimed deliveries to their merchant's actor.
     pub async fn enqueue(&self, merchant_id: &str, items: Vec<Claimed>) {
-        let (addr, _) = self.actor(merchant_id);
-        if let Err(e) = addr.send(Enqueue(items)).await {
-            // The actor died; its leases run out and the dispatcher claims them again.
+        if let Err(e) = self.actors.send(merchant_id, Enqueue(items)).await {
+            // Overloaded or dead twice: the leases run out and the dispatcher claims them again.
             tracing::warn!(error = %e, merchant = merchant_id, "delivery actor unavailable");
-            self.actors.remove(merchant_id);
         }
     }
 
@@ -612,8 +632,8 @@ impl DeliveryPool {
     /// once what was in flight has been answered and written, or after `within`. What is still
     /// in flight then is sent again when its lease runs out (at least once).
     pub async fn drain(&self, within: StdDuration) {
-        let actors: Vec<_> = self.actors.iter().map(|e| e.value().0.clone()).collect();
-        let all = futures_util::future::join_all(actors.iter().map(|a| a.send(Drain)));
+        let ids = self.actors.ids();
+        let all = futures_util::future::join_all(ids.iter().map(|id| self.actors.send(id, Drain)));
         if tokio::time::timeout(within, all).await.is_err() {
             tracing::warn!("webhook deliveries still in flight at shutdown");
         }
@@ -622,10 +642,12 @@ impl DeliveryPool {
     /// Merchants whose queue already holds enough work: the dispatcher claims none for them,
     /// so one dead endpoint cannot take every claim.
     pub fn saturated(&self) -> Vec<String> {
-        let limit = backlog_limit(&self.deps.settings);
+        let limit = backlog_limit(&self.actors.deps().settings);
         self.actors
+            .deps()
+            .backlogs
             .iter()
-            .filter(|e| e.value().1.load(Ordering::Relaxed) >= limit)
+            .filter(|e| e.value().load(Ordering::Relaxed) >= limit)
             .map(|e| e.key().clone())
             .collect()
     }

@@ -19,7 +19,7 @@ use sea_orm::{
 };
 
 use super::{
-    delivery::{Claimed, DeliveryPool},
+    delivery::{Claimed, DeliveryPool, MerchantDeliveries},
     wake::Wake,
 };
 use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
@@ -75,6 +75,11 @@ impl Dispatcher {
         // The requests in flight, and a moment to write their outcomes.
         let within = StdDuration::from_secs(self.settings.request_timeout_secs + 5);
         self.pool.drain(within).await;
+    }
+
+    /// The merchants' delivery actors.
+    pub fn deliveries(&self) -> &payd_actors::Registry<MerchantDeliveries> {
+        self.pool.actors()
     }
 
     /// Looks for due work now (after a commit that recorded events).
