@@ -56,6 +56,7 @@ const NAMED: &[(&str, &str)] = &[
     ("processors::sandbox", "store"),
     ("processors::remote", "store"),
     ("processors::sim", "store"),
+    ("payments::create", "runtime"),
     ("webhooks::delivery", "runtime"),
     ("webhooks::dispatcher", "runtime"),
     ("state", "edge"),

@@ -1,0 +1,329 @@
+//! A new payment: the rules of its customer side (the customer, a saved method, a mandate to
+//! charge off-session, a card to save for later), its fields and its row, and the confirm that
+//! `confirm: true` asks for. Handlers of other routes use its card, saved-method and return-URL
+//! checks.
+
+use chrono::Duration;
+use payd_entity::payment;
+use sea_orm::DatabaseConnection;
+
+use super::{
+    actor::{run, Access, Command, PaymentDeps, Payments},
+    api::{
+        parse_lines, CaptureMethodDto, CreatePaymentRequest, MandateRequest, MandateType,
+        PaymentMethodData,
+    },
+    machine::Status,
+    store,
+};
+use crate::{
+    auth::keys::Caller,
+    customers::{self, api::check_mandate},
+    error::ApiError,
+    fields::{check_metadata, check_text, parse_amount, parse_currency},
+    ids::new_id,
+    processors::card::{parse_card, SecretCard, StoredCard},
+};
+
+/// Checks and inserts a new payment, and confirms it when asked (`confirm: true`).
+pub async fn create(
+    payments: &Payments,
+    caller: &Caller,
+    req: CreatePaymentRequest,
+) -> Result<payment::Model, ApiError> {
+    let deps = payments.deps();
+    let profile = caller.require_shop()?.clone();
+    let amount = parse_amount("amount", req.amount)?;
+    let currency = parse_currency("currency", &req.currency)?;
+    let side = customer_side(deps, caller, &req, amount, &currency).await?;
+    let card = side.card.clone();
+    let secret = req
+        .payment_method_data
+        .as_ref()
+        .map(|d| SecretCard::from(&d.card));
+    if req.confirm && card.is_none() {
+        return Err(ApiError::invalid(
+            "payment_method_required",
+            "confirm: true needs payment_method_data",
+        )
+        .param("payment_method_data"));
+    }
+    let lines = req
+        .lines
+        .as_deref()
+        .map(|l| parse_lines(l, amount))
+        .transpose()?;
+    check_metadata(req.metadata.as_ref())?;
+    let now = deps.clock.now();
+    let m = payment::Model {
+        id: new_id("pay"),
+        merchant_id: caller.merchant_id.to_string(),
+        profile_id: profile.to_string(),
+        test_mode: caller.test_mode(),
+        status: if card.is_some() {
+            Status::RequiresConfirmation
+        } else {
+            Status::RequiresPaymentMethod
+        }
+        .as_str()
+        .to_owned(),
+        amount,
+        currency,
+        capture_method: match req.capture_method.unwrap_or_default() {
+            CaptureMethodDto::Automatic => "automatic",
+            CaptureMethodDto::Manual => "manual",
+        }
+        .to_owned(),
+        amount_authorized: 0,
+        amount_captured: 0,
+        amount_refunded: 0,
+        confirm_attempts: 0,
+        max_attempts: 3,
+        enable_partial_authorization: req.enable_partial_authorization,
+        customer_id: side.customer_id,
+        mandate_id: side.mandate_id,
+        setup_future_usage: side.future_usage.map(str::to_owned),
+        off_session: side.off_session,
+        mandate_request: side
+            .mandate_request
+            .and_then(|r| serde_json::to_string(&r).ok()),
+        payment_method: card.as_ref().and_then(|c| serde_json::to_string(c).ok()),
+        processor: None,
+        processor_reference: None,
+        last_error: None,
+        lines: lines.as_ref().and_then(|l| serde_json::to_string(l).ok()),
+        metadata: serde_json::to_string(&req.metadata.unwrap_or_default())
+            .unwrap_or_else(|_| "{}".into()),
+        description: check_text("description", req.description.as_ref(), 1000)?,
+        return_url: return_url(req.return_url.as_ref())?,
+        hosted_checkout: req.hosted_checkout,
+        client_secret: format!("{}_secret_{}", "pay", uuid::Uuid::new_v4().simple()),
+        expires_at: now + Duration::hours(24),
+        capture_before: None,
+        captured_at: None,
+        conflict: None,
+        version: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    let m = store::insert(&deps.db, m, now).await?;
+    let m = if req.confirm {
+        let access = Access::of(caller, None)?;
+        let fresh = &deps.fresh;
+        fresh.insert(m.id.clone(), m.clone());
+        let confirmed = run(
+            payments,
+            &m.id,
+            Some(access),
+            Command::Confirm {
+                card,
+                secret,
+                return_url: None,
+            },
+        )
+        .await;
+        fresh.remove(&m.id);
+        confirmed?.payment
+    } else {
+        m
+    };
+    Ok(m)
+}
+
+pub fn parse_card_data(
+    deps: &PaymentDeps,
+    test_mode: bool,
+    data: Option<&PaymentMethodData>,
+) -> Result<Option<StoredCard>, ApiError> {
+    data.map(|d| {
+        parse_card(
+            &d.card,
+            "payment_method_data.card",
+            deps.clock.now(),
+            &deps.settings.security.key_pepper,
+            test_mode,
+        )
+    })
+    .transpose()
+}
+
+/// The card of a customer's saved method (another customer's is 404).
+pub async fn saved_card(
+    db: &DatabaseConnection,
+    customer_id: Option<&str>,
+    pm_id: &str,
+) -> Result<StoredCard, ApiError> {
+    let not_found = || ApiError::not_found("payment method").param("payment_method_id");
+    let customer_id = customer_id.ok_or_else(|| {
+        ApiError::invalid(
+            "customer_required",
+            "payment_method_id needs the payment's customer_id",
+        )
+        .param("customer_id")
+    })?;
+    let pm = customers::store::find_method(db, pm_id)
+        .await?
+        .filter(|pm| pm.customer_id == customer_id)
+        .ok_or_else(not_found)?;
+    serde_json::from_str(&pm.card).map_err(ApiError::internal)
+}
+
+/// The customer side of a new payment, checked: the customer, a saved method, a mandate to
+/// charge off-session, or a card to save for later.
+struct CustomerSide {
+    customer_id: Option<String>,
+    card: Option<StoredCard>,
+    mandate_id: Option<String>,
+    future_usage: Option<&'static str>,
+    mandate_request: Option<MandateRequest>,
+    off_session: bool,
+}
+
+async fn customer_side(
+    deps: &PaymentDeps,
+    caller: &Caller,
+    req: &CreatePaymentRequest,
+    amount: i64,
+    currency: &str,
+) -> Result<CustomerSide, ApiError> {
+    let needs_customer = |param: &str| {
+        ApiError::invalid("customer_required", format!("{param} needs customer_id"))
+            .param("customer_id")
+    };
+    let customer = match &req.customer_id {
+        None => None,
+        Some(id) => {
+            let c = customers::store::find_owned(
+                &deps.db,
+                id,
+                caller.merchant_id.as_str(),
+                caller.test_mode(),
+            )
+            .await?
+            .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
+            if c.redacted_at.is_some() {
+                return Err(ApiError::conflict(
+                    "customer_redacted",
+                    "this customer was deleted and cannot be charged",
+                )
+                .param("customer_id"));
+            }
+            Some(c)
+        }
+    };
+    let customer_id = customer.as_ref().map(|c| c.id.clone());
+    let future_usage = match req.setup_future_usage.as_deref() {
+        None => None,
+        Some("off_session") => Some("off_session"),
+        Some("on_session") => Some("on_session"),
+        Some(_) => {
+            return Err(ApiError::invalid_param(
+                "setup_future_usage",
+                "setup_future_usage is off_session or on_session",
+            ))
+        }
+    };
+    if future_usage.is_some() && customer.is_none() {
+        return Err(needs_customer("setup_future_usage"));
+    }
+    let mandate_request = match (&req.mandate_data, future_usage) {
+        (Some(_), Some("on_session")) | (Some(_), None) => {
+            return Err(ApiError::invalid_param(
+                "mandate_data",
+                "mandate_data goes with setup_future_usage: off_session",
+            ))
+        }
+        (data, Some("off_session")) => {
+            let limit = data.as_ref().and_then(|d| d.amount_limit);
+            if limit.is_some_and(|l| l <= 0) {
+                return Err(ApiError::invalid_param(
+                    "mandate_data.amount_limit",
+                    "amount_limit must be greater than 0",
+                ));
+            }
+            let ends_at = data.as_ref().and_then(|d| d.ends_at);
+            if ends_at.is_some_and(|t| t <= deps.clock.now()) {
+                return Err(ApiError::invalid_param(
+                    "mandate_data.ends_at",
+                    "ends_at must be in the future",
+                ));
+            }
+            Some(MandateRequest {
+                single_use: data.as_ref().and_then(|d| d.mandate_type)
+                    == Some(MandateType::SingleUse),
+                amount_limit: limit,
+                currency: currency.to_owned(),
+                ends_at,
+            })
+        }
+        _ => None,
+    };
+    let mut card = parse_card_data(deps, caller.test_mode(), req.payment_method_data.as_ref())?;
+    if let Some(pm_id) = &req.payment_method_id {
+        if card.is_some() {
+            return Err(ApiError::invalid_param(
+                "payment_method_id",
+                "send payment_method_data or payment_method_id, not both",
+            ));
+        }
+        card = Some(saved_card(&deps.db, customer_id.as_deref(), pm_id).await?);
+    }
+    let off_session = req.off_session.unwrap_or(false);
+    let mandate_id = match &req.mandate_id {
+        None if off_session => {
+            return Err(ApiError::invalid(
+                "mandate_required",
+                "an off-session payment needs a mandate_id",
+            )
+            .param("mandate_id"))
+        }
+        None => None,
+        Some(id) => {
+            let c = customer
+                .as_ref()
+                .ok_or_else(|| needs_customer("mandate_id"))?;
+            let m = customers::store::find_mandate(&deps.db, id)
+                .await?
+                .filter(|m| m.customer_id == c.id)
+                .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
+            check_mandate(&m, amount, currency, deps.clock.now())?;
+            if card.is_none() {
+                card = Some(
+                    saved_card(&deps.db, customer_id.as_deref(), &m.payment_method_id)
+                        .await
+                        .map_err(|_| {
+                            ApiError::conflict(
+                                "payment_method_deleted",
+                                "the mandate's payment method was deleted",
+                            )
+                            .param("mandate_id")
+                        })?,
+                );
+            }
+            Some(m.id)
+        }
+    };
+    Ok(CustomerSide {
+        customer_id,
+        card,
+        mandate_id,
+        future_usage,
+        mandate_request,
+        off_session,
+    })
+}
+
+/// A return URL: http or https only (a `javascript:` URL would run on payd's checkout page).
+pub fn return_url(value: Option<&String>) -> Result<Option<String>, ApiError> {
+    let Some(url) = value else { return Ok(None) };
+    let ok = (url.starts_with("https://") || url.starts_with("http://"))
+        && url.len() <= 2048
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !ok {
+        return Err(ApiError::invalid_param(
+            "return_url",
+            "return_url must be an http(s) URL of at most 2048 characters",
+        ));
+    }
+    Ok(Some(url.clone()))
+}
