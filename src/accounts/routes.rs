@@ -225,17 +225,15 @@ pub async fn create_api_key(
         (Some(bound), _) => Some(bound.clone()),
         (None, asked) => asked,
     };
-    let (row, key) = store::insert_key(
-        &state.db,
-        state.clock.now(),
-        &state.settings.security.key_pepper,
-        &caller.merchant_id,
+    let new = store::NewKey {
+        merchant_id: &caller.merchant_id,
         kind,
         mode,
-        profile.as_ref(),
+        profile_id: profile.as_ref(),
         name,
-    )
-    .await?;
+    };
+    let pepper = &state.settings.security.key_pepper;
+    let (row, key) = store::insert_key(&state.db, state.clock.now(), pepper, new).await?;
     Ok(HttpResponse::Created().json(CreatedApiKey {
         api_key: row.into(),
         key,

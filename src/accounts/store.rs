@@ -38,17 +38,15 @@ pub async fn create_merchant(
     };
     let merchant_id = MerchantId::parse(&merchant.id).unwrap_or_default();
     let profile = profile_row(now, &merchant_id, "Default shop");
-    let (secret, secret_key) =
-        key_row(now, pepper, &merchant_id, KeyKind::Secret, mode, None, None);
-    let (publishable, publishable_key) = key_row(
-        now,
-        pepper,
-        &merchant_id,
-        KeyKind::Publishable,
+    let key = |kind| NewKey {
+        merchant_id: &merchant_id,
+        kind,
         mode,
-        None,
-        None,
-    );
+        profile_id: None,
+        name: None,
+    };
+    let (secret, secret_key) = key_row(now, pepper, key(KeyKind::Secret));
+    let (publishable, publishable_key) = key_row(now, pepper, key(KeyKind::Publishable));
     let change = Change::at(now)
         .write(commit::insert(merchant.clone()))
         .write(commit::insert(profile.clone()))
@@ -121,43 +119,40 @@ pub async fn list_profiles(
     paginate(db, select, profile::Column::Id, page).await
 }
 
+/// A key to make.
+pub struct NewKey<'a> {
+    pub merchant_id: &'a MerchantId,
+    pub kind: KeyKind,
+    pub mode: Mode,
+    /// The shop a key is bound to, if any.
+    pub profile_id: Option<&'a ProfileId>,
+    pub name: Option<String>,
+}
+
 /// Stores a new key and returns its row and the key itself (which is never stored).
-#[allow(clippy::too_many_arguments)]
 pub async fn insert_key(
     db: &DatabaseConnection,
     now: DateTime<Utc>,
     pepper: &str,
-    merchant_id: &MerchantId,
-    kind: KeyKind,
-    mode: Mode,
-    profile_id: Option<&ProfileId>,
-    name: Option<String>,
+    new: NewKey<'_>,
 ) -> Result<(api_key::Model, String), CommitError> {
-    let (row, key) = key_row(now, pepper, merchant_id, kind, mode, profile_id, name);
+    let (row, key) = key_row(now, pepper, new);
     commit::commit(db, &Change::at(now).write(commit::insert(row.clone()))).await?;
     Ok((row, key))
 }
 
 /// A new key's row and the key itself.
-fn key_row(
-    now: DateTime<Utc>,
-    pepper: &str,
-    merchant_id: &MerchantId,
-    kind: KeyKind,
-    mode: Mode,
-    profile_id: Option<&ProfileId>,
-    name: Option<String>,
-) -> (api_key::Model, String) {
-    let key = generate_key(kind, mode);
+fn key_row(now: DateTime<Utc>, pepper: &str, new: NewKey<'_>) -> (api_key::Model, String) {
+    let key = generate_key(new.kind, new.mode);
     let row = api_key::Model {
         id: KeyId::new().into_string(),
-        merchant_id: merchant_id.to_string(),
-        profile_id: profile_id.map(ToString::to_string),
-        kind: kind.as_str().to_owned(),
-        mode: mode.as_str().to_owned(),
+        merchant_id: new.merchant_id.to_string(),
+        profile_id: new.profile_id.map(ToString::to_string),
+        kind: new.kind.as_str().to_owned(),
+        mode: new.mode.as_str().to_owned(),
         key_hash: hash_key(pepper, &key),
         last4: key[key.len() - 4..].to_owned(),
-        name,
+        name: new.name,
         created_at: now,
         revoked_at: None,
     };

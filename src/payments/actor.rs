@@ -102,8 +102,9 @@ impl PaymentDeps {
         self.sandbox.async_delay
     }
 
-    fn capture_window(&self) -> Duration {
-        Duration::days(7)
+    /// Until when a capturable payment may be captured (none for any other status).
+    fn capture_before(&self, next: &machine::State, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        next.status.is_capturable().then(|| now + Duration::days(7))
     }
 }
 
@@ -623,10 +624,7 @@ async fn confirm(
     after.processor = Some(chosen);
     after.processor_reference = result.reference.clone();
     after.last_error = last_error(&result);
-    after.capture_before = next
-        .status
-        .is_capturable()
-        .then(|| now + deps.capture_window());
+    after.capture_before = deps.capture_before(&next, now);
     if return_url.is_some() {
         after.return_url = return_url.clone();
     }
@@ -662,10 +660,7 @@ async fn complete_challenge(
     let next = machine::complete_challenge(&state, result.outcome, now);
     let mut after = store::with_state(m, &next, now);
     after.last_error = last_error(&result);
-    after.capture_before = next
-        .status
-        .is_capturable()
-        .then(|| now + deps.capture_window());
+    after.capture_before = deps.capture_before(&next, now);
     commit(deps, m, after, plain("challenge")).await
 }
 
@@ -737,10 +732,7 @@ async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentErr
             }))
             .ok();
     }
-    after.capture_before = next
-        .status
-        .is_capturable()
-        .then(|| now + deps.capture_window());
+    after.capture_before = deps.capture_before(&next, now);
     commit(deps, m, after, plain("sync")).await
 }
 

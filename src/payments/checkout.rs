@@ -107,6 +107,20 @@ async fn by_secret(state: &AppState, id: &str, secret: &str) -> Result<payment::
     Ok(m)
 }
 
+/// Runs the buyer's command and answers with the checkout status.
+async fn as_buyer(
+    state: &AppState,
+    payments: &Payments,
+    m: &payment::Model,
+    client_secret: String,
+    command: Command,
+) -> Result<HttpResponse, ApiError> {
+    let m = run(payments, &m.id, Some(buyer(m, client_secret)), command)
+        .await?
+        .payment;
+    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+}
+
 fn buyer(m: &payment::Model, secret: String) -> Access {
     Access {
         merchant_id: m.merchant_id.clone(),
@@ -198,15 +212,7 @@ pub async fn confirm(
         secret: Some(SecretCard::from(&req.card)),
         return_url: None,
     };
-    let m = run(
-        &payments,
-        &m.id,
-        Some(buyer(&m, req.client_secret)),
-        command,
-    )
-    .await?
-    .payment;
-    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+    as_buyer(&state, &payments, &m, req.client_secret, command).await
 }
 
 /// The sandbox 3-D Secure challenge page.
@@ -243,13 +249,5 @@ pub async fn complete_challenge(
     let command = Command::CompleteChallenge {
         approve: req.result == ChallengeResult::Approve,
     };
-    let m = run(
-        &payments,
-        &m.id,
-        Some(buyer(&m, req.client_secret)),
-        command,
-    )
-    .await?
-    .payment;
-    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+    as_buyer(&state, &payments, &m, req.client_secret, command).await
 }
