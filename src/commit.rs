@@ -91,7 +91,8 @@ pub struct Change {
     pub events: Vec<Event>,
     pub jobs: Vec<Job>,
     /// Parts written only when their first write touches a row; otherwise skipped whole
-    /// (a mandate for a saved card whose customer was deleted meanwhile: none of it).
+    /// (a mandate for a saved card whose customer was deleted meanwhile: none of it). They are
+    /// written after `writes` and before `events` and `jobs`.
     pub optional: Vec<Change>,
     /// The time the change is made at (its events and jobs carry it).
     pub at: DateTime<Utc>,
@@ -195,7 +196,7 @@ pub struct Committed {
 }
 
 /// Writes a change in one transaction.
-pub async fn commit(db: &DatabaseConnection, change: &Change) -> Result<Committed, CommitError> {
+pub async fn commit(db: &DatabaseConnection, change: Change) -> Result<Committed, CommitError> {
     let txn = db.begin().await?;
     match write(&txn, change, true).await {
         Ok(committed) => {
@@ -222,7 +223,7 @@ where
 /// nothing (then nothing of it was written).
 async fn write(
     txn: &impl ConnectionTrait,
-    change: &Change,
+    change: Change,
     required: bool,
 ) -> Result<Option<Committed>, CommitError> {
     for (i, w) in change.writes.iter().enumerate() {
@@ -253,7 +254,14 @@ async fn write(
     }
     let at = change.at;
     let mut deliveries = 0;
-    for e in &change.events {
+    // Optional parts before this change's own events, so that their events come first (a
+    // saved card's `mandate_active` before the `payment_succeeded` of the charge that made it).
+    for part in change.optional {
+        if let Some(c) = Box::pin(write(txn, part, false)).await? {
+            deliveries += c.deliveries;
+        }
+    }
+    for e in change.events {
         deliveries += outbox::record(
             txn,
             NewEvent {
@@ -263,7 +271,7 @@ async fn write(
                 event_type: &e.event_type,
                 object_id: &e.object_id,
                 content_type: e.content_type,
-                object: e.object.clone(),
+                object: e.object,
             },
             at,
         )
@@ -286,11 +294,6 @@ async fn write(
             Job::Cancel { kinds, entity_id } => {
                 scheduler::cancel_kinds(txn, kinds, entity_id).await?
             }
-        }
-    }
-    for part in &change.optional {
-        if let Some(c) = Box::pin(write(txn, part, false)).await? {
-            deliveries += c.deliveries;
         }
     }
     Ok(Some(Committed { deliveries }))

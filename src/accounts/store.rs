@@ -52,7 +52,7 @@ pub async fn create_merchant(
         .write(commit::insert(profile.clone()))
         .write(commit::insert(secret))
         .write(commit::insert(publishable));
-    commit::commit(db, &change).await?;
+    commit::commit(db, change).await?;
     Ok(NewMerchant {
         merchant,
         profile,
@@ -80,7 +80,7 @@ pub async fn insert_profile(
     name: &str,
 ) -> Result<profile::Model, CommitError> {
     let row = profile_row(now, merchant_id, name);
-    commit::commit(db, &Change::at(now).write(commit::insert(row.clone()))).await?;
+    commit::commit(db, Change::at(now).write(commit::insert(row.clone()))).await?;
     Ok(row)
 }
 
@@ -137,7 +137,7 @@ pub async fn insert_key(
     new: NewKey<'_>,
 ) -> Result<(api_key::Model, String), CommitError> {
     let (row, key) = key_row(now, pepper, new);
-    commit::commit(db, &Change::at(now).write(commit::insert(row.clone()))).await?;
+    commit::commit(db, Change::at(now).write(commit::insert(row.clone()))).await?;
     Ok((row, key))
 }
 

@@ -44,7 +44,7 @@ pub async fn insert(
         created_at: now,
         updated_at: now,
     };
-    commit::commit(db, &Change::at(now).write(commit::insert(c.clone()))).await?;
+    commit::commit(db, Change::at(now).write(commit::insert(c.clone()))).await?;
     Ok(c)
 }
 
@@ -67,7 +67,7 @@ pub async fn replace(
     after: customer::Model,
 ) -> Result<customer::Model, CommitError> {
     let (change, after) = replacement(before, after);
-    commit::commit(db, &change).await?;
+    commit::commit(db, change).await?;
     Ok(after)
 }
 
@@ -115,7 +115,7 @@ pub async fn redact(
                 .into_query(),
         ))
         .and(replace);
-    commit::commit(db, &change).await?;
+    commit::commit(db, change).await?;
     Ok((after, deleted))
 }
 
@@ -207,7 +207,7 @@ pub async fn delete_method(
                 .filter(customer::Column::DefaultPaymentMethodId.eq(pm.id.as_str()))
                 .into_query(),
         ));
-    commit::commit(db, &change).await.map(drop)
+    commit::commit(db, change).await.map(drop)
 }
 
 /// The saved method of this card for the customer, if it is saved already.
@@ -412,7 +412,7 @@ pub async fn expire_mandate(
     if !matches!(m.status.as_str(), "pending" | "active") || m.end_at.is_none_or(|end| end > now) {
         return Ok(true);
     }
-    match commit::commit(db, &set_mandate_status(&m, "inactive", now).0).await {
+    match commit::commit(db, set_mandate_status(&m, "inactive", now).0).await {
         Ok(_) => Ok(true),
         Err(CommitError::LostRace | CommitError::Refused(_)) => Ok(false),
         Err(CommitError::Db(e)) => Err(e),
@@ -457,7 +457,7 @@ pub async fn revoke_mandate(
 ) -> Result<(mandate::Model, usize), CommitError> {
     let (change, revoked) = set_mandate_status(m, "revoked", now);
     let change = change.event(mandate_event(&revoked, "mandate_revoked"));
-    let committed = commit::commit(db, &change).await?;
+    let committed = commit::commit(db, change).await?;
     Ok((revoked, committed.deliveries))
 }
 

@@ -96,7 +96,7 @@ pub async fn commit(
         }
     }
     change = change.and(jobs(&after, now, resolve_delay));
-    let committed = commit::commit(db, &change).await?;
+    let committed = commit::commit(db, change).await?;
     Ok((after, committed.deliveries))
 }
 

@@ -91,7 +91,7 @@ pub async fn insert(
         .write(commit::insert(m.clone()))
         .write(history(&m.id, None, &m.status, "create", now))
         .and(jobs(&m, now, Duration::zero(), Jobs::None));
-    commit::commit(db, &change).await?;
+    commit::commit(db, change).await?;
     Ok(m)
 }
 
@@ -169,7 +169,7 @@ pub async fn commit(
             object: e.object,
         });
     }
-    let committed = commit::commit(db, &change).await?;
+    let committed = commit::commit(db, change).await?;
     Ok(Committed {
         payment: after,
         refund,
@@ -259,7 +259,7 @@ pub async fn resync_refund_job(
     settle_delay: Duration,
 ) -> Result<(), CommitError> {
     let change = Change::at(now).job(refund_job(r, now, settle_delay));
-    commit::commit(db, &change).await.map(drop)
+    commit::commit(db, change).await.map(drop)
 }
 
 pub async fn find_refund(
@@ -278,7 +278,7 @@ pub async fn resync_jobs(
     settle_delay: Duration,
 ) -> Result<(), CommitError> {
     let change = jobs(m, now, settle_delay, Jobs::Unknown);
-    commit::commit(db, &change).await.map(drop)
+    commit::commit(db, change).await.map(drop)
 }
 
 fn history(

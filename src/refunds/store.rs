@@ -85,6 +85,6 @@ pub async fn update_details(
             .filter(refund::Column::Version.eq(current.version))
             .into_query(),
     );
-    commit::commit(db, &Change::at(now).write(cas)).await?;
+    commit::commit(db, Change::at(now).write(cas)).await?;
     Ok(next)
 }

@@ -586,7 +586,7 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), Commit
     let change = Change::at(at)
         .write(attempts)
         .write(Write::Update(deliveries));
-    commit::commit(db, &change).await.map(drop)
+    commit::commit(db, change).await.map(drop)
 }
 
 /// The update also releases the rows' leases.
