@@ -6,12 +6,12 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter,
+    IntoActiveModel, QueryFilter,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::ids::new_id;
+use crate::{ids::new_id, webhooks::store::delivery_row};
 
 /// An event about to be recorded. `object` is the object's JSON exactly as the API renders it.
 pub struct NewEvent<'a> {
@@ -90,29 +90,14 @@ pub async fn record(
 }
 
 /// A pending delivery of `event` to an endpoint, due now.
-pub async fn insert_delivery(
+async fn insert_delivery(
     db: &impl ConnectionTrait,
     event: &event::Model,
     endpoint_id: &str,
     now: DateTime<Utc>,
-) -> Result<delivery::Model, DbErr> {
-    delivery::ActiveModel {
-        id: Set(new_id("dlv")),
-        event_id: Set(event.id.clone()),
-        merchant_id: Set(event.merchant_id.clone()),
-        endpoint_id: Set(endpoint_id.to_owned()),
-        status: Set("pending".to_owned()),
-        attempts: Set(0),
-        transient_failures: Set(0),
-        auth_failures: Set(0),
-        next_attempt_at: Set(now),
-        lease_owner: Set(None),
-        lease_until: Set(None),
-        last_status_code: Set(None),
-        last_error: Set(None),
-        delivered_at: Set(None),
-        created_at: Set(now),
-    }
-    .insert(db)
-    .await
+) -> Result<(), DbErr> {
+    delivery::Entity::insert(delivery_row(event, endpoint_id, now).into_active_model())
+        .exec_without_returning(db)
+        .await?;
+    Ok(())
 }

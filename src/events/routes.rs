@@ -1,27 +1,19 @@
 //! Delivery records: list events, show an event's delivery attempts, and send an event again.
 
-use std::time::Duration as StdDuration;
-
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
-use payd_entity::{delivery, delivery_attempt, event, webhook_endpoint};
-use sea_orm::{
-    sea_query::Expr, ActiveModelTrait, ColumnTrait, EntityTrait, QueryFilter, QueryOrder,
-};
+use payd_entity::{delivery, delivery_attempt, event};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::outbox;
 use crate::{
     auth::{Caller, SecretKey},
     error::ApiError,
     http::ApiJson,
     pagination::{created_between, paginate, List, ListQuery, Page},
     state::AppState,
-    webhooks::{
-        delivery::{attempt, attempt_row, client},
-        policy::{classify, Class},
-    },
+    webhooks::delivery::retry_event_now,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -265,57 +257,14 @@ pub async fn retry_event(
     let (merchant_id, event_id) = path.into_inner();
     own_merchant(&caller, &merchant_id)?;
     let event = find_event(&state, &caller, &event_id).await?;
-    let now = state.clock.now();
-    let mut deliveries = delivery::Entity::find()
-        .filter(delivery::Column::EventId.eq(event.id.as_str()))
-        .all(&state.db)
-        .await?;
-    let endpoints = webhook_endpoint::Entity::find()
-        .filter(
-            webhook_endpoint::Column::ProfileId.eq(event.profile_id.clone().unwrap_or_default()),
-        )
-        .filter(webhook_endpoint::Column::Enabled.eq(true))
-        .all(&state.db)
-        .await?;
-    if deliveries.is_empty() {
-        // Recorded before the shop had an endpoint: deliver to the one it has now.
-        for endpoint in &endpoints {
-            deliveries.push(outbox::insert_delivery(&state.db, &event, &endpoint.id, now).await?);
-        }
-    }
-    if deliveries.is_empty() {
-        return Err(ApiError::conflict(
-            "no_endpoint",
-            "the shop has no enabled webhook endpoint",
-        ));
-    }
-    let timeout = StdDuration::from_secs(state.settings.webhooks.request_timeout_secs);
-    let http = client(timeout);
-    let mut data = Vec::new();
-    for d in deliveries {
-        let Some(endpoint) = endpoints.iter().find(|e| e.id == d.endpoint_id) else {
-            continue;
-        };
-        let outcome = attempt(&http, endpoint, &event, now, timeout).await;
-        let number = delivery_attempt::Entity::find()
-            .filter(delivery_attempt::Column::DeliveryId.eq(d.id.as_str()))
-            .all(&state.db)
-            .await?
-            .len() as i32
-            + 1;
-        let next = (d.status == "pending").then_some(d.next_attempt_at);
-        let recorded = attempt_row(&d, number, "manual", &outcome, next, now)
-            .insert(&state.db)
-            .await?;
-        if classify(outcome.answer) == Class::Delivered && d.status != "delivered" {
-            delivery::Entity::update_many()
-                .col_expr(delivery::Column::Status, Expr::value("delivered"))
-                .col_expr(delivery::Column::DeliveredAt, Expr::value(Some(now)))
-                .filter(delivery::Column::Id.eq(d.id.as_str()))
-                .exec(&state.db)
-                .await?;
-        }
-        data.push(AttemptView::from(recorded));
-    }
+    let attempts = retry_event_now(
+        &state.db,
+        &state.settings.webhooks,
+        &event,
+        state.clock.now(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::conflict("no_endpoint", "the shop has no enabled webhook endpoint"))?;
+    let data = attempts.into_iter().map(AttemptView::from).collect();
     Ok(HttpResponse::Ok().json(Attempts { data }))
 }

@@ -1,7 +1,9 @@
 //! Persistence of uploaded files: their rows, bytes included.
 
 use payd_entity::file;
-use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait};
+
+use crate::commit::{self, Change, CommitError};
 
 /// A file of this merchant and mode; `None` for anyone else's.
 pub async fn find_owned(
@@ -16,7 +18,11 @@ pub async fn find_owned(
         .filter(|f| f.merchant_id == merchant_id && f.test_mode == test_mode))
 }
 
-pub async fn insert(db: &impl ConnectionTrait, f: file::Model) -> Result<file::Model, DbErr> {
-    f.clone().into_active_model().reset_all().insert(db).await?;
+pub async fn insert(db: &DatabaseConnection, f: file::Model) -> Result<file::Model, CommitError> {
+    commit::commit(
+        db,
+        Change::at(f.created_at).write(commit::insert(f.clone())),
+    )
+    .await?;
     Ok(f)
 }

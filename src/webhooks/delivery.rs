@@ -21,7 +21,8 @@ use rand::Rng;
 use sea_orm::{
     sea_query::{CaseStatement, Expr, ExprTrait},
     ActiveValue::Set,
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, QueryFilter, QueryTrait, UpdateMany,
+    ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryTrait, TryIntoModel, UpdateMany,
 };
 use tokio::sync::oneshot;
 
@@ -161,6 +162,71 @@ fn delivery_client(timeout: StdDuration) -> awc::Client {
         })
         .clone()
     })
+}
+
+/// A manual retry: one attempt now to the endpoint of each of the event's deliveries (an
+/// event recorded before the shop had an endpoint gets a delivery to the one it has now),
+/// each recorded, with a delivery that succeeded marked delivered, in one commit per
+/// delivery. `None` when the shop has no enabled endpoint.
+pub async fn retry_event_now(
+    db: &DatabaseConnection,
+    settings: &WebhookSettings,
+    event: &event::Model,
+    now: DateTime<Utc>,
+) -> Result<Option<Vec<delivery_attempt::Model>>, CommitError> {
+    let mut deliveries = delivery::Entity::find()
+        .filter(delivery::Column::EventId.eq(event.id.as_str()))
+        .all(db)
+        .await?;
+    let endpoints = webhook_endpoint::Entity::find()
+        .filter(
+            webhook_endpoint::Column::ProfileId.eq(event.profile_id.clone().unwrap_or_default()),
+        )
+        .filter(webhook_endpoint::Column::Enabled.eq(true))
+        .all(db)
+        .await?;
+    let mut new = Change::at(now);
+    if deliveries.is_empty() {
+        for endpoint in &endpoints {
+            let d = super::store::delivery_row(event, &endpoint.id, now);
+            new = new.write(commit::insert(d.clone()));
+            deliveries.push(d);
+        }
+        commit::commit(db, new).await?;
+    }
+    if deliveries.is_empty() {
+        return Ok(None);
+    }
+    let timeout = StdDuration::from_secs(settings.request_timeout_secs);
+    let http = client(timeout);
+    let mut recorded = Vec::new();
+    for d in deliveries {
+        let Some(endpoint) = endpoints.iter().find(|e| e.id == d.endpoint_id) else {
+            continue;
+        };
+        let outcome = attempt(&http, endpoint, event, now, timeout).await;
+        let number = delivery_attempt::Entity::find()
+            .filter(delivery_attempt::Column::DeliveryId.eq(d.id.as_str()))
+            .count(db)
+            .await? as i32
+            + 1;
+        let next = (d.status == "pending").then_some(d.next_attempt_at);
+        let row = attempt_row(&d, number, "manual", &outcome, next, now);
+        let row = row.try_into_model()?;
+        let mut change = Change::at(now).write(commit::insert(row.clone()));
+        if policy::classify(outcome.answer) == policy::Class::Delivered && d.status != "delivered" {
+            change = change.write(Write::Update(
+                delivery::Entity::update_many()
+                    .col_expr(delivery::Column::Status, Expr::value("delivered"))
+                    .col_expr(delivery::Column::DeliveredAt, Expr::value(Some(now)))
+                    .filter(delivery::Column::Id.eq(d.id.as_str()))
+                    .into_query(),
+            ));
+        }
+        commit::commit(db, change).await?;
+        recorded.push(row);
+    }
+    Ok(Some(recorded))
 }
 
 /// The record of one attempt, ready to insert (automatic ones are inserted in batches by

@@ -6,6 +6,7 @@ pub mod dispatcher;
 pub mod policy;
 pub mod routes;
 pub mod signer;
+pub mod store;
 pub mod wake;
 
 pub use routes::configure;

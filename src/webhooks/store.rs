@@ -1,0 +1,32 @@
+//! Rows of webhook deliveries that more than one writer makes: the outbox (a delivery per
+//! endpoint of a new event) and a manual retry (an event recorded before its shop had one).
+
+use chrono::{DateTime, Utc};
+use payd_entity::{delivery, event};
+
+use crate::ids::new_id;
+
+/// The row of a pending delivery of `event` to an endpoint, due now.
+pub fn delivery_row(
+    event: &event::Model,
+    endpoint_id: &str,
+    now: DateTime<Utc>,
+) -> delivery::Model {
+    delivery::Model {
+        id: new_id("dlv"),
+        event_id: event.id.clone(),
+        merchant_id: event.merchant_id.clone(),
+        endpoint_id: endpoint_id.to_owned(),
+        status: "pending".to_owned(),
+        attempts: 0,
+        transient_failures: 0,
+        auth_failures: 0,
+        next_attempt_at: now,
+        lease_owner: None,
+        lease_until: None,
+        last_status_code: None,
+        last_error: None,
+        delivered_at: None,
+        created_at: now,
+    }
+}
