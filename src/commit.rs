@@ -188,6 +188,60 @@ where
     Err(CommitError::LostRace.into())
 }
 
+/// A row written under a version compare-and-set.
+pub trait Versioned {
+    fn version(&self) -> i64;
+}
+
+impl Versioned for payd_entity::payment::Model {
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
+impl Versioned for payd_entity::dispute::Model {
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
+/// An actor's decision on its cached copy of a row, made again once on the stored row when
+/// the copy may have been stale (another instance wrote meanwhile): `stale` tells an answer
+/// that may come from a stale copy (a lost race, or an answer decided without writing, such
+/// as a refusal or a no-op); the row is then read again (`reload`; gone: `gone()`), and if
+/// its version moved the decision is made again on it. Returns the latest row known (for the
+/// actor's cache: the written one, `written`, after a write) and the answer. The one
+/// re-decide rule of every actor kind.
+pub async fn decide_fresh<M, T, E>(
+    current: M,
+    mut decide: impl AsyncFnMut(&M) -> Result<T, E>,
+    stale: impl Fn(&Result<T, E>, &M) -> bool,
+    reload: impl AsyncFnOnce(&M) -> Result<Option<M>, E>,
+    written: impl Fn(&T) -> &M,
+    gone: impl FnOnce() -> E,
+) -> (M, Result<T, E>)
+where
+    M: Versioned + Clone,
+{
+    let finish = |current: M, result: Result<T, E>| match result {
+        Ok(done) => (written(&done).clone(), Ok(done)),
+        Err(e) => (current, Err(e)),
+    };
+    let result = decide(&current).await;
+    if !stale(&result, &current) {
+        return finish(current, result);
+    }
+    match reload(&current).await {
+        Ok(Some(fresh)) if fresh.version() != current.version() => {
+            let result = decide(&fresh).await;
+            finish(fresh, result)
+        }
+        Ok(Some(_)) => finish(current, result),
+        Ok(None) => (current, Err(gone())),
+        Err(e) => (current, Err(e)),
+    }
+}
+
 /// What a commit wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Committed {

@@ -14,7 +14,7 @@ use super::{
     machine::{self, Refusal, Status},
     store::{self, CommitError, EvidenceChange, MAX_EVIDENCE},
 };
-use crate::{clock::SharedClock, processors::sandbox::Sandbox, webhooks::wake::Wake};
+use crate::{clock::SharedClock, commit, processors::sandbox::Sandbox, webhooks::wake::Wake};
 
 /// What the dispute actors need.
 #[derive(Clone)]
@@ -140,7 +140,7 @@ impl Handler<Exec> for DisputeActor {
 /// Runs a command; returns the latest known row (for the actor's cache) and the answer.
 async fn exec(
     deps: &DisputeDeps,
-    mut current: dispute::Model,
+    current: dispute::Model,
     msg: Exec,
 ) -> (dispute::Model, Result<Done, DisputeError>) {
     if let Some(access) = &msg.access {
@@ -148,32 +148,20 @@ async fn exec(
             return (current, Err(DisputeError::NotFound));
         }
     }
-    // Another instance may have changed the dispute: a lost race, or an answer decided
-    // without writing (a refusal, a no-op) on a stale copy, is decided again, once, on the
-    // stored row.
-    for round in 0..2 {
-        let result = step(deps, &current, &msg.command).await;
-        let stale_suspect = match &result {
+    // Another instance may have changed the dispute: decide again on the stored row.
+    commit::decide_fresh(
+        current,
+        async |d: &dispute::Model| step(deps, d, &msg.command).await,
+        |result, d| match result {
             Err(DisputeError::LostRace | DisputeError::Refused(_)) => true,
-            Ok(done) => done.dispute.version == current.version,
+            Ok(done) => done.dispute.version == d.version,
             Err(_) => false,
-        };
-        if round == 0 && stale_suspect {
-            match store::find(&deps.db, &current.id).await {
-                Ok(Some(fresh)) if fresh.version != current.version => {
-                    current = fresh;
-                    continue;
-                }
-                Ok(_) => {}
-                Err(e) => return (current, Err(e.into())),
-            }
-        }
-        return match result {
-            Ok(done) => (done.dispute.clone(), Ok(done)),
-            Err(e) => (current, Err(e)),
-        };
-    }
-    (current, Err(DisputeError::LostRace))
+        },
+        async |d: &dispute::Model| Ok(store::find(&deps.db, &d.id).await?),
+        |done: &Done| &done.dispute,
+        || DisputeError::NotFound,
+    )
+    .await
 }
 
 async fn step(

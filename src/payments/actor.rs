@@ -25,6 +25,7 @@ use super::{
 use crate::{
     auth::keys::{Caller, KeyKind},
     clock::SharedClock,
+    commit,
     customers::{self, api::check_mandate},
     disputes,
     error::{ApiError, ErrorType},
@@ -384,7 +385,7 @@ impl Handler<Exec> for PaymentActor {
 /// Runs a command; returns the latest known row (for the actor's cache) and the answer.
 async fn exec(
     deps: &PaymentDeps,
-    mut current: payment::Model,
+    current: payment::Model,
     msg: Exec,
 ) -> (payment::Model, Result<Done, PaymentError>) {
     if let Some(access) = &msg.access {
@@ -399,38 +400,25 @@ async fn exec(
             return (current, Err(PaymentError::Forbidden));
         }
     }
-    // The cache may be stale when another instance wrote: a lost race (a write that failed
-    // its compare-and-set), or an answer decided without writing (a refusal, a no-op) while
-    // the stored version has moved on. Either way: reload and decide again, once.
-    for round in 0..2 {
-        let result = step(deps, &current, &msg.command).await;
-        let decided_without_writing = match &result {
-            Err(PaymentError::LostRace) => true,
+    // The cache may be stale when another instance wrote: decide again on the stored row.
+    commit::decide_fresh(
+        current,
+        async |m: &payment::Model| step(deps, m, &msg.command).await,
+        |result, m| match result {
             Err(
-                PaymentError::Refused(_)
+                PaymentError::LostRace
+                | PaymentError::Refused(_)
                 | PaymentError::RefundRefused(_)
                 | PaymentError::Invalid(_),
             ) => true,
-            Ok(done) => done.payment.version == current.version,
+            Ok(done) => done.payment.version == m.version,
             Err(_) => false,
-        };
-        if round == 0 && decided_without_writing {
-            match store::find(&deps.db, &current.id).await {
-                Ok(Some(fresh)) if fresh.version != current.version => {
-                    current = fresh;
-                    continue;
-                }
-                Ok(Some(_)) => {}
-                Ok(None) => return (current, Err(PaymentError::NotFound)),
-                Err(e) => return (current, Err(e.into())),
-            }
-        }
-        return match result {
-            Ok(done) => (done.payment.clone(), Ok(done)),
-            Err(e) => (current, Err(e)),
-        };
-    }
-    (current, Err(PaymentError::LostRace))
+        },
+        async |m: &payment::Model| Ok(store::find(&deps.db, &m.id).await?),
+        |done: &Done| &done.payment,
+        || PaymentError::NotFound,
+    )
+    .await
 }
 
 fn card_of(m: &payment::Model) -> Option<StoredCard> {
