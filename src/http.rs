@@ -80,20 +80,36 @@ pub async fn json_errors(
     Ok(res.map_into_boxed_body())
 }
 
+/// The `method` label: one of a fixed set, whatever method the client sent (a label taken
+/// from client input would let anyone grow `/metrics`, and the memory behind it, without
+/// bound).
+fn method_label(method: &actix_web::http::Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "HEAD" => "HEAD",
+        "OPTIONS" => "OPTIONS",
+        _ => "other",
+    }
+}
+
 /// Counts requests and times them by route pattern (never by raw path: ids are unbounded).
 pub async fn http_metrics(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let started = Instant::now();
-    let method = req.method().to_string();
+    let method = method_label(req.method());
     let res = next.call(req).await?;
     let route = res
         .request()
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
     let status = res.status().as_u16().to_string();
-    let labels = [("method", method), ("route", route), ("status", status)];
+    let labels = [("method", method.to_owned()), ("route", route), ("status", status)];
     metrics::counter!("payd_http_requests_total", &labels).increment(1);
     metrics::histogram!("payd_http_request_duration_seconds", &labels)
         .record(started.elapsed().as_secs_f64());

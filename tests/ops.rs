@@ -76,3 +76,38 @@ async fn openapi_document_matches_its_reviewed_snapshot() {
     }
     insta::assert_json_snapshot!("openapi", doc.body, {".info.version" => "[version]"});
 }
+
+/// Every label comes from a fixed set or a route template: a thousand requests with made-up
+/// methods (no key needed) add the `other` series once, not a series each.
+#[actix_web::test]
+async fn made_up_methods_do_not_grow_the_metrics() {
+    let app = spawn_app().await;
+    let series = |raw: &[u8]| -> std::collections::BTreeSet<String> {
+        String::from_utf8_lossy(raw)
+            .lines()
+            .filter(|l| l.starts_with("payd_http_"))
+            .filter_map(|l| l.rsplit_once(' ').map(|(name, _)| name.to_owned()))
+            .collect()
+    };
+    let send_made_up = |i: usize| {
+        let method = Method::from_bytes(format!("ZQ{i:04}X").as_bytes()).expect("a method");
+        app.send(method, "/payments", None, None, &[])
+    };
+    // Once first, so that the `other` series (and those of a scrape) exist before the
+    // baseline is read.
+    let _ = send_made_up(0).await;
+    let _ = app.send(Method::GET, "/metrics", None, None, &[]).await;
+    let before = series(&app.send(Method::GET, "/metrics", None, None, &[]).await.raw);
+    for i in 1..=1000 {
+        let answer = send_made_up(i).await;
+        assert!(answer.status >= 400, "a made-up method is refused");
+    }
+    let after = series(&app.send(Method::GET, "/metrics", None, None, &[]).await.raw);
+    let new: Vec<_> = after.difference(&before).collect();
+    assert!(new.is_empty(), "series added by made-up methods: {new:?}");
+    assert!(
+        !after.iter().any(|s| s.contains("ZQ")),
+        "a client's method became a label"
+    );
+    app.stop().await;
+}
