@@ -5,7 +5,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 
 use actix_web::{
     dev::{Server, ServerHandle},
-    middleware::from_fn,
+    middleware::{from_fn, DefaultHeaders},
     web, App, HttpServer,
 };
 use chrono::Duration as ChronoDuration;
@@ -181,6 +181,8 @@ impl Application {
                 .wrap(from_fn(http::json_errors))
                 .wrap(from_fn(http::http_metrics))
                 .wrap(from_fn(http::request_id))
+                // No answer is ever to be sniffed into another type (a JSON error as HTML).
+                .wrap(DefaultHeaders::new().add(("x-content-type-options", "nosniff")))
                 .configure(ops::configure)
                 .configure(openapi::configure)
                 .service(

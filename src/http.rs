@@ -109,7 +109,11 @@ pub async fn http_metrics(
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
     let status = res.status().as_u16().to_string();
-    let labels = [("method", method.to_owned()), ("route", route), ("status", status)];
+    let labels = [
+        ("method", method.to_owned()),
+        ("route", route),
+        ("status", status),
+    ];
     metrics::counter!("payd_http_requests_total", &labels).increment(1);
     metrics::histogram!("payd_http_request_duration_seconds", &labels)
         .record(started.elapsed().as_secs_f64());
@@ -198,6 +202,30 @@ fn without_position(message: &str) -> &str {
         .unwrap_or(message)
 }
 
+/// serde says `expected struct LineInput` or `expected enum Brand`: a client reads "an object"
+/// or "one of the documented values", not payd's type names.
+fn without_rust_names(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("struct ").or_else(|| rest.find("enum ")) {
+        let (head, tail) = rest.split_at(at);
+        out.push_str(head);
+        let (word, replacement) = if tail.starts_with("struct ") {
+            ("struct ", "an object")
+        } else {
+            ("enum ", "one of the documented values")
+        };
+        let after = &tail[word.len()..];
+        let name_len = after
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        out.push_str(replacement);
+        rest = &after[name_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Parses a JSON body, mapping every failure to a 400 that names the field.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -205,6 +233,15 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     } else {
         bytes
     };
+    // Every request body is an object: an array or a scalar is refused before serde names the
+    // Rust type it expected.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') {
+        return Err(ApiError::invalid(
+            "invalid_json",
+            "the body must be a JSON object",
+        ));
+    }
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
@@ -215,8 +252,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 format!("the body is not valid JSON: {inner}"),
             );
         }
-        let message = inner.to_string();
-        let message = without_position(&message);
+        let message = without_rust_names(without_position(&inner.to_string()));
+        let message = message.as_str();
         let field = serde_field(message);
         let param = match (path.as_str(), field) {
             (".", Some(f)) => Some(f.to_owned()),

@@ -242,6 +242,64 @@ async fn mandates_enforce_their_terms() {
 }
 
 #[actix_web::test]
+async fn a_mandate_charges_only_its_own_method() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let c = customer(&app, &m, json!({"name": "Ana"})).await;
+    let cid = c["customer_id"].as_str().unwrap().to_owned();
+    let p = save(&app, &m, &cid, "4242424242424242", json!({})).await;
+    let mid = p["mandate_id"].as_str().unwrap().to_owned();
+    let other = save(
+        &app,
+        &m,
+        &cid,
+        "5555555555554444",
+        json!({"setup_future_usage": "on_session"}),
+    )
+    .await;
+    assert_eq!(other["status"], "succeeded");
+    let methods = get(&app, &m, &format!("/customers/{cid}/payment-methods")).await;
+    let mandated =
+        get(&app, &m, &format!("/mandates/{mid}")).await.body["payment_method_id"].clone();
+    let other_pm = methods.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pm| pm["payment_method_id"] != mandated)
+        .expect("a second saved method")["payment_method_id"]
+        .clone();
+    let base = json!({"amount": 700, "currency": "EUR", "confirm": true, "customer_id": cid,
+        "mandate_id": mid, "off_session": true});
+    for (extra, param) in [
+        (
+            json!({"payment_method_data": card("4000000000000077")}),
+            "payment_method_data",
+        ),
+        (json!({"payment_method_id": other_pm}), "payment_method_id"),
+    ] {
+        let mut body = base.clone();
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let r = app.create_payment(&m, body).await;
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (400, "mandate_method_mismatch", Some(param))
+        );
+    }
+    // The mandate is not used up by the refused attempts; its own method still works.
+    let mut own = base.clone();
+    own["payment_method_id"] = mandated;
+    let r = app.create_payment(&m, own).await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("succeeded")),
+        "{}",
+        r.body
+    );
+}
+
+#[actix_web::test]
 async fn deleting_a_customer_redacts_it_once_its_mandates_are_revoked() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;

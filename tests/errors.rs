@@ -334,3 +334,98 @@ async fn a_request_that_outlives_its_deadline_gets_a_503() {
         "the server goes on"
     );
 }
+
+/// A body that is not a JSON object is refused as such, and no error names a Rust type.
+#[actix_web::test]
+async fn a_body_must_be_an_object_and_errors_name_no_rust_type() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let key = Some(m.secret_key.as_str());
+    for body in [json!([]), json!("x"), json!(12)] {
+        let r = app
+            .send(Method::POST, "/customers", key, Some(&body), &[])
+            .await;
+        assert_eq!(
+            (r.status, r.code()),
+            (400, "invalid_json"),
+            "{body}: {:?}",
+            r.body
+        );
+        assert_eq!(
+            app.get("/customers/list", &m.secret_key).await.body["data"],
+            json!([])
+        );
+    }
+    let r = app
+        .create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "lines": ["one line"]}),
+        )
+        .await;
+    let message = r.body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(r.status, 400, "{:?}", r.body);
+    assert!(
+        r.param().is_some_and(|p| p.starts_with("lines")),
+        "{:?}",
+        r.body
+    );
+    assert!(
+        !message.contains("struct") && !message.contains("LineInput"),
+        "{message}"
+    );
+    assert!(message.contains("an object"), "{message}");
+    let r = app
+        .send(Method::POST, "/payments", key, Some(&json!([])), &[])
+        .await;
+    let message = r.body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!message.contains("CreatePaymentRequest"), "{message}");
+    app.stop().await;
+}
+
+/// No answer may be sniffed into another type; the buyer's pages cannot be framed.
+#[actix_web::test]
+async fn answers_are_not_sniffed_and_checkout_pages_are_not_framed() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    for path in ["/health/live", "/account", "/no/such/route"] {
+        let r = app.send(Method::GET, path, None, None, &[]).await;
+        assert_eq!(
+            r.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
+    }
+    let p = app
+        .create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "hosted_checkout": true}),
+        )
+        .await;
+    let (id, secret) = (
+        p.body["payment_id"].as_str().unwrap_or_default().to_owned(),
+        p.body["client_secret"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    );
+    let page = app
+        .send(
+            Method::GET,
+            &format!("/checkout/{id}?client_secret={secret}"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let csp = page.header("content-security-policy").unwrap_or_default();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    app.stop().await;
+}

@@ -135,8 +135,11 @@ fn html(body: String) -> HttpResponse {
         .insert_header(("cache-control", "no-store"))
         .insert_header((
             "content-security-policy",
-            "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self'",
+            "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self'; \
+             frame-ancestors 'none'",
         ))
+        // Another site must not frame the buyer's card form or challenge (clickjacking).
+        .insert_header(("x-frame-options", "DENY"))
         .body(body)
 }
 

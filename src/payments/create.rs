@@ -287,6 +287,25 @@ async fn customer_side(
                 .filter(|m| m.customer_id == c.id)
                 .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
             check_mandate(&m, amount, currency, deps.clock.now())?;
+            // A mandate covers its own saved method, no other card.
+            let other_method = if req.payment_method_data.is_some() {
+                Some("payment_method_data")
+            } else if req
+                .payment_method_id
+                .as_ref()
+                .is_some_and(|pm| *pm != m.payment_method_id)
+            {
+                Some("payment_method_id")
+            } else {
+                None
+            };
+            if let Some(param) = other_method {
+                return Err(ApiError::invalid(
+                    "mandate_method_mismatch",
+                    "a mandate charges the payment method it was made for; send no other card",
+                )
+                .param(param));
+            }
             if card.is_none() {
                 card = Some(
                     saved_card(&deps.db, customer_id.as_deref(), &m.payment_method_id)
