@@ -644,3 +644,53 @@ async fn files_are_checked_and_everything_stays_with_its_merchant() {
         .await;
     assert_eq!((r.status, r.param()), (404, Some("dispute_id")));
 }
+
+/// A capture is not voided while a dispute is open, and a capture voided first is not disputed:
+/// the buyer never gets the money twice.
+#[actix_web::test]
+async fn a_capture_is_not_voided_against_a_dispute_nor_disputed_once_voided() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let disputed = pay(&app, &m, DISPUTED, 1000).await;
+    let d = dispute_of(&app, &m, &disputed).await;
+    assert_eq!(d["status"], "opened");
+    let cancel = |id: String| {
+        let path = format!("/payments/{id}/cancel");
+        let app = &app;
+        let m = &m;
+        async move { app.call(m, Method::POST, &path, Some(json!({}))).await }
+    };
+    let r = cancel(disputed.clone()).await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (409, "dispute_open", Some("payment_id"))
+    );
+    let p = app
+        .call(&m, Method::GET, &format!("/payments/{disputed}"), None)
+        .await;
+    assert_eq!(p.body["status"], "succeeded");
+
+    // The other order: voided within the window, then the processor's dispute time comes.
+    let voided = pay(&app, &m, DISPUTED, 1000).await;
+    let r = cancel(voided.clone()).await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("cancelled_post_capture"))
+    );
+    app.clock.advance(Duration::seconds(6));
+    app.state.scheduler.tick().await.expect("due jobs run");
+    let list = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/disputes/list?payment_id={voided}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        list.body["data"],
+        json!([]),
+        "a voided capture has nothing to dispute"
+    );
+    app.stop().await;
+}

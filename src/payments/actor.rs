@@ -160,6 +160,9 @@ impl From<PaymentError> for ApiError {
                 super::machine::Refusal::AmountExceedsCapturable(_) => {
                     ApiError::invalid("amount_exceeds_capturable", r.to_string()).param("amount")
                 }
+                super::machine::Refusal::DisputeOpen(_) => {
+                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
+                }
             },
             PaymentError::Invalid(e) => e,
             PaymentError::RefundNotFound => ApiError::not_found("refund"),
@@ -674,7 +677,12 @@ async fn capture(
 async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
     let kind = machine::cancel_kind(&state, now)?;
-    let next = machine::cancel(&state, now)?;
+    // Only a void of captured money meets the payment's disputes.
+    let disputed = match kind {
+        CancelKind::VoidCapture => disputed(deps, &m.id).await?,
+        _ => refunds::Disputed::default(),
+    };
+    let next = machine::cancel(&state, now, &disputed)?;
     if kind != CancelKind::Local {
         let (account, reference) = processor_of(m)?;
         deps.processor_for(&m.profile_id, &account)
@@ -846,12 +854,14 @@ async fn settle_refund(
 
 /// The processor reports the buyer's dispute of what was captured.
 async fn open_dispute(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
-    let now = deps.clock.now();
-    let amount = m.amount_captured - m.amount_refunded;
-    if amount <= 0
-        || !disputes::store::of_payment(&deps.db, &m.id)
-            .await?
-            .is_empty()
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    // Nothing left to dispute (refunded, or given back by a cancel after capture), or disputed.
+    let Some(amount) = machine::dispute_amount(&state) else {
+        return Ok(Done::unchanged(m));
+    };
+    if !disputes::store::of_payment(&deps.db, &m.id)
+        .await?
+        .is_empty()
     {
         return Ok(Done::unchanged(m));
     }

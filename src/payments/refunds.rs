@@ -39,14 +39,7 @@ pub struct Plan {
     pub lines: Vec<LineRefund>,
 }
 
-/// What the payment's disputes take from refunds.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Disputed {
-    /// An open dispute (`opened` or `challenged`): no refund until it closes.
-    pub open: Option<String>,
-    /// What the buyer kept through disputes lost, accepted or expired.
-    pub kept_by_buyer: i64,
-}
+pub use super::machine::Disputed;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
