@@ -372,3 +372,75 @@ async fn live_and_test_keys_never_see_each_other() {
         .await;
     assert_eq!((res.status, res.code()), (403, "live_key_from_test_key"));
 }
+
+/// Live payments never reach the sandbox: no implicit sandbox processor, no sandbox account
+/// for a live key, and a sandbox account a test key added is not used for live payments.
+#[actix_web::test]
+async fn live_payments_never_reach_the_sandbox() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(
+        db,
+        &[
+            ("PAYD_MODE", "production"),
+            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
+        ],
+    )
+    .await;
+    let live = app
+        .post(
+            "/admin/merchants",
+            ADMIN_KEY,
+            json!({"name": "Acme", "mode": "production"}),
+        )
+        .await;
+    assert_eq!(live.status, 201, "{:?}", live.body);
+    let m = common::Merchant {
+        merchant_id: live.body["merchant_id"].as_str().unwrap().to_owned(),
+        profile_id: live.body["profile_id"].as_str().unwrap().to_owned(),
+        secret_key: live.body["secret_key"].as_str().unwrap().to_owned(),
+        publishable_key: live.body["publishable_key"].as_str().unwrap().to_owned(),
+    };
+    let processors = format!("/account/shops/{}/processors", m.profile_id);
+    for body in [
+        json!({"name": "sb", "kind": "sandbox"}),
+        json!({"name": "sb"}),
+    ] {
+        let r = app
+            .call(&m, actix_web::http::Method::POST, &processors, Some(body))
+            .await;
+        assert_eq!((r.status, r.param()), (400, Some("kind")), "{:?}", r.body);
+    }
+    // A test key of the same merchant adds a sandbox account to the shop: test payments only.
+    let test = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "test_mode": true}),
+        )
+        .await;
+    let test_m = common::Merchant {
+        secret_key: test.body["key"].as_str().unwrap().to_owned(),
+        ..m.clone()
+    };
+    let r = app
+        .call(
+            &test_m,
+            actix_web::http::Method::POST,
+            &processors,
+            Some(json!({"name": "sb", "kind": "sandbox"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    let pay = json!({"amount": 500, "currency": "EUR", "confirm": true,
+        "payment_method_data": common::card("4242424242424242")});
+    let p = app.create_payment(&m, pay.clone()).await;
+    assert_eq!(p.status, 200, "{:?}", p.body);
+    assert_eq!(p.body["test_mode"], false);
+    assert_eq!(p.body["status"], "failed", "{:?}", p.body);
+    assert_eq!(p.body["last_error"]["code"], "no_processor");
+    let t = app.create_payment(&test_m, pay).await;
+    assert_eq!(
+        (t.body["status"].as_str(), t.body["test_mode"].as_bool()),
+        (Some("succeeded"), Some(true))
+    );
+}

@@ -63,13 +63,19 @@ impl PaymentDeps {
     /// implicit sandbox one).
     async fn processor_for(
         &self,
-        profile_id: &str,
+        m: &payment::Model,
         name: &str,
     ) -> Result<Arc<dyn Processor>, PaymentError> {
-        let account = store::accounts(&self.db, profile_id)
+        let account = store::accounts(&self.db, &m.profile_id)
             .await?
             .into_iter()
             .find(|a| a.name == name);
+        if !m.test_mode && account.as_ref().is_none_or(|a| a.kind != "remote") {
+            return Err(ProcessorError::Unavailable(
+                "a live payment's processor account is gone or not remote".into(),
+            )
+            .into());
+        }
         Ok(self.resolve(account.as_ref()))
     }
 
@@ -644,7 +650,7 @@ async fn complete_challenge(
     machine::check_challenge(&state)?;
     let (account, reference) = processor_of(m)?;
     let result = deps
-        .processor_for(&m.profile_id, &account)
+        .processor_for(m, &account)
         .await?
         .complete_challenge(&reference, *approve, now)
         .await?;
@@ -666,7 +672,7 @@ async fn capture(
     let amount = machine::capture_amount(&state, *amount)?;
     let next = machine::capture(&state, amount, *final_capture, now)?;
     let (account, reference) = processor_of(m)?;
-    deps.processor_for(&m.profile_id, &account)
+    deps.processor_for(m, &account)
         .await?
         .capture(&reference, amount, &op_key(m, "capture"))
         .await?;
@@ -685,7 +691,7 @@ async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
     let next = machine::cancel(&state, now, &disputed)?;
     if kind != CancelKind::Local {
         let (account, reference) = processor_of(m)?;
-        deps.processor_for(&m.profile_id, &account)
+        deps.processor_for(m, &account)
             .await?
             .void(&reference, &op_key(m, "void"))
             .await?;
@@ -711,7 +717,7 @@ async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentErr
         return Ok(Done::unchanged(m));
     };
     let view = deps
-        .processor_for(&m.profile_id, &account)
+        .processor_for(m, &account)
         .await?
         .sync(&reference, now)
         .await?;
@@ -745,7 +751,7 @@ async fn refund(
     let plan = refunds::plan(&state, &lines, ask, &disputed(deps, &m.id).await?)?;
     let (account, reference) = processor_of(m)?;
     let result = deps
-        .processor_for(&m.profile_id, &account)
+        .processor_for(m, &account)
         .await?
         .refund(&reference, plan.amount, now, &op_key(m, "refund"))
         .await?;
@@ -813,7 +819,7 @@ async fn settle_refund(
     }
     let (account, _) = processor_of(m)?;
     let result = deps
-        .processor_for(&m.profile_id, &account)
+        .processor_for(m, &account)
         .await?
         .sync_refund(&reference, now)
         .await?;
@@ -908,7 +914,7 @@ async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
     if state.status.is_capturable() {
         // Release what the processor still holds for us.
         if let Ok((account, reference)) = processor_of(m) {
-            deps.processor_for(&m.profile_id, &account)
+            deps.processor_for(m, &account)
                 .await?
                 .void(&reference, &op_key(m, "void"))
                 .await?;
@@ -1002,11 +1008,38 @@ async fn authorize(
     secret: Option<SecretCard>,
     now: DateTime<Utc>,
 ) -> Result<Authorized, PaymentError> {
+    // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
+    // without accounts nor a sandbox account a test key added.
     let enabled: Vec<processor_account::Model> = store::accounts(&deps.db, &m.profile_id)
         .await?
         .into_iter()
-        .filter(|a| a.enabled)
+        .filter(|a| a.enabled && (m.test_mode || a.kind == "remote"))
         .collect();
+    if enabled.is_empty() && !m.test_mode {
+        let result = AuthResult {
+            reference: None,
+            outcome: Authorization::Declined { retryable: false },
+            error: Some((
+                "no_processor".into(),
+                "the shop has no processor for live payments".into(),
+            )),
+        };
+        let decision = RoutingDecision {
+            algorithm: "none".into(),
+            rule: None,
+            candidates: vec![],
+            chosen: "none".into(),
+            reason: "no remote processor account is enabled for live payments".into(),
+        };
+        let number = m.confirm_attempts + 1;
+        let attempt = attempt_row(m, number, "none", &result, card, &decision, now);
+        return Ok(Authorized {
+            chosen: "none".into(),
+            result,
+            attempts: vec![attempt],
+            can_save: false,
+        });
+    }
     // An open circuit takes its processor out of routing until it recovers.
     let accounts: Vec<String> = enabled
         .iter()

@@ -96,41 +96,47 @@ pub async fn add_processor(
             "1 to 40 letters, digits, - or _",
         ));
     }
-    let config = match req.kind.as_deref().unwrap_or("sandbox") {
-        "sandbox" => None,
-        "remote" => {
-            let settings = &state.settings.processors;
-            let url = req.url.as_deref().ok_or_else(|| {
-                ApiError::invalid("parameter_missing", "a remote processor needs a url")
-                    .param("url")
-            })?;
-            let url = check_url(url, settings.allow_private_urls)?;
-            let secret = req
-                .secret
-                .clone()
-                .filter(|s| (16..=200).contains(&s.len()))
-                .ok_or_else(|| {
-                    ApiError::invalid_param(
-                        "secret",
-                        "a remote processor needs a shared secret of 16 to 200 characters",
-                    )
+    let config =
+        match req.kind.as_deref().unwrap_or("sandbox") {
+            // Live payments never reach the sandbox: a live key cannot add one.
+            "sandbox" if !caller.test_mode() => return Err(ApiError::invalid_param(
+                "kind",
+                "a live key adds remote processors only; sandbox processors answer test payments",
+            )),
+            "sandbox" => None,
+            "remote" => {
+                let settings = &state.settings.processors;
+                let url = req.url.as_deref().ok_or_else(|| {
+                    ApiError::invalid("parameter_missing", "a remote processor needs a url")
+                        .param("url")
                 })?;
-            let timeout_ms = req.timeout_ms.unwrap_or(settings.default_timeout_ms);
-            if !(100..=120_000).contains(&timeout_ms) {
-                return Err(ApiError::invalid_param(
-                    "timeout_ms",
-                    "timeout_ms must be 100 to 120000",
-                ));
+                let url = check_url(url, settings.allow_private_urls)?;
+                let secret = req
+                    .secret
+                    .clone()
+                    .filter(|s| (16..=200).contains(&s.len()))
+                    .ok_or_else(|| {
+                        ApiError::invalid_param(
+                            "secret",
+                            "a remote processor needs a shared secret of 16 to 200 characters",
+                        )
+                    })?;
+                let timeout_ms = req.timeout_ms.unwrap_or(settings.default_timeout_ms);
+                if !(100..=120_000).contains(&timeout_ms) {
+                    return Err(ApiError::invalid_param(
+                        "timeout_ms",
+                        "timeout_ms must be 100 to 120000",
+                    ));
+                }
+                serde_json::to_string(&RemoteConfig {
+                    url,
+                    secret,
+                    timeout_ms,
+                })
+                .ok()
             }
-            serde_json::to_string(&RemoteConfig {
-                url,
-                secret,
-                timeout_ms,
-            })
-            .ok()
-        }
-        _ => return Err(ApiError::invalid_param("kind", "kind is sandbox or remote")),
-    };
+            _ => return Err(ApiError::invalid_param("kind", "kind is sandbox or remote")),
+        };
     let row = store::insert_account(
         &state.db,
         caller.merchant_id.as_str(),
