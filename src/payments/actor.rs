@@ -999,6 +999,57 @@ struct Authorized {
     can_save: bool,
 }
 
+/// A decline decided without asking any processor, because none can be asked.
+struct Declined<'a> {
+    /// The account the attempt is recorded against.
+    processor: &'a str,
+    retryable: bool,
+    code: &'static str,
+    message: &'static str,
+    /// Why routing chose nothing.
+    reason: &'static str,
+}
+
+impl Declined<'_> {
+    fn authorized(
+        self,
+        m: &payment::Model,
+        card: &StoredCard,
+        now: DateTime<Utc>,
+        can_save: bool,
+    ) -> Authorized {
+        let result = AuthResult {
+            reference: None,
+            outcome: Authorization::Declined {
+                retryable: self.retryable,
+            },
+            error: Some((self.code.into(), self.message.into())),
+        };
+        let decision = RoutingDecision {
+            algorithm: "none".into(),
+            rule: None,
+            candidates: vec![],
+            chosen: self.processor.to_owned(),
+            reason: self.reason.into(),
+        };
+        let attempt = attempt_row(
+            m,
+            m.confirm_attempts + 1,
+            self.processor,
+            &result,
+            card,
+            &decision,
+            now,
+        );
+        Authorized {
+            chosen: self.processor.to_owned(),
+            result,
+            attempts: vec![attempt],
+            can_save,
+        }
+    }
+}
+
 /// Routes the authorization and falls back to the next processor after a retryable decline
 /// or an unreachable processor.
 async fn authorize(
@@ -1016,29 +1067,14 @@ async fn authorize(
         .filter(|a| a.enabled && (m.test_mode || a.kind == "remote"))
         .collect();
     if enabled.is_empty() && !m.test_mode {
-        let result = AuthResult {
-            reference: None,
-            outcome: Authorization::Declined { retryable: false },
-            error: Some((
-                "no_processor".into(),
-                "the shop has no processor for live payments".into(),
-            )),
+        let declined = Declined {
+            processor: "none",
+            retryable: false,
+            code: "no_processor",
+            message: "the shop has no processor for live payments",
+            reason: "no remote processor account is enabled for live payments",
         };
-        let decision = RoutingDecision {
-            algorithm: "none".into(),
-            rule: None,
-            candidates: vec![],
-            chosen: "none".into(),
-            reason: "no remote processor account is enabled for live payments".into(),
-        };
-        let number = m.confirm_attempts + 1;
-        let attempt = attempt_row(m, number, "none", &result, card, &decision, now);
-        return Ok(Authorized {
-            chosen: "none".into(),
-            result,
-            attempts: vec![attempt],
-            can_save: false,
-        });
+        return Ok(declined.authorized(m, card, now, false));
     }
     // An open circuit takes its processor out of routing until it recovers.
     let accounts: Vec<String> = enabled
@@ -1047,36 +1083,15 @@ async fn authorize(
         .map(|a| a.name.clone())
         .collect();
     if accounts.is_empty() && !enabled.is_empty() {
-        let result = AuthResult {
-            reference: None,
-            outcome: Authorization::Declined { retryable: true },
-            error: Some((
-                "processor_unavailable".into(),
-                "no processor of the shop is available now".into(),
-            )),
+        let declined = Declined {
+            processor: &enabled[0].name,
+            retryable: true,
+            code: "processor_unavailable",
+            message: "no processor of the shop is available now",
+            reason: "every processor's circuit is open",
         };
-        let decision = RoutingDecision {
-            algorithm: "none".into(),
-            rule: None,
-            candidates: vec![],
-            chosen: enabled[0].name.clone(),
-            reason: "every processor's circuit is open".into(),
-        };
-        let attempt = attempt_row(
-            m,
-            m.confirm_attempts + 1,
-            &enabled[0].name,
-            &result,
-            card,
-            &decision,
-            now,
-        );
-        return Ok(Authorized {
-            chosen: enabled[0].name.clone(),
-            result,
-            attempts: vec![attempt],
-            can_save: deps.resolve(Some(&enabled[0])).can_save(card),
-        });
+        let can_save = deps.resolve(Some(&enabled[0])).can_save(card);
+        return Ok(declined.authorized(m, card, now, can_save));
     }
     let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
     let decision = routing::decide(
