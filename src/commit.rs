@@ -84,8 +84,8 @@ pub enum Job {
     },
 }
 
-/// Everything one state change writes.
-#[derive(Debug, Clone, Default)]
+/// Everything one state change writes. Built from `Change::at`: a change always has its time.
+#[derive(Debug, Clone)]
 pub struct Change {
     pub writes: Vec<Write>,
     pub events: Vec<Event>,
@@ -101,8 +101,11 @@ pub struct Change {
 impl Change {
     pub fn at(at: DateTime<Utc>) -> Self {
         Self {
+            writes: Vec::new(),
+            events: Vec::new(),
+            jobs: Vec::new(),
+            optional: Vec::new(),
             at,
-            ..Default::default()
         }
     }
 

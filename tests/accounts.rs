@@ -297,8 +297,8 @@ async fn shop_selection_and_shop_bound_keys() {
     assert_eq!((res.status, res.param()), (404, Some("profile_id")));
 }
 
-#[actix_web::test]
-async fn live_and_test_keys_never_see_each_other() {
+/// A production-mode instance, and the admin route's answer for a merchant with live keys.
+async fn production_with_live_merchant() -> (common::TestApp, common::Answer) {
     let db = Arc::new(TestDb::new().await);
     let app = spawn_with(
         db,
@@ -316,6 +316,12 @@ async fn live_and_test_keys_never_see_each_other() {
         )
         .await;
     assert_eq!(live.status, 201, "{:?}", live.body);
+    (app, live)
+}
+
+#[actix_web::test]
+async fn live_and_test_keys_never_see_each_other() {
+    let (app, live) = production_with_live_merchant().await;
     let live_key = live.body["secret_key"].as_str().unwrap().to_owned();
     assert!(live_key.starts_with("prd_"));
     assert!(live.body["publishable_key"]
@@ -377,23 +383,7 @@ async fn live_and_test_keys_never_see_each_other() {
 /// for a live key, and a sandbox account a test key added is not used for live payments.
 #[actix_web::test]
 async fn live_payments_never_reach_the_sandbox() {
-    let db = Arc::new(TestDb::new().await);
-    let app = spawn_with(
-        db,
-        &[
-            ("PAYD_MODE", "production"),
-            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
-        ],
-    )
-    .await;
-    let live = app
-        .post(
-            "/admin/merchants",
-            ADMIN_KEY,
-            json!({"name": "Acme", "mode": "production"}),
-        )
-        .await;
-    assert_eq!(live.status, 201, "{:?}", live.body);
+    let (app, live) = production_with_live_merchant().await;
     let m = common::Merchant {
         merchant_id: live.body["merchant_id"].as_str().unwrap().to_owned(),
         profile_id: live.body["profile_id"].as_str().unwrap().to_owned(),
