@@ -1,9 +1,19 @@
-//! `Idempotency-Key` on every POST: the first answer is stored per merchant, mode and key for
-//! a day and replayed byte for byte; the same key with another request is a 409, and so is
-//! a retry while the first is still running.
+//! `Idempotency-Key` on every POST: the first answer is stored per merchant, mode, scope and
+//! key for a day and replayed byte for byte; the same key with another request is a 409, and
+//! so is a retry while the first is still running.
 //!
-//! It is a middleware, so routes get it by being mounted under it. Answers that a retry
-//! should be allowed to change (5xx, 429, 503) are not stored: the key is released instead.
+//! It is a middleware, so routes get it by being mounted under it. It runs after the caller
+//! is authenticated and never lets a key see what it could not get by asking itself:
+//!
+//! - the scope is the calling key's kind and bound shop (`secret:*`, `publishable:prof_…`), so
+//!   a publishable key or a key of another shop never meets a secret key's answers, and each
+//!   gets the 401/403 its own request earns;
+//! - answers that a retry should be allowed to change (401, 403, 429, 5xx) are not stored:
+//!   the key is released instead, so a refused request never claims it;
+//! - an answer that carries a one-time secret (a new API key, a webhook secret) is marked by
+//!   its route with [`OneTimeSecret`] and replayed only to the API key that made the request;
+//! - read-only routes that take a POST body (`POST …/list`, `POST /events/{merchant_id}`)
+//!   store nothing.
 
 use actix_web::{
     body::{self, BoxBody, MessageBody},
@@ -32,6 +42,25 @@ const IN_FLIGHT: &str = "in_flight";
 const COMPLETED: &str = "completed";
 /// Response headers stored with the body and replayed.
 const REPLAYED_HEADERS: [header::HeaderName; 2] = [header::CONTENT_TYPE, header::LOCATION];
+
+/// Put in a response's extensions by a route whose answer shows a secret once: the answer is
+/// replayed only to the API key that asked for it.
+#[derive(Debug, Clone, Copy)]
+pub struct OneTimeSecret;
+
+/// Marks `res` as carrying a one-time secret.
+pub fn one_time_secret(mut res: HttpResponse) -> HttpResponse {
+    res.extensions_mut().insert(OneTimeSecret);
+    res
+}
+
+/// Read-only routes that take their query as a POST body: nothing to protect, nothing stored.
+fn read_only(path: &str) -> bool {
+    path.ends_with("/list")
+        || path
+            .strip_prefix("/events/")
+            .is_some_and(|rest| !rest.trim_end_matches('/').contains('/'))
+}
 
 /// What to do with a request that carries a key.
 #[derive(Debug)]
@@ -83,7 +112,7 @@ pub async fn idempotency(
     let Some(raw) = req
         .headers()
         .get(HEADER)
-        .filter(|_| req.method() == Method::POST)
+        .filter(|_| req.method() == Method::POST && !read_only(req.path()))
         .cloned()
     else {
         return Ok(next.call(req).await?.map_into_boxed_body());
@@ -120,7 +149,24 @@ pub async fn idempotency(
     };
     match begun {
         Begin::Proceed => {}
-        Begin::Replay(row) => return Ok(req.into_response(replay(&row))),
+        Begin::Replay(row)
+            if row
+                .owner_key_id
+                .as_deref()
+                .is_none_or(|owner| owner == caller.key_id.as_str()) =>
+        {
+            return Ok(req.into_response(replay(&row)))
+        }
+        Begin::Replay(_) => {
+            return Ok(req.error_response(
+                ApiError::conflict(
+                    "idempotency_key_reused",
+                    "this Idempotency-Key's answer holds a one-time secret and is replayed only \
+                     to the API key that made the request",
+                )
+                .param("Idempotency-Key"),
+            ))
+        }
         Begin::Reused => {
             return Ok(req.error_response(
                 ApiError::conflict(
@@ -144,6 +190,10 @@ pub async fn idempotency(
     let res = next.call(req).await?;
     let (req, res) = res.into_parts();
     let status = res.status();
+    let owner = res
+        .extensions()
+        .contains::<OneTimeSecret>()
+        .then(|| caller.key_id.as_str());
     let (mut head, res_body) = res.into_parts();
     let bytes = match body::to_bytes(res_body).await {
         Ok(b) => b,
@@ -156,13 +206,14 @@ pub async fn idempotency(
         }
     };
     let keep = !(status.is_server_error()
-        || status == StatusCode::TOO_MANY_REQUESTS
-        || status == StatusCode::SERVICE_UNAVAILABLE);
+        || status == StatusCode::UNAUTHORIZED
+        || status == StatusCode::FORBIDDEN
+        || status == StatusCode::TOO_MANY_REQUESTS);
     let text = std::str::from_utf8(&bytes).ok().filter(|_| keep);
     let saved = match text {
         Some(text) => {
             store
-                .complete(&state.db, status, head.headers(), text)
+                .complete(&state.db, status, head.headers(), text, owner)
                 .await
         }
         None => store.release(&state.db).await,
@@ -197,10 +248,11 @@ fn replay(row: &idempotency_key::Model) -> HttpResponse {
     res.body(row.response_body.clone().unwrap_or_default())
 }
 
-/// One key's row, addressed by merchant, mode and key.
+/// One key's row, addressed by merchant, mode, scope and key.
 struct KeyStore<'a> {
     merchant_id: &'a str,
     mode: &'static str,
+    scope: String,
     key: &'a str,
     now: DateTime<Utc>,
     ttl: Duration,
@@ -213,6 +265,11 @@ impl<'a> KeyStore<'a> {
         Self {
             merchant_id: caller.merchant_id.as_str(),
             mode: caller.mode.as_str(),
+            scope: format!(
+                "{}:{}",
+                caller.kind.as_str(),
+                caller.bound_profile.as_ref().map_or("*", |p| p.as_str())
+            ),
             key,
             now: state.clock.now(),
             ttl: Duration::hours(cfg.ttl_hours as i64),
@@ -224,6 +281,7 @@ impl<'a> KeyStore<'a> {
         sea_orm::Condition::all()
             .add(idempotency_key::Column::MerchantId.eq(self.merchant_id))
             .add(idempotency_key::Column::Mode.eq(self.mode))
+            .add(idempotency_key::Column::Scope.eq(&self.scope))
             .add(idempotency_key::Column::Key.eq(self.key))
     }
 
@@ -233,12 +291,14 @@ impl<'a> KeyStore<'a> {
             let row = idempotency_key::ActiveModel {
                 merchant_id: Set(self.merchant_id.to_owned()),
                 mode: Set(self.mode.to_owned()),
+                scope: Set(self.scope.clone()),
                 key: Set(self.key.to_owned()),
                 fingerprint: Set(print.to_owned()),
                 state: Set(IN_FLIGHT.to_owned()),
                 response_status: Set(None),
                 response_headers: Set(None),
                 response_body: Set(None),
+                owner_key_id: Set(None),
                 created_at: Set(self.now),
                 locked_until: Set(self.now + self.lock),
             };
@@ -295,6 +355,7 @@ impl<'a> KeyStore<'a> {
         status: StatusCode,
         headers: &header::HeaderMap,
         body: &str,
+        owner: Option<&str>,
     ) -> Result<(), DbErr> {
         let kept: Vec<(&str, &str)> = REPLAYED_HEADERS
             .iter()
@@ -314,6 +375,7 @@ impl<'a> KeyStore<'a> {
                 Expr::value(serde_json::to_string(&kept).unwrap_or_default()),
             )
             .col_expr(idempotency_key::Column::ResponseBody, Expr::value(body))
+            .col_expr(idempotency_key::Column::OwnerKeyId, Expr::value(owner))
             .filter(self.this())
             .exec(db)
             .await?;

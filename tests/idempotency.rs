@@ -93,12 +93,14 @@ async fn a_key_in_flight_is_refused_until_its_lock_runs_out() {
     idempotency_key::ActiveModel {
         merchant_id: Set(row.merchant_id.clone()),
         mode: Set(row.mode.clone()),
+        scope: Set(row.scope.clone()),
         key: Set("running".into()),
         fingerprint: Set(row.fingerprint.clone()),
         state: Set("in_flight".into()),
         response_status: Set(None),
         response_headers: Set(None),
         response_body: Set(None),
+        owner_key_id: Set(None),
         created_at: Set(now),
         locked_until: Set(now + Duration::seconds(60)),
     }
@@ -173,4 +175,233 @@ async fn malformed_keys_are_refused_and_get_is_untouched() {
         .await;
     assert_eq!(res.status, 200);
     assert_eq!(res.header("idempotent-replayed"), None);
+}
+
+/// The API key `kind` minted by `key` (unbound unless `profile_id` is given).
+async fn new_key(app: &TestApp, key: &str, kind: &str, profile_id: Option<&str>) -> String {
+    let mut body = json!({"kind": kind});
+    if let Some(p) = profile_id {
+        body["profile_id"] = json!(p);
+    }
+    let made = app.post("/account/api-keys", key, body).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    made.body["key"].as_str().unwrap().to_owned()
+}
+
+#[actix_web::test]
+async fn a_publishable_key_never_gets_a_secret_answer_replayed() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let body = json!({"kind": "secret"});
+    let idem = [("idempotency-key", "mint-1")];
+    let minted = app
+        .send(
+            Method::POST,
+            "/account/api-keys",
+            Some(&m.secret_key),
+            Some(&body),
+            &idem,
+        )
+        .await;
+    assert_eq!(minted.status, 201);
+    let secret = minted.body["key"].as_str().unwrap().to_owned();
+
+    let public = app
+        .send(
+            Method::POST,
+            "/account/api-keys",
+            Some(&m.publishable_key),
+            Some(&body),
+            &idem,
+        )
+        .await;
+    assert_eq!((public.status, public.code()), (403, "secret_key_required"));
+    assert_eq!(public.header("idempotent-replayed"), None);
+    assert!(!String::from_utf8_lossy(&public.raw).contains(&secret));
+    // Asked again, still refused: a refusal is not stored, and never becomes the answer.
+    let again = app
+        .send(
+            Method::POST,
+            "/account/api-keys",
+            Some(&m.publishable_key),
+            Some(&body),
+            &idem,
+        )
+        .await;
+    assert_eq!(
+        (again.status, again.header("idempotent-replayed")),
+        (403, None)
+    );
+
+    // The one-time secret is replayed to the key that asked for it, and to no other key.
+    let mine = app
+        .send(
+            Method::POST,
+            "/account/api-keys",
+            Some(&m.secret_key),
+            Some(&body),
+            &idem,
+        )
+        .await;
+    assert_eq!(mine.header("idempotent-replayed"), Some("true"));
+    assert_eq!(mine.body["key"], secret.as_str());
+    let other_secret = new_key(&app, &m.secret_key, "secret", None).await;
+    let other = app
+        .send(
+            Method::POST,
+            "/account/api-keys",
+            Some(&other_secret),
+            Some(&body),
+            &idem,
+        )
+        .await;
+    assert_eq!(
+        (other.status, other.code()),
+        (409, "idempotency_key_reused")
+    );
+    assert!(!String::from_utf8_lossy(&other.raw).contains(&secret));
+}
+
+#[actix_web::test]
+async fn a_refused_request_does_not_claim_the_key() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let order = json!({"amount": 1000, "currency": "EUR"});
+    let idem = [
+        ("idempotency-key", "order-1001"),
+        ("x-profile-id", m.profile_id.as_str()),
+    ];
+    let refused = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.publishable_key),
+            Some(&order),
+            &idem,
+        )
+        .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (403, "secret_key_required")
+    );
+    let real = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&order),
+            &idem,
+        )
+        .await;
+    assert_eq!(real.status, 200, "{:?}", real.body);
+    assert_eq!(real.header("idempotent-replayed"), None);
+    let replayed = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&order),
+            &idem,
+        )
+        .await;
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replayed.body["payment_id"], real.body["payment_id"]);
+}
+
+#[actix_web::test]
+async fn keys_bound_to_other_shops_get_their_own_answers() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let other = app
+        .post("/account/shops", &m.secret_key, json!({"name": "Paris"}))
+        .await;
+    let other_shop = other.body["profile_id"].as_str().unwrap().to_owned();
+    let bound_here = new_key(&app, &m.secret_key, "secret", Some(&m.profile_id)).await;
+    let bound_there = new_key(&app, &m.secret_key, "secret", Some(&other_shop)).await;
+    let hook = json!({"url": "https://shop.example/hooks"});
+    let put = app
+        .send(
+            Method::PUT,
+            &format!("/account/shops/{}/webhook", m.profile_id),
+            Some(&m.secret_key),
+            Some(&hook),
+            &[],
+        )
+        .await;
+    assert_eq!(put.status, 200, "{:?}", put.body);
+
+    let rotate = format!("/account/shops/{}/webhook/rotate", m.profile_id);
+    let idem = [("idempotency-key", "rotate-1")];
+    let rotated = app
+        .send(Method::POST, &rotate, Some(&bound_here), None, &idem)
+        .await;
+    assert_eq!(rotated.status, 200, "{:?}", rotated.body);
+    let secret = rotated.body["secret"].as_str().unwrap().to_owned();
+
+    // A key of another shop gets the refusal its own request earns, never the rotation.
+    let elsewhere = app
+        .send(Method::POST, &rotate, Some(&bound_there), None, &idem)
+        .await;
+    assert_eq!(elsewhere.status, 404, "{:?}", elsewhere.body);
+    assert_eq!(elsewhere.header("idempotent-replayed"), None);
+    assert!(!String::from_utf8_lossy(&elsewhere.raw).contains(&secret));
+    // An unbound key has its own scope: the same key and request run again (a new secret).
+    let unbound = app
+        .send(Method::POST, &rotate, Some(&m.secret_key), None, &idem)
+        .await;
+    assert_eq!(unbound.status, 200);
+    assert_eq!(unbound.header("idempotent-replayed"), None);
+    assert_ne!(unbound.body["secret"], secret.as_str());
+}
+
+#[actix_web::test]
+async fn read_only_routes_store_no_answer() {
+    use sea_orm::{EntityTrait, PaginatorTrait};
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let idem = [("idempotency-key", "list-1")];
+    let query = json!({"limit": 10});
+    let empty = app
+        .send(
+            Method::POST,
+            "/payments/list",
+            Some(&m.secret_key),
+            Some(&query),
+            &idem,
+        )
+        .await;
+    assert_eq!(empty.status, 200, "{:?}", empty.body);
+    let created = app
+        .create_payment(&m, json!({"amount": 500, "currency": "EUR"}))
+        .await;
+    assert_eq!(created.status, 200);
+    let listed = app
+        .send(
+            Method::POST,
+            "/payments/list",
+            Some(&m.secret_key),
+            Some(&query),
+            &idem,
+        )
+        .await;
+    assert_eq!(listed.header("idempotent-replayed"), None);
+    assert_ne!(
+        listed.raw, empty.raw,
+        "the list is read again, not replayed"
+    );
+    let events = app
+        .send(
+            Method::POST,
+            &format!("/events/{}", m.merchant_id),
+            Some(&m.secret_key),
+            Some(&json!({})),
+            &idem,
+        )
+        .await;
+    assert_eq!(events.status, 200, "{:?}", events.body);
+    let stored = idempotency_key::Entity::find()
+        .count(&app.state.db)
+        .await
+        .unwrap();
+    assert_eq!(stored, 0);
 }

@@ -9,6 +9,9 @@ pub struct Model {
     pub merchant_id: String,
     #[sea_orm(primary_key, auto_increment = false)]
     pub mode: String,
+    /// `{key kind}:{bound shop or *}`: keys of another kind or shop never see these answers.
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub scope: String,
     #[sea_orm(primary_key, auto_increment = false)]
     pub key: String,
     /// SHA-256 of method, path, query and body.
@@ -19,6 +22,8 @@ pub struct Model {
     /// JSON array of `[name, value]` pairs replayed with the body.
     pub response_headers: Option<String>,
     pub response_body: Option<String>,
+    /// Set when the answer carries a one-time secret: it is replayed only to this API key.
+    pub owner_key_id: Option<String>,
     pub created_at: DateTimeUtc,
     /// An `in_flight` key whose holder died is taken over after this time.
     pub locked_until: DateTimeUtc,

@@ -13,6 +13,7 @@ use crate::{
     auth::{Admin, Caller, KeyKind, Mode, SecretKey},
     error::ApiError,
     http::{ApiJson, ApiQuery},
+    idempotency,
     ids::{KeyId, ProfileId},
     pagination::{List, ListQuery, Page},
     settings::DeploymentMode,
@@ -234,10 +235,12 @@ pub async fn create_api_key(
     };
     let pepper = &state.settings.security.key_pepper;
     let (row, key) = store::insert_key(&state.db, state.clock.now(), pepper, new).await?;
-    Ok(HttpResponse::Created().json(CreatedApiKey {
-        api_key: row.into(),
-        key,
-    }))
+    Ok(idempotency::one_time_secret(HttpResponse::Created().json(
+        CreatedApiKey {
+            api_key: row.into(),
+            key,
+        },
+    )))
 }
 
 /// Revoke an API key; it stops working at once.

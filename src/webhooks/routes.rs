@@ -18,6 +18,7 @@ use crate::{
     auth::SecretKey,
     error::ApiError,
     http::ApiJson,
+    idempotency,
     ids::{new_id, ProfileId},
     state::AppState,
 };
@@ -218,7 +219,9 @@ pub async fn rotate_secret(
     am.secret = Set(new_secret());
     am.updated_at = Set(now);
     let m = am.update(&state.db).await?;
-    Ok(HttpResponse::Ok().json(Endpoint::of(&m, true)))
+    Ok(idempotency::one_time_secret(
+        HttpResponse::Ok().json(Endpoint::of(&m, true)),
+    ))
 }
 
 #[cfg(test)]
