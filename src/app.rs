@@ -161,10 +161,7 @@ impl Application {
         let (app_state, app_payments, app_disputes) =
             (state.clone(), payments.clone(), disputes.clone());
         let limit = settings.http.max_body_bytes;
-        let limiter = web::Data::from(RateLimiter::new(
-            settings.limits.requests_per_second,
-            settings.limits.burst,
-        ));
+        let limiter = web::Data::from(RateLimiter::new(&settings.limits));
         let timeout = RequestTimeout(Duration::from_secs(settings.http.request_timeout_secs));
         let mut server = HttpServer::new(move || {
             App::new()

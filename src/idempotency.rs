@@ -68,7 +68,7 @@ pub enum Begin {
     /// The key is ours now: run the request.
     Proceed,
     /// Answered before: send this again.
-    Replay(idempotency_key::Model),
+    Replay(Box<idempotency_key::Model>),
     /// Used before for a different request.
     Reused,
     /// The first request with this key is still running.
@@ -324,7 +324,7 @@ impl<'a> KeyStore<'a> {
                 return Ok(Begin::Reused);
             }
             if existing.state == COMPLETED {
-                return Ok(Begin::Replay(existing));
+                return Ok(Begin::Replay(Box::new(existing)));
             }
             if existing.locked_until > self.now {
                 return Ok(Begin::InUse);

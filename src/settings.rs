@@ -64,10 +64,17 @@ pub struct ProcessorSettings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitSettings {
-    /// Requests a second per API key (0: no limit).
+    /// Requests a second per secret key, per client address and per payment (0: no limits).
     pub requests_per_second: u32,
     /// How many requests a key may send at once after a quiet time.
     pub burst: u32,
+    /// Requests a second of all of a merchant's secret keys together (0: no merchant limit).
+    pub merchant_requests_per_second: u32,
+    pub merchant_burst: u32,
+    /// The header a trusted reverse proxy puts the client's address in (`x-real-ip`); unset,
+    /// the TCP peer is the client.
+    #[serde(default)]
+    pub client_address_header: Option<String>,
     /// The largest file `POST /files` accepts, in bytes.
     pub max_file_bytes: usize,
 }

@@ -4,7 +4,7 @@ mod common;
 
 use actix_web::http::Method;
 use common::spawn_app;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Method, path, key, body, headers, expected status and code.
 type Case<'a> = (
@@ -291,6 +291,170 @@ async fn each_key_is_rate_limited_on_its_own() {
         200,
         "another key is not limited"
     );
+}
+
+/// An instance with small buckets that takes the client address from `x-real-ip`.
+async fn limited_app(merchant_rate: &str) -> common::TestApp {
+    let db = std::sync::Arc::new(common::TestDb::new().await);
+    common::spawn_with(
+        db,
+        &[
+            ("PAYD_LIMITS__REQUESTS_PER_SECOND", "1"),
+            ("PAYD_LIMITS__BURST", "3"),
+            ("PAYD_LIMITS__MERCHANT_REQUESTS_PER_SECOND", merchant_rate),
+            ("PAYD_LIMITS__MERCHANT_BURST", merchant_rate),
+            ("PAYD_LIMITS__CLIENT_ADDRESS_HEADER", "x-real-ip"),
+        ],
+    )
+    .await
+}
+
+#[actix_web::test]
+async fn flooding_with_the_publishable_key_blocks_no_other_buyer() {
+    let app = limited_app("1000").await;
+    let m = app.create_merchant("Acme").await;
+    let mut payments = vec![];
+    for _ in 0..2 {
+        let p = app
+            .create_payment(&m, json!({"amount": 1000, "currency": "EUR"}))
+            .await;
+        assert_eq!(p.status, 200, "{:?}", p.body);
+        payments.push(p.body);
+    }
+    let read = |p: &Value, secret: &str, ip: &str| {
+        let path = format!(
+            "/payments/{}?client_secret={secret}",
+            p["payment_id"].as_str().unwrap()
+        );
+        let (key, ip) = (m.publishable_key.clone(), ip.to_owned());
+        let app = &app;
+        async move {
+            app.send(Method::GET, &path, Some(&key), None, &[("x-real-ip", &ip)])
+                .await
+        }
+    };
+    let secret = |p: &Value| p["client_secret"].as_str().unwrap().to_owned();
+
+    // One address floods a payment with guessed secrets, and /account: its own bucket empties.
+    let mut flood = vec![];
+    for _ in 0..4 {
+        flood.push(
+            read(&payments[0], "pay_guess_secret_x", "203.0.113.66")
+                .await
+                .status,
+        );
+    }
+    let account = app
+        .send(
+            Method::GET,
+            "/account",
+            Some(&m.publishable_key),
+            None,
+            &[("x-real-ip", "203.0.113.66")],
+        )
+        .await;
+    assert_eq!(flood.last(), Some(&429), "{flood:?}");
+    assert_eq!((account.status, account.code()), (429, "rate_limited"));
+    assert!(account.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("client address"));
+
+    // The buyers of both payments, at their own addresses, read theirs.
+    assert_eq!(
+        read(&payments[0], &secret(&payments[0]), "198.51.100.1")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        read(&payments[1], &secret(&payments[1]), "198.51.100.2")
+            .await
+            .status,
+        200
+    );
+
+    // Many addresses flooding one payment with its real secret block that payment only.
+    let mut one_payment = vec![];
+    for i in 10..15 {
+        one_payment.push(read(&payments[0], &secret(&payments[0]), &format!("192.0.2.{i}")).await);
+    }
+    let last = one_payment.last().unwrap();
+    assert_eq!(last.status, 429);
+    assert!(last.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("this payment"));
+    assert_eq!(
+        read(&payments[1], &secret(&payments[1]), "198.51.100.2")
+            .await
+            .status,
+        200
+    );
+
+    // None of it cost the merchant's server.
+    assert_eq!(
+        app.call(&m, Method::GET, "/account", None).await.status,
+        200
+    );
+}
+
+#[actix_web::test]
+async fn keys_that_are_not_valid_cost_their_sender() {
+    let app = limited_app("1000").await;
+    let m = app.create_merchant("Acme").await;
+    let mut answers = vec![];
+    for i in 0..5 {
+        let made_up = format!("snd_{:0>40}", i);
+        answers.push(
+            app.send(
+                Method::GET,
+                "/account",
+                Some(&made_up),
+                None,
+                &[("x-real-ip", "203.0.113.9")],
+            )
+            .await
+            .status,
+        );
+    }
+    assert_eq!(answers, [401, 401, 401, 429, 429]);
+    assert_eq!(app.get("/account", &m.secret_key).await.status, 200);
+}
+
+#[actix_web::test]
+async fn a_merchant_limit_sits_above_its_keys() {
+    let app = limited_app("4").await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+    // Minting the second key spends one of the merchant's four.
+    let second = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret"}),
+        )
+        .await;
+    assert_eq!(second.status, 201);
+    let second = second.body["key"].as_str().unwrap().to_owned();
+    let mut answers = vec![];
+    for _ in 0..2 {
+        answers.push(app.get("/account", &m.secret_key).await.status);
+    }
+    for _ in 0..2 {
+        answers.push(app.get("/account", &second).await.status);
+    }
+    assert_eq!(
+        answers,
+        [200, 200, 200, 429],
+        "the fifth request of the merchant"
+    );
+    let limited = app.get("/account", &second).await;
+    assert!(limited.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("this merchant"));
+    assert_eq!(app.get("/account", &other.secret_key).await.status, 200);
 }
 
 #[actix_web::test]
