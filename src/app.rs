@@ -58,6 +58,9 @@ pub struct Application {
 /// Scheduled job that drops idempotency keys past their retention window.
 const IDEMPOTENCY_PURGE: &str = "idempotency_purge";
 
+/// Scheduled job that drops the chunks of uploads a crash cut off.
+const FILE_CHUNK_PURGE: &str = "file_chunk_purge";
+
 /// How long shutdown waits for the webhook dispatcher's claim under way.
 const DISPATCHER_STOP: Duration = Duration::from_secs(10);
 
@@ -145,7 +148,9 @@ impl Application {
             &db, &clock, &settings, &payments, &disputes,
         ));
         let now = clock.now();
-        scheduler::schedule_if_absent(&db, now, IDEMPOTENCY_PURGE, "all", now).await?;
+        for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE] {
+            scheduler::schedule_if_absent(&db, now, job, "all", now).await?;
+        }
 
         let state = web::Data::new(AppState {
             db,
@@ -366,12 +371,24 @@ fn build_scheduler(
             }
         }
     });
-    let (db, clock) = (db.clone(), clock.clone());
+    let (keys_db, keys_clock) = (db.clone(), clock.clone());
     let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
     scheduler.register(IDEMPOTENCY_PURGE, move |_job| {
-        let (db, clock) = (db.clone(), clock.clone());
+        let (db, clock) = (keys_db.clone(), keys_clock.clone());
         async move {
             match idempotency::purge_expired(&db, clock.now(), ttl).await {
+                Ok(_) => Outcome::RunAt(clock.now() + ChronoDuration::hours(1)),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
+    let (db, clock) = (db.clone(), clock.clone());
+    scheduler.register(FILE_CHUNK_PURGE, move |_job| {
+        let (db, clock) = (db.clone(), clock.clone());
+        async move {
+            // An upload outlives no request deadline; a day is far beyond any.
+            let before = clock.now() - ChronoDuration::days(1);
+            match files::store::purge_orphan_chunks(&db, before).await {
                 Ok(_) => Outcome::RunAt(clock.now() + ChronoDuration::hours(1)),
                 Err(e) => Outcome::Failed(e.to_string()),
             }

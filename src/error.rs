@@ -141,6 +141,14 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, ErrorType::Conflict, code, message)
     }
 
+    /// 409 `limit_reached`: the merchant is at one of its configured bounds, named here.
+    pub fn limit_reached(limit: &str, max: impl std::fmt::Display) -> Self {
+        Self::conflict(
+            "limit_reached",
+            format!("this merchant has reached {limit} ({max}); the operator can raise it"),
+        )
+    }
+
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -120,16 +120,6 @@ pub async fn http_metrics(
     Ok(res)
 }
 
-/// The largest body a request may carry: on `POST /files` the file limit plus room for the
-/// form's framing, elsewhere `http.max_body_bytes`.
-pub fn body_limit_for(path: &str, settings: &crate::settings::Settings) -> usize {
-    if path == "/files" {
-        settings.limits.max_file_bytes.saturating_add(64 * 1024)
-    } else {
-        settings.http.max_body_bytes
-    }
-}
-
 /// Reads a whole body, refusing one over `limit` bytes (early, when Content-Length says so).
 pub async fn read_body(
     req: &HttpRequest,

@@ -12,6 +12,8 @@
 //!   the key is released instead, so a refused request never claims it;
 //! - an answer that carries a one-time secret (a new API key, a webhook secret) is marked by
 //!   its route with [`OneTimeSecret`] and replayed only to the API key that made the request;
+//! - an upload (`POST /files`) is fingerprinted without its body, which is streamed to
+//!   storage and never held here: the same key replays the first upload's answer;
 //! - read-only routes that take a POST body (`POST …/list`, `POST /events/{merchant_id}`)
 //!   store nothing.
 
@@ -33,7 +35,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     auth::{self, Caller},
     error::ApiError,
-    http::{body_limit_for, read_body},
+    http::read_body,
     state::AppState,
 };
 
@@ -60,6 +62,11 @@ fn read_only(path: &str) -> bool {
         || path
             .strip_prefix("/events/")
             .is_some_and(|rest| !rest.trim_end_matches('/').contains('/'))
+}
+
+/// Routes whose body is streamed to storage (`POST /files`).
+fn streamed(path: &str) -> bool {
+    path == "/files"
 }
 
 /// What to do with a request that carries a key.
@@ -128,19 +135,21 @@ pub async fn idempotency(
     let Ok(caller) = auth::authenticate(req.request(), &state).await else {
         return Ok(next.call(req).await?.map_into_boxed_body());
     };
-    let mut payload = req.take_payload();
-    let body = match read_body(
-        req.request(),
-        &mut payload,
-        body_limit_for(req.path(), &state.settings),
-    )
-    .await
-    {
-        Ok(body) => body,
-        Err(e) => return Ok(req.error_response(e)),
+    // An upload goes to storage as it arrives and is never held here: its fingerprint leaves
+    // the body out (a retried upload's form boundary differs anyway).
+    let print = if streamed(req.path()) {
+        fingerprint(&req, &[])
+    } else {
+        let mut payload = req.take_payload();
+        let limit = state.settings.http.max_body_bytes;
+        let body = match read_body(req.request(), &mut payload, limit).await {
+            Ok(body) => body,
+            Err(e) => return Ok(req.error_response(e)),
+        };
+        let print = fingerprint(&req, &body);
+        req.set_payload(Payload::from(body));
+        print
     };
-    let print = fingerprint(&req, &body);
-    req.set_payload(Payload::from(body));
 
     let store = KeyStore::new(&state, &caller, &key);
     let begun = match store.begin(&state.db, &print).await {

@@ -302,6 +302,10 @@ mod tests {
             merchant_burst: merchant,
             client_address_header: None,
             max_file_bytes: 1,
+            max_api_keys_per_merchant: 1,
+            max_shops_per_merchant: 1,
+            max_files_per_merchant: 1,
+            max_file_bytes_per_merchant: 1,
         }
     }
 

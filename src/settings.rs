@@ -77,6 +77,12 @@ pub struct LimitSettings {
     pub client_address_header: Option<String>,
     /// The largest file `POST /files` accepts, in bytes.
     pub max_file_bytes: usize,
+    /// API keys a merchant may hold (revoked keys do not count).
+    pub max_api_keys_per_merchant: u64,
+    pub max_shops_per_merchant: u64,
+    /// Files a merchant may store, and their bytes together.
+    pub max_files_per_merchant: u64,
+    pub max_file_bytes_per_merchant: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -303,6 +309,28 @@ impl Settings {
         }
         if self.limits.max_file_bytes == 0 {
             return bad("limits.max_file_bytes", "must be greater than 0");
+        }
+        for (key, value) in [
+            (
+                "limits.max_api_keys_per_merchant",
+                self.limits.max_api_keys_per_merchant,
+            ),
+            (
+                "limits.max_shops_per_merchant",
+                self.limits.max_shops_per_merchant,
+            ),
+            (
+                "limits.max_files_per_merchant",
+                self.limits.max_files_per_merchant,
+            ),
+            (
+                "limits.max_file_bytes_per_merchant",
+                self.limits.max_file_bytes_per_merchant,
+            ),
+        ] {
+            if value == 0 {
+                return bad(key, "must be greater than 0");
+            }
         }
         if self.actors.mailbox_capacity == 0 {
             return bad("actors.mailbox_capacity", "must be greater than 0");

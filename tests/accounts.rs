@@ -434,3 +434,79 @@ async fn live_payments_never_reach_the_sandbox() {
         (Some("succeeded"), Some(true))
     );
 }
+
+#[actix_web::test]
+async fn keys_and_shops_are_bounded_per_merchant() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(
+        db,
+        &[
+            ("PAYD_LIMITS__MAX_API_KEYS_PER_MERCHANT", "3"),
+            ("PAYD_LIMITS__MAX_SHOPS_PER_MERCHANT", "2"),
+        ],
+    )
+    .await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+    // The merchant starts with two keys (secret and publishable) and one shop.
+    let third = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret"}),
+        )
+        .await;
+    assert_eq!(third.status, 201);
+    let fourth = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret"}),
+        )
+        .await;
+    assert_eq!((fourth.status, fourth.code()), (409, "limit_reached"));
+    let message = fourth.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("limits.max_api_keys_per_merchant"),
+        "{message}"
+    );
+    // A revoked key no longer counts.
+    let revoked = app
+        .delete(
+            &format!(
+                "/account/api-keys/{}",
+                third.body["key_id"].as_str().unwrap()
+            ),
+            &m.secret_key,
+        )
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    let again = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret"}),
+        )
+        .await;
+    assert_eq!(again.status, 201);
+
+    let shop = app
+        .post("/account/shops", &m.secret_key, json!({"name": "Paris"}))
+        .await;
+    assert_eq!(shop.status, 201);
+    let too_many = app
+        .post("/account/shops", &m.secret_key, json!({"name": "Rome"}))
+        .await;
+    assert_eq!((too_many.status, too_many.code()), (409, "limit_reached"));
+    let message = too_many.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("limits.max_shops_per_merchant"),
+        "{message}"
+    );
+
+    // Another merchant's bounds are its own.
+    let theirs = app
+        .post("/account/shops", &other.secret_key, json!({"name": "Oslo"}))
+        .await;
+    assert_eq!(theirs.status, 201);
+}

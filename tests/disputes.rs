@@ -694,3 +694,117 @@ async fn a_capture_is_not_voided_against_a_dispute_nor_disputed_once_voided() {
     );
     app.stop().await;
 }
+
+/// The chunks stored for a file, in order.
+async fn chunks_of(app: &TestApp, file_id: &str) -> Vec<Vec<u8>> {
+    use payd_entity::file_chunk;
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+    file_chunk::Entity::find()
+        .filter(file_chunk::Column::FileId.eq(file_id))
+        .order_by_asc(file_chunk::Column::Seq)
+        .all(&app.state.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.bytes)
+        .collect()
+}
+
+#[actix_web::test]
+async fn uploads_are_written_in_chunks_and_bounded_per_merchant() {
+    use payd::clock::Clock;
+    use sea_orm::{EntityTrait, PaginatorTrait};
+    use sha2::{Digest, Sha256};
+    let db = std::sync::Arc::new(TestDb::new().await);
+    let app = spawn_with(
+        db,
+        &[
+            ("PAYD_LIMITS__MAX_FILE_BYTES", "1048576"),
+            ("PAYD_LIMITS__MAX_FILES_PER_MERCHANT", "3"),
+            ("PAYD_LIMITS__MAX_FILE_BYTES_PER_MERCHANT", "1000000"),
+        ],
+    )
+    .await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+
+    let big: Vec<u8> = b"receipt line, 2 \xc3\x97 mug\n"
+        .iter()
+        .copied()
+        .cycle()
+        .take(600_000)
+        .collect();
+    let r = upload(&app, &m, "receipts.txt", &big).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["size"], 600_000);
+    assert_eq!(r.body["content_type"], "text/plain");
+    assert_eq!(r.body["sha256"], hex::encode(Sha256::digest(&big)));
+    let chunks = chunks_of(&app, r.body["file_id"].as_str().unwrap()).await;
+    assert_eq!(
+        chunks.iter().map(Vec::len).collect::<Vec<_>>(),
+        [262_144, 262_144, 75_712],
+        "written a chunk at a time"
+    );
+    assert_eq!(chunks.concat(), big);
+
+    // Past the merchant's bytes: refused, and nothing of it stays.
+    let r = upload(&app, &m, "more.txt", &big).await;
+    assert_eq!((r.status, r.code()), (409, "limit_reached"), "{}", r.body);
+    assert!(r.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("limits.max_file_bytes_per_merchant"));
+    let stored = payd_entity::file_chunk::Entity::find()
+        .count(&app.state.db)
+        .await
+        .unwrap();
+    assert_eq!(stored, 3);
+
+    // Past the merchant's count.
+    for name in ["a.txt", "b.txt"] {
+        assert_eq!(upload(&app, &m, name, b"hello").await.status, 200);
+    }
+    let r = upload(&app, &m, "c.txt", b"hello").await;
+    assert_eq!((r.status, r.code()), (409, "limit_reached"));
+    assert!(r.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("limits.max_files_per_merchant"));
+    assert_eq!(
+        upload(&app, &other, "theirs.txt", b"hello").await.status,
+        200
+    );
+
+    // Chunks of an upload a crash cut off are purged after a day; a file's are kept.
+    let now = app.clock.now();
+    let orphan = payd_entity::file_chunk::Model {
+        file_id: "file_cut_off".into(),
+        seq: 0,
+        bytes: vec![1, 2, 3],
+        created_at: now - Duration::days(2),
+    };
+    sea_orm::ActiveModelTrait::insert(
+        sea_orm::IntoActiveModel::into_active_model(orphan),
+        &app.state.db,
+    )
+    .await
+    .unwrap();
+    let purged = payd::files::store::purge_orphan_chunks(&app.state.db, now - Duration::days(1))
+        .await
+        .unwrap();
+    assert_eq!(purged, 1);
+    assert_eq!(
+        chunks_of(&app, r.body["file_id"].as_str().unwrap_or(""))
+            .await
+            .len(),
+        0
+    );
+    let kept = payd_entity::file_chunk::Entity::find()
+        .count(&app.state.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        kept, 6,
+        "three chunks of the big file, one of each small one"
+    );
+}

@@ -14,6 +14,7 @@ pub struct Model {
     pub content_type: String,
     pub size: i64,
     pub sha256: String,
+    /// Empty for files uploaded in chunks (`file_chunks`), which all new files are.
     pub bytes: Vec<u8>,
     pub created_at: DateTimeUtc,
 }

@@ -8,6 +8,7 @@ pub mod dispute;
 pub mod dispute_evidence;
 pub mod event;
 pub mod file;
+pub mod file_chunk;
 pub mod idempotency_key;
 pub mod mandate;
 pub mod merchant;

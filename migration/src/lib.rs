@@ -16,6 +16,7 @@ mod m20261122_000007_create_customers;
 mod m20261122_000008_add_processor_config;
 mod m20261122_000009_create_disputes;
 mod m20261124_000010_scope_idempotency_keys;
+mod m20261124_000011_create_file_chunks;
 
 pub struct Migrator;
 
@@ -33,6 +34,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000008_add_processor_config::Migration),
             Box::new(m20261122_000009_create_disputes::Migration),
             Box::new(m20261124_000010_scope_idempotency_keys::Migration),
+            Box::new(m20261124_000011_create_file_chunks::Migration),
         ]
     }
 }

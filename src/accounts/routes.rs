@@ -148,6 +148,13 @@ pub async fn create_shop(
 ) -> Result<HttpResponse, ApiError> {
     refuse_bound(&caller)?;
     let name = parse_name("name", &body.0.name)?;
+    let max = state.settings.limits.max_shops_per_merchant;
+    if store::count_profiles(&state.db, &caller.merchant_id).await? >= max {
+        return Err(ApiError::limit_reached(
+            "limits.max_shops_per_merchant",
+            max,
+        ));
+    }
     let shop =
         store::insert_profile(&state.db, state.clock.now(), &caller.merchant_id, &name).await?;
     Ok(HttpResponse::Created().json(Shop::from(shop)))
@@ -226,6 +233,13 @@ pub async fn create_api_key(
         (Some(bound), _) => Some(bound.clone()),
         (None, asked) => asked,
     };
+    let max = state.settings.limits.max_api_keys_per_merchant;
+    if store::count_live_keys(&state.db, &caller.merchant_id).await? >= max {
+        return Err(ApiError::limit_reached(
+            "limits.max_api_keys_per_merchant",
+            max,
+        ));
+    }
     let new = store::NewKey {
         merchant_id: &caller.merchant_id,
         kind,

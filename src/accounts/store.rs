@@ -119,6 +119,29 @@ pub async fn list_profiles(
     paginate(db, select, profile::Column::Id, page).await
 }
 
+/// How many shops the merchant has.
+pub async fn count_profiles(
+    db: &impl ConnectionTrait,
+    merchant_id: &MerchantId,
+) -> Result<u64, DbErr> {
+    profile::Entity::find()
+        .filter(profile::Column::MerchantId.eq(merchant_id.as_str()))
+        .count(db)
+        .await
+}
+
+/// How many keys the merchant holds, of either mode; revoked keys do not count.
+pub async fn count_live_keys(
+    db: &impl ConnectionTrait,
+    merchant_id: &MerchantId,
+) -> Result<u64, DbErr> {
+    api_key::Entity::find()
+        .filter(api_key::Column::MerchantId.eq(merchant_id.as_str()))
+        .filter(api_key::Column::RevokedAt.is_null())
+        .count(db)
+        .await
+}
+
 /// A key to make.
 pub struct NewKey<'a> {
     pub merchant_id: &'a MerchantId,

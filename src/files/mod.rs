@@ -1,6 +1,6 @@
 //! Uploaded files (dispute evidence): the object, its storage, and what payd accepts. Bytes
-//! are kept in the database with their SHA-256; the type is read from the bytes, not from
-//! what the client declared.
+//! are kept in the database, in chunks written as they arrive, with their SHA-256; the type
+//! is read from the bytes, not from what the client declared.
 
 pub mod routes;
 pub mod store;
@@ -54,20 +54,67 @@ pub struct UploadFileForm {
     pub purpose: String,
 }
 
-/// The type of a file, read from its first bytes: PDF, PNG, JPEG, or else UTF-8 text
-/// without NUL bytes. `None` for anything else.
-pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
+const TEXT: &str = "text/plain";
+
+/// The type a file's first bytes announce: PDF, PNG or JPEG.
+fn magic(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"%PDF-") {
         Some("application/pdf")
     } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
         Some("image/jpeg")
-    } else if !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok() {
-        Some("text/plain")
     } else {
         None
     }
+}
+
+/// Reads a file's type as its bytes arrive: PDF, PNG or JPEG from the first bytes, or else
+/// UTF-8 text without NUL bytes, checked to the last byte.
+#[derive(Debug, Default)]
+pub struct Sniffer {
+    kind: Option<&'static str>,
+    /// The start of a UTF-8 sequence cut by the end of the last piece.
+    carry: Vec<u8>,
+}
+
+impl Sniffer {
+    /// Feeds the next piece (the first should hold the file's first few bytes); `false` once
+    /// the file cannot be of a type payd accepts.
+    pub fn feed(&mut self, piece: &[u8]) -> bool {
+        let kind = *self
+            .kind
+            .get_or_insert_with(|| magic(piece).unwrap_or(TEXT));
+        if kind != TEXT {
+            return true;
+        }
+        if piece.contains(&0) {
+            return false;
+        }
+        let mut text = std::mem::take(&mut self.carry);
+        text.extend_from_slice(piece);
+        match std::str::from_utf8(&text) {
+            Ok(_) => true,
+            // Cut mid-character: the rest comes with the next piece.
+            Err(e) if e.error_len().is_none() => {
+                self.carry = text[e.valid_up_to()..].to_vec();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The file's type, once every piece was fed; `None` if it is not one payd accepts.
+    pub fn finish(self) -> Option<&'static str> {
+        self.kind.filter(|_| self.carry.is_empty())
+    }
+}
+
+/// The type of a whole file (see [`Sniffer`]).
+pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    let mut sniffer = Sniffer::default();
+    sniffer.feed(bytes).then_some(())?;
+    sniffer.finish()
 }
 
 /// A filename as stored: its last path segment, without control characters, at most 255
@@ -93,6 +140,32 @@ mod tests {
         assert_eq!(sniff("Receipt: 2 × mug".as_bytes()), Some("text/plain"));
         assert_eq!(sniff(b"MZ\x90\0\x03"), None, "an executable is refused");
         assert_eq!(sniff(&[0xC3, 0x28]), None, "invalid UTF-8 is refused");
+    }
+
+    #[test]
+    fn text_cut_mid_character_is_still_text() {
+        let text = "Quittung: 2 × Tasse, 1 × Kännchen".as_bytes();
+        for cut in 1..text.len() {
+            let mut sniffer = Sniffer::default();
+            assert!(
+                sniffer.feed(&text[..cut]) && sniffer.feed(&text[cut..]),
+                "{cut}"
+            );
+            assert_eq!(sniffer.finish(), Some("text/plain"), "{cut}");
+        }
+        let mut cut_short = Sniffer::default();
+        assert!(cut_short.feed(&text[..13]));
+        assert_eq!(
+            cut_short.finish(),
+            None,
+            "a file ending mid-character is not text"
+        );
+        let mut late_nul = Sniffer::default();
+        assert!(late_nul.feed(b"plain text"));
+        assert!(!late_nul.feed(b"then \0"), "a NUL anywhere is refused");
+        let mut pdf = Sniffer::default();
+        assert!(pdf.feed(b"%PDF-1.7") && pdf.feed(&[0, 0xFF]));
+        assert_eq!(pdf.finish(), Some("application/pdf"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `POST /files`: upload an evidence file as `multipart/form-data` (parts `file` and
-//! `purpose`), bounded by `limits.max_file_bytes`.
+//! `purpose`), bounded by `limits.max_file_bytes` and the merchant's file limits. The bytes
+//! go to the database a chunk at a time as they arrive.
 
 use actix_multipart::{Field, Multipart};
 use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
@@ -7,7 +8,7 @@ use futures_util::StreamExt;
 use payd_entity::file;
 use sha2::{Digest, Sha256};
 
-use super::{clean_filename, sniff, File};
+use super::{clean_filename, store, File, Sniffer};
 use crate::{
     auth::SecretKey,
     error::{ApiError, ErrorType},
@@ -22,10 +23,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// A form has at most these many parts.
 const MAX_PARTS: usize = 4;
 
+/// Bytes written to the database at a time: an upload in flight holds about this much.
+const CHUNK: usize = 256 * 1024;
+
 /// Upload a file to attach to a dispute as evidence.
 #[utoipa::path(post, path = "/files", tag = "disputes",
     request_body(content = super::UploadFileForm, content_type = "multipart/form-data"),
     responses((status = 200, body = File), (status = 400, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody, description = "`limit_reached`"),
         (status = 413, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn upload_file(
@@ -34,9 +39,62 @@ pub async fn upload_file(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = state.settings.limits.max_file_bytes;
+    let limits = &state.settings.limits;
+    let (files, bytes) = store::usage(&state.db, caller.merchant_id.as_str()).await?;
+    if files >= limits.max_files_per_merchant {
+        return Err(ApiError::limit_reached(
+            "limits.max_files_per_merchant",
+            limits.max_files_per_merchant,
+        ));
+    }
+    let mut writer = Writer {
+        state: &state,
+        file_id: new_id("file"),
+        room: limits.max_file_bytes_per_merchant.saturating_sub(bytes),
+        seq: 0,
+        size: 0,
+        buf: Vec::new(),
+        hash: Sha256::new(),
+        sniffer: Sniffer::default(),
+    };
+    let received = receive(&mut writer, &req, payload).await;
+    let (filename, content_type) = match received {
+        Ok(done) => done,
+        Err(e) => {
+            if writer.seq > 0 {
+                let dropped = store::drop_chunks(&state.db, state.clock.now(), &writer.file_id);
+                if let Err(drop) = dropped.await {
+                    // Left for the daily purge of chunks that belong to no file.
+                    tracing::warn!(error = %drop, file_id = %writer.file_id, "could not drop the chunks of a refused upload");
+                }
+            }
+            return Err(e);
+        }
+    };
+    let row = file::Model {
+        id: writer.file_id,
+        merchant_id: caller.merchant_id.as_str().to_owned(),
+        test_mode: caller.test_mode(),
+        purpose: "dispute_evidence".to_owned(),
+        filename,
+        content_type: content_type.to_owned(),
+        size: writer.size as i64,
+        sha256: hex::encode(writer.hash.finalize()),
+        bytes: Vec::new(),
+        created_at: state.clock.now(),
+    };
+    let row = store::insert(&state.db, row).await?;
+    Ok(HttpResponse::Ok().json(File::render(&row)))
+}
+
+/// Reads the form, writing the file's bytes as they come; its filename and type.
+async fn receive(
+    writer: &mut Writer<'_>,
+    req: &HttpRequest,
+    payload: web::Payload,
+) -> Result<(String, &'static str), ApiError> {
     let mut form = Multipart::new(req.headers(), payload);
-    let (mut upload, mut purpose) = (None, None);
+    let (mut filename, mut purpose) = (None, None);
     for _ in 0..=MAX_PARTS {
         let Some(part) = form.next().await else { break };
         let mut part = part.map_err(|e| {
@@ -47,13 +105,16 @@ pub async fn upload_file(
             .param("file")
         })?;
         match part.name().unwrap_or_default() {
+            "file" if filename.is_some() => {
+                return Err(ApiError::invalid_param("file", "send one `file` part"))
+            }
             "file" => {
-                let filename = part
-                    .content_disposition()
-                    .and_then(|cd| cd.get_filename())
-                    .map_or_else(|| "upload".to_owned(), clean_filename);
-                let bytes = read_part(&mut part, "file", limit).await?;
-                upload = Some((filename, bytes));
+                filename = Some(
+                    part.content_disposition()
+                        .and_then(|cd| cd.get_filename())
+                        .map_or_else(|| "upload".to_owned(), clean_filename),
+                );
+                writer.write_part(&mut part).await?;
             }
             "purpose" => {
                 let bytes = read_part(&mut part, "purpose", 64).await?;
@@ -88,53 +149,109 @@ pub async fn upload_file(
             ))
         }
     }
-    let (filename, bytes) =
-        upload.ok_or_else(|| ApiError::invalid_param("file", "the `file` part is required"))?;
-    if bytes.is_empty() {
+    let filename =
+        filename.ok_or_else(|| ApiError::invalid_param("file", "the `file` part is required"))?;
+    if writer.size == 0 {
         return Err(ApiError::invalid("file_empty", "the file is empty").param("file"));
     }
-    let content_type = sniff(&bytes).ok_or_else(|| {
-        ApiError::invalid(
-            "file_type_unsupported",
-            "send a PDF, PNG, JPEG or UTF-8 text file",
-        )
-        .param("file")
-    })?;
-    let row = file::Model {
-        id: new_id("file"),
-        merchant_id: caller.merchant_id.as_str().to_owned(),
-        test_mode: caller.test_mode(),
-        purpose: "dispute_evidence".to_owned(),
-        filename,
-        content_type: content_type.to_owned(),
-        size: bytes.len() as i64,
-        sha256: hex::encode(Sha256::digest(&bytes)),
-        bytes,
-        created_at: state.clock.now(),
-    };
-    let row = super::store::insert(&state.db, row).await?;
-    Ok(HttpResponse::Ok().json(File::render(&row)))
+    let content_type = std::mem::take(&mut writer.sniffer)
+        .finish()
+        .ok_or_else(unsupported)?;
+    Ok((filename, content_type))
 }
 
-/// A part's bytes: 413 past `limit`, 400 when the body breaks off.
+fn unsupported() -> ApiError {
+    ApiError::invalid(
+        "file_type_unsupported",
+        "send a PDF, PNG, JPEG or UTF-8 text file",
+    )
+    .param("file")
+}
+
+fn too_large(name: &str, limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorType::PayloadTooLarge,
+        "file_too_large",
+        format!("the {name} part is larger than {limit} bytes"),
+    )
+    .param(name)
+}
+
+fn broken(name: &str, e: impl std::fmt::Display) -> ApiError {
+    ApiError::invalid(
+        "invalid_multipart",
+        format!("the {name} part is broken: {e}"),
+    )
+    .param(name)
+}
+
+/// An upload's bytes on their way to the database, a chunk at a time.
+struct Writer<'a> {
+    state: &'a AppState,
+    file_id: String,
+    /// What the merchant may still store.
+    room: u64,
+    /// Chunks written so far.
+    seq: i32,
+    size: usize,
+    buf: Vec<u8>,
+    hash: Sha256,
+    sniffer: Sniffer,
+}
+
+impl Writer<'_> {
+    async fn write_part(&mut self, part: &mut Field) -> Result<(), ApiError> {
+        let limit = self.state.settings.limits.max_file_bytes;
+        while let Some(piece) = part.next().await {
+            let piece = piece.map_err(|e| broken("file", e))?;
+            self.size += piece.len();
+            if self.size > limit {
+                return Err(too_large("file", limit));
+            }
+            if self.size as u64 > self.room {
+                let max = self.state.settings.limits.max_file_bytes_per_merchant;
+                return Err(ApiError::limit_reached(
+                    "limits.max_file_bytes_per_merchant",
+                    max,
+                ));
+            }
+            self.hash.update(&piece);
+            let mut rest = &piece[..];
+            while !rest.is_empty() {
+                let take = (CHUNK - self.buf.len()).min(rest.len());
+                self.buf.extend_from_slice(&rest[..take]);
+                rest = &rest[take..];
+                if self.buf.len() == CHUNK {
+                    self.flush().await?;
+                }
+            }
+        }
+        self.flush().await
+    }
+
+    async fn flush(&mut self) -> Result<(), ApiError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if !self.sniffer.feed(&self.buf) {
+            return Err(unsupported());
+        }
+        let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        let now = self.state.clock.now();
+        store::put_chunk(&self.state.db, now, &self.file_id, self.seq, bytes).await?;
+        self.seq += 1;
+        Ok(())
+    }
+}
+
+/// A small part's bytes: 413 past `limit`, 400 when the body breaks off.
 async fn read_part(part: &mut Field, name: &str, limit: usize) -> Result<Vec<u8>, ApiError> {
     let mut out = Vec::new();
     while let Some(chunk) = part.next().await {
-        let chunk = chunk.map_err(|e| {
-            ApiError::invalid(
-                "invalid_multipart",
-                format!("the {name} part is broken: {e}"),
-            )
-            .param(name)
-        })?;
+        let chunk = chunk.map_err(|e| broken(name, e))?;
         if out.len() + chunk.len() > limit {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                ErrorType::PayloadTooLarge,
-                "file_too_large",
-                format!("the {name} part is larger than {limit} bytes"),
-            )
-            .param(name));
+            return Err(too_large(name, limit));
         }
         out.extend_from_slice(&chunk);
     }

@@ -1,9 +1,15 @@
-//! Persistence of uploaded files: their rows, bytes included.
+//! Persistence of uploaded files: their rows, and their bytes in chunks written as they
+//! arrive.
 
-use payd_entity::file;
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, EntityTrait};
+use chrono::{DateTime, Utc};
+use payd_entity::{file, file_chunk};
+use sea_orm::{
+    sea_query::{Expr, Query},
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    QueryTrait,
+};
 
-use crate::commit::{self, Change, CommitError};
+use crate::commit::{self, Change, CommitError, Write};
 
 /// A file of this merchant and mode; `None` for anyone else's.
 pub async fn find_owned(
@@ -18,6 +24,55 @@ pub async fn find_owned(
         .filter(|f| f.merchant_id == merchant_id && f.test_mode == test_mode))
 }
 
+/// How many files the merchant stores (either mode) and their bytes together.
+pub async fn usage(db: &impl ConnectionTrait, merchant_id: &str) -> Result<(u64, u64), DbErr> {
+    let (count, bytes): (i64, i64) = file::Entity::find()
+        .select_only()
+        .column_as(Expr::cust("COUNT(*)"), "count")
+        .column_as(
+            Expr::cust("CAST(COALESCE(SUM(size), 0) AS BIGINT)"),
+            "bytes",
+        )
+        .filter(file::Column::MerchantId.eq(merchant_id))
+        .into_tuple()
+        .one(db)
+        .await?
+        .unwrap_or((0, 0));
+    Ok((count.max(0) as u64, bytes.max(0) as u64))
+}
+
+/// Stores the `seq`th piece of file `file_id`'s bytes.
+pub async fn put_chunk(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+    file_id: &str,
+    seq: i32,
+    bytes: Vec<u8>,
+) -> Result<(), CommitError> {
+    let chunk = file_chunk::Model {
+        file_id: file_id.to_owned(),
+        seq,
+        bytes,
+        created_at: now,
+    };
+    commit::commit(db, Change::at(now).write(commit::insert(chunk))).await?;
+    Ok(())
+}
+
+/// Forgets the chunks of an upload that did not finish.
+pub async fn drop_chunks(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+    file_id: &str,
+) -> Result<(), CommitError> {
+    let delete = file_chunk::Entity::delete_many()
+        .filter(file_chunk::Column::FileId.eq(file_id))
+        .into_query();
+    commit::commit(db, Change::at(now).write(Write::Delete(delete))).await?;
+    Ok(())
+}
+
+/// Stores a file's row once its chunks are all written.
 pub async fn insert(db: &DatabaseConnection, f: file::Model) -> Result<file::Model, CommitError> {
     commit::commit(
         db,
@@ -25,4 +80,22 @@ pub async fn insert(db: &DatabaseConnection, f: file::Model) -> Result<file::Mod
     )
     .await?;
     Ok(f)
+}
+
+/// Deletes chunks older than `before` that belong to no file (uploads cut off by a crash);
+/// run by the scheduler.
+pub async fn purge_orphan_chunks(
+    db: &impl ConnectionTrait,
+    before: DateTime<Utc>,
+) -> Result<u64, DbErr> {
+    let files = Query::select()
+        .column(file::Column::Id)
+        .from(file::Entity)
+        .to_owned();
+    let res = file_chunk::Entity::delete_many()
+        .filter(file_chunk::Column::CreatedAt.lt(before))
+        .filter(file_chunk::Column::FileId.not_in_subquery(files))
+        .exec(db)
+        .await?;
+    Ok(res.rows_affected)
 }
