@@ -249,3 +249,32 @@ async fn a_refund_whose_answer_was_lost_is_retried_and_never_doubles() {
         "the retry reused the key"
     );
 }
+
+#[actix_web::test]
+async fn card_fingerprints_are_keyed_per_merchant() {
+    let (app, m, sim, url) = setup(&[]).await;
+    let other = app.create_merchant("Other").await;
+    let add = json!({"name": "other-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": 400});
+    let r = app
+        .call(
+            &other,
+            Method::POST,
+            &format!("/account/shops/{}/processors", other.profile_id),
+            Some(add),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    for merchant in [&m, &m, &other] {
+        assert_eq!(pay(&app, merchant, json!({})).await["status"], "succeeded");
+    }
+    let prints = sim.fingerprints.lock().unwrap().clone();
+    assert_eq!(prints.len(), 3, "{prints:?}");
+    assert_eq!(
+        prints[0], prints[1],
+        "one merchant sees one card as one card"
+    );
+    assert_ne!(
+        prints[0], prints[2],
+        "two merchants cannot match their buyers' cards"
+    );
+}

@@ -382,14 +382,9 @@ async fn a_manual_retry_sends_the_same_event_again() {
             None,
         )
         .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(
-        (
-            r.body["data"][0]["trigger"].as_str(),
-            r.body["data"][0]["response_status"].as_i64()
-        ),
-        (Some("manual"), Some(200))
-    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.body["event_id"], event_id);
+    assert_eq!(r.body["delivery_ids"].as_array().unwrap().len(), 1);
     let got = receiver.wait_for(2).await;
     assert_eq!(got[0].header("webhook-id"), got[1].header("webhook-id"));
     assert_eq!(got[0].body, got[1].body, "the body never changes");
@@ -398,7 +393,58 @@ async fn a_manual_retry_sends_the_same_event_again() {
         .verify(&got[1].body, &got[1].headers)
         .unwrap();
     wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
-    assert_eq!(attempts(&app, &m, event_id).await.len(), 2);
+    let recorded = attempts(&app, &m, event_id).await;
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(
+        (
+            recorded[1]["trigger"].as_str(),
+            recorded[1]["response_status"].as_i64()
+        ),
+        (Some("manual"), Some(200)),
+        "{recorded:?}"
+    );
+}
+
+/// Manual retries go through the merchant's delivery actor: however many are asked for at
+/// once, no more requests than its in-flight bound are open.
+#[actix_web::test]
+async fn manual_retries_keep_to_the_in_flight_bound() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_WEBHOOKS__MAX_IN_FLIGHT_PER_ENDPOINT", "2")]).await;
+    let receiver = Receiver::start().await;
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let p = paid(&app, &m, json!({})).await;
+    let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
+    let event_id = e["event_id"].as_str().unwrap().to_owned();
+    receiver.set_default(Reply {
+        status: 200,
+        retry_after: None,
+        delay: Some(StdDuration::from_millis(50)),
+    });
+    let path = format!("/events/{}/{event_id}/retry", m.merchant_id);
+    let asked =
+        futures_util::future::join_all((0..12).map(|_| app.call(&m, Method::POST, &path, None)))
+            .await;
+    assert!(
+        asked.iter().all(|r| r.status == 202),
+        "{:?}",
+        asked.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    receiver.wait_for(13).await;
+    assert!(
+        receiver.most_at_once() <= 2,
+        "{} at once",
+        receiver.most_at_once()
+    );
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    while attempts(&app, &m, &event_id).await.len() < 13 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "manual attempts not all recorded"
+        );
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+    }
 }
 
 #[actix_web::test]
@@ -538,10 +584,18 @@ async fn event_routes_filter_and_hide_other_merchants() {
             None,
         )
         .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 202, "{}", r.body);
     assert_eq!(receiver.wait_for(1).await[0].header("webhook-id"), event_id);
-    let delivered = events(&app, &m, json!({"delivered": true})).await;
-    assert_eq!(delivered.body["data"].as_array().unwrap().len(), 1);
+    // The manual attempt is recorded once its answer is in.
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let delivered = events(&app, &m, json!({"delivered": true})).await;
+        if delivered.body["data"].as_array().unwrap().len() == 1 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", delivered.body);
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+    }
 }
 
 #[actix_web::test]

@@ -13,7 +13,7 @@ use crate::{
     http::ApiJson,
     pagination::{created_between, paginate, List, ListQuery, Page},
     state::AppState,
-    webhooks::delivery::retry_event_now,
+    webhooks::delivery::manual_retries,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -106,6 +106,14 @@ impl From<delivery_attempt::Model> for AttemptView {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Attempts {
     pub data: Vec<AttemptView>,
+}
+
+/// A manual retry, accepted: the deliveries it will be sent on. Its attempts appear under
+/// `GET /events/{merchant_id}/{event_id}/attempts` with trigger `manual`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetryQueued {
+    pub event_id: String,
+    pub delivery_ids: Vec<String>,
 }
 
 /// The path's merchant must be the caller's; anyone else's reads as missing.
@@ -244,10 +252,12 @@ pub async fn list_attempts(
     Ok(HttpResponse::Ok().json(Attempts { data }))
 }
 
-/// Send the event again now (a manual attempt); the automatic schedule is left as it is.
+/// Send the event again (a manual attempt): queued with the merchant's deliveries and sent
+/// within its in-flight bound; the automatic schedule is left as it is.
 #[utoipa::path(post, path = "/events/{merchant_id}/{event_id}/retry", tag = "events",
     params(("merchant_id" = String, Path), ("event_id" = String, Path)),
-    responses((status = 200, body = Attempts), (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    responses((status = 202, body = RetryQueued), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn retry_event(
     SecretKey(caller): SecretKey,
@@ -257,14 +267,28 @@ pub async fn retry_event(
     let (merchant_id, event_id) = path.into_inner();
     own_merchant(&caller, &merchant_id)?;
     let event = find_event(&state, &caller, &event_id).await?;
-    let attempts = retry_event_now(
-        &state.db,
-        &state.settings.webhooks,
-        &event,
-        state.clock.now(),
-    )
-    .await?
-    .ok_or_else(|| ApiError::conflict("no_endpoint", "the shop has no enabled webhook endpoint"))?;
-    let data = attempts.into_iter().map(AttemptView::from).collect();
-    Ok(HttpResponse::Ok().json(Attempts { data }))
+    let retries = manual_retries(&state.db, &event, state.clock.now())
+        .await?
+        .ok_or_else(|| {
+            ApiError::conflict("no_endpoint", "the shop has no enabled webhook endpoint")
+        })?;
+    let queued = RetryQueued {
+        event_id: event.id.clone(),
+        delivery_ids: retries.iter().map(|r| r.delivery.id.clone()).collect(),
+    };
+    if !state
+        .dispatcher
+        .retry(caller.merchant_id.as_str(), retries)
+        .await?
+    {
+        let mut err = ApiError::new(
+            actix_web::http::StatusCode::TOO_MANY_REQUESTS,
+            crate::error::ErrorType::RateLimited,
+            "too_many_retries",
+            "the merchant's queue of manual retries is full; retry in a few seconds",
+        );
+        err.retry_after = Some(5);
+        return Err(err);
+    }
+    Ok(HttpResponse::Accepted().json(queued))
 }

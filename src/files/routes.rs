@@ -30,7 +30,6 @@ const CHUNK: usize = 256 * 1024;
 #[utoipa::path(post, path = "/files", tag = "disputes",
     request_body(content = super::UploadFileForm, content_type = "multipart/form-data"),
     responses((status = 200, body = File), (status = 400, body = crate::error::ErrorBody),
-        (status = 409, body = crate::error::ErrorBody, description = "`limit_reached`"),
         (status = 413, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn upload_file(

@@ -208,6 +208,7 @@ pub async fn confirm(
         "card",
         state.clock.now(),
         &state.settings.security.key_pepper,
+        &m.merchant_id,
         m.test_mode,
     )?;
     let command = Command::Confirm {

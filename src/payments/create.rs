@@ -132,7 +132,7 @@ pub async fn create(
 
 pub fn parse_card_data(
     deps: &PaymentDeps,
-    test_mode: bool,
+    caller: &Caller,
     data: Option<&PaymentMethodData>,
 ) -> Result<Option<StoredCard>, ApiError> {
     data.map(|d| {
@@ -141,7 +141,8 @@ pub fn parse_card_data(
             "payment_method_data.card",
             deps.clock.now(),
             &deps.settings.security.key_pepper,
-            test_mode,
+            caller.merchant_id.as_str(),
+            caller.test_mode(),
         )
     })
     .transpose()
@@ -258,7 +259,7 @@ async fn customer_side(
         }
         _ => None,
     };
-    let mut card = parse_card_data(deps, caller.test_mode(), req.payment_method_data.as_ref())?;
+    let mut card = parse_card_data(deps, caller, req.payment_method_data.as_ref())?;
     if let Some(pm_id) = &req.payment_method_id {
         if card.is_some() {
             return Err(ApiError::invalid_param(

@@ -140,11 +140,7 @@ pub async fn update_payment(
             .map(|c| parse_currency("currency", c))
             .transpose()?,
         manual_capture: req.capture_method.map(|c| c == CaptureMethodDto::Manual),
-        card: create::parse_card_data(
-            payments.deps(),
-            caller.test_mode(),
-            req.payment_method_data.as_ref(),
-        )?,
+        card: create::parse_card_data(payments.deps(), &caller, req.payment_method_data.as_ref())?,
         lines: req.lines,
         metadata: req.metadata,
         description: check_text("description", req.description.as_ref(), 1000)?,
@@ -173,11 +169,8 @@ pub async fn confirm_payment(
     ApiJson(req): ApiJson<ConfirmPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let access = Access::of(&caller, req.client_secret)?;
-    let mut card = create::parse_card_data(
-        payments.deps(),
-        caller.test_mode(),
-        req.payment_method_data.as_ref(),
-    )?;
+    let mut card =
+        create::parse_card_data(payments.deps(), &caller, req.payment_method_data.as_ref())?;
     let secret = req
         .payment_method_data
         .as_ref()

@@ -84,7 +84,8 @@ pub struct StoredCard {
     pub last4: String,
     pub exp_month: u32,
     pub exp_year: u32,
-    /// HMAC of the number under the server's pepper: equal cards, equal fingerprints.
+    /// HMAC of the merchant and the number under the server's pepper: at one merchant, equal
+    /// cards have equal fingerprints; at two merchants, never.
     pub fingerprint: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder_name: Option<String>,
@@ -133,6 +134,7 @@ pub fn parse_card(
     param: &str,
     now: DateTime<Utc>,
     pepper: &str,
+    merchant_id: &str,
     test_mode: bool,
 ) -> Result<StoredCard, ApiError> {
     let field = |f: &str| format!("{param}.{f}");
@@ -181,7 +183,11 @@ pub fn parse_card(
     }
     let mut mac =
         <Hmac<Sha256> as KeyInit>::new_from_slice(pepper.as_bytes()).map_err(ApiError::internal)?;
+    // Keyed per merchant: one buyer's card looks different at every merchant (and at every
+    // merchant's processor), so fingerprints correlate nothing across merchants.
     mac.update(b"card:");
+    mac.update(merchant_id.as_bytes());
+    mac.update(b":");
     mac.update(number.as_bytes());
     let fingerprint = hex::encode(&mac.finalize().into_bytes()[..16]);
     Ok(StoredCard {
@@ -222,6 +228,7 @@ mod tests {
             "card",
             now(),
             "pepper-pepper-pepper",
+            "mer_a",
             true,
         )
         .unwrap();
@@ -237,10 +244,21 @@ mod tests {
             "card",
             now(),
             "pepper-pepper-pepper",
+            "mer_a",
             false,
         )
         .unwrap();
         assert_eq!(again.fingerprint, c.fingerprint);
+        let elsewhere = parse_card(
+            &input("4242424242424242", 1, 31, "999"),
+            "card",
+            now(),
+            "pepper-pepper-pepper",
+            "mer_b",
+            false,
+        )
+        .unwrap();
+        assert_ne!(elsewhere.fingerprint, c.fingerprint, "keyed per merchant");
         assert_eq!(again.test_behaviour, None);
         assert_eq!(
             parse_card(
@@ -248,6 +266,7 @@ mod tests {
                 "card",
                 now(),
                 "p",
+                "mer_a",
                 true
             )
             .map(|c| c.brand)
@@ -259,7 +278,7 @@ mod tests {
     #[test]
     fn bad_cards_name_the_field() {
         let param = |i: CardInput| {
-            parse_card(&i, "payment_method_data.card", now(), "p", true)
+            parse_card(&i, "payment_method_data.card", now(), "p", "mer_a", true)
                 .unwrap_err()
                 .param
         };
@@ -289,6 +308,7 @@ mod tests {
                 "c",
                 now(),
                 "p",
+                "mer_a",
                 true
             )
             .is_ok(),

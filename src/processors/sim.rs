@@ -66,6 +66,8 @@ pub struct Sim {
     pub captures: AtomicU32,
     pub authorizations: AtomicU32,
     pub refunds_done: AtomicU32,
+    /// The card fingerprints authorizations came with, in order.
+    pub fingerprints: Mutex<Vec<String>>,
 }
 
 impl Sim {
@@ -79,6 +81,7 @@ impl Sim {
             captures: AtomicU32::new(0),
             authorizations: AtomicU32::new(0),
             refunds_done: AtomicU32::new(0),
+            fingerprints: Mutex::new(Vec::new()),
         })
     }
 
@@ -98,6 +101,10 @@ impl Sim {
         match op {
             "authorize" => {
                 self.authorizations.fetch_add(1, Ordering::SeqCst);
+                if let Some(print) = body["card"]["fingerprint"].as_str() {
+                    let mut prints = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
+                    prints.push(print.to_owned());
+                }
                 let amount = body["amount"].as_i64().unwrap_or(0);
                 let behaviour = body["card"]["number"]
                     .as_str()

@@ -22,7 +22,7 @@ use sea_orm::{
     sea_query::{CaseStatement, Expr, ExprTrait},
     ActiveValue::Set,
     ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryTrait, TryIntoModel, UpdateMany,
+    QueryTrait, UpdateMany,
 };
 use tokio::sync::oneshot;
 
@@ -33,6 +33,7 @@ use super::{
 use crate::{
     clock::SharedClock,
     commit::{self, Change, CommitError, Write},
+    error::ApiError,
     ids::new_id,
     settings::WebhookSettings,
 };
@@ -137,13 +138,6 @@ pub async fn attempt(
     }
 }
 
-pub fn client(timeout: StdDuration) -> awc::Client {
-    awc::Client::builder()
-        .disable_redirects()
-        .timeout(timeout)
-        .finish()
-}
-
 thread_local! {
     /// The delivery actors' client, one per arbiter thread (an awc client cannot move between
     /// threads, and an actor is built on the caller's thread before it moves to its arbiter).
@@ -164,16 +158,23 @@ fn delivery_client(timeout: StdDuration) -> awc::Client {
     })
 }
 
-/// A manual retry: one attempt now to the endpoint of each of the event's deliveries (an
-/// event recorded before the shop had an endpoint gets a delivery to the one it has now),
-/// each recorded, with a delivery that succeeded marked delivered, in one commit per
-/// delivery. `None` when the shop has no enabled endpoint.
-pub async fn retry_event_now(
+/// A manual retry of one delivery: one attempt to its endpoint, sent by the merchant's
+/// delivery actor within its in-flight bound, recorded as a `manual` attempt.
+#[derive(Debug, Clone)]
+pub struct ManualRetry {
+    pub delivery: delivery::Model,
+    pub event: event::Model,
+    pub endpoint: webhook_endpoint::Model,
+}
+
+/// The manual retries of an event: one per delivery to an enabled endpoint (an event recorded
+/// before the shop had an endpoint gets a delivery to the one it has now). `None` when the
+/// shop has no enabled endpoint.
+pub async fn manual_retries(
     db: &DatabaseConnection,
-    settings: &WebhookSettings,
     event: &event::Model,
     now: DateTime<Utc>,
-) -> Result<Option<Vec<delivery_attempt::Model>>, CommitError> {
+) -> Result<Option<Vec<ManualRetry>>, CommitError> {
     let mut deliveries = delivery::Entity::find()
         .filter(delivery::Column::EventId.eq(event.id.as_str()))
         .all(db)
@@ -185,8 +186,8 @@ pub async fn retry_event_now(
         .filter(webhook_endpoint::Column::Enabled.eq(true))
         .all(db)
         .await?;
-    let mut new = Change::at(now);
-    if deliveries.is_empty() {
+    if deliveries.is_empty() && !endpoints.is_empty() {
+        let mut new = Change::at(now);
         for endpoint in &endpoints {
             let d = super::store::delivery_row(event, &endpoint.id, now);
             new = new.write(commit::insert(d.clone()));
@@ -194,39 +195,64 @@ pub async fn retry_event_now(
         }
         commit::commit(db, new).await?;
     }
-    if deliveries.is_empty() {
-        return Ok(None);
+    let retries: Vec<ManualRetry> = deliveries
+        .into_iter()
+        .filter_map(|delivery| {
+            let endpoint = endpoints.iter().find(|e| e.id == delivery.endpoint_id)?;
+            Some(ManualRetry {
+                delivery,
+                event: event.clone(),
+                endpoint: endpoint.clone(),
+            })
+        })
+        .collect();
+    Ok((!retries.is_empty()).then_some(retries))
+}
+
+/// Sends a manual retry and records it; a success marks the delivery delivered. The automatic
+/// schedule is left as it is.
+async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRetry) {
+    let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
+    let outcome = attempt(
+        client,
+        &retry.endpoint,
+        &retry.event,
+        deps.clock.now(),
+        timeout,
+    )
+    .await;
+    if let Err(e) = record_manual(&deps.db, &retry.delivery, &outcome, deps.clock.now()).await {
+        tracing::warn!(error = %e, delivery = %retry.delivery.id, "could not record a manual attempt");
     }
-    let timeout = StdDuration::from_secs(settings.request_timeout_secs);
-    let http = client(timeout);
-    let mut recorded = Vec::new();
-    for d in deliveries {
-        let Some(endpoint) = endpoints.iter().find(|e| e.id == d.endpoint_id) else {
-            continue;
-        };
-        let outcome = attempt(&http, endpoint, event, now, timeout).await;
-        let number = delivery_attempt::Entity::find()
-            .filter(delivery_attempt::Column::DeliveryId.eq(d.id.as_str()))
-            .count(db)
-            .await? as i32
-            + 1;
-        let next = (d.status == "pending").then_some(d.next_attempt_at);
-        let row = attempt_row(&d, number, "manual", &outcome, next, now);
-        let row = row.try_into_model()?;
-        let mut change = Change::at(now).write(commit::insert(row.clone()));
-        if policy::classify(outcome.answer) == policy::Class::Delivered && d.status != "delivered" {
-            change = change.write(Write::Update(
-                delivery::Entity::update_many()
-                    .col_expr(delivery::Column::Status, Expr::value("delivered"))
-                    .col_expr(delivery::Column::DeliveredAt, Expr::value(Some(now)))
-                    .filter(delivery::Column::Id.eq(d.id.as_str()))
-                    .into_query(),
-            ));
-        }
-        commit::commit(db, change).await?;
-        recorded.push(row);
+}
+
+async fn record_manual(
+    db: &DatabaseConnection,
+    d: &delivery::Model,
+    outcome: &Outcome,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let number = delivery_attempt::Entity::find()
+        .filter(delivery_attempt::Column::DeliveryId.eq(d.id.as_str()))
+        .count(db)
+        .await? as i32
+        + 1;
+    let next = (d.status == "pending").then_some(d.next_attempt_at);
+    let row = attempt_row(d, number, "manual", outcome, next, now);
+    let mut change = Change::at(now).write(Write::Insert(
+        delivery_attempt::Entity::insert(row).into_query(),
+    ));
+    if policy::classify(outcome.answer) == policy::Class::Delivered {
+        change = change.write(Write::Update(
+            delivery::Entity::update_many()
+                .col_expr(delivery::Column::Status, Expr::value("delivered"))
+                .col_expr(delivery::Column::DeliveredAt, Expr::value(Some(now)))
+                .filter(delivery::Column::Id.eq(d.id.as_str()))
+                .filter(delivery::Column::Status.ne("delivered"))
+                .into_query(),
+        ));
     }
-    Ok(Some(recorded))
+    commit::commit(db, change).await.map(drop)
 }
 
 /// The record of one attempt, ready to insert (automatic ones are inserted in batches by
@@ -292,10 +318,26 @@ fn backlog_limit(settings: &WebhookSettings) -> i64 {
 #[rtype(result = "()")]
 struct Enqueue(Vec<Claimed>);
 
+/// Manual retries for the merchant's queue; `false` when it already holds as many as it
+/// takes.
+#[derive(Message, Clone)]
+#[rtype(result = "bool")]
+struct Retry(Vec<ManualRetry>);
+
+/// What a merchant's queue holds.
+enum Work {
+    /// Claimed by the dispatcher, under a lease.
+    Claimed(Claimed),
+    /// Asked for through the API: sent once, recorded, never rescheduled.
+    Manual(ManualRetry),
+}
+
 /// One merchant's queue: an actor of the registry, keyed by merchant id.
 pub struct MerchantDeliveries {
     deps: DeliveryDeps,
-    queue: VecDeque<Claimed>,
+    queue: VecDeque<Work>,
+    /// Manual retries queued or in flight.
+    manual: usize,
     in_flight: usize,
     /// Queued, in flight, or sent with the outcome not yet written; shared with the pool so
     /// the dispatcher can see a backlog. Counting unwritten outcomes bounds them: a merchant
@@ -327,6 +369,7 @@ impl KeyedActor for MerchantDeliveries {
         Ok(Self {
             deps: deps.clone(),
             queue: VecDeque::new(),
+            manual: 0,
             in_flight: 0,
             backlog,
             unwritten: Vec::new(),
@@ -339,13 +382,29 @@ impl KeyedActor for MerchantDeliveries {
 impl MerchantDeliveries {
     fn pump(&mut self, ctx: &mut Context<Self>) {
         while self.in_flight < self.deps.settings.max_in_flight_per_endpoint {
-            let Some(item) = self.queue.pop_front() else {
+            let Some(work) = self.queue.pop_front() else {
                 break;
             };
             self.in_flight += 1;
             let deps = self.deps.clone();
             let client =
                 delivery_client(StdDuration::from_secs(deps.settings.request_timeout_secs));
+            let item = match work {
+                Work::Claimed(item) => item,
+                Work::Manual(retry) => {
+                    ctx.spawn(
+                        async move { send_manual(&deps, &client, retry).await }
+                            .into_actor(self)
+                            .map(|(), act, ctx| {
+                                act.manual -= 1;
+                                act.in_flight -= 1;
+                                act.pump(ctx);
+                                act.tell_if_drained();
+                            }),
+                    );
+                    continue;
+                }
+            };
             ctx.spawn(
                 async move { send(&deps, &client, item).await }
                     .into_actor(self)
@@ -464,8 +523,27 @@ impl Handler<Enqueue> for MerchantDeliveries {
             ctx.spawn(handed_back.into_actor(self));
             return;
         }
-        self.queue.extend(msg.0);
+        self.queue.extend(msg.0.into_iter().map(Work::Claimed));
         self.pump(ctx);
+    }
+}
+
+impl Handler<Retry> for MerchantDeliveries {
+    type Result = bool;
+
+    fn handle(&mut self, msg: Retry, ctx: &mut Context<Self>) -> bool {
+        if self.draining.is_some()
+            || self.manual + msg.0.len() > backlog_limit(&self.deps.settings) as usize
+        {
+            return false;
+        }
+        self.manual += msg.0.len();
+        // Ahead of the automatic work: someone is waiting to see it arrive.
+        for retry in msg.0.into_iter().rev() {
+            self.queue.push_front(Work::Manual(retry));
+        }
+        self.pump(ctx);
+        true
     }
 }
 
@@ -481,7 +559,15 @@ impl Handler<Drain> for MerchantDeliveries {
     fn handle(&mut self, _: Drain, _: &mut Context<Self>) -> Self::Result {
         let (tx, rx) = oneshot::channel();
         self.draining.get_or_insert_with(Vec::new).push(tx);
-        let queued = self.queue.drain(..).collect();
+        // Claimed work goes back to the database; manual retries not yet sent are dropped
+        // (the delivery's automatic schedule stands).
+        let mut queued = Vec::new();
+        for work in self.queue.drain(..) {
+            match work {
+                Work::Claimed(item) => queued.push(item),
+                Work::Manual(_) => self.manual -= 1,
+            }
+        }
         let handed_back = self.hand_back(queued);
         self.tell_if_drained();
         Box::pin(async move {
@@ -703,6 +789,22 @@ impl DeliveryPool {
         if tokio::time::timeout(within, all).await.is_err() {
             tracing::warn!("webhook deliveries still in flight at shutdown");
         }
+    }
+
+    /// Queues manual retries with their merchant's actor; `false` when its queue of them is
+    /// full.
+    pub async fn retry(
+        &self,
+        merchant_id: &str,
+        retries: Vec<ManualRetry>,
+    ) -> Result<bool, ApiError> {
+        self.actors
+            .send(merchant_id, Retry(retries))
+            .await
+            .map_err(|e| match e {
+                payd_actors::ActorError::Overloaded => ApiError::overloaded(),
+                other => ApiError::internal(format!("delivery actor: {other}")),
+            })
     }
 
     /// Merchants whose queue already holds enough work: the dispatcher claims none for them,

@@ -82,6 +82,15 @@ impl Dispatcher {
         self.pool.actors()
     }
 
+    /// Queues manual retries with the merchant's delivery actor (see `DeliveryPool::retry`).
+    pub async fn retry(
+        &self,
+        merchant_id: &str,
+        retries: Vec<super::delivery::ManualRetry>,
+    ) -> Result<bool, crate::error::ApiError> {
+        self.pool.retry(merchant_id, retries).await
+    }
+
     /// Looks for due work now (after a commit that recorded events).
     pub fn wake(&self) {
         self.wake.now();

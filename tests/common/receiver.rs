@@ -3,7 +3,10 @@
 
 use std::{
     collections::VecDeque,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
     time::{Duration, Instant},
 };
 
@@ -50,6 +53,9 @@ struct State {
     received: Mutex<Vec<Received>>,
     script: Mutex<VecDeque<Reply>>,
     default: Mutex<Option<Reply>>,
+    /// Requests being answered now, and the most there ever were at once.
+    open: AtomicUsize,
+    most_open: AtomicUsize,
 }
 
 pub struct Receiver {
@@ -68,6 +74,8 @@ async fn receive(req: HttpRequest, body: web::Bytes, state: web::Data<Arc<State>
             headers.append(n, v);
         }
     }
+    let open = state.open.fetch_add(1, Ordering::SeqCst) + 1;
+    state.most_open.fetch_max(open, Ordering::SeqCst);
     state.received.lock().unwrap().push(Received {
         headers,
         body,
@@ -83,6 +91,7 @@ async fn receive(req: HttpRequest, body: web::Bytes, state: web::Data<Arc<State>
     if let Some(d) = reply.delay {
         actix_web::rt::time::sleep(d).await;
     }
+    state.open.fetch_sub(1, Ordering::SeqCst);
     let mut res = HttpResponse::build(actix_web::http::StatusCode::from_u16(reply.status).unwrap());
     if let Some(s) = reply.retry_after {
         res.insert_header(("retry-after", s.to_string()));
@@ -125,6 +134,11 @@ impl Receiver {
 
     pub fn set_default(&self, reply: Reply) {
         *self.state.default.lock().unwrap() = Some(reply);
+    }
+
+    /// The most requests that were ever being answered at once.
+    pub fn most_at_once(&self) -> usize {
+        self.state.most_open.load(Ordering::SeqCst)
     }
 
     pub fn received(&self) -> Vec<Received> {
