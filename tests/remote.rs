@@ -278,3 +278,21 @@ async fn card_fingerprints_are_keyed_per_merchant() {
         "two merchants cannot match their buyers' cards"
     );
 }
+
+#[actix_web::test]
+async fn a_remote_account_whose_configuration_cannot_be_read_is_never_the_sandbox() {
+    use payd_entity::processor_account;
+    use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
+    let (app, m, sim, _) = setup(&[]).await;
+    processor_account::Entity::update_many()
+        .col_expr(processor_account::Column::Config, Expr::value("{not json"))
+        .filter(processor_account::Column::Name.eq("acme-pay"))
+        .exec(&app.state.db)
+        .await
+        .unwrap();
+    // Card 4242… would be approved by the sandbox.
+    let p = pay(&app, &m, json!({})).await;
+    assert_eq!(p["status"], "declined", "{p}");
+    assert_eq!(p["last_error"]["code"], "processor_unavailable", "{p}");
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 0);
+}

@@ -76,20 +76,21 @@ impl PaymentDeps {
             )
             .into());
         }
-        Ok(self.resolve(account.as_ref()))
+        self.resolve(account.as_ref()).ok_or_else(|| {
+            ProcessorError::Unavailable(
+                "the processor account's configuration cannot be read".into(),
+            )
+            .into()
+        })
     }
 
-    fn resolve(&self, account: Option<&processor_account::Model>) -> Arc<dyn Processor> {
+    /// The sandbox for a sandbox account (or none); the remote processor of a remote account,
+    /// or `None` when its configuration cannot be read: never the sandbox in its place.
+    fn resolve(&self, account: Option<&processor_account::Model>) -> Option<Arc<dyn Processor>> {
         let Some(account) = account.filter(|a| a.kind == "remote") else {
-            return self.sandbox.clone();
+            return Some(self.sandbox.clone());
         };
-        let config: Option<RemoteConfig> = account
-            .config
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok());
-        let Some(config) = config else {
-            return self.sandbox.clone();
-        };
+        let config: RemoteConfig = serde_json::from_str(account.config.as_deref()?).ok()?;
         let p = &self.settings.processors;
         let remote = self
             .remotes
@@ -102,7 +103,7 @@ impl PaymentDeps {
                 ))
             })
             .clone();
-        remote
+        Some(remote)
     }
 
     fn settle_delay(&self) -> Duration {
@@ -1079,7 +1080,7 @@ async fn authorize(
     // An open circuit takes its processor out of routing until it recovers.
     let accounts: Vec<String> = enabled
         .iter()
-        .filter(|a| deps.resolve(Some(a)).available())
+        .filter(|a| deps.resolve(Some(a)).is_some_and(|p| p.available()))
         .map(|a| a.name.clone())
         .collect();
     if accounts.is_empty() && !enabled.is_empty() {
@@ -1090,7 +1091,9 @@ async fn authorize(
             message: "no processor of the shop is available now",
             reason: "every processor's circuit is open",
         };
-        let can_save = deps.resolve(Some(&enabled[0])).can_save(card);
+        let can_save = deps
+            .resolve(Some(&enabled[0]))
+            .is_some_and(|p| p.can_save(card));
         return Ok(declined.authorized(m, card, now, can_save));
     }
     let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
@@ -1124,7 +1127,10 @@ async fn authorize(
             secret: secret.clone(),
             now,
         };
-        let processor = deps.resolve(enabled.iter().find(|a| &a.name == candidate));
+        // Candidates were routed among the accounts that resolve.
+        let Some(processor) = deps.resolve(enabled.iter().find(|a| &a.name == candidate)) else {
+            continue;
+        };
         let result = match processor.authorize(request).await {
             Ok(r) => r,
             Err(ProcessorError::Unavailable(why)) => AuthResult {
