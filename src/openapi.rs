@@ -51,6 +51,8 @@ use crate::{
         payments::shop_routes::add_processor,
         payments::shop_routes::get_routing,
         payments::shop_routes::put_routing,
+        payments::shop_routes::pending_processors,
+        payments::shop_routes::approve_processor,
         payments::checkout::page,
         payments::checkout::status,
         payments::checkout::confirm,

@@ -58,6 +58,9 @@ pub struct ProcessorSettings {
     pub default_timeout_ms: u64,
     /// Accept processor URLs on private, loopback and link-local addresses.
     pub allow_private_urls: bool,
+    /// A remote account a merchant adds is `pending` (never routed to) until an operator
+    /// approves it through `POST /admin/processors/{id}/approve`.
+    pub require_operator_approval: bool,
 }
 
 /// Abuse limits.

@@ -296,3 +296,60 @@ async fn a_remote_account_whose_configuration_cannot_be_read_is_never_the_sandbo
     assert_eq!(p["last_error"]["code"], "processor_unavailable", "{p}");
     assert_eq!(sim.authorizations.load(Ordering::SeqCst), 0);
 }
+
+#[actix_web::test]
+async fn an_operator_approves_remote_processors_before_they_see_a_card() {
+    let (app, m, sim, _) = setup(&[("PAYD_PROCESSORS__REQUIRE_OPERATOR_APPROVAL", "true")]).await;
+    let listed = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/account/shops/{}/processors", m.profile_id),
+            None,
+        )
+        .await;
+    let account = listed.body["data"][0].clone();
+    assert_eq!(account["approval"], "pending", "{account}");
+    // Pending: never routed to (a test payment falls to the sandbox; no card reaches it).
+    pay(&app, &m, json!({})).await;
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 0);
+
+    let pending = app.get("/admin/processors", common::ADMIN_KEY).await;
+    assert_eq!(pending.status, 200, "{}", pending.body);
+    assert_eq!(
+        pending.body["data"][0]["processor_account_id"],
+        account["processor_account_id"]
+    );
+    assert_eq!(
+        app.get("/admin/processors", &m.secret_key).await.status,
+        401,
+        "a merchant's key is not the admin key"
+    );
+    let approve = format!(
+        "/admin/processors/{}/approve",
+        account["processor_account_id"].as_str().unwrap()
+    );
+    let refused = app.post(&approve, &m.secret_key, json!({})).await;
+    assert_eq!(refused.status, 401);
+    let approved = app.post(&approve, common::ADMIN_KEY, json!({})).await;
+    assert_eq!(
+        (approved.status, approved.body["approval"].as_str()),
+        (200, Some("approved"))
+    );
+    assert_eq!(
+        app.post(
+            "/admin/processors/proc_none/approve",
+            common::ADMIN_KEY,
+            json!({})
+        )
+        .await
+        .status,
+        404
+    );
+
+    let p = pay(&app, &m, json!({})).await;
+    assert_eq!(p["status"], "succeeded");
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 1);
+    let empty = app.get("/admin/processors", common::ADMIN_KEY).await;
+    assert_eq!(empty.body["data"], json!([]));
+}

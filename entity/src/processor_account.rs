@@ -16,6 +16,9 @@ pub struct Model {
     pub enabled: bool,
     /// JSON `{url, secret, timeout_ms}` for `remote` accounts.
     pub config: Option<String>,
+    /// `approved`, or `pending` until an operator approves it (only while
+    /// `processors.require_operator_approval` is on); a pending account is never routed to.
+    pub approval: String,
     pub created_at: DateTimeUtc,
 }
 

@@ -17,6 +17,7 @@ mod m20261122_000008_add_processor_config;
 mod m20261122_000009_create_disputes;
 mod m20261124_000010_scope_idempotency_keys;
 mod m20261124_000011_create_file_chunks;
+mod m20261124_000012_add_processor_approval;
 
 pub struct Migrator;
 
@@ -35,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000009_create_disputes::Migration),
             Box::new(m20261124_000010_scope_idempotency_keys::Migration),
             Box::new(m20261124_000011_create_file_chunks::Migration),
+            Box::new(m20261124_000012_add_processor_approval::Migration),
         ]
     }
 }

@@ -1065,7 +1065,8 @@ async fn authorize(
     let enabled: Vec<processor_account::Model> = store::accounts(&deps.db, &m.profile_id)
         .await?
         .into_iter()
-        .filter(|a| a.enabled && (m.test_mode || a.kind == "remote"))
+        .filter(|a| a.enabled && a.approval == "approved")
+        .filter(|a| m.test_mode || a.kind == "remote")
         .collect();
     if enabled.is_empty() && !m.test_mode {
         let declined = Declined {

@@ -1,11 +1,18 @@
 //! Handlers of a shop's payment settings: its processor accounts and its routing rules.
 
 use actix_web::{web, HttpResponse};
+use payd_entity::processor_account;
 
 use super::{routing::RoutingRules, store};
 use crate::{
-    accounts::shop_in_path, auth::SecretKey, error::ApiError, fields::Items, http::ApiJson,
-    processors::remote::RemoteConfig, state::AppState, webhooks::routes::check_url,
+    accounts::shop_in_path,
+    auth::{Admin, SecretKey},
+    error::ApiError,
+    fields::Items,
+    http::ApiJson,
+    processors::remote::RemoteConfig,
+    state::AppState,
+    webhooks::routes::check_url,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -18,16 +25,42 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/account/shops/{profile_id}/routing")
             .route(web::get().to(get_routing))
             .route(web::put().to(put_routing)),
+    )
+    .service(web::resource("/admin/processors").route(web::get().to(pending_processors)))
+    .service(
+        web::resource("/admin/processors/{processor_account_id}/approve")
+            .route(web::post().to(approve_processor)),
     );
 }
 
 /// A processor account of a shop.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub struct ProcessorAccount {
+    pub processor_account_id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
     pub name: String,
     pub kind: String,
     pub enabled: bool,
+    /// `approved`, or `pending` until the operator approves it (with
+    /// `processors.require_operator_approval` on); a pending account is never routed to.
+    pub approval: String,
     pub created: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<processor_account::Model> for ProcessorAccount {
+    fn from(a: processor_account::Model) -> Self {
+        Self {
+            processor_account_id: a.id,
+            merchant_id: a.merchant_id,
+            profile_id: a.profile_id,
+            name: a.name,
+            kind: a.kind,
+            enabled: a.enabled,
+            approval: a.approval,
+            created: a.created_at,
+        }
+    }
 }
 
 #[derive(serde::Deserialize, utoipa::ToSchema)]
@@ -62,12 +95,7 @@ pub async fn list_processors(
     let data: Vec<ProcessorAccount> = store::accounts(&state.db, shop.as_str())
         .await?
         .into_iter()
-        .map(|a| ProcessorAccount {
-            name: a.name,
-            kind: a.kind,
-            enabled: a.enabled,
-            created: a.created_at,
-        })
+        .map(ProcessorAccount::from)
         .collect();
     Ok(HttpResponse::Ok().json(Items { data }))
 }
@@ -137,12 +165,19 @@ pub async fn add_processor(
             }
             _ => return Err(ApiError::invalid_param("kind", "kind is sandbox or remote")),
         };
+    // A remote processor receives card data: the operator may want to see it first.
+    let approval = if config.is_some() && state.settings.processors.require_operator_approval {
+        "pending"
+    } else {
+        "approved"
+    };
     let row = store::insert_account(
         &state.db,
         caller.merchant_id.as_str(),
         shop.as_str(),
         name,
         config,
+        approval,
         state.clock.now(),
     )
     .await?
@@ -153,12 +188,38 @@ pub async fn add_processor(
         )
         .param("name")
     })?;
-    Ok(HttpResponse::Created().json(ProcessorAccount {
-        name: row.name,
-        kind: row.kind,
-        enabled: row.enabled,
-        created: row.created_at,
-    }))
+    Ok(HttpResponse::Created().json(ProcessorAccount::from(row)))
+}
+
+/// Remote processor accounts waiting for the operator's approval (every merchant's).
+#[utoipa::path(get, path = "/admin/processors", tag = "admin",
+    responses((status = 200, body = Items<ProcessorAccount>)), security(("admin_key" = [])))]
+pub async fn pending_processors(
+    _: Admin,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let data = store::pending_accounts(&state.db)
+        .await?
+        .into_iter()
+        .map(ProcessorAccount::from)
+        .collect();
+    Ok(HttpResponse::Ok().json(Items { data }))
+}
+
+/// Approve a remote processor account: from now on it is routed to.
+#[utoipa::path(post, path = "/admin/processors/{processor_account_id}/approve", tag = "admin",
+    params(("processor_account_id" = String, Path)),
+    responses((status = 200, body = ProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
+    security(("admin_key" = [])))]
+pub async fn approve_processor(
+    _: Admin,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let row = store::approve_account(&state.db, &id, state.clock.now())
+        .await?
+        .ok_or_else(|| ApiError::not_found("processor account"))?;
+    Ok(HttpResponse::Ok().json(ProcessorAccount::from(row)))
 }
 
 /// The shop's routing rules.

@@ -6,8 +6,8 @@ use payd_entity::{
     payment, payment_attempt, payment_status_history, processor_account, refund, routing_config,
 };
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
+    sea_query::Expr, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait,
+    DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
@@ -438,6 +438,31 @@ pub async fn accounts(
         .await
 }
 
+/// Remote accounts waiting for an operator's approval, oldest first.
+pub async fn pending_accounts(
+    db: &impl ConnectionTrait,
+) -> Result<Vec<processor_account::Model>, DbErr> {
+    processor_account::Entity::find()
+        .filter(processor_account::Column::Approval.eq("pending"))
+        .order_by_asc(processor_account::Column::Id)
+        .all(db)
+        .await
+}
+
+/// Approves a pending account; `None` if there is no such account.
+pub async fn approve_account(
+    db: &DatabaseConnection,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<processor_account::Model>, CommitError> {
+    let approve = processor_account::Entity::update_many()
+        .col_expr(processor_account::Column::Approval, Expr::value("approved"))
+        .filter(processor_account::Column::Id.eq(id))
+        .into_query();
+    commit::commit(db, Change::at(now).write(Write::Update(approve))).await?;
+    Ok(processor_account::Entity::find_by_id(id).one(db).await?)
+}
+
 /// Adds a processor account; `None` when the shop has one of that name. `config` is the JSON
 /// of a remote account's connection.
 pub async fn insert_account(
@@ -446,6 +471,7 @@ pub async fn insert_account(
     profile_id: &str,
     name: &str,
     config: Option<String>,
+    approval: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<processor_account::Model>, DbErr> {
     let row = processor_account::Model {
@@ -461,6 +487,7 @@ pub async fn insert_account(
         .to_owned(),
         enabled: true,
         config,
+        approval: approval.to_owned(),
         created_at: now,
     };
     let inserted = processor_account::Entity::insert(row.clone().into_active_model().reset_all())
