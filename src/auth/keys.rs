@@ -112,9 +112,53 @@ pub struct Caller {
     pub profile: Option<ProfileId>,
 }
 
+/// The objects a caller reaches: its merchant's, in its mode, and within them its effective
+/// shop — the key's bound shop, else the shop `x-profile-id` selects, else every shop. The one
+/// rule for shop-owned objects: anything outside the scope reads as missing (404), exactly
+/// like another merchant's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    pub merchant_id: String,
+    pub test_mode: bool,
+    /// `None`: every shop of the merchant.
+    pub profile_id: Option<String>,
+}
+
+impl Scope {
+    /// Whether an object of this merchant, mode and shop is within the scope.
+    pub fn sees(&self, merchant_id: &str, test_mode: bool, profile_id: &str) -> bool {
+        self.merchant_id == merchant_id
+            && self.test_mode == test_mode
+            && self.profile_id.as_deref().is_none_or(|p| p == profile_id)
+    }
+
+    /// The shop a list is filtered to: the scope's, or the `profile_id` a merchant-wide
+    /// caller asks for. Asking for another shop than the scope's is 403 `profile_mismatch`.
+    pub fn list_shop(&self, asked: Option<&str>) -> Result<Option<String>, ApiError> {
+        match (&self.profile_id, asked) {
+            (Some(mine), Some(asked)) if mine != asked => Err(ApiError::forbidden(
+                "profile_mismatch",
+                "this request is scoped to another shop",
+            )
+            .param("profile_id")),
+            (Some(mine), _) => Ok(Some(mine.clone())),
+            (None, asked) => Ok(asked.map(str::to_owned)),
+        }
+    }
+}
+
 impl Caller {
     pub fn test_mode(&self) -> bool {
         self.mode == Mode::Test
+    }
+
+    /// What this caller reaches (see [`Scope`]).
+    pub fn scope(&self) -> Scope {
+        Scope {
+            merchant_id: self.merchant_id.to_string(),
+            test_mode: self.test_mode(),
+            profile_id: self.profile.as_ref().map(ToString::to_string),
+        }
     }
 
     /// The selected shop, for routes that create shop-owned objects.

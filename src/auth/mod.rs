@@ -8,7 +8,7 @@ use subtle::ConstantTimeEq;
 
 pub mod keys;
 
-pub use keys::{generate_key, hash_key, parse_key, Caller, KeyKind, Mode};
+pub use keys::{generate_key, hash_key, parse_key, Caller, KeyKind, Mode, Scope};
 
 use crate::{
     accounts::store,

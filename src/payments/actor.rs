@@ -23,7 +23,7 @@ use super::{
     store::{self, Announcement, Changes, CommitError, SaveCard},
 };
 use crate::{
-    auth::keys::{Caller, KeyKind},
+    auth::keys::{Caller, KeyKind, Scope},
     clock::SharedClock,
     commit,
     customers::{self, api::check_mandate},
@@ -207,8 +207,8 @@ impl From<PaymentError> for ApiError {
 /// Who asks. `None` on a message means payd itself (a scheduled job).
 #[derive(Debug, Clone)]
 pub struct Access {
-    pub merchant_id: String,
-    pub test_mode: bool,
+    /// The merchant, mode and shop the caller reaches.
+    pub scope: Scope,
     /// Set for browser callers (publishable key or hosted checkout): must match.
     pub client_secret: Option<String>,
 }
@@ -292,8 +292,7 @@ impl Access {
             })?),
         };
         Ok(Access {
-            merchant_id: caller.merchant_id.to_string(),
-            test_mode: caller.test_mode(),
+            scope: caller.scope(),
             client_secret,
         })
     }
@@ -399,7 +398,8 @@ async fn exec(
     msg: Exec,
 ) -> (payment::Model, Result<Done, PaymentError>) {
     if let Some(access) = &msg.access {
-        if access.merchant_id != current.merchant_id || access.test_mode != current.test_mode {
+        let scope = &access.scope;
+        if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
             return (current, Err(PaymentError::NotFound));
         }
         if access

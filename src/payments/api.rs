@@ -195,6 +195,9 @@ pub struct RetrieveQuery {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListPaymentsRequest {
+    /// Only this shop's payments (a caller scoped to a shop sees only its own anyway).
+    #[serde(default)]
+    pub profile_id: Option<String>,
     #[serde(default)]
     pub status: Option<String>,
     #[serde(default)]

@@ -13,6 +13,7 @@ use super::{
     store,
 };
 use crate::{
+    auth::keys::Scope,
     error::ApiError,
     fields::display_amount,
     http::{ApiJson, ApiQuery},
@@ -123,8 +124,11 @@ async fn as_buyer(
 
 fn buyer(m: &payment::Model, secret: String) -> Access {
     Access {
-        merchant_id: m.merchant_id.clone(),
-        test_mode: m.test_mode,
+        scope: Scope {
+            merchant_id: m.merchant_id.clone(),
+            test_mode: m.test_mode,
+            profile_id: Some(m.profile_id.clone()),
+        },
         client_secret: Some(secret),
     }
 }

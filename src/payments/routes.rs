@@ -106,7 +106,7 @@ pub async fn retrieve_payment(
         let m = send(&payments, &id, Some(access), Command::Sync).await?;
         return Ok(render(&state, &m));
     }
-    let m = store::find_owned(&state.db, &id, &access.merchant_id, access.test_mode)
+    let m = store::find_owned(&state.db, &id, &access.scope)
         .await?
         .ok_or_else(|| ApiError::not_found("payment"))?;
     if access
@@ -182,7 +182,7 @@ pub async fn confirm_payment(
                 "send payment_method_data or payment_method_id, not both",
             ));
         }
-        let payment = store::find_owned(&state.db, &id, &access.merchant_id, access.test_mode)
+        let payment = store::find_owned(&state.db, &id, &access.scope)
             .await?
             .ok_or_else(|| ApiError::not_found("payment"))?;
         card = Some(create::saved_card(&state.db, payment.customer_id.as_deref(), pm_id).await?);
@@ -265,10 +265,12 @@ pub async fn list_payments(
     if let Some(c) = &req.currency {
         req.currency = Some(parse_currency("currency", c)?);
     }
+    let shop = caller.scope().list_shop(req.profile_id.as_deref())?;
     let list = store::list(
         &state.db,
         caller.merchant_id.as_str(),
         caller.test_mode(),
+        shop.as_deref(),
         &req,
         &page,
     )
@@ -278,14 +280,9 @@ pub async fn list_payments(
 }
 
 async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<payment::Model, ApiError> {
-    store::find_owned(
-        &state.db,
-        id,
-        caller.merchant_id.as_str(),
-        caller.test_mode(),
-    )
-    .await?
-    .ok_or_else(|| ApiError::not_found("payment"))
+    store::find_owned(&state.db, id, &caller.scope())
+        .await?
+        .ok_or_else(|| ApiError::not_found("payment"))
 }
 
 /// Processor attempts and their errors, oldest first.

@@ -17,6 +17,7 @@ use super::{
 };
 pub use crate::commit::CommitError;
 use crate::{
+    auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
     customers, disputes,
     ids::new_id,
@@ -357,28 +358,32 @@ pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<payment:
     payment::Entity::find_by_id(id).one(db).await
 }
 
-/// A payment of this merchant and mode; `None` for anyone else's.
+/// A payment within the scope; `None` for anyone else's (another merchant, mode or shop).
 pub async fn find_owned(
     db: &impl ConnectionTrait,
     id: &str,
-    merchant_id: &str,
-    test_mode: bool,
+    scope: &Scope,
 ) -> Result<Option<payment::Model>, DbErr> {
     Ok(find(db, id)
         .await?
-        .filter(|p| p.merchant_id == merchant_id && p.test_mode == test_mode))
+        .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
 }
 
+/// The payments of `merchant_id` in this mode, of shop `profile_id` if one is given.
 pub async fn list(
     db: &impl ConnectionTrait,
     merchant_id: &str,
     test_mode: bool,
+    profile_id: Option<&str>,
     f: &ListPaymentsRequest,
     page: &Page,
 ) -> Result<List<payment::Model>, DbErr> {
     let mut q = payment::Entity::find()
         .filter(payment::Column::MerchantId.eq(merchant_id))
         .filter(payment::Column::TestMode.eq(test_mode));
+    if let Some(p) = profile_id {
+        q = q.filter(payment::Column::ProfileId.eq(p));
+    }
     if let Some(s) = &f.status {
         q = q.filter(payment::Column::Status.eq(s.as_str()));
     }

@@ -57,6 +57,9 @@ pub struct RetrieveRefundQuery {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListRefundsRequest {
+    /// Only this shop's refunds (a caller scoped to a shop sees only its own anyway).
+    #[serde(default)]
+    pub profile_id: Option<String>,
     #[serde(default)]
     pub payment_id: Option<String>,
     #[serde(default)]

@@ -100,14 +100,9 @@ pub async fn retrieve_refund(
     id: web::Path<String>,
     ApiQuery(q): ApiQuery<RetrieveRefundQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let refund = store::find_owned(
-        &state.db,
-        &id,
-        caller.merchant_id.as_str(),
-        caller.test_mode(),
-    )
-    .await?
-    .ok_or_else(|| ApiError::not_found("refund"))?;
+    let refund = store::find_owned(&state.db, &id, &caller.scope())
+        .await?
+        .ok_or_else(|| ApiError::not_found("refund"))?;
     if q.force_sync != Some(true) {
         return Ok(HttpResponse::Ok().json(Refund::render(&refund)));
     }
@@ -139,14 +134,9 @@ pub async fn update_refund(
     let md = check_metadata(req.metadata.as_ref())?;
     // Invariant: this write moves no money, so it need not pass through the payment's actor.
     let updated = commit::retrying(3, || async {
-        let current = store::find_owned(
-            &state.db,
-            &id,
-            caller.merchant_id.as_str(),
-            caller.test_mode(),
-        )
-        .await?
-        .ok_or_else(|| ApiError::not_found("refund"))?;
+        let current = store::find_owned(&state.db, &id, &caller.scope())
+            .await?
+            .ok_or_else(|| ApiError::not_found("refund"))?;
         let now = state.clock.now();
         let written =
             store::update_details(&state.db, &current, req.reason.clone(), md.clone(), now);
@@ -179,10 +169,12 @@ pub async fn list_refunds(
     if let Some(c) = &req.currency {
         req.currency = Some(parse_currency("currency", c)?);
     }
+    let shop = caller.scope().list_shop(req.profile_id.as_deref())?;
     let list = store::list(
         &state.db,
         caller.merchant_id.as_str(),
         caller.test_mode(),
+        shop.as_deref(),
         &req,
         &page,
     )

@@ -10,33 +10,38 @@ use sea_orm::{
 
 use super::api::ListRefundsRequest;
 use crate::{
+    auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
     pagination::{created_between, paginate, List, Page},
 };
 
-/// A refund of this merchant and mode; `None` for anyone else's.
+/// A refund within the scope; `None` for anyone else's (another merchant, mode or shop).
 pub async fn find_owned(
     db: &impl ConnectionTrait,
     id: &str,
-    merchant_id: &str,
-    test_mode: bool,
+    scope: &Scope,
 ) -> Result<Option<refund::Model>, DbErr> {
     Ok(refund::Entity::find_by_id(id)
         .one(db)
         .await?
-        .filter(|r| r.merchant_id == merchant_id && r.test_mode == test_mode))
+        .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id)))
 }
 
+/// The refunds of `merchant_id` in this mode, of shop `profile_id` if one is given.
 pub async fn list(
     db: &impl ConnectionTrait,
     merchant_id: &str,
     test_mode: bool,
+    profile_id: Option<&str>,
     f: &ListRefundsRequest,
     page: &Page,
 ) -> Result<List<refund::Model>, DbErr> {
     let mut q = refund::Entity::find()
         .filter(refund::Column::MerchantId.eq(merchant_id))
         .filter(refund::Column::TestMode.eq(test_mode));
+    if let Some(p) = profile_id {
+        q = q.filter(refund::Column::ProfileId.eq(p));
+    }
     if let Some(p) = &f.payment_id {
         q = q.filter(refund::Column::PaymentId.eq(p.as_str()));
     }

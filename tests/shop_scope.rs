@@ -1,0 +1,187 @@
+//! Shops kept apart: the effective shop of a request (the key's bound shop, else
+//! `x-profile-id`, else every shop) scopes every read, action and list of shop-owned objects;
+//! another shop's object reads as missing, exactly like another merchant's.
+
+mod common;
+
+use actix_web::http::Method;
+use common::{card, spawn_app, Merchant, TestApp};
+use serde_json::{json, Value};
+
+/// A second shop of the merchant, and a secret key bound to its first shop.
+async fn two_shops(app: &TestApp, m: &Merchant) -> (String, String) {
+    let b = app
+        .post("/account/shops", &m.secret_key, json!({"name": "Shop B"}))
+        .await;
+    assert_eq!(b.status, 201, "{}", b.body);
+    let bound = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "profile_id": m.profile_id}),
+        )
+        .await;
+    assert_eq!(bound.status, 201, "{}", bound.body);
+    (
+        b.body["profile_id"].as_str().unwrap().to_owned(),
+        bound.body["key"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A captured payment of `shop`, made with the merchant-wide key.
+async fn paid_in(app: &TestApp, m: &Merchant, shop: &str, capture: &str) -> Value {
+    let body = json!({"amount": 1000, "currency": "EUR", "confirm": true, "capture_method": capture,
+        "payment_method_data": card("4242424242424242")});
+    let r = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&body),
+            &[("x-profile-id", shop)],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["payment_id"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[actix_web::test]
+async fn a_key_bound_to_one_shop_cannot_touch_another_shops_money() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (shop_b, bound_a) = two_shops(&app, &m).await;
+    let in_a = paid_in(&app, &m, &m.profile_id, "automatic").await;
+    let held_b = paid_in(&app, &m, &shop_b, "manual").await;
+    let paid_b = paid_in(&app, &m, &shop_b, "automatic").await;
+    let held_b_id = held_b["payment_id"].as_str().unwrap();
+    let paid_b_id = paid_b["payment_id"].as_str().unwrap();
+
+    let as_bound = |method: Method, path: String, body: Option<Value>| {
+        let key = bound_a.clone();
+        let app = &app;
+        async move {
+            app.send(method, &path, Some(&key), body.as_ref(), &[])
+                .await
+        }
+    };
+    for (method, path, body) in [
+        (Method::GET, format!("/payments/{held_b_id}"), None),
+        (
+            Method::POST,
+            format!("/payments/{held_b_id}/capture"),
+            Some(json!({})),
+        ),
+        (
+            Method::POST,
+            format!("/payments/{held_b_id}/cancel"),
+            Some(json!({})),
+        ),
+        (Method::GET, format!("/payments/{held_b_id}/attempts"), None),
+        (
+            Method::POST,
+            "/refunds".to_owned(),
+            Some(json!({"payment_id": paid_b_id, "amount": 100})),
+        ),
+    ] {
+        let r = as_bound(method.clone(), path.clone(), body).await;
+        assert_eq!(r.status, 404, "{method} {path}: {}", r.body);
+    }
+    // Nothing moved.
+    let held = app
+        .get(&format!("/payments/{held_b_id}"), &m.secret_key)
+        .await;
+    assert_eq!(held.body["status"], "requires_capture");
+    let paid = app
+        .get(&format!("/payments/{paid_b_id}"), &m.secret_key)
+        .await;
+    assert_eq!(paid.body["amount_refunded"], 0);
+
+    // Its lists hold its shop only; asking for another shop is refused.
+    let listed = as_bound(Method::POST, "/payments/list".into(), Some(json!({}))).await;
+    assert_eq!(ids(&listed.body), [in_a["payment_id"].as_str().unwrap()]);
+    let other = as_bound(
+        Method::POST,
+        "/payments/list".into(),
+        Some(json!({"profile_id": shop_b})),
+    )
+    .await;
+    assert_eq!((other.status, other.code()), (403, "profile_mismatch"));
+
+    // A refund of shop B is missing for it too.
+    let refund = app
+        .send(
+            Method::POST,
+            "/refunds",
+            Some(&m.secret_key),
+            Some(&json!({"payment_id": paid_b_id, "amount": 100})),
+            &[],
+        )
+        .await;
+    assert_eq!(refund.status, 200, "{}", refund.body);
+    let refund_id = refund.body["refund_id"].as_str().unwrap();
+    let r = as_bound(Method::GET, format!("/refunds/{refund_id}"), None).await;
+    assert_eq!(r.status, 404);
+    let r = as_bound(Method::POST, "/refunds/list".into(), Some(json!({}))).await;
+    assert_eq!(r.body["data"], json!([]), "{}", r.body);
+}
+
+#[actix_web::test]
+async fn the_shop_header_scopes_a_merchant_wide_key_and_lists_filter_by_shop() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (shop_b, _) = two_shops(&app, &m).await;
+    let in_a = paid_in(&app, &m, &m.profile_id, "automatic").await;
+    let in_b = paid_in(&app, &m, &shop_b, "automatic").await;
+    let (a_id, b_id) = (
+        in_a["payment_id"].as_str().unwrap(),
+        in_b["payment_id"].as_str().unwrap(),
+    );
+    let with_a = [("x-profile-id", m.profile_id.as_str())];
+    let r = app
+        .send(
+            Method::GET,
+            &format!("/payments/{b_id}"),
+            Some(&m.secret_key),
+            None,
+            &with_a,
+        )
+        .await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = app
+        .send(
+            Method::POST,
+            "/payments/list",
+            Some(&m.secret_key),
+            Some(&json!({})),
+            &with_a,
+        )
+        .await;
+    assert_eq!(ids(&r.body), [a_id]);
+
+    // Without a header: every shop, and a filter by shop.
+    let all = app.post("/payments/list", &m.secret_key, json!({})).await;
+    assert_eq!(ids(&all.body).len(), 2);
+    let only_b = app
+        .post(
+            "/payments/list",
+            &m.secret_key,
+            json!({"profile_id": shop_b}),
+        )
+        .await;
+    assert_eq!(ids(&only_b.body), [b_id]);
+    assert_eq!(
+        app.get(&format!("/payments/{b_id}"), &m.secret_key)
+            .await
+            .status,
+        200
+    );
+}
