@@ -185,3 +185,81 @@ async fn the_shop_header_scopes_a_merchant_wide_key_and_lists_filter_by_shop() {
         200
     );
 }
+
+/// Polls (bounded) until the merchant-wide key lists a dispute; returns it.
+async fn first_dispute(app: &TestApp, m: &Merchant) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = app.get("/disputes/list", &m.secret_key).await;
+        if let Some(d) = r.body["data"].get(0) {
+            return d.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dispute: {}",
+            r.body
+        );
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[actix_web::test]
+async fn disputes_and_events_of_another_shop_are_missing() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (shop_b, bound_a) = two_shops(&app, &m).await;
+    let body = json!({"amount": 1000, "currency": "EUR", "confirm": true,
+        "payment_method_data": card("4000000000000259")});
+    let r = app
+        .send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&body),
+            &[("x-profile-id", &shop_b)],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    app.clock.advance(chrono::Duration::seconds(6));
+    let dispute = first_dispute(&app, &m).await;
+    let dispute_id = dispute["dispute_id"].as_str().unwrap();
+    for (method, path) in [
+        (Method::GET, format!("/disputes/{dispute_id}")),
+        (Method::POST, format!("/disputes/accept/{dispute_id}")),
+        (Method::GET, format!("/disputes/evidence/{dispute_id}")),
+    ] {
+        let r = app
+            .send(method.clone(), &path, Some(&bound_a), None, &[])
+            .await;
+        assert_eq!(r.status, 404, "{method} {path}: {}", r.body);
+    }
+    let listed = app.get("/disputes/list", &bound_a).await;
+    assert_eq!(listed.body["data"], json!([]), "{}", listed.body);
+    let still = app
+        .get(&format!("/disputes/{dispute_id}"), &m.secret_key)
+        .await;
+    assert_eq!(still.body["status"], "opened", "accepting it was refused");
+
+    // The payment's events: missing for the key of shop A, listed for the merchant-wide key.
+    let events = format!("/events/{}", m.merchant_id);
+    let all = app.post(&events, &m.secret_key, json!({})).await;
+    let event_id = all.body["data"][0]["event_id"].as_str().unwrap().to_owned();
+    let mine = app.post(&events, &bound_a, json!({})).await;
+    assert_eq!(mine.body["data"], json!([]), "{}", mine.body);
+    for (method, path) in [
+        (Method::GET, format!("{events}/{event_id}/attempts")),
+        (Method::POST, format!("{events}/{event_id}/retry")),
+    ] {
+        let r = app
+            .send(method.clone(), &path, Some(&bound_a), None, &[])
+            .await;
+        assert_eq!(r.status, 404, "{method} {path}: {}", r.body);
+    }
+    let only_b = app
+        .post(&events, &m.secret_key, json!({"profile_id": shop_b}))
+        .await;
+    assert_eq!(
+        only_b.body["data"].as_array().unwrap().len(),
+        all.body["data"].as_array().unwrap().len()
+    );
+}

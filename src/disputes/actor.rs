@@ -14,7 +14,10 @@ use super::{
     machine::{self, Refusal, Status},
     store::{self, CommitError, EvidenceChange, MAX_EVIDENCE},
 };
-use crate::{clock::SharedClock, commit, processors::sandbox::Sandbox, webhooks::wake::Wake};
+use crate::{
+    auth::keys::Scope, clock::SharedClock, commit, processors::sandbox::Sandbox,
+    webhooks::wake::Wake,
+};
 
 /// What the dispute actors need.
 #[derive(Clone)]
@@ -56,8 +59,8 @@ impl From<CommitError> for DisputeError {
 /// Who asks; `None` on a message means payd itself (a scheduled job).
 #[derive(Debug, Clone)]
 pub struct Access {
-    pub merchant_id: String,
-    pub test_mode: bool,
+    /// The merchant, mode and shop the caller reaches.
+    pub scope: Scope,
 }
 
 #[derive(Debug, Clone)]
@@ -144,7 +147,8 @@ async fn exec(
     msg: Exec,
 ) -> (dispute::Model, Result<Done, DisputeError>) {
     if let Some(access) = &msg.access {
-        if access.merchant_id != current.merchant_id || access.test_mode != current.test_mode {
+        let scope = &access.scope;
+        if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
             return (current, Err(DisputeError::NotFound));
         }
     }

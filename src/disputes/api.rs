@@ -139,6 +139,9 @@ pub struct SubmitEvidenceRequest {
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListDisputesQuery {
+    /// Only this shop's disputes (a caller scoped to a shop sees only its own anyway).
+    #[serde(default)]
+    pub profile_id: Option<String>,
     #[serde(default)]
     pub payment_id: Option<String>,
     /// `opened`, `challenged`, `won`, `lost`, `accepted`, `expired` or `cancelled`.

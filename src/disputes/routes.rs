@@ -75,8 +75,7 @@ async fn exec(
         return Err(ApiError::not_found("dispute").param("dispute_id"));
     }
     let access = Access {
-        merchant_id: caller.merchant_id.to_string(),
-        test_mode: caller.test_mode(),
+        scope: caller.scope(),
     };
     Ok(disputes
         .send(
@@ -94,14 +93,9 @@ async fn owned(
     caller: &Caller,
     id: &str,
 ) -> Result<payd_entity::dispute::Model, ApiError> {
-    store::find_owned(
-        &state.db,
-        id,
-        caller.merchant_id.as_str(),
-        caller.test_mode(),
-    )
-    .await?
-    .ok_or_else(|| ApiError::not_found("dispute").param("dispute_id"))
+    store::find_owned(&state.db, id, &caller.scope())
+        .await?
+        .ok_or_else(|| ApiError::not_found("dispute").param("dispute_id"))
 }
 
 /// List disputes, newest first.
@@ -125,10 +119,12 @@ pub async fn list_disputes(
             format!("unknown stage {s:?}"),
         ));
     }
+    let shop = caller.scope().list_shop(q.profile_id.as_deref())?;
     let list = store::list(
         &state.db,
         caller.merchant_id.as_str(),
         caller.test_mode(),
+        shop.as_deref(),
         &q,
         &page,
     )

@@ -13,6 +13,7 @@ use super::{
     machine::Status,
 };
 use crate::{
+    auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
     pagination::{created_between, paginate, List, Page},
 };
@@ -139,12 +140,11 @@ pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<dispute:
 pub async fn find_owned(
     db: &impl ConnectionTrait,
     id: &str,
-    merchant_id: &str,
-    test_mode: bool,
+    scope: &Scope,
 ) -> Result<Option<dispute::Model>, DbErr> {
     Ok(find(db, id)
         .await?
-        .filter(|d| d.merchant_id == merchant_id && d.test_mode == test_mode))
+        .filter(|d| scope.sees(&d.merchant_id, d.test_mode, &d.profile_id)))
 }
 
 /// Every dispute of a payment, oldest first.
@@ -159,16 +159,21 @@ pub async fn of_payment(
         .await
 }
 
+/// The disputes of `merchant_id` in this mode, of shop `profile_id` if one is given.
 pub async fn list(
     db: &impl ConnectionTrait,
     merchant_id: &str,
     test_mode: bool,
+    profile_id: Option<&str>,
     f: &ListDisputesQuery,
     page: &Page,
 ) -> Result<List<dispute::Model>, DbErr> {
     let mut q = dispute::Entity::find()
         .filter(dispute::Column::MerchantId.eq(merchant_id))
         .filter(dispute::Column::TestMode.eq(test_mode));
+    if let Some(p) = profile_id {
+        q = q.filter(dispute::Column::ProfileId.eq(p));
+    }
     if let Some(p) = &f.payment_id {
         q = q.filter(dispute::Column::PaymentId.eq(p.as_str()));
     }

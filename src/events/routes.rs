@@ -31,6 +31,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListEventsRequest {
+    /// Only this shop's events (a caller scoped to a shop sees only its own anyway).
+    #[serde(default)]
+    pub profile_id: Option<String>,
     /// Only events about this object (payment id, refund id, …).
     #[serde(default)]
     pub object_id: Option<String>,
@@ -129,11 +132,15 @@ async fn find_event(
     caller: &Caller,
     event_id: &str,
 ) -> Result<event::Model, ApiError> {
+    // An event of no shop (merchant-wide) is seen by merchant-wide callers only.
+    let scope = caller.scope();
     event::Entity::find_by_id(event_id)
-        .filter(event::Column::MerchantId.eq(caller.merchant_id.as_str()))
-        .filter(event::Column::TestMode.eq(caller.test_mode()))
         .one(&state.db)
         .await?
+        .filter(|e| {
+            let shop = e.profile_id.as_deref().unwrap_or_default();
+            scope.sees(&e.merchant_id, e.test_mode, shop)
+        })
         .ok_or_else(|| ApiError::not_found("event"))
 }
 
@@ -169,6 +176,9 @@ pub async fn list_events(
     let mut q = event::Entity::find()
         .filter(event::Column::MerchantId.eq(caller.merchant_id.as_str()))
         .filter(event::Column::TestMode.eq(caller.test_mode()));
+    if let Some(shop) = caller.scope().list_shop(req.profile_id.as_deref())? {
+        q = q.filter(event::Column::ProfileId.eq(shop));
+    }
     if let Some(o) = &req.object_id {
         q = q.filter(event::Column::ObjectId.eq(o.as_str()));
     }
