@@ -263,3 +263,223 @@ async fn disputes_and_events_of_another_shop_are_missing() {
         all.body["data"].as_array().unwrap().len()
     );
 }
+
+/// Objects of every kind in shop B of merchant `m`, by the path parameter naming them.
+async fn objects_in_shop_b(
+    app: &TestApp,
+    m: &Merchant,
+    shop_b: &str,
+) -> Vec<(&'static str, String)> {
+    let in_b = [("x-profile-id", shop_b)];
+    let post = |path: &'static str, body: Value| {
+        let key = m.secret_key.clone();
+        async move {
+            let r = app
+                .send(Method::POST, path, Some(&key), Some(&body), &in_b)
+                .await;
+            assert!(r.status < 300, "{path}: {}", r.body);
+            r.body
+        }
+    };
+    let customer = post("/customers", json!({"name": "Ana"})).await;
+    let customer_id = customer["customer_id"].as_str().unwrap().to_owned();
+    let saved = post(
+        "/payments",
+        json!({"amount": 500, "currency": "EUR", "confirm": true,
+        "customer_id": customer_id, "setup_future_usage": "off_session",
+        "payment_method_data": card("4242424242424242")}),
+    )
+    .await;
+    let mandate_id = saved["mandate_id"].as_str().unwrap().to_owned();
+    let methods = app
+        .get(
+            &format!("/customers/{customer_id}/payment-methods"),
+            &m.secret_key,
+        )
+        .await;
+    let method_id = methods.body["data"][0]["payment_method_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refund = post(
+        "/refunds",
+        json!({"payment_id": saved["payment_id"], "amount": 100}),
+    )
+    .await;
+    post(
+        "/payments",
+        json!({"amount": 1000, "currency": "EUR", "confirm": true,
+        "payment_method_data": card("4000000000000259")}),
+    )
+    .await;
+    app.clock.advance(chrono::Duration::seconds(6));
+    let dispute = first_dispute(app, m).await;
+    let held = post(
+        "/payments",
+        json!({"amount": 700, "currency": "EUR", "confirm": true,
+        "capture_method": "manual", "payment_method_data": card("4242424242424242")}),
+    )
+    .await;
+    let hook = app
+        .send(
+            Method::PUT,
+            &format!("/account/shops/{shop_b}/webhook"),
+            Some(&m.secret_key),
+            Some(&json!({"url": "https://shop-b.example/hooks"})),
+            &[],
+        )
+        .await;
+    assert_eq!(hook.status, 200, "{}", hook.body);
+    let key = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "profile_id": shop_b}),
+        )
+        .await;
+    let events = app
+        .post(
+            &format!("/events/{}", m.merchant_id),
+            &m.secret_key,
+            json!({"profile_id": shop_b}),
+        )
+        .await;
+    vec![
+        (
+            "payment_id",
+            held["payment_id"].as_str().unwrap().to_owned(),
+        ),
+        (
+            "refund_id",
+            refund["refund_id"].as_str().unwrap().to_owned(),
+        ),
+        (
+            "dispute_id",
+            dispute["dispute_id"].as_str().unwrap().to_owned(),
+        ),
+        (
+            "event_id",
+            events.body["data"][0]["event_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ),
+        ("merchant_id", m.merchant_id.clone()),
+        ("profile_id", shop_b.to_owned()),
+        ("key_id", key.body["key_id"].as_str().unwrap().to_owned()),
+        ("customer_id", customer_id),
+        ("payment_method_id", method_id),
+        ("mandate_id", mandate_id),
+    ]
+}
+
+/// Customers, their saved methods and mandates belong to the merchant, not to a shop.
+const MERCHANT_WIDE: [&str; 3] = ["customer_id", "payment_method_id", "mandate_id"];
+
+/// A body that passes the operation's own checks, so that only the scope can refuse it.
+fn body_for(method: &str, template: &str) -> Option<Value> {
+    match (method, template) {
+        ("post", "/account/shops/{profile_id}/processors") => Some(json!({"name": "probe"})),
+        ("put", "/account/shops/{profile_id}/routing") => Some(json!({"rules": []})),
+        ("put", "/account/shops/{profile_id}/webhook") => {
+            Some(json!({"url": "https://elsewhere.example/hooks"}))
+        }
+        ("post" | "put", _) => Some(json!({})),
+        _ => None,
+    }
+}
+
+/// What the merchant-wide key reads of every object, to see that nothing changed.
+async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Vec<Value> {
+    let get = |path: String| {
+        let key = m.secret_key.clone();
+        async move { app.get(&path, &key).await.body }
+    };
+    let id = |name: &str| objects.iter().find(|(n, _)| *n == name).unwrap().1.clone();
+    vec![
+        get(format!("/payments/{}", id("payment_id"))).await,
+        get(format!("/refunds/{}", id("refund_id"))).await,
+        get(format!("/disputes/{}", id("dispute_id"))).await,
+        get(format!("/account/shops/{}/webhook", id("profile_id"))).await,
+        get(format!("/account/shops/{}/processors", id("profile_id"))).await,
+        get(format!("/account/shops/{}/routing", id("profile_id"))).await,
+        get(format!("/customers/{}", id("customer_id"))).await,
+        get(format!("/mandates/{}", id("mandate_id"))).await,
+        get("/account/api-keys?limit=100".to_owned()).await,
+    ]
+}
+
+/// Every operation of the OpenAPI document that names an object in its path, called with a
+/// key bound to another shop and with another merchant's key, answers 404 and changes
+/// nothing. A route added without the scope check fails here.
+#[actix_web::test]
+async fn every_operation_with_an_object_id_keeps_shops_and_merchants_apart() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+    let (shop_b, bound_a) = two_shops(&app, &m).await;
+    let objects = objects_in_shop_b(&app, &m, &shop_b).await;
+    let before = snapshot(&app, &m, &objects).await;
+
+    let doc = app
+        .send(Method::GET, "/openapi.json", None, None, &[])
+        .await
+        .body;
+    let mut checked = 0;
+    let mut wrong = vec![];
+    for (template, ops) in doc["paths"].as_object().unwrap() {
+        if !template.contains('{')
+            || template.starts_with("/admin/")
+            || template.starts_with("/checkout/")
+        {
+            continue;
+        }
+        let params: Vec<&str> = template
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .collect();
+        let mut path = template.clone();
+        for p in &params {
+            let (_, id) = objects
+                .iter()
+                .find(|(n, _)| n == p)
+                .unwrap_or_else(|| panic!("no object for {{{p}}} in {template}: add one"));
+            path = path.replace(&format!("{{{p}}}"), id);
+        }
+        let shop_owned = params
+            .iter()
+            .any(|p| *p != "merchant_id" && !MERCHANT_WIDE.contains(p));
+        for method in ops.as_object().unwrap().keys() {
+            let verb = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let body = body_for(method, template);
+            let mut callers = vec![("another merchant's key", other.secret_key.as_str())];
+            if shop_owned {
+                callers.push(("a key bound to another shop", bound_a.as_str()));
+            }
+            for (who, key) in callers {
+                let r = app
+                    .send(verb.clone(), &path, Some(key), body.as_ref(), &[])
+                    .await;
+                checked += 1;
+                if r.status != 404 {
+                    wrong.push(format!(
+                        "{method} {template} with {who}: {} {}",
+                        r.status, r.body
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {checked} calls were not 404:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    assert!(checked > 40, "{checked}");
+    assert_eq!(
+        snapshot(&app, &m, &objects).await,
+        before,
+        "something changed"
+    );
+}
