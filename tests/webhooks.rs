@@ -619,6 +619,19 @@ async fn endpoint_settings_are_checked_and_the_secret_is_shown_once() {
             &m,
             Method::PUT,
             &path,
+            Some(json!({"url": "https://user:secret@example.com/hooks"})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "invalid_url", Some("url")),
+        "credentials in the URL are refused"
+    );
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            &path,
             Some(json!({"url": "https://example.com/hooks"})),
         )
         .await;

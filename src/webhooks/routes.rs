@@ -87,7 +87,13 @@ pub fn check_url(raw: &str, allow_private: bool) -> Result<String, ApiError> {
         return Err(bad("the URL is too long or contains spaces"));
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority.rsplit('@').next().unwrap_or("");
+    if authority.contains('@') {
+        // Kept in the URL they would be stored, listed and logged; the signature authenticates.
+        return Err(bad(
+            "the URL must not carry credentials (user:password@); requests are signed instead",
+        ));
+    }
+    let host_port = authority;
     let host = if let Some(v6) = host_port.strip_prefix('[') {
         v6.split(']').next().unwrap_or("")
     } else {
@@ -232,6 +238,8 @@ mod tests {
     fn urls_are_checked() {
         assert!(check_url("https://shop.example/hooks", false).is_ok());
         for bad in [
+            "https://user:secret@shop.example/hooks",
+            "https://token@shop.example/hooks",
             "ftp://x",
             "https://",
             "http://10.0.0.1/x",
