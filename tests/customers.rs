@@ -591,3 +591,53 @@ async fn a_mandate_with_an_end_date_lapses() {
         .await;
     assert_eq!((r.status, r.param()), (400, Some("mandate_data.ends_at")));
 }
+
+#[actix_web::test]
+async fn deleting_a_saved_method_revokes_its_mandates() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let c = customer(&app, &m, json!({"name": "Ana"})).await;
+    let cid = c["customer_id"].as_str().unwrap();
+    let p = save(&app, &m, cid, "4242424242424242", json!({})).await;
+    let mandate_id = p["mandate_id"].as_str().unwrap().to_owned();
+    let methods = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/customers/{cid}/payment-methods"),
+            None,
+        )
+        .await;
+    let pm = methods.body["data"][0]["payment_method_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let deleted = app
+        .call(&m, Method::DELETE, &format!("/payment-methods/{pm}"), None)
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    let mandate = app
+        .call(&m, Method::GET, &format!("/mandates/{mandate_id}"), None)
+        .await;
+    assert_eq!(mandate.body["status"], "revoked", "{}", mandate.body);
+    let events = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/events/{}", m.merchant_id),
+            Some(json!({"object_id": mandate_id, "event_type": "mandate_revoked"})),
+        )
+        .await;
+    assert_eq!(
+        events.body["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        events.body
+    );
+    // Nothing holds the customer any more.
+    let gone = app
+        .call(&m, Method::DELETE, &format!("/customers/{cid}"), None)
+        .await;
+    assert_eq!(gone.status, 200, "{}", gone.body);
+}

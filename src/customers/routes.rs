@@ -241,7 +241,12 @@ pub async fn delete_method(
             pm.merchant_id == caller.merchant_id.as_str() && pm.test_mode == caller.test_mode()
         })
         .ok_or_else(|| ApiError::not_found("payment method"))?;
-    store::delete_method(&state.db, &pm, state.clock.now()).await?;
+    // A mandate changed meanwhile is read again: its revocation must not be lost.
+    commit::retrying(3, || async {
+        let deleted = store::delete_method(&state.db, &pm, state.clock.now()).await;
+        Ok::<_, ApiError>(commit::or_retry(deleted)?)
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(SavedMethod::of(&pm, None)))
 }
 

@@ -184,12 +184,26 @@ pub async fn find_method(
 }
 
 /// Deletes a saved method and clears it as its customer's default.
+/// Deletes a saved method; the mandates that charge it (`pending` or `active`) are revoked in
+/// the same commit, each with its `mandate_revoked` event: the buyer asked for the card to be
+/// forgotten, so nothing can be charged on it any more.
 pub async fn delete_method(
     db: &DatabaseConnection,
     pm: &payment_method::Model,
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
-    let change = Change::at(now)
+    let charging = mandate::Entity::find()
+        .filter(mandate::Column::PaymentMethodId.eq(pm.id.as_str()))
+        .filter(mandate::Column::Status.is_in(["pending", "active"]))
+        .all(db)
+        .await?;
+    let revoked = charging.iter().fold(Change::at(now), |change, m| {
+        let (revoke, after) = set_mandate_status(m, "revoked", now);
+        change
+            .and(revoke)
+            .event(mandate_event(&after, "mandate_revoked"))
+    });
+    let change = revoked
         .write(Write::Delete(
             payment_method::Entity::delete_by_id(pm.id.as_str()).into_query(),
         ))
