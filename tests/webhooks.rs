@@ -405,6 +405,54 @@ async fn a_manual_retry_sends_the_same_event_again() {
     );
 }
 
+/// A manual retry that delivers a delivery still retrying: nothing is due after it.
+#[actix_web::test]
+async fn a_delivered_manual_attempt_leaves_nothing_due() {
+    let app = spawn_app().await;
+    let receiver = Receiver::start().await;
+    receiver.script([Reply::status(500)]);
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let p = paid(&app, &m, json!({})).await;
+    receiver.wait_for(1).await;
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
+    let e = loop {
+        let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "pending").await;
+        let event_id = e["event_id"].as_str().unwrap().to_owned();
+        let first = attempts(&app, &m, &event_id).await;
+        if first.len() == 1 {
+            assert!(
+                first[0]["next_attempt_at"].is_string(),
+                "a retry is due: {first:?}"
+            );
+            break e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed attempt was not recorded"
+        );
+        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
+    };
+    let event_id = e["event_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/events/{}/{event_id}/retry", m.merchant_id),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
+    let recorded = attempts(&app, &m, event_id).await;
+    assert_eq!(recorded[1]["trigger"], "manual");
+    assert_eq!(
+        recorded[1]["next_attempt_at"],
+        Value::Null,
+        "delivered: nothing is due"
+    );
+}
+
 /// Manual retries go through the merchant's delivery actor: however many are asked for at
 /// once, no more requests than its in-flight bound are open.
 #[actix_web::test]

@@ -237,12 +237,14 @@ async fn record_manual(
         .count(db)
         .await? as i32
         + 1;
-    let next = (d.status == "pending").then_some(d.next_attempt_at);
+    let delivered = policy::classify(outcome.answer) == policy::Class::Delivered;
+    // Once delivered, nothing is due any more; otherwise the automatic schedule stands.
+    let next = (d.status == "pending" && !delivered).then_some(d.next_attempt_at);
     let row = attempt_row(d, number, "manual", outcome, next, now);
     let mut change = Change::at(now).write(Write::Insert(
         delivery_attempt::Entity::insert(row).into_query(),
     ));
-    if policy::classify(outcome.answer) == policy::Class::Delivered {
+    if delivered {
         change = change.write(Write::Update(
             delivery::Entity::update_many()
                 .col_expr(delivery::Column::Status, Expr::value("delivered"))
