@@ -461,32 +461,29 @@ async fn a_merchant_limit_sits_above_its_keys() {
 async fn a_request_that_outlives_its_deadline_gets_a_503() {
     let db = std::sync::Arc::new(common::TestDb::new().await);
     let app = common::spawn_with(db, &[("PAYD_HTTP__REQUEST_TIMEOUT_SECS", "1")]).await;
-    let receiver = common::receiver::Receiver::start().await;
-    receiver.set_default(common::receiver::Reply {
-        status: 200,
-        retry_after: None,
-        delay: Some(std::time::Duration::from_secs(4)),
-    });
+    // The shop's only processor answers in 4 s: a confirm outlives the 1 s deadline.
+    let secret = "a-shared-secret-for-the-sim";
+    let sim = payd::processors::sim::Sim::new(secret);
+    let (port, _handle, server) = payd::processors::sim::serve("127.0.0.1:0", sim).unwrap();
+    actix_web::rt::spawn(server);
+    let sim_url = format!("http://127.0.0.1:{port}");
     let m = app.create_merchant("Acme").await;
-    let url = json!({"url": receiver.url});
-    let path = format!("/account/shops/{}/webhook", m.profile_id);
-    app.call(&m, Method::PUT, &path, Some(url)).await;
+    let add = json!({"name": "slow-pay", "kind": "remote", "url": sim_url, "secret": secret, "timeout_ms": 8000});
+    let path = format!("/account/shops/{}/processors", m.profile_id);
+    assert_eq!(
+        app.call(&m, Method::POST, &path, Some(add)).await.status,
+        201
+    );
+    let fault = json!({"kind": "slow", "delay_ms": 4000});
+    let set = common::client()
+        .post(format!("{sim_url}/_control/fault"))
+        .send_json(&fault)
+        .await
+        .unwrap();
+    assert_eq!(set.status().as_u16(), 204);
     let body = json!({"amount": 5, "currency": "USD", "confirm": true,
         "payment_method_data": common::card("4242424242424242")});
-    let p = app.create_payment(&m, body).await;
-    let filter = json!({"object_id": p.body["payment_id"]});
-    let events = app
-        .call(
-            &m,
-            Method::POST,
-            &format!("/events/{}", m.merchant_id),
-            Some(filter),
-        )
-        .await;
-    let event_id = events.body["data"][0]["event_id"].as_str().unwrap();
-    // A manual retry waits for the (slow) receiver: longer than the deadline.
-    let retry = format!("/events/{}/{event_id}/retry", m.merchant_id);
-    let r = app.call(&m, Method::POST, &retry, None).await;
+    let r = app.create_payment(&m, body).await;
     assert_eq!((r.status, r.code()), (503, "request_timeout"));
     assert_eq!(
         r.header("x-request-id"),
