@@ -414,12 +414,30 @@ async fn three_d_secure_challenge_approved_or_failed() {
         )
         .await;
     assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+    let done = app
+        .call(&m, Method::GET, &format!("/payments/{id}"), None)
+        .await;
+    assert_eq!(done.body["next_action"], Value::Null, "nothing left to do");
 
+    // Confirmed through the server API (no hosted checkout): `next_action` says where the
+    // buyer goes.
     let p = pay(&app, &m, "4000000000003220", json!({})).await;
     let (id, secret) = (
         p["payment_id"].as_str().unwrap(),
         p["client_secret"].as_str().unwrap(),
     );
+    assert_eq!(p["checkout_url"], Value::Null);
+    assert_eq!(p["next_action"]["type"], "redirect_to_url", "{p}");
+    let url = p["next_action"]["redirect_to_url"]["url"].as_str().unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let challenge = url.split_once("127.0.0.1:").unwrap().1;
+    let path = &challenge[challenge.find('/').unwrap()..];
+    assert_eq!(
+        path,
+        format!("/checkout/{id}/challenge?client_secret={secret}")
+    );
+    let page = app.send(Method::GET, path, None, None, &[]).await;
+    assert_eq!(page.status, 200, "the URL opens the challenge");
     let r = app
         .send(
             Method::POST,

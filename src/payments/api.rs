@@ -238,6 +238,22 @@ pub struct LastError {
     pub message: String,
 }
 
+/// What the buyer must do next (Stripe's shape): open this URL, the hosted 3-D Secure
+/// challenge.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct NextAction {
+    /// `redirect_to_url`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub redirect_to_url: RedirectToUrl,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct RedirectToUrl {
+    /// The hosted challenge, with the payment's `client_secret`.
+    pub url: String,
+}
+
 /// The payment object: what `GET /payments/{id}` returns and `payment_details` events carry.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Payment {
@@ -261,6 +277,8 @@ pub struct Payment {
     pub description: Option<String>,
     pub return_url: Option<String>,
     pub checkout_url: Option<String>,
+    /// Set while the payment is `requires_customer_action`: where to send the buyer.
+    pub next_action: Option<NextAction>,
     pub profile_id: String,
     pub attempt_count: i32,
     pub expires_at: DateTime<Utc>,
@@ -277,6 +295,7 @@ impl Payment {
             .as_deref()
             .and_then(|s| serde_json::from_str(s).ok());
         let capturable = state_of(m).capturable();
+        let base = public_url.trim_end_matches('/');
         Self {
             payment_id: m.id.clone(),
             status: m.status.clone(),
@@ -303,13 +322,18 @@ impl Payment {
                 .and_then(|s| serde_json::from_str(s).ok()),
             description: m.description.clone(),
             return_url: m.return_url.clone(),
-            checkout_url: m.hosted_checkout.then(|| {
-                format!(
-                    "{}/checkout/{}?client_secret={}",
-                    public_url.trim_end_matches('/'),
-                    m.id,
-                    m.client_secret
-                )
+            checkout_url: m
+                .hosted_checkout
+                .then(|| format!("{base}/checkout/{}?client_secret={}", m.id, m.client_secret)),
+            // The only customer action payd knows is the 3-D Secure challenge.
+            next_action: (m.status == "requires_customer_action").then(|| NextAction {
+                kind: "redirect_to_url".to_owned(),
+                redirect_to_url: RedirectToUrl {
+                    url: format!(
+                        "{base}/checkout/{}/challenge?client_secret={}",
+                        m.id, m.client_secret
+                    ),
+                },
             }),
             profile_id: m.profile_id.clone(),
             attempt_count: m.confirm_attempts,
