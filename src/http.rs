@@ -289,10 +289,12 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
         let param = serde_field(&message)
             .map(str::to_owned)
             .or_else(|| (path != ".").then_some(path));
-        let mut err = ApiError::invalid(
-            "parameter_invalid",
-            format!("invalid query string: {message}"),
-        );
+        let code = if message.starts_with("unknown field") {
+            "parameter_unknown"
+        } else {
+            "parameter_invalid"
+        };
+        let mut err = ApiError::invalid(code, format!("invalid query string: {message}"));
         err.param = param;
         err
     })

@@ -8,7 +8,7 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::ApiError;
+use crate::{error::ApiError, ids::has_shape};
 
 pub const DEFAULT_LIMIT: u64 = 10;
 pub const MAX_LIMIT: u64 = 100;
@@ -16,6 +16,7 @@ pub const MAX_LIMIT: u64 = 100;
 /// The paging parameters as a client sends them (query string or JSON body).
 #[derive(Debug, Default, Clone, Deserialize, IntoParams, ToSchema)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// How many objects to return, 1 to 100 (default 10).
     #[param(minimum = 1, maximum = 100)]
@@ -42,7 +43,9 @@ pub struct Page {
 }
 
 impl Page {
-    pub fn parse(q: &ListQuery) -> Result<Self, ApiError> {
+    /// Checks the paging parameters of a list of objects whose ids start with `prefix`: a
+    /// cursor that is not such an id is 400 naming it (it would silently page from the start).
+    pub fn parse(q: &ListQuery, prefix: &str) -> Result<Self, ApiError> {
         let limit = match q.limit {
             None => DEFAULT_LIMIT,
             Some(n) if (1..=MAX_LIMIT as i64).contains(&n) => n as u64,
@@ -64,6 +67,23 @@ impl Page {
             (None, Some(id)) => Cursor::Before(id.clone()),
             (None, None) => Cursor::None,
         };
+        let not_an_id = |param: &str, id: &str| {
+            ApiError::invalid_param(
+                param,
+                format!(
+                    "{param} must be the id of an object of this list ({prefix}_…), not {id:?}"
+                ),
+            )
+        };
+        match &cursor {
+            Cursor::After(id) if !has_shape(id, prefix) => {
+                return Err(not_an_id("starting_after", id))
+            }
+            Cursor::Before(id) if !has_shape(id, prefix) => {
+                return Err(not_an_id("ending_before", id))
+            }
+            _ => {}
+        }
         Ok(Self { limit, cursor })
     }
 }
@@ -140,20 +160,40 @@ mod tests {
 
     #[test]
     fn limits_and_cursors_are_validated() {
-        let page = Page::parse(&ListQuery::default()).unwrap();
+        let page = Page::parse(&ListQuery::default(), "pay").unwrap();
         assert_eq!(page.limit, DEFAULT_LIMIT);
         for bad in [0, -1, 101] {
             let q = ListQuery {
                 limit: Some(bad),
                 ..Default::default()
             };
-            assert_eq!(Page::parse(&q).unwrap_err().param.as_deref(), Some("limit"));
+            assert_eq!(
+                Page::parse(&q, "pay").unwrap_err().param.as_deref(),
+                Some("limit")
+            );
         }
         let q = ListQuery {
             starting_after: Some("a".into()),
             ending_before: Some("b".into()),
             ..Default::default()
         };
-        assert!(Page::parse(&q).is_err());
+        assert!(Page::parse(&q, "pay").is_err());
+        let cursor = |after: &str| ListQuery {
+            starting_after: Some(after.into()),
+            ..Default::default()
+        };
+        let good = format!("pay_{}", "0a".repeat(16));
+        assert_eq!(
+            Page::parse(&cursor(&good), "pay").unwrap().cursor,
+            Cursor::After(good.clone())
+        );
+        for bad in ["pay_garbage", "ref_0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", ""] {
+            let e = Page::parse(&cursor(bad), "pay").unwrap_err();
+            assert_eq!(
+                (e.code, e.param.as_deref()),
+                ("parameter_invalid", Some("starting_after")),
+                "{bad}"
+            );
+        }
     }
 }

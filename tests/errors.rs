@@ -590,3 +590,60 @@ async fn answers_are_not_sniffed_and_checkout_pages_are_not_framed() {
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     app.stop().await;
 }
+
+/// A list refuses what it does not understand instead of answering something else.
+#[actix_web::test]
+async fn lists_refuse_what_they_do_not_understand() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let typo = app.get("/customers/list?limt=5", &m.secret_key).await;
+    assert_eq!(
+        (typo.status, typo.code(), typo.param()),
+        (400, "parameter_unknown", Some("limt")),
+        "{}",
+        typo.body
+    );
+    let garbage = app
+        .post(
+            "/payments/list",
+            &m.secret_key,
+            json!({"starting_after": "pay_garbage"}),
+        )
+        .await;
+    assert_eq!(
+        (garbage.status, garbage.code(), garbage.param()),
+        (400, "parameter_invalid", Some("starting_after")),
+        "{}",
+        garbage.body
+    );
+    let other_kind = app
+        .get(
+            &format!("/disputes/list?ending_before=pay_{}", "0a".repeat(16)),
+            &m.secret_key,
+        )
+        .await;
+    assert_eq!(
+        (other_kind.status, other_kind.param()),
+        (400, Some("ending_before"))
+    );
+
+    // Email filters ignore case, as mail systems do.
+    let made = app
+        .call(
+            &m,
+            Method::POST,
+            "/customers",
+            Some(json!({"email": "Ana@Example.com"})),
+        )
+        .await;
+    assert_eq!(made.status, 200, "{}", made.body);
+    let found = app
+        .get("/customers/list?email=ana@example.COM", &m.secret_key)
+        .await;
+    assert_eq!(
+        found.body["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        found.body
+    );
+}

@@ -117,7 +117,7 @@ pub async fn list_shops(
     state: web::Data<AppState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&query)?;
+    let page = Page::parse(&query, ProfileId::PREFIX)?;
     let shops = store::list_profiles(
         &state.db,
         &caller.merchant_id,
@@ -168,7 +168,7 @@ pub async fn list_api_keys(
     state: web::Data<AppState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&query)?;
+    let page = Page::parse(&query, KeyId::PREFIX)?;
     let keys = store::list_keys(
         &state.db,
         &caller.merchant_id,

@@ -162,6 +162,7 @@ impl From<&mandate::Model> for Mandate {
 
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ListCustomersQuery {
     #[serde(default)]
     pub email: Option<String>,
@@ -181,6 +182,7 @@ pub struct ListCustomersQuery {
 
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ListMandatesQuery {
     #[serde(default)]
     pub status: Option<String>,

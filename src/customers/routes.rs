@@ -99,11 +99,14 @@ pub async fn list_customers(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListCustomersQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&ListQuery {
-        limit: q.limit,
-        starting_after: q.starting_after.clone(),
-        ending_before: q.ending_before.clone(),
-    })?;
+    let page = Page::parse(
+        &ListQuery {
+            limit: q.limit,
+            starting_after: q.starting_after.clone(),
+            ending_before: q.ending_before.clone(),
+        },
+        "cus",
+    )?;
     let list = store::list(
         &state.db,
         caller.merchant_id.as_str(),
@@ -251,11 +254,14 @@ pub async fn delete_method(
 }
 
 fn mandate_page(q: &ListMandatesQuery) -> Result<Page, ApiError> {
-    Page::parse(&ListQuery {
-        limit: q.limit,
-        starting_after: q.starting_after.clone(),
-        ending_before: q.ending_before.clone(),
-    })
+    Page::parse(
+        &ListQuery {
+            limit: q.limit,
+            starting_after: q.starting_after.clone(),
+            ending_before: q.ending_before.clone(),
+        },
+        "man",
+    )
 }
 
 /// A customer's mandates, newest first.

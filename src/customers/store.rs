@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{customer, mandate, payment_method};
 use sea_orm::{
-    sea_query::{Expr, ExprTrait, OnConflict, Query, SelectStatement},
+    sea_query::{Expr, ExprTrait, Func, OnConflict, Query, SelectStatement},
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
     IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
@@ -154,7 +154,10 @@ pub async fn list(
         .filter(customer::Column::MerchantId.eq(merchant_id))
         .filter(customer::Column::TestMode.eq(test_mode));
     if let Some(e) = &q.email {
-        s = s.filter(customer::Column::Email.eq(e.as_str()));
+        // Addresses are compared without regard to case, as mail systems do.
+        s = s.filter(
+            Expr::expr(Func::lower(Expr::col(customer::Column::Email))).eq(e.to_lowercase()),
+        );
     }
     s = created_between(
         s,

@@ -138,6 +138,7 @@ pub struct SubmitEvidenceRequest {
 /// Filters of `GET /disputes/list`.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct ListDisputesQuery {
     /// Only this shop's disputes (a caller scoped to a shop sees only its own anyway).
     #[serde(default)]

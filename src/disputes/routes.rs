@@ -106,7 +106,7 @@ pub async fn list_disputes(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListDisputesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query())?;
+    let page = Page::parse(&q.page_query(), "dp")?;
     if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
         return Err(ApiError::invalid_param(
             "status",

@@ -168,11 +168,14 @@ pub async fn list_events(
     ApiJson(req): ApiJson<ListEventsRequest>,
 ) -> Result<HttpResponse, ApiError> {
     own_merchant(&caller, &merchant_id)?;
-    let page = Page::parse(&ListQuery {
-        limit: req.limit,
-        starting_after: req.starting_after.clone(),
-        ending_before: req.ending_before.clone(),
-    })?;
+    let page = Page::parse(
+        &ListQuery {
+            limit: req.limit,
+            starting_after: req.starting_after.clone(),
+            ending_before: req.ending_before.clone(),
+        },
+        "evt",
+    )?;
     let mut q = event::Entity::find()
         .filter(event::Column::MerchantId.eq(caller.merchant_id.as_str()))
         .filter(event::Column::TestMode.eq(caller.test_mode()));

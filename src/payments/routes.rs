@@ -256,7 +256,7 @@ pub async fn list_payments(
     state: web::Data<AppState>,
     ApiJson(req): ApiJson<ListPaymentsRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&req.page_query())?;
+    let page = Page::parse(&req.page_query(), "pay")?;
     let mut req = req;
     if let Some(s) = &req.status {
         Status::parse(s)

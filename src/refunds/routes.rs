@@ -154,7 +154,7 @@ pub async fn list_refunds(
     state: web::Data<AppState>,
     ApiJson(mut req): ApiJson<ListRefundsRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&req.page_query())?;
+    let page = Page::parse(&req.page_query(), "ref")?;
     if let Some(s) = &req.status {
         if !matches!(
             s.as_str(),
