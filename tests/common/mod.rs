@@ -113,6 +113,13 @@ pub struct TestApp {
     handles: Vec<ServerHandle>,
 }
 
+impl TestApp {
+    /// How many instances serve this test (`TEST_INSTANCES`).
+    pub fn instances(&self) -> usize {
+        self.bases.len()
+    }
+}
+
 /// True when tests run against several instances (lost races then answer 409
 /// `concurrent_update` where one instance would have serialized everything).
 pub fn several_instances(db: &TestDb) -> bool {
