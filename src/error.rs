@@ -158,6 +158,18 @@ impl ApiError {
         )
     }
 
+    /// 429 with `Retry-After: wait` seconds.
+    pub fn rate_limited(code: &'static str, message: impl Into<String>, wait: u32) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorType::RateLimited,
+            code,
+            message,
+        );
+        e.retry_after = Some(wait);
+        e
+    }
+
     pub fn overloaded() -> Self {
         let mut e = Self::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -192,17 +192,14 @@ fn client_secret(req: &ServiceRequest) -> Option<String> {
 
 fn too_many(holder: Holder, wait: u32) -> ApiError {
     metrics::counter!("payd_http_rate_limited_total").increment(1);
-    let mut err = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        ErrorType::RateLimited,
+    ApiError::rate_limited(
         "rate_limited",
         format!(
             "too many requests for {}; retry in {wait} s",
             holder.whose()
         ),
-    );
-    err.retry_after = Some(wait);
-    err
+        wait,
+    )
 }
 
 /// Spends the allowances a request is counted against (see the module notes).

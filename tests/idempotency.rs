@@ -188,73 +188,44 @@ async fn new_key(app: &TestApp, key: &str, kind: &str, profile_id: Option<&str>)
     made.body["key"].as_str().unwrap().to_owned()
 }
 
+/// `POST /account/api-keys {"kind": "secret"}` under `Idempotency-Key: mint-1`.
+async fn mint(app: &TestApp, key: &str) -> common::Answer {
+    let body = json!({"kind": "secret"});
+    app.send(
+        Method::POST,
+        "/account/api-keys",
+        Some(key),
+        Some(&body),
+        &[("idempotency-key", "mint-1")],
+    )
+    .await
+}
+
 #[actix_web::test]
 async fn a_publishable_key_never_gets_a_secret_answer_replayed() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
-    let body = json!({"kind": "secret"});
-    let idem = [("idempotency-key", "mint-1")];
-    let minted = app
-        .send(
-            Method::POST,
-            "/account/api-keys",
-            Some(&m.secret_key),
-            Some(&body),
-            &idem,
-        )
-        .await;
+    let minted = mint(&app, &m.secret_key).await;
     assert_eq!(minted.status, 201);
     let secret = minted.body["key"].as_str().unwrap().to_owned();
 
-    let public = app
-        .send(
-            Method::POST,
-            "/account/api-keys",
-            Some(&m.publishable_key),
-            Some(&body),
-            &idem,
-        )
-        .await;
+    let public = mint(&app, &m.publishable_key).await;
     assert_eq!((public.status, public.code()), (403, "secret_key_required"));
     assert_eq!(public.header("idempotent-replayed"), None);
     assert!(!String::from_utf8_lossy(&public.raw).contains(&secret));
     // Asked again, still refused: a refusal is not stored, and never becomes the answer.
-    let again = app
-        .send(
-            Method::POST,
-            "/account/api-keys",
-            Some(&m.publishable_key),
-            Some(&body),
-            &idem,
-        )
-        .await;
+    let again = mint(&app, &m.publishable_key).await;
     assert_eq!(
         (again.status, again.header("idempotent-replayed")),
         (403, None)
     );
 
     // The one-time secret is replayed to the key that asked for it, and to no other key.
-    let mine = app
-        .send(
-            Method::POST,
-            "/account/api-keys",
-            Some(&m.secret_key),
-            Some(&body),
-            &idem,
-        )
-        .await;
+    let mine = mint(&app, &m.secret_key).await;
     assert_eq!(mine.header("idempotent-replayed"), Some("true"));
     assert_eq!(mine.body["key"], secret.as_str());
     let other_secret = new_key(&app, &m.secret_key, "secret", None).await;
-    let other = app
-        .send(
-            Method::POST,
-            "/account/api-keys",
-            Some(&other_secret),
-            Some(&body),
-            &idem,
-        )
-        .await;
+    let other = mint(&app, &other_secret).await;
     assert_eq!(
         (other.status, other.code()),
         (409, "idempotency_key_reused")

@@ -415,24 +415,14 @@ async fn a_delivered_manual_attempt_leaves_nothing_due() {
     endpoint(&app, &m, &receiver.url).await;
     let p = paid(&app, &m, json!({})).await;
     receiver.wait_for(1).await;
-    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
-    let e = loop {
-        let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "pending").await;
-        let event_id = e["event_id"].as_str().unwrap().to_owned();
-        let first = attempts(&app, &m, &event_id).await;
-        if first.len() == 1 {
-            assert!(
-                first[0]["next_attempt_at"].is_string(),
-                "a retry is due: {first:?}"
-            );
-            break e;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the failed attempt was not recorded"
-        );
-        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
-    };
+    let payment_id = p["payment_id"].as_str().unwrap();
+    wait_attempts(&app, &m, payment_id, 1).await;
+    let e = wait_delivery(&app, &m, payment_id, "pending").await;
+    let first = attempts(&app, &m, e["event_id"].as_str().unwrap()).await;
+    assert!(
+        first[0]["next_attempt_at"].is_string(),
+        "a retry is due: {first:?}"
+    );
     let event_id = e["event_id"].as_str().unwrap();
     let r = app
         .call(
@@ -480,14 +470,7 @@ async fn manual_retries_keep_to_the_in_flight_bound() {
         asked.iter().map(|r| r.status).collect::<Vec<_>>()
     );
     receiver.wait_for(13).await;
-    let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
-    while attempts(&app, &m, &event_id).await.len() < 13 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "manual attempts not all recorded"
-        );
-        actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
-    }
+    wait_attempts(&app, &m, p["payment_id"].as_str().unwrap(), 13).await;
     // The bound is each instance's: each runs its own actor for the merchant.
     let bound = 2 * app.instances();
     assert!(

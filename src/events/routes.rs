@@ -294,14 +294,11 @@ pub async fn retry_event(
         .retry(caller.merchant_id.as_str(), retries)
         .await?
     {
-        let mut err = ApiError::new(
-            actix_web::http::StatusCode::TOO_MANY_REQUESTS,
-            crate::error::ErrorType::RateLimited,
+        return Err(ApiError::rate_limited(
             "too_many_retries",
             "the merchant's queue of manual retries is full; retry in a few seconds",
-        );
-        err.retry_after = Some(5);
-        return Err(err);
+            5,
+        ));
     }
     Ok(HttpResponse::Accepted().json(queued))
 }
