@@ -837,3 +837,134 @@ async fn a_full_queue_is_refilled_as_outcomes_are_written_not_at_the_next_poll()
         actix_web::rt::time::sleep(StdDuration::from_millis(20)).await;
     }
 }
+
+/// Pauses (`false`) or resumes the shop's endpoint.
+async fn set_enabled(app: &TestApp, m: &Merchant, url: &str, enabled: bool) {
+    let r = app
+        .call(
+            m,
+            Method::PUT,
+            &format!("/account/shops/{}/webhook", m.profile_id),
+            Some(json!({"url": url, "enabled": enabled})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["enabled"].as_bool()),
+        (200, Some(enabled)),
+        "{}",
+        r.body
+    );
+}
+
+/// Paused means paused: a scheduled retry waits (not counted, not failed), an event recorded
+/// meanwhile waits too, a manual retry is refused; on resuming, both are sent, the retry as
+/// the next attempt of its schedule.
+#[actix_web::test]
+async fn a_paused_endpoint_gets_nothing_until_it_resumes() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_WEBHOOKS__TRANSIENT_RETRY_SCHEDULE", "3,3")]).await;
+    let receiver = Receiver::start().await;
+    receiver.script([Reply::status(503)]);
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let first = paid(&app, &m, json!({})).await;
+    let first = first["payment_id"].as_str().unwrap();
+    wait_attempts(&app, &m, first, 1).await;
+    set_enabled(&app, &m, &receiver.url, false).await;
+    let second = paid(&app, &m, json!({})).await;
+    let second = second["payment_id"].as_str().unwrap();
+    let e = wait_delivery(&app, &m, first, "paused").await;
+    wait_delivery(&app, &m, second, "paused").await;
+
+    // Far past the retry's time and the whole schedule: nothing is sent, nothing fails.
+    app.clock.advance(Duration::seconds(60));
+    for _ in 0..3 {
+        app.state.dispatcher.tick().await.unwrap();
+    }
+    actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+    assert_eq!(receiver.received().len(), 1, "nothing is sent while paused");
+    let event_id = e["event_id"].as_str().unwrap();
+    assert_eq!(attempts(&app, &m, event_id).await.len(), 1);
+    wait_delivery(&app, &m, first, "paused").await;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/events/{}/{event_id}/retry", m.merchant_id),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "endpoint_disabled"),
+        "{}",
+        r.body
+    );
+
+    set_enabled(&app, &m, &receiver.url, true).await;
+    receiver.wait_for(3).await;
+    wait_delivery(&app, &m, first, "delivered").await;
+    wait_delivery(&app, &m, second, "delivered").await;
+    let a = attempts(&app, &m, event_id).await;
+    assert_eq!(
+        a.iter()
+            .map(|a| (a["number"].as_i64(), a["trigger"].as_str()))
+            .collect::<Vec<_>>(),
+        [(Some(1), Some("initial")), (Some(2), Some("automatic"))],
+        "the retry resumed where its schedule stood"
+    );
+}
+
+/// Deliveries already claimed but still waiting in the merchant's queue when the endpoint is
+/// paused are not sent; the attempt under way is finished and recorded.
+#[actix_web::test]
+async fn pausing_holds_back_what_waited_in_the_queue() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_WEBHOOKS__MAX_IN_FLIGHT_PER_ENDPOINT", "1")]).await;
+    let receiver = Receiver::start().await;
+    receiver.set_default(Reply {
+        status: 200,
+        retry_after: None,
+        delay: Some(StdDuration::from_millis(1500)),
+    });
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &receiver.url).await;
+    let mut payments = Vec::new();
+    for _ in 0..3 {
+        let p = paid(&app, &m, json!({})).await;
+        payments.push(p["payment_id"].as_str().unwrap().to_owned());
+    }
+    receiver.wait_for(1).await;
+    set_enabled(&app, &m, &receiver.url, false).await;
+    let paused_at = std::time::Instant::now();
+    actix_web::rt::time::sleep(StdDuration::from_millis(3500)).await;
+    let got = receiver.received();
+    assert!(got.len() < 3, "something waited and was held back");
+    assert!(
+        got.iter().all(|r| r.at < paused_at),
+        "nothing was sent after the pause"
+    );
+    // The attempts under way were recorded as they ended.
+    for p in &payments {
+        let r = events(&app, &m, json!({"object_id": p, "limit": 1})).await;
+        let e = &r.body["data"][0];
+        let n = attempts(&app, &m, e["event_id"].as_str().unwrap())
+            .await
+            .len();
+        assert_eq!(
+            (e["delivery_status"].as_str(), n),
+            if n == 1 {
+                (Some("delivered"), 1)
+            } else {
+                (Some("paused"), 0)
+            },
+            "{e}"
+        );
+    }
+    receiver.set_default(Reply::status(200));
+    set_enabled(&app, &m, &receiver.url, true).await;
+    for p in &payments {
+        wait_delivery(&app, &m, p, "delivered").await;
+    }
+    assert_eq!(receiver.received().len(), 3, "each sent once");
+}

@@ -1,5 +1,5 @@
 //! The transactional outbox. `record` is called with the transaction that makes a state
-//! change: the event and one delivery per enabled endpoint commit with the change or not at
+//! change: the event and one delivery per endpoint of its shop commit with the change or not at
 //! all, so a crash can neither lose an event nor announce a change that was rolled back.
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -43,7 +43,8 @@ struct Content<'a> {
 }
 
 /// Records the event and its deliveries; returns how many deliveries it queued (the writer
-/// wakes the dispatcher only when there are some).
+/// wakes the dispatcher only when there are some). A paused endpoint gets its delivery too: the
+/// dispatcher parks it when it claims it, and it is sent when the endpoint resumes.
 pub async fn record(
     db: &impl ConnectionTrait,
     e: NewEvent<'_>,
@@ -80,7 +81,6 @@ pub async fn record(
     };
     let endpoints = webhook_endpoint::Entity::find()
         .filter(webhook_endpoint::Column::ProfileId.eq(profile_id))
-        .filter(webhook_endpoint::Column::Enabled.eq(true))
         .all(db)
         .await?;
     for endpoint in &endpoints {

@@ -64,7 +64,8 @@ pub struct EventView {
     pub object_id: String,
     pub test_mode: bool,
     pub created: DateTime<Utc>,
-    /// `delivered`, `pending`, `failed`, or `none` (no endpoint was configured).
+    /// `delivered`, `pending`, `paused` (its endpoint is paused), `failed`, or `none` (no
+    /// endpoint was configured).
     pub delivery_status: String,
     /// The envelope exactly as posted.
     #[schema(value_type = Object)]
@@ -151,6 +152,8 @@ fn delivery_status(deliveries: &[delivery::Model]) -> &'static str {
         "delivered"
     } else if deliveries.iter().any(|d| d.status == "pending") {
         "pending"
+    } else if deliveries.iter().any(|d| d.status == "paused") {
+        "paused"
     } else {
         "failed"
     }
@@ -280,11 +283,7 @@ pub async fn retry_event(
     let (merchant_id, event_id) = path.into_inner();
     own_merchant(&caller, &merchant_id)?;
     let event = find_event(&state, &caller, &event_id).await?;
-    let retries = manual_retries(&state.db, &event, state.clock.now())
-        .await?
-        .ok_or_else(|| {
-            ApiError::conflict("no_endpoint", "the shop has no enabled webhook endpoint")
-        })?;
+    let retries = manual_retries(&state.db, &event, state.clock.now()).await?;
     let queued = RetryQueued {
         event_id: event.id.clone(),
         delivery_ids: retries.iter().map(|r| r.delivery.id.clone()).collect(),

@@ -19,7 +19,7 @@ use payd_actors::{ArbiterPool, KeyedActor, Registry, RegistryConfig};
 use payd_entity::{delivery, delivery_attempt, event, webhook_endpoint};
 use rand::Rng;
 use sea_orm::{
-    sea_query::{CaseStatement, Expr, ExprTrait},
+    sea_query::{CaseStatement, Expr, ExprTrait, LockType, Query},
     ActiveValue::Set,
     ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
     QueryTrait, UpdateMany,
@@ -49,6 +49,8 @@ pub struct Claimed {
     pub endpoint: webhook_endpoint::Model,
     /// The lease token the dispatcher claimed it with.
     pub lease: String,
+    /// When the dispatcher claimed it (real time: how long it waited in the queue).
+    pub claimed_at: Instant,
 }
 
 /// What one HTTP attempt produced.
@@ -167,26 +169,38 @@ pub struct ManualRetry {
     pub endpoint: webhook_endpoint::Model,
 }
 
-/// The manual retries of an event: one per delivery to an enabled endpoint (an event recorded
-/// before the shop had an endpoint gets a delivery to the one it has now). `None` when the
-/// shop has no enabled endpoint.
+/// The manual retries of an event: one per delivery to the shop's endpoint (an event recorded
+/// before the shop had an endpoint gets a delivery to the one it has now). 409 when the shop
+/// has no endpoint, or only a paused one.
 pub async fn manual_retries(
     db: &DatabaseConnection,
     event: &event::Model,
     now: DateTime<Utc>,
-) -> Result<Option<Vec<ManualRetry>>, CommitError> {
-    let mut deliveries = delivery::Entity::find()
-        .filter(delivery::Column::EventId.eq(event.id.as_str()))
-        .all(db)
-        .await?;
+) -> Result<Vec<ManualRetry>, ApiError> {
     let endpoints = webhook_endpoint::Entity::find()
         .filter(
             webhook_endpoint::Column::ProfileId.eq(event.profile_id.clone().unwrap_or_default()),
         )
-        .filter(webhook_endpoint::Column::Enabled.eq(true))
         .all(db)
         .await?;
-    if deliveries.is_empty() && !endpoints.is_empty() {
+    if endpoints.is_empty() {
+        return Err(ApiError::conflict(
+            "no_endpoint",
+            "the shop has no webhook endpoint",
+        ));
+    }
+    let endpoints: Vec<_> = endpoints.into_iter().filter(|e| e.enabled).collect();
+    if endpoints.is_empty() {
+        return Err(ApiError::conflict(
+            "endpoint_disabled",
+            "the shop's webhook endpoint is paused; enable it to send events",
+        ));
+    }
+    let mut deliveries = delivery::Entity::find()
+        .filter(delivery::Column::EventId.eq(event.id.as_str()))
+        .all(db)
+        .await?;
+    if deliveries.is_empty() {
         let mut new = Change::at(now);
         for endpoint in &endpoints {
             let d = super::store::delivery_row(event, &endpoint.id, now);
@@ -195,7 +209,7 @@ pub async fn manual_retries(
         }
         commit::commit(db, new).await?;
     }
-    let retries: Vec<ManualRetry> = deliveries
+    Ok(deliveries
         .into_iter()
         .filter_map(|delivery| {
             let endpoint = endpoints.iter().find(|e| e.id == delivery.endpoint_id)?;
@@ -205,8 +219,46 @@ pub async fn manual_retries(
                 endpoint: endpoint.clone(),
             })
         })
-        .collect();
-    Ok((!retries.is_empty()).then_some(retries))
+        .collect())
+}
+
+/// Parks claimed deliveries whose endpoint the claim found paused: each becomes `paused` if
+/// its endpoint still is, and its lease is let go. The endpoint is read under a share lock, so
+/// a resume committing meanwhile either waits for this (and then resumes what it parked) or is
+/// seen by it (and nothing is parked).
+pub async fn park(
+    db: &DatabaseConnection,
+    items: &[delivery::Model],
+    lease: &str,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let still_paused = Query::select()
+        .column(webhook_endpoint::Column::Id)
+        .from(webhook_endpoint::Entity)
+        .and_where(webhook_endpoint::Column::Id.is_in(items.iter().map(|d| d.endpoint_id.as_str())))
+        .and_where(webhook_endpoint::Column::Enabled.eq(false))
+        .lock(LockType::Share)
+        .to_owned();
+    let ours = || {
+        Condition::all()
+            .add(delivery::Column::Id.is_in(items.iter().map(|d| d.id.as_str())))
+            .add(delivery::Column::LeaseOwner.eq(lease))
+    };
+    let change = Change::at(now)
+        .write(Write::Update(
+            delivery::Entity::update_many()
+                .col_expr(delivery::Column::Status, Expr::value("paused"))
+                .filter(ours())
+                .filter(delivery::Column::Status.eq("pending"))
+                .filter(delivery::Column::EndpointId.in_subquery(still_paused))
+                .into_query(),
+        ))
+        .write(Write::Update(
+            without_lease(delivery::Entity::update_many())
+                .filter(ours())
+                .into_query(),
+        ));
+    commit::commit(db, change).await.map(drop)
 }
 
 /// Sends a manual retry and records it; a success marks the delivery delivered. The automatic
@@ -582,6 +634,10 @@ impl Handler<Drain> for MerchantDeliveries {
 /// A lease with less than this left past the request timeout is renewed before sending.
 const LEASE_MARGIN_SECS: i64 = 5;
 
+/// A claimed delivery that waited longer than this in its merchant's queue is checked again
+/// before it is sent (its endpoint may have been paused meanwhile).
+const QUEUE_RECHECK: StdDuration = StdDuration::from_secs(1);
+
 /// The most attempts written in one transaction.
 const WRITE_BATCH: usize = 200;
 
@@ -624,8 +680,12 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
     // Invariant: only the holder of the lease sends, and the lease outlasts the request, so no
     // other dispatcher can claim it mid-request. A claim's lease usually has that time left;
     // one that waited long in the queue is renewed first.
+    // One that waited in the queue is checked again the same way: the renewal needs the
+    // delivery still `pending`, so an endpoint paused meanwhile gets nothing.
     let needed = now + Duration::seconds(timeout_secs + LEASE_MARGIN_SECS);
-    if item.delivery.lease_until.is_none_or(|until| until < needed) {
+    if item.claimed_at.elapsed() > QUEUE_RECHECK
+        || item.delivery.lease_until.is_none_or(|until| until < needed)
+    {
         let lease_until = now + Duration::seconds(deps.settings.lease_secs as i64 + timeout_secs);
         let renewed = delivery::Entity::update_many()
             .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
@@ -635,6 +695,16 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
             .exec(&deps.db)
             .await;
         if !matches!(renewed, Ok(r) if r.rows_affected == 1) {
+            // Paused (or no longer ours): let go of the lease if it still is ours, so a
+            // resumed endpoint's delivery is claimed at once.
+            let released = without_lease(delivery::Entity::update_many())
+                .filter(delivery::Column::Id.eq(item.delivery.id.as_str()))
+                .filter(delivery::Column::LeaseOwner.eq(item.lease.as_str()))
+                .exec(&deps.db)
+                .await;
+            if let Err(e) = released {
+                tracing::warn!(error = %e, delivery = %item.delivery.id, "could not release a lease");
+            }
             return None;
         }
     }
@@ -692,10 +762,18 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), Commit
     });
     let attempts = Write::Insert(delivery_attempt::Entity::insert_many(rows).into_query());
     // One UPDATE for the batch: each column is `CASE id WHEN … THEN …`, and a row is only
-    // written under its own lease token and while still `pending` (a manual retry may have
-    // delivered it meanwhile: that stands).
+    // written under its own lease token and while still `pending` or `paused` (a manual retry
+    // may have delivered it meanwhile: that stands). An attempt under way when its endpoint was
+    // paused is recorded, and the delivery stays paused unless the attempt ended it.
+    let status = batch.iter().fold(CaseStatement::new(), |case, f| {
+        let then = match f.status() {
+            "pending" => Expr::col(delivery::Column::Status),
+            ended => Expr::val(ended),
+        };
+        case.case(delivery::Column::Id.eq(f.delivery.id.as_str()), then)
+    });
     let deliveries = without_lease(delivery::Entity::update_many())
-        .col_expr(delivery::Column::Status, per_row(batch, |f| f.status()))
+        .col_expr(delivery::Column::Status, status.into())
         .col_expr(
             delivery::Column::Attempts,
             per_row(batch, |f| f.delivery.attempts + 1),
@@ -734,7 +812,7 @@ async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), Commit
             Expr::col(delivery::Column::LeaseOwner),
             per_row(batch, |f| f.lease.clone()),
         ))
-        .filter(delivery::Column::Status.eq("pending"))
+        .filter(delivery::Column::Status.is_in(["pending", "paused"]))
         .into_query();
     let at = batch.iter().map(|f| f.at).max().unwrap_or_default();
     let change = Change::at(at)

@@ -19,7 +19,7 @@ use sea_orm::{
 };
 
 use super::{
-    delivery::{Claimed, DeliveryPool, MerchantDeliveries},
+    delivery::{park, Claimed, DeliveryPool, MerchantDeliveries},
     wake::Wake,
 };
 use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
@@ -149,6 +149,17 @@ impl Dispatcher {
             .map(|e| (e.id.clone(), e))
             .collect();
         let count = claimed.len();
+        // A paused endpoint gets nothing: what was due for it waits, parked, until it resumes.
+        let (paused, claimed): (Vec<_>, Vec<_>) = claimed
+            .into_iter()
+            .partition(|d| endpoints.get(&d.endpoint_id).is_some_and(|e| !e.enabled));
+        if !paused.is_empty() {
+            if let Err(e) = park(&self.db, &paused, &token, now).await {
+                // Their leases run out and they are claimed (and parked) again.
+                tracing::warn!(error = %e, deliveries = paused.len(), "could not park deliveries");
+            }
+        }
+        let claimed_at = std::time::Instant::now();
         let mut by_merchant: HashMap<String, Vec<Claimed>> = HashMap::new();
         for d in claimed {
             let (Some(event), Some(endpoint)) =
@@ -163,6 +174,7 @@ impl Dispatcher {
                     event: event.clone(),
                     endpoint: endpoint.clone(),
                     lease: token.clone(),
+                    claimed_at,
                     delivery: d,
                 });
         }

@@ -8,14 +8,16 @@ use chrono::{DateTime, Duration, Utc};
 use payd_entity::webhook_endpoint;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter,
+    QueryTrait,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::signer::new_secret;
+use super::{signer::new_secret, store};
 use crate::{
     accounts,
     auth::SecretKey,
+    commit::{self, Change, Write},
     error::ApiError,
     http::ApiJson,
     idempotency,
@@ -174,13 +176,27 @@ pub async fn put_endpoint(
     let now = state.clock.now();
     let (m, created) = match find(&state, &profile).await? {
         Some(existing) => {
-            let mut am = existing.into_active_model();
-            am.url = Set(url);
-            if let Some(enabled) = req.enabled {
-                am.enabled = Set(enabled);
+            let m = webhook_endpoint::Model {
+                url,
+                enabled: req.enabled.unwrap_or(existing.enabled),
+                updated_at: now,
+                ..existing.clone()
+            };
+            let mut change = Change::at(now).write(Write::Update(
+                webhook_endpoint::Entity::update_many()
+                    .set(m.clone().into_active_model().reset_all())
+                    .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
+                    .into_query(),
+            ));
+            if m.enabled != existing.enabled {
+                change = change.write(Write::Update(store::follow_endpoint(&m.id, m.enabled)));
             }
-            am.updated_at = Set(now);
-            (am.update(&state.db).await?, false)
+            commit::commit(&state.db, change).await?;
+            if m.enabled && !existing.enabled {
+                // What waited is due now (or when its schedule says).
+                state.dispatcher.wake();
+            }
+            (m, false)
         }
         None => {
             let m = webhook_endpoint::ActiveModel {

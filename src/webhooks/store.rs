@@ -1,8 +1,13 @@
 //! Rows of webhook deliveries that more than one writer makes: the outbox (a delivery per
-//! endpoint of a new event) and a manual retry (an event recorded before its shop had one).
+//! endpoint of a new event) and a manual retry (an event recorded before its shop had one);
+//! and what pausing or resuming an endpoint does to its deliveries.
 
 use chrono::{DateTime, Utc};
 use payd_entity::{delivery, event};
+use sea_orm::{
+    sea_query::{Expr, UpdateStatement},
+    ColumnTrait, EntityTrait, QueryFilter, QueryTrait,
+};
 
 use crate::ids::new_id;
 
@@ -29,4 +34,20 @@ pub fn delivery_row(
         delivered_at: None,
         created_at: now,
     }
+}
+
+/// An endpoint's deliveries follow it: pausing parks those still pending (their attempts and
+/// next attempt as they stand; a lease held by a sender stays with it), resuming makes the
+/// parked ones pending again, due when their schedule said. Written in the endpoint's commit.
+pub fn follow_endpoint(endpoint_id: &str, enabled: bool) -> UpdateStatement {
+    let (from, to) = if enabled {
+        ("paused", "pending")
+    } else {
+        ("pending", "paused")
+    };
+    delivery::Entity::update_many()
+        .col_expr(delivery::Column::Status, Expr::value(to))
+        .filter(delivery::Column::EndpointId.eq(endpoint_id))
+        .filter(delivery::Column::Status.eq(from))
+        .into_query()
 }
