@@ -116,7 +116,10 @@ async fn refunds_by_line_with_quantities_and_amounts() {
         json!({"payment_id": id, "lines": [{"line_id": "cup", "amount": 141}]}),
     )
     .await;
-    assert_eq!((r.status, r.param()), (400, Some("lines[0].amount")));
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "amount_exceeds_refundable", Some("lines[0].amount"))
+    );
     let r = refund(
         &app,
         &m,
@@ -166,6 +169,83 @@ async fn refunds_by_line_with_quantities_and_amounts() {
         (Some(50), Some(140))
     );
     assert_eq!(payment(&app, &m, id).await["amount_refunded"], 360);
+}
+
+/// `amount_refundable` on `/lines` is exactly what a line refund may take, after a partial
+/// capture and after a refund by amount too.
+#[actix_web::test]
+async fn the_line_balance_shown_is_the_one_enforced() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let lines = json!([
+        {"line_id": "tea", "name": "Tea", "quantity": 3, "unit_amount": 100, "tax_amount": 10},
+        {"line_id": "cup", "name": "Cup", "quantity": 1, "unit_amount": 190}
+    ]);
+    let p = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"lines": lines, "capture_method": "manual"}),
+    )
+    .await;
+    let id = p["payment_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            Some(json!({"amount": 250})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let refundable = |line: &'static str| {
+        let app = &app;
+        let m = &m;
+        async move {
+            let r = app
+                .call(m, Method::GET, &format!("/payments/{id}/lines"), None)
+                .await;
+            let found = r.body["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["line_id"] == line)
+                .cloned()
+                .unwrap();
+            (
+                found["amount_captured"].as_i64().unwrap(),
+                found["amount_refundable"].as_i64().unwrap(),
+            )
+        }
+    };
+    assert_eq!(refundable("cup").await, (95, 95));
+    assert_eq!(refundable("tea").await, (155, 155));
+    let by_amount = |line: &str, amount: i64| json!({"payment_id": id, "lines": [{"line_id": line, "amount": amount}]});
+    for too_much in [96, 190] {
+        let r = refund(&app, &m, by_amount("cup", too_much)).await;
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (400, "amount_exceeds_refundable", Some("lines[0].amount")),
+            "{too_much}: {}",
+            r.body
+        );
+    }
+    // A refund by amount leaves 100 to refund on the payment: no line may take more.
+    let r = refund(&app, &m, json!({"payment_id": id, "amount": 150})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(refundable("tea").await, (155, 100));
+    let r = refund(&app, &m, by_amount("tea", 101)).await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "amount_exceeds_refundable", Some("lines[0].amount"))
+    );
+    let r = refund(&app, &m, by_amount("cup", 95)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(refundable("cup").await, (95, 0));
+    assert_eq!(refundable("tea").await, (155, 5));
+    let r = refund(&app, &m, by_amount("tea", 5)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(payment(&app, &m, id).await["amount_refunded"], 250);
 }
 
 #[actix_web::test]

@@ -180,8 +180,11 @@ impl From<PaymentError> for ApiError {
                 super::refunds::Refusal::DisputeOpen { .. } => {
                     ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
                 }
-                super::refunds::Refusal::ExceedsRefundable { .. } => {
-                    ApiError::invalid("amount_exceeds_refundable", r.to_string()).param("amount")
+                super::refunds::Refusal::ExceedsRefundable { .. }
+                | super::refunds::Refusal::LineAmountExceeded { .. } => {
+                    let mut e = ApiError::invalid("amount_exceeds_refundable", r.to_string());
+                    e.param = r.param().map(str::to_owned);
+                    e
                 }
                 _ => {
                     let mut e = ApiError::invalid("parameter_invalid", r.to_string());
@@ -686,7 +689,7 @@ async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
     let kind = machine::cancel_kind(&state, now)?;
     // Only a void of captured money meets the payment's disputes.
     let disputed = match kind {
-        CancelKind::VoidCapture => disputed(deps, &m.id).await?,
+        CancelKind::VoidCapture => store::disputed(&deps.db, &m.id).await?,
         _ => refunds::Disputed::default(),
     };
     let next = machine::cancel(&state, now, &disputed)?;
@@ -749,7 +752,12 @@ async fn refund(
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
     let lines = lines_of(m);
-    let plan = refunds::plan(&state, &lines, ask, &disputed(deps, &m.id).await?)?;
+    let plan = refunds::plan(
+        &state,
+        &lines,
+        ask,
+        &store::disputed(&deps.db, &m.id).await?,
+    )?;
     let (account, reference) = processor_of(m)?;
     let result = deps
         .processor_for(m, &account)
@@ -922,20 +930,6 @@ async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
         }
     }
     commit(deps, m, store::with_state(m, &next, now), plain("expire")).await
-}
-
-/// What the payment's disputes take from refunds: an open one refuses them, and what the
-/// buyer kept is no longer refundable.
-async fn disputed(deps: &PaymentDeps, payment_id: &str) -> Result<refunds::Disputed, DbErr> {
-    let mut out = refunds::Disputed::default();
-    for d in disputes::store::of_payment(&deps.db, payment_id).await? {
-        match disputes::machine::Status::parse(&d.status) {
-            Some(s) if s.is_open() => out.open = Some(d.id),
-            Some(s) if s.buyer_kept() => out.kept_by_buyer += d.amount,
-            _ => {}
-        }
-    }
-    Ok(out)
 }
 
 fn lines_of(m: &payment::Model) -> Vec<Line> {

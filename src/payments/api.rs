@@ -454,7 +454,8 @@ pub struct LineBalance {
     pub line: Line,
     /// The line's share of the captured amount.
     pub amount_captured: i64,
-    /// What can still be refunded from this line: its captured share less its refunds.
+    /// Exactly what a refund of this line may take: its captured share (at most its amount)
+    /// less its refunds, within what the payment has left to refund.
     pub amount_refundable: i64,
 }
 
@@ -528,34 +529,6 @@ pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiErr
     Ok(out)
 }
 
-/// Spreads `captured` over the lines in proportion to their amounts (largest remainder, so the
-/// shares add up exactly).
-pub fn captured_shares(lines: &[Line], captured: i64) -> Vec<i64> {
-    let total: i64 = lines.iter().map(|l| l.amount).sum();
-    if total <= 0 {
-        return vec![0; lines.len()];
-    }
-    let exact: Vec<(i128, i128)> = lines
-        .iter()
-        .map(|l| {
-            let num = i128::from(l.amount) * i128::from(captured);
-            (num / i128::from(total), num % i128::from(total))
-        })
-        .collect();
-    let mut shares: Vec<i64> = exact.iter().map(|(q, _)| *q as i64).collect();
-    let mut left = captured - shares.iter().sum::<i64>();
-    let mut order: Vec<usize> = (0..lines.len()).collect();
-    order.sort_by(|a, b| exact[*b].1.cmp(&exact[*a].1).then(a.cmp(b)));
-    for i in order {
-        if left == 0 {
-            break;
-        }
-        shares[i] += 1;
-        left -= 1;
-    }
-    shares
-}
-
 /// The machine's view of a stored payment.
 pub fn state_of(m: &payment::Model) -> State {
     State {
@@ -615,15 +588,6 @@ mod tests {
             Some("lines[0].quantity")
         );
         assert!(parse_lines(&[line(i64::MAX, 2, 0)], 1).is_err());
-    }
-
-    #[test]
-    fn captured_shares_add_up() {
-        let lines = parse_lines(&[line(1, 100, 0), line(1, 100, 0), line(1, 100, 0)], 300).unwrap();
-        let shares = captured_shares(&lines, 100);
-        assert_eq!(shares.iter().sum::<i64>(), 100);
-        assert_eq!(shares, vec![34, 33, 33]);
-        assert_eq!(captured_shares(&lines, 300), vec![100, 100, 100]);
     }
 
     #[test]

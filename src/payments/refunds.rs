@@ -3,7 +3,10 @@
 //! decides it, so that captures and refunds of one payment never interleave.
 //!
 //! Invariants: Σ(pending + succeeded refunds) ≤ captured; per line, refunded quantity ≤
-//! quantity and refunded amount ≤ the line's amount. A refund by quantity takes
+//! quantity and refunded amount ≤ the line's amount. What a line refund may take is one rule,
+//! [`refundable_lines`], which `GET /payments/{id}/lines` shows and [`plan`] enforces: the
+//! line's share of what was captured, less its refunds, and never more than the payment has
+//! left to refund. A refund by quantity takes
 //! `quantity × unit_amount` plus the line's tax in proportion, rounded down on the cumulative
 //! share (`⌊tax × refunded_quantity / quantity⌋`), so the last unit takes what rounding left and
 //! a fully refunded line has refunded exactly its tax.
@@ -50,13 +53,15 @@ pub enum Refusal {
     #[error("the amount must be greater than 0")]
     NotPositive { param: String },
     #[error("the refund exceeds the refundable amount of {available}")]
-    ExceedsRefundable { available: i64 },
+    ExceedsRefundable { param: &'static str, available: i64 },
     #[error("the payment has no line {line_id:?}")]
     UnknownLine { param: String, line_id: String },
     #[error("refund a line by quantity or by amount, not both and not neither")]
     QuantityOrAmount { param: String },
+    #[error("only {left} units of this line can still be refunded")]
+    LineQuantityExceeded { param: String, left: i64 },
     #[error("only {left} of this line can still be refunded")]
-    LineExceeded { param: String, left: i64 },
+    LineAmountExceeded { param: String, left: i64 },
     #[error("a line may appear once per refund")]
     DuplicateLine { param: String },
     #[error("send 1 to 100 lines")]
@@ -70,9 +75,10 @@ impl Refusal {
             Refusal::NotPositive { param }
             | Refusal::UnknownLine { param, .. }
             | Refusal::QuantityOrAmount { param }
-            | Refusal::LineExceeded { param, .. }
+            | Refusal::LineQuantityExceeded { param, .. }
+            | Refusal::LineAmountExceeded { param, .. }
             | Refusal::DuplicateLine { param } => Some(param),
-            Refusal::ExceedsRefundable { .. } => Some("amount"),
+            Refusal::ExceedsRefundable { param, .. } => Some(param),
             Refusal::NoLines => Some("lines"),
             Refusal::InvalidState(_) => None,
             Refusal::DisputeOpen { .. } => Some("payment_id"),
@@ -92,14 +98,8 @@ fn tax_share(line: &Line, done: i64, q: i64) -> i64 {
     cumulative(done + q) - cumulative(done)
 }
 
-/// Decides a refund, or refuses it. Invariant: Σ refunds + what the buyer kept through
-/// disputes ≤ captured.
-pub fn plan(
-    state: &State,
-    lines: &[Line],
-    ask: &Ask,
-    disputed: &Disputed,
-) -> Result<Plan, Refusal> {
+/// What the payment has left to refund, or why it can refund nothing.
+fn available(state: &State, disputed: &Disputed) -> Result<i64, Refusal> {
     if let Some(id) = &disputed.open {
         return Err(Refusal::DisputeOpen {
             dispute_id: id.clone(),
@@ -113,7 +113,58 @@ pub fn plan(
     {
         return Err(Refusal::InvalidState(state.status));
     }
-    let available = (refundable(state) - disputed.kept_by_buyer).max(0);
+    Ok((refundable(state) - disputed.kept_by_buyer).max(0))
+}
+
+/// Each line's share of `captured`, in proportion to its amount; the shares add up to
+/// `captured` exactly (largest remainder).
+pub fn captured_shares(lines: &[Line], captured: i64) -> Vec<i64> {
+    let total: i64 = lines.iter().map(|l| l.amount).sum();
+    if total <= 0 {
+        return vec![0; lines.len()];
+    }
+    let exact: Vec<(i128, i128)> = lines
+        .iter()
+        .map(|l| {
+            let num = i128::from(l.amount) * i128::from(captured);
+            (num / i128::from(total), num % i128::from(total))
+        })
+        .collect();
+    let mut shares: Vec<i64> = exact.iter().map(|(q, _)| *q as i64).collect();
+    let mut left = captured - shares.iter().sum::<i64>();
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by(|a, b| exact[*b].1.cmp(&exact[*a].1).then(a.cmp(b)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        shares[i] += 1;
+        left -= 1;
+    }
+    shares
+}
+
+/// What a refund of each line alone may take now: its captured share (never more than the
+/// line) less what was refunded from it, within what the payment has left to refund; 0 where
+/// the payment can refund nothing.
+pub fn refundable_lines(state: &State, lines: &[Line], disputed: &Disputed) -> Vec<i64> {
+    let available = available(state, disputed).unwrap_or(0);
+    captured_shares(lines, state.captured)
+        .into_iter()
+        .zip(lines)
+        .map(|(share, line)| (share.min(line.amount) - line.amount_refunded).clamp(0, available))
+        .collect()
+}
+
+/// Decides a refund, or refuses it. Invariant: Σ refunds + what the buyer kept through
+/// disputes ≤ captured, and no line gives back more than [`refundable_lines`] shows for it.
+pub fn plan(
+    state: &State,
+    lines: &[Line],
+    ask: &Ask,
+    disputed: &Disputed,
+) -> Result<Plan, Refusal> {
+    let available = available(state, disputed)?;
     let plan = match ask {
         Ask::Amount(asked) => {
             let amount = asked.unwrap_or(available);
@@ -131,6 +182,7 @@ pub fn plan(
             if asks.is_empty() || asks.len() > 100 {
                 return Err(Refusal::NoLines);
             }
+            let left_by_line = refundable_lines(state, lines, disputed);
             let mut out: Vec<LineRefund> = Vec::with_capacity(asks.len());
             for (i, ask) in asks.iter().enumerate() {
                 let param = |f: &str| format!("lines[{i}].{f}");
@@ -139,14 +191,14 @@ pub fn plan(
                         param: param("line_id"),
                     });
                 }
-                let line = lines
+                let index = lines
                     .iter()
-                    .find(|l| l.line_id == ask.line_id)
+                    .position(|l| l.line_id == ask.line_id)
                     .ok_or_else(|| Refusal::UnknownLine {
                         param: param("line_id"),
                         line_id: ask.line_id.clone(),
                     })?;
-                let amount_left = line.amount - line.amount_refunded;
+                let (line, amount_left) = (&lines[index], left_by_line[index]);
                 let (quantity, amount) = match (ask.quantity, ask.amount) {
                     (Some(q), None) => {
                         let q_left = line.quantity - line.quantity_refunded;
@@ -156,7 +208,7 @@ pub fn plan(
                             });
                         }
                         if q > q_left {
-                            return Err(Refusal::LineExceeded {
+                            return Err(Refusal::LineQuantityExceeded {
                                 param: param("quantity"),
                                 left: q_left,
                             });
@@ -165,12 +217,12 @@ pub fn plan(
                             .unit_amount
                             .checked_mul(q)
                             .and_then(|a| a.checked_add(tax_share(line, line.quantity_refunded, q)))
-                            .ok_or(Refusal::LineExceeded {
+                            .ok_or(Refusal::LineQuantityExceeded {
                                 param: param("quantity"),
                                 left: q_left,
                             })?;
                         if amount > amount_left {
-                            return Err(Refusal::LineExceeded {
+                            return Err(Refusal::LineAmountExceeded {
                                 param: param("quantity"),
                                 left: amount_left,
                             });
@@ -184,7 +236,7 @@ pub fn plan(
                             });
                         }
                         if a > amount_left {
-                            return Err(Refusal::LineExceeded {
+                            return Err(Refusal::LineAmountExceeded {
                                 param: param("amount"),
                                 left: amount_left,
                             });
@@ -213,7 +265,11 @@ pub fn plan(
         }
     };
     if plan.amount <= 0 || plan.amount > available {
-        return Err(Refusal::ExceedsRefundable { available });
+        let param = match ask {
+            Ask::Amount(_) => "amount",
+            Ask::Lines(_) => "lines",
+        };
+        return Err(Refusal::ExceedsRefundable { param, available });
     }
     Ok(plan)
 }
@@ -309,7 +365,10 @@ mod tests {
         );
         assert_eq!(
             super::plan(&s, &[], &Ask::Amount(Some(101)), &lost),
-            Err(Refusal::ExceedsRefundable { available: 100 })
+            Err(Refusal::ExceedsRefundable {
+                param: "amount",
+                available: 100
+            })
         );
     }
 
@@ -322,6 +381,19 @@ mod tests {
     }
 
     #[test]
+    fn captured_shares_add_up() {
+        let lines = vec![
+            line("a", 1, 100, 0),
+            line("b", 1, 100, 0),
+            line("c", 1, 100, 0),
+        ];
+        let shares = captured_shares(&lines, 100);
+        assert_eq!(shares.iter().sum::<i64>(), 100);
+        assert_eq!(shares, vec![34, 33, 33]);
+        assert_eq!(captured_shares(&lines, 300), vec![100, 100, 100]);
+    }
+
+    #[test]
     fn amounts_and_the_whole_remainder() {
         let s = state(500);
         assert_eq!(plan(&s, &[], &Ask::Amount(None)).unwrap().amount, 500);
@@ -330,7 +402,10 @@ mod tests {
         assert_eq!(refundable(&s2), 300);
         assert_eq!(
             plan(&s2, &[], &Ask::Amount(Some(301))),
-            Err(Refusal::ExceedsRefundable { available: 300 })
+            Err(Refusal::ExceedsRefundable {
+                param: "amount",
+                available: 300
+            })
         );
         let (s3, _) = release(&s2, &[], &p);
         assert_eq!(refundable(&s3), 500);
@@ -406,6 +481,59 @@ mod tests {
     }
 
     proptest! {
+        /// The line balance shown is the one enforced: after any mix of partial captures,
+        /// amount refunds, line refunds (some failing) and what disputes kept, a refund of
+        /// exactly a line's `amount_refundable` is accepted and one unit more is refused with
+        /// the line's `lines[0].amount` named; and the payment-level bound holds throughout.
+        #[test]
+        fn the_line_balance_shown_is_the_one_enforced(
+            shape in proptest::collection::vec((1i64..5, 1i64..300, 0i64..50), 1..4),
+            steps in proptest::collection::vec((0u8..4, 0usize..4, 0i64..6, 0i64..400, any::<bool>()), 1..30),
+            kept in 0i64..100,
+        ) {
+            let lines: Vec<Line> = shape.iter().enumerate().map(|(i, (q, u, t))| line(&format!("l{i}"), *q, *u, *t)).collect();
+            let total: i64 = lines.iter().map(|l| l.amount).sum();
+            let mut s = state(total);
+            s.captured = 0;
+            s.status = Status::PartiallyCapturedAndCapturable;
+            let disputed = Disputed { open: None, kept_by_buyer: kept.min(total) };
+            let mut lines = lines;
+            for (kind, which, q, a, fails) in steps {
+                let id = format!("l{}", which % lines.len());
+                let ask = match kind {
+                    // A further capture.
+                    0 => {
+                        s.captured = (s.captured + a).min(s.authorized);
+                        continue;
+                    }
+                    1 => Ask::Amount(Some(a)),
+                    2 => Ask::Lines(vec![LineAsk { line_id: id, quantity: Some(q), amount: None }]),
+                    _ => Ask::Lines(vec![LineAsk { line_id: id, quantity: None, amount: Some(a) }]),
+                };
+                if let Ok(p) = super::plan(&s, &lines, &ask, &disputed) {
+                    let (s2, l2) = reserve(&s, &lines, &p);
+                    (s, lines) = if fails { release(&s2, &l2, &p) } else { (s2, l2) };
+                }
+                // The payment-level bound: refunds and what the buyer kept fit in the capture.
+                prop_assert!(s.refunded >= 0);
+                prop_assert!(s.refunded == 0 || s.refunded + disputed.kept_by_buyer <= s.captured);
+                let shown = refundable_lines(&s, &lines, &disputed);
+                for (l, left) in lines.iter().zip(&shown) {
+                    prop_assert!(l.amount_refunded >= 0 && l.amount_refunded <= l.amount);
+                    let by_amount = |amount: i64| Ask::Lines(vec![LineAsk { line_id: l.line_id.clone(), quantity: None, amount: Some(amount) }]);
+                    if *left > 0 {
+                        let p = super::plan(&s, &lines, &by_amount(*left), &disputed);
+                        prop_assert_eq!(p.map(|p| p.amount), Ok(*left));
+                    }
+                    let refused = super::plan(&s, &lines, &by_amount(left + 1), &disputed);
+                    prop_assert!(refused.is_err(), "{} + 1 on {} accepted", left, l.line_id);
+                    if let (true, Err(refusal)) = (s.captured > 0, refused) {
+                        prop_assert_eq!(refusal.param(), Some("lines[0].amount"));
+                    }
+                }
+            }
+        }
+
         /// Any sequence of line and amount refunds, some failing, keeps every balance ≥ 0 and
         /// within its bounds.
         #[test]

@@ -6,14 +6,14 @@ use payd_entity::payment;
 use super::{
     actor::{run, Access, Command, Patch, PaymentError, Payments},
     api::{
-        captured_shares, Attempt, CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest,
+        state_of, Attempt, CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest,
         ConfirmPaymentRequest, CreatePaymentRequest, Line, LineBalance, ListPaymentsRequest,
         Payment, RetrieveQuery, RoutingDecision, RoutingDecisionView, StatusChange,
         UpdatePaymentRequest,
     },
     create,
     machine::Status,
-    store,
+    refunds, store,
 };
 use crate::{
     auth::{AnyKey, Caller, SecretKey},
@@ -336,13 +336,18 @@ pub async fn payment_lines(
         .as_deref()
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or_default();
-    let shares = captured_shares(&lines, m.amount_captured);
+    let captured = refunds::captured_shares(&lines, m.amount_captured);
+    let refundable = refunds::refundable_lines(
+        &state_of(&m),
+        &lines,
+        &store::disputed(&state.db, &m.id).await?,
+    );
     let data: Vec<LineBalance> = lines
         .into_iter()
-        .zip(shares)
-        .map(|(line, captured)| LineBalance {
-            amount_refundable: (captured.min(line.amount) - line.amount_refunded).max(0),
-            amount_captured: captured,
+        .zip(captured.into_iter().zip(refundable))
+        .map(|(line, (amount_captured, amount_refundable))| LineBalance {
+            amount_refundable,
+            amount_captured,
             line,
         })
         .collect();

@@ -540,3 +540,20 @@ pub async fn put_routing_rules(
         .await?;
     Ok(())
 }
+
+/// What the payment's disputes take from refunds: an open one refuses them, and what the
+/// buyer kept is no longer refundable.
+pub async fn disputed(
+    db: &DatabaseConnection,
+    payment_id: &str,
+) -> Result<super::refunds::Disputed, DbErr> {
+    let mut out = super::refunds::Disputed::default();
+    for d in disputes::store::of_payment(db, payment_id).await? {
+        match disputes::machine::Status::parse(&d.status) {
+            Some(s) if s.is_open() => out.open = Some(d.id),
+            Some(s) if s.buyer_kept() => out.kept_by_buyer += d.amount,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
