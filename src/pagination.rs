@@ -104,7 +104,6 @@ impl<T> List<T> {
     }
 }
 
-/// Runs `select` for one page, newest first by `id` (ids are time-sortable UUIDv7).
 /// The `created_after` / `created_before` filter of every list (both bounds exclusive).
 pub fn created_between<E, C>(
     select: Select<E>,
@@ -126,16 +125,66 @@ where
     }
 }
 
+/// Why a page could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    #[error(transparent)]
+    Db(#[from] DbErr),
+    /// The cursor has the shape of this list's ids, but the caller has no such object.
+    #[error("{param}: no such object {id:?}")]
+    CursorMissing { param: &'static str, id: String },
+}
+
+impl From<PageError> for ApiError {
+    fn from(e: PageError) -> Self {
+        match e {
+            PageError::Db(e) => e.into(),
+            PageError::CursorMissing { param, id } => ApiError::invalid(
+                "resource_missing",
+                format!("{param}: no such object {id:?} (a page starts at an object you can see)"),
+            )
+            .param(param),
+        }
+    }
+}
+
+/// Runs `filtered` for one page, newest first by `id` (ids are time-sortable UUIDv7). The
+/// cursor must be an object of `visible` (the caller's merchant, mode and shop; the list's
+/// filters may since have stopped matching it): otherwise 400 `resource_missing`, since paging
+/// on from an id nobody can see would silently answer an empty or wrong page.
 pub async fn paginate<E, C>(
     db: &impl ConnectionTrait,
-    select: Select<E>,
+    visible: Select<E>,
+    filtered: Select<E>,
     id: C,
     page: &Page,
-) -> Result<List<E::Model>, DbErr>
+) -> Result<List<E::Model>, PageError>
 where
     E: EntityTrait,
     C: ColumnTrait,
 {
+    let cursor = match &page.cursor {
+        Cursor::None => None,
+        Cursor::After(c) => Some(("starting_after", c)),
+        Cursor::Before(c) => Some(("ending_before", c)),
+    };
+    if let Some((param, cursor)) = cursor {
+        if visible
+            .filter(id.eq(cursor.as_str()))
+            .select_only()
+            .column(id)
+            .into_tuple::<String>()
+            .one(db)
+            .await?
+            .is_none()
+        {
+            return Err(PageError::CursorMissing {
+                param,
+                id: cursor.clone(),
+            });
+        }
+    }
+    let select = filtered;
     let fetch = page.limit + 1;
     let (select, reverse) = match &page.cursor {
         Cursor::None => (select.order_by_desc(id), false),

@@ -3,7 +3,7 @@
 mod common;
 
 use actix_web::http::Method;
-use common::spawn_app;
+use common::{card, spawn_app};
 use serde_json::{json, Value};
 
 /// Method, path, key, body, headers, expected status and code.
@@ -625,6 +625,50 @@ async fn lists_refuse_what_they_do_not_understand() {
     assert_eq!(
         (other_kind.status, other_kind.param()),
         (400, Some("ending_before"))
+    );
+
+    // A well-formed id the caller has no object for: 400, not an empty page.
+    let mine = app
+        .create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": card("4242424242424242")}),
+        )
+        .await;
+    let other = app.create_merchant("Other").await;
+    let theirs = app
+        .create_payment(
+            &other,
+            json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": card("4242424242424242")}),
+        )
+        .await;
+    let unknown = format!("pay_{}", "0a".repeat(16));
+    for (param, id) in [
+        ("starting_after", unknown.as_str()),
+        ("ending_before", theirs.body["payment_id"].as_str().unwrap()),
+    ] {
+        let r = app
+            .post("/payments/list", &m.secret_key, json!({param: id}))
+            .await;
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (400, "resource_missing", Some(param)),
+            "{}",
+            r.body
+        );
+    }
+    // A cursor the list's filters no longer match still pages on.
+    let r = app
+        .post(
+            "/payments/list",
+            &m.secret_key,
+            json!({"status": "failed", "starting_after": mine.body["payment_id"]}),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["data"].as_array().map(Vec::len)),
+        (200, Some(0)),
+        "{}",
+        r.body
     );
 
     // Email filters ignore case, as mail systems do.

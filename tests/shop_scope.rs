@@ -115,6 +115,17 @@ async fn a_key_bound_to_one_shop_cannot_touch_another_shops_money() {
     )
     .await;
     assert_eq!((other.status, other.code()), (403, "profile_mismatch"));
+    // A page cannot start at another shop's payment either.
+    let cursor = as_bound(
+        Method::POST,
+        "/payments/list".into(),
+        Some(json!({"starting_after": held_b_id})),
+    )
+    .await;
+    assert_eq!(
+        (cursor.status, cursor.code(), cursor.param()),
+        (400, "resource_missing", Some("starting_after"))
+    );
 
     // A refund of shop B is missing for it too.
     let refund = app

@@ -11,7 +11,7 @@ use crate::{
     auth::keys::{generate_key, hash_key, KeyKind, Mode},
     commit::{self, Change, CommitError},
     ids::{KeyId, MerchantId, ProfileId},
-    pagination::{paginate, List, Page},
+    pagination::{paginate, List, Page, PageError},
 };
 
 /// A merchant just created, with its first shop and the only copy of its keys.
@@ -110,13 +110,13 @@ pub async fn list_profiles(
     merchant_id: &MerchantId,
     only: Option<&ProfileId>,
     page: &Page,
-) -> Result<List<profile::Model>, DbErr> {
+) -> Result<List<profile::Model>, PageError> {
     let mut select =
         profile::Entity::find().filter(profile::Column::MerchantId.eq(merchant_id.as_str()));
     if let Some(only) = only {
         select = select.filter(profile::Column::Id.eq(only.as_str()));
     }
-    paginate(db, select, profile::Column::Id, page).await
+    paginate(db, select.clone(), select, profile::Column::Id, page).await
 }
 
 /// How many shops the merchant has.
@@ -204,12 +204,12 @@ pub async fn list_keys(
     mode: Mode,
     only_profile: Option<&ProfileId>,
     page: &Page,
-) -> Result<List<api_key::Model>, DbErr> {
+) -> Result<List<api_key::Model>, PageError> {
     let mut select = merchant_keys(merchant_id, mode);
     if let Some(p) = only_profile {
         select = select.filter(api_key::Column::ProfileId.eq(p.as_str()));
     }
-    paginate(db, select, api_key::Column::Id, page).await
+    paginate(db, select.clone(), select, api_key::Column::Id, page).await
 }
 
 /// Revokes a key of this merchant and mode; revoking again changes nothing.

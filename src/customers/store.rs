@@ -13,7 +13,7 @@ use super::api::{CustomerFields, ListCustomersQuery, ListMandatesQuery};
 use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
     ids::new_id,
-    pagination::{created_between, paginate, List, Page},
+    pagination::{created_between, paginate, List, Page, PageError},
     processors::card::StoredCard,
 };
 
@@ -149,10 +149,11 @@ pub async fn list(
     test_mode: bool,
     q: &ListCustomersQuery,
     page: &Page,
-) -> Result<List<customer::Model>, DbErr> {
+) -> Result<List<customer::Model>, PageError> {
     let mut s = customer::Entity::find()
         .filter(customer::Column::MerchantId.eq(merchant_id))
         .filter(customer::Column::TestMode.eq(test_mode));
+    let visible = s.clone();
     if let Some(e) = &q.email {
         // Addresses are compared without regard to case, as mail systems do.
         s = s.filter(
@@ -165,7 +166,7 @@ pub async fn list(
         q.created_after,
         q.created_before,
     );
-    paginate(db, s, customer::Column::Id, page).await
+    paginate(db, visible, s, customer::Column::Id, page).await
 }
 
 pub async fn methods(
@@ -484,17 +485,18 @@ pub async fn mandates(
     test_mode: bool,
     q: &ListMandatesQuery,
     page: &Page,
-) -> Result<List<mandate::Model>, DbErr> {
+) -> Result<List<mandate::Model>, PageError> {
     let mut s = mandate::Entity::find()
         .filter(mandate::Column::MerchantId.eq(merchant_id))
         .filter(mandate::Column::TestMode.eq(test_mode));
+    let visible = s.clone();
     if let Some(st) = &q.status {
         s = s.filter(mandate::Column::Status.eq(st.as_str()));
     }
     if let Some(c) = &q.customer_id {
         s = s.filter(mandate::Column::CustomerId.eq(c.as_str()));
     }
-    paginate(db, s, mandate::Column::Id, page).await
+    paginate(db, visible, s, mandate::Column::Id, page).await
 }
 
 /// A `mandate_details` event.

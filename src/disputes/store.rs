@@ -15,7 +15,7 @@ use super::{
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
-    pagination::{created_between, paginate, List, Page},
+    pagination::{created_between, paginate, List, Page, PageError},
 };
 
 /// Scheduled job: the response deadline of an opened dispute.
@@ -167,13 +167,14 @@ pub async fn list(
     profile_id: Option<&str>,
     f: &ListDisputesQuery,
     page: &Page,
-) -> Result<List<dispute::Model>, DbErr> {
+) -> Result<List<dispute::Model>, PageError> {
     let mut q = dispute::Entity::find()
         .filter(dispute::Column::MerchantId.eq(merchant_id))
         .filter(dispute::Column::TestMode.eq(test_mode));
     if let Some(p) = profile_id {
         q = q.filter(dispute::Column::ProfileId.eq(p));
     }
+    let visible = q.clone();
     if let Some(p) = &f.payment_id {
         q = q.filter(dispute::Column::PaymentId.eq(p.as_str()));
     }
@@ -189,7 +190,7 @@ pub async fn list(
         f.created_after,
         f.created_before,
     );
-    paginate(db, q, dispute::Column::Id, page).await
+    paginate(db, visible, q, dispute::Column::Id, page).await
 }
 
 /// The dispute's evidence with each file, in the order attached.

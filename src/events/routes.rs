@@ -185,6 +185,7 @@ pub async fn list_events(
     if let Some(shop) = caller.scope().list_shop(req.profile_id.as_deref())? {
         q = q.filter(event::Column::ProfileId.eq(shop));
     }
+    let visible = q.clone();
     if let Some(o) = &req.object_id {
         q = q.filter(event::Column::ObjectId.eq(o.as_str()));
     }
@@ -217,7 +218,7 @@ pub async fn list_events(
             .add(event::Column::Id.not_in_subquery(with(false)));
         q = q.filter(if delivered { done } else { done.not() });
     }
-    let events = paginate(&state.db, q, event::Column::Id, &page).await?;
+    let events = paginate(&state.db, visible, q, event::Column::Id, &page).await?;
     let deliveries = delivery::Entity::find()
         .filter(delivery::Column::EventId.is_in(events.data.iter().map(|e| e.id.clone())))
         .all(&state.db)

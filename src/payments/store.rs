@@ -21,7 +21,7 @@ use crate::{
     commit::{self, Change, Event, Job, Write},
     customers, disputes,
     ids::new_id,
-    pagination::{created_between, paginate, List, Page},
+    pagination::{created_between, paginate, List, Page, PageError},
 };
 
 /// Scheduled job: expire an unconfirmed payment or a lapsed authorization.
@@ -377,13 +377,14 @@ pub async fn list(
     profile_id: Option<&str>,
     f: &ListPaymentsRequest,
     page: &Page,
-) -> Result<List<payment::Model>, DbErr> {
+) -> Result<List<payment::Model>, PageError> {
     let mut q = payment::Entity::find()
         .filter(payment::Column::MerchantId.eq(merchant_id))
         .filter(payment::Column::TestMode.eq(test_mode));
     if let Some(p) = profile_id {
         q = q.filter(payment::Column::ProfileId.eq(p));
     }
+    let visible = q.clone();
     if let Some(s) = &f.status {
         q = q.filter(payment::Column::Status.eq(s.as_str()));
     }
@@ -405,7 +406,7 @@ pub async fn list(
         f.created_after,
         f.created_before,
     );
-    paginate(db, q, payment::Column::Id, page).await
+    paginate(db, visible, q, payment::Column::Id, page).await
 }
 
 pub async fn attempts(

@@ -12,7 +12,7 @@ use super::api::ListRefundsRequest;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
-    pagination::{created_between, paginate, List, Page},
+    pagination::{created_between, paginate, List, Page, PageError},
 };
 
 /// A refund within the scope; `None` for anyone else's (another merchant, mode or shop).
@@ -35,13 +35,14 @@ pub async fn list(
     profile_id: Option<&str>,
     f: &ListRefundsRequest,
     page: &Page,
-) -> Result<List<refund::Model>, DbErr> {
+) -> Result<List<refund::Model>, PageError> {
     let mut q = refund::Entity::find()
         .filter(refund::Column::MerchantId.eq(merchant_id))
         .filter(refund::Column::TestMode.eq(test_mode));
     if let Some(p) = profile_id {
         q = q.filter(refund::Column::ProfileId.eq(p));
     }
+    let visible = q.clone();
     if let Some(p) = &f.payment_id {
         q = q.filter(refund::Column::PaymentId.eq(p.as_str()));
     }
@@ -63,7 +64,7 @@ pub async fn list(
         f.created_after,
         f.created_before,
     );
-    paginate(db, q, refund::Column::Id, page).await
+    paginate(db, visible, q, refund::Column::Id, page).await
 }
 
 /// Sets reason and metadata under the refund's compare-and-set.
