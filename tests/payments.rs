@@ -1024,6 +1024,29 @@ async fn routing_rules_choose_processors_and_fall_back_after_declines() {
         declined["attempt_count"], 1,
         "one confirm, two processor attempts"
     );
+    // Attempts are numbered within the payment, across fallbacks and confirms.
+    let id = declined["payment_id"].as_str().unwrap();
+    let again = post(&app, &m, &format!("/payments/{id}/confirm"), json!({})).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    let attempts = get(&app, &m, &format!("/payments/{id}/attempts"))
+        .await
+        .body;
+    let numbered: Vec<(i64, &str)> = attempts["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["number"].as_i64().unwrap(),
+                a["processor"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        numbered,
+        [(1, "alpha"), (2, "beta"), (3, "alpha"), (4, "beta")],
+        "{attempts}"
+    );
 }
 
 #[actix_web::test]

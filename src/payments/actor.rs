@@ -1009,6 +1009,7 @@ impl Declined<'_> {
     fn authorized(
         self,
         m: &payment::Model,
+        number: i32,
         card: &StoredCard,
         now: DateTime<Utc>,
         can_save: bool,
@@ -1027,15 +1028,7 @@ impl Declined<'_> {
             chosen: self.processor.to_owned(),
             reason: self.reason.into(),
         };
-        let attempt = attempt_row(
-            m,
-            m.confirm_attempts + 1,
-            self.processor,
-            &result,
-            card,
-            &decision,
-            now,
-        );
+        let attempt = attempt_row(m, number, self.processor, &result, card, &decision, now);
         Authorized {
             chosen: self.processor.to_owned(),
             result,
@@ -1054,6 +1047,7 @@ async fn authorize(
     secret: Option<SecretCard>,
     now: DateTime<Utc>,
 ) -> Result<Authorized, PaymentError> {
+    let first = store::next_attempt_number(&deps.db, m).await?;
     // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
     // without accounts nor a sandbox account a test key added.
     let enabled: Vec<processor_account::Model> = store::accounts(&deps.db, &m.profile_id)
@@ -1070,7 +1064,7 @@ async fn authorize(
             message: "the shop has no processor for live payments",
             reason: "no remote processor account is enabled for live payments",
         };
-        return Ok(declined.authorized(m, card, now, false));
+        return Ok(declined.authorized(m, first, card, now, false));
     }
     // An open circuit takes its processor out of routing until it recovers.
     let accounts: Vec<String> = enabled
@@ -1089,7 +1083,7 @@ async fn authorize(
         let can_save = deps
             .resolve(Some(&enabled[0]))
             .is_some_and(|p| p.can_save(card));
-        return Ok(declined.authorized(m, card, now, can_save));
+        return Ok(declined.authorized(m, first, card, now, can_save));
     }
     let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
     let decision = routing::decide(
@@ -1102,11 +1096,12 @@ async fn authorize(
             brand: card.brand,
         },
     );
-    let number = m.confirm_attempts + 1;
     let mut attempts = Vec::new();
     let mut previous: Option<String> = None;
     let mut last = None;
     for candidate in &decision.candidates {
+        // Each attempt its own number, and so its own processor reference.
+        let number = first + attempts.len() as i32;
         let this_decision = match &previous {
             None => decision.clone(),
             Some(p) => routing::fallback(&decision, p, candidate),

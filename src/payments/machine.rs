@@ -24,7 +24,6 @@ pub enum Status {
     PartiallyAuthorizedAndRequiresCapture,
     PartiallyCaptured,
     PartiallyCapturedAndCapturable,
-    PartiallyCapturedAndProcessing,
     Succeeded,
     Declined,
     Failed,
@@ -35,7 +34,10 @@ pub enum Status {
 }
 
 impl Status {
-    pub const ALL: [Status; 17] = [
+    // Not here: the spec's `partially_captured_and_processing`. No capture is pending at a
+    // processor yet (a capture is answered or refused), so nothing could reach it; it comes
+    // with pending captures (docs/features.md).
+    pub const ALL: [Status; 16] = [
         Status::RequiresPaymentMethod,
         Status::RequiresConfirmation,
         Status::RequiresCustomerAction,
@@ -45,7 +47,6 @@ impl Status {
         Status::PartiallyAuthorizedAndRequiresCapture,
         Status::PartiallyCaptured,
         Status::PartiallyCapturedAndCapturable,
-        Status::PartiallyCapturedAndProcessing,
         Status::Succeeded,
         Status::Declined,
         Status::Failed,
@@ -68,7 +69,6 @@ impl Status {
             }
             Status::PartiallyCaptured => "partially_captured",
             Status::PartiallyCapturedAndCapturable => "partially_captured_and_capturable",
-            Status::PartiallyCapturedAndProcessing => "partially_captured_and_processing",
             Status::Succeeded => "succeeded",
             Status::Declined => "declined",
             Status::Failed => "failed",
@@ -102,7 +102,7 @@ impl Status {
         Some(match self {
             Status::Succeeded => "payment_succeeded",
             Status::Failed | Status::Declined => "payment_failed",
-            Status::Processing | Status::PartiallyCapturedAndProcessing => "payment_processing",
+            Status::Processing => "payment_processing",
             Status::RequiresCapture => "payment_authorized",
             Status::PartiallyAuthorizedAndRequiresCapture => "payment_partially_authorized",
             Status::PartiallyCaptured | Status::PartiallyCapturedAndCapturable => {
@@ -373,9 +373,7 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
     let mut next = state.clone();
     let pending = matches!(
         state.status,
-        Status::Processing
-            | Status::RequiresMerchantAction
-            | Status::PartiallyCapturedAndProcessing
+        Status::Processing | Status::RequiresMerchantAction
     );
     match view {
         ProcessorView::Pending | ProcessorView::Unchanged => {}

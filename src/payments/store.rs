@@ -7,7 +7,8 @@ use payd_entity::{
 };
 use sea_orm::{
     sea_query::Expr, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait,
-    DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
+    DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter,
+    QueryOrder, QueryTrait,
 };
 
 use super::{
@@ -330,12 +331,7 @@ fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing
         }
         None => stale.push(EXPIRY_JOB),
     }
-    let pending = matches!(
-        status,
-        Status::Processing
-            | Status::RequiresMerchantAction
-            | Status::PartiallyCapturedAndProcessing
-    );
+    let pending = matches!(status, Status::Processing | Status::RequiresMerchantAction);
     if pending {
         change = change.job(Job::Schedule {
             kind: SETTLE_JOB,
@@ -407,6 +403,23 @@ pub async fn list(
         f.created_before,
     );
     paginate(db, visible, q, payment::Column::Id, page).await
+}
+
+/// The number the payment's next attempt takes: attempts are numbered 1, 2, … within the
+/// payment, across its confirms and each confirm's fallbacks. Only a confirm makes attempts, so
+/// a payment never confirmed has none (and needs no query).
+pub async fn next_attempt_number(
+    db: &impl ConnectionTrait,
+    m: &payment::Model,
+) -> Result<i32, DbErr> {
+    if m.confirm_attempts == 0 {
+        return Ok(1);
+    }
+    let made = payment_attempt::Entity::find()
+        .filter(payment_attempt::Column::PaymentId.eq(m.id.as_str()))
+        .count(db)
+        .await?;
+    Ok(made as i32 + 1)
 }
 
 pub async fn attempts(
