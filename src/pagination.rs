@@ -184,15 +184,17 @@ where
             });
         }
     }
-    let select = filtered;
     let fetch = page.limit + 1;
     let (select, reverse) = match &page.cursor {
-        Cursor::None => (select.order_by_desc(id), false),
+        Cursor::None => (filtered.order_by_desc(id), false),
         Cursor::After(cursor) => (
-            select.filter(id.lt(cursor.as_str())).order_by_desc(id),
+            filtered.filter(id.lt(cursor.as_str())).order_by_desc(id),
             false,
         ),
-        Cursor::Before(cursor) => (select.filter(id.gt(cursor.as_str())).order_by_asc(id), true),
+        Cursor::Before(cursor) => (
+            filtered.filter(id.gt(cursor.as_str())).order_by_asc(id),
+            true,
+        ),
     };
     let mut data = select.limit(fetch).all(db).await?;
     let has_more = data.len() as u64 > page.limit;

@@ -366,11 +366,7 @@ async fn a_graceful_stop_records_webhooks_in_flight_and_hands_back_the_rest() {
     let db = TestDb::new().await;
     let dir = tempfile::tempdir().unwrap();
     let receiver = common::receiver::Receiver::start().await;
-    receiver.set_default(common::receiver::Reply {
-        status: 200,
-        retry_after: None,
-        delay: Some(Duration::from_millis(800)),
-    });
+    receiver.set_default(common::receiver::Reply::slow(Duration::from_millis(800)));
     let start = || {
         let mut cmd = fast_retries(payd(&db.url, dir.path()));
         cmd.env("PAYD_WEBHOOKS__LEASE_SECS", "600");

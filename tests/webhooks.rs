@@ -455,11 +455,7 @@ async fn manual_retries_keep_to_the_in_flight_bound() {
     let p = paid(&app, &m, json!({})).await;
     let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
     let event_id = e["event_id"].as_str().unwrap().to_owned();
-    receiver.set_default(Reply {
-        status: 200,
-        retry_after: None,
-        delay: Some(StdDuration::from_millis(50)),
-    });
+    receiver.set_default(Reply::slow(StdDuration::from_millis(50)));
     let path = format!("/events/{}/{event_id}/retry", m.merchant_id);
     let asked =
         futures_util::future::join_all((0..12).map(|_| app.call(&m, Method::POST, &path, None)))
@@ -530,11 +526,7 @@ async fn a_hanging_endpoint_does_not_delay_another_merchant() {
     let db = Arc::new(TestDb::new().await);
     let app = spawn_with(db, &[("PAYD_WEBHOOKS__REQUEST_TIMEOUT_SECS", "3")]).await;
     let slow = Receiver::start().await;
-    slow.set_default(Reply {
-        status: 200,
-        retry_after: None,
-        delay: Some(StdDuration::from_secs(5)),
-    });
+    slow.set_default(Reply::slow(StdDuration::from_secs(5)));
     let fast = Receiver::start().await;
     let a = app.create_merchant("Slow").await;
     let b = app.create_merchant("Fast").await;
@@ -814,11 +806,7 @@ async fn a_full_queue_is_refilled_as_outcomes_are_written_not_at_the_next_poll()
     )
     .await;
     let receiver = Receiver::start().await;
-    receiver.set_default(Reply {
-        status: 200,
-        retry_after: None,
-        delay: Some(StdDuration::from_millis(20)),
-    });
+    receiver.set_default(Reply::slow(StdDuration::from_millis(20)));
     let m = app.create_merchant("Acme").await;
     endpoint(&app, &m, &receiver.url).await;
     let n = 30;
@@ -922,11 +910,7 @@ async fn pausing_holds_back_what_waited_in_the_queue() {
     let db = Arc::new(TestDb::new().await);
     let app = spawn_with(db, &[("PAYD_WEBHOOKS__MAX_IN_FLIGHT_PER_ENDPOINT", "1")]).await;
     let receiver = Receiver::start().await;
-    receiver.set_default(Reply {
-        status: 200,
-        retry_after: None,
-        delay: Some(StdDuration::from_millis(1500)),
-    });
+    receiver.set_default(Reply::slow(StdDuration::from_millis(1500)));
     let m = app.create_merchant("Acme").await;
     endpoint(&app, &m, &receiver.url).await;
     let mut payments = Vec::new();

@@ -679,9 +679,9 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
     let timeout_secs = deps.settings.request_timeout_secs as i64;
     // Invariant: only the holder of the lease sends, and the lease outlasts the request, so no
     // other dispatcher can claim it mid-request. A claim's lease usually has that time left;
-    // one that waited long in the queue is renewed first.
-    // One that waited in the queue is checked again the same way: the renewal needs the
-    // delivery still `pending`, so an endpoint paused meanwhile gets nothing.
+    // one short of it, or that waited in the queue longer than `QUEUE_RECHECK`, is renewed
+    // first. The renewal needs the delivery still `pending`: an endpoint paused meanwhile
+    // gets nothing.
     let needed = now + Duration::seconds(timeout_secs + LEASE_MARGIN_SECS);
     if item.claimed_at.elapsed() > QUEUE_RECHECK
         || item.delivery.lease_until.is_none_or(|until| until < needed)

@@ -29,6 +29,14 @@ impl Reply {
             delay: None,
         }
     }
+
+    /// 200, after `delay`.
+    pub fn slow(delay: Duration) -> Self {
+        Self {
+            delay: Some(delay),
+            ..Self::status(200)
+        }
+    }
 }
 
 /// A request as received.
