@@ -16,6 +16,10 @@
 //!   storage and never held here: the same key replays the first upload's answer;
 //! - read-only routes that take a POST body (`POST …/list`, `POST /events/{merchant_id}`)
 //!   store nothing.
+//!
+//! Invariant: a key's request runs at most once. It runs in a task of its own, so the request
+//! deadline or a closed connection does not cut it off before its answer is stored; its lock is
+//! renewed while it runs, so a key is taken over only when the instance running it died.
 
 use actix_web::{
     body::{self, BoxBody, MessageBody},
@@ -151,7 +155,7 @@ pub async fn idempotency(
         print
     };
 
-    let store = KeyStore::new(&state, &caller, &key);
+    let store = KeyStore::new(&state, &caller, key);
     let begun = match store.begin(&state.db, &print).await {
         Ok(b) => b,
         Err(e) => return Ok(req.error_response(ApiError::from(e))),
@@ -186,23 +190,47 @@ pub async fn idempotency(
             ))
         }
         Begin::InUse => {
-            return Ok(req.error_response(
-                ApiError::conflict(
-                    "idempotency_key_in_use",
-                    "a request with this Idempotency-Key is still being processed",
-                )
-                .param("Idempotency-Key"),
-            ))
+            let mut e = ApiError::conflict(
+                "idempotency_key_in_use",
+                "a request with this Idempotency-Key is still being processed; retry to get its \
+                 answer",
+            )
+            .param("Idempotency-Key");
+            e.retry_after = Some(1);
+            return Ok(req.error_response(e));
         }
     }
 
-    let res = next.call(req).await?;
+    // The request runs to its end in a task of its own: a client that stops waiting (the
+    // request deadline, a closed connection) does not stop it, so its answer is stored under
+    // the key and a retry replays it instead of running the request a second time. Meanwhile
+    // its lock is renewed, so no retry takes the key over while it runs.
+    let caller_key = caller.key_id.to_string();
+    let run = async move {
+        let res = tokio::select! {
+            res = next.call(req) => res?,
+            () = store.hold(&state) => unreachable!("holding a key never ends"),
+        };
+        finish(&state, &store, &caller_key, res).await
+    };
+    actix_rt::spawn(run)
+        .await
+        .unwrap_or_else(|e| Err(ApiError::internal(format!("idempotent request: {e}")).into()))
+}
+
+/// Stores (or releases) the key with the request's answer, and returns the answer.
+async fn finish(
+    state: &AppState,
+    store: &KeyStore,
+    caller_key: &str,
+    res: ServiceResponse<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
     let (req, res) = res.into_parts();
     let status = res.status();
     let owner = res
         .extensions()
         .contains::<OneTimeSecret>()
-        .then(|| caller.key_id.as_str());
+        .then_some(caller_key);
     let (mut head, res_body) = res.into_parts();
     let bytes = match body::to_bytes(res_body).await {
         Ok(b) => b,
@@ -258,21 +286,21 @@ fn replay(row: &idempotency_key::Model) -> HttpResponse {
 }
 
 /// One key's row, addressed by merchant, mode, scope and key.
-struct KeyStore<'a> {
-    merchant_id: &'a str,
+struct KeyStore {
+    merchant_id: String,
     mode: &'static str,
     scope: String,
-    key: &'a str,
+    key: String,
     now: DateTime<Utc>,
     ttl: Duration,
     lock: Duration,
 }
 
-impl<'a> KeyStore<'a> {
-    fn new(state: &AppState, caller: &'a Caller, key: &'a str) -> Self {
+impl KeyStore {
+    fn new(state: &AppState, caller: &Caller, key: String) -> Self {
         let cfg = &state.settings.idempotency;
         Self {
-            merchant_id: caller.merchant_id.as_str(),
+            merchant_id: caller.merchant_id.to_string(),
             mode: caller.mode.as_str(),
             scope: format!(
                 "{}:{}",
@@ -288,20 +316,41 @@ impl<'a> KeyStore<'a> {
 
     fn this(&self) -> sea_orm::Condition {
         sea_orm::Condition::all()
-            .add(idempotency_key::Column::MerchantId.eq(self.merchant_id))
+            .add(idempotency_key::Column::MerchantId.eq(self.merchant_id.as_str()))
             .add(idempotency_key::Column::Mode.eq(self.mode))
             .add(idempotency_key::Column::Scope.eq(&self.scope))
-            .add(idempotency_key::Column::Key.eq(self.key))
+            .add(idempotency_key::Column::Key.eq(self.key.as_str()))
+    }
+
+    /// Renews the key's lock while its request runs, a third of the lock at a time; never
+    /// returns. The lock lapses only when its owner is gone (the instance died).
+    async fn hold(&self, state: &AppState) {
+        let every = std::time::Duration::from_secs((self.lock.num_seconds() as u64 / 3).max(1));
+        loop {
+            tokio::time::sleep(every).await;
+            let renewed = Keys::update_many()
+                .col_expr(
+                    idempotency_key::Column::LockedUntil,
+                    Expr::value(state.clock.now() + self.lock),
+                )
+                .filter(self.this())
+                .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+                .exec(&state.db)
+                .await;
+            if let Err(e) = renewed {
+                tracing::warn!(error = %e, "could not renew an idempotency key's lock");
+            }
+        }
     }
 
     async fn begin(&self, db: &impl ConnectionTrait, print: &str) -> Result<Begin, DbErr> {
         // Two rounds: the second follows the removal of an expired row.
         for _ in 0..2 {
             let row = idempotency_key::ActiveModel {
-                merchant_id: Set(self.merchant_id.to_owned()),
+                merchant_id: Set(self.merchant_id.clone()),
                 mode: Set(self.mode.to_owned()),
                 scope: Set(self.scope.clone()),
-                key: Set(self.key.to_owned()),
+                key: Set(self.key.clone()),
                 fingerprint: Set(print.to_owned()),
                 state: Set(IN_FLIGHT.to_owned()),
                 response_status: Set(None),

@@ -376,3 +376,92 @@ async fn read_only_routes_store_no_answer() {
         .unwrap();
     assert_eq!(stored, 0);
 }
+
+/// Issue #14's first way to lose money: a refund that outlives the request deadline. The client
+/// gets 503, but the refund runs to its end and its answer is stored under the key; a retry
+/// while it runs is 409 (also after the key's lock time, which its owner renews), and a retry
+/// afterwards replays the answer. One refund, at payd and at the processor. With two
+/// instances, each retry goes to the other one.
+#[actix_web::test]
+async fn a_refund_that_outlives_the_deadline_runs_once() {
+    use common::sim::{add_remote, fault, start_sim};
+    use std::sync::atomic::Ordering;
+    let db = std::sync::Arc::new(common::TestDb::new().await);
+    let app = common::spawn_with(
+        db,
+        &[
+            ("PAYD_HTTP__REQUEST_TIMEOUT_SECS", "2"),
+            ("PAYD_IDEMPOTENCY__LOCK_SECS", "3"),
+        ],
+    )
+    .await;
+    let m = app.create_merchant("Acme").await;
+    let (sim, url) = start_sim().await;
+    add_remote(&app, &m, &url, 10_000).await;
+    let paid = app
+        .create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": common::card("4242424242424242")}),
+        )
+        .await;
+    assert_eq!(paid.body["status"], "succeeded", "{}", paid.body);
+    let id = paid.body["payment_id"].as_str().unwrap();
+    // The processor answers the refund after 5 s: past the deadline and the key's lock time.
+    fault(&url, json!({"kind": "slow", "delay_ms": 5000})).await;
+    let body = json!({"payment_id": id, "amount": 300});
+    let refund = || {
+        app.send(
+            Method::POST,
+            "/refunds",
+            Some(&m.secret_key),
+            Some(&body),
+            &[("idempotency-key", "refund-once")],
+        )
+    };
+    let started = std::time::Instant::now();
+    let first = refund().await;
+    assert_eq!(
+        (first.status, first.code()),
+        (503, "request_timeout"),
+        "{}",
+        first.body
+    );
+    // Past the lock time (3 s), still running: the key is held, not taken over.
+    actix_web::rt::time::sleep(
+        std::time::Duration::from_millis(3500).saturating_sub(started.elapsed()),
+    )
+    .await;
+    let busy = refund().await;
+    assert_eq!(
+        (busy.status, busy.code(), busy.header("retry-after")),
+        (409, "idempotency_key_in_use", Some("1")),
+        "{}",
+        busy.body
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let replayed = loop {
+        let r = refund().await;
+        if r.status != 409 {
+            break r;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", r.body);
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(replayed.status, 200, "{}", replayed.body);
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
+    let payment = app.get(&format!("/payments/{id}"), &m.secret_key).await;
+    assert_eq!(payment.body["amount_refunded"], 300, "{}", payment.body);
+    let refunds = app
+        .post("/refunds/list", &m.secret_key, json!({"payment_id": id}))
+        .await;
+    assert_eq!(refunds.body["data"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        refunds.body["data"][0]["refund_id"],
+        replayed.body["refund_id"]
+    );
+    assert_eq!(
+        sim.refunds_done.load(Ordering::SeqCst),
+        1,
+        "one refund at the processor"
+    );
+}

@@ -7,44 +7,20 @@ mod common;
 use std::sync::{atomic::Ordering, Arc};
 
 use actix_web::http::Method;
-use common::{card, spawn_with, Merchant, TestApp, TestDb};
-use payd::processors::sim::{serve, Sim};
+use common::{
+    card,
+    sim::{add_remote, fault, start_sim, SECRET},
+    spawn_with, Merchant, TestApp, TestDb,
+};
+use payd::processors::sim::Sim;
 use serde_json::{json, Value};
-
-const SECRET: &str = "a-shared-secret-for-the-sim";
-
-async fn start_sim() -> (Arc<Sim>, String) {
-    let sim = Sim::new(SECRET);
-    let (port, _handle, server) = serve("127.0.0.1:0", sim.clone()).unwrap();
-    actix_web::rt::spawn(server);
-    (sim, format!("http://127.0.0.1:{port}"))
-}
-
-async fn fault(url: &str, body: Value) {
-    let res = common::client()
-        .post(format!("{url}/_control/fault"))
-        .send_json(&body)
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 204);
-}
 
 async fn setup(extra: &[(&str, &str)]) -> (TestApp, Merchant, Arc<Sim>, String) {
     let db = Arc::new(TestDb::new().await);
     let app = spawn_with(db, extra).await;
     let m = app.create_merchant("Acme").await;
     let (sim, url) = start_sim().await;
-    let add = json!({"name": "acme-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": 400});
-    let r = app
-        .call(
-            &m,
-            Method::POST,
-            &format!("/account/shops/{}/processors", m.profile_id),
-            Some(add),
-        )
-        .await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    assert_eq!(r.body["kind"], "remote");
+    add_remote(&app, &m, &url, 400).await;
     (app, m, sim, url)
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod receiver;
+pub mod sim;
 
 use std::{sync::Arc, time::Duration};
 
