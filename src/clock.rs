@@ -15,6 +15,15 @@ fn truncate(t: DateTime<Utc>) -> DateTime<Utc> {
     t.duration_trunc(Duration::microseconds(1)).unwrap_or(t)
 }
 
+/// The wall clock as other systems read it: for what leaves payd stamped with the time
+/// (request and webhook signatures, which receivers check against their own clocks) and for
+/// the processors' circuit breakers, which must keep real time under sandbox time travel.
+/// Invariant: the only other reader of the system clock is [`SystemClock`]; domain code asks
+/// its [`Clock`].
+pub fn wall_now() -> DateTime<Utc> {
+    Utc::now()
+}
+
 /// The wall clock.
 pub struct SystemClock;
 

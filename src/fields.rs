@@ -54,15 +54,25 @@ pub fn parse_amount(param: &str, amount: i64) -> Result<i64, ApiError> {
 /// Checks an ISO 4217 currency code (upper case).
 pub fn parse_currency(param: &str, raw: &str) -> Result<String, ApiError> {
     let code = raw.trim().to_ascii_uppercase();
-    iso_currency::Currency::from_code(&code)
-        .map(|_| code)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "invalid_currency",
-                format!("{raw:?} is not an ISO 4217 currency code"),
-            )
-            .param(param)
-        })
+    let Some(currency) = iso_currency::Currency::from_code(&code) else {
+        return Err(ApiError::invalid(
+            "invalid_currency",
+            format!("{raw:?} is not an ISO 4217 currency code"),
+        )
+        .param(param));
+    };
+    // ISO 4217 gives no minor unit for the codes that are not money one can be paid in:
+    // precious metals (XAU, XAG, XPD, XPT), units of account (XDR, XSU, XUA, the XB* bond
+    // units), the test code XTS and "no currency" XXX. Amounts are in minor units, so these
+    // have none.
+    if currency.exponent().is_none() {
+        return Err(ApiError::invalid(
+            "invalid_currency",
+            format!("{code} is not a currency payments can be made in"),
+        )
+        .param(param));
+    }
+    Ok(code)
 }
 
 /// An amount in minor units as people read it: `500` USD → `5.00`, `500` JPY → `500`.

@@ -597,6 +597,20 @@ fn check(modules: &BTreeMap<String, Module>) -> Vec<String> {
             cycle[0]
         ));
     }
+    // 5. The system clock is read in clock.rs only: domain code asks its `Clock` (so tests and
+    //    sandbox time travel move it), and what other systems read uses `clock::wall_now`.
+    for (name, m) in modules {
+        for (i, line) in m.code.lines().enumerate() {
+            if name != "clock" && line.contains("Utc::now(") {
+                problems.push(format!(
+                    "{}:{}: `{name}` reads the system clock; ask the app's `Clock`, or \
+                     `clock::wall_now` for a time other systems read",
+                    rel(&m.file),
+                    i + 1
+                ));
+            }
+        }
+    }
     problems
 }
 
@@ -743,7 +757,7 @@ fn the_checker_finds_what_it_is_for() {
         (
             "payments::api",
             "src/payments/api.rs",
-            "fn render() { crate::customers::store::x(); }",
+            "fn render() { crate::customers::store::x(); }\nfn at() { Utc::now() }",
         ),
         ("customers", "src/customers/mod.rs", ""),
         (
@@ -770,6 +784,10 @@ fn the_checker_finds_what_it_is_for() {
     );
     assert!(
         problems.contains("import cycle customers::store → payments::api"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("src/payments/api.rs:2: `payments::api` reads the system clock"),
         "{problems}"
     );
 }

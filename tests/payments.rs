@@ -709,6 +709,11 @@ async fn bad_input_is_refused_naming_the_field() {
         (json!({"amount": -5, "currency": "USD"}), "amount"),
         (json!({"amount": "5", "currency": "USD"}), "amount"),
         (json!({"amount": 5, "currency": "ABC"}), "currency"),
+        // ISO codes that are not money: gold, the test code, "no currency", a unit of account.
+        (json!({"amount": 5, "currency": "XAU"}), "currency"),
+        (json!({"amount": 5, "currency": "XTS"}), "currency"),
+        (json!({"amount": 5, "currency": "XXX"}), "currency"),
+        (json!({"amount": 5, "currency": "XDR"}), "currency"),
         (json!({"amount": 5}), "currency"),
         (
             json!({"amount": 5, "currency": "USD", "capture_method": "later"}),

@@ -191,7 +191,7 @@ mod tests {
         /// evidence is submitted at most once.
         #[test]
         fn final_statuses_stay_and_submit_happens_once(cmds in prop::collection::vec(cmd(), 0..30)) {
-            let due = Utc::now();
+            let due = crate::clock::wall_now();
             let mut s = Status::Opened;
             let mut submits = 0;
             for c in &cmds {
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_deadline_expires_only_unanswered_disputes() {
-        let due = Utc::now();
+        let due = crate::clock::wall_now();
         assert_eq!(expire(Status::Opened, due, due), Some(Status::Expired));
         assert_eq!(
             expire(Status::Opened, due - Duration::seconds(1), due),

@@ -281,7 +281,21 @@ impl Done {
 /// The registry of payment actors.
 pub type Payments = payd_actors::Registry<PaymentActor>;
 
+/// Whether two client secrets are the same, compared in constant time (a caller learns
+/// nothing from how long a wrong one takes to refuse).
+pub fn same_secret(a: &str, b: &str) -> bool {
+    subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
+}
+
 impl Access {
+    /// Whether the caller may act on a payment with this `client_secret`: a server key always,
+    /// a browser caller only with that secret.
+    pub fn shows(&self, client_secret: &str) -> bool {
+        self.client_secret
+            .as_deref()
+            .is_none_or(|s| same_secret(s, client_secret))
+    }
+
     /// What this caller may do: a publishable key must show the payment's `client_secret`.
     pub fn of(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
         let client_secret = match caller.kind {
@@ -405,11 +419,7 @@ async fn exec(
         if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
             return (current, Err(PaymentError::NotFound));
         }
-        if access
-            .client_secret
-            .as_ref()
-            .is_some_and(|s| *s != current.client_secret)
-        {
+        if !access.shows(&current.client_secret) {
             return (current, Err(PaymentError::Forbidden));
         }
     }

@@ -601,6 +601,20 @@ mod tests {
     #[test]
     fn currencies() {
         assert_eq!(parse_currency("currency", "usd").unwrap(), "USD");
+        for money in ["JPY", "BHD", "XAF", "XOF", "XPF", "XCD", "EUR"] {
+            assert_eq!(parse_currency("currency", money).unwrap(), money);
+        }
+        for not_money in [
+            "XXX", "XTS", "XAU", "XAG", "XPD", "XPT", "XDR", "XSU", "XUA", "XBA", "XBB", "XBC",
+            "XBD",
+        ] {
+            let e = parse_currency("currency", not_money).unwrap_err();
+            assert_eq!(
+                (e.code, e.param.as_deref()),
+                ("invalid_currency", Some("currency")),
+                "{not_money}"
+            );
+        }
         assert_eq!(
             parse_currency("currency", "XXQ")
                 .unwrap_err()

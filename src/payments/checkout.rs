@@ -101,8 +101,7 @@ impl CheckoutStatus {
 async fn by_secret(state: &AppState, id: &str, secret: &str) -> Result<payment::Model, ApiError> {
     let not_found = || ApiError::not_found("payment");
     let m = store::find(&state.db, id).await?.ok_or_else(not_found)?;
-    let same = subtle::ConstantTimeEq::ct_eq(m.client_secret.as_bytes(), secret.as_bytes());
-    if !bool::from(same) {
+    if !super::actor::same_secret(&m.client_secret, secret) {
         return Err(not_found());
     }
     Ok(m)

@@ -109,11 +109,7 @@ pub async fn retrieve_payment(
     let m = store::find_owned(&state.db, &id, &access.scope)
         .await?
         .ok_or_else(|| ApiError::not_found("payment"))?;
-    if access
-        .client_secret
-        .as_ref()
-        .is_some_and(|s| *s != m.client_secret)
-    {
+    if !access.shows(&m.client_secret) {
         return Err(PaymentError::Forbidden.into());
     }
     Ok(render(&state, &m))

@@ -65,7 +65,7 @@ impl CircuitBreaker {
         if until == 0 {
             return true;
         }
-        Utc::now().timestamp_millis() >= until
+        crate::clock::wall_now().timestamp_millis() >= until
             && self
                 .probing
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
@@ -76,7 +76,7 @@ impl CircuitBreaker {
     pub fn available(&self) -> bool {
         let until = self.open_until.load(Ordering::Acquire);
         until == 0
-            || (Utc::now().timestamp_millis() >= until && !self.probing.load(Ordering::Acquire))
+            || (crate::clock::wall_now().timestamp_millis() >= until && !self.probing.load(Ordering::Acquire))
     }
 
     pub fn success(&self) {
@@ -91,7 +91,7 @@ impl CircuitBreaker {
         let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
         let probing = self.probing.swap(false, Ordering::AcqRel);
         if failures >= self.threshold || probing {
-            let until = Utc::now().timestamp_millis() + self.cooldown.as_millis() as i64;
+            let until = crate::clock::wall_now().timestamp_millis() + self.cooldown.as_millis() as i64;
             if self.open_until.swap(until, Ordering::AcqRel) == 0 {
                 metrics::gauge!("payd_processor_circuits_open").increment(1.0);
                 tracing::warn!(failures, "processor circuit opened");
@@ -142,7 +142,7 @@ impl Inner {
             return Err(ProcessorError::Unavailable("circuit open".into()));
         }
         let body = body.to_string();
-        let timestamp = Utc::now().timestamp();
+        let timestamp = crate::clock::wall_now().timestamp();
         let client = awc::Client::builder()
             .timeout(Duration::from_millis(self.config.timeout_ms))
             .disable_redirects()

@@ -86,7 +86,7 @@ pub async fn attempt(
     timeout: StdDuration,
 ) -> Outcome {
     // The signature's timestamp is the wall clock: receivers check it against theirs.
-    let timestamp = Utc::now().timestamp();
+    let timestamp = crate::clock::wall_now().timestamp();
     let secrets = live_secrets(endpoint, now);
     let signature = signer::signature_header(
         secrets.iter().map(String::as_str),

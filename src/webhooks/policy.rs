@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn auth_failures_retry_six_times_over_41_minutes() {
-        let t0 = Utc::now();
+        let t0 = crate::clock::wall_now();
         let (mut now, mut auth, mut attempts) = (t0, 0, 1);
         loop {
             let n = after_attempt(status(401), 0, auth, &TRANSIENT, &AUTH, now, 0.0);
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn transient_failures_follow_the_schedule_and_retry_after_is_a_floor() {
-        let t0 = Utc::now();
+        let t0 = crate::clock::wall_now();
         let n = after_attempt(status(503), 0, 0, &TRANSIENT, &AUTH, t0, 0.0);
         assert_eq!(n.retry_at, Some(t0 + Duration::seconds(5)));
         let n = after_attempt(
