@@ -248,6 +248,35 @@ async fn the_line_balance_shown_is_the_one_enforced() {
     assert_eq!(payment(&app, &m, id).await["amount_refunded"], 250);
 }
 
+/// Stored lines that do not parse are an error (500), never an empty list a refund is then
+/// decided on.
+#[actix_web::test]
+async fn corrupt_stored_lines_answer_500_and_move_nothing() {
+    use sea_orm::ConnectionTrait;
+    let db = std::sync::Arc::new(common::TestDb::new().await);
+    let app = common::spawn_with(db, &[("PAYD_ACTORS__ROW_CACHE_MS", "1")]).await;
+    let m = app.create_merchant("Acme").await;
+    let lines = json!([{"line_id": "cup", "name": "Cup", "quantity": 1, "unit_amount": 500}]);
+    let p = pay(&app, &m, "4242424242424242", json!({"lines": lines})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    app.state
+        .db
+        .execute_unprepared(&format!(
+            "UPDATE payments SET lines = '[{{\"line_id\": ' WHERE id = '{id}'"
+        ))
+        .await
+        .unwrap();
+    // Past the actor's row cache, so the next command reads the corrupt row.
+    actix_web::rt::time::sleep(std::time::Duration::from_millis(50)).await;
+    let r = app
+        .call(&m, Method::GET, &format!("/payments/{id}/lines"), None)
+        .await;
+    assert_eq!(r.status, 500, "{}", r.body);
+    let r = refund(&app, &m, json!({"payment_id": id, "amount": 100})).await;
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert_eq!(payment(&app, &m, id).await["amount_refunded"], 0);
+}
+
 #[actix_web::test]
 async fn a_failing_refund_releases_its_balance() {
     let app = spawn_app().await;

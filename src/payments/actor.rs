@@ -15,7 +15,8 @@ use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
     api::{
-        parse_lines, LastError, Line, LineInput, MandateRequest, Payment, Refund, RoutingDecision,
+        lines_of, parse_lines, LastError, LineInput, MandateRequest, Payment, Refund,
+        RoutingDecision,
     },
     machine::{self, Authorization, CancelKind, Refusal, Status},
     refunds,
@@ -29,7 +30,7 @@ use crate::{
     customers::{self, api::check_mandate},
     disputes,
     error::{ApiError, ErrorType},
-    fields::Metadata,
+    fields::{parse_stored, Metadata},
     ids::new_id,
     processors::{
         remote::{RemoteConfig, RemoteProcessor},
@@ -136,6 +137,12 @@ pub enum PaymentError {
     Processor(#[from] ProcessorError),
     #[error("database: {0}")]
     Db(#[from] DbErr),
+}
+
+impl From<ApiError> for PaymentError {
+    fn from(e: ApiError) -> Self {
+        PaymentError::Invalid(e)
+    }
 }
 
 impl From<CommitError> for PaymentError {
@@ -761,7 +768,7 @@ async fn refund(
     metadata: &Metadata,
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
-    let lines = lines_of(m);
+    let lines = lines_of(m)?;
     let plan = refunds::plan(
         &state,
         &lines,
@@ -855,9 +862,9 @@ async fn settle_refund(
         RefundStatus::Failed(why) => {
             let plan = refunds::Plan {
                 amount: r.amount,
-                lines: serde_json::from_str(&r.lines).unwrap_or_default(),
+                lines: parse_stored("refund lines", &r.id, &r.lines)?,
             };
-            let (next, next_lines) = refunds::release(&state, &lines_of(m), &plan);
+            let (next, next_lines) = refunds::release(&state, &lines_of(m)?, &plan);
             after = store::with_state(m, &next, now);
             if m.lines.is_some() {
                 after.lines = serde_json::to_string(&next_lines).ok();
@@ -940,13 +947,6 @@ async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
         }
     }
     commit(deps, m, store::with_state(m, &next, now), plain("expire")).await
-}
-
-fn lines_of(m: &payment::Model) -> Vec<Line> {
-    m.lines
-        .as_deref()
-        .and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or_default()
 }
 
 /// `refund_succeeded` or `refund_failed`, once a refund has settled either way.
@@ -1194,11 +1194,7 @@ fn apply_patch(
         }
         // Stored lines must still add up when only the amount changes.
         None if p.amount.is_some() && after.lines.is_some() => {
-            let lines: Vec<super::api::Line> = after
-                .lines
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok())
-                .unwrap_or_default();
+            let lines = lines_of(&after)?;
             let total: i64 = lines.iter().map(|l| l.amount).sum();
             if total != after.amount {
                 return Err(PaymentError::Invalid(

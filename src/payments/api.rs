@@ -529,6 +529,15 @@ pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiErr
     Ok(out)
 }
 
+/// The payment's stored lines (none when it has none); a corrupt row is an error.
+pub fn lines_of(m: &payment::Model) -> Result<Vec<Line>, ApiError> {
+    m.lines
+        .as_deref()
+        .map(|s| crate::fields::parse_stored("payment lines", &m.id, s))
+        .transpose()
+        .map(Option::unwrap_or_default)
+}
+
 /// The machine's view of a stored payment.
 pub fn state_of(m: &payment::Model) -> State {
     State {

@@ -6,10 +6,9 @@ use payd_entity::payment;
 use super::{
     actor::{run, Access, Command, Patch, PaymentError, Payments},
     api::{
-        state_of, Attempt, CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest,
-        ConfirmPaymentRequest, CreatePaymentRequest, Line, LineBalance, ListPaymentsRequest,
-        Payment, RetrieveQuery, RoutingDecision, RoutingDecisionView, StatusChange,
-        UpdatePaymentRequest,
+        lines_of, state_of, Attempt, CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest,
+        ConfirmPaymentRequest, CreatePaymentRequest, LineBalance, ListPaymentsRequest, Payment,
+        RetrieveQuery, RoutingDecision, RoutingDecisionView, StatusChange, UpdatePaymentRequest,
     },
     create,
     machine::Status,
@@ -327,11 +326,7 @@ pub async fn payment_lines(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
-    let lines: Vec<Line> = m
-        .lines
-        .as_deref()
-        .and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or_default();
+    let lines = lines_of(&m)?;
     let captured = refunds::captured_shares(&lines, m.amount_captured);
     let refundable = refunds::refundable_lines(
         &state_of(&m),

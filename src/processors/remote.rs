@@ -76,7 +76,8 @@ impl CircuitBreaker {
     pub fn available(&self) -> bool {
         let until = self.open_until.load(Ordering::Acquire);
         until == 0
-            || (crate::clock::wall_now().timestamp_millis() >= until && !self.probing.load(Ordering::Acquire))
+            || (crate::clock::wall_now().timestamp_millis() >= until
+                && !self.probing.load(Ordering::Acquire))
     }
 
     pub fn success(&self) {
@@ -91,7 +92,8 @@ impl CircuitBreaker {
         let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
         let probing = self.probing.swap(false, Ordering::AcqRel);
         if failures >= self.threshold || probing {
-            let until = crate::clock::wall_now().timestamp_millis() + self.cooldown.as_millis() as i64;
+            let until =
+                crate::clock::wall_now().timestamp_millis() + self.cooldown.as_millis() as i64;
             if self.open_until.swap(until, Ordering::AcqRel) == 0 {
                 metrics::gauge!("payd_processor_circuits_open").increment(1.0);
                 tracing::warn!(failures, "processor circuit opened");
