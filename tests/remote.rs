@@ -329,3 +329,79 @@ async fn an_operator_approves_remote_processors_before_they_see_a_card() {
     let empty = app.get("/admin/processors", common::ADMIN_KEY).await;
     assert_eq!(empty.body["data"], json!([]));
 }
+
+/// Issue #14's second way to lose money, at the point where a crash would leave it: the
+/// processor applies a refund but its answer never arrives. The refund is recorded before the
+/// processor hears of it, so it stands `pending`, holding its balance; the next sync asks
+/// again with the same idempotency key (the refund's id), gets the first answer and records it.
+/// One refund at payd and at the processor, and one `refund_succeeded`.
+#[actix_web::test]
+async fn a_refund_whose_answer_is_lost_is_recorded_once_from_the_processor() {
+    let (app, m, sim, url) = setup(&[]).await;
+    let p = pay(&app, &m, json!({})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    // Every try of the refund request outlives payd's 400 ms timeout; the first is applied.
+    fault(
+        &url,
+        json!({"kind": "timeout", "delay_ms": 1000, "count": 3}),
+    )
+    .await;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            "/refunds",
+            Some(json!({"payment_id": id, "amount": 200})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (200, Some("pending")),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        sim.refunds_done.load(Ordering::SeqCst),
+        1,
+        "applied at the processor"
+    );
+    let payment = app.get(&format!("/payments/{id}"), &m.secret_key).await;
+    assert_eq!(
+        payment.body["amount_refunded"], 200,
+        "the pending refund holds its balance"
+    );
+    let refund_id = r.body["refund_id"].as_str().unwrap();
+    let synced = app
+        .get(
+            &format!("/refunds/{refund_id}?force_sync=true"),
+            &m.secret_key,
+        )
+        .await;
+    assert_eq!(synced.body["status"], "succeeded", "{}", synced.body);
+    assert_eq!(
+        sim.refunds_done.load(Ordering::SeqCst),
+        1,
+        "asked again, applied once"
+    );
+    let again = app
+        .get(
+            &format!("/refunds/{refund_id}?force_sync=true"),
+            &m.secret_key,
+        )
+        .await;
+    assert_eq!(again.body["status"], "succeeded");
+    let events = app
+        .post(
+            &format!("/events/{}", m.merchant_id),
+            &m.secret_key,
+            json!({"object_id": refund_id}),
+        )
+        .await;
+    let types: Vec<&str> = events.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["refund_succeeded"]);
+}

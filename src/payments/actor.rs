@@ -35,7 +35,8 @@ use crate::{
     processors::{
         remote::{RemoteConfig, RemoteProcessor},
         sandbox::Sandbox,
-        AuthRequest, AuthResult, Processor, ProcessorError, RefundStatus, SecretCard, StoredCard,
+        AuthRequest, AuthResult, Processor, ProcessorError, RefundResult, RefundStatus, SecretCard,
+        StoredCard,
     },
     settings::Settings,
     webhooks::wake::Wake,
@@ -759,7 +760,13 @@ async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentErr
     commit(deps, m, after, plain("sync")).await
 }
 
-/// Plans a refund against what is captured, refundable and not disputed, and asks the processor.
+/// Plans a refund against what is captured, refundable and not disputed, and makes it:
+/// intent, effect, outcome. Invariant: the processor never hears of a refund payd has not
+/// recorded. The refund is first committed `pending`, holding its balance, with its settle job;
+/// only then is the processor asked, with the refund's id as the idempotency key; its answer
+/// is committed last. A crash, a timeout or a failed commit in between leaves a pending refund
+/// whose job asks the processor again with the same key (no second effect) and records the
+/// outcome.
 async fn refund(
     deps: &PaymentDeps,
     m: &payment::Model,
@@ -776,88 +783,110 @@ async fn refund(
         &store::disputed(&deps.db, &m.id).await?,
     )?;
     let (account, reference) = processor_of(m)?;
-    let result = deps
-        .processor_for(m, &account)
-        .await?
-        .refund(&reference, plan.amount, now, &op_key(m, "refund"))
-        .await?;
-    let (status, failure) = match result.status {
-        RefundStatus::Succeeded => ("succeeded", None),
-        RefundStatus::Pending => ("pending", None),
-        RefundStatus::Failed(why) => ("failed", Some(why)),
-    };
-    // Pending and succeeded refunds hold their balance; a failed one holds nothing.
-    let (next, next_lines) = if status == "failed" {
-        (state.clone(), lines)
-    } else {
-        refunds::reserve(&state, &lines, &plan)
-    };
+    let (next, next_lines) = refunds::reserve(&state, &lines, &plan);
     let mut after = store::with_state(m, &next, now);
     if m.lines.is_some() {
         after.lines = serde_json::to_string(&next_lines).ok();
     }
-    let refund = refund::Model {
+    let intent = refund::Model {
         id: new_id("ref"),
         payment_id: m.id.clone(),
         merchant_id: m.merchant_id.clone(),
         profile_id: m.profile_id.clone(),
         test_mode: m.test_mode,
-        status: status.to_owned(),
+        status: "pending".to_owned(),
         amount: plan.amount,
         currency: m.currency.clone(),
         lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
         reason: reason.clone(),
         metadata: serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into()),
-        processor_reference: Some(result.reference),
-        failure_reason: failure,
+        processor_reference: None,
+        failure_reason: None,
         version: 0,
         created_at: now,
         updated_at: now,
     };
     let changes = Changes {
         trigger: "refund",
-        events: refund_event(&refund).into_iter().collect(),
-        refund: Some(refund),
+        refund: Some(intent),
         ..Default::default()
     };
-    commit(deps, m, after, changes).await
+    let recorded = commit(deps, m, after, changes).await?;
+    let (m, r) = (
+        recorded.payment,
+        recorded.refund.ok_or(PaymentError::RefundNotFound)?,
+    );
+    let answer = deps
+        .processor_for(&m, &account)
+        .await?
+        .refund(&reference, r.amount, now, &r.id)
+        .await;
+    match record_refund_outcome(deps, &m, r.clone(), answer).await {
+        // Recorded meanwhile (its settle job, on another instance): that record stands, and
+        // this request must not decide again.
+        Err(PaymentError::LostRace) => Ok(Done {
+            payment: store::find(&deps.db, &m.id).await?.unwrap_or(m),
+            refund: store::find_refund(&deps.db, &r.id).await?.or(Some(r)),
+        }),
+        other => other,
+    }
 }
 
-/// Asks the processor where a pending refund stands.
+/// Where a pending refund stands: one whose request never got an answer is asked again with
+/// the same idempotency key (the processor answers its first answer, without a second effect);
+/// one the processor acknowledged is synced by its reference.
 async fn settle_refund(
     deps: &PaymentDeps,
     m: &payment::Model,
     refund_id: &str,
 ) -> Result<Done, PaymentError> {
-    let (now, state) = (deps.clock.now(), super::api::state_of(m));
-    let Some(mut r) = store::find_refund(&deps.db, refund_id)
+    let now = deps.clock.now();
+    let Some(r) = store::find_refund(&deps.db, refund_id)
         .await?
         .filter(|r| r.payment_id == m.id)
     else {
         return Err(PaymentError::RefundNotFound);
     };
-    let reference = r.processor_reference.clone().unwrap_or_default();
     if !matches!(r.status.as_str(), "pending" | "manual_review") {
         return Ok(Done {
             payment: m.clone(),
             refund: Some(r),
         });
     }
-    let (account, _) = processor_of(m)?;
-    let result = deps
-        .processor_for(m, &account)
-        .await?
-        .sync_refund(&reference, now)
-        .await?;
-    let mut after = m.clone();
-    match result.status {
-        RefundStatus::Pending => {
+    let (account, reference) = processor_of(m)?;
+    let processor = deps.processor_for(m, &account).await?;
+    let answer = match &r.processor_reference {
+        None => processor.refund(&reference, r.amount, now, &r.id).await,
+        Some(refund_reference) => processor.sync_refund(refund_reference, now).await,
+    };
+    record_refund_outcome(deps, m, r, answer).await
+}
+
+/// Commits what the processor answered about a pending refund. A settled answer ends it (a
+/// failed one gives its balance back); no answer (timeout, unreachable) keeps it pending, and
+/// its settle job asks again.
+async fn record_refund_outcome(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    mut r: refund::Model,
+    answer: Result<RefundResult, ProcessorError>,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let (status, reference) = match answer {
+        Ok(result) => (result.status, Some(result.reference)),
+        Err(ProcessorError::Refused(why)) => (RefundStatus::Failed(why), None),
+        Err(ProcessorError::Unavailable(_) | ProcessorError::Timeout) => {
             store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
             return Ok(Done {
                 payment: m.clone(),
                 refund: Some(r),
             });
         }
+    };
+    let mut after = m.clone();
+    let unchanged = matches!(status, RefundStatus::Pending) && r.processor_reference == reference;
+    match status {
+        RefundStatus::Pending => {}
         RefundStatus::Succeeded => r.status = "succeeded".into(),
         RefundStatus::Failed(why) => {
             let plan = refunds::Plan {
@@ -873,6 +902,14 @@ async fn settle_refund(
             r.failure_reason = Some(why);
         }
     }
+    if unchanged {
+        store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
+        return Ok(Done {
+            payment: m.clone(),
+            refund: Some(r),
+        });
+    }
+    r.processor_reference = reference.or(r.processor_reference);
     r.updated_at = now;
     after.updated_at = now;
     let changes = Changes {
