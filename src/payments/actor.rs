@@ -911,6 +911,19 @@ async fn record_refund_outcome(
     }
     r.processor_reference = reference.or(r.processor_reference);
     r.updated_at = now;
+    if r.status != "failed" {
+        // The payment already holds the refund's balance: only the refund changes.
+        let events = refund_event(&r).into_iter().collect();
+        let (r, deliveries) =
+            store::commit_refund(&deps.db, r, events, now, deps.settle_delay()).await?;
+        if deliveries > 0 {
+            deps.wake.now();
+        }
+        return Ok(Done {
+            payment: m.clone(),
+            refund: Some(r),
+        });
+    }
     after.updated_at = now;
     let changes = Changes {
         trigger: "refund_settled",

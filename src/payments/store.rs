@@ -179,6 +179,32 @@ pub async fn commit(
     })
 }
 
+/// Writes a refund whose change leaves its payment as it is (a refund the processor confirmed,
+/// or acknowledged as pending): the refund under its own compare-and-set, its settle job and
+/// its events. Returns the refund as written and the deliveries queued.
+pub async fn commit_refund(
+    db: &DatabaseConnection,
+    r: refund::Model,
+    events: Vec<Announcement>,
+    now: DateTime<Utc>,
+    settle_delay: Duration,
+) -> Result<(refund::Model, usize), CommitError> {
+    let (mut change, r) = refund_change(r, now, settle_delay);
+    for e in events {
+        change = change.event(Event {
+            merchant_id: r.merchant_id.clone(),
+            profile_id: Some(r.profile_id.clone()),
+            test_mode: r.test_mode,
+            event_type: e.event_type.to_owned(),
+            object_id: e.object_id,
+            content_type: e.content_type,
+            object: e.object,
+        });
+    }
+    let committed = commit::commit(db, change).await?;
+    Ok((r, committed.deliveries))
+}
+
 /// Saves the card for the payment's customer (once per fingerprint) and creates its mandate,
 /// announcing `mandate_active`. A customer deleted before or meanwhile gets nothing saved.
 async fn save_card(
