@@ -44,6 +44,21 @@ pub struct Announcement {
     pub object: String,
 }
 
+impl Announcement {
+    /// The outbox event of this announcement, for an object of this merchant, shop and mode.
+    fn event(self, merchant_id: &str, profile_id: &str, test_mode: bool) -> Event {
+        Event {
+            merchant_id: merchant_id.to_owned(),
+            profile_id: Some(profile_id.to_owned()),
+            test_mode,
+            event_type: self.event_type.to_owned(),
+            object_id: self.object_id,
+            content_type: self.content_type,
+            object: self.object,
+        }
+    }
+}
+
 /// A card to save for the payment's customer, and the mandate to create with it.
 pub struct SaveCard {
     pub customer_id: String,
@@ -161,15 +176,7 @@ pub async fn commit(
         });
     }
     for e in changes.events {
-        change = change.event(Event {
-            merchant_id: after.merchant_id.clone(),
-            profile_id: Some(after.profile_id.clone()),
-            test_mode: after.test_mode,
-            event_type: e.event_type.to_owned(),
-            object_id: e.object_id,
-            content_type: e.content_type,
-            object: e.object,
-        });
+        change = change.event(e.event(&after.merchant_id, &after.profile_id, after.test_mode));
     }
     let committed = commit::commit(db, change).await?;
     Ok(Committed {
@@ -191,15 +198,7 @@ pub async fn commit_refund(
 ) -> Result<(refund::Model, usize), CommitError> {
     let (mut change, r) = refund_change(r, now, settle_delay);
     for e in events {
-        change = change.event(Event {
-            merchant_id: r.merchant_id.clone(),
-            profile_id: Some(r.profile_id.clone()),
-            test_mode: r.test_mode,
-            event_type: e.event_type.to_owned(),
-            object_id: e.object_id,
-            content_type: e.content_type,
-            object: e.object,
-        });
+        change = change.event(e.event(&r.merchant_id, &r.profile_id, r.test_mode));
     }
     let committed = commit::commit(db, change).await?;
     Ok((r, committed.deliveries))
