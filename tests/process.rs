@@ -714,3 +714,93 @@ async fn merchant_id_of(port: u16, key: &str) -> String {
         .unwrap_or("")
         .to_owned()
 }
+
+/// Issue #14's second way to lose money: payd killed while the processor applies a refund.
+/// The refund was recorded (pending, its balance held) before the processor heard of it, so
+/// after the restart its settle job asks the processor again with the same key and records
+/// the refund the processor made, once.
+#[actix_web::test]
+async fn a_refund_the_processor_made_while_payd_was_killed_is_recorded_after_the_restart() {
+    use common::sim::{fault, start_sim, SECRET};
+    use std::sync::atomic::Ordering;
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let settle_fast = |cmd: Command| {
+        let mut cmd = fast_retries(cmd);
+        cmd.env("PAYD_SANDBOX__ASYNC_DELAY_SECS", "1")
+            .env("PAYD_SCHEDULER__POLL_INTERVAL_MS", "100");
+        cmd
+    };
+    let (sim, url) = start_sim().await;
+    let server = Server::start(settle_fast(payd(&db.url, dir.path())));
+    let (status, m) = post_json(
+        server.port,
+        "/admin/merchants",
+        common::ADMIN_KEY,
+        None,
+        serde_json::json!({"name": "Acme"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{m}");
+    let key = m["secret_key"].as_str().unwrap().to_owned();
+    let shop = m["profile_id"].as_str().unwrap().to_owned();
+    let add = serde_json::json!({"name": "acme-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": 10_000});
+    let path = format!("/account/shops/{shop}/processors");
+    let (status, body) = post_json(server.port, &path, &key, None, add).await;
+    assert_eq!(status, 201, "{body}");
+    let payment_id = pay(server.port, &key, &shop).await;
+    // The processor applies the refund at once and answers 3 s later; payd dies meanwhile.
+    fault(&url, serde_json::json!({"kind": "slow", "delay_ms": 3000})).await;
+    let port = server.port;
+    let (refund_key, refund_body) = (
+        key.clone(),
+        serde_json::json!({"payment_id": payment_id, "amount": 300}),
+    );
+    actix_web::rt::spawn(async move {
+        let _ = common::client()
+            .post(format!("http://127.0.0.1:{port}/refunds"))
+            .insert_header(("api-key", refund_key.as_str()))
+            .send_json(&refund_body)
+            .await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sim.refunds_done.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the processor never got the refund"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill9();
+
+    let server = Server::start(settle_fast(payd(&db.url, dir.path())));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let refunds = loop {
+        let (_, list) = post_json(
+            server.port,
+            "/refunds/list",
+            &key,
+            None,
+            serde_json::json!({"payment_id": payment_id}),
+        )
+        .await;
+        let settled = list["data"][0]["status"] == "succeeded";
+        if settled {
+            break list;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the refund was never recorded: {list}"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(refunds["data"].as_array().unwrap().len(), 1, "{refunds}");
+    let (_, payment) = get(server.port, &format!("/payments/{payment_id}"), Some(&key)).await;
+    assert_eq!(payment["amount_refunded"], 300, "{payment}");
+    assert_eq!(
+        sim.refunds_done.load(Ordering::SeqCst),
+        1,
+        "applied once at the processor"
+    );
+    assert!(server.terminate().success());
+}
