@@ -290,8 +290,8 @@ fn fast_retries(mut cmd: Command) -> Command {
     cmd
 }
 
-/// Creates a merchant with an endpoint at `hook_url`; returns (secret key, shop).
-async fn merchant_with_endpoint(port: u16, hook_url: &str) -> (String, String) {
+/// Creates a merchant through the admin route; returns (secret key, shop).
+async fn create_merchant(port: u16) -> (String, String) {
     let (status, m) = post_json(
         port,
         "/admin/merchants",
@@ -301,8 +301,15 @@ async fn merchant_with_endpoint(port: u16, hook_url: &str) -> (String, String) {
     )
     .await;
     assert_eq!(status, 201, "{m}");
-    let key = m["secret_key"].as_str().unwrap().to_owned();
-    let shop = m["profile_id"].as_str().unwrap().to_owned();
+    (
+        m["secret_key"].as_str().unwrap().to_owned(),
+        m["profile_id"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Creates a merchant with an endpoint at `hook_url`; returns (secret key, shop).
+async fn merchant_with_endpoint(port: u16, hook_url: &str) -> (String, String) {
+    let (key, shop) = create_merchant(port).await;
     let mut res = common::client()
         .put(format!(
             "http://127.0.0.1:{port}/account/shops/{shop}/webhook"
@@ -721,7 +728,7 @@ async fn merchant_id_of(port: u16, key: &str) -> String {
 /// the refund the processor made, once.
 #[actix_web::test]
 async fn a_refund_the_processor_made_while_payd_was_killed_is_recorded_after_the_restart() {
-    use common::sim::{fault, start_sim, SECRET};
+    use common::sim::{fault, remote_account, start_sim};
     use std::sync::atomic::Ordering;
     let db = TestDb::new().await;
     let dir = tempfile::tempdir().unwrap();
@@ -733,20 +740,10 @@ async fn a_refund_the_processor_made_while_payd_was_killed_is_recorded_after_the
     };
     let (sim, url) = start_sim().await;
     let server = Server::start(settle_fast(payd(&db.url, dir.path())));
-    let (status, m) = post_json(
-        server.port,
-        "/admin/merchants",
-        common::ADMIN_KEY,
-        None,
-        serde_json::json!({"name": "Acme"}),
-    )
-    .await;
-    assert_eq!(status, 201, "{m}");
-    let key = m["secret_key"].as_str().unwrap().to_owned();
-    let shop = m["profile_id"].as_str().unwrap().to_owned();
-    let add = serde_json::json!({"name": "acme-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": 10_000});
+    let (key, shop) = create_merchant(server.port).await;
     let path = format!("/account/shops/{shop}/processors");
-    let (status, body) = post_json(server.port, &path, &key, None, add).await;
+    let (status, body) =
+        post_json(server.port, &path, &key, None, remote_account(&url, 10_000)).await;
     assert_eq!(status, 201, "{body}");
     let payment_id = pay(server.port, &key, &shop).await;
     // The processor applies the refund at once and answers 3 s later; payd dies meanwhile.

@@ -9,7 +9,7 @@ use std::sync::{atomic::Ordering, Arc};
 use actix_web::http::Method;
 use common::{
     card,
-    sim::{add_remote, fault, start_sim, SECRET},
+    sim::{add_remote, fault, start_sim},
     spawn_with, Merchant, TestApp, TestDb,
 };
 use payd::processors::sim::Sim;
@@ -230,16 +230,7 @@ async fn a_refund_whose_answer_was_lost_is_retried_and_never_doubles() {
 async fn card_fingerprints_are_keyed_per_merchant() {
     let (app, m, sim, url) = setup(&[]).await;
     let other = app.create_merchant("Other").await;
-    let add = json!({"name": "other-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": 400});
-    let r = app
-        .call(
-            &other,
-            Method::POST,
-            &format!("/account/shops/{}/processors", other.profile_id),
-            Some(add),
-        )
-        .await;
-    assert_eq!(r.status, 201, "{}", r.body);
+    add_remote(&app, &other, &url, 400).await;
     for merchant in [&m, &m, &other] {
         assert_eq!(pay(&app, merchant, json!({})).await["status"], "succeeded");
     }

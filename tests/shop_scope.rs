@@ -30,8 +30,13 @@ async fn two_shops(app: &TestApp, m: &Merchant) -> (String, String) {
 
 /// A captured payment of `shop`, made with the merchant-wide key.
 async fn paid_in(app: &TestApp, m: &Merchant, shop: &str, capture: &str) -> Value {
+    pay_in(app, m, shop, "4242424242424242", capture).await
+}
+
+/// A confirmed payment of `shop` with this card, made with the merchant-wide key.
+async fn pay_in(app: &TestApp, m: &Merchant, shop: &str, number: &str, capture: &str) -> Value {
     let body = json!({"amount": 1000, "currency": "EUR", "confirm": true, "capture_method": capture,
-        "payment_method_data": card("4242424242424242")});
+        "payment_method_data": card(number)});
     let r = app
         .send(
             Method::POST,
@@ -219,18 +224,8 @@ async fn disputes_and_events_of_another_shop_are_missing() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
     let (shop_b, bound_a) = two_shops(&app, &m).await;
-    let body = json!({"amount": 1000, "currency": "EUR", "confirm": true,
-        "payment_method_data": card("4000000000000259")});
-    let r = app
-        .send(
-            Method::POST,
-            "/payments",
-            Some(&m.secret_key),
-            Some(&body),
-            &[("x-profile-id", &shop_b)],
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    // Card …0259: its buyer disputes the captured payment.
+    pay_in(&app, &m, &shop_b, "4000000000000259", "automatic").await;
     app.clock.advance(chrono::Duration::seconds(6));
     let dispute = first_dispute(&app, &m).await;
     let dispute_id = dispute["dispute_id"].as_str().unwrap();

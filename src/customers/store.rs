@@ -187,10 +187,10 @@ pub async fn find_method(
     payment_method::Entity::find_by_id(id).one(db).await
 }
 
-/// Deletes a saved method and clears it as its customer's default.
-/// Deletes a saved method; the mandates that charge it (`pending` or `active`) are revoked in
-/// the same commit, each with its `mandate_revoked` event: the buyer asked for the card to be
-/// forgotten, so nothing can be charged on it any more.
+/// Deletes a saved method and clears it as its customer's default. The mandates that charge it
+/// (`pending` or `active`) are revoked in the same commit, each with its `mandate_revoked`
+/// event: the buyer asked for the card to be forgotten, so nothing can be charged on it any
+/// more.
 pub async fn delete_method(
     db: &DatabaseConnection,
     pm: &payment_method::Model,

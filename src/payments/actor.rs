@@ -284,6 +284,14 @@ impl Done {
             refund: None,
         }
     }
+
+    /// The payment as it is, and this refund.
+    fn refund(payment: &payment::Model, refund: refund::Model) -> Self {
+        Self {
+            payment: payment.clone(),
+            refund: Some(refund),
+        }
+    }
 }
 
 /// The registry of payment actors.
@@ -848,10 +856,7 @@ async fn settle_refund(
         return Err(PaymentError::RefundNotFound);
     };
     if !matches!(r.status.as_str(), "pending" | "manual_review") {
-        return Ok(Done {
-            payment: m.clone(),
-            refund: Some(r),
-        });
+        return Ok(Done::refund(m, r));
     }
     let (account, reference) = processor_of(m)?;
     let processor = deps.processor_for(m, &account).await?;
@@ -877,10 +882,7 @@ async fn record_refund_outcome(
         Err(ProcessorError::Refused(why)) => (RefundStatus::Failed(why), None),
         Err(ProcessorError::Unavailable(_) | ProcessorError::Timeout) => {
             store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
-            return Ok(Done {
-                payment: m.clone(),
-                refund: Some(r),
-            });
+            return Ok(Done::refund(m, r));
         }
     };
     let mut after = m.clone();
@@ -904,10 +906,7 @@ async fn record_refund_outcome(
     }
     if unchanged {
         store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
-        return Ok(Done {
-            payment: m.clone(),
-            refund: Some(r),
-        });
+        return Ok(Done::refund(m, r));
     }
     r.processor_reference = reference.or(r.processor_reference);
     r.updated_at = now;
@@ -919,10 +918,7 @@ async fn record_refund_outcome(
         if deliveries > 0 {
             deps.wake.now();
         }
-        return Ok(Done {
-            payment: m.clone(),
-            refund: Some(r),
-        });
+        return Ok(Done::refund(m, r));
     }
     after.updated_at = now;
     let changes = Changes {

@@ -329,10 +329,7 @@ impl Payment {
             next_action: (m.status == "requires_customer_action").then(|| NextAction {
                 kind: "redirect_to_url".to_owned(),
                 redirect_to_url: RedirectToUrl {
-                    url: format!(
-                        "{base}/checkout/{}/challenge?client_secret={}",
-                        m.id, m.client_secret
-                    ),
+                    url: format!("{base}{}", challenge_path(&m.id, &m.client_secret)),
                 },
             }),
             profile_id: m.profile_id.clone(),
@@ -527,6 +524,11 @@ pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiErr
         .param("lines"));
     }
     Ok(out)
+}
+
+/// The hosted 3-D Secure challenge of a payment, relative to payd's public URL.
+pub fn challenge_path(payment_id: &str, client_secret: &str) -> String {
+    format!("/checkout/{payment_id}/challenge?client_secret={client_secret}")
 }
 
 /// The payment's stored lines (none when it has none); a corrupt row is an error.

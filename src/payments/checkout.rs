@@ -80,12 +80,8 @@ impl CheckoutStatus {
     fn of(m: &payment::Model, public_url: &str) -> Self {
         let p = Payment::render(m, public_url);
         Self {
-            next_action_url: (p.status == "requires_customer_action").then(|| {
-                format!(
-                    "/checkout/{}/challenge?client_secret={}",
-                    p.payment_id, p.client_secret
-                )
-            }),
+            next_action_url: (p.status == "requires_customer_action")
+                .then(|| super::api::challenge_path(&p.payment_id, &p.client_secret)),
             payment_id: p.payment_id,
             status: p.status,
             amount: p.amount,

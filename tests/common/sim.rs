@@ -29,9 +29,15 @@ pub async fn fault(url: &str, body: Value) {
     assert_eq!(res.status().as_u16(), 204);
 }
 
+/// The body of `POST /account/shops/{profile_id}/processors` that adds the simulator at `url`
+/// as the remote account `acme-pay`, with this timeout.
+pub fn remote_account(url: &str, timeout_ms: u64) -> Value {
+    json!({"name": "acme-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": timeout_ms})
+}
+
 /// Adds the simulator at `url` as the shop's remote account `acme-pay`, with this timeout.
 pub async fn add_remote(app: &TestApp, m: &Merchant, url: &str, timeout_ms: u64) {
-    let add = json!({"name": "acme-pay", "kind": "remote", "url": url, "secret": SECRET, "timeout_ms": timeout_ms});
+    let add = remote_account(url, timeout_ms);
     let r = app
         .call(
             m,
