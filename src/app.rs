@@ -109,6 +109,9 @@ impl Application {
                 wake: wake.clone(),
                 remotes: Default::default(),
                 fresh: Default::default(),
+                fail_outcomes: Arc::new(payments::store::FailOutcomes::new(
+                    settings.sandbox.fail_outcome_commits,
+                )),
             }),
             registry_config.clone(),
             arbiters.clone(),

@@ -175,6 +175,10 @@ pub struct SandboxSettings {
     pub data_dir: String,
     /// How long asynchronous and review test cards take to settle.
     pub async_delay_secs: u64,
+    /// A fault for tests: the first this many commits that record a processor's answer fail
+    /// as a database error would. Refused in production mode.
+    #[serde(default)]
+    pub fail_outcome_commits: u32,
 }
 
 /// Webhook delivery: schedules are seconds between attempts.
@@ -297,6 +301,12 @@ impl Settings {
             return bad(
                 "security.key_pepper",
                 "production mode needs its own pepper (PAYD_SECURITY__KEY_PEPPER)",
+            );
+        }
+        if self.mode == DeploymentMode::Production && self.sandbox.fail_outcome_commits > 0 {
+            return bad(
+                "sandbox.fail_outcome_commits",
+                "a fault for tests: refused in production mode",
             );
         }
         if let Some(key) = &self.admin_key {

@@ -46,6 +46,9 @@ pub struct Model {
     pub captured_at: Option<DateTimeUtc>,
     /// JSON: both accounts when the processor contradicts ours.
     pub conflict: Option<String>,
+    /// JSON: the operation sent to the processor whose outcome is not recorded yet (its
+    /// intent, committed before the request went out).
+    pub pending_operation: Option<String>,
     /// Compare-and-set guard: every write is `WHERE version = ?`.
     pub version: i64,
     pub created_at: DateTimeUtc,

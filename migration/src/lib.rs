@@ -18,6 +18,7 @@ mod m20261122_000009_create_disputes;
 mod m20261124_000010_scope_idempotency_keys;
 mod m20261124_000011_create_file_chunks;
 mod m20261124_000012_add_processor_approval;
+mod m20261124_000013_add_payment_intent;
 
 pub struct Migrator;
 
@@ -37,6 +38,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000010_scope_idempotency_keys::Migration),
             Box::new(m20261124_000011_create_file_chunks::Migration),
             Box::new(m20261124_000012_add_processor_approval::Migration),
+            Box::new(m20261124_000013_add_payment_intent::Migration),
         ]
     }
 }

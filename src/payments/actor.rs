@@ -10,7 +10,7 @@ use actix::{
 use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
 use payd_actors::KeyedActor;
-use payd_entity::{dispute, payment, payment_attempt, processor_account, refund};
+use payd_entity::{dispute, mandate, payment, payment_attempt, processor_account, refund};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
@@ -18,7 +18,8 @@ use super::{
         lines_of, parse_lines, LastError, LineInput, MandateRequest, Payment, Refund,
         RoutingDecision,
     },
-    machine::{self, Authorization, CancelKind, Refusal, Status},
+    intent::Intent,
+    machine::{self, Authorization, CancelKind, ProcessorView, Refusal, Status},
     refunds,
     routing::{self, Facts},
     store::{self, Announcement, Changes, CommitError, SaveCard},
@@ -58,6 +59,8 @@ pub struct PaymentDeps {
     /// its first state from here instead of reading the row back. The handler removes what
     /// was not taken, so nothing stays.
     pub fresh: DashMap<String, payment::Model>,
+    /// The test-only fault of `sandbox.fail_outcome_commits`.
+    pub fail_outcomes: Arc<store::FailOutcomes>,
 }
 
 impl PaymentDeps {
@@ -466,14 +469,36 @@ fn card_of(m: &payment::Model) -> Option<StoredCard> {
         .and_then(|s| serde_json::from_str(s).ok())
 }
 
+/// An attempt about to be sent: `pending` until `answered` records the processor's answer.
 fn attempt_row(
     m: &payment::Model,
     number: i32,
     processor: &str,
-    result: &AuthResult,
     card: &StoredCard,
     decision: &RoutingDecision,
     now: DateTime<Utc>,
+) -> payment_attempt::Model {
+    payment_attempt::Model {
+        id: new_id("att"),
+        payment_id: m.id.clone(),
+        number,
+        processor: processor.to_owned(),
+        processor_reference: None,
+        status: "pending".to_owned(),
+        amount: m.amount,
+        error_code: None,
+        error_message: None,
+        payment_method: serde_json::to_string(card).ok(),
+        routing: serde_json::to_string(decision).unwrap_or_default(),
+        created_at: now,
+    }
+}
+
+/// The attempt with the processor's answer.
+fn answered(
+    mut a: payment_attempt::Model,
+    m: &payment::Model,
+    result: &AuthResult,
 ) -> payment_attempt::Model {
     let status = match result.outcome {
         Authorization::Approved { amount } if amount < m.amount => "partially_authorized",
@@ -484,20 +509,11 @@ fn attempt_row(
         Authorization::ReviewRequired => "review_required",
         Authorization::Pending => "pending",
     };
-    payment_attempt::Model {
-        id: new_id("att"),
-        payment_id: m.id.clone(),
-        number,
-        processor: processor.to_owned(),
-        processor_reference: result.reference.clone(),
-        status: status.to_owned(),
-        amount: m.amount,
-        error_code: result.error.as_ref().map(|(c, _)| c.clone()),
-        error_message: result.error.as_ref().map(|(_, msg)| msg.clone()),
-        payment_method: serde_json::to_string(card).ok(),
-        routing: serde_json::to_string(decision).unwrap_or_default(),
-        created_at: now,
-    }
+    a.status = status.to_owned();
+    a.processor_reference = result.reference.clone();
+    a.error_code = result.error.as_ref().map(|(c, _)| c.clone());
+    a.error_message = result.error.as_ref().map(|(_, msg)| msg.clone());
+    a
 }
 
 fn last_error(result: &AuthResult) -> Option<String> {
@@ -510,8 +526,38 @@ fn last_error(result: &AuthResult) -> Option<String> {
     })
 }
 
-/// Runs one command: one function each, below.
+/// Runs one command: one function each, below. A payment whose processor operation has no
+/// recorded outcome has it reconciled first (a sync does only that); a command meets it only
+/// once it is settled.
 async fn step(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    command: &Command,
+) -> Result<Done, PaymentError> {
+    if m.pending_operation.is_none() {
+        return run_command(deps, m, command).await;
+    }
+    let reconciled = reconcile(deps, m).await;
+    if matches!(command, Command::Sync) {
+        return reconciled;
+    }
+    let settled = match reconciled {
+        Ok(done) if done.payment.pending_operation.is_none() => done.payment,
+        Ok(_) | Err(PaymentError::Processor(_)) => {
+            return Err(PaymentError::Invalid(
+                ApiError::conflict(
+                    "processor_operation_pending",
+                    "an operation sent to the processor has no recorded outcome yet; payd asks the processor again shortly, retry after that",
+                )
+                .param("payment_id"),
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    run_command(deps, &settled, command).await
+}
+
+async fn run_command(
     deps: &PaymentDeps,
     m: &payment::Model,
     command: &Command,
@@ -582,6 +628,142 @@ async fn commit(
     })
 }
 
+/// Records an operation before a processor that keeps state hears of it (the intent), with
+/// the attempts to write alongside; returns the row its outcome will be committed against. A
+/// stateless processor needs none: the row is returned as it is.
+async fn intend(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    processor: &dyn Processor,
+    mut after: payment::Model,
+    intent: Intent,
+    attempts: Vec<payment_attempt::Model>,
+) -> Result<payment::Model, PaymentError> {
+    if !processor.keeps_state() {
+        return Ok(m.clone());
+    }
+    after.updated_at = deps.clock.now();
+    let changes = Changes {
+        trigger: "intent",
+        intent: Some(intent),
+        attempts,
+        ..Default::default()
+    };
+    Ok(commit(deps, m, after, changes).await?.payment)
+}
+
+/// Commits the processor's answer to an operation. When `base` holds its intent and the
+/// commit loses the race, the intent was reconciled meanwhile (its settle job, on another
+/// instance): that record stands, and the caller gets it rather than a decision made twice.
+async fn record_outcome(
+    deps: &PaymentDeps,
+    base: &payment::Model,
+    after: payment::Model,
+    changes: Changes,
+) -> Result<Done, PaymentError> {
+    let intended = base.pending_operation.is_some();
+    if intended && deps.fail_outcomes.take() {
+        return Err(PaymentError::Db(DbErr::Custom(
+            "sandbox.fail_outcome_commits: this outcome's commit fails".into(),
+        )));
+    }
+    match commit(deps, base, after, changes).await {
+        Err(PaymentError::LostRace) if intended => {
+            let fresh = store::find(&deps.db, &base.id).await?;
+            Ok(Done::unchanged(&fresh.ok_or(PaymentError::NotFound)?))
+        }
+        other => other,
+    }
+}
+
+/// Leaves a payment as it is and keeps its jobs (the settle job asks again).
+async fn keep_waiting(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    store::resync_jobs(&deps.db, m, deps.clock.now(), deps.settle_delay()).await?;
+    Ok(Done::unchanged(m))
+}
+
+/// Reconciles the operation whose outcome the payment has not recorded: an authorization by
+/// a sync of its reference, a capture or a void by the same request with the same key. No
+/// answer yet leaves it (and its settle job) as it is.
+async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let Some(raw) = &m.pending_operation else {
+        return Ok(Done::unchanged(m));
+    };
+    let now = deps.clock.now();
+    match parse_stored::<Intent>("pending operation", &m.id, raw)? {
+        Intent::Authorize {
+            attempt_id,
+            account,
+            reference,
+            at,
+        } => {
+            let processor = deps.processor_for(m, &account).await?;
+            let deadline = Duration::from_std(processor.answer_deadline()).unwrap_or_default();
+            let (outcome, error) = match processor.sync(&reference, now).await? {
+                ProcessorView::Authorized { amount } | ProcessorView::Captured { amount } => {
+                    (Authorization::Approved { amount }, None)
+                }
+                ProcessorView::Declined { retryable } => (
+                    Authorization::Declined { retryable },
+                    Some(("card_declined", "the processor declined the authorization")),
+                ),
+                ProcessorView::Unknown if now - at > deadline => (
+                    Authorization::Declined { retryable: true },
+                    Some((
+                        "processor_unavailable",
+                        "the authorization never reached the processor",
+                    )),
+                ),
+                _ => return keep_waiting(deps, m).await,
+            };
+            let result = AuthResult {
+                reference: Some(reference),
+                outcome,
+                error: error.map(|(c, msg)| (c.to_owned(), msg.to_owned())),
+            };
+            if result.outcome == Authorization::Pending {
+                return keep_waiting(deps, m).await;
+            }
+            let card = card_of(m).ok_or_else(|| {
+                PaymentError::Invalid(ApiError::internal("an authorization's card is not stored"))
+            })?;
+            let attempt = store::find_attempt(&deps.db, &attempt_id)
+                .await?
+                .ok_or_else(|| {
+                    PaymentError::Invalid(ApiError::internal("an authorization's attempt is gone"))
+                })?;
+            let mandate = match (&m.mandate_id, m.off_session) {
+                (Some(id), true) => customers::store::find_mandate(&deps.db, id).await?,
+                _ => None,
+            };
+            let authorized = Authorized {
+                chosen: account,
+                can_save: processor.can_save(&card),
+                attempts: vec![answered(attempt, m, &result)],
+                result,
+                intent: None,
+            };
+            confirmed(deps, m, card, mandate, authorized, &None).await
+        }
+        Intent::Capture {
+            key,
+            amount,
+            final_capture,
+        } => {
+            let (account, reference) = processor_of(m)?;
+            let processor = deps.processor_for(m, &account).await?;
+            let answer = processor.capture(&reference, amount, &key).await;
+            captured(deps, m, amount, final_capture, answer).await
+        }
+        Intent::Void { key, to, expiry } => {
+            let (account, reference) = processor_of(m)?;
+            let processor = deps.processor_for(m, &account).await?;
+            let answer = processor.void(&reference, &key).await;
+            voided(deps, m, &to, expiry, answer).await
+        }
+    }
+}
+
 /// The changes of a transition that writes only the payment.
 fn plain(trigger: &'static str) -> Changes {
     Changes {
@@ -618,12 +800,29 @@ async fn confirm(
         }
         _ => None,
     };
+    let (base, authorized) = authorize(deps, m, &card, secret.clone(), now).await?;
+    confirmed(deps, &base, card, mandate, authorized, return_url).await
+}
+
+/// Commits a confirm's answer: the payment's new state, its attempts, the saved card and its
+/// mandate, the single-use mandate it spent. An authorization still pending keeps its intent,
+/// so that its reconciliation can tell a processor that never got the request.
+async fn confirmed(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    card: StoredCard,
+    mandate: Option<mandate::Model>,
+    authorized: Authorized,
+    return_url: &Option<String>,
+) -> Result<Done, PaymentError> {
     let Authorized {
         chosen,
         result,
         attempts,
         can_save,
-    } = authorize(deps, m, &card, secret.clone(), now).await?;
+        intent,
+    } = authorized;
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
     let next = machine::confirm(&state, result.outcome, now);
     let mut after = store::with_state(m, &next, now);
     let approved = matches!(result.outcome, Authorization::Approved { .. });
@@ -655,19 +854,15 @@ async fn confirm(
     if return_url.is_some() {
         after.return_url = return_url.clone();
     }
-    commit(
-        deps,
-        m,
-        after,
-        Changes {
-            trigger: "confirm",
-            attempts,
-            save,
-            spend_mandate,
-            ..Default::default()
-        },
-    )
-    .await
+    let changes = Changes {
+        trigger: "confirm",
+        attempts,
+        save,
+        spend_mandate,
+        intent: intent.filter(|_| result.outcome == Authorization::Pending),
+        ..Default::default()
+    };
+    record_outcome(deps, m, after, changes).await
 }
 
 /// The buyer's answer to a 3-D Secure challenge.
@@ -700,13 +895,56 @@ async fn capture(
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
     let amount = machine::capture_amount(&state, *amount)?;
-    let next = machine::capture(&state, amount, *final_capture, now)?;
+    machine::capture(&state, amount, *final_capture, now)?;
     let (account, reference) = processor_of(m)?;
-    deps.processor_for(m, &account)
-        .await?
-        .capture(&reference, amount, &op_key(m, "capture"))
-        .await?;
-    commit(deps, m, store::with_state(m, &next, now), plain("capture")).await
+    let processor = deps.processor_for(m, &account).await?;
+    let key = op_key(m, "capture");
+    let intent = Intent::Capture {
+        key: key.clone(),
+        amount,
+        final_capture: *final_capture,
+    };
+    let base = intend(deps, m, &*processor, m.clone(), intent, vec![]).await?;
+    let answer = processor.capture(&reference, amount, &key).await;
+    captured(deps, &base, amount, *final_capture, answer).await
+}
+
+/// Commits the processor's answer to a capture. A refusal clears its intent (nothing was
+/// captured) and is answered; no answer leaves the intent to be reconciled.
+async fn captured(
+    deps: &PaymentDeps,
+    base: &payment::Model,
+    amount: i64,
+    final_capture: bool,
+    answer: Result<(), ProcessorError>,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(base));
+    match answer {
+        Ok(()) => {
+            let next = machine::capture(&state, amount, final_capture, now)?;
+            let after = store::with_state(base, &next, now);
+            record_outcome(deps, base, after, plain("capture")).await
+        }
+        Err(e @ ProcessorError::Refused(_)) => {
+            dismiss(deps, base, "capture_refused").await?;
+            Err(e.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Clears an intent the processor refused: the payment is as it was before it.
+async fn dismiss(
+    deps: &PaymentDeps,
+    base: &payment::Model,
+    trigger: &'static str,
+) -> Result<(), PaymentError> {
+    if base.pending_operation.is_some() {
+        let mut after = base.clone();
+        after.updated_at = deps.clock.now();
+        record_outcome(deps, base, after, plain(trigger)).await?;
+    }
+    Ok(())
 }
 
 /// Voids at the processor (unless nothing is held there) and cancels.
@@ -719,14 +957,54 @@ async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
         _ => refunds::Disputed::default(),
     };
     let next = machine::cancel(&state, now, &disputed)?;
-    if kind != CancelKind::Local {
-        let (account, reference) = processor_of(m)?;
-        deps.processor_for(m, &account)
-            .await?
-            .void(&reference, &op_key(m, "void"))
-            .await?;
+    if kind == CancelKind::Local {
+        return commit(deps, m, store::with_state(m, &next, now), plain("cancel")).await;
     }
-    commit(deps, m, store::with_state(m, &next, now), plain("cancel")).await
+    void(deps, m, next.status, false).await
+}
+
+/// Voids what the processor holds, after which the payment is `to` (for a cancel, or the
+/// authorization's lapse: `expiry`): intent, effect, outcome.
+async fn void(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    to: Status,
+    expiry: bool,
+) -> Result<Done, PaymentError> {
+    let (account, reference) = processor_of(m)?;
+    let processor = deps.processor_for(m, &account).await?;
+    let key = op_key(m, "void");
+    let intent = Intent::void(key.clone(), to, expiry);
+    let base = intend(deps, m, &*processor, m.clone(), intent, vec![]).await?;
+    let answer = processor.void(&reference, &key).await;
+    voided(deps, &base, to.as_str(), expiry, answer).await
+}
+
+/// Commits the processor's answer to a void: the payment is `to` (decided before the
+/// request). A refusal clears its intent and is answered; no answer leaves it to be reconciled.
+async fn voided(
+    deps: &PaymentDeps,
+    base: &payment::Model,
+    to: &str,
+    expiry: bool,
+    answer: Result<(), ProcessorError>,
+) -> Result<Done, PaymentError> {
+    let (now, mut next) = (deps.clock.now(), super::api::state_of(base));
+    let to = Status::parse(to).ok_or_else(|| {
+        PaymentError::Invalid(ApiError::internal(format!("a void's stored status {to:?}")))
+    })?;
+    let trigger = if expiry { "expire" } else { "cancel" };
+    match answer {
+        Ok(()) => {
+            next.status = to;
+            record_outcome(deps, base, store::with_state(base, &next, now), plain(trigger)).await
+        }
+        Err(e @ ProcessorError::Refused(_)) => {
+            dismiss(deps, base, "void_refused").await?;
+            Err(e.into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Changes fields of a payment not yet confirmed.
@@ -983,14 +1261,9 @@ async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
         store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
         return Ok(Done::unchanged(m));
     };
-    if state.status.is_capturable() {
-        // Release what the processor still holds for us.
-        if let Ok((account, reference)) = processor_of(m) {
-            deps.processor_for(m, &account)
-                .await?
-                .void(&reference, &op_key(m, "void"))
-                .await?;
-        }
+    // Release what the processor still holds for us.
+    if state.status.is_capturable() && processor_of(m).is_ok() {
+        return void(deps, m, next.status, true).await;
     }
     commit(deps, m, store::with_state(m, &next, now), plain("expire")).await
 }
@@ -1048,6 +1321,8 @@ struct Authorized {
     attempts: Vec<payment_attempt::Model>,
     /// Whether the chosen processor keeps the card for later charges.
     can_save: bool,
+    /// The intent recorded for the chosen processor's attempt (none for a stateless one).
+    intent: Option<Intent>,
 }
 
 /// A decline decided without asking any processor, because none can be asked.
@@ -1084,25 +1359,28 @@ impl Declined<'_> {
             chosen: self.processor.to_owned(),
             reason: self.reason.into(),
         };
-        let attempt = attempt_row(m, number, self.processor, &result, card, &decision, now);
+        let attempt = attempt_row(m, number, self.processor, card, &decision, now);
         Authorized {
             chosen: self.processor.to_owned(),
+            attempts: vec![answered(attempt, m, &result)],
             result,
-            attempts: vec![attempt],
             can_save,
+            intent: None,
         }
     }
 }
 
 /// Routes the authorization and falls back to the next processor after a retryable decline
-/// or an unreachable processor.
+/// or an unreachable processor. Each attempt at a processor that keeps state is recorded as
+/// an intent before it is sent (with the answers of the attempts before it); returns the row
+/// the last intent left, and what was decided.
 async fn authorize(
     deps: &PaymentDeps,
     m: &payment::Model,
     card: &StoredCard,
     secret: Option<SecretCard>,
     now: DateTime<Utc>,
-) -> Result<Authorized, PaymentError> {
+) -> Result<(payment::Model, Authorized), PaymentError> {
     let first = store::next_attempt_number(&deps.db, m).await?;
     // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
     // without accounts nor a sandbox account a test key added.
@@ -1120,7 +1398,7 @@ async fn authorize(
             message: "the shop has no processor for live payments",
             reason: "no remote processor account is enabled for live payments",
         };
-        return Ok(declined.authorized(m, first, card, now, false));
+        return Ok((m.clone(), declined.authorized(m, first, card, now, false)));
     }
     // An open circuit takes its processor out of routing until it recovers.
     let accounts: Vec<String> = enabled
@@ -1139,7 +1417,7 @@ async fn authorize(
         let can_save = deps
             .resolve(Some(&enabled[0]))
             .is_some_and(|p| p.can_save(card));
-        return Ok(declined.authorized(m, first, card, now, can_save));
+        return Ok((m.clone(), declined.authorized(m, first, card, now, can_save)));
     }
     let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
     let decision = routing::decide(
@@ -1152,18 +1430,35 @@ async fn authorize(
             brand: card.brand,
         },
     );
-    let mut attempts = Vec::new();
+    let mut base = m.clone();
+    let mut attempts: Vec<payment_attempt::Model> = Vec::new();
     let mut previous: Option<String> = None;
     let mut last = None;
     for candidate in &decision.candidates {
+        // Candidates were routed among the accounts that resolve.
+        let Some(processor) = deps.resolve(enabled.iter().find(|a| &a.name == candidate)) else {
+            continue;
+        };
         // Each attempt its own number, and so its own processor reference.
         let number = first + attempts.len() as i32;
         let this_decision = match &previous {
             None => decision.clone(),
             Some(p) => routing::fallback(&decision, p, candidate),
         };
+        let reference = format!("{}.{number}.{candidate}", m.id);
+        let attempt = attempt_row(m, number, candidate, card, &this_decision, now);
+        let intent = Intent::Authorize {
+            attempt_id: attempt.id.clone(),
+            account: candidate.clone(),
+            reference: reference.clone(),
+            at: now,
+        };
+        let mut after = base.clone();
+        after.payment_method = serde_json::to_string(card).ok();
+        let recorded = [attempts.as_slice(), std::slice::from_ref(&attempt)].concat();
+        base = intend(deps, &base, &*processor, after, intent.clone(), recorded).await?;
         let request = AuthRequest {
-            reference: format!("{}.{number}.{candidate}", m.id),
+            reference,
             payment_id: m.id.clone(),
             amount: m.amount,
             currency: m.currency.clone(),
@@ -1172,10 +1467,6 @@ async fn authorize(
             card: card.clone(),
             secret: secret.clone(),
             now,
-        };
-        // Candidates were routed among the accounts that resolve.
-        let Some(processor) = deps.resolve(enabled.iter().find(|a| &a.name == candidate)) else {
-            continue;
         };
         let result = match processor.authorize(request).await {
             Ok(r) => r,
@@ -1186,30 +1477,25 @@ async fn authorize(
             },
             Err(e) => return Err(e.into()),
         };
-        attempts.push(attempt_row(
-            m,
-            number,
-            candidate,
-            &result,
-            card,
-            &this_decision,
-            now,
-        ));
+        attempts.push(answered(attempt, m, &result));
         let retry = matches!(result.outcome, Authorization::Declined { retryable: true });
-        last = Some((candidate.clone(), result, processor.can_save(card)));
+        let intent = processor.keeps_state().then_some(intent);
+        last = Some((candidate.clone(), result, processor.can_save(card), intent));
         if !retry {
             break;
         }
         previous = Some(candidate.clone());
     }
-    let (chosen, result, can_save) =
+    let (chosen, result, can_save, intent) =
         last.ok_or_else(|| PaymentError::Invalid(ApiError::internal("no processor candidate")))?;
-    Ok(Authorized {
+    let authorized = Authorized {
         chosen,
         result,
         attempts,
         can_save,
-    })
+        intent,
+    };
+    Ok((base, authorized))
 }
 
 fn apply_patch(

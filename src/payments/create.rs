@@ -102,6 +102,7 @@ pub async fn create(
         capture_before: None,
         captured_at: None,
         conflict: None,
+        pending_operation: None,
         version: 0,
         created_at: now,
         updated_at: now,

@@ -230,10 +230,14 @@ pub fn check_confirm(state: &State) -> Result<(), Refusal> {
     check_update(state)
 }
 
-/// The state after the processor answered a confirm.
+/// The state after the processor answered a confirm. The attempt counts once: a payment
+/// already `processing` it (the processor answered "pending", or did not answer) does not
+/// count it again when its outcome arrives.
 pub fn confirm(state: &State, auth: Authorization, now: DateTime<Utc>) -> State {
     let mut next = state.clone();
-    next.attempts = state.attempts.saturating_add(1);
+    if state.status != Status::Processing {
+        next.attempts = state.attempts.saturating_add(1);
+    }
     apply_authorization(&mut next, auth, now);
     next
 }
@@ -376,7 +380,7 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
         Status::Processing | Status::RequiresMerchantAction
     );
     match view {
-        ProcessorView::Pending | ProcessorView::Unchanged => {}
+        ProcessorView::Pending | ProcessorView::Unchanged | ProcessorView::Unknown => {}
         ProcessorView::Authorized { amount } if pending => {
             apply_authorization(&mut next, Authorization::Approved { amount }, now);
         }

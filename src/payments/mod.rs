@@ -5,6 +5,7 @@ pub mod actor;
 pub mod api;
 pub mod checkout;
 pub mod create;
+pub mod intent;
 pub mod machine;
 pub mod refunds;
 pub mod routes;

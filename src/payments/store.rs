@@ -6,13 +6,14 @@ use payd_entity::{
     payment, payment_attempt, payment_status_history, processor_account, refund, routing_config,
 };
 use sea_orm::{
-    sea_query::Expr, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait,
+    sea_query::{Expr, OnConflict}, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait,
     DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter,
     QueryOrder, QueryTrait,
 };
 
 use super::{
     api::ListPaymentsRequest,
+    intent::Intent,
     machine::{State, Status},
     routing::RoutingRules,
 };
@@ -75,6 +76,10 @@ pub struct Changes {
     pub save: Option<SaveCard>,
     /// A single-use mandate this transition's charge used up.
     pub spend_mandate: Option<payd_entity::mandate::Model>,
+    /// The processor operation this commit records before sending it; every other commit
+    /// clears the payment's pending operation (it records that operation's outcome, or runs
+    /// after its reconciliation).
+    pub intent: Option<Intent>,
     /// A refund this transition created (version 0) or changed.
     pub refund: Option<refund::Model>,
     /// A dispute this transition opened (announced and given its deadline by the dispute store).
@@ -130,6 +135,7 @@ pub async fn commit(
     settle_delay: Duration,
 ) -> Result<Committed, CommitError> {
     after.version = before.version + 1;
+    after.pending_operation = changes.intent.as_ref().map(Intent::to_json);
     let now = after.updated_at;
     let mut change = Change::at(now).write(Write::Cas(
         payment::Entity::update_many()
@@ -148,7 +154,7 @@ pub async fn commit(
         ));
     }
     for a in changes.attempts {
-        change = change.write(commit::insert(a));
+        change = change.write(attempt(a));
     }
     change = change.and(jobs(&after, now, settle_delay, Jobs::Unknown));
     if let Some(save) = changes.save {
@@ -289,6 +295,26 @@ pub async fn resync_refund_job(
     commit::commit(db, change).await.map(drop)
 }
 
+/// A test-only fault: the next `n` commits that record a processor's answer to an intent fail
+/// as a database error would (`sandbox.fail_outcome_commits`), leaving the intent to its
+/// reconciliation.
+#[derive(Debug, Default)]
+pub struct FailOutcomes(std::sync::atomic::AtomicU32);
+
+impl FailOutcomes {
+    pub fn new(n: u32) -> Self {
+        Self(n.into())
+    }
+
+    /// Whether this commit fails (and one fewer will).
+    pub fn take(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
 pub async fn find_refund(
     db: &impl ConnectionTrait,
     id: &str,
@@ -306,6 +332,24 @@ pub async fn resync_jobs(
 ) -> Result<(), CommitError> {
     let change = jobs(m, now, settle_delay, Jobs::Unknown);
     commit::commit(db, change).await.map(drop)
+}
+
+/// Inserts an attempt, or records the outcome of one its intent inserted as `pending`.
+fn attempt(a: payment_attempt::Model) -> Write {
+    use payment_attempt::Column;
+    let outcome = OnConflict::column(Column::Id)
+        .update_columns([
+            Column::Status,
+            Column::ProcessorReference,
+            Column::ErrorCode,
+            Column::ErrorMessage,
+        ])
+        .to_owned();
+    Write::Insert(
+        payment_attempt::Entity::insert(a.into_active_model().reset_all())
+            .on_conflict(outcome)
+            .into_query(),
+    )
 }
 
 fn history(
@@ -334,7 +378,8 @@ enum Jobs {
 }
 
 /// Invariant: a payment has an expiry job exactly while it can expire, and a settle job
-/// exactly while it waits for the processor.
+/// exactly while it waits for the processor (a pending status, or an operation whose outcome
+/// is not recorded).
 fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing: Jobs) -> Change {
     let mut change = Change::at(now);
     let mut stale = Vec::with_capacity(2);
@@ -356,7 +401,8 @@ fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing
         }
         None => stale.push(EXPIRY_JOB),
     }
-    let pending = matches!(status, Status::Processing | Status::RequiresMerchantAction);
+    let pending = matches!(status, Status::Processing | Status::RequiresMerchantAction)
+        || m.pending_operation.is_some();
     if pending {
         change = change.job(Job::Schedule {
             kind: SETTLE_JOB,
@@ -445,6 +491,13 @@ pub async fn next_attempt_number(
         .count(db)
         .await?;
     Ok(made as i32 + 1)
+}
+
+pub async fn find_attempt(
+    db: &impl ConnectionTrait,
+    id: &str,
+) -> Result<Option<payment_attempt::Model>, DbErr> {
+    payment_attempt::Entity::find_by_id(id).one(db).await
 }
 
 pub async fn attempts(

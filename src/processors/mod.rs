@@ -83,6 +83,17 @@ pub trait Processor: Send + Sync + 'static {
     fn available(&self) -> bool {
         true
     }
+    /// Whether what it does outlives payd's process. payd records its intent before asking
+    /// such a processor (`payments::intent`); a stateless in-process one (the sandbox) leaves
+    /// nothing behind that a crash could make payd forget.
+    fn keeps_state(&self) -> bool {
+        true
+    }
+    /// How long a request may take before payd gives up on its answer: a sync that finds no
+    /// trace of an authorization older than this tells that it never arrived.
+    fn answer_deadline(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
     fn authorize(&self, req: AuthRequest) -> Answer<AuthResult>;
     /// The buyer finished (or failed) the challenge of a `ChallengeRequired` authorization.
     fn complete_challenge(

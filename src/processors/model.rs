@@ -48,6 +48,9 @@ pub enum ProcessorView {
         retryable: bool,
     },
     Voided,
+    /// The processor has no trace of the reference: the request never reached it (or has not
+    /// yet).
+    Unknown,
 }
 
 /// How a challenged dispute ended.

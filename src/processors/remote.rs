@@ -307,6 +307,10 @@ impl Processor for RemoteProcessor {
         self.inner.breaker.available()
     }
 
+    fn answer_deadline(&self) -> Duration {
+        Duration::from_millis(self.inner.config.timeout_ms)
+    }
+
     fn authorize(&self, req: AuthRequest) -> Answer<AuthResult> {
         let inner = self.inner.clone();
         Box::pin(async move {
@@ -397,6 +401,7 @@ impl Processor for RemoteProcessor {
                     retryable: a.retryable.unwrap_or(true),
                 },
                 "voided" => ProcessorView::Voided,
+                "unknown" => ProcessorView::Unknown,
                 _ => ProcessorView::Unchanged,
             })
         })

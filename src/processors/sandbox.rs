@@ -146,6 +146,10 @@ impl Sandbox {
 impl Processor for Sandbox {
     /// Cards that decline outright cannot be saved; 4000000000000341 can, though every
     /// charge of it declines.
+    fn keeps_state(&self) -> bool {
+        false
+    }
+
     fn can_save(&self, card: &super::StoredCard) -> bool {
         !matches!(
             card.test_behaviour,

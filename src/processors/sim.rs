@@ -6,7 +6,7 @@
 use std::{
     collections::VecDeque,
     sync::{
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicI64, AtomicU32, Ordering},
         Arc, Mutex,
     },
     time::Duration,
@@ -29,6 +29,9 @@ pub enum FaultKind {
     Timeout,
     /// Answer 500 without processing.
     Error,
+    /// Never process; answer 503 after `delay_ms` (a request lost on its way: with a delay
+    /// past payd's timeout, payd cannot tell it from a timeout).
+    Lost,
     /// Process; a later sync reports another amount than the one authorized.
     Mismatch,
 }
@@ -66,6 +69,9 @@ pub struct Sim {
     pub captures: AtomicU32,
     pub authorizations: AtomicU32,
     pub refunds_done: AtomicU32,
+    /// Amounts actually captured (at authorization or later) and refunded.
+    pub captured_amount: AtomicI64,
+    pub refunded_amount: AtomicI64,
     /// The card fingerprints authorizations came with, in order.
     pub fingerprints: Mutex<Vec<String>>,
 }
@@ -81,6 +87,8 @@ impl Sim {
             captures: AtomicU32::new(0),
             authorizations: AtomicU32::new(0),
             refunds_done: AtomicU32::new(0),
+            captured_amount: AtomicI64::new(0),
+            refunded_amount: AtomicI64::new(0),
             fingerprints: Mutex::new(Vec::new()),
         })
     }
@@ -139,6 +147,9 @@ impl Sim {
                 } else {
                     0
                 };
+                if status == "captured" {
+                    self.captured_amount.fetch_add(amount, Ordering::SeqCst);
+                }
                 self.payments.insert(
                     reference,
                     SimPayment {
@@ -166,7 +177,9 @@ impl Sim {
             "capture" => match self.payments.get_mut(&reference) {
                 Some(mut p) => {
                     self.captures.fetch_add(1, Ordering::SeqCst);
-                    p.captured += body["amount"].as_i64().unwrap_or(0);
+                    let amount = body["amount"].as_i64().unwrap_or(0);
+                    self.captured_amount.fetch_add(amount, Ordering::SeqCst);
+                    p.captured += amount;
                     json!({"status": "captured", "captured_amount": p.captured})
                 }
                 None => json!({"error": "unknown reference"}),
@@ -196,6 +209,8 @@ impl Sim {
             },
             "refund" => {
                 self.refunds_done.fetch_add(1, Ordering::SeqCst);
+                let amount = body["amount"].as_i64().unwrap_or(0);
+                self.refunded_amount.fetch_add(amount, Ordering::SeqCst);
                 let key = body["refund_reference"]
                     .as_str()
                     .unwrap_or_default()
@@ -234,8 +249,15 @@ async fn operation(
     };
     let key = format!("{}:{}", op.as_str(), header("idempotency-key"));
     let fault = sim.next_fault();
-    if fault.as_ref().is_some_and(|f| f.kind == FaultKind::Error) {
-        return HttpResponse::InternalServerError().json(json!({"error": "simulated failure"}));
+    match fault.as_ref().map(|f| (f.kind, f.delay_ms)) {
+        Some((FaultKind::Error, _)) => {
+            return HttpResponse::InternalServerError().json(json!({"error": "simulated failure"}))
+        }
+        Some((FaultKind::Lost, delay_ms)) => {
+            actix_web::rt::time::sleep(Duration::from_millis(delay_ms)).await;
+            return HttpResponse::ServiceUnavailable().json(json!({"error": "request lost"}));
+        }
+        _ => {}
     }
     // Invariant: one idempotency key, one effect; a repeat gets the first answer.
     let answer = match sim.answers.get(&key) {
@@ -273,6 +295,8 @@ async fn stats(sim: web::Data<Arc<Sim>>) -> HttpResponse {
         "authorizations": sim.authorizations.load(Ordering::SeqCst),
         "captures": sim.captures.load(Ordering::SeqCst),
         "refunds": sim.refunds_done.load(Ordering::SeqCst),
+        "captured_amount": sim.captured_amount.load(Ordering::SeqCst),
+        "refunded_amount": sim.refunded_amount.load(Ordering::SeqCst),
     }))
 }
 
