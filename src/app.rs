@@ -110,7 +110,7 @@ impl Application {
                 remotes: Default::default(),
                 fresh: Default::default(),
                 fail_outcomes: Arc::new(payments::store::FailOutcomes::new(
-                    settings.sandbox.fail_outcome_commits,
+                    &settings.sandbox.fail_outcome_commits,
                 )),
             }),
             registry_config.clone(),

@@ -175,10 +175,11 @@ pub struct SandboxSettings {
     pub data_dir: String,
     /// How long asynchronous and review test cards take to settle.
     pub async_delay_secs: u64,
-    /// A fault for tests: the first this many commits that record a processor's answer fail
-    /// as a database error would. Refused in production mode.
+    /// A fault for tests: operations (`authorize`, `capture`, `void`, comma-separated) whose
+    /// first commit of a processor's answer, per instance, fails as a database error would.
+    /// Refused in production mode.
     #[serde(default)]
-    pub fail_outcome_commits: u32,
+    pub fail_outcome_commits: String,
 }
 
 /// Webhook delivery: schedules are seconds between attempts.
@@ -303,10 +304,21 @@ impl Settings {
                 "production mode needs its own pepper (PAYD_SECURITY__KEY_PEPPER)",
             );
         }
-        if self.mode == DeploymentMode::Production && self.sandbox.fail_outcome_commits > 0 {
+        let faults = &self.sandbox.fail_outcome_commits;
+        if self.mode == DeploymentMode::Production && !faults.is_empty() {
             return bad(
                 "sandbox.fail_outcome_commits",
                 "a fault for tests: refused in production mode",
+            );
+        }
+        let ops = ["authorize", "capture", "void"];
+        if faults
+            .split_terminator(',')
+            .any(|op| !ops.contains(&op.trim()))
+        {
+            return bad(
+                "sandbox.fail_outcome_commits",
+                "expected operations among authorize, capture, void, comma-separated",
             );
         }
         if let Some(key) = &self.admin_key {

@@ -722,55 +722,97 @@ async fn merchant_id_of(port: u16, key: &str) -> String {
         .to_owned()
 }
 
+/// payd with its scheduler and settle jobs fast, as the crash tests at the processor's edge
+/// need it.
+fn settling_fast(db_url: &str, data_dir: &std::path::Path) -> Command {
+    let mut cmd = fast_retries(payd(db_url, data_dir));
+    cmd.env("PAYD_SANDBOX__ASYNC_DELAY_SECS", "1")
+        .env("PAYD_SCHEDULER__POLL_INTERVAL_MS", "100");
+    cmd
+}
+
+/// A merchant whose shop's only processor is the simulator at `url`; returns (key, shop).
+async fn merchant_at_sim(port: u16, url: &str) -> (String, String) {
+    let (key, shop) = create_merchant(port).await;
+    let path = format!("/account/shops/{shop}/processors");
+    let account = common::sim::remote_account(url, 10_000);
+    let (status, body) = post_json(port, &path, &key, None, account).await;
+    assert_eq!(status, 201, "{body}");
+    (key, shop)
+}
+
+/// Sends `body` to `path` in the background while the simulator answers 3 s late, waits until
+/// the simulator has applied it (`applied` leaves 0), and kills payd with SIGKILL before the
+/// answer arrives. Returns a new payd on the same database.
+async fn kill_while_the_processor_applies(
+    server: Server,
+    (db_url, dir): (&str, &std::path::Path),
+    sim_url: &str,
+    (key, path, body): (&str, String, serde_json::Value),
+    applied: &std::sync::atomic::AtomicU32,
+) -> Server {
+    use std::sync::atomic::Ordering;
+    common::sim::fault(
+        sim_url,
+        serde_json::json!({"kind": "slow", "delay_ms": 3000}),
+    )
+    .await;
+    let (port, key) = (server.port, key.to_owned());
+    actix_web::rt::spawn(async move {
+        let _ = post_json(port, &path, &key, None, body).await;
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while applied.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the processor never got the request"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill9();
+    Server::start(settling_fast(db_url, dir))
+}
+
+/// Reads `path` until `done` holds (at most 20 s); returns what it read last.
+async fn read_until(
+    port: u16,
+    key: &str,
+    path: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, body) = get(port, path, Some(key)).await;
+        if done(&body) {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "never reached: {body}");
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Issue #14's second way to lose money: payd killed while the processor applies a refund.
 /// The refund was recorded (pending, its balance held) before the processor heard of it, so
 /// after the restart its settle job asks the processor again with the same key and records
 /// the refund the processor made, once.
 #[actix_web::test]
 async fn a_refund_the_processor_made_while_payd_was_killed_is_recorded_after_the_restart() {
-    use common::sim::{fault, remote_account, start_sim};
     use std::sync::atomic::Ordering;
     let db = TestDb::new().await;
     let dir = tempfile::tempdir().unwrap();
-    let settle_fast = |cmd: Command| {
-        let mut cmd = fast_retries(cmd);
-        cmd.env("PAYD_SANDBOX__ASYNC_DELAY_SECS", "1")
-            .env("PAYD_SCHEDULER__POLL_INTERVAL_MS", "100");
-        cmd
-    };
-    let (sim, url) = start_sim().await;
-    let server = Server::start(settle_fast(payd(&db.url, dir.path())));
-    let (key, shop) = create_merchant(server.port).await;
-    let path = format!("/account/shops/{shop}/processors");
-    let (status, body) =
-        post_json(server.port, &path, &key, None, remote_account(&url, 10_000)).await;
-    assert_eq!(status, 201, "{body}");
+    let (sim, url) = common::sim::start_sim().await;
+    let server = Server::start(settling_fast(&db.url, dir.path()));
+    let (key, shop) = merchant_at_sim(server.port, &url).await;
     let payment_id = pay(server.port, &key, &shop).await;
-    // The processor applies the refund at once and answers 3 s later; payd dies meanwhile.
-    fault(&url, serde_json::json!({"kind": "slow", "delay_ms": 3000})).await;
-    let port = server.port;
-    let (refund_key, refund_body) = (
-        key.clone(),
-        serde_json::json!({"payment_id": payment_id, "amount": 300}),
-    );
-    actix_web::rt::spawn(async move {
-        let _ = common::client()
-            .post(format!("http://127.0.0.1:{port}/refunds"))
-            .insert_header(("api-key", refund_key.as_str()))
-            .send_json(&refund_body)
-            .await;
-    });
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while sim.refunds_done.load(Ordering::SeqCst) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the processor never got the refund"
-        );
-        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
-    }
-    server.kill9();
-
-    let server = Server::start(settle_fast(payd(&db.url, dir.path())));
+    let refund = serde_json::json!({"payment_id": payment_id, "amount": 300});
+    let server = kill_while_the_processor_applies(
+        server,
+        (&db.url, dir.path()),
+        &url,
+        (&key, "/refunds".into(), refund),
+        &sim.refunds_done,
+    )
+    .await;
     let deadline = Instant::now() + Duration::from_secs(20);
     let refunds = loop {
         let (_, list) = post_json(
@@ -798,6 +840,77 @@ async fn a_refund_the_processor_made_while_payd_was_killed_is_recorded_after_the
         sim.refunds_done.load(Ordering::SeqCst),
         1,
         "applied once at the processor"
+    );
+    assert!(server.terminate().success());
+}
+
+/// payd killed while the processor authorizes, then while it captures: each time the
+/// operation's intent was committed before the request, and after the restart the settle job
+/// reconciles it — the authorization from a sync, the capture from the same request with the
+/// same key. payd's amounts equal what the processor applied, each event announced once.
+#[actix_web::test]
+async fn an_authorization_and_a_capture_the_processor_made_while_payd_was_killed_are_recorded_after_the_restart(
+) {
+    use std::sync::atomic::Ordering;
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (sim, url) = common::sim::start_sim().await;
+    let server = Server::start(settling_fast(&db.url, dir.path()));
+    let (key, shop) = merchant_at_sim(server.port, &url).await;
+    let body = serde_json::json!({"amount": 500, "currency": "USD", "capture_method": "manual",
+        "payment_method_data": common::card("4242424242424242")});
+    let (status, created) = post_json(server.port, "/payments", &key, Some(&shop), body).await;
+    assert_eq!(status, 200, "{created}");
+    let id = created["payment_id"].as_str().unwrap().to_owned();
+    let path = format!("/payments/{id}");
+
+    let confirm = (
+        key.as_str(),
+        format!("{path}/confirm"),
+        serde_json::json!({}),
+    );
+    let db_and_dir = (db.url.as_str(), dir.path());
+    let server =
+        kill_while_the_processor_applies(server, db_and_dir, &url, confirm, &sim.authorizations)
+            .await;
+    let p = read_until(server.port, &key, &path, |p| {
+        p["status"] == "requires_capture"
+    })
+    .await;
+    assert_eq!(p["amount_authorized"], 500, "{p}");
+
+    let capture = serde_json::json!({"amount": 300, "final_capture": false});
+    let capture = (key.as_str(), format!("{path}/capture"), capture);
+    let server =
+        kill_while_the_processor_applies(server, db_and_dir, &url, capture, &sim.captures).await;
+    let p = read_until(server.port, &key, &path, |p| p["amount_captured"] == 300).await;
+    assert_eq!(p["status"], "partially_captured_and_capturable", "{p}");
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        sim.captures.load(Ordering::SeqCst),
+        1,
+        "sent again, applied once"
+    );
+    assert_eq!(sim.captured_amount.load(Ordering::SeqCst), 300);
+    let (_, events) = post_json(
+        server.port,
+        &format!("/events/{}", merchant_id_of(server.port, &key).await),
+        &key,
+        None,
+        serde_json::json!({"object_id": id}),
+    )
+    .await;
+    let mut types: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    types.sort_unstable();
+    assert_eq!(
+        types,
+        ["payment_authorized", "payment_captured"],
+        "{events}"
     );
     assert!(server.terminate().success());
 }

@@ -396,3 +396,210 @@ async fn a_refund_whose_answer_is_lost_is_recorded_once_from_the_processor() {
         .collect();
     assert_eq!(types, ["refund_succeeded"]);
 }
+
+/// The event types announced for an object, oldest first.
+async fn event_types(app: &TestApp, m: &Merchant, object_id: &str) -> Vec<String> {
+    let events = app
+        .post(
+            &format!("/events/{}", m.merchant_id),
+            &m.secret_key,
+            json!({"object_id": object_id}),
+        )
+        .await;
+    let mut types: Vec<String> = events.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap().to_owned())
+        .collect();
+    types.reverse();
+    types
+}
+
+/// Asks payd to reconcile the payment (`force_sync`) until it answers 200, at most three
+/// times: with two instances, each one's test fault fails its own first commit.
+async fn force_sync(app: &TestApp, m: &Merchant, id: &str) -> Value {
+    for _ in 0..3 {
+        let r = app
+            .call(
+                m,
+                Method::GET,
+                &format!("/payments/{id}?force_sync=true"),
+                None,
+            )
+            .await;
+        if r.status == 200 {
+            return r.body;
+        }
+        assert_eq!(r.status, 500, "{}", r.body);
+    }
+    panic!("the payment was never reconciled");
+}
+
+/// The processor approves an authorization and a capture, but the commit of each answer fails
+/// (the test fault `sandbox.fail_outcome_commits`). The client gets no 2xx; the payment holds
+/// the operation's intent, and reconciliation records what the processor did: the
+/// authorization from a sync of its reference, the capture from the same request sent again
+/// with the same key. payd's amounts end equal to the processor's, and each event is
+/// announced once.
+#[actix_web::test]
+async fn an_approval_whose_commit_fails_answers_no_2xx_and_is_recorded_by_reconciliation() {
+    let (app, m, sim, _) =
+        setup(&[("PAYD_SANDBOX__FAIL_OUTCOME_COMMITS", "authorize,capture")]).await;
+    let body = json!({"amount": 500, "currency": "USD", "capture_method": "manual",
+        "payment_method_data": card("4242424242424242")});
+    let created = app.create_payment(&m, body).await;
+    let id = created.body["payment_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/confirm"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(
+        r.status, 500,
+        "no 2xx for an unrecorded approval: {}",
+        r.body
+    );
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 1);
+    let p = force_sync(&app, &m, id).await;
+    assert_eq!(
+        (p["status"].as_str(), p["amount_authorized"].as_i64()),
+        (Some("requires_capture"), Some(500)),
+        "{p}"
+    );
+    let attempts = app
+        .call(&m, Method::GET, &format!("/payments/{id}/attempts"), None)
+        .await;
+    assert_eq!(
+        attempts.body["data"][0]["status"], "authorized",
+        "{}",
+        attempts.body
+    );
+
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            Some(json!({"amount": 300, "final_capture": false})),
+        )
+        .await;
+    assert_eq!(
+        r.status, 500,
+        "no 2xx for an unrecorded capture: {}",
+        r.body
+    );
+    let p = force_sync(&app, &m, id).await;
+    assert_eq!(
+        (p["status"].as_str(), p["amount_captured"].as_i64()),
+        (Some("partially_captured_and_capturable"), Some(300)),
+        "{p}"
+    );
+    assert_eq!(
+        sim.captures.load(Ordering::SeqCst),
+        1,
+        "sent again, applied once"
+    );
+    assert_eq!(sim.captured_amount.load(Ordering::SeqCst), 300);
+    assert_eq!(
+        event_types(&app, &m, id).await,
+        ["payment_authorized", "payment_captured"]
+    );
+}
+
+/// A command on a payment whose capture has no recorded outcome reconciles it first: a cancel
+/// sent after a lost capture finds the capture made (once) and cancels what remains.
+#[actix_web::test]
+async fn the_next_command_reconciles_an_unanswered_capture_first() {
+    let (app, m, sim, url) = setup(&[]).await;
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    // Every try of the capture outlives payd's 400 ms timeout; the first is applied.
+    fault(
+        &url,
+        json!({"kind": "timeout", "delay_ms": 1000, "count": 3}),
+    )
+    .await;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            Some(json!({"amount": 200, "final_capture": false})),
+        )
+        .await;
+    assert_eq!(r.status, 502, "no answer, no 2xx: {}", r.body);
+    assert_eq!(sim.captures.load(Ordering::SeqCst), 1);
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/cancel"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(
+        (
+            r.status,
+            r.body["status"].as_str(),
+            r.body["amount_captured"].as_i64()
+        ),
+        (200, Some("partially_captured"), Some(200)),
+        "{}",
+        r.body
+    );
+    assert_eq!(sim.captures.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        event_types(&app, &m, id).await,
+        ["payment_authorized", "payment_captured", "payment_captured"]
+    );
+}
+
+/// An authorization lost on its way (the processor never saw it; payd timed out): the payment
+/// is `processing`, not failed on a guess. Once the request's deadline has passed, a sync that
+/// finds no trace of it records the attempt as declined, and the payment can be confirmed
+/// again under a new reference.
+#[actix_web::test]
+async fn an_authorization_the_processor_never_received_is_declined_after_its_deadline() {
+    let (app, m, sim, url) = setup(&[]).await;
+    fault(&url, json!({"kind": "lost", "delay_ms": 1000})).await;
+    let p = pay(&app, &m, json!({})).await;
+    assert_eq!(p["status"], "processing", "{p}");
+    let id = p["payment_id"].as_str().unwrap();
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 0);
+    let p = force_sync(&app, &m, id).await;
+    assert_eq!(
+        p["status"], "processing",
+        "within its deadline it may still arrive: {p}"
+    );
+    app.clock.advance(chrono::Duration::milliseconds(401));
+    let p = force_sync(&app, &m, id).await;
+    assert_eq!(
+        (p["status"].as_str(), p["last_error"]["code"].as_str()),
+        (Some("declined"), Some("processor_unavailable")),
+        "{p}"
+    );
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/confirm"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.body["status"], "succeeded", "{}", r.body);
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 1);
+    let attempts = app
+        .call(&m, Method::GET, &format!("/payments/{id}/attempts"), None)
+        .await;
+    let statuses: Vec<&str> = attempts.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["declined", "captured"], "{}", attempts.body);
+}

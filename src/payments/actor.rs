@@ -662,7 +662,11 @@ async fn record_outcome(
     changes: Changes,
 ) -> Result<Done, PaymentError> {
     let intended = base.pending_operation.is_some();
-    if intended && deps.fail_outcomes.take() {
+    let op = match &base.pending_operation {
+        Some(raw) => Some(parse_stored::<Intent>("pending operation", &base.id, raw)?.op()),
+        None => None,
+    };
+    if op.is_some_and(|op| deps.fail_outcomes.take(op)) {
         return Err(PaymentError::Db(DbErr::Custom(
             "sandbox.fail_outcome_commits: this outcome's commit fails".into(),
         )));
@@ -997,7 +1001,13 @@ async fn voided(
     match answer {
         Ok(()) => {
             next.status = to;
-            record_outcome(deps, base, store::with_state(base, &next, now), plain(trigger)).await
+            record_outcome(
+                deps,
+                base,
+                store::with_state(base, &next, now),
+                plain(trigger),
+            )
+            .await
         }
         Err(e @ ProcessorError::Refused(_)) => {
             dismiss(deps, base, "void_refused").await?;
@@ -1417,7 +1427,10 @@ async fn authorize(
         let can_save = deps
             .resolve(Some(&enabled[0]))
             .is_some_and(|p| p.can_save(card));
-        return Ok((m.clone(), declined.authorized(m, first, card, now, can_save)));
+        return Ok((
+            m.clone(),
+            declined.authorized(m, first, card, now, can_save),
+        ));
     }
     let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
     let decision = routing::decide(

@@ -54,6 +54,15 @@ impl Intent {
         }
     }
 
+    /// `authorize`, `capture` or `void`.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Intent::Authorize { .. } => "authorize",
+            Intent::Capture { .. } => "capture",
+            Intent::Void { .. } => "void",
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }

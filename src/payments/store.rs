@@ -6,9 +6,11 @@ use payd_entity::{
     payment, payment_attempt, payment_status_history, processor_account, refund, routing_config,
 };
 use sea_orm::{
-    sea_query::{Expr, OnConflict}, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait,
-    DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter,
-    QueryOrder, QueryTrait,
+    sea_query::{Expr, OnConflict},
+    ActiveModelTrait,
+    ActiveValue::Set,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel,
+    PaginatorTrait, QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
@@ -295,23 +297,24 @@ pub async fn resync_refund_job(
     commit::commit(db, change).await.map(drop)
 }
 
-/// A test-only fault: the next `n` commits that record a processor's answer to an intent fail
-/// as a database error would (`sandbox.fail_outcome_commits`), leaving the intent to its
+/// A test-only fault (`sandbox.fail_outcome_commits`): the first commit of a processor's
+/// answer to each listed operation fails as a database error would, leaving the intent to its
 /// reconciliation.
 #[derive(Debug, Default)]
-pub struct FailOutcomes(std::sync::atomic::AtomicU32);
+pub struct FailOutcomes(std::sync::Mutex<Vec<String>>);
 
 impl FailOutcomes {
-    pub fn new(n: u32) -> Self {
-        Self(n.into())
+    /// From the setting's comma-separated operations.
+    pub fn new(ops: &str) -> Self {
+        let ops = ops.split_terminator(',').map(|op| op.trim().to_owned());
+        Self(std::sync::Mutex::new(ops.collect()))
     }
 
-    /// Whether this commit fails (and one fewer will).
-    pub fn take(&self) -> bool {
-        use std::sync::atomic::Ordering;
-        self.0
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
+    /// Whether this commit of an answer to `op` fails (only the first one does).
+    pub fn take(&self, op: &str) -> bool {
+        let mut ops = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let found = ops.iter().position(|o| o == op);
+        found.map(|i| ops.swap_remove(i)).is_some()
     }
 }
 
