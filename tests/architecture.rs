@@ -39,6 +39,7 @@ const NAMED: &[(&str, &str)] = &[
     ("telemetry", "primitives"),
     ("webhooks::wake", "primitives"),
     ("payments::refunds", "domain"),
+    ("payments::intent", "domain"),
     ("payments::routing", "domain"),
     ("processors::model", "domain"),
     ("processors::card", "types"),
@@ -85,7 +86,12 @@ const RESOURCES: &[&str] = &[
 ];
 
 /// Pure modules besides every `machine.rs`.
-const PURE: &[&str] = &["payments::refunds", "payments::routing", "webhooks::policy"];
+const PURE: &[&str] = &[
+    "payments::refunds",
+    "payments::routing",
+    "payments::intent",
+    "webhooks::policy",
+];
 
 /// What a pure module must not reach.
 const IMPURE_CRATES: &[&str] = &[
