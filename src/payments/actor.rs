@@ -537,6 +537,12 @@ async fn step(
     if m.pending_operation.is_none() {
         return run_command(deps, m, command).await;
     }
+    // Reconcile only the intent as stored: a cached one may have been recorded meanwhile
+    // (another instance), and the stored row decides again.
+    let stored = store::find(&deps.db, &m.id).await?;
+    if stored.is_none_or(|s| s.version != m.version) {
+        return Err(PaymentError::LostRace);
+    }
     let reconciled = reconcile(deps, m).await;
     if matches!(command, Command::Sync) {
         return reconciled;
