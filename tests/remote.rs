@@ -603,3 +603,61 @@ async fn an_authorization_the_processor_never_received_is_declined_after_its_dea
         .collect();
     assert_eq!(statuses, ["declined", "captured"], "{}", attempts.body);
 }
+
+/// Refunds made at the processor without payd (its dashboard) are recorded by the next sync of
+/// the payment or of one of its refunds: each once, with `refund_succeeded` once, and what
+/// they took is no longer refundable.
+#[actix_web::test]
+async fn refunds_made_at_the_processor_are_recorded_once_by_a_sync() {
+    let (app, m, sim, url) = setup(&[]).await;
+    let p = pay(&app, &m, json!({})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    let outside_refund = async |amount: i64| {
+        let res = common::client()
+            .post(format!("{url}/_control/refund"))
+            .send_json(&json!({"reference": format!("{id}.1.acme-pay"), "amount": amount}))
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200);
+    };
+    outside_refund(120).await;
+    let synced = force_sync(&app, &m, id).await;
+    assert_eq!(synced["amount_refunded"], 120, "{synced}");
+    let again = force_sync(&app, &m, id).await;
+    assert_eq!(again["amount_refunded"], 120, "recorded once: {again}");
+    let list = app
+        .post("/refunds/list", &m.secret_key, json!({"payment_id": id}))
+        .await;
+    let refunds = list.body["data"].as_array().unwrap().clone();
+    assert_eq!(refunds.len(), 1, "{}", list.body);
+    assert_eq!(
+        (refunds[0]["status"].as_str(), refunds[0]["amount"].as_i64()),
+        (Some("succeeded"), Some(120))
+    );
+    let first = refunds[0]["refund_id"].as_str().unwrap();
+    assert_eq!(event_types(&app, &m, first).await, ["refund_succeeded"]);
+    let over = app
+        .call(
+            &m,
+            Method::POST,
+            "/refunds",
+            Some(json!({"payment_id": id, "amount": 381})),
+        )
+        .await;
+    assert_eq!(
+        (over.status, over.body["error"]["code"].as_str()),
+        (400, Some("amount_exceeds_refundable")),
+        "{}",
+        over.body
+    );
+
+    // A refund's force_sync finds the payment's other refunds too.
+    outside_refund(30).await;
+    let r = app
+        .get(&format!("/refunds/{first}?force_sync=true"), &m.secret_key)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let payment = app.get(&format!("/payments/{id}"), &m.secret_key).await;
+    assert_eq!(payment.body["amount_refunded"], 150, "{}", payment.body);
+    assert_eq!(sim.refunded_amount.load(Ordering::SeqCst), 150);
+}

@@ -36,8 +36,8 @@ use crate::{
     processors::{
         remote::{RemoteConfig, RemoteProcessor},
         sandbox::Sandbox,
-        AuthRequest, AuthResult, Processor, ProcessorError, RefundResult, RefundStatus, SecretCard,
-        StoredCard,
+        AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
+        RefundStatus, SecretCard, StoredCard,
     },
     settings::Settings,
     webhooks::wake::Wake,
@@ -1034,8 +1034,15 @@ async fn update(
     commit(deps, m, apply_patch(m, patch, now)?, plain("update")).await
 }
 
-/// Asks the processor where a pending payment stands.
+/// Asks the processor where the payment stands, and records the refunds it applied that payd
+/// lacks.
 async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let synced = sync_status(deps, m).await?;
+    adopt_refunds(deps, &synced.payment).await
+}
+
+/// Asks the processor where a pending payment stands.
+async fn sync_status(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
     let Ok((account, reference)) = processor_of(m) else {
         return Ok(Done::unchanged(m));
@@ -1136,7 +1143,8 @@ async fn refund(
 
 /// Where a pending refund stands: one whose request never got an answer is asked again with
 /// the same idempotency key (the processor answers its first answer, without a second effect);
-/// one the processor acknowledged is synced by its reference.
+/// one the processor acknowledged is synced by its reference. The payment's refunds at the
+/// processor that payd lacks are recorded first.
 async fn settle_refund(
     deps: &PaymentDeps,
     m: &payment::Model,
@@ -1149,6 +1157,9 @@ async fn settle_refund(
     else {
         return Err(PaymentError::RefundNotFound);
     };
+    // The payment's other refunds at the processor first: those payd lacks are recorded.
+    let adopted = adopt_refunds(deps, m).await?;
+    let m = &adopted.payment;
     if !matches!(r.status.as_str(), "pending" | "manual_review") {
         return Ok(Done::refund(m, r));
     }
@@ -1219,6 +1230,107 @@ async fn record_refund_outcome(
         trigger: "refund_settled",
         events: refund_event(&r).into_iter().collect(),
         refund: Some(r),
+        ..Default::default()
+    };
+    commit(deps, m, after, changes).await
+}
+
+/// Records the refunds the processor applied that payd has no record of — made in its
+/// dashboard, or by an integration beside payd — each with `refund_succeeded` once, its amount
+/// taken from what is refundable (an open dispute does not stop what the processor already
+/// did). One the payment cannot hold makes it `conflicted`. A processor that cannot list
+/// refunds now leaves the payment as it is: the next sync asks again.
+async fn adopt_refunds(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let Ok((account, reference)) = processor_of(m) else {
+        return Ok(Done::unchanged(m));
+    };
+    if m.amount_captured == 0 {
+        return Ok(Done::unchanged(m));
+    }
+    let listed = match deps
+        .processor_for(m, &account)
+        .await?
+        .refunds(&reference)
+        .await
+    {
+        Ok(listed) => listed,
+        Err(e) => {
+            tracing::warn!(payment_id = %m.id, error = %e, "the processor's refunds could not be listed");
+            return Ok(Done::unchanged(m));
+        }
+    };
+    let known = store::refunds_of(&deps.db, &m.id).await?;
+    let is_known = |reference: &str| {
+        known
+            .iter()
+            .any(|r| r.id == reference || r.processor_reference.as_deref() == Some(reference))
+    };
+    let mut done = Done::unchanged(m);
+    for applied in listed {
+        if matches!(applied.status, RefundStatus::Failed(_)) || is_known(&applied.reference) {
+            continue;
+        }
+        done = adopt_refund(deps, &done.payment, applied).await?;
+        if done.payment.status == Status::Conflicted.as_str() {
+            break;
+        }
+    }
+    Ok(done)
+}
+
+/// Records one refund the processor made without payd.
+async fn adopt_refund(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    applied: AppliedRefund,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(m));
+    let lines = lines_of(m)?;
+    let mut disputed = store::disputed(&deps.db, &m.id).await?;
+    disputed.open = None;
+    let ask = refunds::Ask::Amount(Some(applied.amount));
+    let Ok(plan) = refunds::plan(&state, &lines, &ask, &disputed) else {
+        let mut after = m.clone();
+        after.status = Status::Conflicted.as_str().to_owned();
+        after.updated_at = now;
+        after.conflict = serde_json::to_string(&serde_json::json!({
+            "ours": {"status": m.status, "captured": m.amount_captured, "refunded": m.amount_refunded},
+            "processor": {"refund": applied.reference, "amount": applied.amount},
+        }))
+        .ok();
+        return commit(deps, m, after, plain("sync")).await;
+    };
+    let (next, next_lines) = refunds::reserve(&state, &lines, &plan);
+    let mut after = store::with_state(m, &next, now);
+    if m.lines.is_some() {
+        after.lines = serde_json::to_string(&next_lines).ok();
+    }
+    let refund = refund::Model {
+        id: new_id("ref"),
+        payment_id: m.id.clone(),
+        merchant_id: m.merchant_id.clone(),
+        profile_id: m.profile_id.clone(),
+        test_mode: m.test_mode,
+        status: match applied.status {
+            RefundStatus::Succeeded => "succeeded",
+            _ => "pending",
+        }
+        .to_owned(),
+        amount: plan.amount,
+        currency: m.currency.clone(),
+        lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
+        reason: Some("made at the processor, outside payd".to_owned()),
+        metadata: "{}".to_owned(),
+        processor_reference: Some(applied.reference),
+        failure_reason: None,
+        version: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    let changes = Changes {
+        trigger: "refund_adopted",
+        events: refund_event(&refund).into_iter().collect(),
+        refund: Some(refund),
         ..Default::default()
     };
     commit(deps, m, after, changes).await

@@ -318,6 +318,18 @@ impl FailOutcomes {
     }
 }
 
+/// The payment's refunds, oldest first.
+pub async fn refunds_of(
+    db: &impl ConnectionTrait,
+    payment_id: &str,
+) -> Result<Vec<refund::Model>, DbErr> {
+    refund::Entity::find()
+        .filter(refund::Column::PaymentId.eq(payment_id))
+        .order_by_asc(refund::Column::Id)
+        .all(db)
+        .await
+}
+
 pub async fn find_refund(
     db: &impl ConnectionTrait,
     id: &str,

@@ -58,6 +58,16 @@ pub struct RefundResult {
     pub status: RefundStatus,
 }
 
+/// A refund the processor applied to a payment, as it lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedRefund {
+    /// payd's refund id for a refund payd asked for; the processor's own reference for one
+    /// made elsewhere (its dashboard, another integration).
+    pub reference: String,
+    pub amount: i64,
+    pub status: RefundStatus,
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ProcessorError {
     #[error("the processor could not be reached: {0}")]
@@ -116,4 +126,9 @@ pub trait Processor: Send + Sync + 'static {
     ) -> Answer<RefundResult>;
     /// Where the refund behind `refund_reference` stands now.
     fn sync_refund(&self, refund_reference: &str, now: DateTime<Utc>) -> Answer<RefundResult>;
+    /// Every refund the processor applied to the payment behind `reference`, also those made
+    /// outside payd. The sandbox's refunds are all payd's own: it lists none.
+    fn refunds(&self, _reference: &str) -> Answer<Vec<AppliedRefund>> {
+        Box::pin(futures_util::future::ready(Ok(Vec::new())))
+    }
 }

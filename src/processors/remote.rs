@@ -19,8 +19,8 @@ use sha2::Sha256;
 
 use super::model::{Authorization, ProcessorView};
 use super::{
-    Answer, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult, RefundStatus,
-    StoredCard,
+    Answer, AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
+    RefundStatus, StoredCard,
 };
 
 /// How an account reaches its processor (stored with the account).
@@ -287,15 +287,33 @@ struct RefundAnswer {
 fn refund_result(reference: String, a: RefundAnswer) -> RefundResult {
     RefundResult {
         reference,
-        status: match a.status.as_str() {
-            "succeeded" => RefundStatus::Succeeded,
-            "failed" => RefundStatus::Failed(
-                a.failure_reason
-                    .unwrap_or_else(|| "refused by the processor".into()),
-            ),
-            _ => RefundStatus::Pending,
-        },
+        status: refund_status(a.status, a.failure_reason),
     }
+}
+
+fn refund_status(status: String, failure_reason: Option<String>) -> RefundStatus {
+    match status.as_str() {
+        "succeeded" => RefundStatus::Succeeded,
+        "failed" => RefundStatus::Failed(
+            failure_reason.unwrap_or_else(|| "refused by the processor".into()),
+        ),
+        _ => RefundStatus::Pending,
+    }
+}
+
+/// The processor's list of a payment's refunds.
+#[derive(Debug, Deserialize)]
+struct RefundsAnswer {
+    refunds: Vec<ListedRefund>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListedRefund {
+    refund_reference: String,
+    amount: i64,
+    status: String,
+    #[serde(default)]
+    failure_reason: Option<String>,
 }
 
 fn card_json(card: &StoredCard) -> Value {
@@ -420,6 +438,24 @@ impl Processor for RemoteProcessor {
             let body = json!({"reference": reference, "refund_reference": refund_reference, "amount": amount});
             let a: RefundAnswer = inner.post_retrying("refund", &key, body).await?;
             Ok(refund_result(refund_reference, a))
+        })
+    }
+
+    fn refunds(&self, reference: &str) -> Answer<Vec<AppliedRefund>> {
+        let (inner, reference) = (self.inner.clone(), reference.to_owned());
+        Box::pin(async move {
+            let key = format!("{reference}.refunds.{}", uuid::Uuid::now_v7().simple());
+            let a: RefundsAnswer = inner
+                .post("refunds", &key, json!({"reference": reference}))
+                .await?;
+            Ok(a.refunds
+                .into_iter()
+                .map(|r| AppliedRefund {
+                    reference: r.refund_reference,
+                    amount: r.amount,
+                    status: refund_status(r.status, r.failure_reason),
+                })
+                .collect())
         })
     }
 

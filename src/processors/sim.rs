@@ -63,6 +63,8 @@ pub struct Sim {
     secret: String,
     payments: DashMap<String, SimPayment>,
     refunds: DashMap<String, &'static str>,
+    /// Each payment's refunds by reference: (refund reference, amount).
+    payment_refunds: DashMap<String, Vec<(String, i64)>>,
     answers: DashMap<String, Value>,
     faults: Mutex<VecDeque<Fault>>,
     /// Money-moving operations actually applied (not replays).
@@ -82,6 +84,7 @@ impl Sim {
             secret: secret.to_owned(),
             payments: DashMap::new(),
             refunds: DashMap::new(),
+            payment_refunds: DashMap::new(),
             answers: DashMap::new(),
             faults: Mutex::new(VecDeque::new()),
             captures: AtomicU32::new(0),
@@ -102,6 +105,18 @@ impl Sim {
             faults.pop_front();
         }
         Some(fault)
+    }
+
+    /// Applies a refund of the payment behind `reference`.
+    fn refund(&self, reference: &str, refund_reference: &str, amount: i64) {
+        self.refunds_done.fetch_add(1, Ordering::SeqCst);
+        self.refunded_amount.fetch_add(amount, Ordering::SeqCst);
+        self.refunds
+            .insert(refund_reference.to_owned(), "succeeded");
+        self.payment_refunds
+            .entry(reference.to_owned())
+            .or_default()
+            .push((refund_reference.to_owned(), amount));
     }
 
     fn apply(&self, op: &str, body: &Value, mismatch: bool) -> Value {
@@ -208,15 +223,20 @@ impl Sim {
                 None => json!({"status": "unknown"}),
             },
             "refund" => {
-                self.refunds_done.fetch_add(1, Ordering::SeqCst);
-                let amount = body["amount"].as_i64().unwrap_or(0);
-                self.refunded_amount.fetch_add(amount, Ordering::SeqCst);
-                let key = body["refund_reference"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                self.refunds.insert(key, "succeeded");
+                let key = body["refund_reference"].as_str().unwrap_or_default();
+                self.refund(&reference, key, body["amount"].as_i64().unwrap_or(0));
                 json!({"status": "succeeded"})
+            }
+            "refunds" => {
+                let listed: Vec<Value> = self
+                    .payment_refunds
+                    .get(&reference)
+                    .map(|r| r.value().clone())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(r, amount)| json!({"refund_reference": r, "amount": amount, "status": "succeeded"}))
+                    .collect();
+                json!({"refunds": listed})
             }
             "refund-sync" => {
                 let key = body["refund_reference"].as_str().unwrap_or_default();
@@ -267,7 +287,7 @@ async fn operation(
                 .as_ref()
                 .is_some_and(|f| f.kind == FaultKind::Mismatch);
             let a = sim.apply(op.as_str(), &parsed, mismatch);
-            if op.as_str() != "sync" && op.as_str() != "refund-sync" {
+            if !matches!(op.as_str(), "sync" | "refund-sync" | "refunds") {
                 sim.answers.insert(key, a.clone());
             }
             a
@@ -288,6 +308,19 @@ async fn control(fault: web::Json<Fault>, sim: web::Data<Arc<Sim>>) -> HttpRespo
         .unwrap_or_else(|e| e.into_inner())
         .push_back(fault.into_inner());
     HttpResponse::NoContent().finish()
+}
+
+/// A refund made at the processor without payd (as from its dashboard).
+#[derive(Debug, Deserialize)]
+struct OutsideRefund {
+    reference: String,
+    amount: i64,
+}
+
+async fn refund_outside(body: web::Json<OutsideRefund>, sim: web::Data<Arc<Sim>>) -> HttpResponse {
+    let refund_reference = format!("sim_re_{}", uuid::Uuid::now_v7().simple());
+    sim.refund(&body.reference, &refund_reference, body.amount);
+    HttpResponse::Ok().json(json!({"refund_reference": refund_reference}))
 }
 
 async fn stats(sim: web::Data<Arc<Sim>>) -> HttpResponse {
@@ -312,6 +345,7 @@ pub fn serve(
             .route("/v1/{op}", web::post().to(operation))
             .route("/_control/fault", web::post().to(control))
             .route("/_control/stats", web::get().to(stats))
+            .route("/_control/refund", web::post().to(refund_outside))
     })
     .workers(1)
     .bind(addr)?;
