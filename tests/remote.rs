@@ -661,3 +661,44 @@ async fn refunds_made_at_the_processor_are_recorded_once_by_a_sync() {
     assert_eq!(payment.body["amount_refunded"], 150, "{}", payment.body);
     assert_eq!(sim.refunded_amount.load(Ordering::SeqCst), 150);
 }
+
+/// The buyer passes a challenge; the processor authorizes (and captures) but the commit of its
+/// answer fails. The buyer gets no 2xx; reconciliation sends the same answer again with the
+/// same key and records what the processor did, once.
+#[actix_web::test]
+async fn a_challenge_whose_answer_is_not_recorded_is_reconciled() {
+    let (app, m, sim, _) = setup(&[("PAYD_SANDBOX__FAIL_OUTCOME_COMMITS", "challenge")]).await;
+    let body = json!({"amount": 500, "currency": "USD", "confirm": true,
+        "payment_method_data": card("4000000000003220")});
+    let p = app.create_payment(&m, body).await.body;
+    assert_eq!(p["status"], "requires_customer_action", "{p}");
+    let (id, secret) = (
+        p["payment_id"].as_str().unwrap(),
+        p["client_secret"].as_str().unwrap(),
+    );
+    let r = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{id}/challenge"),
+            None,
+            Some(&json!({"client_secret": secret, "result": "approve"})),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        r.status, 500,
+        "no 2xx for an unrecorded approval: {}",
+        r.body
+    );
+    let p = force_sync(&app, &m, id).await;
+    assert_eq!(
+        (p["status"].as_str(), p["amount_captured"].as_i64()),
+        (Some("succeeded"), Some(500)),
+        "{p}"
+    );
+    assert_eq!(sim.captured_amount.load(Ordering::SeqCst), 500);
+    assert_eq!(
+        event_types(&app, &m, id).await,
+        ["action_required", "payment_succeeded"]
+    );
+}

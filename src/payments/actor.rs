@@ -765,6 +765,12 @@ async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Payme
             let answer = processor.capture(&reference, amount, &key).await;
             captured(deps, m, amount, final_capture, answer).await
         }
+        Intent::Challenge { approve } => {
+            let (account, reference) = processor_of(m)?;
+            let processor = deps.processor_for(m, &account).await?;
+            let answer = processor.complete_challenge(&reference, approve, now).await;
+            challenged(deps, m, answer).await
+        }
         Intent::Void { key, to, expiry } => {
             let (account, reference) = processor_of(m)?;
             let processor = deps.processor_for(m, &account).await?;
@@ -884,16 +890,36 @@ async fn complete_challenge(
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
     machine::check_challenge(&state)?;
     let (account, reference) = processor_of(m)?;
-    let result = deps
-        .processor_for(m, &account)
-        .await?
+    let processor = deps.processor_for(m, &account).await?;
+    let intent = Intent::Challenge { approve: *approve };
+    let base = intend(deps, m, &*processor, m.clone(), intent, vec![]).await?;
+    let answer = processor
         .complete_challenge(&reference, *approve, now)
-        .await?;
+        .await;
+    challenged(deps, &base, answer).await
+}
+
+/// Commits the processor's answer to a completed challenge (an authorization, or a decline).
+/// A refusal clears its intent and is answered; no answer leaves it to be reconciled.
+async fn challenged(
+    deps: &PaymentDeps,
+    base: &payment::Model,
+    answer: Result<AuthResult, ProcessorError>,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), super::api::state_of(base));
+    let result = match answer {
+        Ok(result) => result,
+        Err(e @ ProcessorError::Refused(_)) => {
+            dismiss(deps, base, "challenge_refused").await?;
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let next = machine::complete_challenge(&state, result.outcome, now);
-    let mut after = store::with_state(m, &next, now);
+    let mut after = store::with_state(base, &next, now);
     after.last_error = last_error(&result);
     after.capture_before = deps.capture_before(&next, now);
-    commit(deps, m, after, plain("challenge")).await
+    record_outcome(deps, base, after, plain("challenge")).await
 }
 
 /// Captures part or all of what is authorized.

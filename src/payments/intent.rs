@@ -1,13 +1,15 @@
 //! The operation a payment sends to its processor, recorded (its intent) before the request
-//! goes out: intent → effect → outcome.
+//! goes out: intent → effect → outcome. Refunds have their own row, committed `pending` the
+//! same way (`actor::refund`).
 //!
-//! Invariant: a processor that keeps state never hears of an authorization, capture or void
-//! that payd has not recorded. The intent is committed on the payment row with the request's
-//! idempotency key; the outcome is committed with the intent cleared. An intent whose outcome
-//! never got committed (a crash, a timeout, a failed commit) keeps the payment's settle job,
-//! which reconciles it: an authorization by a sync of its reference, a capture or a void by
-//! sending the same request with the same key again (the processor answers its first answer
-//! without a second effect). Until then every command on the payment reconciles it first.
+//! Invariant: a processor that keeps state never hears of an authorization, a challenge's
+//! answer, a capture or a void that payd has not recorded. The intent is committed on the
+//! payment row with the request's idempotency key; the outcome is committed with the intent
+//! cleared. An intent whose outcome never got committed (a crash, a timeout, a failed commit)
+//! keeps the payment's settle job, which reconciles it: an authorization by a sync of its
+//! reference; a challenge's answer, a capture or a void by sending the same request with the
+//! same key again (the processor answers its first answer without a second effect). Until
+//! then every command on the payment reconciles it first.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,9 @@ pub enum Intent {
         reference: String,
         at: DateTime<Utc>,
     },
+    /// The buyer's answer to the authorization's challenge (3-D Secure), passed on to the
+    /// processor (whose key for it is the authorization's reference and `challenge`).
+    Challenge { approve: bool },
     /// A capture of `amount` of the payment's authorization.
     Capture {
         key: String,
@@ -54,10 +59,11 @@ impl Intent {
         }
     }
 
-    /// `authorize`, `capture` or `void`.
+    /// `authorize`, `challenge`, `capture` or `void`.
     pub fn op(&self) -> &'static str {
         match self {
             Intent::Authorize { .. } => "authorize",
+            Intent::Challenge { .. } => "challenge",
             Intent::Capture { .. } => "capture",
             Intent::Void { .. } => "void",
         }

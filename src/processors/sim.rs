@@ -56,6 +56,8 @@ struct SimPayment {
     captured: i64,
     status: &'static str,
     mismatch: bool,
+    /// The authorization asked to capture at once (also after a challenge).
+    capture: bool,
 }
 
 /// The simulator's memory.
@@ -173,14 +175,19 @@ impl Sim {
                         captured: if status == "captured" { amount } else { 0 },
                         status,
                         mismatch,
+                        capture,
                     },
                 );
                 answer
             }
             "challenge" => match self.payments.get_mut(&reference) {
                 Some(mut p) if body["approved"].as_bool() == Some(true) => {
-                    p.status = "authorized";
                     p.authorized = p.amount;
+                    p.status = if p.capture { "captured" } else { "authorized" };
+                    if p.capture {
+                        p.captured = p.amount;
+                        self.captured_amount.fetch_add(p.amount, Ordering::SeqCst);
+                    }
                     json!({"status": "approved", "amount": p.amount})
                 }
                 Some(mut p) => {
