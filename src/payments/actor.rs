@@ -667,7 +667,6 @@ async fn record_outcome(
     after: payment::Model,
     changes: Changes,
 ) -> Result<Done, PaymentError> {
-    let intended = base.pending_operation.is_some();
     let op = match &base.pending_operation {
         Some(raw) => Some(parse_stored::<Intent>("pending operation", &base.id, raw)?.op()),
         None => None,
@@ -678,7 +677,7 @@ async fn record_outcome(
         )));
     }
     match commit(deps, base, after, changes).await {
-        Err(PaymentError::LostRace) if intended => {
+        Err(PaymentError::LostRace) if op.is_some() => {
             let fresh = store::find(&deps.db, &base.id).await?;
             Ok(Done::unchanged(&fresh.ok_or(PaymentError::NotFound)?))
         }
@@ -693,21 +692,23 @@ async fn keep_waiting(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Pa
 }
 
 /// Reconciles the operation whose outcome the payment has not recorded: an authorization by
-/// a sync of its reference, a capture or a void by the same request with the same key. No
-/// answer yet leaves it (and its settle job) as it is.
+/// a sync of its reference; a challenge's answer, a capture or a void by the same request with
+/// the same key. No answer yet leaves it (and its settle job) as it is.
 async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
     let Some(raw) = &m.pending_operation else {
         return Ok(Done::unchanged(m));
     };
+    let intent = parse_stored::<Intent>("pending operation", &m.id, raw)?;
     let now = deps.clock.now();
-    match parse_stored::<Intent>("pending operation", &m.id, raw)? {
+    let (account, reference) = match &intent {
         Intent::Authorize {
-            attempt_id,
-            account,
-            reference,
-            at,
-        } => {
-            let processor = deps.processor_for(m, &account).await?;
+            account, reference, ..
+        } => (account.clone(), reference.clone()),
+        _ => processor_of(m)?,
+    };
+    let processor = deps.processor_for(m, &account).await?;
+    match intent {
+        Intent::Authorize { attempt_id, at, .. } => {
             let deadline = Duration::from_std(processor.answer_deadline()).unwrap_or_default();
             let (outcome, error) = match processor.sync(&reference, now).await? {
                 ProcessorView::Authorized { amount } | ProcessorView::Captured { amount } => {
@@ -724,6 +725,7 @@ async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Payme
                         "the authorization never reached the processor",
                     )),
                 ),
+                // Pending, or no trace yet of a request that may still arrive.
                 _ => return keep_waiting(deps, m).await,
             };
             let result = AuthResult {
@@ -731,9 +733,6 @@ async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Payme
                 outcome,
                 error: error.map(|(c, msg)| (c.to_owned(), msg.to_owned())),
             };
-            if result.outcome == Authorization::Pending {
-                return keep_waiting(deps, m).await;
-            }
             let card = card_of(m).ok_or_else(|| {
                 PaymentError::Invalid(ApiError::internal("an authorization's card is not stored"))
             })?;
@@ -755,25 +754,19 @@ async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Payme
             };
             confirmed(deps, m, card, mandate, authorized, &None).await
         }
+        Intent::Challenge { approve } => {
+            let answer = processor.complete_challenge(&reference, approve, now).await;
+            challenged(deps, m, answer).await
+        }
         Intent::Capture {
             key,
             amount,
             final_capture,
         } => {
-            let (account, reference) = processor_of(m)?;
-            let processor = deps.processor_for(m, &account).await?;
             let answer = processor.capture(&reference, amount, &key).await;
             captured(deps, m, amount, final_capture, answer).await
         }
-        Intent::Challenge { approve } => {
-            let (account, reference) = processor_of(m)?;
-            let processor = deps.processor_for(m, &account).await?;
-            let answer = processor.complete_challenge(&reference, approve, now).await;
-            challenged(deps, m, answer).await
-        }
         Intent::Void { key, to, expiry } => {
-            let (account, reference) = processor_of(m)?;
-            let processor = deps.processor_for(m, &account).await?;
             let answer = processor.void(&reference, &key).await;
             voided(deps, m, &to, expiry, answer).await
         }
