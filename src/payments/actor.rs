@@ -1278,6 +1278,9 @@ async fn adopt_refunds(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, P
             return Ok(Done::unchanged(m));
         }
     };
+    if listed.is_empty() {
+        return Ok(Done::unchanged(m));
+    }
     let known = store::refunds_of(&deps.db, &m.id).await?;
     let is_known = |reference: &str| {
         known
