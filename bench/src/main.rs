@@ -53,8 +53,13 @@ use crate::{
 )]
 struct Args {
     /// Which database payd (and the raw-insert baseline) runs on.
-    #[arg(long, value_enum)]
-    db: DbKind,
+    #[arg(long, value_enum, required_unless_present = "guard")]
+    db: Option<DbKind>,
+    /// CI's guard: the webhook drain on SQLite and then on PostgreSQL (`--webhook-events`
+    /// each, `--db` and `--phases` ignored); exits 1 when PostgreSQL drains less than half of
+    /// SQLite's rate, or either less than 2 % of the raw awc rate (4 in flight) of its run.
+    #[arg(long)]
+    guard: bool,
     /// Length of each timed phase.
     #[arg(long, default_value_t = 10)]
     seconds: u64,
@@ -90,6 +95,11 @@ struct Args {
 impl Args {
     fn wants(&self, phase: Phase) -> bool {
         self.phases.is_empty() || self.phases.contains(&phase)
+    }
+
+    /// The database of this run (`--db`, or the one the guard runs now).
+    fn db(&self) -> DbKind {
+        self.db.unwrap_or(DbKind::Sqlite)
     }
 }
 
@@ -160,7 +170,10 @@ fn payd_bin(args: &Args) -> anyhow::Result<PathBuf> {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let bin = payd_bin(&args)?;
-    let db = TestDb::create(args.db).await?;
+    if args.guard {
+        return guard(&args, &bin).await;
+    }
+    let db = TestDb::create(args.db()).await?;
     eprintln!("payd-bench: database {}", db.url);
     let mut report = Report {
         noise: Noise::begin(),
@@ -173,13 +186,67 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let section = report::render(&args, &report);
     println!("{section}");
     if let Some(path) = &args.write {
-        report::write_section(path, args.db, &section)?;
+        report::write_section(path, args.db(), &section)?;
         eprintln!(
             "payd-bench: wrote the {} section of {}",
-            args.db.title(),
+            args.db().title(),
             path.display()
         );
     }
+    Ok(())
+}
+
+/// PostgreSQL's drain must reach this share of SQLite's in the same guard run.
+const GUARD_PG_VS_SQLITE: f64 = 0.5;
+/// Either drain must reach this share of the raw awc rate (4 in flight) of its run.
+const GUARD_FLOOR: f64 = 0.02;
+
+/// `--guard`: the webhook drain on both databases, judged by ratios of the same run only.
+async fn guard(args: &Args, bin: &Path) -> anyhow::Result<()> {
+    let mut drains = Vec::new();
+    for kind in [DbKind::Sqlite, DbKind::Postgres] {
+        let run = Args {
+            db: Some(kind),
+            phases: vec![Phase::Awc, Phase::Webhooks],
+            ..args.clone()
+        };
+        let db = TestDb::create(kind).await?;
+        let mut report = Report::default();
+        let result = measure(&run, bin, &db, &mut report).await;
+        db.remove().await;
+        result?;
+        let drained = report.webhooks.as_ref().map_or(0.0, |w| w.rate());
+        let awc = report.awc_4.as_ref().map_or(0.0, |s| s.rate());
+        println!(
+            "{}: webhook drain {drained:.0}/s = {:.1} % of raw awc (4 in flight) {awc:.0}/s",
+            kind.title(),
+            100.0 * drained / awc.max(1.0)
+        );
+        drains.push((kind, drained, awc));
+    }
+    let mut failures = Vec::new();
+    for (kind, drained, awc) in &drains {
+        if *drained < GUARD_FLOOR * awc {
+            failures.push(format!(
+                "{} drains below {:.0} % of raw awc",
+                kind.title(),
+                100.0 * GUARD_FLOOR
+            ));
+        }
+    }
+    let (sqlite, postgres) = (drains[0].1, drains[1].1);
+    println!(
+        "PostgreSQL / SQLite: {:.0} % (at least {:.0} %)",
+        100.0 * postgres / sqlite.max(1.0),
+        100.0 * GUARD_PG_VS_SQLITE
+    );
+    if postgres < GUARD_PG_VS_SQLITE * sqlite {
+        failures.push("PostgreSQL drains below half of SQLite's rate".into());
+    }
+    if !failures.is_empty() {
+        bail!("webhook drain guard: {}", failures.join("; "));
+    }
+    println!("webhook drain guard: ok");
     Ok(())
 }
 

@@ -186,7 +186,7 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
         out.push_str(&s);
         out.push('\n');
     };
-    line(format!("## {}", args.db.title()));
+    line(format!("## {}", args.db().title()));
     line(String::new());
     line(format!(
         "Measured {} on {}; payd {}{}, {}; {} requests in flight, {} s per phase.",
