@@ -1089,12 +1089,13 @@ async fn sync_status(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Pay
 }
 
 /// Plans a refund against what is captured, refundable and not disputed, and makes it:
-/// intent, effect, outcome. Invariant: the processor never hears of a refund payd has not
-/// recorded. The refund is first committed `pending`, holding its balance, with its settle job;
-/// only then is the processor asked, with the refund's id as the idempotency key; its answer
-/// is committed last. A crash, a timeout or a failed commit in between leaves a pending refund
-/// whose job asks the processor again with the same key (no second effect) and records the
-/// outcome.
+/// intent, effect, outcome. Invariant: a processor that keeps state never hears of a refund
+/// payd has not recorded. The refund is first committed `pending`, holding its balance, with
+/// its settle job; only then is the processor asked, with the refund's id as the idempotency
+/// key; its answer is committed last. A crash, a timeout or a failed commit in between leaves
+/// a pending refund whose job asks the processor again with the same key (no second effect)
+/// and records the outcome. The stateless sandbox is asked first and its answer recorded in
+/// one commit (`Processor::keeps_state`).
 async fn refund(
     deps: &PaymentDeps,
     m: &payment::Model,
@@ -1134,6 +1135,12 @@ async fn refund(
         created_at: now,
         updated_at: now,
     };
+    let processor = deps.processor_for(m, &account).await?;
+    if !processor.keeps_state() {
+        // Nothing a crash could make payd forget: asked first, recorded once with its answer.
+        let answer = processor.refund(&reference, plan.amount, now, &intent.id).await;
+        return refund_answered(deps, m, after, intent, answer).await;
+    }
     let changes = Changes {
         trigger: "refund",
         refund: Some(intent),
@@ -1144,11 +1151,7 @@ async fn refund(
         recorded.payment,
         recorded.refund.ok_or(PaymentError::RefundNotFound)?,
     );
-    let answer = deps
-        .processor_for(&m, &account)
-        .await?
-        .refund(&reference, r.amount, now, &r.id)
-        .await;
+    let answer = processor.refund(&reference, r.amount, now, &r.id).await;
     match record_refund_outcome(deps, &m, r.clone(), answer).await {
         // Recorded meanwhile (its settle job, on another instance): that record stands, and
         // this request must not decide again.
@@ -1157,6 +1160,52 @@ async fn refund(
             refund: store::find_refund(&deps.db, &r.id).await?.or(Some(r)),
         }),
         other => other,
+    }
+}
+
+/// Commits a refund a stateless processor has answered, with the balance it holds (none for
+/// a failed one) and its event, in one commit.
+async fn refund_answered(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    reserved: payment::Model,
+    mut r: refund::Model,
+    answer: Result<RefundResult, ProcessorError>,
+) -> Result<Done, PaymentError> {
+    let (status, reference) = refund_answer(answer).unwrap_or((RefundStatus::Pending, None));
+    r.processor_reference = reference;
+    let after = match status {
+        RefundStatus::Pending => reserved,
+        RefundStatus::Succeeded => {
+            r.status = "succeeded".into();
+            reserved
+        }
+        RefundStatus::Failed(why) => {
+            r.status = "failed".into();
+            r.failure_reason = Some(why);
+            let mut unchanged = m.clone();
+            unchanged.updated_at = r.updated_at;
+            unchanged
+        }
+    };
+    let changes = Changes {
+        trigger: "refund",
+        events: refund_event(&r).into_iter().collect(),
+        refund: Some(r),
+        ..Default::default()
+    };
+    commit(deps, m, after, changes).await
+}
+
+/// What a processor's answer makes of a refund: its status and reference, or `None` when
+/// there was no answer (a timeout, an unreachable processor).
+fn refund_answer(
+    answer: Result<RefundResult, ProcessorError>,
+) -> Option<(RefundStatus, Option<String>)> {
+    match answer {
+        Ok(result) => Some((result.status, Some(result.reference))),
+        Err(ProcessorError::Refused(why)) => Some((RefundStatus::Failed(why), None)),
+        Err(ProcessorError::Unavailable(_) | ProcessorError::Timeout) => None,
     }
 }
 
@@ -1201,13 +1250,9 @@ async fn record_refund_outcome(
     answer: Result<RefundResult, ProcessorError>,
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
-    let (status, reference) = match answer {
-        Ok(result) => (result.status, Some(result.reference)),
-        Err(ProcessorError::Refused(why)) => (RefundStatus::Failed(why), None),
-        Err(ProcessorError::Unavailable(_) | ProcessorError::Timeout) => {
-            store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
-            return Ok(Done::refund(m, r));
-        }
+    let Some((status, reference)) = refund_answer(answer) else {
+        store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
+        return Ok(Done::refund(m, r));
     };
     let mut after = m.clone();
     let unchanged = matches!(status, RefundStatus::Pending) && r.processor_reference == reference;
