@@ -136,6 +136,10 @@ impl Application {
                 depth: Default::default(),
                 wake: wake.clone(),
                 backlogs: Default::default(),
+                outbound: Arc::new(crate::outbound::Policy::from_settings(
+                    settings.webhooks.allow_private_urls,
+                    &settings.security,
+                )),
             },
             registry_config,
             arbiters.clone(),

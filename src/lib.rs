@@ -19,6 +19,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod openapi;
 pub mod ops;
+pub mod outbound;
 pub mod pagination;
 pub mod payments;
 pub mod processors;

@@ -101,6 +101,43 @@ pub struct DatabaseSettings {
 #[serde(deny_unknown_fields)]
 pub struct SecuritySettings {
     pub key_pepper: String,
+    /// Networks outgoing requests (webhooks, remote processors) may reach although private,
+    /// comma-separated CIDRs: an operator's allow-list (e.g. `10.1.2.0/24`).
+    #[serde(default)]
+    pub allowed_outbound_cidrs: String,
+    /// Host names pinned to an address for outgoing requests, `name=address` comma-separated
+    /// (like `curl --resolve`); the outbound guard still judges the address.
+    #[serde(default)]
+    pub resolve_overrides: String,
+}
+
+impl SecuritySettings {
+    /// `allowed_outbound_cidrs`, read.
+    pub fn allowed_outbound(&self) -> Result<Vec<ipnet::IpNet>, String> {
+        self.allowed_outbound_cidrs
+            .split_terminator(',')
+            .map(|c| {
+                c.trim()
+                    .parse()
+                    .map_err(|_| format!("{:?} is not a CIDR (e.g. 10.1.2.0/24)", c.trim()))
+            })
+            .collect()
+    }
+
+    /// `resolve_overrides`, read.
+    pub fn pinned_hosts(&self) -> Result<Vec<(String, std::net::IpAddr)>, String> {
+        self.resolve_overrides
+            .split_terminator(',')
+            .map(|pair| {
+                let (name, ip) = pair.trim().split_once('=').ok_or("expected name=address")?;
+                let ip = ip
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{ip:?} is not an address"))?;
+                Ok((name.trim().to_ascii_lowercase(), ip))
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -320,6 +357,12 @@ impl Settings {
                 "sandbox.fail_outcome_commits",
                 "expected operations among authorize, challenge, capture, void, comma-separated",
             );
+        }
+        if let Err(e) = self.security.allowed_outbound() {
+            return bad("security.allowed_outbound_cidrs", &e);
+        }
+        if let Err(e) = self.security.pinned_hosts() {
+            return bad("security.resolve_overrides", &e);
         }
         if let Some(key) = &self.admin_key {
             if key.len() < 8 {

@@ -54,6 +54,7 @@ const NAMED: &[(&str, &str)] = &[
     ("commit", "store"),
     ("events::outbox", "store"),
     ("processors", "store"),
+    ("outbound", "store"),
     ("processors::sandbox", "store"),
     ("processors::remote", "store"),
     ("processors::sim", "store"),
@@ -605,12 +606,30 @@ fn check(modules: &BTreeMap<String, Module>) -> Vec<String> {
     }
     // 5. The system clock is read in clock.rs only: domain code asks its `Clock` (so tests and
     //    sandbox time travel move it), and what other systems read uses `clock::wall_now`.
+    // 6. Every outgoing HTTP client is built in outbound.rs, where its connector holds the
+    //    guard on the addresses merchants' URLs may reach.
     for (name, m) in modules {
         for (i, line) in m.code.lines().enumerate() {
             if name != "clock" && line.contains("Utc::now(") {
                 problems.push(format!(
                     "{}:{}: `{name}` reads the system clock; ask the app's `Clock`, or \
                      `clock::wall_now` for a time other systems read",
+                    rel(&m.file),
+                    i + 1
+                ));
+            }
+            let builds_client = [
+                "Client::builder(",
+                "Client::new(",
+                "Client::default(",
+                "Connector::new(",
+            ]
+            .iter()
+            .any(|c| line.contains(c));
+            if name != "outbound" && builds_client {
+                problems.push(format!(
+                    "{}:{}: `{name}` builds an HTTP client; build it with `outbound::client`, \
+                     whose connector guards the addresses it reaches",
                     rel(&m.file),
                     i + 1
                 ));
@@ -763,7 +782,7 @@ fn the_checker_finds_what_it_is_for() {
         (
             "payments::api",
             "src/payments/api.rs",
-            "fn render() { crate::customers::store::x(); }\nfn at() { Utc::now() }",
+            "fn render() { crate::customers::store::x(); }\nfn at() { Utc::now() }\nfn c() { awc::Client::new() }",
         ),
         ("customers", "src/customers/mod.rs", ""),
         (
@@ -794,6 +813,10 @@ fn the_checker_finds_what_it_is_for() {
     );
     assert!(
         problems.contains("src/payments/api.rs:2: `payments::api` reads the system clock"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("src/payments/api.rs:3: `payments::api` builds an HTTP client"),
         "{problems}"
     );
 }

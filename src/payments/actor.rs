@@ -33,6 +33,7 @@ use crate::{
     error::{ApiError, ErrorType},
     fields::{parse_stored, Metadata},
     ids::new_id,
+    outbound::Policy,
     processors::{
         remote::{RemoteConfig, RemoteProcessor},
         sandbox::Sandbox,
@@ -105,6 +106,10 @@ impl PaymentDeps {
                     config,
                     p.circuit_failure_threshold,
                     std::time::Duration::from_secs(p.circuit_cooldown_secs),
+                    Arc::new(Policy::from_settings(
+                        p.allow_private_urls,
+                        &self.settings.security,
+                    )),
                 ))
             })
             .clone();
@@ -1138,7 +1143,9 @@ async fn refund(
     let processor = deps.processor_for(m, &account).await?;
     if !processor.keeps_state() {
         // Nothing a crash could make payd forget: asked first, recorded once with its answer.
-        let answer = processor.refund(&reference, plan.amount, now, &intent.id).await;
+        let answer = processor
+            .refund(&reference, plan.amount, now, &intent.id)
+            .await;
         return refund_answered(deps, m, after, intent, answer).await;
     }
     let changes = Changes {

@@ -10,6 +10,7 @@ use crate::{
     error::ApiError,
     fields::Items,
     http::ApiJson,
+    outbound::Policy,
     processors::remote::RemoteConfig,
     state::AppState,
     webhooks::routes::check_url,
@@ -138,7 +139,9 @@ pub async fn add_processor(
                     ApiError::invalid("parameter_missing", "a remote processor needs a url")
                         .param("url")
                 })?;
-                let url = check_url(url, settings.allow_private_urls)?;
+                let policy =
+                    Policy::from_settings(settings.allow_private_urls, &state.settings.security);
+                let url = check_url(url, &policy)?;
                 let secret = req
                     .secret
                     .clone()

@@ -22,6 +22,7 @@ use super::{
     Answer, AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
     RefundStatus, StoredCard,
 };
+use crate::outbound::{self, Blocked, Policy};
 
 /// How an account reaches its processor (stored with the account).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -109,6 +110,8 @@ pub struct RemoteProcessor {
 struct Inner {
     config: RemoteConfig,
     breaker: CircuitBreaker,
+    /// Which addresses the processor's URL may reach.
+    outbound: Arc<Policy>,
 }
 
 /// Signs a request body: `v1=<hex HMAC-SHA256(secret, "{timestamp}.{body}")>`.
@@ -122,11 +125,17 @@ pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
 }
 
 impl RemoteProcessor {
-    pub fn new(config: RemoteConfig, threshold: u32, cooldown: Duration) -> Self {
+    pub fn new(
+        config: RemoteConfig,
+        threshold: u32,
+        cooldown: Duration,
+        outbound: Arc<Policy>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
                 breaker: CircuitBreaker::new(threshold, cooldown),
+                outbound,
             }),
         }
     }
@@ -145,7 +154,7 @@ impl Inner {
         }
         let body = body.to_string();
         let timestamp = crate::clock::wall_now().timestamp();
-        let client = awc::Client::builder()
+        let client = outbound::client(&self.outbound)
             .timeout(Duration::from_millis(self.config.timeout_ms))
             .disable_redirects()
             .finish();
@@ -163,7 +172,10 @@ impl Inner {
             .await;
         let outcome = match sent {
             Err(awc::error::SendRequestError::Timeout) => Err(ProcessorError::Timeout),
-            Err(e) => Err(ProcessorError::Unavailable(e.to_string())),
+            Err(e) => Err(ProcessorError::Unavailable(match outbound::blocked(&e) {
+                Some(ip) => Blocked(ip).to_string(),
+                None => e.to_string(),
+            })),
             Ok(mut res) => {
                 let status = res.status();
                 let bytes = res

@@ -35,6 +35,7 @@ use crate::{
     commit::{self, Change, CommitError, Write},
     error::ApiError,
     ids::new_id,
+    outbound::{self, Blocked, Policy},
     settings::WebhookSettings,
 };
 
@@ -128,7 +129,10 @@ pub async fn attempt(
             (Answer::Status { code, retry_after }, body)
         }
         Err(awc::error::SendRequestError::Timeout) => (Answer::Timeout, None),
-        Err(e) => (Answer::Network, Some(e.to_string())),
+        Err(e) => match outbound::blocked(&e) {
+            Some(ip) => (Answer::Blocked, Some(Blocked(ip).to_string())),
+            None => (Answer::Network, Some(e.to_string())),
+        },
     };
     let duration = started.elapsed();
     metrics::histogram!("payd_webhook_attempt_seconds").record(duration.as_secs_f64());
@@ -141,22 +145,28 @@ pub async fn attempt(
 }
 
 thread_local! {
-    /// The delivery actors' client, one per arbiter thread (an awc client cannot move between
-    /// threads, and an actor is built on the caller's thread before it moves to its arbiter).
-    /// No connection limit of its own: each merchant's actor bounds its requests in flight.
-    static DELIVERY_CLIENT: std::cell::OnceCell<awc::Client> = const { std::cell::OnceCell::new() };
+    /// The delivery actors' client, one per arbiter thread and policy (an awc client cannot
+    /// move between threads, and an actor is built on the caller's thread before it moves to
+    /// its arbiter). No connection limit of its own: each merchant's actor bounds its requests
+    /// in flight. Its connections go through the outbound guard.
+    static DELIVERY_CLIENT: std::cell::RefCell<Option<(Arc<Policy>, awc::Client)>> =
+        const { std::cell::RefCell::new(None) };
 }
 
-fn delivery_client(timeout: StdDuration) -> awc::Client {
+fn delivery_client(timeout: StdDuration, policy: &Arc<Policy>) -> awc::Client {
     DELIVERY_CLIENT.with(|c| {
-        c.get_or_init(|| {
-            awc::Client::builder()
-                .connector(awc::Connector::new().limit(0))
-                .disable_redirects()
-                .timeout(timeout)
-                .finish()
-        })
-        .clone()
+        let mut cached = c.borrow_mut();
+        match &*cached {
+            Some((for_policy, client)) if Arc::ptr_eq(for_policy, policy) => client.clone(),
+            _ => {
+                let client = outbound::client(policy)
+                    .disable_redirects()
+                    .timeout(timeout)
+                    .finish();
+                *cached = Some((policy.clone(), client.clone()));
+                client
+            }
+        }
     })
 }
 
@@ -357,6 +367,8 @@ pub struct DeliveryDeps {
     /// Each merchant's backlog (queued, in flight, or sent with the outcome not yet
     /// written), so the dispatcher can skip merchants whose queue is full.
     pub backlogs: Arc<DashMap<String, Arc<AtomicI64>>>,
+    /// Which addresses deliveries may reach.
+    pub outbound: Arc<Policy>,
 }
 
 /// A merchant whose queue holds this much is skipped by the dispatcher's claims. At least a
@@ -441,8 +453,8 @@ impl MerchantDeliveries {
             };
             self.in_flight += 1;
             let deps = self.deps.clone();
-            let client =
-                delivery_client(StdDuration::from_secs(deps.settings.request_timeout_secs));
+            let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
+            let client = delivery_client(timeout, &deps.outbound);
             let item = match work {
                 Work::Claimed(item) => item,
                 Work::Manual(retry) => {

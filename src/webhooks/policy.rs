@@ -13,6 +13,8 @@ pub enum Answer {
     },
     Timeout,
     Network,
+    /// Never sent: the URL's host has no address the outbound guard permits.
+    Blocked,
 }
 
 /// The classification of an answer.
@@ -23,13 +25,14 @@ pub enum Class {
     Transient,
     /// 401, 403: the auth schedule.
     Auth,
-    /// Any other 4xx: not retried.
+    /// Any other 4xx, or an address the guard refuses: not retried.
     Rejected,
 }
 
 pub fn classify(answer: Answer) -> Class {
     match answer {
         Answer::Timeout | Answer::Network => Class::Transient,
+        Answer::Blocked => Class::Rejected,
         Answer::Status { code, .. } => match code {
             200..=299 => Class::Delivered,
             401 | 403 => Class::Auth,
@@ -46,6 +49,7 @@ pub fn error_kind(answer: Answer) -> Option<&'static str> {
         (_, Class::Delivered) => None,
         (Answer::Timeout, _) => Some("timeout"),
         (Answer::Network, _) => Some("network"),
+        (Answer::Blocked, _) => Some("blocked_address"),
         (_, Class::Auth) => Some("auth"),
         (_, Class::Rejected) => Some("rejected"),
         (_, Class::Transient) => Some("transient"),

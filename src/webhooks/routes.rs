@@ -1,8 +1,6 @@
 //! A shop's webhook endpoint: set its URL (the secret is shown once), rotate the secret
 //! (the old one keeps signing for 24 hours), and read its settings.
 
-use std::net::IpAddr;
-
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::webhook_endpoint;
@@ -22,6 +20,7 @@ use crate::{
     http::ApiJson,
     idempotency,
     ids::{new_id, ProfileId},
+    outbound::Policy,
     state::AppState,
 };
 
@@ -76,9 +75,11 @@ impl Endpoint {
     }
 }
 
-/// Checks an endpoint URL: http(s), a host, and (unless allowed) no private, loopback or
-/// link-local address.
-pub fn check_url(raw: &str, allow_private: bool) -> Result<String, ApiError> {
+/// Checks a URL merchants give (webhook endpoints, remote processors): http(s), a host, no
+/// credentials, and no host the outbound policy refuses before any lookup (a numeric address
+/// in any spelling, `localhost`). Host names are judged again at every connect
+/// (`outbound`): what they resolve to may change.
+pub fn check_url(raw: &str, policy: &Policy) -> Result<String, ApiError> {
     let bad = |why: &str| ApiError::invalid("invalid_url", why.to_owned()).param("url");
     let url = raw.trim();
     let rest = url
@@ -104,31 +105,10 @@ pub fn check_url(raw: &str, allow_private: bool) -> Result<String, ApiError> {
     if host.is_empty() {
         return Err(bad("the URL has no host"));
     }
-    if !allow_private {
-        let private = match host.parse::<IpAddr>() {
-            Ok(IpAddr::V4(ip)) => {
-                ip.is_private()
-                    || ip.is_loopback()
-                    || ip.is_link_local()
-                    || ip.is_unspecified()
-                    || ip.is_broadcast()
-            }
-            Ok(IpAddr::V6(ip)) => {
-                ip.is_loopback()
-                    || ip.is_unspecified()
-                    || (ip.segments()[0] & 0xfe00) == 0xfc00
-                    || (ip.segments()[0] & 0xffc0) == 0xfe80
-            }
-            Err(_) => {
-                host.eq_ignore_ascii_case("localhost")
-                    || host.to_ascii_lowercase().ends_with(".localhost")
-            }
-        };
-        if private {
-            return Err(bad(
-                "private, loopback and link-local addresses are not allowed",
-            ));
-        }
+    if policy.refuses_host(host) {
+        return Err(bad(
+            "the host is not a public address (loopback, private, link-local and other reserved addresses are refused in every spelling)",
+        ));
     }
     Ok(url.to_owned())
 }
@@ -172,7 +152,11 @@ pub async fn put_endpoint(
     ApiJson(req): ApiJson<PutEndpointRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
-    let url = check_url(&req.url, state.settings.webhooks.allow_private_urls)?;
+    let policy = Policy::from_settings(
+        state.settings.webhooks.allow_private_urls,
+        &state.settings.security,
+    );
+    let url = check_url(&req.url, &policy)?;
     let now = state.clock.now();
     let (m, created) = match find(&state, &profile).await? {
         Some(existing) => {
@@ -249,10 +233,12 @@ pub async fn rotate_secret(
 #[cfg(test)]
 mod tests {
     use super::check_url;
+    use crate::outbound::Policy;
 
     #[test]
     fn urls_are_checked() {
-        assert!(check_url("https://shop.example/hooks", false).is_ok());
+        let public = Policy::default();
+        assert!(check_url("https://shop.example/hooks", &public).is_ok());
         for bad in [
             "https://user:secret@shop.example/hooks",
             "https://token@shop.example/hooks",
@@ -264,9 +250,22 @@ mod tests {
             "http://localhost/",
             "http://169.254.169.254/",
             "http://192.168.1.5/",
+            "http://127.1:9000/",
+            "http://2130706433:9000/",
+            "http://0x7f.1:9000/",
+            "http://0177.0.0.1:9000/",
+            "http://[::ffff:127.0.0.1]:9000/",
+            "http://[::ffff:7f00:1]:9000/",
+            "http://localhost.:9000/",
+            "http://LOCALHOST:9000/",
+            "http://0.0.0.0:9000/",
         ] {
-            assert!(check_url(bad, false).is_err(), "{bad}");
+            assert!(check_url(bad, &public).is_err(), "{bad}");
         }
-        assert!(check_url("http://127.0.0.1:9000/", true).is_ok());
+        let sandbox = Policy {
+            allow_private: true,
+            ..Policy::default()
+        };
+        assert!(check_url("http://127.0.0.1:9000/", &sandbox).is_ok());
     }
 }
