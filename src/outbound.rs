@@ -307,6 +307,32 @@ mod tests {
         }
     }
 
+    /// `https` URLs are spoken to over TLS (webpki roots): the client does not answer "SSL is
+    /// not supported". A listener that never answers the handshake makes it time out.
+    #[actix_rt::test]
+    async fn https_urls_are_spoken_to_over_tls() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sandbox = Arc::new(Policy {
+            allow_private: true,
+            ..Policy::default()
+        });
+        let sent = client(&sandbox)
+            .timeout(std::time::Duration::from_millis(500))
+            .finish()
+            .get(format!("https://127.0.0.1:{port}/"))
+            .send()
+            .await;
+        let err = sent.expect_err("nothing answers");
+        assert!(
+            !matches!(
+                err,
+                awc::error::SendRequestError::Connect(awc::error::ConnectError::SslIsNotSupported)
+            ),
+            "{err}"
+        );
+    }
+
     #[test]
     fn the_allow_list_and_the_sandbox_setting_permit_what_they_name() {
         let listed = Policy {
