@@ -36,6 +36,7 @@ use crate::{
         accounts::routes::list_api_keys,
         accounts::routes::create_api_key,
         accounts::routes::revoke_api_key,
+        accounts::routes::list_audit_log,
         payments::routes::create_payment,
         payments::routes::retrieve_payment,
         payments::routes::update_payment,

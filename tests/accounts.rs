@@ -510,3 +510,121 @@ async fn keys_and_shops_are_bounded_per_merchant() {
         .await;
     assert_eq!(theirs.status, 201);
 }
+
+/// Each security action of an account is in its audit log, with the key that acted, newest
+/// first, never with a secret; another merchant's log shows none of it; a shop-bound key may
+/// not read the account-wide log.
+#[actix_web::test]
+async fn the_audit_log_records_each_security_action_for_its_merchant_only() {
+    use actix_web::http::Method;
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let other = app.create_merchant("Other").await;
+    let me = app.get("/account/api-keys", &m.secret_key).await.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == "secret")
+        .map(|k| k["key_id"].as_str().unwrap().to_owned())
+        .unwrap();
+    let created = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret"}),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let new_key = created.body["key_id"].as_str().unwrap().to_owned();
+    let path = format!("/account/api-keys/{new_key}");
+    for _ in 0..2 {
+        let revoked = app.call(&m, Method::DELETE, &path, None).await;
+        assert_eq!(revoked.status, 200, "{}", revoked.body);
+    }
+    let webhook = format!("/account/shops/{}/webhook", m.profile_id);
+    for url in ["https://hooks.example.com/a", "https://hooks.example.com/b"] {
+        let r = app
+            .call(&m, Method::PUT, &webhook, Some(json!({"url": url})))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let paused = app
+        .call(
+            &m,
+            Method::PUT,
+            &webhook,
+            Some(json!({"url": "https://hooks.example.com/b", "enabled": false})),
+        )
+        .await;
+    assert_eq!(paused.status, 200);
+    let rotated = app
+        .call(&m, Method::POST, &format!("{webhook}/rotate"), None)
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.body);
+    let processors = format!("/account/shops/{}/processors", m.profile_id);
+    for _ in 0..2 {
+        app.call(
+            &m,
+            Method::POST,
+            &processors,
+            Some(json!({"name": "backup"})),
+        )
+        .await;
+    }
+    app.post(
+        "/account/api-keys",
+        &other.secret_key,
+        json!({"kind": "secret"}),
+    )
+    .await;
+
+    let log = app.get("/account/audit-log", &m.secret_key).await;
+    assert_eq!(log.status, 200, "{}", log.body);
+    let entries = log.body["data"].as_array().unwrap();
+    let actions: Vec<&str> = entries
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "processor_account.added",
+            "webhook_endpoint.secret_rotated",
+            "webhook_endpoint.url_changed",
+            "webhook_endpoint.url_changed",
+            "api_key.revoked",
+            "api_key.created",
+        ],
+        "{}",
+        log.body
+    );
+    assert!(entries.iter().all(|e| e["actor_key_id"] == me.as_str()));
+    assert_eq!(entries[4]["target_id"], new_key.as_str());
+    assert_eq!(entries[2]["details"]["url"], "https://hooks.example.com/b");
+    assert_eq!(entries[3]["details"]["url"], "https://hooks.example.com/a");
+    let raw = String::from_utf8_lossy(&log.raw);
+    assert!(!raw.contains("whsec_") && !raw.contains("snd_"), "{raw}");
+
+    let theirs = app.get("/account/audit-log", &other.secret_key).await;
+    let actions: Vec<&str> = theirs.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["api_key.created"]);
+
+    let bound = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "profile_id": m.profile_id}),
+        )
+        .await;
+    let bound_key = bound.body["key"].as_str().unwrap();
+    let refused = app.get("/account/audit-log", bound_key).await;
+    assert_eq!(
+        (refused.status, refused.body["error"]["code"].as_str()),
+        (403, Some("unbound_key_required"))
+    );
+}

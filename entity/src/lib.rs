@@ -1,6 +1,7 @@
 //! payd's SeaORM entities: one module per table, named after the table's noun.
 
 pub mod api_key;
+pub mod audit_entry;
 pub mod customer;
 pub mod delivery;
 pub mod delivery_attempt;

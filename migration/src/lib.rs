@@ -19,6 +19,7 @@ mod m20261124_000010_scope_idempotency_keys;
 mod m20261124_000011_create_file_chunks;
 mod m20261124_000012_add_processor_approval;
 mod m20261124_000013_add_payment_intent;
+mod m20261124_000014_create_audit_log;
 
 pub struct Migrator;
 
@@ -39,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000011_create_file_chunks::Migration),
             Box::new(m20261124_000012_add_processor_approval::Migration),
             Box::new(m20261124_000013_add_payment_intent::Migration),
+            Box::new(m20261124_000014_create_audit_log::Migration),
         ]
     }
 }

@@ -1,7 +1,7 @@
 //! Request and response types of the account and admin routes.
 
 use chrono::{DateTime, Utc};
-use payd_entity::{api_key, profile};
+use payd_entity::{api_key, audit_entry, profile};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -147,4 +147,36 @@ pub struct CreatedApiKey {
     #[serde(flatten)]
     pub api_key: ApiKey,
     pub key: String,
+}
+
+/// One security action on the account, as `GET /account/audit-log` lists it. Never holds a
+/// secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEntry {
+    pub audit_id: String,
+    /// `api_key.created`, `api_key.revoked`, `webhook_endpoint.url_changed`,
+    /// `webhook_endpoint.secret_rotated`, `processor_account.added`.
+    pub action: String,
+    /// The API key that acted (`key_…`).
+    pub actor_key_id: Option<String>,
+    /// The id of what it acted on: a key, a shop (for its webhook endpoint), a processor account.
+    pub target_id: String,
+    /// What changed: a key's kind, mode and last four characters; an endpoint's new URL; a
+    /// processor account's shop, name, kind and approval.
+    #[schema(value_type = Object)]
+    pub details: serde_json::Value,
+    pub created: DateTime<Utc>,
+}
+
+impl From<audit_entry::Model> for AuditEntry {
+    fn from(m: audit_entry::Model) -> Self {
+        Self {
+            audit_id: m.id,
+            action: m.action,
+            actor_key_id: m.actor_key_id,
+            target_id: m.target_id,
+            details: serde_json::from_str(&m.details).unwrap_or_default(),
+            created: m.created_at,
+        }
+    }
 }

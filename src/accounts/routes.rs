@@ -4,8 +4,9 @@ use actix_web::{web, HttpResponse};
 
 use super::{
     api::{
-        parse_name, Account, ApiKey, ApiKeyKind, CreateApiKeyRequest, CreateMerchantRequest,
-        CreateShopRequest, CreatedApiKey, CreatedMerchant, RequestedMode, Shop,
+        parse_name, Account, ApiKey, ApiKeyKind, AuditEntry, CreateApiKeyRequest,
+        CreateMerchantRequest, CreateShopRequest, CreatedApiKey, CreatedMerchant, RequestedMode,
+        Shop,
     },
     store,
 };
@@ -35,7 +36,30 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::resource("/account/api-keys/{key_id}").route(web::delete().to(revoke_api_key)),
-        );
+        )
+        .service(web::resource("/account/audit-log").route(web::get().to(list_audit_log)));
+}
+
+/// The account's security actions, newest first: keys created and revoked, webhook URLs
+/// changed, signing secrets rotated, processor accounts added. For keys not bound to a shop.
+#[utoipa::path(get, path = "/account/audit-log", tag = "account", params(ListQuery),
+    responses((status = 200, body = List<AuditEntry>),
+        (status = 403, description = "a shop-bound key", body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_audit_log(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    if caller.bound_profile.is_some() {
+        return Err(ApiError::forbidden(
+            "unbound_key_required",
+            "the account's audit log covers every shop: ask with a key not bound to a shop",
+        ));
+    }
+    let page = Page::parse(&query, "aud")?;
+    let entries = store::list_audit(&state.db, &caller.merchant_id, &page).await?;
+    Ok(HttpResponse::Ok().json(entries.map(AuditEntry::from)))
 }
 
 /// Resolves the mode a new merchant asks for against what the deployment allows.
@@ -248,7 +272,8 @@ pub async fn create_api_key(
         name,
     };
     let pepper = &state.settings.security.key_pepper;
-    let (row, key) = store::insert_key(&state.db, state.clock.now(), pepper, new).await?;
+    let now = state.clock.now();
+    let (row, key) = store::insert_key(&state.db, now, pepper, new, &caller.key_id).await?;
     Ok(idempotency::one_time_secret(HttpResponse::Created().json(
         CreatedApiKey {
             api_key: row.into(),
@@ -276,6 +301,7 @@ pub async fn revoke_api_key(
         caller.mode,
         caller.bound_profile.as_ref(),
         &key_id,
+        &caller.key_id,
     )
     .await?
     .ok_or_else(not_found)?;

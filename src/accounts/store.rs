@@ -1,18 +1,53 @@
 //! Persistence of merchants, shops and keys.
 
 use chrono::{DateTime, Utc};
-use payd_entity::{api_key, merchant, profile};
+use payd_entity::{api_key, audit_entry, merchant, profile};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, Set,
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryTrait,
 };
 
 use crate::{
     auth::keys::{generate_key, hash_key, KeyKind, Mode},
-    commit::{self, Change, CommitError},
-    ids::{KeyId, MerchantId, ProfileId},
+    commit::{self, Change, CommitError, Write},
+    ids::{new_id, KeyId, MerchantId, ProfileId},
     pagination::{paginate, List, Page, PageError},
 };
+
+/// A security action on a merchant's account, for its audit log.
+pub struct Audit<'a> {
+    pub merchant_id: &'a str,
+    /// The key that acted; `None` for the operator.
+    pub actor: Option<&'a KeyId>,
+    pub action: &'static str,
+    pub target_id: &'a str,
+    /// What changed; never a secret.
+    pub details: serde_json::Value,
+}
+
+/// The audit row of an action, written in the action's own commit.
+pub fn audited(a: Audit<'_>, now: DateTime<Utc>) -> Write {
+    commit::insert(audit_entry::Model {
+        id: new_id("aud"),
+        merchant_id: a.merchant_id.to_owned(),
+        actor_key_id: a.actor.map(ToString::to_string),
+        action: a.action.to_owned(),
+        target_id: a.target_id.to_owned(),
+        details: a.details.to_string(),
+        created_at: now,
+    })
+}
+
+/// The merchant's audit log.
+pub async fn list_audit(
+    db: &impl ConnectionTrait,
+    merchant_id: &MerchantId,
+    page: &Page,
+) -> Result<List<audit_entry::Model>, PageError> {
+    let select = audit_entry::Entity::find()
+        .filter(audit_entry::Column::MerchantId.eq(merchant_id.as_str()));
+    paginate(db, select.clone(), select, audit_entry::Column::Id, page).await
+}
 
 /// A merchant just created, with its first shop and the only copy of its keys.
 pub struct NewMerchant {
@@ -152,15 +187,28 @@ pub struct NewKey<'a> {
     pub name: Option<String>,
 }
 
-/// Stores a new key and returns its row and the key itself (which is never stored).
+/// Stores a new key, made by the key `actor`, and returns its row and the key itself (which
+/// is never stored).
 pub async fn insert_key(
     db: &DatabaseConnection,
     now: DateTime<Utc>,
     pepper: &str,
     new: NewKey<'_>,
+    actor: &KeyId,
 ) -> Result<(api_key::Model, String), CommitError> {
     let (row, key) = key_row(now, pepper, new);
-    commit::commit(db, Change::at(now).write(commit::insert(row.clone()))).await?;
+    let audit = Audit {
+        merchant_id: &row.merchant_id,
+        actor: Some(actor),
+        action: "api_key.created",
+        target_id: &row.id,
+        details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4,
+            "profile_id": row.profile_id, "name": row.name}),
+    };
+    let change = Change::at(now)
+        .write(commit::insert(row.clone()))
+        .write(audited(audit, now));
+    commit::commit(db, change).await?;
     Ok((row, key))
 }
 
@@ -212,27 +260,44 @@ pub async fn list_keys(
     paginate(db, select.clone(), select, api_key::Column::Id, page).await
 }
 
-/// Revokes a key of this merchant and mode; revoking again changes nothing.
+/// Revokes a key of this merchant and mode, by the key `actor`; revoking again changes
+/// nothing (and is not audited again).
 pub async fn revoke_key(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     now: DateTime<Utc>,
     merchant_id: &MerchantId,
     mode: Mode,
     only_profile: Option<&ProfileId>,
     key_id: &KeyId,
-) -> Result<Option<api_key::Model>, DbErr> {
+    actor: &KeyId,
+) -> Result<Option<api_key::Model>, CommitError> {
     let mut select =
         merchant_keys(merchant_id, mode).filter(api_key::Column::Id.eq(key_id.as_str()));
     if let Some(p) = only_profile {
         select = select.filter(api_key::Column::ProfileId.eq(p.as_str()));
     }
-    let Some(row) = select.one(db).await? else {
+    let Some(row) = select.clone().one(db).await? else {
         return Ok(None);
     };
-    if row.revoked_at.is_some() {
-        return Ok(Some(row));
-    }
-    let mut active: api_key::ActiveModel = row.into();
-    active.revoked_at = Set(Some(now));
-    Ok(Some(active.update(db).await?))
+    let revoke = api_key::Entity::update_many()
+        .col_expr(api_key::Column::RevokedAt, Expr::value(Some(now)))
+        .filter(api_key::Column::Id.eq(row.id.as_str()))
+        .filter(api_key::Column::RevokedAt.is_null())
+        .into_query();
+    let audit = Audit {
+        merchant_id: &row.merchant_id,
+        actor: Some(actor),
+        action: "api_key.revoked",
+        target_id: &row.id,
+        details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4}),
+    };
+    // Only the revoke that revoked it is audited.
+    let mut change = Change::at(now);
+    change.optional.push(
+        Change::at(now)
+            .write(Write::Update(revoke))
+            .write(audited(audit, now)),
+    );
+    commit::commit(db, change).await?;
+    Ok(select.one(db).await?)
 }

@@ -182,6 +182,7 @@ pub async fn add_processor(
         config,
         approval,
         state.clock.now(),
+        &caller.key_id,
     )
     .await?
     .ok_or_else(|| {

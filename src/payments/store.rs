@@ -21,6 +21,7 @@ use super::{
 };
 pub use crate::commit::CommitError;
 use crate::{
+    accounts,
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
     customers, disputes,
@@ -575,17 +576,20 @@ pub async fn approve_account(
     Ok(processor_account::Entity::find_by_id(id).one(db).await?)
 }
 
-/// Adds a processor account; `None` when the shop has one of that name. `config` is the JSON
-/// of a remote account's connection.
+/// Adds a processor account, with its audit row (`processor_account.added` by `actor`);
+/// `None` when the shop has one of that name. `config` is the JSON of a remote account's
+/// connection.
+#[allow(clippy::too_many_arguments)]
 pub async fn insert_account(
-    db: &impl ConnectionTrait,
+    db: &DatabaseConnection,
     merchant_id: &str,
     profile_id: &str,
     name: &str,
     config: Option<String>,
     approval: &str,
     now: DateTime<Utc>,
-) -> Result<Option<processor_account::Model>, DbErr> {
+    actor: &crate::ids::KeyId,
+) -> Result<Option<processor_account::Model>, CommitError> {
     let row = processor_account::Model {
         id: new_id("proc"),
         merchant_id: merchant_id.to_owned(),
@@ -602,14 +606,37 @@ pub async fn insert_account(
         approval: approval.to_owned(),
         created_at: now,
     };
-    let inserted = processor_account::Entity::insert(row.clone().into_active_model().reset_all())
-        .on_conflict_do_nothing_on([
-            processor_account::Column::ProfileId,
-            processor_account::Column::Name,
-        ])
-        .exec_without_returning(db)
+    let unique = OnConflict::columns([
+        processor_account::Column::ProfileId,
+        processor_account::Column::Name,
+    ])
+    .do_nothing()
+    .to_owned();
+    let insert = processor_account::Entity::insert(row.clone().into_active_model().reset_all())
+        .on_conflict(unique)
+        .into_query();
+    let audit = accounts::store::Audit {
+        merchant_id,
+        actor: Some(actor),
+        action: "processor_account.added",
+        target_id: &row.id,
+        details: serde_json::json!({"profile_id": profile_id, "name": name, "kind": row.kind,
+            "approval": approval}),
+    };
+    // Only an account that was added is audited.
+    let mut change = Change::at(now);
+    change.optional.push(
+        Change::at(now)
+            .write(Write::Insert(insert))
+            .write(accounts::store::audited(audit, now)),
+    );
+    commit::commit(db, change).await?;
+    let stored = processor_account::Entity::find()
+        .filter(processor_account::Column::ProfileId.eq(profile_id))
+        .filter(processor_account::Column::Name.eq(name))
+        .one(db)
         .await?;
-    Ok(matches!(inserted, sea_orm::TryInsertResult::Inserted(n) if n > 0).then_some(row))
+    Ok(stored.filter(|s| s.id == row.id))
 }
 
 pub async fn routing_rules(

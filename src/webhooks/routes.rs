@@ -5,8 +5,7 @@ use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::webhook_endpoint;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter,
-    QueryTrait,
+    ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryTrait,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -158,6 +157,16 @@ pub async fn put_endpoint(
     );
     let url = check_url(&req.url, &policy)?;
     let now = state.clock.now();
+    let url_changed = |url: &str| {
+        let audit = accounts::store::Audit {
+            merchant_id: caller.merchant_id.as_str(),
+            actor: Some(&caller.key_id),
+            action: "webhook_endpoint.url_changed",
+            target_id: profile.as_str(),
+            details: serde_json::json!({"url": url}),
+        };
+        accounts::store::audited(audit, now)
+    };
     let (m, created) = match find(&state, &profile).await? {
         Some(existing) => {
             let m = webhook_endpoint::Model {
@@ -175,6 +184,9 @@ pub async fn put_endpoint(
             if m.enabled != existing.enabled {
                 change = change.write(Write::Update(store::follow_endpoint(&m.id, m.enabled)));
             }
+            if m.url != existing.url {
+                change = change.write(url_changed(&m.url));
+            }
             commit::commit(&state.db, change).await?;
             if m.enabled && !existing.enabled {
                 // What waited is due now (or when its schedule says).
@@ -183,20 +195,22 @@ pub async fn put_endpoint(
             (m, false)
         }
         None => {
-            let m = webhook_endpoint::ActiveModel {
-                id: Set(new_id("whep")),
-                merchant_id: Set(caller.merchant_id.to_string()),
-                profile_id: Set(profile.to_string()),
-                url: Set(url),
-                secret: Set(new_secret()),
-                previous_secret: Set(None),
-                previous_secret_expires_at: Set(None),
-                enabled: Set(req.enabled.unwrap_or(true)),
-                created_at: Set(now),
-                updated_at: Set(now),
-            }
-            .insert(&state.db)
-            .await?;
+            let m = webhook_endpoint::Model {
+                id: new_id("whep"),
+                merchant_id: caller.merchant_id.to_string(),
+                profile_id: profile.to_string(),
+                url,
+                secret: new_secret(),
+                previous_secret: None,
+                previous_secret_expires_at: None,
+                enabled: req.enabled.unwrap_or(true),
+                created_at: now,
+                updated_at: now,
+            };
+            let change = Change::at(now)
+                .write(commit::insert(m.clone()))
+                .write(url_changed(&m.url));
+            commit::commit(&state.db, change).await?;
             (m, true)
         }
     };
@@ -218,13 +232,28 @@ pub async fn rotate_secret(
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
     let now = state.clock.now();
-    let old = existing.secret.clone();
-    let mut am = existing.into_active_model();
-    am.previous_secret = Set(Some(old));
-    am.previous_secret_expires_at = Set(Some(now + Duration::hours(24)));
-    am.secret = Set(new_secret());
-    am.updated_at = Set(now);
-    let m = am.update(&state.db).await?;
+    let m = webhook_endpoint::Model {
+        previous_secret: Some(existing.secret.clone()),
+        previous_secret_expires_at: Some(now + Duration::hours(24)),
+        secret: new_secret(),
+        updated_at: now,
+        ..existing
+    };
+    let audit = accounts::store::Audit {
+        merchant_id: caller.merchant_id.as_str(),
+        actor: Some(&caller.key_id),
+        action: "webhook_endpoint.secret_rotated",
+        target_id: profile.as_str(),
+        details: serde_json::json!({"previous_secret_expires_at": m.previous_secret_expires_at}),
+    };
+    let rotate = webhook_endpoint::Entity::update_many()
+        .set(m.clone().into_active_model().reset_all())
+        .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
+        .into_query();
+    let change = Change::at(now)
+        .write(Write::Update(rotate))
+        .write(accounts::store::audited(audit, now));
+    commit::commit(&state.db, change).await?;
     Ok(idempotency::one_time_secret(
         HttpResponse::Ok().json(Endpoint::of(&m, true)),
     ))
