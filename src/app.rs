@@ -69,6 +69,24 @@ impl Application {
     pub async fn build(settings: Settings, clock: SharedClock) -> anyhow::Result<Self> {
         let db = db::connect(&settings.database.url, settings.database.max_connections).await?;
         db::migrate(&settings.database.url, &db).await?;
+        let keyring = Arc::new(crate::sealed::Keyring::new(
+            settings.security.master_key.as_deref(),
+            &settings.security.previous_master_keys,
+        )?);
+        if keyring.is_sandbox_key() {
+            tracing::warn!(
+                "stored secrets are sealed with the built-in sandbox master key, which is public: set security.master_key (PAYD_SECURITY__MASTER_KEY) outside the sandbox"
+            );
+        }
+        // Secrets stored before sealing, or under an older master key, are sealed now.
+        let resealed = crate::sealed::reseal(&db, &keyring).await?;
+        if resealed > 0 {
+            tracing::info!(
+                resealed,
+                key = keyring.current_id(),
+                "stored secrets sealed with the current master key"
+            );
+        }
         let settings = Arc::new(settings);
         // Install the recorder before anything records.
         ops::prometheus();
@@ -109,6 +127,7 @@ impl Application {
                 wake: wake.clone(),
                 remotes: Default::default(),
                 fresh: Default::default(),
+                keyring: keyring.clone(),
                 fail_outcomes: Arc::new(payments::store::FailOutcomes::new(
                     &settings.sandbox.fail_outcome_commits,
                 )),
@@ -136,6 +155,7 @@ impl Application {
                 depth: Default::default(),
                 wake: wake.clone(),
                 backlogs: Default::default(),
+                keyring: keyring.clone(),
                 outbound: Arc::new(crate::outbound::Policy::from_settings(
                     settings.webhooks.allow_private_urls,
                     &settings.security,
@@ -167,6 +187,7 @@ impl Application {
             arbiters,
             public_url,
             dispatcher,
+            keyring,
         });
         let (payments, disputes) = (web::Data::new(payments), web::Data::new(disputes));
 

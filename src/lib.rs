@@ -26,6 +26,7 @@ pub mod processors;
 pub mod ratelimit;
 pub mod refunds;
 pub mod scheduler;
+pub mod sealed;
 pub mod settings;
 pub mod state;
 pub mod telemetry;

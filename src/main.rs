@@ -1,4 +1,5 @@
-//! The `payd` command line: `serve` (default), `migrate`, `admin create-merchant`.
+//! The `payd` command line: `serve` (default), `migrate`, `admin create-merchant`,
+//! `admin rotate-master-key`.
 
 use std::{process::ExitCode, sync::Arc};
 
@@ -7,7 +8,7 @@ use payd::{
     accounts::{api::CreatedMerchant, store},
     auth::Mode,
     clock::{Clock, SystemClock},
-    db, telemetry, Application, Settings,
+    db, sealed, telemetry, Application, Settings,
 };
 
 #[derive(Parser)]
@@ -38,6 +39,13 @@ enum AdminCommand {
         name: String,
         #[arg(long, value_enum, default_value_t = KeyMode::Sandbox)]
         mode: KeyMode,
+    },
+    /// Seal every stored secret with a new master key (32 bytes, base64), in batches; safe to
+    /// interrupt and run again. Then start payd with `security.master_key` set to the new key
+    /// and the old one in `security.previous_master_keys`.
+    RotateMasterKey {
+        #[arg(long)]
+        new_key: String,
     },
 }
 
@@ -109,6 +117,23 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             println!(
                 "{}",
                 serde_json::to_string_pretty(&CreatedMerchant::from(created))?
+            );
+        }
+        Command::Admin {
+            command: AdminCommand::RotateMasterKey { new_key },
+        } => {
+            let ring = sealed::Keyring::new(
+                settings.security.master_key.as_deref(),
+                &settings.security.previous_master_keys,
+            )?;
+            let rotated = ring.rotated_to(&new_key)?;
+            let conn =
+                db::connect(&settings.database.url, settings.database.max_connections).await?;
+            db::migrate(&settings.database.url, &conn).await?;
+            let resealed = sealed::reseal(&conn, &rotated).await?;
+            println!(
+                "payd: {resealed} stored secrets sealed with master key {}. Start payd with security.master_key set to the new key, and the old one in security.previous_master_keys until no instance runs with the old key.",
+                rotated.current_id()
             );
         }
     }

@@ -109,6 +109,15 @@ pub struct SecuritySettings {
     /// (like `curl --resolve`); the outbound guard still judges the address.
     #[serde(default)]
     pub resolve_overrides: String,
+    /// The key that seals stored secrets (webhook signing secrets, processor credentials):
+    /// 32 bytes, base64. Production refuses to start without one; the sandbox falls back to
+    /// a fixed, public key.
+    #[serde(default)]
+    pub master_key: Option<String>,
+    /// Older master keys, comma-separated: what they sealed still opens, and is sealed again
+    /// with `master_key` at start-up.
+    #[serde(default)]
+    pub previous_master_keys: String,
 }
 
 impl SecuritySettings {
@@ -358,6 +367,40 @@ impl Settings {
                 "expected operations among authorize, challenge, capture, void, comma-separated",
             );
         }
+        let key_ok = |k: &str| {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD
+                .decode(k.trim())
+                .is_ok_and(|b| b.len() == 32)
+        };
+        let master_key = self
+            .security
+            .master_key
+            .as_deref()
+            .filter(|k| !k.trim().is_empty());
+        match master_key {
+            None if self.mode == DeploymentMode::Production => {
+                return bad(
+                    "security.master_key",
+                    "production mode needs a master key to seal stored secrets: 32 random bytes, base64 (PAYD_SECURITY__MASTER_KEY)",
+                )
+            }
+            Some(k) if !key_ok(k) => {
+                return bad("security.master_key", "expected 32 bytes, base64-encoded")
+            }
+            _ => {}
+        }
+        if !self
+            .security
+            .previous_master_keys
+            .split_terminator(',')
+            .all(key_ok)
+        {
+            return bad(
+                "security.previous_master_keys",
+                "expected master keys of 32 bytes, base64-encoded, comma-separated",
+            );
+        }
         if let Err(e) = self.security.allowed_outbound() {
             return bad("security.allowed_outbound_cidrs", &e);
         }
@@ -513,6 +556,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("key_pepper"), "{err}");
+        let production = [
+            ("PAYD_MODE", "production"),
+            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
+        ];
+        let err = Settings::load_from(vars(&production))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`security.master_key`"), "{err}");
+        let key = (
+            "PAYD_SECURITY__MASTER_KEY",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        );
+        assert!(Settings::load_from(vars(&[production[0], production[1], key])).is_ok());
+        let short = ("PAYD_SECURITY__MASTER_KEY", "c2hvcnQ=");
+        let err = Settings::load_from(vars(&[short])).unwrap_err().to_string();
+        assert!(
+            err.contains("`security.master_key`: expected 32 bytes"),
+            "{err}"
+        );
         let err = Settings::load_from(vars(&[("PAYD_MODE", "staging")]))
             .unwrap_err()
             .to_string();

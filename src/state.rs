@@ -21,4 +21,6 @@ pub struct AppState {
     /// The base of URLs handed to buyers (`checkout_url`).
     pub public_url: String,
     pub dispatcher: Arc<Dispatcher>,
+    /// Seals and opens stored secrets.
+    pub keyring: Arc<crate::sealed::Keyring>,
 }

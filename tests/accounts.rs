@@ -305,6 +305,10 @@ async fn production_with_live_merchant() -> (common::TestApp, common::Answer) {
         &[
             ("PAYD_MODE", "production"),
             ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
+            (
+                "PAYD_SECURITY__MASTER_KEY",
+                "cGF5ZC1wcm9kdWN0aW9uLXRlc3QtbWFzdGVyLWtleSE=",
+            ),
         ],
     )
     .await;

@@ -55,6 +55,7 @@ const NAMED: &[(&str, &str)] = &[
     ("events::outbox", "store"),
     ("processors", "store"),
     ("outbound", "store"),
+    ("sealed", "store"),
     ("processors::sandbox", "store"),
     ("processors::remote", "store"),
     ("processors::sim", "store"),

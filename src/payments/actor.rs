@@ -60,6 +60,8 @@ pub struct PaymentDeps {
     /// its first state from here instead of reading the row back. The handler removes what
     /// was not taken, so nothing stays.
     pub fresh: DashMap<String, payment::Model>,
+    /// Opens the processor accounts' sealed connection settings.
+    pub keyring: Arc<crate::sealed::Keyring>,
     /// The test-only fault of `sandbox.fail_outcome_commits`.
     pub fail_outcomes: Arc<store::FailOutcomes>,
 }
@@ -96,7 +98,14 @@ impl PaymentDeps {
         let Some(account) = account.filter(|a| a.kind == "remote") else {
             return Some(self.sandbox.clone());
         };
-        let config: RemoteConfig = serde_json::from_str(account.config.as_deref()?).ok()?;
+        let opened = self.keyring.open(account.config.as_deref()?);
+        let config: RemoteConfig = match opened {
+            Ok(json) => serde_json::from_str(&json).ok()?,
+            Err(e) => {
+                tracing::error!(account = %account.id, error = %e, "a processor account's settings cannot be opened");
+                return None;
+            }
+        };
         let p = &self.settings.processors;
         let remote = self
             .remotes

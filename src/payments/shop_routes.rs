@@ -179,7 +179,8 @@ pub async fn add_processor(
         caller.merchant_id.as_str(),
         shop.as_str(),
         name,
-        config,
+        // The connection (with its shared secret) is stored sealed.
+        config.map(|c| state.keyring.seal(&c)),
         approval,
         state.clock.now(),
         &caller.key_id,

@@ -36,6 +36,7 @@ use crate::{
     error::ApiError,
     ids::new_id,
     outbound::{self, Blocked, Policy},
+    sealed::{Keyring, SealError},
     settings::WebhookSettings,
 };
 
@@ -63,19 +64,23 @@ pub struct Outcome {
     pub duration_ms: i64,
 }
 
-/// The secrets a signature is made with now: the current one, and the previous one while
-/// its 24 hours after a rotation last.
-pub fn live_secrets(endpoint: &webhook_endpoint::Model, now: DateTime<Utc>) -> Vec<String> {
-    let mut secrets = vec![endpoint.secret.clone()];
+/// The secrets a signature is made with now, opened: the current one, and the previous one
+/// while its 24 hours after a rotation last.
+pub fn live_secrets(
+    endpoint: &webhook_endpoint::Model,
+    now: DateTime<Utc>,
+    keyring: &Keyring,
+) -> Result<Vec<String>, SealError> {
+    let mut secrets = vec![keyring.open(&endpoint.secret)?];
     if let (Some(prev), Some(until)) = (
         &endpoint.previous_secret,
         endpoint.previous_secret_expires_at,
     ) {
         if now < until {
-            secrets.push(prev.clone());
+            secrets.push(keyring.open(prev)?);
         }
     }
-    secrets
+    Ok(secrets)
 }
 
 /// Posts the event once: signed afresh, no redirects followed, bounded by the timeout.
@@ -85,10 +90,23 @@ pub async fn attempt(
     event: &event::Model,
     now: DateTime<Utc>,
     timeout: StdDuration,
+    keyring: &Keyring,
 ) -> Outcome {
     // The signature's timestamp is the wall clock: receivers check it against theirs.
     let timestamp = crate::clock::wall_now().timestamp();
-    let secrets = live_secrets(endpoint, now);
+    let secrets = match live_secrets(endpoint, now, keyring) {
+        Ok(secrets) => secrets,
+        // Not sent unsigned: an operator's missing key is fixed, and the retry signs.
+        Err(e) => {
+            tracing::error!(endpoint = %endpoint.id, error = %e, "a signing secret cannot be opened");
+            return Outcome {
+                answer: Answer::Network,
+                request_headers: Vec::new(),
+                response_body: Some(format!("not sent: {e}")),
+                duration_ms: 0,
+            };
+        }
+    };
     let signature = signer::signature_header(
         secrets.iter().map(String::as_str),
         &event.id,
@@ -281,6 +299,7 @@ async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRet
         &retry.event,
         deps.clock.now(),
         timeout,
+        &deps.keyring,
     )
     .await;
     if let Err(e) = record_manual(&deps.db, &retry.delivery, &outcome, deps.clock.now()).await {
@@ -369,6 +388,8 @@ pub struct DeliveryDeps {
     pub backlogs: Arc<DashMap<String, Arc<AtomicI64>>>,
     /// Which addresses deliveries may reach.
     pub outbound: Arc<Policy>,
+    /// Opens the endpoints' sealed signing secrets.
+    pub keyring: Arc<Keyring>,
 }
 
 /// A merchant whose queue holds this much is skipped by the dispatcher's claims. At least a
@@ -721,7 +742,15 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
         }
     }
     let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
-    let outcome = attempt(client, &item.endpoint, &item.event, now, timeout).await;
+    let outcome = attempt(
+        client,
+        &item.endpoint,
+        &item.event,
+        now,
+        timeout,
+        &deps.keyring,
+    )
+    .await;
     let at = deps.clock.now();
     let d = &item.delivery;
     let jitter = if deps.settings.jitter {

@@ -207,8 +207,13 @@ pub async fn put_endpoint(
                 created_at: now,
                 updated_at: now,
             };
+            // Stored sealed; the answer shows it once, as it is.
+            let stored = webhook_endpoint::Model {
+                secret: state.keyring.seal(&m.secret),
+                ..m.clone()
+            };
             let change = Change::at(now)
-                .write(commit::insert(m.clone()))
+                .write(commit::insert(stored))
                 .write(url_changed(&m.url));
             commit::commit(&state.db, change).await?;
             (m, true)
@@ -232,10 +237,11 @@ pub async fn rotate_secret(
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
     let now = state.clock.now();
+    let secret = new_secret();
     let m = webhook_endpoint::Model {
         previous_secret: Some(existing.secret.clone()),
         previous_secret_expires_at: Some(now + Duration::hours(24)),
-        secret: new_secret(),
+        secret: state.keyring.seal(&secret),
         updated_at: now,
         ..existing
     };
@@ -254,8 +260,9 @@ pub async fn rotate_secret(
         .write(Write::Update(rotate))
         .write(accounts::store::audited(audit, now));
     commit::commit(&state.db, change).await?;
+    let shown = webhook_endpoint::Model { secret, ..m };
     Ok(idempotency::one_time_secret(
-        HttpResponse::Ok().json(Endpoint::of(&m, true)),
+        HttpResponse::Ok().json(Endpoint::of(&shown, true)),
     ))
 }
 
