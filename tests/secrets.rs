@@ -27,8 +27,23 @@ async fn stored(db: &TestDb) -> (Vec<webhook_endpoint::Model>, Vec<processor_acc
     )
 }
 
-/// A payment through the shop's remote processor; the delivery of its event, verified with
-/// the endpoint's secret.
+/// Points the shop's webhook at the receiver; returns the secret the answer showed (a new
+/// one when the endpoint is created, none when it is updated).
+async fn endpoint(app: &TestApp, m: &Merchant, receiver: &Receiver) -> String {
+    let r = app
+        .call(
+            m,
+            Method::PUT,
+            &format!("/account/shops/{}/webhook", m.profile_id),
+            Some(json!({"url": receiver.url})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["secret"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A payment (through the shop's remote processor, if it has one); the delivery of its event,
+/// verified with the endpoint's secret.
 async fn pay_and_verify(app: &TestApp, m: &Merchant, receiver: &Receiver, secret: &str) {
     let body = json!({"amount": 500, "currency": "USD", "confirm": true,
         "payment_method_data": card("4242424242424242")});
@@ -52,15 +67,7 @@ async fn stored_secrets_are_sealed_and_keep_working_across_a_master_key_rotation
     let (_sim, sim_url) = sim::start_sim().await;
     sim::add_remote(&app, &m, &sim_url, 2_000).await;
     let receiver = Receiver::start().await;
-    let r = app
-        .call(
-            &m,
-            Method::PUT,
-            &format!("/account/shops/{}/webhook", m.profile_id),
-            Some(json!({"url": receiver.url})),
-        )
-        .await;
-    let secret = r.body["secret"].as_str().unwrap().to_owned();
+    let secret = endpoint(&app, &m, &receiver).await;
     assert!(secret.starts_with("whsec_"));
 
     let (endpoints, accounts) = stored(&db).await;
@@ -94,15 +101,7 @@ async fn stored_secrets_are_sealed_and_keep_working_across_a_master_key_rotation
 
     let app = spawn_with(db.clone(), &[("PAYD_SECURITY__MASTER_KEY", SECOND)]).await;
     let receiver = Receiver::start().await;
-    let r = app
-        .call(
-            &m,
-            Method::PUT,
-            &format!("/account/shops/{}/webhook", m.profile_id),
-            Some(json!({"url": receiver.url})),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    endpoint(&app, &m, &receiver).await;
     pay_and_verify(&app, &m, &receiver, &secret).await;
 }
 
@@ -113,15 +112,7 @@ async fn secrets_stored_in_plain_text_are_sealed_at_start_up() {
     let app = spawn_with(db.clone(), &[("PAYD_SECURITY__MASTER_KEY", FIRST)]).await;
     let m = app.create_merchant("Acme").await;
     let receiver = Receiver::start().await;
-    let r = app
-        .call(
-            &m,
-            Method::PUT,
-            &format!("/account/shops/{}/webhook", m.profile_id),
-            Some(json!({"url": receiver.url})),
-        )
-        .await;
-    let secret = r.body["secret"].as_str().unwrap().to_owned();
+    let secret = endpoint(&app, &m, &receiver).await;
     // As an older payd stored it.
     let conn = payd::db::connect(&db.url, Some(1)).await.unwrap();
     webhook_endpoint::Entity::update_many()
@@ -138,12 +129,5 @@ async fn secrets_stored_in_plain_text_are_sealed_at_start_up() {
     assert!(Keyring::new(Some(SECOND), "")
         .unwrap()
         .is_current(&endpoints[0].secret));
-    let body = json!({"amount": 500, "currency": "USD", "confirm": true,
-        "payment_method_data": card("4242424242424242")});
-    app.create_payment(&m, body).await;
-    let got = receiver.wait_for(1).await;
-    Webhook::new(&secret)
-        .unwrap()
-        .verify(&got[0].body, &got[0].headers)
-        .expect("signed with the endpoint's secret");
+    pay_and_verify(&app, &m, &receiver, &secret).await;
 }
