@@ -67,7 +67,12 @@ const DISPATCHER_STOP: Duration = Duration::from_secs(10);
 impl Application {
     /// Connects, migrates, bootstraps and binds `settings.listen` (port 0 picks a free one).
     pub async fn build(settings: Settings, clock: SharedClock) -> anyhow::Result<Self> {
-        let db = db::connect(&settings.database.url, settings.database.max_connections).await?;
+        let db = db::connect_with(
+            &settings.database.url,
+            settings.database.max_connections,
+            std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
+        )
+        .await?;
         db::migrate(&settings.database.url, &db).await?;
         let keyring = Arc::new(crate::sealed::Keyring::new(
             settings.security.master_key.as_deref(),

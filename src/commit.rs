@@ -153,7 +153,7 @@ impl From<CommitError> for ApiError {
                 "the object was changed by another request; retry",
             ),
             CommitError::Refused(code) => ApiError::conflict(code, refusal_message(code)),
-            CommitError::Db(e) => ApiError::internal(format!("database: {e}")),
+            CommitError::Db(e) => e.into(),
         }
     }
 }

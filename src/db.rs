@@ -11,13 +11,23 @@ use sea_orm::{
 /// Any fixed number: the key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK: i64 = 0x0070_6179_646d_6967; // "paydmig"
 
-/// Connects with the settings payd relies on: SQLite in WAL mode with a busy timeout and
-/// foreign keys, its directory created; PostgreSQL with a bounded pool.
+/// Connects as `connect_with` does, waiting at most 5 s for a connection.
 pub async fn connect(url: &str, max_connections: Option<u32>) -> Result<DatabaseConnection, DbErr> {
+    connect_with(url, max_connections, Duration::from_secs(5)).await
+}
+
+/// Connects with the settings payd relies on: SQLite in WAL mode with a busy timeout and
+/// foreign keys, its directory created; PostgreSQL with a bounded pool. A statement waits at
+/// most `acquire_timeout` for a connection (then the request answers 503).
+pub async fn connect_with(
+    url: &str,
+    max_connections: Option<u32>,
+    acquire_timeout: Duration,
+) -> Result<DatabaseConnection, DbErr> {
     let mut opts = ConnectOptions::new(url.to_owned());
     opts.sqlx_logging(false)
-        .connect_timeout(Duration::from_secs(10))
-        .acquire_timeout(Duration::from_secs(30));
+        .connect_timeout(acquire_timeout)
+        .acquire_timeout(acquire_timeout);
     if url.starts_with("sqlite:") {
         ensure_sqlite_dir(url);
         // Invariant: one connection, so there is one writer and no lock upgrade can fail.
@@ -75,6 +85,17 @@ pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
 }
 
 /// True when the database answers a trivial query.
-pub async fn ping(db: &DatabaseConnection) -> bool {
-    db.ping().await.is_ok()
+/// Whether the database answers within `within`. Readiness asks this; the answer is also
+/// the `payd_database_up` gauge, and a change is logged.
+pub async fn ping(db: &DatabaseConnection, within: Duration) -> bool {
+    static LAST: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(-1);
+    let up = matches!(tokio::time::timeout(within, db.ping()).await, Ok(Ok(())));
+    metrics::gauge!("payd_database_up").set(if up { 1.0 } else { 0.0 });
+    let before = LAST.swap(i8::from(up), std::sync::atomic::Ordering::Relaxed);
+    match (before, up) {
+        (1, false) => tracing::error!("the database stopped answering: readiness is 503"),
+        (0, true) => tracing::info!("the database answers again: readiness is 200"),
+        _ => {}
+    }
+    up
 }

@@ -306,9 +306,57 @@ impl ResponseError for ApiError {
 }
 
 impl From<sea_orm::DbErr> for ApiError {
+    /// A database that cannot be reached (or written) is 503 `database_unavailable` with
+    /// `Retry-After`: the client may send the same request again, with the same
+    /// `Idempotency-Key`. Any other database error is a bug: 500.
     #[track_caller]
     fn from(e: sea_orm::DbErr) -> Self {
-        ApiError::internal(format!("database: {e}"))
+        if !database_unavailable(&e) {
+            return ApiError::internal(format!("database: {e}"));
+        }
+        tracing::warn!(error = %e, "database unavailable");
+        let mut unavailable = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorType::Unavailable,
+            "database_unavailable",
+            "the database cannot be reached now; retry shortly (with the same Idempotency-Key)",
+        );
+        unavailable.retry_after = Some(2);
+        unavailable
+    }
+}
+
+/// Whether an error says the database cannot be reached or written, rather than that a
+/// statement was wrong: no connection within the acquire timeout, a connection lost mid-way,
+/// PostgreSQL's connection-exception and shutdown states, SQLite's full, read-only or failing
+/// disk.
+pub fn database_unavailable(e: &sea_orm::DbErr) -> bool {
+    use sea_orm::{sqlx::Error as Sqlx, DbErr, RuntimeErr};
+    match e {
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
+        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => {
+            match &**e {
+                Sqlx::Io(_)
+                | Sqlx::Tls(_)
+                | Sqlx::Protocol(_)
+                | Sqlx::PoolTimedOut
+                | Sqlx::PoolClosed
+                | Sqlx::WorkerCrashed => true,
+                Sqlx::Database(db) => {
+                    let code = db.code().unwrap_or_default();
+                    // PostgreSQL: class 08 (connection exception), 57P01–57P03 (shutdown).
+                    let postgres = code.starts_with("08") || code.starts_with("57P0");
+                    // SQLite (primary code of an extended one): READONLY 8, IOERR 10, FULL 13,
+                    // CANTOPEN 14.
+                    let sqlite = code
+                        .parse::<i64>()
+                        .is_ok_and(|n| matches!(n & 0xff, 8 | 10 | 13 | 14));
+                    postgres || sqlite
+                }
+                _ => false,
+            }
+        }
+        _ => false,
     }
 }
 

@@ -84,8 +84,12 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 .await?
         }
         Command::Migrate => {
-            let conn =
-                db::connect(&settings.database.url, settings.database.max_connections).await?;
+            let conn = db::connect_with(
+                &settings.database.url,
+                settings.database.max_connections,
+                std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
+            )
+            .await?;
             db::migrate(&settings.database.url, &conn).await?;
             println!("payd: migrations applied");
         }
@@ -103,8 +107,12 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                     )
                 }
             };
-            let conn =
-                db::connect(&settings.database.url, settings.database.max_connections).await?;
+            let conn = db::connect_with(
+                &settings.database.url,
+                settings.database.max_connections,
+                std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
+            )
+            .await?;
             db::migrate(&settings.database.url, &conn).await?;
             let created = store::create_merchant(
                 &conn,
@@ -127,8 +135,12 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 &settings.security.previous_master_keys,
             )?;
             let rotated = ring.rotated_to(&new_key)?;
-            let conn =
-                db::connect(&settings.database.url, settings.database.max_connections).await?;
+            let conn = db::connect_with(
+                &settings.database.url,
+                settings.database.max_connections,
+                std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
+            )
+            .await?;
             db::migrate(&settings.database.url, &conn).await?;
             let resealed = sealed::reseal(&conn, &rotated).await?;
             println!(

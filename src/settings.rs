@@ -95,6 +95,14 @@ pub struct DatabaseSettings {
     /// Pool size; SQLite defaults to one connection (one writer, no lock upgrades).
     #[serde(default)]
     pub max_connections: Option<u32>,
+    /// How long a request waits for a connection before it answers 503
+    /// `database_unavailable`.
+    #[serde(default = "default_acquire_timeout_ms")]
+    pub acquire_timeout_ms: u64,
+}
+
+fn default_acquire_timeout_ms() -> u64 {
+    5_000
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -59,7 +59,7 @@ impl From<DisputeError> for ApiError {
                 "concurrent_update",
                 "the dispute was changed by another request; retry",
             ),
-            DisputeError::Db(e) => ApiError::internal(format!("database: {e}")),
+            DisputeError::Db(e) => e.into(),
         }
     }
 }

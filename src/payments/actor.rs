@@ -227,7 +227,7 @@ impl From<PaymentError> for ApiError {
                 "processor_error",
                 p.to_string(),
             ),
-            PaymentError::Db(e) => ApiError::internal(format!("database: {e}")),
+            PaymentError::Db(e) => e.into(),
         }
     }
 }
@@ -427,7 +427,12 @@ impl Handler<Exec> for PaymentActor {
             }
             .into_actor(self)
             .map(|(latest, result), act, ctx| {
-                act.model = latest;
+                // After a database error nothing cached is trusted (a commit whose answer was
+                // lost may have been made): the next message reads the row.
+                act.model = match &result {
+                    Err(PaymentError::Db(_)) => None,
+                    _ => latest,
+                };
                 let handled = act.handled;
                 let ttl = StdDuration::from_millis(act.deps.settings.actors.row_cache_ms);
                 ctx.run_later(ttl, move |act, _| {
