@@ -67,17 +67,9 @@ const DISPATCHER_STOP: Duration = Duration::from_secs(10);
 impl Application {
     /// Connects, migrates, bootstraps and binds `settings.listen` (port 0 picks a free one).
     pub async fn build(settings: Settings, clock: SharedClock) -> anyhow::Result<Self> {
-        let db = db::connect_with(
-            &settings.database.url,
-            settings.database.max_connections,
-            std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
-        )
-        .await?;
+        let db = db::connect_to(&settings.database).await?;
         db::migrate(&settings.database.url, &db).await?;
-        let keyring = Arc::new(crate::sealed::Keyring::new(
-            settings.security.master_key.as_deref(),
-            &settings.security.previous_master_keys,
-        )?);
+        let keyring = Arc::new(crate::sealed::Keyring::from_settings(&settings.security)?);
         if keyring.is_sandbox_key() {
             tracing::warn!(
                 "stored secrets are sealed with the built-in sandbox master key, which is public: set security.master_key (PAYD_SECURITY__MASTER_KEY) outside the sandbox"

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use payd_migration::{Migrator, MigratorTrait};
+
+use crate::settings::DatabaseSettings;
 use sea_orm::{
     sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement,
@@ -10,6 +12,16 @@ use sea_orm::{
 
 /// Any fixed number: the key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK: i64 = 0x0070_6179_646d_6967; // "paydmig"
+
+/// Connects to the configured database (`database.*`).
+pub async fn connect_to(settings: &DatabaseSettings) -> Result<DatabaseConnection, DbErr> {
+    connect_with(
+        &settings.url,
+        settings.max_connections,
+        Duration::from_millis(settings.acquire_timeout_ms),
+    )
+    .await
+}
 
 /// Connects as `connect_with` does, waiting at most 5 s for a connection.
 pub async fn connect(url: &str, max_connections: Option<u32>) -> Result<DatabaseConnection, DbErr> {

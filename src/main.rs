@@ -84,12 +84,7 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 .await?
         }
         Command::Migrate => {
-            let conn = db::connect_with(
-                &settings.database.url,
-                settings.database.max_connections,
-                std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
-            )
-            .await?;
+            let conn = db::connect_to(&settings.database).await?;
             db::migrate(&settings.database.url, &conn).await?;
             println!("payd: migrations applied");
         }
@@ -107,12 +102,7 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                     )
                 }
             };
-            let conn = db::connect_with(
-                &settings.database.url,
-                settings.database.max_connections,
-                std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
-            )
-            .await?;
+            let conn = db::connect_to(&settings.database).await?;
             db::migrate(&settings.database.url, &conn).await?;
             let created = store::create_merchant(
                 &conn,
@@ -130,17 +120,9 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         Command::Admin {
             command: AdminCommand::RotateMasterKey { new_key },
         } => {
-            let ring = sealed::Keyring::new(
-                settings.security.master_key.as_deref(),
-                &settings.security.previous_master_keys,
-            )?;
+            let ring = sealed::Keyring::from_settings(&settings.security)?;
             let rotated = ring.rotated_to(&new_key)?;
-            let conn = db::connect_with(
-                &settings.database.url,
-                settings.database.max_connections,
-                std::time::Duration::from_millis(settings.database.acquire_timeout_ms),
-            )
-            .await?;
+            let conn = db::connect_to(&settings.database).await?;
             db::migrate(&settings.database.url, &conn).await?;
             let resealed = sealed::reseal(&conn, &rotated).await?;
             println!(

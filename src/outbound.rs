@@ -217,12 +217,13 @@ impl Service<ConnectInfo<Uri>> for Guarded {
     }
 }
 
-/// A client builder whose connections go through the guard.
+/// A client builder whose connections go through the guard. It has no connection limit of
+/// its own: its callers bound their requests in flight (each merchant's delivery actor).
 pub fn client(policy: &Arc<Policy>) -> awc::ClientBuilder<Guarded> {
     let guarded = Guarded {
         policy: Rc::new(Policy::clone(policy)),
     };
-    awc::Client::builder().connector(awc::Connector::new().connector(guarded))
+    awc::Client::builder().connector(awc::Connector::new().limit(0).connector(guarded))
 }
 
 /// Whether a request failed because the guard refused its address.

@@ -19,6 +19,8 @@ use sea_orm::{
 };
 use sha2::{Digest, Sha256};
 
+use crate::settings::SecuritySettings;
+
 const PREFIX: &str = "sealed:v1:";
 
 /// The sandbox's master key when none is set: fixed and public, so sealing protects nothing
@@ -102,6 +104,14 @@ impl Keyring {
             previous,
             opened: Default::default(),
         })
+    }
+
+    /// The deployment's keyring: `security.master_key` and `security.previous_master_keys`.
+    pub fn from_settings(security: &SecuritySettings) -> Result<Self, SealError> {
+        Self::new(
+            security.master_key.as_deref(),
+            &security.previous_master_keys,
+        )
     }
 
     /// A keyring whose current key is `new`, opening what this one opens.

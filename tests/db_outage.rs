@@ -76,6 +76,30 @@ struct Answer {
     payment: Option<(String, String)>,
 }
 
+/// How long after `since` readiness answers `status` (polled every 100 ms, at most 3 s).
+async fn readiness_turns(app: &common::TestApp, status: u16, since: Instant) -> Duration {
+    loop {
+        let r = app
+            .send(
+                actix_web::http::Method::GET,
+                "/health/ready",
+                None,
+                None,
+                &[],
+            )
+            .await;
+        if r.status == status {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(3),
+            "readiness stayed {}",
+            r.status
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[actix_web::test]
 async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledged_is_lost() {
     let db = Arc::new(TestDb::new().await);
@@ -146,60 +170,22 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
             }
         }));
     }
-    let ready = |at: Duration| async move {
-        let deadline = start + at;
+    let at = |offset: Duration| async move {
+        let deadline = start + offset;
         actix_web::rt::time::sleep(deadline.saturating_duration_since(Instant::now())).await;
     };
-    ready(Duration::from_secs(2)).await;
+    at(Duration::from_secs(2)).await;
     proxy.down();
     let stopped = Instant::now();
-    let first_503 = loop {
-        let r = app
-            .send(
-                actix_web::http::Method::GET,
-                "/health/ready",
-                None,
-                None,
-                &[],
-            )
-            .await;
-        if r.status == 503 {
-            break stopped.elapsed();
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(3),
-            "readiness stayed {}",
-            r.status
-        );
-        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
-    };
+    let first_503 = readiness_turns(&app, 503, stopped).await;
     assert!(
         first_503 <= Duration::from_secs(2),
         "readiness 503 after {first_503:?}"
     );
-    ready(Duration::from_secs(5)).await;
+    at(Duration::from_secs(5)).await;
     proxy.back();
     let returned = Instant::now();
-    let first_200 = loop {
-        let r = app
-            .send(
-                actix_web::http::Method::GET,
-                "/health/ready",
-                None,
-                None,
-                &[],
-            )
-            .await;
-        if r.status == 200 {
-            break returned.elapsed();
-        }
-        assert!(
-            returned.elapsed() < Duration::from_secs(3),
-            "readiness stayed {}",
-            r.status
-        );
-        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
-    };
+    let first_200 = readiness_turns(&app, 200, returned).await;
     assert!(
         first_200 <= Duration::from_secs(2),
         "readiness 200 after {first_200:?}"

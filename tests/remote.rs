@@ -381,39 +381,7 @@ async fn a_refund_whose_answer_is_lost_is_recorded_once_from_the_processor() {
         )
         .await;
     assert_eq!(again.body["status"], "succeeded");
-    let events = app
-        .post(
-            &format!("/events/{}", m.merchant_id),
-            &m.secret_key,
-            json!({"object_id": refund_id}),
-        )
-        .await;
-    let types: Vec<&str> = events.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap())
-        .collect();
-    assert_eq!(types, ["refund_succeeded"]);
-}
-
-/// The event types announced for an object, oldest first.
-async fn event_types(app: &TestApp, m: &Merchant, object_id: &str) -> Vec<String> {
-    let events = app
-        .post(
-            &format!("/events/{}", m.merchant_id),
-            &m.secret_key,
-            json!({"object_id": object_id}),
-        )
-        .await;
-    let mut types: Vec<String> = events.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap().to_owned())
-        .collect();
-    types.reverse();
-    types
+    assert_eq!(app.event_types(&m, refund_id).await, ["refund_succeeded"]);
 }
 
 /// Asks payd to reconcile the payment (`force_sync`) until it answers 200, at most three
@@ -505,7 +473,7 @@ async fn an_approval_whose_commit_fails_answers_no_2xx_and_is_recorded_by_reconc
     );
     assert_eq!(sim.captured_amount.load(Ordering::SeqCst), 300);
     assert_eq!(
-        event_types(&app, &m, id).await,
+        app.event_types(&m, id).await,
         ["payment_authorized", "payment_captured"]
     );
 }
@@ -553,7 +521,7 @@ async fn the_next_command_reconciles_an_unanswered_capture_first() {
     );
     assert_eq!(sim.captures.load(Ordering::SeqCst), 1);
     assert_eq!(
-        event_types(&app, &m, id).await,
+        app.event_types(&m, id).await,
         ["payment_authorized", "payment_captured", "payment_captured"]
     );
 }
@@ -635,7 +603,7 @@ async fn refunds_made_at_the_processor_are_recorded_once_by_a_sync() {
         (Some("succeeded"), Some(120))
     );
     let first = refunds[0]["refund_id"].as_str().unwrap();
-    assert_eq!(event_types(&app, &m, first).await, ["refund_succeeded"]);
+    assert_eq!(app.event_types(&m, first).await, ["refund_succeeded"]);
     let over = app
         .call(
             &m,
@@ -698,7 +666,7 @@ async fn a_challenge_whose_answer_is_not_recorded_is_reconciled() {
     );
     assert_eq!(sim.captured_amount.load(Ordering::SeqCst), 500);
     assert_eq!(
-        event_types(&app, &m, id).await,
+        app.event_types(&m, id).await,
         ["action_required", "payment_succeeded"]
     );
 }

@@ -222,16 +222,8 @@ async fn every_payment_transition_is_announced_in_order() {
     )
     .await;
     receiver.wait_for(4).await;
-    let listed = events(&app, &m, json!({"object_id": id})).await;
-    let mut types: Vec<String> = listed.body["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["event_type"].as_str().unwrap().to_owned())
-        .collect();
-    types.reverse();
     assert_eq!(
-        types,
+        app.event_types(&m, id).await,
         [
             "payment_authorized",
             "payment_captured",

@@ -921,11 +921,7 @@ async fn challenged(
     let (now, state) = (deps.clock.now(), super::api::state_of(base));
     let result = match answer {
         Ok(result) => result,
-        Err(e @ ProcessorError::Refused(_)) => {
-            dismiss(deps, base, "challenge_refused").await?;
-            return Err(e.into());
-        }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(not_done(deps, base, "challenge_refused", e).await),
     };
     let next = machine::complete_challenge(&state, result.outcome, now);
     let mut after = store::with_state(base, &next, now);
@@ -973,26 +969,26 @@ async fn captured(
             let after = store::with_state(base, &next, now);
             record_outcome(deps, base, after, plain("capture")).await
         }
-        Err(e @ ProcessorError::Refused(_)) => {
-            dismiss(deps, base, "capture_refused").await?;
-            Err(e.into())
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(not_done(deps, base, "capture_refused", e).await),
     }
 }
 
-/// Clears an intent the processor refused: the payment is as it was before it.
-async fn dismiss(
+/// The error of an operation the processor did not carry out. A refusal clears its intent
+/// first (the payment is as it was before it); no answer leaves the intent to be reconciled.
+async fn not_done(
     deps: &PaymentDeps,
     base: &payment::Model,
     trigger: &'static str,
-) -> Result<(), PaymentError> {
-    if base.pending_operation.is_some() {
+    e: ProcessorError,
+) -> PaymentError {
+    if matches!(e, ProcessorError::Refused(_)) && base.pending_operation.is_some() {
         let mut after = base.clone();
         after.updated_at = deps.clock.now();
-        record_outcome(deps, base, after, plain(trigger)).await?;
+        if let Err(failed) = record_outcome(deps, base, after, plain(trigger)).await {
+            return failed;
+        }
     }
-    Ok(())
+    e.into()
 }
 
 /// Voids at the processor (unless nothing is held there) and cancels.
@@ -1053,11 +1049,7 @@ async fn voided(
             )
             .await
         }
-        Err(e @ ProcessorError::Refused(_)) => {
-            dismiss(deps, base, "void_refused").await?;
-            Err(e.into())
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => Err(not_done(deps, base, "void_refused", e).await),
     }
 }
 
@@ -1131,29 +1123,9 @@ async fn refund(
         &store::disputed(&deps.db, &m.id).await?,
     )?;
     let (account, reference) = processor_of(m)?;
-    let (next, next_lines) = refunds::reserve(&state, &lines, &plan);
-    let mut after = store::with_state(m, &next, now);
-    if m.lines.is_some() {
-        after.lines = serde_json::to_string(&next_lines).ok();
-    }
-    let intent = refund::Model {
-        id: new_id("ref"),
-        payment_id: m.id.clone(),
-        merchant_id: m.merchant_id.clone(),
-        profile_id: m.profile_id.clone(),
-        test_mode: m.test_mode,
-        status: "pending".to_owned(),
-        amount: plan.amount,
-        currency: m.currency.clone(),
-        lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
-        reason: reason.clone(),
-        metadata: serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into()),
-        processor_reference: None,
-        failure_reason: None,
-        version: 0,
-        created_at: now,
-        updated_at: now,
-    };
+    let (after, mut intent) = reserved(m, &lines, &plan, now);
+    intent.reason = reason.clone();
+    intent.metadata = serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into());
     let processor = deps.processor_for(m, &account).await?;
     if !processor.keeps_state() {
         // Nothing a crash could make payd forget: asked first, recorded once with its answer.
@@ -1182,6 +1154,40 @@ async fn refund(
         }),
         other => other,
     }
+}
+
+/// The payment with a refund's balance reserved (on the payment and its lines), and that
+/// refund, `pending`, not yet stored.
+fn reserved(
+    m: &payment::Model,
+    lines: &[super::api::Line],
+    plan: &refunds::Plan,
+    now: DateTime<Utc>,
+) -> (payment::Model, refund::Model) {
+    let (next, next_lines) = refunds::reserve(&super::api::state_of(m), lines, plan);
+    let mut after = store::with_state(m, &next, now);
+    if m.lines.is_some() {
+        after.lines = serde_json::to_string(&next_lines).ok();
+    }
+    let refund = refund::Model {
+        id: new_id("ref"),
+        payment_id: m.id.clone(),
+        merchant_id: m.merchant_id.clone(),
+        profile_id: m.profile_id.clone(),
+        test_mode: m.test_mode,
+        status: "pending".to_owned(),
+        amount: plan.amount,
+        currency: m.currency.clone(),
+        lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
+        reason: None,
+        metadata: "{}".to_owned(),
+        processor_reference: None,
+        failure_reason: None,
+        version: 0,
+        created_at: now,
+        updated_at: now,
+    };
+    (after, refund)
 }
 
 /// Commits a refund a stateless processor has answered, with the balance it holds (none for
@@ -1388,33 +1394,12 @@ async fn adopt_refund(
         .ok();
         return commit(deps, m, after, plain("sync")).await;
     };
-    let (next, next_lines) = refunds::reserve(&state, &lines, &plan);
-    let mut after = store::with_state(m, &next, now);
-    if m.lines.is_some() {
-        after.lines = serde_json::to_string(&next_lines).ok();
+    let (after, mut refund) = reserved(m, &lines, &plan, now);
+    if applied.status == RefundStatus::Succeeded {
+        refund.status = "succeeded".to_owned();
     }
-    let refund = refund::Model {
-        id: new_id("ref"),
-        payment_id: m.id.clone(),
-        merchant_id: m.merchant_id.clone(),
-        profile_id: m.profile_id.clone(),
-        test_mode: m.test_mode,
-        status: match applied.status {
-            RefundStatus::Succeeded => "succeeded",
-            _ => "pending",
-        }
-        .to_owned(),
-        amount: plan.amount,
-        currency: m.currency.clone(),
-        lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
-        reason: Some("made at the processor, outside payd".to_owned()),
-        metadata: "{}".to_owned(),
-        processor_reference: Some(applied.reference),
-        failure_reason: None,
-        version: 0,
-        created_at: now,
-        updated_at: now,
-    };
+    refund.reason = Some("made at the processor, outside payd".to_owned());
+    refund.processor_reference = Some(applied.reference);
     let changes = Changes {
         trigger: "refund_adopted",
         events: refund_event(&refund).into_iter().collect(),

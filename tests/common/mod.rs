@@ -289,6 +289,25 @@ impl TestApp {
         self.send(Method::DELETE, path, Some(key), None, &[]).await
     }
 
+    /// The types of the events announced for an object, oldest first.
+    pub async fn event_types(&self, m: &Merchant, object_id: &str) -> Vec<String> {
+        let events = self
+            .post(
+                &format!("/events/{}", m.merchant_id),
+                &m.secret_key,
+                serde_json::json!({"object_id": object_id}),
+            )
+            .await;
+        let mut types: Vec<String> = events.body["data"]
+            .as_array()
+            .expect("a list of events")
+            .iter()
+            .map(|e| e["event_type"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        types.reverse();
+        types
+    }
+
     pub async fn create_merchant(&self, name: &str) -> Merchant {
         let res = self
             .post(
