@@ -312,7 +312,7 @@ fn build_scheduler(
         scheduler.register(kind, move |job: Job| {
             let (payments, command) = (payments.clone(), command.clone());
             async move {
-                let exec = Exec { access: None, command };
+                let exec = Exec::own(command);
                 match payments.send(&job.entity_id, exec).await {
                     Ok(Ok(_)) | Err(payd_actors::ActorError::Load(payments::actor::PaymentError::NotFound)) => Outcome::Done,
                     Ok(Err(e)) => Outcome::Failed(e.to_string()),
@@ -380,16 +380,7 @@ fn build_scheduler(
             let command = Command::SettleRefund {
                 refund_id: refund.id,
             };
-            match payments
-                .send(
-                    &refund.payment_id,
-                    Exec {
-                        access: None,
-                        command,
-                    },
-                )
-                .await
-            {
+            match payments.send(&refund.payment_id, Exec::own(command)).await {
                 Ok(Ok(_)) => Outcome::Done,
                 Ok(Err(e)) => Outcome::Failed(e.to_string()),
                 Err(e) => Outcome::Failed(e.to_string()),

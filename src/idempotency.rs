@@ -19,14 +19,17 @@
 //!
 //! Invariant: a key's request runs at most once. It runs in a task of its own, so the request
 //! deadline or a closed connection does not cut it off before its answer is stored; its lock is
-//! renewed while it runs, so a key is taken over only when the instance running it died.
+//! renewed while it runs, so a key is taken over only when the instance running it died. A
+//! request that committed a change before its answer was lost (a 5xx, a database gone before
+//! the answer was stored, an instance gone) left its key a recovery point ([`crate::recovery`]):
+//! the retry that takes the key over resumes from that object instead of running again.
 
 use actix_web::{
     body::{self, BoxBody, MessageBody},
     dev::{Payload, ServiceRequest, ServiceResponse},
     http::{header, Method, StatusCode},
     middleware::Next,
-    web, Error, HttpMessage, HttpResponse,
+    web, Error, HttpMessage, HttpRequest, HttpResponse,
 };
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::idempotency_key::{self, Entity as Keys};
@@ -40,11 +43,11 @@ use crate::{
     auth::{self, Caller},
     error::ApiError,
     http::read_body,
+    recovery::{RequestKey, Resume, IN_FLIGHT},
     state::AppState,
 };
 
 pub const HEADER: &str = "idempotency-key";
-const IN_FLIGHT: &str = "in_flight";
 const COMPLETED: &str = "completed";
 /// Response headers stored with the body and replayed.
 const REPLAYED_HEADERS: [header::HeaderName; 2] = [header::CONTENT_TYPE, header::LOCATION];
@@ -73,11 +76,23 @@ fn streamed(path: &str) -> bool {
     path == "/files"
 }
 
+/// The key a request runs under, for the commits of its effect to name their object as its
+/// recovery point; `None` without an `Idempotency-Key`.
+pub fn request_key(req: &HttpRequest) -> Option<RequestKey> {
+    req.extensions().get::<RequestKey>().cloned()
+}
+
+/// The object a retried request resumes from: the first run committed a change to it and its
+/// answer was lost. `None` for a first run, or a retry of one that changed nothing.
+pub fn resumed(req: &HttpRequest) -> Option<String> {
+    req.extensions().get::<Resume>().map(|r| r.0.clone())
+}
+
 /// What to do with a request that carries a key.
 #[derive(Debug)]
 pub enum Begin {
-    /// The key is ours now: run the request.
-    Proceed,
+    /// The key is ours now: run the request, or resume from the object its first run changed.
+    Proceed { resume: Option<String> },
     /// Answered before: send this again.
     Replay(Box<idempotency_key::Model>),
     /// Used before for a different request.
@@ -161,7 +176,12 @@ pub async fn idempotency(
         Err(e) => return Ok(req.error_response(ApiError::from(e))),
     };
     match begun {
-        Begin::Proceed => {}
+        Begin::Proceed { resume } => {
+            req.extensions_mut().insert(store.key.clone());
+            if let Some(object) = resume {
+                req.extensions_mut().insert(Resume(object));
+            }
+        }
         Begin::Replay(row)
             if row
                 .owner_key_id
@@ -287,10 +307,7 @@ fn replay(row: &idempotency_key::Model) -> HttpResponse {
 
 /// One key's row, addressed by merchant, mode, scope and key.
 struct KeyStore {
-    merchant_id: String,
-    mode: &'static str,
-    scope: String,
-    key: String,
+    key: RequestKey,
     now: DateTime<Utc>,
     ttl: Duration,
     lock: Duration,
@@ -300,14 +317,16 @@ impl KeyStore {
     fn new(state: &AppState, caller: &Caller, key: String) -> Self {
         let cfg = &state.settings.idempotency;
         Self {
-            merchant_id: caller.merchant_id.to_string(),
-            mode: caller.mode.as_str(),
-            scope: format!(
-                "{}:{}",
-                caller.kind.as_str(),
-                caller.bound_profile.as_ref().map_or("*", |p| p.as_str())
-            ),
-            key,
+            key: RequestKey {
+                merchant_id: caller.merchant_id.to_string(),
+                mode: caller.mode.as_str(),
+                scope: format!(
+                    "{}:{}",
+                    caller.kind.as_str(),
+                    caller.bound_profile.as_ref().map_or("*", |p| p.as_str())
+                ),
+                key,
+            },
             now: state.clock.now(),
             ttl: Duration::hours(cfg.ttl_hours as i64),
             lock: Duration::seconds(cfg.lock_secs as i64),
@@ -315,11 +334,7 @@ impl KeyStore {
     }
 
     fn this(&self) -> sea_orm::Condition {
-        sea_orm::Condition::all()
-            .add(idempotency_key::Column::MerchantId.eq(self.merchant_id.as_str()))
-            .add(idempotency_key::Column::Mode.eq(self.mode))
-            .add(idempotency_key::Column::Scope.eq(&self.scope))
-            .add(idempotency_key::Column::Key.eq(self.key.as_str()))
+        self.key.this()
     }
 
     /// Renews the key's lock while its request runs, a third of the lock at a time; never
@@ -347,10 +362,10 @@ impl KeyStore {
         // Two rounds: the second follows the removal of an expired row.
         for _ in 0..2 {
             let row = idempotency_key::ActiveModel {
-                merchant_id: Set(self.merchant_id.clone()),
-                mode: Set(self.mode.to_owned()),
-                scope: Set(self.scope.clone()),
-                key: Set(self.key.clone()),
+                merchant_id: Set(self.key.merchant_id.clone()),
+                mode: Set(self.key.mode.to_owned()),
+                scope: Set(self.key.scope.clone()),
+                key: Set(self.key.key.clone()),
                 fingerprint: Set(print.to_owned()),
                 state: Set(IN_FLIGHT.to_owned()),
                 response_status: Set(None),
@@ -359,13 +374,14 @@ impl KeyStore {
                 owner_key_id: Set(None),
                 created_at: Set(self.now),
                 locked_until: Set(self.now + self.lock),
+                recovery_point: Set(None),
             };
             let inserted = Keys::insert(row)
                 .on_conflict_do_nothing()
                 .exec_without_returning(db)
                 .await?;
             if matches!(inserted, TryInsertResult::Inserted(n) if n > 0) {
-                return Ok(Begin::Proceed);
+                return Ok(Begin::Proceed { resume: None });
             }
             let Some(existing) = Keys::find().filter(self.this()).one(db).await? else {
                 continue;
@@ -387,7 +403,8 @@ impl KeyStore {
             if existing.locked_until > self.now {
                 return Ok(Begin::InUse);
             }
-            // The holder died before answering: take the key over, unless someone else just did.
+            // The holder died before answering, or its answer was not kept: take the key over
+            // (and resume from what it changed), unless someone else just did.
             let taken = Keys::update_many()
                 .col_expr(
                     idempotency_key::Column::LockedUntil,
@@ -399,7 +416,9 @@ impl KeyStore {
                 .exec(db)
                 .await?;
             return Ok(if taken.rows_affected == 1 {
-                Begin::Proceed
+                Begin::Proceed {
+                    resume: existing.recovery_point,
+                }
             } else {
                 Begin::InUse
             });
@@ -440,12 +459,24 @@ impl KeyStore {
         Ok(())
     }
 
+    /// Gives the key up after an answer that is not kept. A request that changed nothing
+    /// leaves no trace; one that committed a change keeps its row and recovery point, unlocked,
+    /// for the retry to resume from.
     async fn release(&self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
-        Keys::delete_many()
+        let deleted = Keys::delete_many()
             .filter(self.this())
             .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+            .filter(idempotency_key::Column::RecoveryPoint.is_null())
             .exec(db)
             .await?;
+        if deleted.rows_affected == 0 {
+            Keys::update_many()
+                .col_expr(idempotency_key::Column::LockedUntil, Expr::value(self.now))
+                .filter(self.this())
+                .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+                .exec(db)
+                .await?;
+        }
         Ok(())
     }
 }

@@ -24,6 +24,7 @@ pub mod pagination;
 pub mod payments;
 pub mod processors;
 pub mod ratelimit;
+pub mod recovery;
 pub mod refunds;
 pub mod scheduler;
 pub mod sealed;

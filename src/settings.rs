@@ -229,7 +229,7 @@ pub struct SandboxSettings {
     pub data_dir: String,
     /// How long asynchronous and review test cards take to settle.
     pub async_delay_secs: u64,
-    /// A fault for tests: operations (`authorize`, `challenge`, `capture`, `void`) whose
+    /// A fault for tests: operations (`authorize`, `challenge`, `capture`, `void`, `refund`) whose
     /// first commit of a processor's answer, per instance, fails as a database error would.
     /// Refused in production mode.
     #[serde(default)]
@@ -365,14 +365,14 @@ impl Settings {
                 "a fault for tests: refused in production mode",
             );
         }
-        let ops = ["authorize", "challenge", "capture", "void"];
+        let ops = ["authorize", "challenge", "capture", "void", "refund"];
         if faults
             .split_terminator(',')
             .any(|op| !ops.contains(&op.trim()))
         {
             return bad(
                 "sandbox.fail_outcome_commits",
-                "expected operations among authorize, challenge, capture, void, comma-separated",
+                "expected operations among authorize, challenge, capture, void, refund, comma-separated",
             );
         }
         let key_ok = |k: &str| {

@@ -56,6 +56,7 @@ const NAMED: &[(&str, &str)] = &[
     ("processors", "store"),
     ("outbound", "store"),
     ("sealed", "store"),
+    ("recovery", "store"),
     ("processors::sandbox", "store"),
     ("processors::remote", "store"),
     ("processors::sim", "store"),

@@ -1,11 +1,14 @@
-//! A PostgreSQL outage under load, as an operator would see it. Between payd and the database
-//! sits a TCP proxy the test controls; "down" cuts every connection and refuses new ones,
-//! which to payd is a database that went away. During the outage, no answer is 500: every
-//! error is 503 `database_unavailable` with `Retry-After`. Readiness turns 503 within 2 s of
-//! the stop and 200 within 2 s of the return. Every acknowledged payment is there with the
-//! status it was acknowledged with, payments succeed within 1 s of the return, and the events
-//! of every acknowledged payment are delivered afterwards. (PostgreSQL only: with
-//! `TEST_DATABASE_URL` unset the test has nothing to stop and returns at once.)
+//! A PostgreSQL outage of 10 s under load, as an operator would see it. Between payd and the
+//! database sits a TCP proxy the test controls; "down" cuts every connection and refuses new
+//! ones, which to payd is a database that went away. During the outage, no answer is 500:
+//! every error is 503 `database_unavailable` with `Retry-After` (or, for a retry whose first
+//! try still holds its key, 409 `idempotency_key_in_use` with `Retry-After`). Readiness turns
+//! 503 within 2 s of the stop and 200 within 2 s of the return. Clients retry with the same
+//! `Idempotency-Key` until answered: no key ever made two payments. Every acknowledged payment
+//! is there with the status it was acknowledged with, payments succeed within 1 s of the
+//! return, and the events of every acknowledged payment are delivered afterwards.
+//! (PostgreSQL only: with `TEST_DATABASE_URL` unset the test has nothing to stop and returns
+//! at once.)
 
 mod common;
 
@@ -18,7 +21,9 @@ use std::{
     time::{Duration, Instant},
 };
 
+use actix_web::http::Method;
 use common::{card, receiver::Receiver, spawn_with, TestDb};
+use sea_orm::EntityTrait;
 use serde_json::json;
 use tokio::{
     net::{TcpListener, TcpStream},
@@ -68,10 +73,11 @@ impl Proxy {
     }
 }
 
-/// What one create+confirm got.
+/// What one try of a create+confirm got.
 struct Answer {
     at: Instant,
     status: u16,
+    code: String,
     retry_after: bool,
     payment: Option<(String, String)>,
 }
@@ -80,13 +86,7 @@ struct Answer {
 async fn readiness_turns(app: &common::TestApp, status: u16, since: Instant) -> Duration {
     loop {
         let r = app
-            .send(
-                actix_web::http::Method::GET,
-                "/health/ready",
-                None,
-                None,
-                &[],
-            )
+            .send(Method::GET, "/health/ready", None, None, &[])
             .await;
         if r.status == status {
             return since.elapsed();
@@ -115,6 +115,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
         &[
             ("PAYD_DATABASE_URL", proxied.as_str()),
             ("PAYD_DATABASE__ACQUIRE_TIMEOUT_MS", "500"),
+            ("PAYD_IDEMPOTENCY__LOCK_SECS", "2"),
         ],
     )
     .await;
@@ -130,40 +131,65 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
 
-    // Four clients create and confirm payments for 7 s; the database is away from 2 s to 5 s.
+    // The test's clock keeps pace with the wall clock, so that a key whose holder could not
+    // release it (the database was gone) is taken over once its lock lapses.
+    let clock = app.clock.clone();
+    let ticker = actix_web::rt::spawn(async move {
+        loop {
+            actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+            clock.advance(chrono::Duration::milliseconds(100));
+        }
+    });
+
+    // Four clients create and confirm payments for 14 s, each retrying with the same key until
+    // it is answered; the database is away from 2 s to 12 s.
     let start = Instant::now();
     let answers: Arc<Mutex<Vec<Answer>>> = Arc::default();
     let mut clients = Vec::new();
-    for _ in 0..4 {
+    for c in 0..4 {
         let (base, key, answers) = (app.base.clone(), m.secret_key.clone(), answers.clone());
         let shop = m.profile_id.clone();
         clients.push(actix_web::rt::spawn(async move {
             let client = common::client();
-            while start.elapsed() < Duration::from_secs(7) {
+            for n in 0.. {
+                if start.elapsed() >= Duration::from_secs(14) {
+                    break;
+                }
+                let idempotency_key = format!("client-{c}-payment-{n}");
                 let body = json!({"amount": 500, "currency": "USD", "confirm": true,
-                    "payment_method_data": card("4242424242424242")});
-                let sent = client
-                    .post(format!("{base}/payments"))
-                    .insert_header(("api-key", key.as_str()))
-                    .insert_header(("x-profile-id", shop.as_str()))
-                    .timeout(Duration::from_secs(10))
-                    .send_json(&body)
-                    .await;
-                let Ok(mut res) = sent else { continue };
-                let status = res.status().as_u16();
-                let retry_after = res.headers().contains_key("retry-after");
-                let body: serde_json::Value = res.json().await.unwrap_or_default();
-                let payment = (status == 200).then(|| {
-                    let id = body["payment_id"].as_str().unwrap_or_default().to_owned();
-                    (id, body["status"].as_str().unwrap_or_default().to_owned())
-                });
-                answers.lock().unwrap().push(Answer {
-                    at: Instant::now(),
-                    status,
-                    retry_after,
-                    payment,
-                });
-                if status != 200 {
+                    "payment_method_data": card("4242424242424242"),
+                    "metadata": {"key": idempotency_key}});
+                // Tries of one payment: bounded by the 14 s, then by a minute in all.
+                while start.elapsed() < Duration::from_secs(60) {
+                    let sent = client
+                        .post(format!("{base}/payments"))
+                        .insert_header(("api-key", key.as_str()))
+                        .insert_header(("x-profile-id", shop.as_str()))
+                        .insert_header(("idempotency-key", idempotency_key.as_str()))
+                        .timeout(Duration::from_secs(10))
+                        .send_json(&body)
+                        .await;
+                    let Ok(mut res) = sent else { continue };
+                    let status = res.status().as_u16();
+                    let retry_after = res.headers().contains_key("retry-after");
+                    let body: serde_json::Value = res.json().await.unwrap_or_default();
+                    let payment = (status == 200).then(|| {
+                        let id = body["payment_id"].as_str().unwrap_or_default().to_owned();
+                        (id, body["status"].as_str().unwrap_or_default().to_owned())
+                    });
+                    answers.lock().unwrap().push(Answer {
+                        at: Instant::now(),
+                        status,
+                        code: body["error"]["code"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                        retry_after,
+                        payment,
+                    });
+                    if !retry_after {
+                        break;
+                    }
                     // As a client honouring Retry-After would, only sooner.
                     actix_web::rt::time::sleep(Duration::from_millis(50)).await;
                 }
@@ -182,7 +208,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
         first_503 <= Duration::from_secs(2),
         "readiness 503 after {first_503:?}"
     );
-    at(Duration::from_secs(5)).await;
+    at(Duration::from_secs(12)).await;
     proxy.back();
     let returned = Instant::now();
     let first_200 = readiness_turns(&app, 200, returned).await;
@@ -193,6 +219,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
     for c in clients {
         c.await.unwrap();
     }
+    ticker.abort();
 
     let answers = std::mem::take(&mut *answers.lock().unwrap());
     let errors: HashMap<u16, usize> =
@@ -207,8 +234,10 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
         answers
             .iter()
             .filter(|a| a.status != 200)
-            .all(|a| a.status == 503 && a.retry_after),
-        "every error a 503 with Retry-After: {errors:?}"
+            .all(|a| a.retry_after
+                && ((a.status, a.code.as_str()) == (503, "database_unavailable")
+                    || (a.status, a.code.as_str()) == (409, "idempotency_key_in_use"))),
+        "every error a 503 (or a held key's 409) with Retry-After: {errors:?}"
     );
     assert!(
         errors.get(&503).is_some_and(|n| *n > 0),
@@ -231,6 +260,32 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
         let p = app.get(&format!("/payments/{id}"), &m.secret_key).await;
         assert_eq!(p.body["status"], status.as_str(), "{id}: {}", p.body);
     }
+    // No key made two payments.
+    let mut made: HashMap<String, usize> = HashMap::new();
+    let mut after: Option<String> = None;
+    for _ in 0..1000 {
+        let mut query = json!({"limit": 100});
+        if let Some(last) = &after {
+            query["starting_after"] = json!(last);
+        }
+        let page = app
+            .call(&m, Method::POST, "/payments/list", Some(query))
+            .await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let data = page.body["data"].as_array().unwrap();
+        for p in data {
+            let key = p["metadata"]["key"].as_str().unwrap_or_default().to_owned();
+            *made.entry(key).or_default() += 1;
+        }
+        after = data
+            .last()
+            .map(|p| p["payment_id"].as_str().unwrap().to_owned());
+        if page.body["has_more"] != true {
+            break;
+        }
+    }
+    let twice: Vec<_> = made.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "keys that made two payments: {twice:?}");
     // Deliveries whose outcome could not be written keep their lease until it runs out: time
     // passes (the test's clock stands still otherwise), and they are claimed and sent again.
     app.clock.advance(chrono::Duration::minutes(10));
@@ -259,5 +314,154 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
             acknowledged.len()
         );
         actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A tmpfs mounted over a directory for the test's life (root only), detached at the end.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    /// `None` where mounting is not allowed (not root): the test cannot run there. CI runs
+    /// as root, and there it must.
+    fn mount(dir: &std::path::Path, size: &str) -> Option<Self> {
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            mounted || std::env::var_os("CI").is_none(),
+            "CI must be able to mount a tmpfs"
+        );
+        mounted.then(|| Self(dir.to_owned()))
+    }
+
+    /// Fills what is left of it; returns the filler file.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.0.join("filler");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let block = vec![0u8; 64 * 1024];
+        // Bounded: the disk is a few MiB.
+        for _ in 0..10_000 {
+            if file.write_all(&block).and_then(|()| file.flush()).is_err() {
+                break;
+            }
+        }
+        let _ = file.sync_all();
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// SQLite on a disk that fills up: writes answer 503 `database_unavailable` with `Retry-After`
+/// (never 500), readiness turns 503 while reads still answer, nothing acknowledged is lost,
+/// and writes and readiness come back once there is space again. (SQLite only, and only where
+/// the test may mount a tmpfs: as root, which CI is.)
+#[actix_web::test]
+async fn a_full_sqlite_disk_answers_503_readiness_follows_and_writes_resume() {
+    let db = Arc::new(TestDb::new().await);
+    if db.is_postgres() {
+        return;
+    }
+    let file = db
+        .url
+        .trim_start_matches("sqlite://")
+        .split('?')
+        .next()
+        .unwrap();
+    let dir = std::path::Path::new(file).parent().unwrap().to_owned();
+    let Some(disk) = SmallDisk::mount(&dir, "4m") else {
+        eprintln!("skipped: a tmpfs cannot be mounted here");
+        return;
+    };
+    let app = spawn_with(db.clone(), &[]).await;
+    let m = app.create_merchant("Acme").await;
+    let pay = || {
+        app.create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "confirm": true,
+                "payment_method_data": card("4242424242424242")}),
+        )
+    };
+    let mut acknowledged = Vec::new();
+    for _ in 0..5 {
+        let r = pay().await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        acknowledged.push((
+            r.body["payment_id"].as_str().unwrap().to_owned(),
+            r.body["status"].clone(),
+        ));
+    }
+
+    let filler = disk.fill();
+    // Writes fail once what SQLite already holds is used up: every error is a 503.
+    let mut refused = 0;
+    for _ in 0..200 {
+        if refused == 3 {
+            break;
+        }
+        let r = pay().await;
+        match r.status {
+            200 => acknowledged.push((
+                r.body["payment_id"].as_str().unwrap().to_owned(),
+                r.body["status"].clone(),
+            )),
+            _ => {
+                assert_eq!(
+                    (r.status, r.code()),
+                    (503, "database_unavailable"),
+                    "{}",
+                    r.body
+                );
+                assert!(r.headers.contains_key("retry-after"), "{:?}", r.headers);
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(refused, 3, "a full disk is felt");
+    let since = Instant::now();
+    assert!(readiness_turns(&app, 503, since).await <= Duration::from_secs(2));
+    let live = app.send(Method::GET, "/health/live", None, None, &[]).await;
+    assert_eq!(live.status, 200, "the process is fine");
+    for (id, status) in &acknowledged {
+        let p = app.get(&format!("/payments/{id}"), &m.secret_key).await;
+        assert_eq!(
+            (p.status, &p.body["status"]),
+            (200, status),
+            "{id}: reads still answer"
+        );
+    }
+
+    std::fs::remove_file(filler).unwrap();
+    let since = Instant::now();
+    assert!(readiness_turns(&app, 200, since).await <= Duration::from_secs(2));
+    let r = pay().await;
+    assert_eq!(r.status, 200, "writes resume: {}", r.body);
+    acknowledged.push((
+        r.body["payment_id"].as_str().unwrap().to_owned(),
+        r.body["status"].clone(),
+    ));
+    // Committed, as another connection sees them: payd's own connection would also show what
+    // a transaction that was never committed holds.
+    let other = sea_orm::Database::connect(db.url.as_str()).await.unwrap();
+    for (id, status) in &acknowledged {
+        let stored = payd_entity::payment::Entity::find_by_id(id.as_str())
+            .one(&other)
+            .await
+            .unwrap();
+        assert_eq!(
+            stored.map(|p| p.status).as_deref(),
+            status.as_str(),
+            "{id} is stored"
+        );
     }
 }

@@ -103,6 +103,7 @@ async fn a_key_in_flight_is_refused_until_its_lock_runs_out() {
         owner_key_id: Set(None),
         created_at: Set(now),
         locked_until: Set(now + Duration::seconds(60)),
+        recovery_point: Set(None),
     }
     .insert(&app.state.db)
     .await

@@ -478,6 +478,110 @@ async fn an_approval_whose_commit_fails_answers_no_2xx_and_is_recorded_by_reconc
     );
 }
 
+/// A request whose change was committed but whose answer was lost (here the commit of the
+/// processor's answer fails: a 500, which keeps no answer under the key) is resumed by its
+/// retry with the same `Idempotency-Key`: the payment, the capture and the refund it made are
+/// answered as they now stand, reconciled with the processor, and none is made twice.
+#[actix_web::test]
+async fn a_retry_after_a_lost_answer_resumes_and_never_moves_money_twice() {
+    let (app, m, sim, _) = setup(&[(
+        "PAYD_SANDBOX__FAIL_OUTCOME_COMMITS",
+        "authorize,capture,refund",
+    )])
+    .await;
+    let keyed = |key: &'static str, path: String, body: Value| {
+        let (app, m) = (&app, &m);
+        async move {
+            let headers = [
+                ("x-profile-id", m.profile_id.as_str()),
+                ("idempotency-key", key),
+            ];
+            let send = || {
+                app.send(
+                    Method::POST,
+                    &path,
+                    Some(&m.secret_key),
+                    Some(&body),
+                    &headers,
+                )
+            };
+            let first = send().await;
+            assert_eq!(first.status, 500, "the answer is lost: {}", first.body);
+            // Each instance fails its own first commit of the answer: with two, a retry may
+            // meet the fault once more.
+            let mut retry = send().await;
+            for _ in 1..app.instances() {
+                if retry.status == 500 {
+                    retry = send().await;
+                }
+            }
+            assert_eq!(retry.status, 200, "{path}: {}", retry.body);
+            let replay = send().await;
+            assert_eq!(replay.body, retry.body, "the resumed answer is kept");
+            retry.body
+        }
+    };
+
+    let body = json!({"amount": 500, "currency": "USD", "confirm": true,
+        "capture_method": "manual", "payment_method_data": card("4242424242424242")});
+    let p = keyed("create", "/payments".into(), body).await;
+    let id = p["payment_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (p["status"].as_str(), p["amount_authorized"].as_i64()),
+        (Some("requires_capture"), Some(500)),
+        "{p}"
+    );
+    let all = app
+        .call(&m, Method::POST, "/payments/list", Some(json!({})))
+        .await;
+    assert_eq!(all.body["data"].as_array().unwrap().len(), 1, "one payment");
+    assert_eq!(sim.authorizations.load(Ordering::SeqCst), 1);
+
+    let body = json!({"amount": 200, "final_capture": false});
+    let p = keyed("capture", format!("/payments/{id}/capture"), body).await;
+    assert_eq!(p["amount_captured"], 200, "{p}");
+    assert_eq!(sim.captured_amount.load(Ordering::SeqCst), 200);
+
+    let body = json!({"payment_id": id, "amount": 100});
+    let r = keyed("refund", "/refunds".into(), body).await;
+    assert_eq!(
+        (r["status"].as_str(), r["amount"].as_i64()),
+        (Some("succeeded"), Some(100)),
+        "{r}"
+    );
+    let refunds = app
+        .call(
+            &m,
+            Method::POST,
+            "/refunds/list",
+            Some(json!({"payment_id": id})),
+        )
+        .await;
+    assert_eq!(
+        refunds.body["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        refunds.body
+    );
+    assert_eq!(sim.refunded_amount.load(Ordering::SeqCst), 100);
+    let p = app
+        .call(&m, Method::GET, &format!("/payments/{id}"), None)
+        .await;
+    assert_eq!(
+        (
+            p.body["amount_captured"].as_i64(),
+            p.body["amount_refunded"].as_i64()
+        ),
+        (Some(200), Some(100)),
+        "{}",
+        p.body
+    );
+    assert_eq!(
+        app.event_types(&m, &id).await,
+        ["payment_authorized", "payment_captured"]
+    );
+}
+
 /// A command on a payment whose capture has no recorded outcome reconciles it first: a cancel
 /// sent after a lost capture finds the capture made (once) and cancels what remains.
 #[actix_web::test]

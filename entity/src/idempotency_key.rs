@@ -27,6 +27,9 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// An `in_flight` key whose holder died is taken over after this time.
     pub locked_until: DateTimeUtc,
+    /// The object the request committed a change to (in that change's transaction): a retry
+    /// of a request whose answer was not stored resumes from it instead of running again.
+    pub recovery_point: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -20,6 +20,8 @@ mod m20261124_000011_create_file_chunks;
 mod m20261124_000012_add_processor_approval;
 mod m20261124_000013_add_payment_intent;
 mod m20261124_000014_create_audit_log;
+mod m20261124_000015_add_idempotency_recovery_point;
+mod m20261124_000016_create_readiness_probe;
 
 pub struct Migrator;
 
@@ -41,6 +43,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000012_add_processor_approval::Migration),
             Box::new(m20261124_000013_add_payment_intent::Migration),
             Box::new(m20261124_000014_create_audit_log::Migration),
+            Box::new(m20261124_000015_add_idempotency_recovery_point::Migration),
+            Box::new(m20261124_000016_create_readiness_probe::Migration),
         ]
     }
 }

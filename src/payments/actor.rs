@@ -40,6 +40,7 @@ use crate::{
         AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
         RefundStatus, SecretCard, StoredCard,
     },
+    recovery::RequestKey,
     settings::Settings,
     webhooks::wake::Wake,
 };
@@ -349,17 +350,24 @@ impl Access {
 }
 
 /// Runs a command through the payment's actor; an id that is not a payment's reads as "no
-/// such payment". Handlers of every resource that moves a payment's money call this.
+/// such payment". Handlers of every resource that moves a payment's money call this, with the
+/// request's `Idempotency-Key` if it has one.
 pub async fn run(
     payments: &Payments,
     id: &str,
     access: Option<Access>,
     command: Command,
+    key: Option<RequestKey>,
 ) -> Result<Done, ApiError> {
     if !crate::ids::has_shape(id, "pay") {
         return Err(ApiError::not_found("payment"));
     }
-    Ok(payments.send(id, Exec { access, command }).await??)
+    let exec = Exec {
+        access,
+        command,
+        key,
+    };
+    Ok(payments.send(id, exec).await??)
 }
 
 #[derive(Debug, Clone, Message)]
@@ -367,6 +375,26 @@ pub async fn run(
 pub struct Exec {
     pub access: Option<Access>,
     pub command: Command,
+    /// The `Idempotency-Key` of the request that sent the command, if any.
+    pub key: Option<RequestKey>,
+}
+
+impl Exec {
+    /// A command of payd's own (a scheduled job): no caller, no key.
+    pub fn own(command: Command) -> Self {
+        Self {
+            access: None,
+            command,
+            key: None,
+        }
+    }
+}
+
+tokio::task_local! {
+    /// The `Idempotency-Key` of the request whose command is running: set around the command
+    /// (not around a reconciliation run before it), read by [`commit`], which names the
+    /// command's object as the key's recovery point in each of its commits.
+    static REQUEST_KEY: Option<RequestKey>;
 }
 
 pub struct PaymentActor {
@@ -464,7 +492,7 @@ async fn exec(
     // The cache may be stale when another instance wrote: decide again on the stored row.
     commit::decide_fresh(
         current,
-        async |m: &payment::Model| step(deps, m, &msg.command).await,
+        async |m: &payment::Model| step(deps, m, &msg.command, &msg.key).await,
         |result, m| match result {
             Err(
                 PaymentError::LostRace
@@ -552,9 +580,11 @@ async fn step(
     deps: &PaymentDeps,
     m: &payment::Model,
     command: &Command,
+    key: &Option<RequestKey>,
 ) -> Result<Done, PaymentError> {
+    let keyed = |m| REQUEST_KEY.scope(key.clone(), run_command(deps, m, command));
     if m.pending_operation.is_none() {
-        return run_command(deps, m, command).await;
+        return keyed(m).await;
     }
     // Reconcile only the intent as stored: a cached one may have been recorded meanwhile
     // (another instance), and the stored row decides again.
@@ -579,7 +609,7 @@ async fn step(
         }
         Err(e) => return Err(e),
     };
-    run_command(deps, &settled, command).await
+    keyed(&settled).await
 }
 
 async fn run_command(
@@ -641,6 +671,7 @@ async fn commit(
             },
         );
     }
+    changes.bind = REQUEST_KEY.try_with(Clone::clone).ok().flatten();
     let committed = store::commit(&deps.db, m, after, changes, deps.settle_delay())
         .await
         .map_err(PaymentError::from)?;
@@ -690,10 +721,8 @@ async fn record_outcome(
         Some(raw) => Some(parse_stored::<Intent>("pending operation", &base.id, raw)?.op()),
         None => None,
     };
-    if op.is_some_and(|op| deps.fail_outcomes.take(op)) {
-        return Err(PaymentError::Db(DbErr::Custom(
-            "sandbox.fail_outcome_commits: this outcome's commit fails".into(),
-        )));
+    if let Some(op) = op {
+        fault(deps, op)?;
     }
     match commit(deps, base, after, changes).await {
         Err(PaymentError::LostRace) if op.is_some() => {
@@ -702,6 +731,17 @@ async fn record_outcome(
         }
         other => other,
     }
+}
+
+/// The test fault `sandbox.fail_outcome_commits`: the first commit of an answer to `op` fails
+/// as a lost database would make it.
+fn fault(deps: &PaymentDeps, op: &str) -> Result<(), PaymentError> {
+    if deps.fail_outcomes.take(op) {
+        return Err(PaymentError::Db(DbErr::Custom(
+            "sandbox.fail_outcome_commits: this outcome's commit fails".into(),
+        )));
+    }
+    Ok(())
 }
 
 /// Leaves a payment as it is and keeps its jobs (the settle job asks again).
@@ -1281,6 +1321,7 @@ async fn record_refund_outcome(
         store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
         return Ok(Done::refund(m, r));
     };
+    fault(deps, "refund")?;
     let mut after = m.clone();
     let unchanged = matches!(status, RefundStatus::Pending) && r.processor_reference == reference;
     match status {

@@ -111,9 +111,15 @@ async fn as_buyer(
     client_secret: String,
     command: Command,
 ) -> Result<HttpResponse, ApiError> {
-    let m = run(payments, &m.id, Some(buyer(m, client_secret)), command)
-        .await?
-        .payment;
+    let m = run(
+        payments,
+        &m.id,
+        Some(buyer(m, client_secret)),
+        command,
+        None,
+    )
+    .await?
+    .payment;
     Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
 }
 

@@ -23,6 +23,7 @@ use crate::{
     fields::{check_metadata, check_text, parse_amount, parse_currency},
     ids::new_id,
     processors::card::{parse_card, SecretCard, StoredCard},
+    recovery::RequestKey,
 };
 
 /// Checks and inserts a new payment, and confirms it when asked (`confirm: true`).
@@ -30,6 +31,8 @@ pub async fn create(
     payments: &Payments,
     caller: &Caller,
     req: CreatePaymentRequest,
+    key: Option<RequestKey>,
+    resume: Option<String>,
 ) -> Result<payment::Model, ApiError> {
     let deps = payments.deps();
     let profile = caller.require_shop()?.clone();
@@ -107,28 +110,43 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    let m = store::insert(&deps.db, m, now).await?;
-    let m = if req.confirm {
-        let access = Access::of(caller, None)?;
-        let fresh = &deps.fresh;
-        fresh.insert(m.id.clone(), m.clone());
-        let confirmed = run(
-            payments,
-            &m.id,
-            Some(access),
-            Command::Confirm {
-                card,
-                secret,
-                return_url: None,
-            },
-        )
-        .await;
-        fresh.remove(&m.id);
-        confirmed?.payment
-    } else {
-        m
+    // The retry of a request whose payment was made but whose answer was lost carries on
+    // from that payment: it is confirmed if it still waits for that, else answered as it
+    // stands (reconciled with the processor). Never a second payment.
+    let access = Access::of(caller, None)?;
+    let resumed = match resume.filter(|id| crate::ids::has_shape(id, "pay")) {
+        Some(id) => store::find_owned(&deps.db, &id, &access.scope).await?,
+        None => None,
     };
-    Ok(m)
+    let command = if req.confirm {
+        Command::Confirm {
+            card,
+            secret,
+            return_url: None,
+        }
+    } else {
+        Command::Sync
+    };
+    let m = match resumed {
+        Some(m) => {
+            // An authorization sent but not answered is reconciled by the sync, not sent again.
+            let waits =
+                m.status == Status::RequiresConfirmation.as_str() && m.pending_operation.is_none();
+            let command = if waits { command } else { Command::Sync };
+            return Ok(run(payments, &m.id, Some(access), command, key)
+                .await?
+                .payment);
+        }
+        None => store::insert(&deps.db, m, now, key.as_ref()).await?,
+    };
+    if !req.confirm {
+        return Ok(m);
+    }
+    let fresh = &deps.fresh;
+    fresh.insert(m.id.clone(), m.clone());
+    let confirmed = run(payments, &m.id, Some(access), command, key).await;
+    fresh.remove(&m.id);
+    Ok(confirmed?.payment)
 }
 
 pub fn parse_card_data(

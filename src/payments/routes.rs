@@ -1,6 +1,6 @@
 //! Handlers of the payment routes.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use payd_entity::payment;
 
 use super::{
@@ -19,6 +19,7 @@ use crate::{
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency, Items},
     http::{ApiJson, ApiQuery},
+    idempotency,
     pagination::{List, Page},
     processors::card::SecretCard,
     state::AppState,
@@ -63,14 +64,22 @@ fn render(state: &AppState, m: &payment::Model) -> HttpResponse {
     HttpResponse::Ok().json(Payment::render(m, public_url(state)))
 }
 
-/// Runs a command and answers with the payment.
+/// Runs a command and answers with the payment. The retry of a request whose first run
+/// changed this payment but lost its answer runs no command again: it answers with the payment
+/// as it now stands, reconciled with the processor.
 async fn send(
     payments: &Payments,
+    http: &HttpRequest,
     id: &str,
     access: Option<Access>,
     command: Command,
 ) -> Result<payment::Model, ApiError> {
-    Ok(run(payments, id, access, command).await?.payment)
+    let command = match idempotency::resumed(http) {
+        Some(object) if object == id => Command::Sync,
+        _ => command,
+    };
+    let key = idempotency::request_key(http);
+    Ok(run(payments, id, access, command, key).await?.payment)
 }
 
 /// Create a payment (and confirm it with `confirm: true`).
@@ -79,12 +88,15 @@ async fn send(
     responses((status = 200, body = Payment), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_payment(
+    http: HttpRequest,
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
     ApiJson(req): ApiJson<CreatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let m = create::create(&payments, &caller, req).await?;
+    let key = idempotency::request_key(&http);
+    let resume = idempotency::resumed(&http);
+    let m = create::create(&payments, &caller, req, key, resume).await?;
     Ok(render(&state, &m))
 }
 
@@ -94,6 +106,7 @@ pub async fn create_payment(
     responses((status = 200, body = Payment), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn retrieve_payment(
+    http: HttpRequest,
     AnyKey(caller): AnyKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
@@ -102,7 +115,7 @@ pub async fn retrieve_payment(
 ) -> Result<HttpResponse, ApiError> {
     let access = Access::of(&caller, q.client_secret)?;
     if q.force_sync == Some(true) {
-        let m = send(&payments, &id, Some(access), Command::Sync).await?;
+        let m = send(&payments, &http, &id, Some(access), Command::Sync).await?;
         return Ok(render(&state, &m));
     }
     let m = store::find_owned(&state.db, &id, &access.scope)
@@ -120,6 +133,7 @@ pub async fn retrieve_payment(
     responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn update_payment(
+    http: HttpRequest,
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
@@ -143,6 +157,7 @@ pub async fn update_payment(
     };
     let m = send(
         &payments,
+        &http,
         &id,
         Some(Access::of(&caller, None)?),
         Command::Update(Box::new(patch)),
@@ -157,6 +172,7 @@ pub async fn update_payment(
     responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn confirm_payment(
+    http: HttpRequest,
     AnyKey(caller): AnyKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
@@ -185,6 +201,7 @@ pub async fn confirm_payment(
     let return_url = create::return_url(req.return_url.as_ref())?;
     let m = send(
         &payments,
+        &http,
         &id,
         Some(access),
         Command::Confirm {
@@ -203,6 +220,7 @@ pub async fn confirm_payment(
     responses((status = 200, body = Payment), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn capture_payment(
+    http: HttpRequest,
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
@@ -216,7 +234,14 @@ pub async fn capture_payment(
         amount: req.amount,
         final_capture: req.final_capture,
     };
-    let m = send(&payments, &id, Some(Access::of(&caller, None)?), command).await?;
+    let m = send(
+        &payments,
+        &http,
+        &id,
+        Some(Access::of(&caller, None)?),
+        command,
+    )
+    .await?;
     Ok(render(&state, &m))
 }
 
@@ -226,6 +251,7 @@ pub async fn capture_payment(
     responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn cancel_payment(
+    http: HttpRequest,
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
@@ -235,6 +261,7 @@ pub async fn cancel_payment(
     check_text("reason", req.reason.as_ref(), 500)?;
     let m = send(
         &payments,
+        &http,
         &id,
         Some(Access::of(&caller, None)?),
         Command::Cancel,

@@ -27,6 +27,7 @@ use crate::{
     customers, disputes,
     ids::new_id,
     pagination::{created_between, paginate, List, Page, PageError},
+    recovery::RequestKey,
 };
 
 /// Scheduled job: expire an unconfirmed payment or a lapsed authorization.
@@ -90,6 +91,9 @@ pub struct Changes {
     /// When the processor will open a dispute on what this transition captured.
     pub dispute_due: Option<DateTime<Utc>>,
     pub events: Vec<Announcement>,
+    /// The `Idempotency-Key` of the request this transition serves: its recovery point is set
+    /// to the transition's refund, or else its payment.
+    pub bind: Option<RequestKey>,
 }
 
 /// Writes the machine's new state into a copy of the row.
@@ -106,16 +110,21 @@ pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment:
     next
 }
 
-/// Inserts a new payment with its first history row and expiry job.
+/// Inserts a new payment with its first history row and expiry job (and, for a request with
+/// an `Idempotency-Key`, the payment as the key's recovery point).
 pub async fn insert(
     db: &DatabaseConnection,
     m: payment::Model,
     now: DateTime<Utc>,
+    key: Option<&RequestKey>,
 ) -> Result<payment::Model, CommitError> {
-    let change = Change::at(now)
+    let mut change = Change::at(now)
         .write(commit::insert(m.clone()))
         .write(history(&m.id, None, &m.status, "create", now))
         .and(jobs(&m, now, Duration::zero(), Jobs::None));
+    if let Some(key) = key {
+        change = change.write(key.bind(&m.id));
+    }
     commit::commit(db, change).await?;
     Ok(m)
 }
@@ -186,6 +195,9 @@ pub async fn commit(
     }
     for e in changes.events {
         change = change.event(e.event(&after.merchant_id, &after.profile_id, after.test_mode));
+    }
+    if let Some(key) = &changes.bind {
+        change = change.write(key.bind(refund.as_ref().map_or(&after.id, |r| &r.id)));
     }
     let committed = commit::commit(db, change).await?;
     Ok(Committed {

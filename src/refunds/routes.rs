@@ -1,7 +1,7 @@
 //! Handlers of the refund routes. Creating and settling a refund goes through the payment's
 //! actor; reads go to the store.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::{
     api::{
@@ -10,11 +10,12 @@ use super::{
     store,
 };
 use crate::{
-    auth::SecretKey,
+    auth::{Caller, SecretKey},
     commit,
     error::ApiError,
     fields::{check_metadata, check_text, parse_currency},
     http::{ApiJson, ApiQuery},
+    idempotency,
     pagination::{List, Page},
     payments::{
         actor::{run, Access, Command, Payments},
@@ -38,10 +39,19 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     responses((status = 200, body = Refund), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_refund(
+    http: HttpRequest,
     SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
     payments: web::Data<Payments>,
     ApiJson(req): ApiJson<CreateRefundRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    // The retry of a request whose refund was made but whose answer was lost answers with
+    // that refund, settled with the processor if it is pending: never a second refund.
+    if let Some(id) = idempotency::resumed(&http).filter(|id| crate::ids::has_shape(id, "ref")) {
+        if let Some(refund) = store::find_owned(&state.db, &id, &caller.scope()).await? {
+            return settled(&payments, &caller, refund).await;
+        }
+    }
     check_text("reason", req.reason.as_ref(), 500)?;
     check_metadata(req.metadata.as_ref())?;
     let ask = match (req.amount, req.lines) {
@@ -73,6 +83,7 @@ pub async fn create_refund(
         &req.payment_id,
         Some(Access::of(&caller, None)?),
         command,
+        idempotency::request_key(&http),
     )
     .await
     .map_err(|e| {
@@ -106,16 +117,20 @@ pub async fn retrieve_refund(
     if q.force_sync != Some(true) {
         return Ok(HttpResponse::Ok().json(Refund::render(&refund)));
     }
+    settled(&payments, &caller, refund).await
+}
+
+/// The refund after the processor was asked where it stands (through its payment's actor).
+async fn settled(
+    payments: &Payments,
+    caller: &Caller,
+    refund: payd_entity::refund::Model,
+) -> Result<HttpResponse, ApiError> {
     let command = Command::SettleRefund {
         refund_id: refund.id.clone(),
     };
-    let done = run(
-        &payments,
-        &refund.payment_id,
-        Some(Access::of(&caller, None)?),
-        command,
-    )
-    .await?;
+    let access = Some(Access::of(caller, None)?);
+    let done = run(payments, &refund.payment_id, access, command, None).await?;
     Ok(HttpResponse::Ok().json(Refund::render(&done.refund.unwrap_or(refund))))
 }
 
