@@ -88,6 +88,9 @@ impl Application {
         // Install the recorder before anything records.
         ops::prometheus();
         payd_actors::telemetry::describe_metrics();
+        crate::telemetry::describe_metrics();
+        // It answered the migrations: up until a readiness check says otherwise.
+        metrics::gauge!("payd_database_up").set(1.0);
 
         if settings.mode == DeploymentMode::Sandbox && settings.sandbox.demo_merchant {
             bootstrap_demo(&db, &clock, &settings).await?;

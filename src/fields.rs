@@ -55,12 +55,19 @@ pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<String>, ApiError>
     Ok(Some(json))
 }
 
-pub fn parse_amount(param: &str, amount: i64) -> Result<i64, ApiError> {
+pub fn parse_amount(param: &str, amount: i64, max: i64) -> Result<i64, ApiError> {
     if amount <= 0 {
         return Err(
             ApiError::invalid("amount_not_positive", "the amount must be greater than 0")
                 .param(param),
         );
+    }
+    if amount > max {
+        return Err(ApiError::invalid(
+            "amount_too_large",
+            format!("the amount must be at most {max} minor units (limits.max_amount)"),
+        )
+        .param(param));
     }
     Ok(amount)
 }

@@ -126,8 +126,49 @@ fn fingerprint(req: &ServiceRequest, body: &[u8]) -> String {
         h.update(part);
         h.update([0u8]);
     }
-    h.update(body);
+    // A JSON body counts as what it says, not how it is spelled: a client that serializes the
+    // same request again (other key order, other whitespace) gets the first answer.
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(json) => {
+            let mut canonical = Vec::with_capacity(body.len());
+            write_canonical(&json, &mut canonical);
+            h.update(canonical);
+        }
+        Err(_) => h.update(body),
+    }
     hex::encode(h.finalize())
+}
+
+/// `value` as compact JSON with every object's keys sorted.
+fn write_canonical(value: &serde_json::Value, out: &mut Vec<u8>) {
+    use serde_json::Value;
+    match value {
+        Value::Object(fields) => {
+            let mut fields: Vec<_> = fields.iter().collect();
+            fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (name, field)) in fields.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(&Value::String(name.clone()), out);
+                out.push(b':');
+                write_canonical(field, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        scalar => out.extend(serde_json::to_vec(scalar).unwrap_or_default()),
+    }
 }
 
 /// The middleware.

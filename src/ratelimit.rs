@@ -303,6 +303,7 @@ mod tests {
             max_shops_per_merchant: 1,
             max_files_per_merchant: 1,
             max_file_bytes_per_merchant: 1,
+            max_amount: 1,
         }
     }
 

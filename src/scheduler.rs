@@ -152,6 +152,9 @@ pub async fn cancel_kinds(
     Ok(())
 }
 
+/// The `outcome` labels of `payd_scheduler_jobs_total`: done, run again later, failed.
+const OUTCOMES: [&str; 3] = ["done", "rescheduled", "failed"];
+
 /// Claims and runs due jobs.
 pub struct Scheduler {
     db: sea_orm::DatabaseConnection,
@@ -167,11 +170,6 @@ impl Scheduler {
         clock: SharedClock,
         settings: SchedulerSettings,
     ) -> Self {
-        metrics::describe_gauge!(
-            "payd_scheduler_lag_seconds",
-            metrics::Unit::Seconds,
-            "How late the most overdue job of the last claim was"
-        );
         metrics::gauge!("payd_scheduler_lag_seconds").set(0.0);
         Self {
             db,
@@ -183,6 +181,10 @@ impl Scheduler {
     }
 
     pub fn register(&mut self, kind: &'static str, handler: impl JobHandler) {
+        for outcome in OUTCOMES {
+            metrics::counter!("payd_scheduler_jobs_total", "kind" => kind, "outcome" => outcome)
+                .increment(0);
+        }
         self.handlers.insert(kind, Arc::new(handler));
     }
 
@@ -267,9 +269,9 @@ impl Scheduler {
         };
         let outcome = handler.run(job).await;
         let label = match &outcome {
-            Outcome::Done => "done",
-            Outcome::RunAt(_) => "rescheduled",
-            Outcome::Failed(_) => "failed",
+            Outcome::Done => OUTCOMES[0],
+            Outcome::RunAt(_) => OUTCOMES[1],
+            Outcome::Failed(_) => OUTCOMES[2],
         };
         metrics::counter!("payd_scheduler_jobs_total", "kind" => row.kind.clone(), "outcome" => label)
             .increment(1);

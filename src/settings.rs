@@ -86,6 +86,13 @@ pub struct LimitSettings {
     /// Files a merchant may store, and their bytes together.
     pub max_files_per_merchant: u64,
     pub max_file_bytes_per_merchant: u64,
+    /// The largest amount of a payment, in minor units (a capture or refund is bounded by it).
+    #[serde(default = "default_max_amount")]
+    pub max_amount: i64,
+}
+
+fn default_max_amount() -> i64 {
+    99_999_999_999
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -450,6 +457,9 @@ impl Settings {
             if value == 0 {
                 return bad(key, "must be greater than 0");
             }
+        }
+        if self.limits.max_amount <= 0 {
+            return bad("limits.max_amount", "must be greater than 0");
         }
         if self.actors.mailbox_capacity == 0 {
             return bad("actors.mailbox_capacity", "must be greater than 0");

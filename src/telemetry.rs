@@ -20,3 +20,69 @@ pub fn init(log: &LogSettings) {
         LogFormat::Pretty => builder.try_init(),
     };
 }
+
+/// Gives every family of the service's own metrics its help text, and makes the unlabelled
+/// ones (and the processor outcomes) exist at 0 from start-up, so a dashboard or an alert on a
+/// fresh server reads 0, not "no data". Labelled families register their zeros where their
+/// labels are known: the actor registries per kind, the dispatcher per delivery outcome, the
+/// scheduler per job kind. docs/operations.md lists them all; `tests/metrics.rs` holds the two
+/// together.
+pub fn describe_metrics() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!("payd_http_requests_total", "HTTP requests answered");
+    describe_histogram!(
+        "payd_http_request_duration_seconds",
+        Unit::Seconds,
+        "Time to answer an HTTP request"
+    );
+    describe_counter!(
+        "payd_http_rate_limited_total",
+        "Requests refused by a rate limit"
+    );
+    describe_gauge!(
+        "payd_scheduler_lag_seconds",
+        Unit::Seconds,
+        "How late the most overdue job of the last claim was"
+    );
+    describe_counter!("payd_scheduler_jobs_total", "Scheduled jobs run");
+    describe_gauge!(
+        "payd_webhook_queue_depth",
+        "Deliveries not yet delivered or given up: due, being sent, or waiting for a retry"
+    );
+    describe_gauge!(
+        "payd_webhook_in_flight",
+        "Deliveries this instance has claimed and is sending"
+    );
+    describe_gauge!(
+        "payd_webhook_oldest_pending_seconds",
+        Unit::Seconds,
+        "How long the oldest delivery not yet delivered or given up has waited"
+    );
+    describe_counter!(
+        "payd_webhook_deliveries_total",
+        "Delivery attempts by what they left the delivery: delivered, retrying, failed"
+    );
+    describe_histogram!(
+        "payd_webhook_attempt_seconds",
+        Unit::Seconds,
+        "Time of one delivery attempt"
+    );
+    describe_gauge!(
+        "payd_database_up",
+        "1 when the last readiness check reached the database, else 0"
+    );
+    describe_counter!(
+        "payd_processor_requests_total",
+        "Requests to remote processors by outcome"
+    );
+    describe_gauge!(
+        "payd_processor_circuits_open",
+        "Remote processor accounts whose circuit breaker is open"
+    );
+    metrics::counter!("payd_http_rate_limited_total").increment(0);
+    metrics::gauge!("payd_processor_circuits_open").increment(0.0);
+    for outcome in ["ok", "refused", "timeout", "error", "circuit_open"] {
+        metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => outcome)
+            .increment(0);
+    }
+}

@@ -49,6 +49,31 @@ async fn the_same_key_and_body_replay_the_first_answer_byte_for_byte() {
     );
     assert_eq!(other_body.param(), Some("Idempotency-Key"));
 
+    // The same request serialized again, with other key order and whitespace, is the same
+    // request; a changed value is not.
+    let send_raw = |raw: &'static str| {
+        app.send_bytes(
+            Method::POST,
+            "/customers",
+            Some(&m.secret_key),
+            Some(("application/json", raw.as_bytes().to_vec())),
+            &[("idempotency-key", "k-canonical")],
+        )
+    };
+    let first = send_raw(r#"{"name":"Ada","metadata":{"a":"1","b":"2"}}"#).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let respelled =
+        send_raw("{ \"metadata\": {\"b\": \"2\", \"a\": \"1\"},\n  \"name\": \"Ada\" }").await;
+    assert_eq!(
+        respelled.header("idempotent-replayed"),
+        Some("true"),
+        "{}",
+        respelled.body
+    );
+    assert_eq!(respelled.raw, first.raw);
+    let changed = send_raw(r#"{"name":"Ada","metadata":{"a":"1","b":"3"}}"#).await;
+    assert_eq!(changed.code(), "idempotency_key_reused");
+
     // Error answers are stored too.
     let bad = create_shop(&app, &m.secret_key, "k-2", json!({"name": ""})).await;
     assert_eq!(bad.status, 400);

@@ -191,15 +191,15 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
         cvcs.push(cvc);
         card(number, cvc)
     };
-    let visa = pay_with("4242424242424242", "7391");
-    let mastercard = pay_with("5555555555554444", "8264");
-    let declined = pay_with("4000000000000002", "5917");
-    let challenge = pay_with("4000000000003220", "6482");
-    let asynchronous = pay_with("4000000000000119", "9153");
-    let at_checkout = pay_with("4000000000000259", "2846");
+    let visa = pay_with("4242424242424242", "739");
+    let mastercard = pay_with("5555555555554444", "826");
+    let declined = pay_with("4000000000000002", "917");
+    let challenge = pay_with("4000000000003220", "648");
+    let asynchronous = pay_with("4000000000000119", "953");
+    let at_checkout = pay_with("4000000000000259", "846");
     let amex = pay_with("378282246310005", "4816");
-    let not_luhn = pay_with("4242424242424241", "3579");
-    let bad_cvc_card = pay_with("4111111111111111", "35a7");
+    let not_luhn = pay_with("4242424242424241", "357");
+    let bad_cvc_card = pay_with("4111111111111111", "3a7");
 
     // The merchant, more keys, and a shop-bound one.
     let (status, m) = call(
@@ -457,7 +457,7 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
             "invalid_expiry_month",
         ),
         (
-            json!({"amount": 100, "currency": "USD", "card_number": "4242424242424242", "cvc": "7391"}),
+            json!({"amount": 100, "currency": "USD", "card_number": "4242424242424242", "cvc": "739"}),
             "parameter_unknown",
         ),
         (
@@ -466,7 +466,7 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
         ),
         (
             json!(
-                r#"{"amount": 100, "payment_method_data": {"card": {"number": "5555555555554444", "cvc": "8264""#
+                r#"{"amount": 100, "payment_method_data": {"card": {"number": "5555555555554444", "cvc": "826""#
             ),
             "invalid_json",
         ),

@@ -270,6 +270,80 @@ async fn final_partial_capture_and_cancels() {
     )
     .await;
     assert_eq!((r.status, r.code()), (409, "invalid_state"));
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("30 minutes"),
+        "{}",
+        r.body
+    );
+
+    // Inside the window, but with a refund: the refund is the reason, and it is named.
+    let p = pay(&app, &m, "4242424242424242", json!({})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    let r = post(
+        &app,
+        &m,
+        "/refunds",
+        json!({"payment_id": id, "amount": 100}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = post(&app, &m, &format!("/payments/{id}/cancel"), json!({})).await;
+    assert_eq!((r.status, r.code()), (409, "refund_exists"), "{}", r.body);
+}
+
+/// Amounts have a ceiling (`limits.max_amount`), and a card's CVC length is its brand's: 4
+/// digits for American Express, 3 for the others. Each refusal is a 400 naming the field.
+#[actix_web::test]
+async fn amount_ceiling_and_cvc_length_by_brand() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let with = |amount: i64, number: &str, cvc: &str| {
+        let mut body = json!({"amount": amount, "currency": "USD", "confirm": true,
+            "payment_method_data": card(number)});
+        body["payment_method_data"]["card"]["cvc"] = json!(cvc);
+        body
+    };
+    let r = app
+        .create_payment(&m, with(i64::MAX, "4242424242424242", "123"))
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.body["error"]["param"].as_str()),
+        (400, "amount_too_large", Some("amount")),
+        "{}",
+        r.body
+    );
+    let r = app
+        .create_payment(&m, with(99_999_999_999, "4242424242424242", "123"))
+        .await;
+    assert_eq!(r.status, 200, "the ceiling itself is allowed: {}", r.body);
+
+    for (number, cvc, accepted) in [
+        ("378282246310005", "1234", true),
+        ("378282246310005", "123", false),
+        ("4242424242424242", "1234", false),
+    ] {
+        let r = app.create_payment(&m, with(500, number, cvc)).await;
+        if accepted {
+            assert_eq!(r.status, 200, "{number} {cvc}: {}", r.body);
+            continue;
+        }
+        assert_eq!(
+            (r.status, r.code(), r.body["error"]["param"].as_str()),
+            (400, "invalid_cvc", Some("payment_method_data.card.cvc")),
+            "{number} {cvc}: {}",
+            r.body
+        );
+        let message = r.body["error"]["message"].as_str().unwrap();
+        let digits = if number.starts_with('3') {
+            "4 digits"
+        } else {
+            "3 digits"
+        };
+        assert!(message.contains(digits), "{message}");
+    }
 }
 
 #[actix_web::test]
@@ -744,8 +818,16 @@ async fn bad_input_is_refused_naming_the_field() {
             "return_url",
         ),
         (
-            json!({"amount": 9223372036854775807i64, "currency": "USD", "lines": [{"name": "x", "quantity": 2, "unit_amount": 9223372036854775807i64}]}),
+            json!({"amount": 500, "currency": "USD", "lines": [{"name": "x", "quantity": 2, "unit_amount": 9223372036854775807i64}]}),
             "lines[0].unit_amount",
+        ),
+        (
+            json!({"amount": 500, "currency": "USD", "lines": [{"name": "x", "quantity": 1, "unit_amount": 10, "tax_amount": 9223372036854775807i64}]}),
+            "lines[0].tax_amount",
+        ),
+        (
+            json!({"amount": 500, "currency": "USD", "lines": [{"name": "x", "quantity": 1, "unit_amount": 10, "tax_amount": -1}]}),
+            "lines[0].tax_amount",
         ),
     ];
     for (body, param) in cases {

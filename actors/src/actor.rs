@@ -29,4 +29,10 @@ pub trait KeyedActor: actix::Actor<Context = actix::Context<Self>> + Send + Size
     /// context such as an actix-web handler), so the future need not be `Send`.
     /// The constructed actor is then moved to its arbiter, hence `Self: Send`.
     fn load(id: &str, deps: &Self::Deps) -> impl Future<Output = Result<Self, Self::LoadError>>;
+
+    /// Whether a load error only says that no entity has this id (a caller's wrong id): the
+    /// caller gets it, but it is not counted or logged as a failed load.
+    fn is_missing(_error: &Self::LoadError) -> bool {
+        false
+    }
 }

@@ -368,6 +368,8 @@ impl<A: KeyedActor> Registry<A> {
         let inner = &*self.inner;
         let actor = match A::load(id, &inner.deps).await {
             Ok(actor) => actor,
+            // An id with no entity behind it is the caller's mistake (a typo), not payd's.
+            Err(error) if A::is_missing(&error) => return Err(error),
             Err(error) => {
                 telemetry::load_failures(A::KIND).increment(1);
                 tracing::warn!(kind = A::KIND, id, %error, "loading actor failed");
@@ -422,6 +424,7 @@ impl<A: KeyedActor> Registry<A> {
             inner.forget(slot);
         }
         if stopped > 0 {
+            telemetry::passivations(A::KIND).increment(stopped as u64);
             tracing::debug!(kind = A::KIND, stopped, "passivated actors");
         }
         // Dropping `evicted` here, outside the shard locks, drops the last

@@ -17,8 +17,10 @@ pub const RESTARTS_TOTAL: &str = "payd_actor_restarts_total";
 pub const MAILBOX_DEPTH: &str = "payd_actor_mailbox_depth";
 /// Counter: messages rejected because the actor's mailbox was full, per kind.
 pub const OVERLOADED_TOTAL: &str = "payd_actor_overloaded_total";
-/// Counter: failed calls to `KeyedActor::load`, per kind.
+/// Counter: failed calls to `KeyedActor::load`, per kind (an id with no entity is not one).
 pub const LOAD_FAILURES_TOTAL: &str = "payd_actor_load_failures_total";
+/// Counter: actors stopped because they were idle (or at shutdown), per kind.
+pub const PASSIVATIONS_TOTAL: &str = "payd_actor_passivations_total";
 
 /// Registers help texts for this crate's metrics with the installed recorder.
 ///
@@ -44,7 +46,14 @@ pub fn describe_metrics() {
         OVERLOADED_TOTAL,
         "Messages rejected because the actor's mailbox was full"
     );
-    metrics::describe_counter!(LOAD_FAILURES_TOTAL, "Failed actor loads");
+    metrics::describe_counter!(
+        LOAD_FAILURES_TOTAL,
+        "Actor loads that failed (an id with no entity behind it is not counted)"
+    );
+    metrics::describe_counter!(
+        PASSIVATIONS_TOTAL,
+        "Actors stopped because they were idle, or at shutdown"
+    );
 }
 
 /// Makes every series of one actor kind exist at 0, so that a fresh server's `/metrics`
@@ -59,6 +68,7 @@ pub fn register_kind(kind: &'static str) {
     restarts(kind).increment(0);
     overloaded(kind).increment(0);
     load_failures(kind).increment(0);
+    passivations(kind).increment(0);
     // A histogram exists once registered; it shows a count of 0 until the first sample.
     let _ = message_seconds(kind);
 }
@@ -92,4 +102,8 @@ pub(crate) fn overloaded(kind: &'static str) -> Counter {
 
 pub(crate) fn load_failures(kind: &'static str) -> Counter {
     metrics::counter!(LOAD_FAILURES_TOTAL, "kind" => kind)
+}
+
+pub(crate) fn passivations(kind: &'static str) -> Counter {
+    metrics::counter!(PASSIVATIONS_TOTAL, "kind" => kind)
 }

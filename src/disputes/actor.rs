@@ -122,6 +122,10 @@ impl KeyedActor for DisputeActor {
             deps: deps.clone(),
         })
     }
+
+    fn is_missing(error: &DisputeError) -> bool {
+        matches!(error, DisputeError::NotFound)
+    }
 }
 
 impl Handler<Exec> for DisputeActor {

@@ -196,6 +196,12 @@ impl From<PaymentError> for ApiError {
                 super::machine::Refusal::DisputeOpen(_) => {
                     ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
                 }
+                super::machine::Refusal::RefundExists => {
+                    ApiError::conflict("refund_exists", r.to_string()).param("payment_id")
+                }
+                super::machine::Refusal::VoidWindowClosed => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
             },
             PaymentError::Invalid(e) => e,
             PaymentError::RefundNotFound => ApiError::not_found("refund"),
@@ -431,6 +437,10 @@ impl KeyedActor for PaymentActor {
             handled: 0,
             deps: deps.clone(),
         })
+    }
+
+    fn is_missing(error: &PaymentError) -> bool {
+        matches!(error, PaymentError::NotFound)
     }
 }
 

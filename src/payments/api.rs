@@ -477,19 +477,20 @@ pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiErr
                 "quantity must be at least 1",
             ));
         }
-        if l.unit_amount < 0 || l.tax_amount < 0 {
-            return Err(ApiError::invalid_param(
-                &p("unit_amount"),
-                "amounts must not be negative",
-            ));
+        for (name, value) in [("unit_amount", l.unit_amount), ("tax_amount", l.tax_amount)] {
+            if value < 0 {
+                return Err(ApiError::invalid_param(
+                    &p(name),
+                    "amounts must not be negative",
+                ));
+            }
         }
-        let line_total = l
-            .quantity
-            .checked_mul(l.unit_amount)
-            .and_then(|x| x.checked_add(l.tax_amount))
-            .ok_or_else(|| {
-                ApiError::invalid_param(&p("unit_amount"), "the line total overflows")
-            })?;
+        let goods = l.quantity.checked_mul(l.unit_amount).ok_or_else(|| {
+            ApiError::invalid_param(&p("unit_amount"), "quantity × unit_amount overflows")
+        })?;
+        let line_total = goods
+            .checked_add(l.tax_amount)
+            .ok_or_else(|| ApiError::invalid_param(&p("tax_amount"), "the line total overflows"))?;
         total = total
             .checked_add(line_total)
             .ok_or_else(|| ApiError::invalid_param("lines", "the lines' total overflows"))?;

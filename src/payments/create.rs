@@ -36,7 +36,7 @@ pub async fn create(
 ) -> Result<payment::Model, ApiError> {
     let deps = payments.deps();
     let profile = caller.require_shop()?.clone();
-    let amount = parse_amount("amount", req.amount)?;
+    let amount = parse_amount("amount", req.amount, deps.settings.limits.max_amount)?;
     let currency = parse_currency("currency", &req.currency)?;
     let side = customer_side(deps, caller, &req, amount, &currency).await?;
     let card = side.card.clone();

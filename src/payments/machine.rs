@@ -179,6 +179,12 @@ pub enum Refusal {
     AmountExceedsCapturable(i64),
     #[error("dispute {0} on this payment is open: the capture cannot be voided until it closes")]
     DisputeOpen(String),
+    #[error("the payment has a refund: a capture with refunds cannot be voided; refund the rest instead")]
+    RefundExists,
+    #[error(
+        "the capture is more than 30 minutes old and can no longer be voided; refund it instead"
+    )]
+    VoidWindowClosed,
 }
 
 /// What the payment's disputes take from what can still go back to the buyer.
@@ -337,12 +343,16 @@ pub fn cancel_kind(state: &State, now: DateTime<Utc>) -> Result<CancelKind, Refu
         | Status::RequiresCapture
         | Status::PartiallyAuthorizedAndRequiresCapture => CancelKind::Void,
         Status::PartiallyCapturedAndCapturable => CancelKind::ReleaseRemainder,
-        Status::Succeeded | Status::PartiallyCaptured
-            if state.refunded == 0
-                && state
-                    .captured_at
-                    .is_some_and(|at| now - at <= Duration::seconds(VOID_WINDOW)) =>
-        {
+        Status::Succeeded | Status::PartiallyCaptured => {
+            if state.refunded > 0 {
+                return Err(Refusal::RefundExists);
+            }
+            let recent = state
+                .captured_at
+                .is_some_and(|at| now - at <= Duration::seconds(VOID_WINDOW));
+            if !recent {
+                return Err(Refusal::VoidWindowClosed);
+            }
             CancelKind::VoidCapture
         }
         _ => return Err(refuse(state)),
@@ -585,7 +595,19 @@ mod tests {
         );
         assert_eq!(
             cancel(&done, now() + Duration::minutes(31), &Disputed::default()),
-            Err(Refusal::InvalidState(Status::Succeeded))
+            Err(Refusal::VoidWindowClosed)
+        );
+        let refunded = State {
+            refunded: 100,
+            ..done.clone()
+        };
+        assert_eq!(
+            cancel(
+                &refunded,
+                now() + Duration::minutes(5),
+                &Disputed::default()
+            ),
+            Err(Refusal::RefundExists)
         );
         let processing = confirm(&s, Authorization::Pending, now());
         assert!(cancel(&processing, now(), &Disputed::default()).is_err());

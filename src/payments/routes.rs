@@ -142,7 +142,10 @@ pub async fn update_payment(
 ) -> Result<HttpResponse, ApiError> {
     check_metadata(req.metadata.as_ref())?;
     let patch = Patch {
-        amount: req.amount.map(|a| parse_amount("amount", a)).transpose()?,
+        amount: req
+            .amount
+            .map(|a| parse_amount("amount", a, payments.deps().settings.limits.max_amount))
+            .transpose()?,
         currency: req
             .currency
             .as_deref()
@@ -228,7 +231,7 @@ pub async fn capture_payment(
     ApiJson(req): ApiJson<CapturePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(a) = req.amount {
-        parse_amount("amount", a)?;
+        parse_amount("amount", a, payments.deps().settings.limits.max_amount)?;
     }
     let command = Command::Capture {
         amount: req.amount,

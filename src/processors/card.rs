@@ -171,15 +171,17 @@ pub fn parse_card(
         )
         .param(field("exp_year")));
     }
-    let cvc_len = if brand_of(&number) == Brand::Amex {
-        4..=4
+    // American Express prints 4 digits on the front; the other brands 3 on the back.
+    let (digits, rule) = if brand_of(&number) == Brand::Amex {
+        (4, "an American Express card's CVC is 4 digits")
     } else {
-        3..=4
+        (
+            3,
+            "this card's CVC is 3 digits (4 only for American Express)",
+        )
     };
-    if !cvc_len.contains(&input.cvc.len()) || !input.cvc.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(
-            ApiError::invalid("invalid_cvc", "the CVC must be 3 or 4 digits").param(field("cvc")),
-        );
+    if input.cvc.len() != digits || !input.cvc.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ApiError::invalid("invalid_cvc", rule).param(field("cvc")));
     }
     let mut mac =
         <Hmac<Sha256> as KeyInit>::new_from_slice(pepper.as_bytes()).map_err(ApiError::internal)?;
@@ -302,6 +304,24 @@ mod tests {
             param(input("4242424242424242", 12, 2030, "12")).as_deref(),
             Some("payment_method_data.card.cvc")
         );
+        // American Express takes 4 digits, the other brands 3.
+        for (number, cvc, ok) in [
+            ("378282246310005", "1234", true),
+            ("378282246310005", "123", false),
+            ("4242424242424242", "123", true),
+            ("4242424242424242", "1234", false),
+            ("5555555555554444", "1234", false),
+        ] {
+            let got = parse_card(
+                &input(number, 12, 2030, cvc),
+                "c",
+                now(),
+                "p",
+                "mer_a",
+                true,
+            );
+            assert_eq!(got.is_ok(), ok, "{number} with {cvc}: {got:?}");
+        }
         assert!(
             parse_card(
                 &input("4242424242424242", 11, 2026, "123"),

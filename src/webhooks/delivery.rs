@@ -302,17 +302,26 @@ async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRet
         &deps.keyring,
     )
     .await;
-    if let Err(e) = record_manual(&deps.db, &retry.delivery, &outcome, deps.clock.now()).await {
-        tracing::warn!(error = %e, delivery = %retry.delivery.id, "could not record a manual attempt");
+    match record_manual(&deps.db, &retry.delivery, &outcome, deps.clock.now()).await {
+        // A manual retry only counts when it delivered what was not delivered yet.
+        Ok(true) => {
+            metrics::counter!("payd_webhook_deliveries_total", "outcome" => "delivered")
+                .increment(1);
+        }
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, delivery = %retry.delivery.id, "could not record a manual attempt");
+        }
     }
 }
 
+/// Records a manual attempt; answers whether it delivered a delivery not delivered before.
 async fn record_manual(
     db: &DatabaseConnection,
     d: &delivery::Model,
     outcome: &Outcome,
     now: DateTime<Utc>,
-) -> Result<(), CommitError> {
+) -> Result<bool, CommitError> {
     let number = delivery_attempt::Entity::find()
         .filter(delivery_attempt::Column::DeliveryId.eq(d.id.as_str()))
         .count(db)
@@ -335,7 +344,8 @@ async fn record_manual(
                 .into_query(),
         ));
     }
-    commit::commit(db, change).await.map(drop)
+    commit::commit(db, change).await?;
+    Ok(delivered && d.status != "delivered")
 }
 
 /// The record of one attempt, ready to insert (automatic ones are inserted in batches by
@@ -378,7 +388,8 @@ pub struct DeliveryDeps {
     pub db: DatabaseConnection,
     pub clock: SharedClock,
     pub settings: Arc<WebhookSettings>,
-    /// Deliveries queued or in flight across all merchants (for the gauge).
+    /// Deliveries claimed by this instance, queued or being sent, across all merchants (the
+    /// `payd_webhook_in_flight` gauge).
     pub depth: Arc<AtomicI64>,
     /// Wakes the dispatcher when a full queue drains below its limit, so the merchant's
     /// waiting deliveries are claimed at once rather than at the next poll.
@@ -390,6 +401,14 @@ pub struct DeliveryDeps {
     pub outbound: Arc<Policy>,
     /// Opens the endpoints' sealed signing secrets.
     pub keyring: Arc<Keyring>,
+}
+
+impl DeliveryDeps {
+    /// Adds `change` to the deliveries this instance holds, and shows the sum.
+    fn count_in_flight(&self, change: i64) {
+        let now = self.depth.fetch_add(change, Ordering::Relaxed) + change;
+        metrics::gauge!("payd_webhook_in_flight").set(now as f64);
+    }
 }
 
 /// A merchant whose queue holds this much is skipped by the dispatcher's claims. At least a
@@ -505,9 +524,7 @@ impl MerchantDeliveries {
                             None => act.release(1),
                         }
                         act.in_flight -= 1;
-                        act.deps.depth.fetch_sub(1, Ordering::Relaxed);
-                        metrics::gauge!("payd_webhook_queue_depth")
-                            .set(act.deps.depth.load(Ordering::Relaxed) as f64);
+                        act.deps.count_in_flight(-1);
                         act.pump(ctx);
                         act.tell_if_drained();
                     }),
@@ -548,7 +565,7 @@ impl MerchantDeliveries {
     /// released), so any instance claims them at once instead of when the leases run out.
     fn hand_back(&mut self, items: Vec<Claimed>) -> impl Future<Output = ()> + 'static {
         let n = items.len();
-        self.deps.depth.fetch_sub(n as i64, Ordering::Relaxed);
+        self.deps.count_in_flight(-(n as i64));
         self.release(n);
         let db = self.deps.db.clone();
         async move {
@@ -602,9 +619,7 @@ impl Handler<Enqueue> for MerchantDeliveries {
     fn handle(&mut self, msg: Enqueue, ctx: &mut Context<Self>) {
         let n = msg.0.len() as i64;
         self.backlog.fetch_add(n, Ordering::Relaxed);
-        self.deps.depth.fetch_add(n, Ordering::Relaxed);
-        metrics::gauge!("payd_webhook_queue_depth")
-            .set(self.deps.depth.load(Ordering::Relaxed) as f64);
+        self.deps.count_in_flight(n);
         if self.draining.is_some() {
             let handed_back = self.hand_back(msg.0);
             ctx.spawn(handed_back.into_actor(self));

@@ -8,14 +8,14 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
-    time::Duration as StdDuration,
+    time::{Duration as StdDuration, Instant},
 };
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query},
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
 };
 
 use super::{
@@ -28,6 +28,7 @@ use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
 /// instance in the same process recorded), so dashboards and alerts read 0, not "no data".
 fn register_metrics() {
     metrics::gauge!("payd_webhook_queue_depth").increment(0.0);
+    metrics::gauge!("payd_webhook_in_flight").increment(0.0);
     metrics::gauge!("payd_webhook_oldest_pending_seconds").increment(0.0);
     for outcome in ["delivered", "retrying", "failed"] {
         metrics::counter!("payd_webhook_deliveries_total", "outcome" => outcome).increment(0);
@@ -43,7 +44,12 @@ pub struct Dispatcher {
     wake: Wake,
     /// Set by `stop`: `run` returns after the tick under way, so no claim is cut off halfway.
     stopping: AtomicBool,
+    /// When the backlog was last measured: at most once a second, not on every tick.
+    measured: std::sync::Mutex<Option<Instant>>,
 }
+
+/// How often the backlog gauges are read from the database.
+const MEASURE_EVERY: StdDuration = StdDuration::from_secs(1);
 
 impl Dispatcher {
     pub fn new(
@@ -61,6 +67,7 @@ impl Dispatcher {
             pool,
             wake,
             stopping: AtomicBool::new(false),
+            measured: std::sync::Mutex::new(None),
         }
     }
 
@@ -99,7 +106,7 @@ impl Dispatcher {
     /// Claims what is due and queues it; returns how many deliveries were handed over.
     pub async fn tick(&self) -> Result<usize, DbErr> {
         let now = self.clock.now();
-        self.measure_oldest(now).await?;
+        self.measure_backlog(now).await?;
         let token = new_id("lease");
         let lease_until = now + Duration::seconds(self.settings.lease_secs as i64);
         let free = delivery::Column::LeaseUntil
@@ -184,18 +191,28 @@ impl Dispatcher {
         Ok(count)
     }
 
-    async fn measure_oldest(&self, now: DateTime<Utc>) -> Result<(), DbErr> {
-        let oldest: Option<DateTime<Utc>> = delivery::Entity::find()
+    /// The backlog, at most once a second: the deliveries not yet delivered or given up
+    /// (due, being sent, or waiting for their next retry), and how long the oldest has waited
+    /// since its event.
+    async fn measure_backlog(&self, now: DateTime<Utc>) -> Result<(), DbErr> {
+        {
+            let mut measured = self.measured.lock().unwrap_or_else(|e| e.into_inner());
+            if measured.is_some_and(|at| at.elapsed() < MEASURE_EVERY) {
+                return Ok(());
+            }
+            *measured = Some(Instant::now());
+        }
+        let (count, oldest): (i64, Option<DateTime<Utc>>) = delivery::Entity::find()
             .select_only()
-            .column(delivery::Column::NextAttemptAt)
+            .column_as(delivery::Column::Id.count(), "count")
+            .column_as(delivery::Column::CreatedAt.min(), "oldest")
             .filter(delivery::Column::Status.eq("pending"))
-            .filter(delivery::Column::NextAttemptAt.lte(now))
-            .order_by_asc(delivery::Column::NextAttemptAt)
-            .limit(1)
             .into_tuple()
             .one(&self.db)
-            .await?;
+            .await?
+            .unwrap_or((0, None));
         let age = oldest.map_or(0, |t| Ord::max((now - t).num_milliseconds(), 0));
+        metrics::gauge!("payd_webhook_queue_depth").set(count as f64);
         metrics::gauge!("payd_webhook_oldest_pending_seconds").set(age as f64 / 1000.0);
         Ok(())
     }
