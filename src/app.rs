@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::{
     accounts::{self, store},
-    auth::Mode,
+    auth::{KeyKind, Mode},
     clock::SharedClock,
     customers, db,
     disputes::{
@@ -100,7 +100,12 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         })?;
-        let listener = TcpListener::bind(&settings.listen)?;
+        let listener = TcpListener::bind(&settings.listen).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot listen on {}: {e} (set PAYD_LISTEN to another address, e.g. 127.0.0.1:8081)",
+                settings.listen
+            )
+        })?;
         let local = listener.local_addr()?;
         let port = local.port();
         let public_url = settings
@@ -185,7 +190,7 @@ impl Application {
             clock,
             scheduler,
             arbiters,
-            public_url,
+            public_url: public_url.clone(),
             dispatcher,
             keyring,
         });
@@ -240,7 +245,16 @@ impl Application {
         if settings.http.workers > 0 {
             server = server.workers(settings.http.workers);
         }
-        tracing::info!(port, mode = ?settings.mode, "payd listening");
+        tracing::info!(
+            port,
+            url = %public_url,
+            docs = %format!("{public_url}/docs"),
+            mode = ?settings.mode,
+            "payd listening"
+        );
+        if settings.mode == DeploymentMode::Sandbox && settings.sandbox.demo_merchant {
+            show_demo_keys(&settings.sandbox.data_dir);
+        }
         Ok(Self {
             port,
             server: server.run(),
@@ -421,8 +435,33 @@ fn build_scheduler(
 struct DemoKeys<'a> {
     merchant_id: &'a str,
     profile_id: &'a str,
+    /// Bound to the demo shop: shop-owned routes need no `x-profile-id` with it.
+    shop_secret_key: &'a str,
+    /// The merchant's unbound key: every shop, and creating shops and keys.
     secret_key: &'a str,
     publishable_key: &'a str,
+}
+
+/// Where the demo keys are, and the line that puts the shop's key in the shell: on every
+/// sandbox start, so nobody needs a JSON tool to make a first request.
+fn show_demo_keys(data_dir: &str) {
+    let path = std::path::Path::new(data_dir).join("demo-keys.json");
+    let key = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|keys| keys["shop_secret_key"].as_str().map(str::to_owned));
+    match key {
+        Some(key) => println!(
+            "payd: the demo shop's keys are in {}; for a first request:\n  export KEY={key}",
+            path.display()
+        ),
+        None => println!(
+            "payd: no demo keys in {} (the file is gone, or from an older release): create a \
+             merchant with `payd admin create-merchant --name Demo`, or a key with \
+             POST /account/api-keys",
+            path.display()
+        ),
+    }
 }
 
 /// On the first start of a sandbox deployment, creates a demo merchant and shows its keys
@@ -443,9 +482,29 @@ async fn bootstrap_demo(
         Mode::Test,
     )
     .await?;
+    let (merchant_id, profile_id) = (
+        crate::ids::MerchantId::parse(&created.merchant.id).unwrap_or_default(),
+        crate::ids::ProfileId::parse(&created.profile.id).unwrap_or_default(),
+    );
+    let shop_key = store::NewKey {
+        merchant_id: &merchant_id,
+        kind: KeyKind::Secret,
+        mode: Mode::Test,
+        profile_id: Some(&profile_id),
+        name: Some("Demo shop".to_owned()),
+    };
+    let (_, shop_secret_key) = store::insert_key(
+        db,
+        clock.now(),
+        &settings.security.key_pepper,
+        shop_key,
+        None,
+    )
+    .await?;
     let keys = DemoKeys {
         merchant_id: &created.merchant.id,
         profile_id: &created.profile.id,
+        shop_secret_key: &shop_secret_key,
         secret_key: &created.secret_key,
         publishable_key: &created.publishable_key,
     };

@@ -192,9 +192,45 @@ fn without_position(message: &str) -> &str {
         .unwrap_or(message)
 }
 
-/// serde says `expected struct LineInput` or `expected enum Brand`: a client reads "an object"
-/// or "one of the documented values", not payd's type names.
+/// serde says `expected struct LineInput`, `expected enum Brand` or `expected i64`: a client
+/// reads "an object", "one of the documented values" or "an integer", not payd's type names.
 fn without_rust_names(message: &str) -> String {
+    let mut out = without_type_names(message);
+    for (rust, plain) in PRIMITIVES {
+        let expected = format!("expected {rust}");
+        let mut at = 0;
+        while let Some(found) = out[at..].find(&expected) {
+            let start = at + found;
+            let end = start + expected.len();
+            if out[end..].starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                at = end;
+                continue;
+            }
+            out.replace_range(start..end, &format!("expected {plain}"));
+            at = start + "expected ".len() + plain.len();
+        }
+    }
+    out
+}
+
+/// Rust's number types as a client would name them.
+const PRIMITIVES: [(&str, &str); 12] = [
+    ("i8", "an integer"),
+    ("i16", "an integer"),
+    ("i32", "an integer"),
+    ("i64", "an integer"),
+    ("isize", "an integer"),
+    ("u8", "a non-negative integer"),
+    ("u16", "a non-negative integer"),
+    ("u32", "a non-negative integer"),
+    ("u64", "a non-negative integer"),
+    ("usize", "a non-negative integer"),
+    ("f32", "a number"),
+    ("f64", "a number"),
+];
+
+/// `struct Name` and `enum Name` in a serde message.
+fn without_type_names(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     while let Some(at) = rest.find("struct ").or_else(|| rest.find("enum ")) {

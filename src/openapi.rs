@@ -22,7 +22,7 @@ use crate::{
 #[openapi(
     info(
         title = "payd",
-        description = "A self-hostable payment service: payments, customers, refunds, disputes, subscriptions, catalog, invoices, payouts and signed webhooks.",
+        description = "A self-hostable payment service: payments, customers, saved payment methods, mandates, refunds, disputes with their evidence, and signed webhooks.",
     ),
     paths(
         ops::live,

@@ -27,7 +27,10 @@ pub enum DeploymentMode {
     Production,
 }
 
+/// Every key must be known, sections included: `PAYD_DATABSE__URL` (a typo) is refused at
+/// start-up, naming it, instead of being ignored.
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Settings {
     pub mode: DeploymentMode,
     pub listen: String,
@@ -566,6 +569,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("mailbox"), "{err}");
+        let err = Settings::load_from(vars(&[("PAYD_DATABSE__URL", "sqlite::memory:")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("databse"),
+            "an unknown section is named: {err}"
+        );
         let err = Settings::load_from(vars(&[("PAYD_LISTEN", "nowhere")]))
             .unwrap_err()
             .to_string();

@@ -538,6 +538,35 @@ async fn a_body_must_be_an_object_and_errors_name_no_rust_type() {
         "{message}"
     );
     assert!(message.contains("an object"), "{message}");
+    // A JSON body without a Content-Type is read as JSON (a form type is 415, above).
+    let mut res = common::client()
+        .post(format!("{}/customers", app.base))
+        .insert_header(("api-key", m.secret_key.as_str()))
+        .send_body(r#"{"name": "Ada"}"#)
+        .await
+        .unwrap();
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(
+        (res.status().as_u16(), &body["name"]),
+        (200, &json!("Ada")),
+        "{body}"
+    );
+    // Numbers are named as a client would: not i64 or u32.
+    for (body, expected) in [
+        (
+            json!({"amount": "500", "currency": "USD"}),
+            "expected an integer",
+        ),
+        (
+            json!({"amount": 500, "currency": "USD", "payment_method_data": {"card": {"number": "4242424242424242", "exp_month": -1, "exp_year": 2035, "cvc": "123"}}}),
+            "expected a non-negative integer",
+        ),
+    ] {
+        let r = app.create_payment(&m, body).await;
+        let message = r.body["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert!(message.contains(expected), "{message}");
+    }
     let r = app
         .send(Method::POST, "/payments", key, Some(&json!([])), &[])
         .await;

@@ -421,6 +421,32 @@ async fn other_approving_test_cards() {
     }
 }
 
+/// The hosted checkout shows whom the buyer pays (the shop's name) and for what (the
+/// payment's description), escaped.
+#[actix_web::test]
+async fn the_checkout_page_names_the_shop_and_the_description() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let r = app
+        .create_payment(
+            &m,
+            json!({"amount": 1250, "currency": "EUR", "hosted_checkout": true,
+                "description": "Two <b>mugs</b>"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let url = r.body["checkout_url"].as_str().unwrap();
+    let path = &url[url.find("/checkout/").unwrap()..];
+    let page = app.send(Method::GET, path, None, None, &[]).await;
+    let text = String::from_utf8_lossy(&page.raw);
+    assert_eq!(page.status, 200);
+    assert!(text.contains("<p id=\"shop\">Default shop</p>"), "{text}");
+    assert!(
+        text.contains("<p id=\"description\">Two &lt;b&gt;mugs&lt;/b&gt;</p>"),
+        "{text}"
+    );
+}
+
 #[actix_web::test]
 async fn three_d_secure_challenge_approved_or_failed() {
     let app = spawn_app().await;
@@ -467,6 +493,7 @@ async fn three_d_secure_challenge_approved_or_failed() {
         )
         .await;
     assert_eq!(page.status, 200);
+    assert!(String::from_utf8_lossy(&page.raw).contains("id=\"approve\""));
 
     let wrong = app
         .send(
@@ -528,6 +555,12 @@ async fn three_d_secure_challenge_approved_or_failed() {
         ),
         (Some("declined"), Some("authentication_failed"))
     );
+    // The challenge page of a payment that no longer waits for it offers no answers.
+    let page = app.send(Method::GET, path, None, None, &[]).await;
+    let text = String::from_utf8_lossy(&page.raw);
+    assert_eq!(page.status, 200);
+    assert!(!text.contains("id=\"approve\""), "{text}");
+    assert!(text.contains("it is declined"), "{text}");
     let r = app
         .send(
             Method::POST,

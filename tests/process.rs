@@ -32,6 +32,8 @@ fn payd(db_url: &str, data_dir: &std::path::Path) -> Command {
 struct Server {
     child: Child,
     port: u16,
+    /// The "payd listening" log line.
+    ready: String,
     lines: mpsc::Receiver<String>,
 }
 
@@ -62,7 +64,12 @@ impl Server {
                 if v["message"] == "payd listening" {
                     let port = v["port"].as_u64().unwrap() as u16;
                     wait_until_serving(port, deadline);
-                    return Server { child, port, lines };
+                    return Server {
+                        child,
+                        port,
+                        ready: line,
+                        lines,
+                    };
                 }
             }
             seen.push(line);
@@ -77,6 +84,16 @@ impl Server {
 
     fn terminate(mut self) -> std::process::ExitStatus {
         self.stop()
+    }
+
+    /// Stops the server and returns its exit status and everything it printed on stdout.
+    fn stop_and_read_stdout(mut self) -> (std::process::ExitStatus, String) {
+        let status = self.stop();
+        let mut out = String::new();
+        if let Some(mut stdout) = self.child.stdout.take() {
+            let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+        }
+        (status, out)
     }
 
     fn stop(&mut self) -> std::process::ExitStatus {
@@ -190,13 +207,34 @@ async fn first_start_creates_demo_keys_once_and_logs_no_key() {
     assert_eq!(status, 200);
     let (status, _) = get(server.port, "/account", None).await;
     assert_eq!(status, 401);
+    // The demo shop's key needs no x-profile-id for a payment.
+    let shop_key = keys["shop_secret_key"].as_str().unwrap().to_owned();
+    let body = serde_json::json!({"amount": 500, "currency": "USD", "confirm": true,
+        "payment_method_data": common::card("4242424242424242")});
+    let (status, payment) = post_json(server.port, "/payments", &shop_key, None, body).await;
+    assert_eq!(
+        (status, &payment["status"]),
+        (200, &serde_json::json!("succeeded")),
+        "{payment}"
+    );
     let logs = server.output_so_far().join("\n");
-    assert!(server.terminate().success());
+    // Start-up says where to go and prints a line to paste, with the shop's key.
+    let ready = server.ready.clone();
+    assert!(
+        ready.contains(&format!("http://127.0.0.1:{}/docs", server.port)),
+        "the ready line names the API reference: {ready}"
+    );
+    let (status, printed) = server.stop_and_read_stdout();
+    assert!(status.success());
+    assert!(
+        printed.contains(&format!("export KEY={shop_key}")),
+        "{printed}"
+    );
     // The keys are printed once for the operator, but never as part of a log line.
     for line in logs.lines().filter(|l| l.starts_with('{')) {
         assert!(
-            !line.contains(&secret),
-            "a log line carries the key: {line}"
+            !line.contains(&secret) && !line.contains(&shop_key),
+            "a log line carries a key: {line}"
         );
     }
 

@@ -273,7 +273,7 @@ pub async fn create_api_key(
     };
     let pepper = &state.settings.security.key_pepper;
     let now = state.clock.now();
-    let (row, key) = store::insert_key(&state.db, now, pepper, new, &caller.key_id).await?;
+    let (row, key) = store::insert_key(&state.db, now, pepper, new, Some(&caller.key_id)).await?;
     Ok(idempotency::one_time_secret(HttpResponse::Created().json(
         CreatedApiKey {
             api_key: row.into(),

@@ -187,19 +187,19 @@ pub struct NewKey<'a> {
     pub name: Option<String>,
 }
 
-/// Stores a new key, made by the key `actor`, and returns its row and the key itself (which
-/// is never stored).
+/// Stores a new key, made by the key `actor` (none: by payd itself), and returns its row and
+/// the key itself (which is never stored).
 pub async fn insert_key(
     db: &DatabaseConnection,
     now: DateTime<Utc>,
     pepper: &str,
     new: NewKey<'_>,
-    actor: &KeyId,
+    actor: Option<&KeyId>,
 ) -> Result<(api_key::Model, String), CommitError> {
     let (row, key) = key_row(now, pepper, new);
     let audit = Audit {
         merchant_id: &row.merchant_id,
-        actor: Some(actor),
+        actor,
         action: "api_key.created",
         target_id: &row.id,
         details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4,

@@ -168,6 +168,21 @@ pub async fn page(
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
     let status = CheckoutStatus::of(&m, &state.public_url);
+    // The buyer sees whom they pay, and for what.
+    let shop = match (
+        crate::ids::MerchantId::parse(&m.merchant_id),
+        crate::ids::ProfileId::parse(&m.profile_id),
+    ) {
+        (Some(merchant), Some(profile)) => {
+            crate::accounts::store::find_profile(&state.db, &merchant, &profile).await?
+        }
+        _ => None,
+    };
+    let description = m
+        .description
+        .as_deref()
+        .map(|d| format!("<p id=\"description\">{}</p>", esc(d)))
+        .unwrap_or_default();
     // The page reads this JSON from inside a JavaScript string literal, which consumes one level
     // of backslashes: double them, or a `"` or `\` in a value (say the return_url) breaks the
     // page's script.
@@ -176,6 +191,11 @@ pub async fn page(
         .replace('\\', "\\\\");
     Ok(html(
         PAGE.replace("{{payment_id}}", &esc(&m.id))
+            .replace(
+                "{{shop_name}}",
+                &esc(shop.as_ref().map_or("", |p| p.name.as_str())),
+            )
+            .replace("{{description}}", &description)
             .replace("{{amount}}", &m.amount.to_string())
             .replace("{{display_amount}}", &display_amount(m.amount, &m.currency))
             .replace("{{currency}}", &esc(&m.currency))
@@ -234,8 +254,24 @@ pub async fn challenge_page(
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
+    // Only a payment that waits for the challenge offers its answers.
+    let actions = if m.status == "requires_customer_action" {
+        "<p>This is the sandbox's 3-D Secure challenge. Choose how the buyer's bank answers.</p>\n\
+         <button id=\"approve\">Complete authentication</button>\n\
+         <button id=\"reject\">Fail authentication</button>"
+            .to_owned()
+    } else {
+        format!(
+            "<p id=\"closed\">This payment no longer waits for authentication: it is {}. \
+             <a href=\"/checkout/{}?client_secret={}\">Back to the payment</a></p>",
+            esc(&m.status.replace('_', " ")),
+            esc(&m.id),
+            esc(&m.client_secret)
+        )
+    };
     Ok(html(
         CHALLENGE
+            .replace("{{actions}}", &actions)
             .replace("{{payment_id}}", &esc(&m.id))
             .replace("{{amount}}", &m.amount.to_string())
             .replace("{{display_amount}}", &display_amount(m.amount, &m.currency))
