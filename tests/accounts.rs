@@ -428,7 +428,7 @@ async fn live_payments_never_reach_the_sandbox() {
     let pay = json!({"amount": 500, "currency": "EUR", "confirm": true,
         "payment_method_data": common::card("4242424242424242")});
     let p = app.create_payment(&m, pay.clone()).await;
-    assert_eq!(p.status, 200, "{:?}", p.body);
+    assert_eq!(p.status, 201, "{:?}", p.body);
     assert_eq!(p.body["test_mode"], false);
     assert_eq!(p.body["status"], "failed", "{:?}", p.body);
     assert_eq!(p.body["last_error"]["code"], "no_processor");

@@ -272,7 +272,7 @@ async fn checkout(app: &TestApp, m: &Merchant) -> (String, String) {
             json!({"amount": 500, "currency": "USD", "capture_method": "automatic", "hosted_checkout": true}),
         )
         .await;
-    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.status, 201, "{}", res.body);
     assert_eq!(
         res.body["status"], "requires_payment_method",
         "{}",

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 async fn customer(app: &TestApp, m: &Merchant, body: Value) -> Value {
     let r = app.call(m, Method::POST, "/customers", Some(body)).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     r.body
 }
 
@@ -20,7 +20,7 @@ async fn save(app: &TestApp, m: &Merchant, customer_id: &str, number: &str, extr
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
     let r = app.create_payment(m, body).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     r.body
 }
 
@@ -117,7 +117,7 @@ async fn save_list_default_charge_off_session_revoke_and_refuse() {
             r.body["status"].as_str(),
             r.body["mandate_id"].as_str()
         ),
-        (200, Some("succeeded"), Some(mandate_id.as_str()))
+        (201, Some("succeeded"), Some(mandate_id.as_str()))
     );
     assert_eq!(r.body["payment_method"]["last4"], "4242");
     let r = charge(&app, &m, cid, &mandate_id, 700, "EUR").await;
@@ -219,7 +219,7 @@ async fn mandates_enforce_their_terms() {
     let r = charge(&app, &m, &cid, &mid, 100, "EUR").await;
     assert_eq!(
         (r.status, r.body["status"].as_str()),
-        (200, Some("declined"))
+        (201, Some("declined"))
     );
     // A card that declines outright is not saved.
     let stolen = save(&app, &m, &cid, "4000000000009979", json!({})).await;
@@ -293,7 +293,7 @@ async fn a_mandate_charges_only_its_own_method() {
     let r = app.create_payment(&m, own).await;
     assert_eq!(
         (r.status, r.body["status"].as_str()),
-        (200, Some("succeeded")),
+        (201, Some("succeeded")),
         "{}",
         r.body
     );

@@ -173,7 +173,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
                     let status = res.status().as_u16();
                     let retry_after = res.headers().contains_key("retry-after");
                     let body: serde_json::Value = res.json().await.unwrap_or_default();
-                    let payment = (status == 200).then(|| {
+                    let payment = (status == 201).then(|| {
                         let id = body["payment_id"].as_str().unwrap_or_default().to_owned();
                         (id, body["status"].as_str().unwrap_or_default().to_owned())
                     });
@@ -225,7 +225,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
     let errors: HashMap<u16, usize> =
         answers
             .iter()
-            .filter(|a| a.status != 200)
+            .filter(|a| a.status != 201)
             .fold(HashMap::new(), |mut n, a| {
                 *n.entry(a.status).or_default() += 1;
                 n
@@ -233,7 +233,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
     assert!(
         answers
             .iter()
-            .filter(|a| a.status != 200)
+            .filter(|a| a.status != 201)
             .all(|a| a.retry_after
                 && ((a.status, a.code.as_str()) == (503, "database_unavailable")
                     || (a.status, a.code.as_str()) == (409, "idempotency_key_in_use"))),
@@ -245,7 +245,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
     );
     let back_ok = answers
         .iter()
-        .filter(|a| a.status == 200 && a.at > returned)
+        .filter(|a| a.status == 201 && a.at > returned)
         .map(|a| a.at - returned)
         .min()
         .expect("payments succeeded after the return");
@@ -395,7 +395,7 @@ async fn a_full_sqlite_disk_answers_503_readiness_follows_and_writes_resume() {
     let mut acknowledged = Vec::new();
     for _ in 0..5 {
         let r = pay().await;
-        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.status, 201, "{}", r.body);
         acknowledged.push((
             r.body["payment_id"].as_str().unwrap().to_owned(),
             r.body["status"].clone(),
@@ -411,7 +411,7 @@ async fn a_full_sqlite_disk_answers_503_readiness_follows_and_writes_resume() {
         }
         let r = pay().await;
         match r.status {
-            200 => acknowledged.push((
+            201 => acknowledged.push((
                 r.body["payment_id"].as_str().unwrap().to_owned(),
                 r.body["status"].clone(),
             )),
@@ -445,7 +445,7 @@ async fn a_full_sqlite_disk_answers_503_readiness_follows_and_writes_resume() {
     let since = Instant::now();
     assert!(readiness_turns(&app, 200, since).await <= Duration::from_secs(2));
     let r = pay().await;
-    assert_eq!(r.status, 200, "writes resume: {}", r.body);
+    assert_eq!(r.status, 201, "writes resume: {}", r.body);
     acknowledged.push((
         r.body["payment_id"].as_str().unwrap().to_owned(),
         r.body["status"].clone(),

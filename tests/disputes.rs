@@ -63,7 +63,7 @@ async fn pay(app: &TestApp, m: &Merchant, number: &str, amount: i64) -> String {
             json!({"amount": amount, "currency": "EUR", "confirm": true, "payment_method_data": card(number)}),
         )
         .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     r.body["payment_id"].as_str().unwrap().to_owned()
 }
 
@@ -178,7 +178,7 @@ async fn a_dispute_is_challenged_with_evidence_and_won() {
 
     let pdf = b"%PDF-1.4\nreceipt for order 42\n";
     let receipt = upload(&app, &m, "receipt.pdf", pdf).await;
-    assert_eq!(receipt.status, 200, "{}", receipt.body);
+    assert_eq!(receipt.status, 201, "{}", receipt.body);
     assert_eq!(
         (
             receipt.body["content_type"].as_str(),
@@ -342,7 +342,7 @@ async fn a_dispute_is_challenged_with_evidence_and_won() {
     let r = refund(&app, &m, &payment_id, None).await;
     assert_eq!(
         (r.status, r.body["amount"].as_i64()),
-        (200, Some(500)),
+        (201, Some(500)),
         "a won dispute leaves everything refundable: {}",
         r.body
     );
@@ -514,7 +514,7 @@ async fn refunds_racing_the_dispute_never_take_more_than_was_captured() {
     let mut refunded = 0;
     for a in &answers {
         match a.status {
-            200 => refunded += a.body["amount"].as_i64().unwrap(),
+            201 => refunded += a.body["amount"].as_i64().unwrap(),
             409 => assert!(
                 matches!(a.code(), "dispute_open" | "concurrent_update"),
                 "{}",
@@ -590,7 +590,7 @@ async fn files_are_checked_and_everything_stays_with_its_merchant() {
     let mut ids = vec![];
     for _ in 0..2 {
         let r = post_form(&app, &m, &parts, &[("idempotency-key", "upload-1")]).await;
-        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.status, 201, "{}", r.body);
         ids.push(r.body["file_id"].as_str().unwrap().to_owned());
     }
     assert_eq!(ids[0], ids[1]);
@@ -735,7 +735,7 @@ async fn uploads_are_written_in_chunks_and_bounded_per_merchant() {
         .take(600_000)
         .collect();
     let r = upload(&app, &m, "receipts.txt", &big).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(r.body["size"], 600_000);
     assert_eq!(r.body["content_type"], "text/plain");
     assert_eq!(r.body["sha256"], hex::encode(Sha256::digest(&big)));
@@ -762,7 +762,7 @@ async fn uploads_are_written_in_chunks_and_bounded_per_merchant() {
 
     // Past the merchant's count.
     for name in ["a.txt", "b.txt"] {
-        assert_eq!(upload(&app, &m, name, b"hello").await.status, 200);
+        assert_eq!(upload(&app, &m, name, b"hello").await.status, 201);
     }
     let r = upload(&app, &m, "c.txt", b"hello").await;
     assert_eq!((r.status, r.code()), (409, "limit_reached"));
@@ -772,7 +772,7 @@ async fn uploads_are_written_in_chunks_and_bounded_per_merchant() {
         .contains("limits.max_files_per_merchant"));
     assert_eq!(
         upload(&app, &other, "theirs.txt", b"hello").await.status,
-        200
+        201
     );
 
     // Chunks of an upload a crash cut off are purged after a day; a file's are kept.

@@ -318,7 +318,7 @@ async fn flooding_with_the_publishable_key_blocks_no_other_buyer() {
         let p = app
             .create_payment(&m, json!({"amount": 1000, "currency": "EUR"}))
             .await;
-        assert_eq!(p.status, 200, "{:?}", p.body);
+        assert_eq!(p.status, 201, "{:?}", p.body);
         payments.push(p.body);
     }
     let read = |p: &Value, secret: &str, ip: &str| {
@@ -548,7 +548,7 @@ async fn a_body_must_be_an_object_and_errors_name_no_rust_type() {
     let body: serde_json::Value = res.json().await.unwrap();
     assert_eq!(
         (res.status().as_u16(), &body["name"]),
-        (200, &json!("Ada")),
+        (201, &json!("Ada")),
         "{body}"
     );
     // Numbers are named as a client would: not i64 or u32.
@@ -709,7 +709,7 @@ async fn lists_refuse_what_they_do_not_understand() {
             Some(json!({"email": "Ana@Example.com"})),
         )
         .await;
-    assert_eq!(made.status, 200, "{}", made.body);
+    assert_eq!(made.status, 201, "{}", made.body);
     let found = app
         .get("/customers/list?email=ana@example.COM", &m.secret_key)
         .await;

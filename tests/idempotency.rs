@@ -61,7 +61,7 @@ async fn the_same_key_and_body_replay_the_first_answer_byte_for_byte() {
         )
     };
     let first = send_raw(r#"{"name":"Ada","metadata":{"a":"1","b":"2"}}"#).await;
-    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.status, 201, "{}", first.body);
     let respelled =
         send_raw("{ \"metadata\": {\"b\": \"2\", \"a\": \"1\"},\n  \"name\": \"Ada\" }").await;
     assert_eq!(
@@ -290,7 +290,7 @@ async fn a_refused_request_does_not_claim_the_key() {
             &idem,
         )
         .await;
-    assert_eq!(real.status, 200, "{:?}", real.body);
+    assert_eq!(real.status, 201, "{:?}", real.body);
     assert_eq!(real.header("idempotent-replayed"), None);
     let replayed = app
         .send(
@@ -371,7 +371,7 @@ async fn read_only_routes_store_no_answer() {
     let created = app
         .create_payment(&m, json!({"amount": 500, "currency": "EUR"}))
         .await;
-    assert_eq!(created.status, 200);
+    assert_eq!(created.status, 201);
     let listed = app
         .send(
             Method::POST,
@@ -473,7 +473,7 @@ async fn a_refund_that_outlives_the_deadline_runs_once() {
         assert!(std::time::Instant::now() < deadline, "{}", r.body);
         actix_web::rt::time::sleep(std::time::Duration::from_millis(200)).await;
     };
-    assert_eq!(replayed.status, 200, "{}", replayed.body);
+    assert_eq!(replayed.status, 201, "{}", replayed.body);
     assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
     let payment = app.get(&format!("/payments/{id}"), &m.secret_key).await;
     assert_eq!(payment.body["amount_refunded"], 300, "{}", payment.body);

@@ -291,13 +291,13 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
     .await;
     assert_eq!(
         (status, approved["status"].as_str()),
-        (200, Some("succeeded")),
+        (201, Some("succeeded")),
         "{approved}"
     );
     let (status, p) = pay(json!({"amount": 900, "currency": "EUR", "confirm": true,
         "payment_method_data": declined}))
     .await;
-    assert_eq!(status, 200, "{p}");
+    assert_eq!(status, 201, "{p}");
     let (_, manual) = pay(json!({"amount": 5000, "currency": "USD", "confirm": true,
         "capture_method": "manual", "payment_method_data": mastercard}))
     .await;
@@ -386,11 +386,11 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
         "customer_id": customer_id, "setup_future_usage": "off_session",
         "payment_method_data": amex}))
     .await;
-    assert_eq!(status, 200, "{saved}");
+    assert_eq!(status, 201, "{saved}");
     let (status, p) = pay(json!({"amount": 800, "currency": "USD", "confirm": true,
         "customer_id": customer_id, "off_session": true, "mandate_id": text(&saved, "mandate_id")}))
     .await;
-    assert_eq!(status, 200, "{p}");
+    assert_eq!(status, 201, "{p}");
     // Settle the asynchronous one.
     let (status, _) = call(
         port,
@@ -410,7 +410,7 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
             body["amount"] = json!(amount);
         }
         let (status, r) = call(port, Method::POST, "/refunds", key, None, Some(body)).await;
-        assert_eq!(status, 200, "{r}");
+        assert_eq!(status, 201, "{r}");
     }
 
     // Failures: keys that are unknown, revoked or garbled, and bodies that are refused.

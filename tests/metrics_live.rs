@@ -58,7 +58,7 @@ async fn passivation_and_the_retry_backlog_show_in_metrics() {
                 "payment_method_data": common::card("4242424242424242")}),
         )
         .await;
-    assert_eq!(p.status, 200, "{}", p.body);
+    assert_eq!(p.status, 201, "{}", p.body);
     let after = until(&app, passivated, |v| v > before).await;
     assert!(after > before, "{passivated}: {before} then {after}");
 

@@ -28,7 +28,7 @@ async fn pay(app: &TestApp, m: &Merchant) -> String {
     let body = json!({"amount": 500, "currency": "USD", "confirm": true,
         "payment_method_data": card("4242424242424242")});
     let r = app.create_payment(m, body).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     r.body["payment_id"].as_str().unwrap().to_owned()
 }
 

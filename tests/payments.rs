@@ -16,7 +16,7 @@ async fn pay(app: &TestApp, m: &Merchant, number: &str, extra: Value) -> Value {
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
     let res = app.create_payment(m, body).await;
-    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.status, 201, "{}", res.body);
     res.body
 }
 
@@ -44,7 +44,7 @@ async fn automatic_capture_succeeds_with_attempt_and_history() {
     let created = app
         .create_payment(&m, json!({"amount": 1234, "currency": "eur", "metadata": {"order": "A-1"}, "description": "Tea"}))
         .await;
-    assert_eq!(created.status, 200, "{}", created.body);
+    assert_eq!(created.status, 201, "{}", created.body);
     let p = &created.body;
     assert_eq!(
         (
@@ -289,7 +289,7 @@ async fn final_partial_capture_and_cancels() {
         json!({"payment_id": id, "amount": 100}),
     )
     .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     let r = post(&app, &m, &format!("/payments/{id}/cancel"), json!({})).await;
     assert_eq!((r.status, r.code()), (409, "refund_exists"), "{}", r.body);
 }
@@ -318,7 +318,7 @@ async fn amount_ceiling_and_cvc_length_by_brand() {
     let r = app
         .create_payment(&m, with(99_999_999_999, "4242424242424242", "123"))
         .await;
-    assert_eq!(r.status, 200, "the ceiling itself is allowed: {}", r.body);
+    assert_eq!(r.status, 201, "the ceiling itself is allowed: {}", r.body);
 
     for (number, cvc, accepted) in [
         ("378282246310005", "1234", true),
@@ -327,7 +327,7 @@ async fn amount_ceiling_and_cvc_length_by_brand() {
     ] {
         let r = app.create_payment(&m, with(500, number, cvc)).await;
         if accepted {
-            assert_eq!(r.status, 200, "{number} {cvc}: {}", r.body);
+            assert_eq!(r.status, 201, "{number} {cvc}: {}", r.body);
             continue;
         }
         assert_eq!(
@@ -434,7 +434,7 @@ async fn the_checkout_page_names_the_shop_and_the_description() {
                 "description": "Two <b>mugs</b>"}),
         )
         .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     let url = r.body["checkout_url"].as_str().unwrap();
     let path = &url[url.find("/checkout/").unwrap()..];
     let page = app.send(Method::GET, path, None, None, &[]).await;
@@ -1239,7 +1239,7 @@ async fn actors_without_a_cached_row_still_serialize_captures() {
         json!({"payment_id": id, "amount": 150}),
     )
     .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     let p = get(&app, &m, &format!("/payments/{id}")).await.body;
     assert_eq!(
         (&p["amount_captured"], &p["amount_refunded"], &p["status"]),

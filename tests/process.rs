@@ -214,7 +214,7 @@ async fn first_start_creates_demo_keys_once_and_logs_no_key() {
     let (status, payment) = post_json(server.port, "/payments", &shop_key, None, body).await;
     assert_eq!(
         (status, &payment["status"]),
-        (200, &serde_json::json!("succeeded")),
+        (201, &serde_json::json!("succeeded")),
         "{payment}"
     );
     let logs = server.output_so_far().join("\n");
@@ -363,7 +363,7 @@ async fn merchant_with_endpoint(port: u16, hook_url: &str) -> (String, String) {
 async fn pay(port: u16, key: &str, shop: &str) -> String {
     let body = serde_json::json!({"amount": 500, "currency": "USD", "confirm": true, "payment_method_data": common::card("4242424242424242")});
     let (status, p) = post_json(port, "/payments", key, Some(shop), body).await;
-    assert_eq!(status, 200, "{p}");
+    assert_eq!(status, 201, "{p}");
     p["payment_id"].as_str().unwrap().to_owned()
 }
 
@@ -898,7 +898,7 @@ async fn an_authorization_and_a_capture_the_processor_made_while_payd_was_killed
     let body = serde_json::json!({"amount": 500, "currency": "USD", "capture_method": "manual",
         "payment_method_data": common::card("4242424242424242")});
     let (status, created) = post_json(server.port, "/payments", &key, Some(&shop), body).await;
-    assert_eq!(status, 200, "{created}");
+    assert_eq!(status, 201, "{created}");
     let id = created["payment_id"].as_str().unwrap().to_owned();
     let path = format!("/payments/{id}");
 

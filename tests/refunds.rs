@@ -13,7 +13,7 @@ async fn pay(app: &TestApp, m: &Merchant, number: &str, extra: Value) -> Value {
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
     let r = app.create_payment(m, body).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     r.body
 }
 
@@ -34,7 +34,7 @@ async fn full_and_partial_refunds_up_to_the_captured_amount() {
     let p = pay(&app, &m, "4242424242424242", json!({})).await;
     let id = p["payment_id"].as_str().unwrap();
     let r = refund(&app, &m, json!({"payment_id": id, "amount": 200, "reason": "damaged", "metadata": {"ticket": "T-9"}})).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(
         (
             r.body["status"].as_str(),
@@ -232,7 +232,7 @@ async fn the_line_balance_shown_is_the_one_enforced() {
     }
     // A refund by amount leaves 100 to refund on the payment: no line may take more.
     let r = refund(&app, &m, json!({"payment_id": id, "amount": 150})).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(refundable("tea").await, (155, 100));
     let r = refund(&app, &m, by_amount("tea", 101)).await;
     assert_eq!(
@@ -240,11 +240,11 @@ async fn the_line_balance_shown_is_the_one_enforced() {
         (400, "amount_exceeds_refundable", Some("lines[0].amount"))
     );
     let r = refund(&app, &m, by_amount("cup", 95)).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(refundable("cup").await, (95, 0));
     assert_eq!(refundable("tea").await, (155, 5));
     let r = refund(&app, &m, by_amount("tea", 5)).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(payment(&app, &m, id).await["amount_refunded"], 250);
 }
 
@@ -569,13 +569,13 @@ async fn concurrent_refunds_and_captures_keep_the_balances() {
     let ok_captures = captures.iter().filter(|a| a.status == 200).count() as i64;
     let ok_refunds = refunds
         .iter()
-        .filter(|a| a.status == 200 && a.body["status"] == "succeeded")
+        .filter(|a| a.status == 201 && a.body["status"] == "succeeded")
         .count() as i64;
     let lost_race =
         |r: &&common::Answer| r.code() == "concurrent_update" && common::several_instances(&app.db);
     for r in refunds
         .iter()
-        .filter(|a| a.status != 200)
+        .filter(|a| a.status != 201)
         .filter(|r| !lost_race(r))
     {
         assert_eq!(r.code(), "amount_exceeds_refundable", "{}", r.body);

@@ -46,7 +46,7 @@ async fn pay_in(app: &TestApp, m: &Merchant, shop: &str, number: &str, capture: 
             &[("x-profile-id", shop)],
         )
         .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     r.body
 }
 
@@ -142,7 +142,7 @@ async fn a_key_bound_to_one_shop_cannot_touch_another_shops_money() {
             &[],
         )
         .await;
-    assert_eq!(refund.status, 200, "{}", refund.body);
+    assert_eq!(refund.status, 201, "{}", refund.body);
     let refund_id = refund.body["refund_id"].as_str().unwrap();
     let r = as_bound(Method::GET, format!("/refunds/{refund_id}"), None).await;
     assert_eq!(r.status, 404);

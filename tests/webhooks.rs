@@ -38,7 +38,7 @@ async fn paid(app: &TestApp, m: &Merchant, extra: Value) -> Value {
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
     let r = app.create_payment(m, body).await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.status, 201, "{}", r.body);
     r.body
 }
 

@@ -72,7 +72,7 @@ fn redacted() -> ApiError {
 
 /// Create a customer.
 #[utoipa::path(post, path = "/customers", tag = "customers", request_body = CustomerFields,
-    responses((status = 200, body = Customer), (status = 400, body = crate::error::ErrorBody)),
+    responses((status = 201, body = Customer), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_customer(
     SecretKey(caller): SecretKey,
@@ -88,7 +88,7 @@ pub async fn create_customer(
         state.clock.now(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Customer::from(&c)))
+    Ok(HttpResponse::Created().json(Customer::from(&c)))
 }
 
 /// List customers, newest first.

@@ -29,7 +29,7 @@ const CHUNK: usize = 256 * 1024;
 /// Upload a file to attach to a dispute as evidence.
 #[utoipa::path(post, path = "/files", tag = "disputes",
     request_body(content = super::UploadFileForm, content_type = "multipart/form-data"),
-    responses((status = 200, body = File), (status = 400, body = crate::error::ErrorBody),
+    responses((status = 201, body = File), (status = 400, body = crate::error::ErrorBody),
         (status = 413, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn upload_file(
@@ -83,7 +83,7 @@ pub async fn upload_file(
         created_at: state.clock.now(),
     };
     let row = store::insert(&state.db, row).await?;
-    Ok(HttpResponse::Ok().json(File::render(&row)))
+    Ok(HttpResponse::Created().json(File::render(&row)))
 }
 
 /// Reads the form, writing the file's bytes as they come; its filename and type.

@@ -85,7 +85,7 @@ async fn send(
 /// Create a payment (and confirm it with `confirm: true`).
 #[utoipa::path(post, path = "/payments", tag = "payments", request_body = CreatePaymentRequest,
     params(("x-profile-id" = Option<String>, Header, description = "the shop")),
-    responses((status = 200, body = Payment), (status = 400, body = crate::error::ErrorBody)),
+    responses((status = 201, body = Payment), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_payment(
     http: HttpRequest,
@@ -97,7 +97,7 @@ pub async fn create_payment(
     let key = idempotency::request_key(&http);
     let resume = idempotency::resumed(&http);
     let m = create::create(&payments, &caller, req, key, resume).await?;
-    Ok(render(&state, &m))
+    Ok(HttpResponse::Created().json(Payment::render(&m, public_url(&state))))
 }
 
 /// Retrieve a payment; `force_sync=true` asks the processor first.

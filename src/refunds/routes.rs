@@ -36,7 +36,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// Refund a payment fully, partly, or by product line.
 #[utoipa::path(post, path = "/refunds", tag = "refunds", request_body = CreateRefundRequest,
-    responses((status = 200, body = Refund), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    responses((status = 201, body = Refund), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_refund(
     http: HttpRequest,
@@ -49,7 +49,8 @@ pub async fn create_refund(
     // that refund, settled with the processor if it is pending: never a second refund.
     if let Some(id) = idempotency::resumed(&http).filter(|id| crate::ids::has_shape(id, "ref")) {
         if let Some(refund) = store::find_owned(&state.db, &id, &caller.scope()).await? {
-            return settled(&payments, &caller, refund).await;
+            let settled = settled(&payments, &caller, refund).await?;
+            return Ok(HttpResponse::Created().json(settled));
         }
     }
     check_text("reason", req.reason.as_ref(), 500)?;
@@ -96,7 +97,7 @@ pub async fn create_refund(
     let refund = done
         .refund
         .ok_or_else(|| ApiError::internal("refund command made no refund"))?;
-    Ok(HttpResponse::Ok().json(Refund::render(&refund)))
+    Ok(HttpResponse::Created().json(Refund::render(&refund)))
 }
 
 /// Retrieve a refund; `force_sync=true` asks the processor first.
@@ -117,7 +118,7 @@ pub async fn retrieve_refund(
     if q.force_sync != Some(true) {
         return Ok(HttpResponse::Ok().json(Refund::render(&refund)));
     }
-    settled(&payments, &caller, refund).await
+    Ok(HttpResponse::Ok().json(settled(&payments, &caller, refund).await?))
 }
 
 /// The refund after the processor was asked where it stands (through its payment's actor).
@@ -125,13 +126,13 @@ async fn settled(
     payments: &Payments,
     caller: &Caller,
     refund: payd_entity::refund::Model,
-) -> Result<HttpResponse, ApiError> {
+) -> Result<Refund, ApiError> {
     let command = Command::SettleRefund {
         refund_id: refund.id.clone(),
     };
     let access = Some(Access::of(caller, None)?);
     let done = run(payments, &refund.payment_id, access, command, None).await?;
-    Ok(HttpResponse::Ok().json(Refund::render(&done.refund.unwrap_or(refund))))
+    Ok(Refund::render(&done.refund.unwrap_or(refund)))
 }
 
 /// Change a refund's reason or metadata.
