@@ -260,6 +260,25 @@ fn an_invalid_setting_stops_start_up_naming_the_key() {
     assert!(err.contains("mailbox_capacity"), "{err}");
 }
 
+#[test]
+fn a_busy_port_stops_start_up_naming_the_address_and_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let out = payd("sqlite::memory:", dir.path())
+        .env("PAYD_LISTEN", &address)
+        .env("PAYD_SANDBOX__DEMO_MERCHANT", "false")
+        .arg("serve")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&address) && err.contains("PAYD_LISTEN"),
+        "{err}"
+    );
+}
+
 #[actix_web::test]
 async fn two_instances_start_at_once_on_one_fresh_database() {
     let db = TestDb::new().await;
