@@ -151,7 +151,7 @@ fn write_canonical(value: &serde_json::Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_canonical(&Value::String(name.clone()), out);
+                out.extend(serde_json::to_vec(name).unwrap_or_default());
                 out.push(b':');
                 write_canonical(field, out);
             }
