@@ -67,6 +67,8 @@ use crate::{
         disputes::routes::retrieve_dispute,
         disputes::routes::accept_dispute,
         files::routes::upload_file,
+        files::routes::retrieve_file,
+        files::routes::file_contents,
         disputes::routes::attach_evidence,
         disputes::routes::list_evidence,
         disputes::routes::remove_evidence,

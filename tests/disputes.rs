@@ -12,24 +12,6 @@ use serde_json::{json, Value};
 
 const DISPUTED: &str = "4000000000000259";
 
-/// A `multipart/form-data` body of these parts: (name, filename, bytes).
-fn form(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
-    let boundary = "payd-test-boundary-7d1f";
-    let mut body = Vec::new();
-    for (name, filename, bytes) in parts {
-        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
-        let disposition = match filename {
-            Some(f) => format!("Content-Disposition: form-data; name=\"{name}\"; filename=\"{f}\"\r\nContent-Type: application/octet-stream\r\n\r\n"),
-            None => format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n"),
-        };
-        body.extend_from_slice(disposition.as_bytes());
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
-}
-
 /// `POST /files` with a form of these parts and these extra headers.
 async fn post_form(
     app: &TestApp,
@@ -37,7 +19,7 @@ async fn post_form(
     parts: &[(&str, Option<&str>, &[u8])],
     headers: &[(&str, &str)],
 ) -> common::Answer {
-    let (content_type, body) = form(parts);
+    let (content_type, body) = common::form(parts);
     app.send_bytes(
         Method::POST,
         "/files",
@@ -49,11 +31,7 @@ async fn post_form(
 }
 
 async fn upload(app: &TestApp, m: &Merchant, name: &str, bytes: &[u8]) -> common::Answer {
-    let parts: [(&str, Option<&str>, &[u8]); 2] = [
-        ("purpose", None, b"dispute_evidence"),
-        ("file", Some(name), bytes),
-    ];
-    post_form(app, m, &parts, &[]).await
+    app.upload(m, name, bytes).await
 }
 
 async fn pay(app: &TestApp, m: &Merchant, number: &str, amount: i64) -> String {
@@ -746,6 +724,39 @@ async fn uploads_are_written_in_chunks_and_bounded_per_merchant() {
         "written a chunk at a time"
     );
     assert_eq!(chunks.concat(), big);
+
+    // Read back: the record as uploaded, and the bytes as stored, with their type; another
+    // merchant's key finds nothing.
+    let file_id = r.body["file_id"].as_str().unwrap();
+    let record = app
+        .call(&m, Method::GET, &format!("/files/{file_id}"), None)
+        .await;
+    assert_eq!((record.status, &record.body), (200, &r.body));
+    let contents = app
+        .call(&m, Method::GET, &format!("/files/{file_id}/contents"), None)
+        .await;
+    assert_eq!(contents.status, 200);
+    assert_eq!(contents.header("content-type"), Some("text/plain"));
+    assert_eq!(
+        contents.header("content-disposition"),
+        Some("attachment; filename=\"receipts.txt\"")
+    );
+    assert_eq!(
+        contents.raw.as_ref(),
+        big.as_slice(),
+        "the bytes come back whole"
+    );
+    for path in [
+        format!("/files/{file_id}"),
+        format!("/files/{file_id}/contents"),
+    ] {
+        let theirs = app.call(&other, Method::GET, &path, None).await;
+        assert_eq!(
+            (theirs.status, theirs.code()),
+            (404, "resource_missing"),
+            "{path}"
+        );
+    }
 
     // Past the merchant's bytes: refused, and nothing of it stays.
     let r = upload(&app, &m, "more.txt", &big).await;

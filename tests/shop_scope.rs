@@ -350,6 +350,7 @@ async fn objects_in_shop_b(
             json!({"profile_id": shop_b}),
         )
         .await;
+    let file = app.upload(m, "receipt.txt", b"a receipt").await.body;
     vec![
         (
             "payment_id",
@@ -376,11 +377,13 @@ async fn objects_in_shop_b(
         ("customer_id", customer_id),
         ("payment_method_id", method_id),
         ("mandate_id", mandate_id),
+        ("file_id", file["file_id"].as_str().unwrap().to_owned()),
     ]
 }
 
-/// Customers, their saved methods and mandates belong to the merchant, not to a shop.
-const MERCHANT_WIDE: [&str; 3] = ["customer_id", "payment_method_id", "mandate_id"];
+/// Customers, their saved methods and mandates, and files belong to the merchant, not to a
+/// shop.
+const MERCHANT_WIDE: [&str; 4] = ["customer_id", "payment_method_id", "mandate_id", "file_id"];
 
 /// A body that passes the operation's own checks, so that only the scope can refuse it.
 fn body_for(method: &str, template: &str) -> Option<Value> {
@@ -411,6 +414,7 @@ async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Ve
         get(format!("/account/shops/{}/routing", id("profile_id"))).await,
         get(format!("/customers/{}", id("customer_id"))).await,
         get(format!("/mandates/{}", id("mandate_id"))).await,
+        get(format!("/files/{}", id("file_id"))).await,
         get("/account/api-keys?limit=100".to_owned()).await,
     ]
 }

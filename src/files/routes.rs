@@ -1,23 +1,106 @@
 //! `POST /files`: upload an evidence file as `multipart/form-data` (parts `file` and
 //! `purpose`), bounded by `limits.max_file_bytes` and the merchant's file limits. The bytes
-//! go to the database a chunk at a time as they arrive.
+//! go to the database a chunk at a time as they arrive. `GET /files/{file_id}` reads the
+//! file's record, `GET /files/{file_id}/contents` its bytes, a chunk at a time again.
 
 use actix_multipart::{Field, Multipart};
-use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
+use actix_web::{
+    http::{
+        header::{self, ContentDisposition, DispositionParam, DispositionType},
+        StatusCode,
+    },
+    web, HttpRequest, HttpResponse,
+};
 use futures_util::StreamExt;
 use payd_entity::file;
 use sha2::{Digest, Sha256};
 
 use super::{clean_filename, store, File, Sniffer};
 use crate::{
-    auth::SecretKey,
+    auth::{Caller, SecretKey},
     error::{ApiError, ErrorType},
     ids::new_id,
     state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/files").route(web::post().to(upload_file)));
+    cfg.service(web::resource("/files").route(web::post().to(upload_file)))
+        .service(web::resource("/files/{file_id}").route(web::get().to(retrieve_file)))
+        .service(web::resource("/files/{file_id}/contents").route(web::get().to(file_contents)));
+}
+
+/// The caller's file, or 404 (another merchant's or mode's file reads as missing).
+async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<file::Model, ApiError> {
+    store::find_owned(
+        &state.db,
+        id,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found("file").param("file_id"))
+}
+
+/// Retrieve an uploaded file's record.
+#[utoipa::path(get, path = "/files/{file_id}", tag = "disputes",
+    params(("file_id" = String, Path)),
+    responses((status = 200, body = File), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_file(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(File::render(&owned(&state, &caller, &id).await?)))
+}
+
+/// Download an uploaded file's bytes, with the type read from them when it was uploaded.
+#[utoipa::path(get, path = "/files/{file_id}/contents", tag = "disputes",
+    params(("file_id" = String, Path)),
+    responses(
+        (status = 200, description = "the file's bytes", content(
+            ("application/pdf"), ("image/png"), ("image/jpeg"), ("text/plain"))),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn file_contents(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let f = owned(&state, &caller, &id).await?;
+    // As stored, chunk by chunk: a download holds one chunk at a time, not the whole file.
+    let db = state.db.clone();
+    let (file_id, inline) = (f.id.clone(), f.bytes.clone());
+    let chunks = futures_util::stream::unfold(Some(0), move |seq| {
+        let (db, file_id, inline) = (db.clone(), file_id.clone(), inline.clone());
+        async move {
+            let seq = seq?;
+            match store::chunk(&db, &file_id, seq).await {
+                Ok(Some(bytes)) => Some((Ok(web::Bytes::from(bytes)), Some(seq + 1))),
+                // A file stored before uploads were chunked keeps its bytes in its row.
+                Ok(None) if seq == 0 && !inline.is_empty() => {
+                    Some((Ok(web::Bytes::from(inline)), None))
+                }
+                Ok(None) => None,
+                // Cut off mid-way: the client sees fewer bytes than `Content-Length` says.
+                Err(e) => Some((Err(std::io::Error::other(e)), None)),
+            }
+        }
+    });
+    let ascii_name: String = f
+        .filename
+        .chars()
+        .map(|c| if c.is_ascii() { c } else { '_' })
+        .collect();
+    Ok(HttpResponse::Ok()
+        .content_type(f.content_type.as_str())
+        .no_chunking(f.size.max(0) as u64)
+        .insert_header(ContentDisposition {
+            disposition: DispositionType::Attachment,
+            parameters: vec![DispositionParam::Filename(ascii_name)],
+        })
+        .insert_header((header::ETAG, format!("\"{}\"", f.sha256)))
+        .streaming(chunks))
 }
 
 /// A form has at most these many parts.

@@ -24,6 +24,18 @@ pub async fn find_owned(
         .filter(|f| f.merchant_id == merchant_id && f.test_mode == test_mode))
 }
 
+/// The `seq`th chunk of a file's bytes; `None` past the last.
+pub async fn chunk(
+    db: &impl ConnectionTrait,
+    file_id: &str,
+    seq: i32,
+) -> Result<Option<Vec<u8>>, DbErr> {
+    Ok(file_chunk::Entity::find_by_id((file_id.to_owned(), seq))
+        .one(db)
+        .await?
+        .map(|c| c.bytes))
+}
+
 /// How many files the merchant stores (either mode) and their bytes together.
 pub async fn usage(db: &impl ConnectionTrait, merchant_id: &str) -> Result<(u64, u64), DbErr> {
     let (count, bytes): (i64, i64) = file::Entity::find()

@@ -213,6 +213,24 @@ pub async fn spawn_with_clock(
     }
 }
 
+/// A `multipart/form-data` body of these parts: (name, filename, bytes).
+pub fn form(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "payd-test-boundary-7d1f";
+    let mut body = Vec::new();
+    for (name, filename, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        let disposition = match filename {
+            Some(f) => format!("Content-Disposition: form-data; name=\"{name}\"; filename=\"{f}\"\r\nContent-Type: application/octet-stream\r\n\r\n"),
+            None => format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n"),
+        };
+        body.extend_from_slice(disposition.as_bytes());
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
 /// `payment_method_data` with a test card.
 pub fn card(number: &str) -> Value {
     serde_json::json!({"card": {"number": number, "exp_month": 12, "exp_year": 2035, "cvc": "123"}})
@@ -340,6 +358,23 @@ impl TestApp {
             Some(&m.secret_key),
             body.as_ref(),
             &[("x-profile-id", &m.profile_id)],
+        )
+        .await
+    }
+
+    /// `POST /files`: an evidence file of these bytes, named `name`.
+    pub async fn upload(&self, m: &Merchant, name: &str, bytes: &[u8]) -> Answer {
+        let parts: [(&str, Option<&str>, &[u8]); 2] = [
+            ("purpose", None, b"dispute_evidence"),
+            ("file", Some(name), bytes),
+        ];
+        let (content_type, body) = form(&parts);
+        self.send_bytes(
+            Method::POST,
+            "/files",
+            Some(&m.secret_key),
+            Some((&content_type, body)),
+            &[],
         )
         .await
     }
