@@ -148,10 +148,7 @@ impl From<CommitError> for ApiError {
     #[track_caller]
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::LostRace => ApiError::conflict(
-                "concurrent_update",
-                "the object was changed by another request; retry",
-            ),
+            CommitError::LostRace => ApiError::concurrent_update("object"),
             CommitError::Refused(code) => ApiError::conflict(code, refusal_message(code)),
             CommitError::Db(e) => e.into(),
         }

@@ -170,6 +170,18 @@ impl ApiError {
         e
     }
 
+    /// 409 `concurrent_update`: another writer changed `what` first. Sent again, the request
+    /// decides on the new state (`Retry-After: 1`, so it is not stored under an
+    /// `Idempotency-Key` either).
+    pub fn concurrent_update(what: &str) -> Self {
+        let mut e = Self::conflict(
+            "concurrent_update",
+            format!("the {what} was changed by another request; retry"),
+        );
+        e.retry_after = Some(1);
+        e
+    }
+
     pub fn overloaded() -> Self {
         let mut e = Self::new(
             StatusCode::SERVICE_UNAVAILABLE,

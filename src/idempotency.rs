@@ -8,8 +8,9 @@
 //! - the scope is the calling key's kind and bound shop (`secret:*`, `publishable:prof_…`), so
 //!   a publishable key or a key of another shop never meets a secret key's answers, and each
 //!   gets the 401/403 its own request earns;
-//! - answers that a retry should be allowed to change (401, 403, 429, 5xx) are not stored:
-//!   the key is released instead, so a refused request never claims it;
+//! - answers that a retry should be allowed to change (401, 403, 429, 5xx, and any answer with
+//!   `Retry-After`) are not stored: the key is released instead, so a refused request never
+//!   claims it;
 //! - an answer that carries a one-time secret (a new API key, a webhook secret) is marked by
 //!   its route with [`OneTimeSecret`] and replayed only to the API key that made the request;
 //! - an upload (`POST /files`) is fingerprinted without its body, which is streamed to
@@ -303,10 +304,13 @@ async fn finish(
             ));
         }
     };
+    // An answer that asks for a retry (`Retry-After`: a lost race, an operation still pending
+    // at the processor) is not the request's outcome: the retry must run, not replay it.
     let keep = !(status.is_server_error()
         || status == StatusCode::UNAUTHORIZED
         || status == StatusCode::FORBIDDEN
-        || status == StatusCode::TOO_MANY_REQUESTS);
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || head.headers().contains_key(header::RETRY_AFTER));
     let text = std::str::from_utf8(&bytes).ok().filter(|_| keep);
     let saved = match text {
         Some(text) => {

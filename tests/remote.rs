@@ -583,6 +583,68 @@ async fn a_retry_after_a_lost_answer_resumes_and_never_moves_money_twice() {
     );
 }
 
+/// While the processor still does not answer an operation, a command on the payment is 409
+/// `processor_operation_pending` with `Retry-After`, and that answer is not stored under its
+/// `Idempotency-Key`: the same request sent again once the processor answers runs, and
+/// succeeds, instead of replaying the 409.
+#[actix_web::test]
+async fn a_pending_operation_asks_for_a_retry_and_the_retry_runs() {
+    // Six timeouts in a row would open the circuit; here the processor must only be silent.
+    let (app, m, sim, url) = setup(&[("PAYD_PROCESSORS__CIRCUIT_FAILURE_THRESHOLD", "100")]).await;
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    fault(
+        &url,
+        json!({"kind": "timeout", "delay_ms": 1000, "count": 6}),
+    )
+    .await;
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            Some(json!({"amount": 200, "final_capture": false})),
+        )
+        .await;
+    assert_eq!(r.status, 502, "{}", r.body);
+    let path = format!("/payments/{id}/cancel");
+    let body = json!({});
+    let headers = [
+        ("x-profile-id", m.profile_id.as_str()),
+        ("idempotency-key", "cancel-1"),
+    ];
+    let cancel = || {
+        app.send(
+            Method::POST,
+            &path,
+            Some(&m.secret_key),
+            Some(&body),
+            &headers,
+        )
+    };
+    let r = cancel().await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (409, "processor_operation_pending", Some("payment_id")),
+        "{}",
+        r.body
+    );
+    assert!(r.header("retry-after").is_some(), "{:?}", r.headers);
+    // The processor answers again: the same request runs now.
+    let r = cancel().await;
+    assert_eq!(
+        (
+            r.status,
+            r.body["status"].as_str(),
+            r.header("idempotent-replayed")
+        ),
+        (200, Some("partially_captured"), None),
+        "{}",
+        r.body
+    );
+    assert_eq!(sim.captures.load(Ordering::SeqCst), 1, "captured once");
+}
+
 /// A command on a payment whose capture has no recorded outcome reconciles it first: a cancel
 /// sent after a lost capture finds the capture made (once) and cancels what remains.
 #[actix_web::test]

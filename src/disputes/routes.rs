@@ -55,10 +55,7 @@ impl From<DisputeError> for ApiError {
             DisputeError::Refused(r @ Refusal::NoEvidence) => {
                 ApiError::invalid("evidence_required", r.to_string()).param("explanation")
             }
-            DisputeError::LostRace => ApiError::conflict(
-                "concurrent_update",
-                "the dispute was changed by another request; retry",
-            ),
+            DisputeError::LostRace => ApiError::concurrent_update("dispute"),
             DisputeError::Db(e) => e.into(),
         }
     }

@@ -224,10 +224,7 @@ impl From<PaymentError> for ApiError {
                     e
                 }
             },
-            PaymentError::LostRace => ApiError::conflict(
-                "concurrent_update",
-                "the payment was changed by another request; retry",
-            ),
+            PaymentError::LostRace => ApiError::concurrent_update("payment"),
             PaymentError::Processor(p) => ApiError::new(
                 actix_web::http::StatusCode::BAD_GATEWAY,
                 ErrorType::Processor,
@@ -609,13 +606,15 @@ async fn step(
     let settled = match reconciled {
         Ok(done) if done.payment.pending_operation.is_none() => done.payment,
         Ok(_) | Err(PaymentError::Processor(_)) => {
-            return Err(PaymentError::Invalid(
-                ApiError::conflict(
-                    "processor_operation_pending",
-                    "an operation sent to the processor has no recorded outcome yet; payd asks the processor again shortly, retry after that",
-                )
-                .param("payment_id"),
-            ))
+            let mut pending = ApiError::conflict(
+                "processor_operation_pending",
+                "an operation sent to the processor has no recorded outcome yet; payd asks the processor again shortly, retry after that",
+            )
+            .param("payment_id");
+            // When the settle job asks again; an answer that asks for a retry is not stored
+            // under an `Idempotency-Key`.
+            pending.retry_after = Some(deps.settle_delay().num_seconds().clamp(1, 60) as u32);
+            return Err(PaymentError::Invalid(pending));
         }
         Err(e) => return Err(e),
     };
