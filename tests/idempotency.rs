@@ -85,6 +85,72 @@ async fn the_same_key_and_body_replay_the_first_answer_byte_for_byte() {
     assert_eq!(bad_again.header("idempotent-replayed"), Some("true"));
 }
 
+/// The state a lost answer leaves: a key in flight whose lock lapsed, with the customer its
+/// request stored as its recovery point. The retry answers with that customer; it makes no
+/// second one.
+#[actix_web::test]
+async fn a_retry_resumes_from_the_object_its_lost_answer_had_made() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let body = json!({"name": "Ada", "email": "ada@example.com"});
+    let send = |key: &'static str| {
+        let (app, m, body) = (&app, &m, &body);
+        async move {
+            let headers = [("idempotency-key", key)];
+            app.send(
+                Method::POST,
+                "/customers",
+                Some(&m.secret_key),
+                Some(body),
+                &headers,
+            )
+            .await
+        }
+    };
+    let made = send("probe").await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let row: idempotency_key::Model = {
+        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+        idempotency_key::Entity::find()
+            .filter(idempotency_key::Column::Key.eq("probe"))
+            .one(&app.state.db)
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let now = app.clock.now();
+    idempotency_key::ActiveModel {
+        key: Set("lost".into()),
+        state: Set("in_flight".into()),
+        response_status: Set(None),
+        response_headers: Set(None),
+        response_body: Set(None),
+        locked_until: Set(now - Duration::seconds(1)),
+        recovery_point: Set(made.body["customer_id"].as_str().map(str::to_owned)),
+        ..idempotency_key::ActiveModel::from(row)
+    }
+    .insert(&app.state.db)
+    .await
+    .unwrap();
+    let retry = send("lost").await;
+    assert_eq!(
+        (retry.status, &retry.body["customer_id"]),
+        (201, &made.body["customer_id"]),
+        "{}",
+        retry.body
+    );
+    let listed = app.get("/customers/list?limit=100", &m.secret_key).await;
+    assert_eq!(
+        listed.body["data"].as_array().unwrap().len(),
+        1,
+        "one customer"
+    );
+    // Its answer is stored now: the next retry replays it.
+    let again = send("lost").await;
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.raw, retry.raw);
+}
+
 #[actix_web::test]
 async fn keys_are_scoped_to_the_merchant() {
     let app = spawn_app().await;

@@ -1,6 +1,6 @@
 //! Handlers of the customer, saved-method and mandate routes.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use payd_entity::customer;
 
 use super::{
@@ -16,6 +16,7 @@ use crate::{
     error::ApiError,
     fields::Items,
     http::{ApiJson, ApiQuery},
+    idempotency,
     pagination::{List, ListQuery, Page},
     state::AppState,
 };
@@ -75,10 +76,18 @@ fn redacted() -> ApiError {
     responses((status = 201, body = Customer), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn create_customer(
+    http: HttpRequest,
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     ApiJson(f): ApiJson<CustomerFields>,
 ) -> Result<HttpResponse, ApiError> {
+    // The retry of a create whose customer was stored but whose answer was lost: that
+    // customer, not a second one.
+    if let Some(id) = idempotency::resumed(&http).filter(|id| crate::ids::has_shape(id, "cus")) {
+        if let Ok(c) = owned(&state, &caller, &id).await {
+            return Ok(HttpResponse::Created().json(Customer::from(&c)));
+        }
+    }
     check_fields(&f)?;
     let c = store::insert(
         &state.db,
@@ -86,6 +95,7 @@ pub async fn create_customer(
         caller.test_mode(),
         &f,
         state.clock.now(),
+        idempotency::request_key(&http).as_ref(),
     )
     .await?;
     Ok(HttpResponse::Created().json(Customer::from(&c)))

@@ -15,14 +15,18 @@ use crate::{
     ids::new_id,
     pagination::{created_between, paginate, List, Page, PageError},
     processors::card::StoredCard,
+    recovery::RequestKey,
 };
 
+/// Inserts a customer (and, for a request with an `Idempotency-Key`, names it the key's
+/// recovery point in the same transaction).
 pub async fn insert(
     db: &DatabaseConnection,
     merchant_id: &str,
     test_mode: bool,
     f: &CustomerFields,
     now: DateTime<Utc>,
+    key: Option<&RequestKey>,
 ) -> Result<customer::Model, CommitError> {
     let c = customer::Model {
         id: new_id("cus"),
@@ -44,7 +48,11 @@ pub async fn insert(
         created_at: now,
         updated_at: now,
     };
-    commit::commit(db, Change::at(now).write(commit::insert(c.clone()))).await?;
+    let mut change = Change::at(now).write(commit::insert(c.clone()));
+    if let Some(key) = key {
+        change = change.write(key.bind(&c.id));
+    }
+    commit::commit(db, change).await?;
     Ok(c)
 }
 

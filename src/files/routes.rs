@@ -19,6 +19,7 @@ use super::{clean_filename, store, File, Sniffer};
 use crate::{
     auth::{Caller, SecretKey},
     error::{ApiError, ErrorType},
+    idempotency,
     ids::new_id,
     state::AppState,
 };
@@ -121,6 +122,12 @@ pub async fn upload_file(
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // The retry of an upload whose file was stored but whose answer was lost: that file.
+    if let Some(id) = idempotency::resumed(&req).filter(|id| crate::ids::has_shape(id, "file")) {
+        if let Ok(f) = owned(&state, &caller, &id).await {
+            return Ok(HttpResponse::Created().json(File::render(&f)));
+        }
+    }
     let limits = &state.settings.limits;
     let (files, bytes) = store::usage(&state.db, caller.merchant_id.as_str()).await?;
     if files >= limits.max_files_per_merchant {
@@ -165,7 +172,7 @@ pub async fn upload_file(
         bytes: Vec::new(),
         created_at: state.clock.now(),
     };
-    let row = store::insert(&state.db, row).await?;
+    let row = store::insert(&state.db, row, idempotency::request_key(&req).as_ref()).await?;
     Ok(HttpResponse::Created().json(File::render(&row)))
 }
 

@@ -9,7 +9,10 @@ use sea_orm::{
     QueryTrait,
 };
 
-use crate::commit::{self, Change, CommitError, Write};
+use crate::{
+    commit::{self, Change, CommitError, Write},
+    recovery::RequestKey,
+};
 
 /// A file of this merchant and mode; `None` for anyone else's.
 pub async fn find_owned(
@@ -84,13 +87,18 @@ pub async fn drop_chunks(
     Ok(())
 }
 
-/// Stores a file's row once its chunks are all written.
-pub async fn insert(db: &DatabaseConnection, f: file::Model) -> Result<file::Model, CommitError> {
-    commit::commit(
-        db,
-        Change::at(f.created_at).write(commit::insert(f.clone())),
-    )
-    .await?;
+/// Stores a file's row once its chunks are all written (and, for a request with an
+/// `Idempotency-Key`, names it the key's recovery point in the same transaction).
+pub async fn insert(
+    db: &DatabaseConnection,
+    f: file::Model,
+    key: Option<&RequestKey>,
+) -> Result<file::Model, CommitError> {
+    let mut change = Change::at(f.created_at).write(commit::insert(f.clone()));
+    if let Some(key) = key {
+        change = change.write(key.bind(&f.id));
+    }
+    commit::commit(db, change).await?;
     Ok(f)
 }
 
