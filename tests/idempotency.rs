@@ -21,6 +21,17 @@ async fn create_shop(app: &TestApp, key: &str, idem: &str, body: Value) -> commo
     .await
 }
 
+/// The stored row of the `Idempotency-Key` `key`.
+async fn key_row(app: &TestApp, key: &str) -> idempotency_key::Model {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    idempotency_key::Entity::find()
+        .filter(idempotency_key::Column::Key.eq(key))
+        .one(&app.state.db)
+        .await
+        .unwrap()
+        .expect("the key's row")
+}
+
 async fn shop_count(app: &TestApp, key: &str) -> usize {
     app.get("/account/shops?limit=100", key).await.body["data"]
         .as_array()
@@ -109,15 +120,7 @@ async fn a_retry_resumes_from_the_object_its_lost_answer_had_made() {
     };
     let made = send("probe").await;
     assert_eq!(made.status, 201, "{}", made.body);
-    let row: idempotency_key::Model = {
-        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
-        idempotency_key::Entity::find()
-            .filter(idempotency_key::Column::Key.eq("probe"))
-            .one(&app.state.db)
-            .await
-            .unwrap()
-            .unwrap()
-    };
+    let row = key_row(&app, "probe").await;
     let now = app.clock.now();
     idempotency_key::ActiveModel {
         key: Set("lost".into()),
@@ -171,15 +174,7 @@ async fn a_key_in_flight_is_refused_until_its_lock_runs_out() {
     // Run once to learn the fingerprint, then pretend a request with that key is running.
     let first = create_shop(&app, &m.secret_key, "probe", body.clone()).await;
     assert_eq!(first.status, 201);
-    let row: idempotency_key::Model = {
-        use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
-        idempotency_key::Entity::find()
-            .filter(idempotency_key::Column::Key.eq("probe"))
-            .one(&app.state.db)
-            .await
-            .unwrap()
-            .unwrap()
-    };
+    let row = key_row(&app, "probe").await;
     let now = app.clock.now();
     idempotency_key::ActiveModel {
         merchant_id: Set(row.merchant_id.clone()),

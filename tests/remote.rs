@@ -583,6 +583,28 @@ async fn a_retry_after_a_lost_answer_resumes_and_never_moves_money_twice() {
     );
 }
 
+/// A payment with a capture of 200 of its 500 that the processor applied (the first try) but
+/// never answered: `timeouts` requests from then on outlive payd's 400 ms timeout. No 2xx.
+async fn unanswered_capture(app: &TestApp, m: &Merchant, url: &str, timeouts: u32) -> String {
+    let p = pay(app, m, json!({"capture_method": "manual"})).await;
+    let id = p["payment_id"].as_str().unwrap().to_owned();
+    fault(
+        url,
+        json!({"kind": "timeout", "delay_ms": 1000, "count": timeouts}),
+    )
+    .await;
+    let r = app
+        .call(
+            m,
+            Method::POST,
+            &format!("/payments/{id}/capture"),
+            Some(json!({"amount": 200, "final_capture": false})),
+        )
+        .await;
+    assert_eq!(r.status, 502, "no answer, no 2xx: {}", r.body);
+    id
+}
+
 /// While the processor still does not answer an operation, a command on the payment is 409
 /// `processor_operation_pending` with `Retry-After`, and that answer is not stored under its
 /// `Idempotency-Key`: the same request sent again once the processor answers runs, and
@@ -591,22 +613,8 @@ async fn a_retry_after_a_lost_answer_resumes_and_never_moves_money_twice() {
 async fn a_pending_operation_asks_for_a_retry_and_the_retry_runs() {
     // Six timeouts in a row would open the circuit; here the processor must only be silent.
     let (app, m, sim, url) = setup(&[("PAYD_PROCESSORS__CIRCUIT_FAILURE_THRESHOLD", "100")]).await;
-    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
-    let id = p["payment_id"].as_str().unwrap();
-    fault(
-        &url,
-        json!({"kind": "timeout", "delay_ms": 1000, "count": 6}),
-    )
-    .await;
-    let r = app
-        .call(
-            &m,
-            Method::POST,
-            &format!("/payments/{id}/capture"),
-            Some(json!({"amount": 200, "final_capture": false})),
-        )
-        .await;
-    assert_eq!(r.status, 502, "{}", r.body);
+    // The capture's three tries and the first reconciliation's three go unanswered.
+    let id = &unanswered_capture(&app, &m, &url, 6).await;
     let path = format!("/payments/{id}/cancel");
     let body = json!({});
     let headers = [
@@ -650,23 +658,7 @@ async fn a_pending_operation_asks_for_a_retry_and_the_retry_runs() {
 #[actix_web::test]
 async fn the_next_command_reconciles_an_unanswered_capture_first() {
     let (app, m, sim, url) = setup(&[]).await;
-    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
-    let id = p["payment_id"].as_str().unwrap();
-    // Every try of the capture outlives payd's 400 ms timeout; the first is applied.
-    fault(
-        &url,
-        json!({"kind": "timeout", "delay_ms": 1000, "count": 3}),
-    )
-    .await;
-    let r = app
-        .call(
-            &m,
-            Method::POST,
-            &format!("/payments/{id}/capture"),
-            Some(json!({"amount": 200, "final_capture": false})),
-        )
-        .await;
-    assert_eq!(r.status, 502, "no answer, no 2xx: {}", r.body);
+    let id = &unanswered_capture(&app, &m, &url, 3).await;
     assert_eq!(sim.captures.load(Ordering::SeqCst), 1);
     let r = app
         .call(
