@@ -152,9 +152,19 @@ impl Application {
         );
 
         let webhook_settings = Arc::new(settings.webhooks.clone());
+        // On PostgreSQL the webhook side has a pool of its own. A connection is bound to the
+        // runtime that opened it, and the HTTP workers' runtimes end before shutdown drains
+        // the deliveries: with one shared pool, a claim or an outcome written at that moment
+        // failed ("a Tokio context … is being shutdown"), leaving its deliveries leased. The
+        // dispatcher and the delivery actors run on runtimes that outlive the drain. SQLite's
+        // connection is a thread of its own, and must stay one (one writer).
+        let webhook_db = match db.get_database_backend() {
+            sea_orm::DbBackend::Postgres => db::connect_to(&settings.database).await?,
+            _ => db.clone(),
+        };
         let pool = DeliveryPool::new(
             DeliveryDeps {
-                db: db.clone(),
+                db: webhook_db.clone(),
                 clock: clock.clone(),
                 settings: webhook_settings.clone(),
                 depth: Default::default(),
@@ -170,7 +180,7 @@ impl Application {
             arbiters.clone(),
         );
         let dispatcher = Arc::new(Dispatcher::new(
-            db.clone(),
+            webhook_db,
             clock.clone(),
             webhook_settings,
             pool,
