@@ -89,6 +89,7 @@ impl Application {
         ops::prometheus();
         payd_actors::telemetry::describe_metrics();
         crate::telemetry::describe_metrics();
+        crate::processors::remote::register_metrics();
         // It answered the migrations: up until a readiness check says otherwise.
         metrics::gauge!("payd_database_up").set(1.0);
 

@@ -21,11 +21,11 @@ pub fn init(log: &LogSettings) {
     };
 }
 
-/// Gives every family of the service's own metrics its help text, and makes the unlabelled
-/// ones (and the processor outcomes) exist at 0 from start-up, so a dashboard or an alert on a
-/// fresh server reads 0, not "no data". Labelled families register their zeros where their
-/// labels are known: the actor registries per kind, the dispatcher per delivery outcome, the
-/// scheduler per job kind. docs/operations.md lists them all; `tests/metrics.rs` holds the two
+/// Gives every family of the service's own metrics its help text, and makes the HTTP rate
+/// limit's exist at 0 from start-up, so a dashboard or an alert on a fresh server reads 0, not
+/// "no data". The other families register their zeros where their labels are known: the actor
+/// registries per kind, the dispatcher per delivery outcome, the scheduler per job kind, the
+/// remote processors per outcome. docs/operations.md lists them all; `tests/metrics.rs` holds the two
 /// together.
 pub fn describe_metrics() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
@@ -80,9 +80,4 @@ pub fn describe_metrics() {
         "Remote processor accounts whose circuit breaker is open"
     );
     metrics::counter!("payd_http_rate_limited_total").increment(0);
-    metrics::gauge!("payd_processor_circuits_open").increment(0.0);
-    for outcome in ["ok", "refused", "timeout", "error", "circuit_open"] {
-        metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => outcome)
-            .increment(0);
-    }
 }

@@ -83,7 +83,7 @@ pub async fn create_customer(
 ) -> Result<HttpResponse, ApiError> {
     // The retry of a create whose customer was stored but whose answer was lost: that
     // customer, not a second one.
-    if let Some(id) = idempotency::resumed(&http).filter(|id| crate::ids::has_shape(id, "cus")) {
+    if let Some(id) = idempotency::resumed(&http, "cus") {
         if let Ok(c) = owned(&state, &caller, &id).await {
             return Ok(HttpResponse::Created().json(Customer::from(&c)));
         }

@@ -71,7 +71,7 @@ pub async fn file_contents(
     let f = owned(&state, &caller, &id).await?;
     // As stored, chunk by chunk: a download holds one chunk at a time, not the whole file.
     let db = state.db.clone();
-    let (file_id, inline) = (f.id.clone(), f.bytes.clone());
+    let (file_id, inline) = (f.id.clone(), web::Bytes::from(f.bytes));
     let chunks = futures_util::stream::unfold(Some(0), move |seq| {
         let (db, file_id, inline) = (db.clone(), file_id.clone(), inline.clone());
         async move {
@@ -79,9 +79,7 @@ pub async fn file_contents(
             match store::chunk(&db, &file_id, seq).await {
                 Ok(Some(bytes)) => Some((Ok(web::Bytes::from(bytes)), Some(seq + 1))),
                 // A file stored before uploads were chunked keeps its bytes in its row.
-                Ok(None) if seq == 0 && !inline.is_empty() => {
-                    Some((Ok(web::Bytes::from(inline)), None))
-                }
+                Ok(None) if seq == 0 && !inline.is_empty() => Some((Ok(inline), None)),
                 Ok(None) => None,
                 // Cut off mid-way: the client sees fewer bytes than `Content-Length` says.
                 Err(e) => Some((Err(std::io::Error::other(e)), None)),
@@ -123,7 +121,7 @@ pub async fn upload_file(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     // The retry of an upload whose file was stored but whose answer was lost: that file.
-    if let Some(id) = idempotency::resumed(&req).filter(|id| crate::ids::has_shape(id, "file")) {
+    if let Some(id) = idempotency::resumed(&req, "file") {
         if let Ok(f) = owned(&state, &caller, &id).await {
             return Ok(HttpResponse::Created().json(File::render(&f)));
         }

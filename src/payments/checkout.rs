@@ -255,7 +255,7 @@ pub async fn challenge_page(
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
     // Only a payment that waits for the challenge offers its answers.
-    let actions = if m.status == "requires_customer_action" {
+    let actions = if m.status == super::machine::Status::RequiresCustomerAction.as_str() {
         "<p>This is the sandbox's 3-D Secure challenge. Choose how the buyer's bank answers.</p>\n\
          <button id=\"approve\">Complete authentication</button>\n\
          <button id=\"reject\">Fail authentication</button>"

@@ -114,7 +114,7 @@ pub async fn create(
     // from that payment: it is confirmed if it still waits for that, else answered as it
     // stands (reconciled with the processor). Never a second payment.
     let access = Access::of(caller, None)?;
-    let resumed = match resume.filter(|id| crate::ids::has_shape(id, "pay")) {
+    let resumed = match resume {
         Some(id) => store::find_owned(&deps.db, &id, &access.scope).await?,
         None => None,
     };

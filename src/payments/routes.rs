@@ -74,7 +74,7 @@ async fn send(
     access: Option<Access>,
     command: Command,
 ) -> Result<payment::Model, ApiError> {
-    let command = match idempotency::resumed(http) {
+    let command = match idempotency::resumed(http, "pay") {
         Some(object) if object == id => Command::Sync,
         _ => command,
     };
@@ -95,7 +95,7 @@ pub async fn create_payment(
     ApiJson(req): ApiJson<CreatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::request_key(&http);
-    let resume = idempotency::resumed(&http);
+    let resume = idempotency::resumed(&http, "pay");
     let m = create::create(&payments, &caller, req, key, resume).await?;
     Ok(HttpResponse::Created().json(Payment::render(&m, public_url(&state))))
 }

@@ -141,6 +141,19 @@ impl RemoteProcessor {
     }
 }
 
+/// The `outcome` labels of `payd_processor_requests_total`: answered, refused, timed out,
+/// failed otherwise, not sent (circuit open).
+const OUTCOMES: [&str; 5] = ["ok", "refused", "timeout", "error", "circuit_open"];
+
+/// Makes the remote processors' series exist at 0 from start-up.
+pub fn register_metrics() {
+    metrics::gauge!("payd_processor_circuits_open").increment(0.0);
+    for outcome in OUTCOMES {
+        metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => outcome)
+            .increment(0);
+    }
+}
+
 impl Inner {
     async fn post<T: DeserializeOwned>(
         &self,
@@ -149,7 +162,7 @@ impl Inner {
         body: Value,
     ) -> Result<T, ProcessorError> {
         if !self.breaker.allow() {
-            metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => "circuit_open").increment(1);
+            metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => OUTCOMES[4]).increment(1);
             return Err(ProcessorError::Unavailable("circuit open".into()));
         }
         let body = body.to_string();
@@ -198,10 +211,10 @@ impl Inner {
             }
         };
         let label = match &outcome {
-            Ok(_) => "ok",
-            Err(ProcessorError::Refused(_)) => "refused",
-            Err(ProcessorError::Timeout) => "timeout",
-            Err(ProcessorError::Unavailable(_)) => "error",
+            Ok(_) => OUTCOMES[0],
+            Err(ProcessorError::Refused(_)) => OUTCOMES[1],
+            Err(ProcessorError::Timeout) => OUTCOMES[2],
+            Err(ProcessorError::Unavailable(_)) => OUTCOMES[3],
         };
         metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => label)
             .increment(1);

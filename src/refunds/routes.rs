@@ -47,7 +47,7 @@ pub async fn create_refund(
 ) -> Result<HttpResponse, ApiError> {
     // The retry of a request whose refund was made but whose answer was lost answers with
     // that refund, settled with the processor if it is pending: never a second refund.
-    if let Some(id) = idempotency::resumed(&http).filter(|id| crate::ids::has_shape(id, "ref")) {
+    if let Some(id) = idempotency::resumed(&http, "ref") {
         if let Some(refund) = store::find_owned(&state.db, &id, &caller.scope()).await? {
             let settled = settled(&payments, &caller, refund).await?;
             return Ok(HttpResponse::Created().json(settled));
