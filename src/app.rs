@@ -38,6 +38,7 @@ use crate::{
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
     state::AppState,
+    wallet::{self, processor::SandboxWallet, WalletDeps},
     webhooks::{
         self,
         delivery::{DeliveryDeps, DeliveryPool},
@@ -145,12 +146,24 @@ impl Application {
             Arc::new(DisputeDeps {
                 db: db.clone(),
                 clock: clock.clone(),
-                sandbox,
+                sandbox: sandbox.clone(),
                 wake: wake.clone(),
             }),
             registry_config.clone(),
             arbiters.clone(),
         );
+        let wallet = web::Data::new(WalletDeps {
+            processor: SandboxWallet {
+                db: db.clone(),
+                clock: clock.clone(),
+                timing: wallet::machine::Timing {
+                    reply: sandbox.async_delay,
+                    window: ChronoDuration::days(7),
+                },
+            },
+            payments: payments.clone(),
+            disputes: disputes.clone(),
+        });
 
         let webhook_settings = Arc::new(settings.webhooks.clone());
         // On PostgreSQL the webhook side has a pool of its own. A connection is bound to the
@@ -188,7 +201,7 @@ impl Application {
             wake,
         ));
         let scheduler = Arc::new(build_scheduler(
-            &db, &clock, &settings, &payments, &disputes,
+            &db, &clock, &settings, &payments, &disputes, &wallet,
         ));
         let now = clock.now();
         for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE] {
@@ -217,6 +230,7 @@ impl Application {
                 .app_data(app_state.clone())
                 .app_data(app_payments.clone())
                 .app_data(app_disputes.clone())
+                .app_data(wallet.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -240,6 +254,7 @@ impl Application {
                         .configure(payments::checkout::configure)
                         .configure(refunds::configure)
                         .configure(disputes::configure)
+                        .configure(wallet::configure)
                         .configure(files::configure)
                         .configure(customers::configure)
                         .configure(events::configure)
@@ -329,6 +344,7 @@ fn build_scheduler(
     settings: &Settings,
     payments: &Payments,
     disputes: &Disputes,
+    wallet: &web::Data<WalletDeps>,
 ) -> Scheduler {
     let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
     for (kind, command) in [
@@ -385,6 +401,20 @@ fn build_scheduler(
             }
         });
     }
+    let wallet = wallet.clone();
+    scheduler.register(wallet::store::DUE_JOB, move |job: Job| {
+        let wallet = wallet.clone();
+        async move {
+            match wallet::follow::run_due(&wallet, &job.entity_id).await {
+                Ok(wallet::processor::Due::Moved(_)) => Outcome::Done,
+                // Not due yet (the clock moved back): keep the job for then.
+                Ok(wallet::processor::Due::NotYet(Some(at))) => Outcome::RunAt(at),
+                Ok(wallet::processor::Due::NotYet(None)) => Outcome::Done,
+                Err(e) if e.status == actix_web::http::StatusCode::NOT_FOUND => Outcome::Done,
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
     let (mandate_db, mandate_clock) = (db.clone(), clock.clone());
     scheduler.register(customers::store::MANDATE_EXPIRY_JOB, move |job: Job| {
         let (db, clock) = (mandate_db.clone(), mandate_clock.clone());

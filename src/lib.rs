@@ -31,6 +31,7 @@ pub mod sealed;
 pub mod settings;
 pub mod state;
 pub mod telemetry;
+pub mod wallet;
 pub mod webhooks;
 
 pub use app::Application;

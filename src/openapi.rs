@@ -15,7 +15,8 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    accounts, customers, disputes, events, files, ops, pagination, payments, refunds, webhooks,
+    accounts, customers, disputes, events, files, ops, pagination, payments, refunds, wallet,
+    webhooks,
 };
 
 #[derive(OpenApi)]
@@ -73,6 +74,15 @@ use crate::{
         disputes::routes::list_evidence,
         disputes::routes::remove_evidence,
         disputes::routes::submit_evidence,
+        wallet::routes::list_cases,
+        wallet::routes::import_cases,
+        wallet::routes::retrieve_case,
+        wallet::routes::case_history,
+        wallet::routes::case_actions,
+        wallet::routes::take_action,
+        wallet::routes::sandbox_open_case,
+        wallet::routes::sandbox_withdraw_case,
+        wallet::routes::sandbox_escalate_case,
         customers::routes::create_customer,
         customers::routes::list_customers,
         customers::routes::retrieve_customer,
@@ -99,6 +109,8 @@ use crate::{
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
         (name = "refunds", description = "Refunds: full, partial and by product line"),
         (name = "disputes", description = "Disputes, their evidence files, accept and submit"),
+        (name = "wallet cases", description = "A wallet processor's seller cases, imported as disputes, with their history and actions"),
+        (name = "sandbox", description = "Sandbox triggers: what a buyer or a processor would do (test keys of a sandbox deployment only)"),
         (name = "customers", description = "Customers and their saved payment methods"),
         (name = "mandates", description = "Mandates to charge a saved method off-session"),
         (name = "events", description = "Events, their delivery attempts, and replays"),

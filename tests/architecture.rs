@@ -60,7 +60,9 @@ const NAMED: &[(&str, &str)] = &[
     ("processors::sandbox", "store"),
     ("processors::remote", "store"),
     ("processors::sim", "store"),
+    ("wallet::processor", "store"),
     ("payments::create", "runtime"),
+    ("wallet::follow", "runtime"),
     ("webhooks::delivery", "runtime"),
     ("webhooks::dispatcher", "runtime"),
     ("state", "edge"),
@@ -85,6 +87,7 @@ const RESOURCES: &[&str] = &[
     "payments",
     "processors",
     "refunds",
+    "wallet",
     "webhooks",
 ];
 

@@ -312,6 +312,11 @@ async fn objects_in_shop_b(
         json!({"payment_id": saved["payment_id"], "amount": 100}),
     )
     .await;
+    let case = post(
+        "/sandbox/wallet/cases",
+        json!({"payment_id": saved["payment_id"], "case_type": "INQUIRY", "reason": "not received"}),
+    )
+    .await;
     post(
         "/payments",
         json!({"amount": 1000, "currency": "EUR", "confirm": true,
@@ -378,6 +383,7 @@ async fn objects_in_shop_b(
         ("payment_method_id", method_id),
         ("mandate_id", mandate_id),
         ("file_id", file["file_id"].as_str().unwrap().to_owned()),
+        ("case_id", case["case_id"].as_str().unwrap().to_owned()),
     ]
 }
 
@@ -392,6 +398,9 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ("put", "/account/shops/{profile_id}/routing") => Some(json!({"rules": []})),
         ("put", "/account/shops/{profile_id}/webhook") => {
             Some(json!({"url": "https://elsewhere.example/hooks"}))
+        }
+        ("post", "/disputes/wallet/cases/{case_id}/actions") => {
+            Some(json!({"action": "send_message", "message": "hello"}))
         }
         ("post" | "put", _) => Some(json!({})),
         _ => None,
@@ -415,6 +424,8 @@ async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Ve
         get(format!("/customers/{}", id("customer_id"))).await,
         get(format!("/mandates/{}", id("mandate_id"))).await,
         get(format!("/files/{}", id("file_id"))).await,
+        get(format!("/disputes/wallet/cases/{}", id("case_id"))).await,
+        get(format!("/disputes/wallet/cases/{}/history", id("case_id"))).await,
         get("/account/api-keys?limit=100".to_owned()).await,
     ]
 }

@@ -23,6 +23,10 @@ pub struct Model {
     pub evidence_due_by: DateTimeUtc,
     pub evidence_submitted_at: Option<DateTimeUtc>,
     pub explanation: Option<String>,
+    /// The wallet processor's case this dispute follows (its changes come from the case).
+    pub case_id: Option<String>,
+    /// The case's version this dispute last followed.
+    pub case_version: Option<i64>,
     pub version: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -22,4 +22,6 @@ pub mod profile;
 pub mod refund;
 pub mod routing_config;
 pub mod scheduled_job;
+pub mod wallet_case;
+pub mod wallet_case_entry;
 pub mod webhook_endpoint;

@@ -22,6 +22,7 @@ mod m20261124_000013_add_payment_intent;
 mod m20261124_000014_create_audit_log;
 mod m20261124_000015_add_idempotency_recovery_point;
 mod m20261124_000016_create_readiness_probe;
+mod m20261124_000017_create_wallet_cases;
 
 pub struct Migrator;
 
@@ -45,6 +46,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000014_create_audit_log::Migration),
             Box::new(m20261124_000015_add_idempotency_recovery_point::Migration),
             Box::new(m20261124_000016_create_readiness_probe::Migration),
+            Box::new(m20261124_000017_create_wallet_cases::Migration),
         ]
     }
 }

@@ -11,7 +11,7 @@ use payd_entity::{dispute, dispute_evidence, file};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
-    machine::{self, Refusal, Status},
+    machine::{self, Refusal, Stage, Status},
     store::{self, CommitError, EvidenceChange, MAX_EVIDENCE},
 };
 use crate::{
@@ -80,6 +80,37 @@ pub enum Command {
     Resolve,
     /// The response deadline.
     Expire,
+    /// The wallet case the dispute follows changed.
+    Follow(Followed),
+}
+
+/// A wallet case a dispute is to be opened for: the payment's actor opens it, at the case's
+/// stage, and the case's actor-free changes follow through [`Command::Follow`].
+#[derive(Debug, Clone)]
+pub struct CaseOpening {
+    pub case_id: String,
+    pub stage: Stage,
+    pub reason: String,
+    /// What the buyer disputes (the payment's actor takes no more than is left to dispute).
+    pub amount: i64,
+    /// The processor's name.
+    pub processor: String,
+    /// When the seller must answer.
+    pub due_by: DateTime<Utc>,
+}
+
+/// What a wallet case says its dispute now is, as of the case's `case_version`.
+#[derive(Debug, Clone)]
+pub struct Followed {
+    pub case_version: i64,
+    pub stage: Stage,
+    pub status: Status,
+    /// What the buyer disputes, or keeps after taking an offer.
+    pub amount: i64,
+    /// The seller's last note, kept as the explanation once the dispute is challenged.
+    pub note: Option<String>,
+    /// When the seller must answer, while the case waits for the seller.
+    pub due_by: Option<DateTime<Utc>>,
 }
 
 /// A command's result: the dispute as it now is, and the evidence it attached.
@@ -185,6 +216,12 @@ async fn step(
         after.updated_at = now;
         after
     };
+    if matches!(
+        command,
+        Command::Accept | Command::Attach { .. } | Command::Remove { .. } | Command::Submit { .. }
+    ) {
+        machine::check_merchant_command(d.case_id.as_deref())?;
+    }
     let (after, evidence, attached) = match command {
         Command::Accept => (moved(machine::accept(status)?), EvidenceChange::None, None),
         Command::Attach {
@@ -235,6 +272,12 @@ async fn step(
             after.evidence_submitted_at = Some(now);
             (after, EvidenceChange::None, None)
         }
+        // A case's dispute is decided by the case, never by the card sandbox's jobs.
+        Command::Resolve | Command::Expire if d.case_id.is_some() => return Ok(unchanged(d)),
+        Command::Follow(f) => match followed(d, status, f, now) {
+            Some(after) => (after, EvidenceChange::None, None),
+            None => return Ok(unchanged(d)),
+        },
         Command::Resolve => {
             let verdict = deps.sandbox.dispute_verdict(d.explanation.as_deref());
             match machine::resolve(status, verdict) {
@@ -253,6 +296,41 @@ async fn step(
         deps.wake.now();
     }
     Ok(Done { dispute, attached })
+}
+
+/// The dispute after its case moved; `None` when the case's version was followed already.
+fn followed(
+    d: &dispute::Model,
+    status: Status,
+    f: &Followed,
+    now: DateTime<Utc>,
+) -> Option<dispute::Model> {
+    if d.case_version.is_some_and(|v| v >= f.case_version) {
+        return None;
+    }
+    let stage = Stage::parse(&d.stage).unwrap_or(Stage::Dispute);
+    let mut after = d.clone();
+    after.case_version = Some(f.case_version);
+    after.updated_at = now;
+    let (stage, status) = match machine::follow((stage, status), (f.stage, f.status)) {
+        Some((to_stage, to_status)) => {
+            if to_status == Status::Challenged && status != Status::Challenged {
+                after.evidence_submitted_at = Some(now);
+                after.explanation = f.note.clone();
+            }
+            if to_status == Status::Accepted {
+                after.amount = f.amount.min(d.amount);
+            }
+            (to_stage, to_status)
+        }
+        None => (stage, status),
+    };
+    if let (Status::Opened, Some(due)) = (status, f.due_by) {
+        after.evidence_due_by = due;
+    }
+    after.stage = stage.as_str().to_owned();
+    after.status = status.as_str().to_owned();
+    Some(after)
 }
 
 fn unchanged(d: &dispute::Model) -> Done {

@@ -28,6 +28,8 @@ pub struct Dispute {
     /// The processor account the payment went through.
     pub processor: Option<String>,
     pub processor_reference: Option<String>,
+    /// The wallet processor's case the dispute follows (`GET /disputes/wallet/cases/{case_id}`).
+    pub case_id: Option<String>,
     pub test_mode: bool,
     pub created: DateTime<Utc>,
     pub updated: DateTime<Utc>,
@@ -48,6 +50,7 @@ impl Dispute {
             explanation: d.explanation.clone(),
             processor: d.processor.clone(),
             processor_reference: d.processor_reference.clone(),
+            case_id: d.case_id.clone(),
             test_mode: d.test_mode,
             created: d.created_at,
             updated: d.updated_at,

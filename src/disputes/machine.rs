@@ -4,8 +4,11 @@
 //! Status: `opened → challenged → won | lost`, `opened → accepted | expired | cancelled`.
 //! Evidence can be attached and removed only while `opened`; accept and submit only while
 //! `opened`, so a second submit is refused. Stages are ordered
-//! `pre_dispute < dispute < pre_arbitration < arbitration`; the sandbox opens at `dispute` and
-//! no route moves a stage (wallet cases, which would, are not built yet).
+//! `pre_dispute < dispute < pre_arbitration < arbitration`; the card sandbox opens at `dispute`.
+//!
+//! A dispute that follows a wallet processor's case (`follow`) takes its stage and status from
+//! the case, not from the merchant's commands: stages only move forward, a closed dispute stays
+//! closed, and a challenged one never becomes opened again.
 
 pub use crate::processors::model::Verdict;
 use chrono::{DateTime, Utc};
@@ -108,6 +111,34 @@ pub enum Refusal {
     InvalidState(Status),
     #[error("submit an explanation or attach at least one evidence file first")]
     NoEvidence,
+    /// The dispute follows a wallet case: the merchant acts on the case instead.
+    #[error("this dispute follows wallet case {0}; act on it with POST /disputes/wallet/cases/{0}/actions")]
+    FollowsCase(String),
+}
+
+/// The merchant's own commands (accept, evidence, submit) are for disputes no wallet case
+/// drives.
+pub fn check_merchant_command(case_id: Option<&str>) -> Result<(), Refusal> {
+    match case_id {
+        Some(case) => Err(Refusal::FollowsCase(case.to_owned())),
+        None => Ok(()),
+    }
+}
+
+/// Where a dispute following a case goes when the case maps onto `(stage, status)`: the stage
+/// only moves forward, a closed dispute stays as it is, and a challenged one is not opened
+/// again. `None` when nothing changes.
+pub fn follow(now: (Stage, Status), to: (Stage, Status)) -> Option<(Stage, Status)> {
+    let (stage, status) = now;
+    if !status.is_open() {
+        return None;
+    }
+    let next_status = match (status, to.1) {
+        (Status::Challenged, Status::Opened) => Status::Challenged,
+        (_, to) => to,
+    };
+    let next = (stage.max(to.0), next_status);
+    (next != now).then_some(next)
 }
 
 fn opened(s: Status) -> Result<(), Refusal> {
@@ -233,6 +264,27 @@ mod tests {
             submit(Status::Challenged, true),
             Err(Refusal::InvalidState(Status::Challenged))
         );
+    }
+
+    #[test]
+    fn a_followed_dispute_moves_forward_only() {
+        use Stage::*;
+        use Status::*;
+        assert_eq!(
+            follow((PreDispute, Opened), (Dispute, Opened)),
+            Some((Dispute, Opened))
+        );
+        assert_eq!(follow((Dispute, Opened), (PreDispute, Opened)), None);
+        assert_eq!(
+            follow((Dispute, Challenged), (Arbitration, Opened)),
+            Some((Arbitration, Challenged))
+        );
+        assert_eq!(
+            follow((Dispute, Challenged), (Dispute, Cancelled)),
+            Some((Dispute, Cancelled))
+        );
+        assert_eq!(follow((Dispute, Won), (Arbitration, Lost)), None);
+        assert_eq!(follow((Dispute, Opened), (Dispute, Opened)), None);
     }
 
     #[test]

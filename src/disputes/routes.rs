@@ -52,6 +52,9 @@ impl From<DisputeError> for ApiError {
             DisputeError::Refused(r @ Refusal::InvalidState(_)) => {
                 ApiError::conflict("invalid_state", r.to_string())
             }
+            DisputeError::Refused(r @ Refusal::FollowsCase(_)) => {
+                ApiError::conflict("wallet_case", r.to_string())
+            }
             DisputeError::Refused(r @ Refusal::NoEvidence) => {
                 ApiError::invalid("evidence_required", r.to_string()).param("explanation")
             }

@@ -91,7 +91,8 @@ pub async fn commit(
         }
         EvidenceChange::Remove { file_id } => change = change.write(remove(&file_id)),
     }
-    if after.status != before.status {
+    // A new stage is announced like a new status: the event of the status, with the stage.
+    if after.status != before.status || after.stage != before.stage {
         if let Some(status) = Status::parse(&after.status) {
             change = change.event(event(&after, status.event()));
         }
@@ -102,11 +103,12 @@ pub async fn commit(
 }
 
 /// Invariant: an opened dispute has a deadline job, a challenged one a resolve job, and a
-/// closed one neither.
+/// closed one neither; one that follows a wallet case has none (the case's processor decides).
 fn jobs(d: &dispute::Model, now: DateTime<Utc>, resolve_delay: Duration) -> Change {
     let change = Change::at(now);
     let id = d.id.clone();
-    match Status::parse(&d.status) {
+    let status = Status::parse(&d.status).filter(|_| d.case_id.is_none());
+    match status {
         Some(Status::Opened) => change.job(Job::Schedule {
             kind: DEADLINE_JOB,
             entity_id: id,
@@ -145,6 +147,28 @@ pub async fn find_owned(
     Ok(find(db, id)
         .await?
         .filter(|d| scope.sees(&d.merchant_id, d.test_mode, &d.profile_id)))
+}
+
+/// The dispute following a wallet case.
+pub async fn by_case(
+    db: &impl ConnectionTrait,
+    case_id: &str,
+) -> Result<Option<dispute::Model>, DbErr> {
+    dispute::Entity::find()
+        .filter(dispute::Column::CaseId.eq(case_id))
+        .one(db)
+        .await
+}
+
+/// The disputes following these wallet cases.
+pub async fn by_cases(
+    db: &impl ConnectionTrait,
+    case_ids: &[String],
+) -> Result<Vec<dispute::Model>, DbErr> {
+    dispute::Entity::find()
+        .filter(dispute::Column::CaseId.is_in(case_ids.iter().map(String::as_str)))
+        .all(db)
+        .await
 }
 
 /// Every dispute of a payment, oldest first.

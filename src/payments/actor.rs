@@ -289,6 +289,8 @@ pub enum Command {
     },
     /// The processor reports the buyer's dispute of what was captured.
     OpenDispute,
+    /// A wallet processor's case against the payment is imported: its dispute is opened.
+    ImportCase(disputes::actor::CaseOpening),
 }
 
 /// A command's result: the payment as it now is, and the refund it made or changed.
@@ -646,7 +648,8 @@ async fn run_command(
             metadata,
         } => refund(deps, m, ask, reason, metadata).await,
         Command::SettleRefund { refund_id } => settle_refund(deps, m, refund_id).await,
-        Command::OpenDispute => open_dispute(deps, m).await,
+        Command::OpenDispute => open_dispute(deps, m, None).await,
+        Command::ImportCase(case) => open_dispute(deps, m, Some(case)).await,
         Command::Expire => expire(deps, m).await,
     }
 }
@@ -1460,10 +1463,16 @@ async fn adopt_refund(
 }
 
 /// The processor reports the buyer's dispute of what was captured.
-async fn open_dispute(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+/// Opens the payment's dispute: the card sandbox's (`case: None`) or a wallet case's. A payment
+/// has at most one dispute.
+async fn open_dispute(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    case: Option<&disputes::actor::CaseOpening>,
+) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
     // Nothing left to dispute (refunded, or given back by a cancel after capture), or disputed.
-    let Some(amount) = machine::dispute_amount(&state) else {
+    let Some(left) = machine::dispute_amount(&state) else {
         return Ok(Done::unchanged(m));
     };
     if !disputes::store::of_payment(&deps.db, &m.id)
@@ -1472,25 +1481,44 @@ async fn open_dispute(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Pa
     {
         return Ok(Done::unchanged(m));
     }
+    let (stage, amount, reason, processor, reference, due) = match case {
+        Some(c) => (
+            c.stage,
+            c.amount.min(left),
+            c.reason.clone(),
+            Some(c.processor.clone()),
+            Some(c.case_id.clone()),
+            c.due_by,
+        ),
+        None => (
+            disputes::machine::Stage::Dispute,
+            left,
+            "fraudulent".to_owned(),
+            m.processor.clone(),
+            m.processor_reference
+                .as_ref()
+                .map(|r| format!("{r}.dispute")),
+            disputes::actor::due_by(now),
+        ),
+    };
     let dispute = dispute::Model {
         id: new_id("dp"),
         payment_id: m.id.clone(),
         merchant_id: m.merchant_id.clone(),
         profile_id: m.profile_id.clone(),
         test_mode: m.test_mode,
-        stage: disputes::machine::Stage::Dispute.as_str().to_owned(),
+        stage: stage.as_str().to_owned(),
         status: disputes::machine::Status::Opened.as_str().to_owned(),
         amount,
         currency: m.currency.clone(),
-        reason: "fraudulent".to_owned(),
-        processor: m.processor.clone(),
-        processor_reference: m
-            .processor_reference
-            .as_ref()
-            .map(|r| format!("{r}.dispute")),
-        evidence_due_by: disputes::actor::due_by(now),
+        reason,
+        processor,
+        processor_reference: reference,
+        evidence_due_by: due,
         evidence_submitted_at: None,
         explanation: None,
+        case_id: case.map(|c| c.case_id.clone()),
+        case_version: None,
         version: 1,
         created_at: now,
         updated_at: now,

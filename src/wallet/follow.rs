@@ -1,0 +1,349 @@
+//! Wallet cases onto disputes. Each case maps onto one dispute (its `dispute_id` stable across
+//! imports): the payment's actor opens it, at the case's stage, so that its opening and the
+//! payment's refunds never interleave; every later change goes through the dispute's actor as
+//! [`Command::Follow`], which skips a case version it followed already — so importing twice
+//! changes nothing and announces nothing.
+//!
+//! An import, or a seller's action through payd, opens a case's dispute; the processor's own
+//! moves (the buyer's withdrawal or escalation, a review, a deadline) update the dispute of an
+//! imported case as they happen, as a real processor's notification would.
+
+use payd_entity::{dispute, payment, wallet_case};
+
+use super::{
+    api::{ImportReport, ImportRequest, Imported},
+    machine::{self, CaseType, Request},
+    processor::{self, Due, Opening, SandboxWallet, WalletError},
+    store,
+};
+use crate::{
+    auth::keys::Scope,
+    disputes::{
+        self,
+        actor::{CaseOpening, Command as DisputeCommand, Disputes, Exec as DisputeExec, Followed},
+    },
+    error::ApiError,
+    payments::{
+        self,
+        actor::{Command as PaymentCommand, Exec as PaymentExec, Payments},
+    },
+};
+
+/// What the wallet routes and the processor's jobs need.
+pub struct WalletDeps {
+    pub processor: SandboxWallet,
+    pub payments: Payments,
+    pub disputes: Disputes,
+}
+
+impl From<WalletError> for ApiError {
+    #[track_caller]
+    fn from(e: WalletError) -> Self {
+        match e {
+            WalletError::NotFound => ApiError::not_found("case").param("case_id"),
+            WalletError::Refused(r @ machine::Refusal::OfferTooLarge { .. }) => {
+                ApiError::invalid("amount_exceeds_case", r.to_string()).param("amount")
+            }
+            WalletError::Refused(r) => ApiError::conflict("invalid_state", r.to_string()),
+            WalletError::TooManyEntries => {
+                ApiError::limit_reached("case history entries", processor::MAX_ENTRIES)
+            }
+            WalletError::LostRace => ApiError::concurrent_update("case"),
+            WalletError::Db(e) => e.into(),
+        }
+    }
+}
+
+/// A case of the caller's scope, or 404.
+pub async fn owned(
+    deps: &WalletDeps,
+    scope: &Scope,
+    case_id: &str,
+) -> Result<wallet_case::Model, ApiError> {
+    if !crate::ids::has_shape(case_id, "wc") {
+        return Err(ApiError::not_found("case").param("case_id"));
+    }
+    store::find_owned(&deps.processor.db, case_id, scope)
+        .await?
+        .ok_or_else(|| ApiError::not_found("case").param("case_id"))
+}
+
+/// The sandbox buyer opens a case against a captured payment of the caller's scope.
+pub async fn open(
+    deps: &WalletDeps,
+    scope: &Scope,
+    payment_id: &str,
+    case_type: CaseType,
+    reason: String,
+    amount: Option<i64>,
+) -> Result<wallet_case::Model, ApiError> {
+    let db = &deps.processor.db;
+    let not_found = || ApiError::not_found("payment").param("payment_id");
+    if !crate::ids::has_shape(payment_id, "pay") {
+        return Err(not_found());
+    }
+    let payment: payment::Model = payments::store::find_owned(db, payment_id, scope)
+        .await?
+        .ok_or_else(not_found)?;
+    let left =
+        payments::machine::dispute_amount(&payments::api::state_of(&payment)).ok_or_else(|| {
+            ApiError::conflict(
+                "nothing_to_dispute",
+                "the payment has nothing captured and not refunded to dispute",
+            )
+            .param("payment_id")
+        })?;
+    let amount = amount.unwrap_or(left);
+    if amount <= 0 || amount > left {
+        return Err(ApiError::invalid(
+            "amount_exceeds_disputable",
+            format!("the amount must be 1 to {left}: what is captured and not refunded"),
+        )
+        .param("amount"));
+    }
+    if let Some(c) = store::of_payment(db, payment_id).await? {
+        return Err(ApiError::conflict(
+            "case_exists",
+            format!(
+                "the payment already has case {} (one case per payment)",
+                c.id
+            ),
+        )
+        .param("payment_id"));
+    }
+    if !disputes::store::of_payment(db, payment_id)
+        .await?
+        .is_empty()
+    {
+        return Err(ApiError::conflict(
+            "already_disputed",
+            "the payment already has a dispute (one per payment)",
+        )
+        .param("payment_id"));
+    }
+    let opening = Opening {
+        case_type,
+        reason,
+        amount,
+    };
+    match deps.processor.open(&payment, &opening).await {
+        // Another request opened one meanwhile (the unique index on the payment said no).
+        Err(WalletError::Db(e))
+            if matches!(
+                e.sql_err(),
+                Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
+            ) =>
+        {
+            Err(
+                ApiError::conflict("case_exists", "the payment already has a case")
+                    .param("payment_id"),
+            )
+        }
+        other => Ok(other?),
+    }
+}
+
+/// The seller's action on a case, then its dispute follows (opened first if the case was not
+/// imported yet). Evidence files must be the merchant's.
+pub async fn act(
+    deps: &WalletDeps,
+    scope: &Scope,
+    case_id: &str,
+    req: Request,
+) -> Result<(wallet_case::Model, Option<dispute::Model>), ApiError> {
+    let case = owned(deps, scope, case_id).await?;
+    if let Request::ProvideEvidence { file_ids, .. } = &req {
+        for f in file_ids {
+            crate::files::store::find_owned(
+                &deps.processor.db,
+                f,
+                &case.merchant_id,
+                case.test_mode,
+            )
+            .await?
+            .ok_or_else(|| ApiError::not_found("file").param("file_ids"))?;
+        }
+    }
+    let case = deps.processor.act(&case.id, &req).await?;
+    let (_, dispute) = follow(deps, &case, true).await?;
+    Ok((case, dispute))
+}
+
+/// The sandbox buyer withdraws (`escalate: false`) or escalates a case; an imported case's
+/// dispute follows.
+pub async fn buyer(
+    deps: &WalletDeps,
+    scope: &Scope,
+    case_id: &str,
+    escalate: bool,
+) -> Result<(wallet_case::Model, Option<dispute::Model>), ApiError> {
+    let case = owned(deps, scope, case_id).await?;
+    let case = match escalate {
+        true => deps.processor.escalate(&case.id).await?,
+        false => deps.processor.withdraw(&case.id).await?,
+    };
+    let (_, dispute) = follow(deps, &case, false).await?;
+    Ok((case, dispute))
+}
+
+/// The processor's due move on a case (its job); an imported case's dispute follows.
+pub async fn run_due(deps: &WalletDeps, case_id: &str) -> Result<Due, ApiError> {
+    let due = deps.processor.run_due(case_id).await?;
+    if let Due::Moved(case) = &due {
+        follow(deps, case, false).await?;
+    }
+    Ok(due)
+}
+
+/// Imports the cases of the caller's scope (or those named): each case's dispute is opened or
+/// follows the case.
+pub async fn import(
+    deps: &WalletDeps,
+    scope: &Scope,
+    shop: Option<&str>,
+    req: &ImportRequest,
+) -> Result<ImportReport, ApiError> {
+    let limit = req.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::invalid_param("limit", "limit must be 1 to 1000"));
+    }
+    let (cases, has_more) = match &req.case_ids {
+        Some(ids) => {
+            if ids.len() > 100 {
+                return Err(ApiError::invalid_param("case_ids", "at most 100 case ids"));
+            }
+            let mut cases = Vec::with_capacity(ids.len());
+            for id in ids {
+                cases.push(
+                    owned(deps, scope, id)
+                        .await
+                        .map_err(|e| e.param("case_ids"))?,
+                );
+            }
+            (cases, false)
+        }
+        None => {
+            let mut cases = store::all(
+                &deps.processor.db,
+                scope.merchant_id.as_str(),
+                scope.test_mode,
+                shop,
+                req.starting_after.as_deref(),
+                limit as u64 + 1,
+            )
+            .await?;
+            let more = cases.len() > limit as usize;
+            cases.truncate(limit as usize);
+            (cases, more)
+        }
+    };
+    let mut report = ImportReport {
+        data: Vec::with_capacity(cases.len()),
+        created: 0,
+        updated: 0,
+        unchanged: 0,
+        skipped: 0,
+        has_more,
+        last_case_id: cases.last().map(|c| c.id.clone()),
+    };
+    for case in &cases {
+        let (result, dispute) = follow(deps, case, true).await?;
+        match result {
+            Mapping::Created => report.created += 1,
+            Mapping::Updated => report.updated += 1,
+            Mapping::Unchanged => report.unchanged += 1,
+            Mapping::Skipped => report.skipped += 1,
+        }
+        report.data.push(Imported {
+            case_id: case.id.clone(),
+            dispute_id: dispute.as_ref().map(|d| d.id.clone()),
+            result: result.as_str().to_owned(),
+            dispute_status: dispute.map(|d| d.status),
+        });
+    }
+    Ok(report)
+}
+
+/// What following a case did to its dispute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mapping {
+    Created,
+    Updated,
+    Unchanged,
+    /// No dispute: not imported yet (and not to be opened now), or the payment could not take
+    /// one (nothing left to dispute, or disputed otherwise).
+    Skipped,
+}
+
+impl Mapping {
+    fn as_str(self) -> &'static str {
+        match self {
+            Mapping::Created => "created",
+            Mapping::Updated => "updated",
+            Mapping::Unchanged => "unchanged",
+            Mapping::Skipped => "skipped",
+        }
+    }
+}
+
+/// Brings the case's dispute up to the case: opens it (when `open`) through the payment's
+/// actor if there is none, then sends it the case as it is now.
+async fn follow(
+    deps: &WalletDeps,
+    case: &wallet_case::Model,
+    open: bool,
+) -> Result<(Mapping, Option<dispute::Model>), ApiError> {
+    let db = &deps.processor.db;
+    let c = store::case_of(case);
+    let mapped = machine::mapped(&c);
+    let (dispute, created) = match disputes::store::by_case(db, &case.id).await? {
+        Some(d) => (d, false),
+        None if !open => return Ok((Mapping::Skipped, None)),
+        None => {
+            let opening = CaseOpening {
+                case_id: case.id.clone(),
+                stage: mapped.stage,
+                reason: case.reason.clone(),
+                amount: case.amount,
+                processor: processor::NAME.to_owned(),
+                due_by: case.due_at.unwrap_or(case.updated_at),
+            };
+            deps.payments
+                .send(
+                    &case.payment_id,
+                    PaymentExec::own(PaymentCommand::ImportCase(opening)),
+                )
+                .await??;
+            match disputes::store::by_case(db, &case.id).await? {
+                Some(d) => (d, true),
+                None => return Ok((Mapping::Skipped, None)),
+            }
+        }
+    };
+    let followed = Followed {
+        case_version: case.version,
+        stage: mapped.stage,
+        status: mapped.status,
+        amount: mapped.amount,
+        note: case.note.clone(),
+        due_by: (c.status == machine::Status::WaitingForSellerResponse)
+            .then_some(case.due_at)
+            .flatten(),
+    };
+    let done = deps
+        .disputes
+        .send(
+            &dispute.id,
+            DisputeExec {
+                access: None,
+                command: DisputeCommand::Follow(followed),
+            },
+        )
+        .await??;
+    let result = match (created, done.dispute.version != dispute.version) {
+        (true, _) => Mapping::Created,
+        (false, true) => Mapping::Updated,
+        (false, false) => Mapping::Unchanged,
+    };
+    Ok((result, Some(done.dispute)))
+}

@@ -1,0 +1,287 @@
+//! Handlers of the wallet case routes and of the sandbox wallet processor's triggers. Reads go
+//! to the processor's records; changes go through `follow`, which moves the case at the
+//! processor and then its dispute through the dispute's actor.
+
+use actix_web::{web, HttpResponse};
+
+use super::{
+    api::{
+        ActionRequest, Actions, AllowedAction, Case, History, HistoryEntry, ImportReport,
+        ImportRequest, ListCasesQuery, OpenCaseRequest,
+    },
+    follow::{self, WalletDeps},
+    machine::{self, CaseType, Status},
+    store,
+};
+use crate::{
+    auth::{Caller, SecretKey},
+    disputes,
+    error::ApiError,
+    fields::check_text,
+    http::{ApiJson, ApiQuery},
+    pagination::{List, Page},
+    settings::DeploymentMode,
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/disputes/wallet/cases").route(web::get().to(list_cases)))
+        .service(web::resource("/disputes/wallet/import").route(web::post().to(import_cases)))
+        .service(
+            web::resource("/disputes/wallet/cases/{case_id}").route(web::get().to(retrieve_case)),
+        )
+        .service(
+            web::resource("/disputes/wallet/cases/{case_id}/history")
+                .route(web::get().to(case_history)),
+        )
+        .service(
+            web::resource("/disputes/wallet/cases/{case_id}/actions")
+                .route(web::get().to(case_actions))
+                .route(web::post().to(take_action)),
+        )
+        .service(web::resource("/sandbox/wallet/cases").route(web::post().to(sandbox_open_case)))
+        .service(
+            web::resource("/sandbox/wallet/cases/{case_id}/withdraw")
+                .route(web::post().to(sandbox_withdraw_case)),
+        )
+        .service(
+            web::resource("/sandbox/wallet/cases/{case_id}/escalate")
+                .route(web::post().to(sandbox_escalate_case)),
+        );
+}
+
+/// The case as shown, with the dispute that follows it.
+async fn render(state: &AppState, c: &payd_entity::wallet_case::Model) -> Result<Case, ApiError> {
+    let dispute = disputes::store::by_case(&state.db, &c.id).await?;
+    Ok(Case::render(c, dispute.map(|d| d.id)))
+}
+
+/// List the wallet processor's cases against the caller's payments, newest first.
+#[utoipa::path(get, path = "/disputes/wallet/cases", tag = "wallet cases", params(ListCasesQuery),
+    responses((status = 200, body = List<Case>), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_cases(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<ListCasesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&q.page_query(), "wc")?;
+    if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
+        return Err(ApiError::invalid_param(
+            "status",
+            format!("unknown status {s:?}"),
+        ));
+    }
+    if let Some(t) = q
+        .case_type
+        .as_deref()
+        .filter(|t| CaseType::parse(t).is_none())
+    {
+        return Err(ApiError::invalid_param(
+            "case_type",
+            format!("unknown case_type {t:?}"),
+        ));
+    }
+    let shop = caller.scope().list_shop(q.profile_id.as_deref())?;
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        shop.as_deref(),
+        &q,
+        &page,
+    )
+    .await?;
+    let ids: Vec<String> = list.data.iter().map(|c| c.id.clone()).collect();
+    let followed = disputes::store::by_cases(&state.db, &ids).await?;
+    Ok(HttpResponse::Ok().json(list.map(|c| {
+        let dispute = followed
+            .iter()
+            .find(|d| d.case_id.as_deref() == Some(c.id.as_str()));
+        Case::render(&c, dispute.map(|d| d.id.clone()))
+    })))
+}
+
+/// Import the wallet processor's cases: open or update the dispute that follows each.
+/// Importing again changes nothing and announces nothing.
+#[utoipa::path(post, path = "/disputes/wallet/import", tag = "wallet cases",
+    request_body(content = ImportRequest, description = "optional: every case of the caller's scope by default"),
+    responses((status = 200, body = ImportReport), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn import_cases(
+    SecretKey(caller): SecretKey,
+    wallet: web::Data<WalletDeps>,
+    ApiJson(req): ApiJson<ImportRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let scope = caller.scope();
+    let shop = scope.list_shop(req.profile_id.as_deref())?;
+    let report = follow::import(&wallet, &scope, shop.as_deref(), &req).await?;
+    Ok(HttpResponse::Ok().json(report))
+}
+
+/// Retrieve a case.
+#[utoipa::path(get, path = "/disputes/wallet/cases/{case_id}", tag = "wallet cases",
+    params(("case_id" = String, Path)),
+    responses((status = 200, body = Case), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_case(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    wallet: web::Data<WalletDeps>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let c = follow::owned(&wallet, &caller.scope(), &id).await?;
+    Ok(HttpResponse::Ok().json(render(&state, &c).await?))
+}
+
+/// A case's history, oldest first: status changes, messages, offers, evidence, and who did
+/// each.
+#[utoipa::path(get, path = "/disputes/wallet/cases/{case_id}/history", tag = "wallet cases",
+    params(("case_id" = String, Path)),
+    responses((status = 200, body = History), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn case_history(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    wallet: web::Data<WalletDeps>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let c = follow::owned(&wallet, &caller.scope(), &id).await?;
+    let data = store::history(&state.db, &c.id)
+        .await?
+        .iter()
+        .map(HistoryEntry::render)
+        .collect();
+    Ok(HttpResponse::Ok().json(History {
+        data,
+        has_more: false,
+    }))
+}
+
+/// The actions the case allows now, from its status and stage.
+#[utoipa::path(get, path = "/disputes/wallet/cases/{case_id}/actions", tag = "wallet cases",
+    params(("case_id" = String, Path)),
+    responses((status = 200, body = Actions), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn case_actions(
+    SecretKey(caller): SecretKey,
+    wallet: web::Data<WalletDeps>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let c = follow::owned(&wallet, &caller.scope(), &id).await?;
+    let data = machine::allowed(&store::case_of(&c))
+        .into_iter()
+        .map(AllowedAction::of)
+        .collect();
+    Ok(HttpResponse::Ok().json(Actions {
+        case_id: c.id,
+        case_type: c.case_type,
+        status: c.status,
+        data,
+    }))
+}
+
+/// Take an action on a case; one the case does not allow now is 409 naming its status.
+#[utoipa::path(post, path = "/disputes/wallet/cases/{case_id}/actions", tag = "wallet cases",
+    params(("case_id" = String, Path)), request_body = ActionRequest,
+    responses((status = 200, body = Case), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn take_action(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    wallet: web::Data<WalletDeps>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<ActionRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let req = req.parse(state.settings.limits.max_amount)?;
+    let (c, dispute) = follow::act(&wallet, &caller.scope(), &id, req).await?;
+    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
+}
+
+/// The sandbox triggers answer only a test key of a sandbox deployment: 404 otherwise.
+fn sandbox(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
+    if state.settings.mode == DeploymentMode::Sandbox && caller.test_mode() {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("route"))
+    }
+}
+
+/// Sandbox: the buyer opens a case at the wallet processor against a captured payment.
+#[utoipa::path(post, path = "/sandbox/wallet/cases", tag = "sandbox", request_body = OpenCaseRequest,
+    responses((status = 201, body = Case), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn sandbox_open_case(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    wallet: web::Data<WalletDeps>,
+    ApiJson(req): ApiJson<OpenCaseRequest>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox(&state, &caller)?;
+    let case_type = match CaseType::parse(&req.case_type) {
+        Some(t @ (CaseType::Inquiry | CaseType::Chargeback)) => t,
+        _ => {
+            return Err(ApiError::invalid_param(
+                "case_type",
+                format!(
+                    "unknown case_type {:?}; INQUIRY or CHARGEBACK",
+                    req.case_type
+                ),
+            ))
+        }
+    };
+    let reason = check_text("reason", Some(&req.reason), 500)?.unwrap_or_default();
+    if reason.trim().is_empty() {
+        return Err(ApiError::invalid_param(
+            "reason",
+            "reason must not be empty",
+        ));
+    }
+    let c = follow::open(
+        &wallet,
+        &caller.scope(),
+        &req.payment_id,
+        case_type,
+        reason,
+        req.amount,
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(Case::render(&c, None)))
+}
+
+/// Sandbox: the buyer withdraws a case (its dispute ends `cancelled`).
+#[utoipa::path(post, path = "/sandbox/wallet/cases/{case_id}/withdraw", tag = "sandbox",
+    params(("case_id" = String, Path)),
+    responses((status = 200, body = Case), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn sandbox_withdraw_case(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    wallet: web::Data<WalletDeps>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox(&state, &caller)?;
+    let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, false).await?;
+    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
+}
+
+/// Sandbox: the buyer escalates a case to its next stage.
+#[utoipa::path(post, path = "/sandbox/wallet/cases/{case_id}/escalate", tag = "sandbox",
+    params(("case_id" = String, Path)),
+    responses((status = 200, body = Case), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn sandbox_escalate_case(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    wallet: web::Data<WalletDeps>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    sandbox(&state, &caller)?;
+    let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, true).await?;
+    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
+}
