@@ -85,7 +85,7 @@ pub enum Command {
 }
 
 /// A wallet case a dispute is to be opened for: the payment's actor opens it, at the case's
-/// stage, and the case's actor-free changes follow through [`Command::Follow`].
+/// stage; the case's later changes reach the dispute as [`Command::Follow`].
 #[derive(Debug, Clone)]
 pub struct CaseOpening {
     pub case_id: String,
