@@ -60,7 +60,7 @@ pub async fn owned(
     scope: &Scope,
     case_id: &str,
 ) -> Result<wallet_case::Model, ApiError> {
-    if !crate::ids::has_shape(case_id, "wc") {
+    if !crate::ids::has_shape(case_id, "case") {
         return Err(ApiError::not_found("case").param("case_id"));
     }
     store::find_owned(&deps.processor.db, case_id, scope)

@@ -74,7 +74,7 @@ impl SandboxWallet {
         let now = self.clock.now();
         let opened = machine::open(o.case_type, o.amount, &o.reason, now, self.timing);
         let row = wallet_case::Model {
-            id: new_id("wc"),
+            id: new_id("case"),
             merchant_id: payment.merchant_id.clone(),
             profile_id: payment.profile_id.clone(),
             test_mode: payment.test_mode,

@@ -65,7 +65,7 @@ pub async fn list_cases(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListCasesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "wc")?;
+    let page = Page::parse(&q.page_query(), "case")?;
     if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
         return Err(ApiError::invalid_param(
             "status",
