@@ -33,8 +33,9 @@ use crate::{
         Payments,
     },
     processors::sandbox::Sandbox,
+    products,
     ratelimit::{self, RateLimiter, RequestTimeout},
-    refunds,
+    refunds, sales,
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
     state::AppState,
@@ -255,6 +256,8 @@ impl Application {
                         .configure(refunds::configure)
                         .configure(disputes::configure)
                         .configure(wallet::configure)
+                        .configure(sales::configure)
+                        .configure(products::configure)
                         .configure(files::configure)
                         .configure(customers::configure)
                         .configure(events::configure)

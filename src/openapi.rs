@@ -15,8 +15,8 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    accounts, customers, disputes, events, files, ops, pagination, payments, refunds, wallet,
-    webhooks,
+    accounts, customers, disputes, events, files, ops, pagination, payments, products, refunds,
+    sales, wallet, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -83,6 +83,28 @@ use crate::{
         wallet::routes::sandbox_open_case,
         wallet::routes::sandbox_withdraw_case,
         wallet::routes::sandbox_escalate_case,
+        products::routes::create_product,
+        products::routes::list_products,
+        products::routes::retrieve_product,
+        products::routes::update_product,
+        products::routes::delete_product,
+        products::routes::archive_product,
+        products::routes::restore_product,
+        products::routes::upload_image,
+        products::routes::image_bytes,
+        products::routes::add_price,
+        products::routes::update_price,
+        products::routes::archive_price,
+        products::routes::add_group,
+        products::routes::replace_group,
+        products::routes::remove_group,
+        products::routes::set_bundle,
+        sales::routes::product_sales,
+        products::routes::list_categories,
+        products::routes::create_category,
+        products::import::preview_import,
+        products::import::apply_import,
+        products::import::provider_accounts,
         customers::routes::create_customer,
         customers::routes::list_customers,
         customers::routes::retrieve_customer,
@@ -111,6 +133,7 @@ use crate::{
         (name = "disputes", description = "Disputes, their evidence files, accept and submit"),
         (name = "wallet cases", description = "A wallet processor's seller cases, imported as disputes, with their history and actions"),
         (name = "sandbox", description = "Sandbox triggers: what a buyer or a processor would do (test keys of a sandbox deployment only)"),
+        (name = "products", description = "The catalog: products, immutable prices, add-on groups, bundles, categories, images, sales reports and import"),
         (name = "customers", description = "Customers and their saved payment methods"),
         (name = "mandates", description = "Mandates to charge a saved method off-session"),
         (name = "events", description = "Events, their delivery attempts, and replays"),

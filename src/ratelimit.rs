@@ -304,6 +304,8 @@ mod tests {
             max_files_per_merchant: 1,
             max_file_bytes_per_merchant: 1,
             max_amount: 1,
+            max_image_bytes: 1,
+            max_products_per_shop: 1,
         }
     }
 

@@ -92,10 +92,24 @@ pub struct LimitSettings {
     /// The largest amount of a payment, in minor units (a capture or refund is bounded by it).
     #[serde(default = "default_max_amount")]
     pub max_amount: i64,
+    /// The largest product image `POST /products/images` accepts, in bytes.
+    #[serde(default = "default_max_image_bytes")]
+    pub max_image_bytes: usize,
+    /// Products one shop's catalog may hold (archived ones count).
+    #[serde(default = "default_max_products_per_shop")]
+    pub max_products_per_shop: u64,
 }
 
 fn default_max_amount() -> i64 {
     99_999_999_999
+}
+
+fn default_max_image_bytes() -> usize {
+    5 * 1024 * 1024
+}
+
+fn default_max_products_per_shop() -> u64 {
+    10_000
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -438,6 +452,9 @@ impl Settings {
         }
         if self.limits.max_file_bytes == 0 {
             return bad("limits.max_file_bytes", "must be greater than 0");
+        }
+        if self.limits.max_image_bytes == 0 {
+            return bad("limits.max_image_bytes", "must be greater than 0");
         }
         for (key, value) in [
             (

@@ -61,8 +61,11 @@ const NAMED: &[(&str, &str)] = &[
     ("processors::remote", "store"),
     ("processors::sim", "store"),
     ("wallet::processor", "store"),
+    ("sales::tally", "domain"),
     ("payments::create", "runtime"),
     ("wallet::follow", "runtime"),
+    ("products::catalog", "runtime"),
+    ("products::import", "routes"),
     ("webhooks::delivery", "runtime"),
     ("webhooks::dispatcher", "runtime"),
     ("state", "edge"),
@@ -86,7 +89,9 @@ const RESOURCES: &[&str] = &[
     "files",
     "payments",
     "processors",
+    "products",
     "refunds",
+    "sales",
     "wallet",
     "webhooks",
 ];
@@ -96,6 +101,7 @@ const PURE: &[&str] = &[
     "payments::refunds",
     "payments::routing",
     "payments::intent",
+    "sales::tally",
     "webhooks::policy",
 ];
 

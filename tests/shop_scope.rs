@@ -312,6 +312,30 @@ async fn objects_in_shop_b(
         json!({"payment_id": saved["payment_id"], "amount": 100}),
     )
     .await;
+    let product = post(
+        "/products",
+        json!({"name": "Tea", "prices": [{"unit_amount": 500, "currency": "EUR"}, {"unit_amount": 900, "currency": "EUR"}]}),
+    )
+    .await;
+    let product_id = product["product_id"].as_str().unwrap().to_owned();
+    let side = post(
+        "/products",
+        json!({"name": "Honey", "prices": [{"unit_amount": 100, "currency": "EUR"}]}),
+    )
+    .await;
+    let group = app
+        .send(
+            Method::POST,
+            &format!("/products/{product_id}/addon-groups"),
+            Some(&m.secret_key),
+            Some(
+                &json!({"name": "Extras", "min_selections": 0, "max_selections": 1,
+                "products": [side["product_id"]]}),
+            ),
+            &in_b,
+        )
+        .await;
+    assert_eq!(group.status, 201, "{}", group.body);
     let case = post(
         "/sandbox/wallet/cases",
         json!({"payment_id": saved["payment_id"], "case_type": "INQUIRY", "reason": "not received"}),
@@ -384,6 +408,18 @@ async fn objects_in_shop_b(
         ("mandate_id", mandate_id),
         ("file_id", file["file_id"].as_str().unwrap().to_owned()),
         ("case_id", case["case_id"].as_str().unwrap().to_owned()),
+        ("product_id", product_id),
+        (
+            "price_id",
+            product["prices"][1]["price_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ),
+        (
+            "group_id",
+            group.body["group_id"].as_str().unwrap().to_owned(),
+        ),
     ]
 }
 
@@ -402,6 +438,14 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ("post", "/disputes/wallet/cases/{case_id}/actions") => {
             Some(json!({"action": "send_message", "message": "hello"}))
         }
+        ("post", "/products/{product_id}/prices") => {
+            Some(json!({"unit_amount": 100, "currency": "EUR"}))
+        }
+        ("post", "/products/{product_id}/addon-groups")
+        | ("post", "/products/{product_id}/addon-groups/{group_id}") => {
+            Some(json!({"name": "x", "min_selections": 0, "max_selections": 1, "products": []}))
+        }
+        ("post", "/products/{product_id}/bundle") => Some(json!({"components": []})),
         ("post" | "put", _) => Some(json!({})),
         _ => None,
     }
@@ -426,6 +470,7 @@ async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Ve
         get(format!("/files/{}", id("file_id"))).await,
         get(format!("/disputes/wallet/cases/{}", id("case_id"))).await,
         get(format!("/disputes/wallet/cases/{}/history", id("case_id"))).await,
+        get(format!("/products/{}", id("product_id"))).await,
         get("/account/api-keys?limit=100".to_owned()).await,
     ]
 }
@@ -449,9 +494,11 @@ async fn every_operation_with_an_object_id_keeps_shops_and_merchants_apart() {
     let mut checked = 0;
     let mut wrong = vec![];
     for (template, ops) in doc["paths"].as_object().unwrap() {
+        // Product images are served without a key (storefronts embed them).
         if !template.contains('{')
             || template.starts_with("/admin/")
             || template.starts_with("/checkout/")
+            || template == "/products/images/{image_id}"
         {
             continue;
         }

@@ -2,6 +2,7 @@
 
 pub mod api_key;
 pub mod audit_entry;
+pub mod catalog_preview;
 pub mod customer;
 pub mod delivery;
 pub mod delivery_attempt;
@@ -15,9 +16,14 @@ pub mod mandate;
 pub mod merchant;
 pub mod payment;
 pub mod payment_attempt;
+pub mod payment_line;
 pub mod payment_method;
 pub mod payment_status_history;
+pub mod price;
 pub mod processor_account;
+pub mod product;
+pub mod product_category;
+pub mod product_image;
 pub mod profile;
 pub mod refund;
 pub mod routing_config;

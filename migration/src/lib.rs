@@ -23,6 +23,7 @@ mod m20261124_000014_create_audit_log;
 mod m20261124_000015_add_idempotency_recovery_point;
 mod m20261124_000016_create_readiness_probe;
 mod m20261124_000017_create_wallet_cases;
+mod m20261124_000018_create_catalog;
 
 pub struct Migrator;
 
@@ -47,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000015_add_idempotency_recovery_point::Migration),
             Box::new(m20261124_000016_create_readiness_probe::Migration),
             Box::new(m20261124_000017_create_wallet_cases::Migration),
+            Box::new(m20261124_000018_create_catalog::Migration),
         ]
     }
 }

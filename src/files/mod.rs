@@ -56,7 +56,7 @@ pub struct UploadFileForm {
 
 const TEXT: &str = "text/plain";
 
-/// The type a file's first bytes announce: PDF, PNG or JPEG.
+/// The type a file's first bytes announce: PDF, PNG, JPEG or WebP.
 fn magic(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"%PDF-") {
         Some("application/pdf")
@@ -64,10 +64,41 @@ fn magic(bytes: &[u8]) -> Option<&'static str> {
         Some("image/png")
     } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
         Some("image/jpeg")
+    } else if bytes.len() >= 12 && bytes.starts_with(b"RIFF") && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
     } else {
         None
     }
 }
+
+/// What one kind of upload takes: its form, the types it keeps, its size.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// The value of the form's `purpose` part, for a form that must carry one.
+    pub purpose_part: Option<&'static str>,
+    /// The purpose the file is stored with.
+    pub purpose: &'static str,
+    /// The types it keeps, as told by the bytes.
+    pub types: &'static [&'static str],
+    /// How the 400 of another type says what to send.
+    pub send: &'static str,
+}
+
+/// Evidence for a dispute (`POST /files`).
+pub const EVIDENCE: Kind = Kind {
+    purpose_part: Some("dispute_evidence"),
+    purpose: "dispute_evidence",
+    types: &["application/pdf", "image/png", "image/jpeg", TEXT],
+    send: "send a PDF, PNG, JPEG or UTF-8 text file",
+};
+
+/// A product image (`POST /products/images`).
+pub const PRODUCT_IMAGE: Kind = Kind {
+    purpose_part: None,
+    purpose: "product_image",
+    types: &["image/png", "image/jpeg", "image/webp"],
+    send: "send a PNG, JPEG or WebP image",
+};
 
 /// Reads a file's type as its bytes arrive: PDF, PNG or JPEG from the first bytes, or else
 /// UTF-8 text without NUL bytes, checked to the last byte.
@@ -137,6 +168,7 @@ mod tests {
         assert_eq!(sniff(b"%PDF-1.7\n..."), Some("application/pdf"));
         assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0"), Some("image/png"));
         assert_eq!(sniff(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("image/jpeg"));
+        assert_eq!(sniff(b"RIFF\x10\0\0\0WEBPVP8 "), Some("image/webp"));
         assert_eq!(sniff("Receipt: 2 × mug".as_bytes()), Some("text/plain"));
         assert_eq!(sniff(b"MZ\x90\0\x03"), None, "an executable is refused");
         assert_eq!(sniff(&[0xC3, 0x28]), None, "invalid UTF-8 is refused");

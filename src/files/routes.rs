@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use payd_entity::file;
 use sha2::{Digest, Sha256};
 
-use super::{clean_filename, store, File, Sniffer};
+use super::{clean_filename, store, File, Kind, Sniffer, EVIDENCE};
 use crate::{
     auth::{Caller, SecretKey},
     error::{ApiError, ErrorType},
@@ -127,6 +127,29 @@ pub async fn upload_file(
         }
     }
     let limits = &state.settings.limits;
+    let row = upload(
+        &state,
+        &caller,
+        &req,
+        payload,
+        EVIDENCE,
+        limits.max_file_bytes,
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(File::render(&row)))
+}
+
+/// Stores an uploaded file of this kind (at most `max_bytes`) from a multipart form, a chunk
+/// at a time, within the merchant's file limits; a refused upload leaves nothing behind.
+pub async fn upload(
+    state: &AppState,
+    caller: &Caller,
+    req: &HttpRequest,
+    payload: web::Payload,
+    kind: Kind,
+    max_bytes: usize,
+) -> Result<file::Model, ApiError> {
+    let limits = &state.settings.limits;
     let (files, bytes) = store::usage(&state.db, caller.merchant_id.as_str()).await?;
     if files >= limits.max_files_per_merchant {
         return Err(ApiError::limit_reached(
@@ -135,7 +158,9 @@ pub async fn upload_file(
         ));
     }
     let mut writer = Writer {
-        state: &state,
+        state,
+        kind,
+        limit: max_bytes,
         file_id: new_id("file"),
         room: limits.max_file_bytes_per_merchant.saturating_sub(bytes),
         seq: 0,
@@ -144,7 +169,7 @@ pub async fn upload_file(
         hash: Sha256::new(),
         sniffer: Sniffer::default(),
     };
-    let received = receive(&mut writer, &req, payload).await;
+    let received = receive(&mut writer, req, payload).await;
     let (filename, content_type) = match received {
         Ok(done) => done,
         Err(e) => {
@@ -162,7 +187,7 @@ pub async fn upload_file(
         id: writer.file_id,
         merchant_id: caller.merchant_id.as_str().to_owned(),
         test_mode: caller.test_mode(),
-        purpose: "dispute_evidence".to_owned(),
+        purpose: kind.purpose.to_owned(),
         filename,
         content_type: content_type.to_owned(),
         size: writer.size as i64,
@@ -170,8 +195,7 @@ pub async fn upload_file(
         bytes: Vec::new(),
         created_at: state.clock.now(),
     };
-    let row = store::insert(&state.db, row, idempotency::request_key(&req).as_ref()).await?;
-    Ok(HttpResponse::Created().json(File::render(&row)))
+    Ok(store::insert(&state.db, row, idempotency::request_key(req).as_ref()).await?)
 }
 
 /// Reads the form, writing the file's bytes as they come; its filename and type.
@@ -203,14 +227,14 @@ async fn receive(
                 );
                 writer.write_part(&mut part).await?;
             }
-            "purpose" => {
+            "purpose" if writer.kind.purpose_part.is_some() => {
                 let bytes = read_part(&mut part, "purpose", 64).await?;
                 purpose = Some(String::from_utf8_lossy(&bytes).trim().to_owned());
             }
             other => {
                 return Err(ApiError::invalid_param(
                     other,
-                    format!("unknown form part {other:?}; send `file` and `purpose`"),
+                    format!("unknown form part {other:?}; send {}", parts(writer.kind)),
                 ))
             }
         }
@@ -218,22 +242,24 @@ async fn receive(
     if form.next().await.is_some() {
         return Err(ApiError::invalid_param(
             "file",
-            "too many form parts; send `file` and `purpose`",
+            format!("too many form parts; send {}", parts(writer.kind)),
         ));
     }
-    match purpose.as_deref() {
-        Some("dispute_evidence") => {}
-        None => {
-            return Err(ApiError::invalid_param(
-                "purpose",
-                "purpose is required (dispute_evidence)",
-            ))
-        }
-        Some(p) => {
-            return Err(ApiError::invalid_param(
-                "purpose",
-                format!("unknown purpose {p:?}; the only purpose is dispute_evidence"),
-            ))
+    if let Some(expected) = writer.kind.purpose_part {
+        match purpose.as_deref() {
+            Some(p) if p == expected => {}
+            None => {
+                return Err(ApiError::invalid_param(
+                    "purpose",
+                    format!("purpose is required ({expected})"),
+                ))
+            }
+            Some(p) => {
+                return Err(ApiError::invalid_param(
+                    "purpose",
+                    format!("unknown purpose {p:?}; the only purpose is {expected}"),
+                ))
+            }
         }
     }
     let filename =
@@ -243,16 +269,21 @@ async fn receive(
     }
     let content_type = std::mem::take(&mut writer.sniffer)
         .finish()
-        .ok_or_else(unsupported)?;
+        .filter(|t| writer.kind.types.contains(t))
+        .ok_or_else(|| unsupported(writer.kind))?;
     Ok((filename, content_type))
 }
 
-fn unsupported() -> ApiError {
-    ApiError::invalid(
-        "file_type_unsupported",
-        "send a PDF, PNG, JPEG or UTF-8 text file",
-    )
-    .param("file")
+/// The parts a form of this kind has.
+fn parts(kind: Kind) -> &'static str {
+    match kind.purpose_part {
+        Some(_) => "`file` and `purpose`",
+        None => "`file`",
+    }
+}
+
+fn unsupported(kind: Kind) -> ApiError {
+    ApiError::invalid("file_type_unsupported", kind.send).param("file")
 }
 
 fn too_large(name: &str, limit: usize) -> ApiError {
@@ -276,6 +307,9 @@ fn broken(name: &str, e: impl std::fmt::Display) -> ApiError {
 /// An upload's bytes on their way to the database, a chunk at a time.
 struct Writer<'a> {
     state: &'a AppState,
+    kind: Kind,
+    /// The largest file of this kind.
+    limit: usize,
     file_id: String,
     /// What the merchant may still store.
     room: u64,
@@ -289,7 +323,7 @@ struct Writer<'a> {
 
 impl Writer<'_> {
     async fn write_part(&mut self, part: &mut Field) -> Result<(), ApiError> {
-        let limit = self.state.settings.limits.max_file_bytes;
+        let limit = self.limit;
         while let Some(piece) = part.next().await {
             let piece = piece.map_err(|e| broken("file", e))?;
             self.size += piece.len();
@@ -322,7 +356,7 @@ impl Writer<'_> {
             return Ok(());
         }
         if !self.sniffer.feed(&self.buf) {
-            return Err(unsupported());
+            return Err(unsupported(self.kind));
         }
         let bytes = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
         let now = self.state.clock.now();

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use payd_entity::{file, file_chunk};
 use sea_orm::{
     sea_query::{Expr, Query},
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
-    QueryTrait,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, QueryTrait,
 };
 
 use crate::{
@@ -118,4 +118,25 @@ pub async fn purge_orphan_chunks(
         .exec(db)
         .await?;
     Ok(res.rows_affected)
+}
+
+/// A small file's record and its whole bytes (product images: a few MiB at most), or `None`.
+pub async fn read_all(
+    db: &impl ConnectionTrait,
+    file_id: &str,
+) -> Result<Option<(file::Model, Vec<u8>)>, DbErr> {
+    let Some(mut f) = file::Entity::find_by_id(file_id).one(db).await? else {
+        return Ok(None);
+    };
+    let chunks = file_chunk::Entity::find()
+        .filter(file_chunk::Column::FileId.eq(file_id))
+        .order_by_asc(file_chunk::Column::Seq)
+        .all(db)
+        .await?;
+    let bytes = if chunks.is_empty() {
+        std::mem::take(&mut f.bytes)
+    } else {
+        chunks.into_iter().flat_map(|c| c.bytes).collect()
+    };
+    Ok(Some((f, bytes)))
 }

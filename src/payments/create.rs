@@ -13,7 +13,7 @@ use super::{
         parse_lines, CaptureMethodDto, CreatePaymentRequest, MandateRequest, MandateType,
         PaymentMethodData,
     },
-    machine::Status,
+    machine::{Line, Status},
     store,
 };
 use crate::{
@@ -21,8 +21,9 @@ use crate::{
     customers::{self, api::check_mandate},
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency},
-    ids::new_id,
+    ids::{self, new_id},
     processors::card::{parse_card, SecretCard, StoredCard},
+    products,
     recovery::RequestKey,
 };
 
@@ -58,8 +59,13 @@ pub async fn create(
         .transpose()?;
     check_metadata(req.metadata.as_ref())?;
     let now = deps.clock.now();
+    let id = new_id("pay");
+    let catalog = match &lines {
+        Some(lines) => check_catalog(&deps.db, &caller.scope(), &id, lines, &currency, now).await?,
+        None => Vec::new(),
+    };
     let m = payment::Model {
-        id: new_id("pay"),
+        id,
         merchant_id: caller.merchant_id.to_string(),
         profile_id: profile.to_string(),
         test_mode: caller.test_mode(),
@@ -137,7 +143,7 @@ pub async fn create(
                 .await?
                 .payment);
         }
-        None => store::insert(&deps.db, m, now, key.as_ref()).await?,
+        None => store::insert(&deps.db, m, now, key.as_ref(), catalog).await?,
     };
     if !req.confirm {
         return Ok(m);
@@ -147,6 +153,96 @@ pub async fn create(
     let confirmed = run(payments, &m.id, Some(access), command, key).await;
     fresh.remove(&m.id);
     Ok(confirmed?.payment)
+}
+
+/// Lines that name a catalog product or price must match the shop's catalog: both exist in
+/// the caller's shop and are on sale, the price belongs to the product, is one-off, in the
+/// payment's currency and of the line's `unit_amount`. Returns the writes the payment's
+/// commit adds for them (they hold the product and price on sale until it is written, and
+/// index the line for the sales report).
+async fn check_catalog(
+    db: &DatabaseConnection,
+    scope: &crate::auth::keys::Scope,
+    payment_id: &str,
+    lines: &[Line],
+    currency: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<crate::commit::Write>, ApiError> {
+    let mut writes = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let param = |f: &str| format!("lines[{i}].{f}");
+        if l.product_id.is_none() && l.price_id.is_none() {
+            continue;
+        }
+        let price = match &l.price_id {
+            Some(id) => Some(
+                match ids::has_shape(id, "price") {
+                    true => products::store::find_price(db, id).await?,
+                    false => None,
+                }
+                .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))
+                .ok_or_else(|| line_error(&param("price_id"), "no such price in this shop"))?,
+            ),
+            None => None,
+        };
+        let product_id = match (&l.product_id, &price) {
+            (Some(p), Some(price)) if p != &price.product_id => {
+                return Err(line_error(
+                    &param("price_id"),
+                    "the price belongs to another product",
+                ))
+            }
+            (Some(p), _) => p.clone(),
+            (None, Some(price)) => price.product_id.clone(),
+            (None, None) => continue,
+        };
+        let product = match ids::has_shape(&product_id, "prod") {
+            true => products::store::find_owned(db, &product_id, scope).await?,
+            false => None,
+        }
+        .ok_or_else(|| line_error(&param("product_id"), "no such product in this shop"))?;
+        if !product.active {
+            return Err(line_error(&param("product_id"), "the product is archived"));
+        }
+        if let Some(price) = &price {
+            if !price.active {
+                return Err(line_error(&param("price_id"), "the price is archived"));
+            }
+            if price.currency != currency {
+                return Err(line_error(
+                    &param("price_id"),
+                    &format!(
+                        "the price is in {}, the payment in {currency}",
+                        price.currency
+                    ),
+                ));
+            }
+            if price.recurring_interval.is_some() {
+                return Err(line_error(
+                    &param("price_id"),
+                    "a recurring price is billed by a subscription, not a payment line",
+                ));
+            }
+            if price.unit_amount != l.unit_amount {
+                return Err(line_error(
+                    &param("unit_amount"),
+                    &format!("the price's unit_amount is {}", price.unit_amount),
+                ));
+            }
+        }
+        writes.extend(products::store::line_writes(
+            payment_id,
+            &l.line_id,
+            l.product_id.as_deref().or(Some(product.id.as_str())),
+            l.price_id.as_deref(),
+            now,
+        ));
+    }
+    Ok(writes)
+}
+
+fn line_error(param: &str, message: &str) -> ApiError {
+    ApiError::invalid("line_catalog_mismatch", message).param(param)
 }
 
 pub fn parse_card_data(

@@ -117,9 +117,13 @@ pub async fn insert(
     m: payment::Model,
     now: DateTime<Utc>,
     key: Option<&RequestKey>,
+    catalog: Vec<Write>,
 ) -> Result<payment::Model, CommitError> {
-    let mut change = Change::at(now)
-        .write(commit::insert(m.clone()))
+    let mut change = Change::at(now).write(commit::insert(m.clone()));
+    for w in catalog {
+        change = change.write(w);
+    }
+    let mut change = change
         .write(history(&m.id, None, &m.status, "create", now))
         .and(jobs(&m, now, Duration::zero(), Jobs::None));
     if let Some(key) = key {

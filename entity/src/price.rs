@@ -1,0 +1,31 @@
+//! A price of a product: its amount, currency and recurrence never change.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "prices")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub product_id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    pub unit_amount: i64,
+    pub currency: String,
+    /// `day`, `week`, `month` or `year`; none for a one-off price.
+    pub recurring_interval: Option<String>,
+    pub recurring_interval_count: Option<i64>,
+    pub nickname: Option<String>,
+    /// JSON object.
+    pub metadata: Option<String>,
+    pub active: bool,
+    pub external_id: Option<String>,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

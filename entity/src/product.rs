@@ -1,0 +1,36 @@
+//! A product of a shop's catalog, with its add-on groups and bundle components.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "products")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    pub name: String,
+    pub description: Option<String>,
+    pub category_id: Option<String>,
+    /// JSON object.
+    pub metadata: Option<String>,
+    /// JSON array of image ids.
+    pub images: String,
+    pub active: bool,
+    pub default_price_id: Option<String>,
+    /// JSON array of components; none for a product that is not a bundle.
+    pub bundle: Option<String>,
+    /// JSON array of add-on groups.
+    pub addon_groups: String,
+    /// The product's id at the catalog processor it was imported from.
+    pub external_id: Option<String>,
+    pub version: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

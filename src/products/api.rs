@@ -1,0 +1,311 @@
+//! The product, price, add-on group, bundle, category and image objects, and the request types
+//! of the catalog routes.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{fields::Metadata, pagination::ListQuery};
+
+/// A price's recurrence: what a subscription bills every `interval_count` `interval`s.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Recurring {
+    /// `day`, `week`, `month` or `year`.
+    pub interval: String,
+    /// At least 1; at most a year in all (365 days, 52 weeks, 12 months or 1 year). Default 1.
+    #[serde(default = "one")]
+    pub interval_count: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// A price as given to `POST /products` and `POST /products/{product_id}/prices`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PriceInput {
+    /// Minor units of `currency`, ≥ 0. Never changes.
+    pub unit_amount: i64,
+    /// ISO 4217. Never changes.
+    pub currency: String,
+    /// Never changes; none for a one-off price.
+    #[serde(default)]
+    pub recurring: Option<Recurring>,
+    #[serde(default)]
+    pub nickname: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    /// Make it the product's default price (on creation: the first price is, unless another
+    /// says so).
+    #[serde(default)]
+    pub default: Option<bool>,
+}
+
+/// `POST /products`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateProductRequest {
+    /// 1 to 250 characters.
+    pub name: String,
+    /// At most 5 000 characters.
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub category_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    /// Image ids from `POST /products/images` (at most 8).
+    #[serde(default)]
+    pub images: Option<Vec<String>>,
+    /// At least one, at most 20.
+    pub prices: Vec<PriceInput>,
+}
+
+/// `POST /products/{product_id}`: only the fields given change.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProductRequest {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// A category id, or `""` for none.
+    #[serde(default)]
+    pub category_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    #[serde(default)]
+    pub images: Option<Vec<String>>,
+    /// An active price of the product.
+    #[serde(default)]
+    pub default_price_id: Option<String>,
+}
+
+/// `POST /products/{product_id}/prices/{price_id}`: a price's amount, currency and recurrence
+/// never change (create a new price and archive this one).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdatePriceRequest {
+    #[serde(default)]
+    pub nickname: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    /// `true` makes it the default price (it must be active); `false` is refused (make
+    /// another price the default instead).
+    #[serde(default)]
+    pub default: Option<bool>,
+}
+
+/// An add-on group as given: its members are products or prices of the same shop.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddonGroupInput {
+    /// 1 to 100 characters.
+    pub name: String,
+    /// 0 to `max_selections`.
+    pub min_selections: i64,
+    /// 1 to the number of members.
+    pub max_selections: i64,
+    #[serde(default)]
+    pub products: Vec<String>,
+    #[serde(default)]
+    pub prices: Vec<String>,
+}
+
+/// One component of a bundle: a product (its default price) or a price, and how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Component {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_id: Option<String>,
+    /// 1 to 1 000.
+    pub quantity: i64,
+}
+
+/// `POST /products/{product_id}/bundle`: the components (an empty list makes the product a
+/// plain product again).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BundleRequest {
+    pub components: Vec<Component>,
+}
+
+/// `POST /products/categories`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCategoryRequest {
+    /// 1 to 100 characters.
+    pub name: String,
+    /// A top-level category of the shop (one level of nesting).
+    #[serde(default)]
+    pub parent_id: Option<String>,
+}
+
+/// A price, as products show it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Price {
+    pub price_id: String,
+    pub product_id: String,
+    pub unit_amount: i64,
+    pub currency: String,
+    pub recurring: Option<Recurring>,
+    pub nickname: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    pub active: bool,
+    /// The product's default price.
+    pub default: bool,
+    /// Its id at the catalog processor it was imported from.
+    pub external_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// An add-on group, as products show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AddonGroup {
+    pub group_id: String,
+    pub name: String,
+    pub min_selections: i64,
+    pub max_selections: i64,
+    pub products: Vec<String>,
+    pub prices: Vec<String>,
+}
+
+/// A bundle's components.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Bundle {
+    pub components: Vec<Component>,
+}
+
+/// A product of the shop's catalog.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Product {
+    pub product_id: String,
+    pub profile_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// On sale: an archived product (and each archived price) cannot be sold.
+    pub active: bool,
+    pub category_id: Option<String>,
+    pub default_price_id: Option<String>,
+    /// Every price (`GET /products/list` shows the active ones).
+    pub prices: Vec<Price>,
+    pub addon_groups: Vec<AddonGroup>,
+    /// `null` unless the product is a bundle.
+    pub bundle: Option<Bundle>,
+    /// Image ids.
+    pub images: Vec<String>,
+    /// Where payd serves each image, in the order of `images`.
+    pub image_urls: Vec<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+    /// Its id at the catalog processor it was imported from.
+    pub external_id: Option<String>,
+    pub test_mode: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A category of products.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Category {
+    pub category_id: String,
+    pub profile_id: String,
+    pub name: String,
+    pub parent_id: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An uploaded product image.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Image {
+    pub image_id: String,
+    /// Served by payd without a key (the id is unguessable), with the image's type.
+    pub url: String,
+    /// `image/png`, `image/jpeg` or `image/webp`, told by the bytes.
+    pub content_type: String,
+    pub size: i64,
+    pub sha256: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The answer to deleting a product.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeletedProduct {
+    pub product_id: String,
+    pub deleted: bool,
+}
+
+/// Filters of `GET /products/list`.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListProductsQuery {
+    /// Only this shop's products (a caller scoped to a shop sees only its own anyway).
+    #[serde(default)]
+    pub profile_id: Option<String>,
+    /// On sale or archived.
+    #[serde(default)]
+    pub active: Option<bool>,
+    #[serde(default)]
+    pub category_id: Option<String>,
+    /// Products whose name contains this (case-insensitive, at most 100 characters).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// 1 to 100 (default 10).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+impl ListProductsQuery {
+    pub fn page_query(&self) -> ListQuery {
+        ListQuery {
+            limit: self.limit,
+            starting_after: self.starting_after.clone(),
+            ending_before: self.ending_before.clone(),
+        }
+    }
+}
+
+/// Filters of `GET /products/categories/list`.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListCategoriesQuery {
+    #[serde(default)]
+    pub profile_id: Option<String>,
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    /// 1 to 100 (default 10).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+impl ListCategoriesQuery {
+    pub fn page_query(&self) -> ListQuery {
+        ListQuery {
+            limit: self.limit,
+            starting_after: self.starting_after.clone(),
+            ending_before: self.ending_before.clone(),
+        }
+    }
+}

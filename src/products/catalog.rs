@@ -1,0 +1,781 @@
+//! The catalog's changes: each reads the product and its prices, decides with the checks of
+//! `machine.rs` and the shop's other objects, and commits under the product's version — again
+//! from the read after a lost race (`commit::retrying`).
+
+use chrono::{DateTime, Utc};
+use payd_entity::{price, product, product_category};
+use sea_orm::DatabaseConnection;
+
+use super::{
+    api::{
+        AddonGroup, AddonGroupInput, Component, CreateCategoryRequest, CreateProductRequest, Price,
+        PriceInput, Product, Recurring, UpdatePriceRequest, UpdateProductRequest,
+    },
+    machine::{self, Refusal},
+    store::{self, PriceWrite, HAS_SALES},
+};
+use crate::{
+    auth::keys::{Caller, Scope},
+    commit::{self, CommitError},
+    error::ApiError,
+    fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
+    ids::{has_shape, new_id},
+};
+
+/// Reads and commits of one change before giving up to concurrent writers.
+const TRIES: usize = 5;
+
+/// At most this many prices per product, images per product and components per bundle.
+pub const MAX_PRICES: usize = 20;
+pub const MAX_IMAGES: usize = 8;
+pub const MAX_COMPONENTS: usize = 50;
+pub const MAX_GROUPS: usize = 20;
+
+impl From<Refusal> for ApiError {
+    #[track_caller]
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Invalid { param, message } => ApiError::invalid_param(&param, message),
+            Refusal::Archived { ref param, .. } => {
+                ApiError::invalid("archived", r.to_string()).param(param.clone())
+            }
+            Refusal::DefaultPrice => ApiError::conflict("default_price", r.to_string()),
+            Refusal::HasSales => ApiError::conflict(HAS_SALES, r.to_string()),
+            Refusal::BundleCycle(_) => {
+                ApiError::invalid("bundle_cycle", r.to_string()).param("components")
+            }
+        }
+    }
+}
+
+fn not_found(what: &str, param: &str) -> ApiError {
+    ApiError::not_found(what).param(param)
+}
+
+/// A product of the caller's scope, or 404.
+pub async fn owned(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+) -> Result<product::Model, ApiError> {
+    if !has_shape(id, "prod") {
+        return Err(not_found("product", "product_id"));
+    }
+    store::find_owned(db, id, scope)
+        .await?
+        .ok_or_else(|| not_found("product", "product_id"))
+}
+
+/// The product as shown: with every price (`active_only`: the active ones).
+pub async fn render(
+    db: &DatabaseConnection,
+    public_url: &str,
+    products: Vec<product::Model>,
+    active_only: bool,
+) -> Result<Vec<Product>, ApiError> {
+    let ids: Vec<String> = products.iter().map(|p| p.id.clone()).collect();
+    let prices = store::prices_of(db, &ids).await?;
+    Ok(products
+        .into_iter()
+        .map(|p| {
+            let own = prices
+                .iter()
+                .filter(|x| x.product_id == p.id && (x.active || !active_only))
+                .map(|x| render_price(x, p.default_price_id.as_deref()))
+                .collect();
+            let images = store::images(&p);
+            Product {
+                product_id: p.id.clone(),
+                profile_id: p.profile_id.clone(),
+                name: p.name.clone(),
+                description: p.description.clone(),
+                active: p.active,
+                category_id: p.category_id.clone(),
+                default_price_id: p.default_price_id.clone(),
+                prices: own,
+                addon_groups: store::groups(&p),
+                bundle: store::components(&p).map(|components| super::api::Bundle { components }),
+                image_urls: images
+                    .iter()
+                    .map(|i| format!("{public_url}/products/images/{i}"))
+                    .collect(),
+                images,
+                metadata: p
+                    .metadata
+                    .as_deref()
+                    .and_then(|m| serde_json::from_str(m).ok()),
+                external_id: p.external_id.clone(),
+                test_mode: p.test_mode,
+                created_at: p.created_at,
+                updated_at: p.updated_at,
+            }
+        })
+        .collect())
+}
+
+pub fn render_price(p: &price::Model, default: Option<&str>) -> Price {
+    Price {
+        price_id: p.id.clone(),
+        product_id: p.product_id.clone(),
+        unit_amount: p.unit_amount,
+        currency: p.currency.clone(),
+        recurring: p.recurring_interval.as_ref().map(|i| Recurring {
+            interval: i.clone(),
+            interval_count: p.recurring_interval_count.unwrap_or(1),
+        }),
+        nickname: p.nickname.clone(),
+        metadata: p
+            .metadata
+            .as_deref()
+            .and_then(|m| serde_json::from_str(m).ok()),
+        active: p.active,
+        default: default == Some(p.id.as_str()),
+        external_id: p.external_id.clone(),
+        created_at: p.created_at,
+        updated_at: p.updated_at,
+    }
+}
+
+fn metadata_json(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
+    check_metadata(md)
+}
+
+fn check_name(param: &str, name: &str, max: usize) -> Result<String, ApiError> {
+    let n = name.trim();
+    if n.is_empty() || name.chars().count() > max {
+        return Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be 1 to {max} characters"),
+        ));
+    }
+    Ok(n.to_owned())
+}
+
+/// A new price row of `p` from its input (`param`: where it is in the request).
+pub fn new_price(
+    p: &product::Model,
+    input: &PriceInput,
+    param: &str,
+    max_amount: i64,
+    now: DateTime<Utc>,
+) -> Result<price::Model, ApiError> {
+    let at = |f: &str| format!("{param}.{f}");
+    if input.unit_amount != 0 {
+        parse_amount(&at("unit_amount"), input.unit_amount, max_amount)?;
+    }
+    if input.unit_amount < 0 {
+        return Err(ApiError::invalid_param(
+            &at("unit_amount"),
+            "unit_amount must be 0 or more",
+        ));
+    }
+    let currency = parse_currency(&at("currency"), &input.currency)?;
+    let recurring = match &input.recurring {
+        Some(r) => {
+            machine::check_recurring(&at("recurring"), &r.interval, r.interval_count)?;
+            Some((r.interval.clone(), r.interval_count))
+        }
+        None => None,
+    };
+    Ok(price::Model {
+        id: new_id("price"),
+        product_id: p.id.clone(),
+        merchant_id: p.merchant_id.clone(),
+        profile_id: p.profile_id.clone(),
+        test_mode: p.test_mode,
+        unit_amount: input.unit_amount,
+        currency,
+        recurring_interval: recurring.as_ref().map(|r| r.0.clone()),
+        recurring_interval_count: recurring.map(|r| r.1),
+        nickname: check_text(&at("nickname"), input.nickname.as_ref(), 250)?,
+        metadata: metadata_json(input.metadata.as_ref())?,
+        active: true,
+        external_id: None,
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// Images of the caller's merchant and mode, at most [`MAX_IMAGES`].
+async fn check_images(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    images: &[String],
+) -> Result<String, ApiError> {
+    if images.len() > MAX_IMAGES {
+        return Err(ApiError::invalid_param(
+            "images",
+            format!("at most {MAX_IMAGES} images"),
+        ));
+    }
+    for id in images {
+        let found = match has_shape(id, "img") {
+            true => store::find_image(db, id).await?,
+            false => None,
+        };
+        if !found
+            .is_some_and(|i| i.merchant_id == scope.merchant_id && i.test_mode == scope.test_mode)
+        {
+            return Err(not_found("image", "images"));
+        }
+    }
+    Ok(serde_json::to_string(images).unwrap_or_else(|_| "[]".into()))
+}
+
+/// A category of the product's shop.
+async fn check_category(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    shop: &str,
+    id: &str,
+) -> Result<product_category::Model, ApiError> {
+    match has_shape(id, "cat") {
+        true => store::find_category(db, id, scope).await?,
+        false => None,
+    }
+    .filter(|c| c.profile_id == shop)
+    .ok_or_else(|| not_found("category", "category_id"))
+}
+
+/// `POST /products`: the product with its prices, in one commit.
+pub async fn create(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    req: CreateProductRequest,
+    max_amount: i64,
+    max_products: u64,
+    now: DateTime<Utc>,
+) -> Result<product::Model, ApiError> {
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let name = check_name("name", &req.name, 250)?;
+    if req.prices.is_empty() || req.prices.len() > MAX_PRICES {
+        return Err(ApiError::invalid_param(
+            "prices",
+            format!("a product has 1 to {MAX_PRICES} prices"),
+        ));
+    }
+    let count = store::of_shop(
+        db,
+        scope.merchant_id.as_str(),
+        scope.test_mode,
+        &shop,
+        max_products + 1,
+    )
+    .await?
+    .len() as u64;
+    if count >= max_products {
+        return Err(ApiError::limit_reached(
+            "limits.max_products_per_shop",
+            max_products,
+        ));
+    }
+    if let Some(c) = &req.category_id {
+        check_category(db, &scope, &shop, c).await?;
+    }
+    let mut p = product::Model {
+        id: new_id("prod"),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: shop,
+        test_mode: scope.test_mode,
+        name,
+        description: check_text("description", req.description.as_ref(), 5000)?,
+        category_id: req.category_id.clone(),
+        metadata: metadata_json(req.metadata.as_ref())?,
+        images: check_images(db, &scope, req.images.as_deref().unwrap_or_default()).await?,
+        active: true,
+        default_price_id: None,
+        bundle: None,
+        addon_groups: "[]".into(),
+        external_id: None,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    };
+    let mut prices = Vec::with_capacity(req.prices.len());
+    let mut default = None;
+    for (i, input) in req.prices.iter().enumerate() {
+        let row = new_price(&p, input, &format!("prices[{i}]"), max_amount, now)?;
+        if input.default == Some(true) {
+            if default.is_some() {
+                return Err(ApiError::invalid_param(
+                    &format!("prices[{i}].default"),
+                    "only one price can be the default",
+                ));
+            }
+            default = Some(row.id.clone());
+        }
+        prices.push(row);
+    }
+    p.default_price_id = default.or_else(|| prices.first().map(|x| x.id.clone()));
+    store::insert(db, &p, &prices, now).await?;
+    Ok(p)
+}
+
+/// One change of a product: read it and its prices, decide, commit under its version; again
+/// after a lost race.
+async fn change<T>(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    now: DateTime<Utc>,
+    decide: impl AsyncFn(
+        &product::Model,
+        &[price::Model],
+    ) -> Result<(product::Model, Vec<PriceWrite>, T), ApiError>,
+) -> Result<(product::Model, T), ApiError> {
+    commit::retrying(TRIES, || async {
+        let before = owned(db, scope, id).await?;
+        let prices = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
+        let (mut after, writes, out) = decide(&before, &prices).await?;
+        after.updated_at = now;
+        Ok(commit::or_retry(store::commit(db, &before, after, writes).await)?.map(|p| (p, out)))
+    })
+    .await
+}
+
+/// The price of this product, or 404.
+fn price_of<'a>(prices: &'a [price::Model], price_id: &str) -> Result<&'a price::Model, ApiError> {
+    prices
+        .iter()
+        .find(|p| p.id == price_id)
+        .ok_or_else(|| not_found("price", "price_id"))
+}
+
+/// `POST /products/{product_id}`.
+pub async fn update(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    req: &UpdateProductRequest,
+    now: DateTime<Utc>,
+) -> Result<product::Model, ApiError> {
+    let name = req
+        .name
+        .as_deref()
+        .map(|n| check_name("name", n, 250))
+        .transpose()?;
+    let description = check_text("description", req.description.as_ref(), 5000)?;
+    let metadata = metadata_json(req.metadata.as_ref())?;
+    let images = match &req.images {
+        Some(i) => Some(check_images(db, scope, i).await?),
+        None => None,
+    };
+    let (p, ()) = change(db, scope, id, now, async |p, prices| {
+        let mut after = p.clone();
+        if let Some(n) = &name {
+            after.name = n.clone();
+        }
+        if description.is_some() {
+            after.description = description.clone();
+        }
+        if metadata.is_some() {
+            after.metadata = metadata.clone();
+        }
+        if let Some(i) = &images {
+            after.images = i.clone();
+        }
+        match req.category_id.as_deref() {
+            Some("") => after.category_id = None,
+            Some(c) => {
+                check_category(db, scope, &p.profile_id, c).await?;
+                after.category_id = Some(c.to_owned());
+            }
+            None => {}
+        }
+        if let Some(d) = &req.default_price_id {
+            let price = price_of(prices, d).map_err(|e| e.param("default_price_id"))?;
+            if !price.active {
+                return Err(archived_price(price, "the default", "default_price_id"));
+            }
+            after.default_price_id = Some(price.id.clone());
+        }
+        Ok((after, vec![], ()))
+    })
+    .await?;
+    Ok(p)
+}
+
+fn archived_price(p: &price::Model, use_: &'static str, param: &str) -> ApiError {
+    Refusal::Archived {
+        what: "price",
+        id: p.id.clone(),
+        use_,
+        param: param.to_owned(),
+    }
+    .into()
+}
+
+/// `POST …/archive` and `…/restore`.
+pub async fn set_active(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    active: bool,
+    now: DateTime<Utc>,
+) -> Result<product::Model, ApiError> {
+    let (p, ()) = change(db, scope, id, now, async |p, _| {
+        let mut after = p.clone();
+        after.active = active;
+        Ok((after, vec![], ()))
+    })
+    .await?;
+    Ok(p)
+}
+
+/// `DELETE /products/{product_id}`: only a product no payment line names.
+pub async fn delete(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), ApiError> {
+    let p = owned(db, scope, id).await?;
+    machine::delete(store::sold(db, &p.id).await?)?;
+    match store::delete(db, &p, now).await {
+        Ok(()) => Ok(()),
+        Err(CommitError::Refused(HAS_SALES)) => Err(Refusal::HasSales.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `POST /products/{product_id}/prices`.
+pub async fn add_price(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    input: &PriceInput,
+    max_amount: i64,
+    now: DateTime<Utc>,
+) -> Result<(product::Model, price::Model), ApiError> {
+    change(db, scope, id, now, async |p, prices| {
+        if prices.len() >= MAX_PRICES * 5 {
+            return Err(ApiError::limit_reached(
+                "prices per product",
+                MAX_PRICES * 5,
+            ));
+        }
+        let row = new_price(p, input, "price", max_amount, now)?;
+        let mut after = p.clone();
+        if input.default == Some(true) || p.default_price_id.is_none() {
+            after.default_price_id = Some(row.id.clone());
+        }
+        Ok((after, vec![PriceWrite::Insert(row.clone())], row))
+    })
+    .await
+}
+
+/// `POST /products/{product_id}/prices/{price_id}`: nickname, metadata, the default flag.
+pub async fn update_price(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    price_id: &str,
+    req: &UpdatePriceRequest,
+    now: DateTime<Utc>,
+) -> Result<(product::Model, price::Model), ApiError> {
+    let nickname = check_text("nickname", req.nickname.as_ref(), 250)?;
+    let metadata = metadata_json(req.metadata.as_ref())?;
+    change(db, scope, id, now, async |p, prices| {
+        let mut row = price_of(prices, price_id)?.clone();
+        let mut after = p.clone();
+        match req.default {
+            Some(true) if !row.active => {
+                return Err(archived_price(&row, "the default", "default"))
+            }
+            Some(true) => after.default_price_id = Some(row.id.clone()),
+            Some(false) if p.default_price_id.as_deref() == Some(price_id) => {
+                return Err(ApiError::invalid_param(
+                    "default",
+                    "make another price the default instead",
+                ))
+            }
+            _ => {}
+        }
+        if nickname.is_some() {
+            row.nickname = nickname.clone();
+        }
+        if metadata.is_some() {
+            row.metadata = metadata.clone();
+        }
+        row.updated_at = now;
+        Ok((after, vec![PriceWrite::Update(row.clone())], row))
+    })
+    .await
+}
+
+/// `POST …/prices/{price_id}/archive`: never the default price.
+pub async fn archive_price(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    price_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(product::Model, price::Model), ApiError> {
+    change(db, scope, id, now, async |p, prices| {
+        let mut row = price_of(prices, price_id)?.clone();
+        machine::archive_price(p.default_price_id.as_deref() == Some(price_id))?;
+        row.active = false;
+        row.updated_at = now;
+        Ok((p.clone(), vec![PriceWrite::Update(row.clone())], row))
+    })
+    .await
+}
+
+/// The members of an add-on group: active products and prices of the same shop, never the
+/// product itself or its own prices.
+async fn check_members(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    p: &product::Model,
+    input: &AddonGroupInput,
+) -> Result<(), ApiError> {
+    machine::check_addon_group(
+        &input.name,
+        input.min_selections,
+        input.max_selections,
+        &input.products,
+        &input.prices,
+    )?;
+    for (i, m) in input.products.iter().enumerate() {
+        let param = format!("products[{i}]");
+        if m == &p.id {
+            return Err(ApiError::invalid_param(
+                &param,
+                "a product is not its own add-on",
+            ));
+        }
+        let member = sibling_product(db, scope, p, m, &param).await?;
+        if !member.active {
+            return Err(archived_product(&member, "an add-on", &param));
+        }
+    }
+    for (i, m) in input.prices.iter().enumerate() {
+        let param = format!("prices[{i}]");
+        let price = sibling_price(db, scope, p, m, &param).await?;
+        if price.product_id == p.id {
+            return Err(ApiError::invalid_param(
+                &param,
+                "a product's own price is not its add-on",
+            ));
+        }
+        if !price.active {
+            return Err(archived_price(&price, "an add-on", &param));
+        }
+    }
+    Ok(())
+}
+
+fn archived_product(p: &product::Model, use_: &'static str, param: &str) -> ApiError {
+    Refusal::Archived {
+        what: "product",
+        id: p.id.clone(),
+        use_,
+        param: param.to_owned(),
+    }
+    .into()
+}
+
+/// Another product of `p`'s shop, or 404 naming `param`.
+async fn sibling_product(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    p: &product::Model,
+    id: &str,
+    param: &str,
+) -> Result<product::Model, ApiError> {
+    match has_shape(id, "prod") {
+        true => store::find_owned(db, id, scope).await?,
+        false => None,
+    }
+    .filter(|x| x.profile_id == p.profile_id)
+    .ok_or_else(|| not_found("product", param))
+}
+
+/// A price of `p`'s shop, or 404 naming `param`.
+async fn sibling_price(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    p: &product::Model,
+    id: &str,
+    param: &str,
+) -> Result<price::Model, ApiError> {
+    match has_shape(id, "price") {
+        true => store::find_price(db, id).await?,
+        false => None,
+    }
+    .filter(|x| {
+        scope.sees(&x.merchant_id, x.test_mode, &x.profile_id) && x.profile_id == p.profile_id
+    })
+    .ok_or_else(|| not_found("price", param))
+}
+
+/// Adds (`group_id: None`) or replaces an add-on group.
+pub async fn put_group(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    group_id: Option<&str>,
+    input: &AddonGroupInput,
+    now: DateTime<Utc>,
+) -> Result<AddonGroup, ApiError> {
+    let (_, group) = change(db, scope, id, now, async |p, _| {
+        check_members(db, scope, p, input).await?;
+        let mut groups = store::groups(p);
+        let group = AddonGroup {
+            group_id: group_id.map_or_else(|| new_id("grp"), str::to_owned),
+            name: input.name.trim().to_owned(),
+            min_selections: input.min_selections,
+            max_selections: input.max_selections,
+            products: input.products.clone(),
+            prices: input.prices.clone(),
+        };
+        match group_id {
+            Some(g) => {
+                let slot = groups
+                    .iter_mut()
+                    .find(|x| x.group_id == g)
+                    .ok_or_else(|| not_found("add-on group", "group_id"))?;
+                *slot = group.clone();
+            }
+            None if groups.len() >= MAX_GROUPS => {
+                return Err(ApiError::limit_reached(
+                    "add-on groups per product",
+                    MAX_GROUPS,
+                ))
+            }
+            None => groups.push(group.clone()),
+        }
+        let mut after = p.clone();
+        after.addon_groups = serde_json::to_string(&groups).unwrap_or_else(|_| "[]".into());
+        Ok((after, vec![], group))
+    })
+    .await?;
+    Ok(group)
+}
+
+/// Removes an add-on group.
+pub async fn remove_group(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    group_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), ApiError> {
+    change(db, scope, id, now, async |p, _| {
+        let mut groups = store::groups(p);
+        let before = groups.len();
+        groups.retain(|g| g.group_id != group_id);
+        if groups.len() == before {
+            return Err(not_found("add-on group", "group_id"));
+        }
+        let mut after = p.clone();
+        after.addon_groups = serde_json::to_string(&groups).unwrap_or_else(|_| "[]".into());
+        Ok((after, vec![], ()))
+    })
+    .await?;
+    Ok(())
+}
+
+/// `POST /products/{product_id}/bundle`: components of the same shop, on sale, without a
+/// cycle through other bundles.
+pub async fn set_bundle(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    id: &str,
+    components: &[Component],
+    now: DateTime<Utc>,
+) -> Result<product::Model, ApiError> {
+    if components.len() > MAX_COMPONENTS {
+        return Err(ApiError::invalid_param(
+            "components",
+            format!("a bundle has at most {MAX_COMPONENTS} components"),
+        ));
+    }
+    let (p, ()) = change(db, scope, id, now, async |p, _| {
+        let mut targets = Vec::with_capacity(components.len());
+        for (i, c) in components.iter().enumerate() {
+            let param = |f: &str| format!("components[{i}].{f}");
+            if !(1..=1000).contains(&c.quantity) {
+                return Err(ApiError::invalid_param(
+                    &param("quantity"),
+                    "quantity must be 1 to 1000",
+                ));
+            }
+            let product_id = match (&c.product_id, &c.price_id) {
+                (Some(prod), None) => {
+                    if prod == &p.id {
+                        return Err(Refusal::BundleCycle(vec![p.id.clone(), p.id.clone()]).into());
+                    }
+                    let member = sibling_product(db, scope, p, prod, &param("product_id")).await?;
+                    if !member.active {
+                        return Err(archived_product(
+                            &member,
+                            "a component",
+                            &param("product_id"),
+                        ));
+                    }
+                    member.id
+                }
+                (None, Some(price)) => {
+                    let price = sibling_price(db, scope, p, price, &param("price_id")).await?;
+                    if !price.active {
+                        return Err(archived_price(&price, "a component", &param("price_id")));
+                    }
+                    price.product_id
+                }
+                _ => {
+                    return Err(ApiError::invalid_param(
+                        &format!("components[{i}]"),
+                        "a component names a product_id or a price_id, not both",
+                    ))
+                }
+            };
+            targets.push(product_id);
+        }
+        let graph = store::bundle_graph(db, &p.merchant_id, p.test_mode, &p.profile_id).await?;
+        if let Some(cycle) = machine::find_cycle(&p.id, &targets, &graph) {
+            return Err(Refusal::BundleCycle(cycle).into());
+        }
+        let mut after = p.clone();
+        after.bundle = (!components.is_empty())
+            .then(|| serde_json::to_string(components).unwrap_or_else(|_| "[]".into()));
+        Ok((after, vec![], ()))
+    })
+    .await?;
+    Ok(p)
+}
+
+/// `POST /products/categories`.
+pub async fn create_category(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    req: &CreateCategoryRequest,
+    now: DateTime<Utc>,
+) -> Result<product_category::Model, ApiError> {
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let name = check_name("name", &req.name, 100)?;
+    if let Some(parent) = &req.parent_id {
+        let parent = check_category(db, &scope, &shop, parent)
+            .await
+            .map_err(|e| e.param("parent_id"))?;
+        if parent.parent_id.is_some() {
+            return Err(ApiError::invalid_param(
+                "parent_id",
+                "categories nest one level: the parent must be a top-level category",
+            ));
+        }
+    }
+    let c = product_category::Model {
+        id: new_id("cat"),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: shop,
+        test_mode: scope.test_mode,
+        name,
+        parent_id: req.parent_id.clone(),
+        created_at: now,
+    };
+    store::insert_category(db, &c).await?;
+    Ok(c)
+}

@@ -1,0 +1,606 @@
+//! Importing a catalog from a processor: the sandbox catalog processor and its fixed catalog,
+//! previews (what an import would create, update or archive, by external id, stored so that
+//! applying does exactly that), applying a preview once, and the catalog actions of a shop's
+//! processor accounts.
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use payd_entity::{catalog_preview, price, processor_account, product};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, DatabaseConnection, EntityTrait, IntoActiveModel, QueryFilter,
+    QueryOrder, QueryTrait,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::{
+    catalog::MAX_PRICES,
+    machine::{self, LocalProduct, RemotePrice, RemoteProduct, Step},
+    store,
+};
+use crate::{
+    auth::{keys::Caller, SecretKey},
+    commit::{self, Change, CommitError, Write},
+    error::ApiError,
+    http::ApiJson,
+    ids::{has_shape, new_id},
+    state::AppState,
+};
+
+/// The catalog processor every sandbox shop has.
+pub const SANDBOX_CATALOG: &str = "sandbox_catalog";
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/products/import/preview").route(web::post().to(preview_import)))
+        .service(web::resource("/products/import/apply").route(web::post().to(apply_import)))
+        .service(
+            web::resource("/products/provider-accounts").route(web::get().to(provider_accounts)),
+        );
+}
+
+/// The sandbox catalog processor's catalog: fixed, so a second import changes nothing.
+pub fn sandbox_catalog() -> Vec<RemoteProduct> {
+    let price = |id: &str, amount: i64, recurring: Option<(&str, i64)>| RemotePrice {
+        external_id: id.to_owned(),
+        unit_amount: amount,
+        currency: "EUR".to_owned(),
+        recurring: recurring.map(|(i, c)| (i.to_owned(), c)),
+    };
+    vec![
+        RemoteProduct {
+            external_id: "sbx_prod_coffee".into(),
+            name: "Coffee beans, 1 kg".into(),
+            description: Some("Single-origin, roasted weekly".into()),
+            active: true,
+            prices: vec![
+                price("sbx_price_coffee", 2400, None),
+                price("sbx_price_coffee_monthly", 2200, Some(("month", 1))),
+            ],
+        },
+        RemoteProduct {
+            external_id: "sbx_prod_mug".into(),
+            name: "Mug".into(),
+            description: None,
+            active: true,
+            prices: vec![price("sbx_price_mug", 1200, None)],
+        },
+        RemoteProduct {
+            external_id: "sbx_prod_grinder".into(),
+            name: "Burr grinder".into(),
+            description: Some("Conical steel burrs".into()),
+            active: true,
+            prices: vec![price("sbx_price_grinder", 8900, None)],
+        },
+        RemoteProduct {
+            external_id: "sbx_prod_teapot".into(),
+            name: "Teapot".into(),
+            description: None,
+            active: false,
+            prices: vec![price("sbx_price_teapot", 3500, None)],
+        },
+    ]
+}
+
+/// A processor account and the catalog actions it supports.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProviderAccount {
+    /// The account's name (`sandbox_catalog`: the sandbox catalog processor).
+    pub account: String,
+    /// `sandbox` or `remote`.
+    pub kind: String,
+    /// `import`, `export`, or none.
+    pub catalog_actions: Vec<String>,
+}
+
+/// `GET /products/provider-accounts`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProviderAccounts {
+    pub data: Vec<ProviderAccount>,
+}
+
+/// The catalog processors of a shop: the sandbox catalog in test mode, then its configured
+/// processor accounts (which speak payments only: no catalog actions).
+async fn accounts(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    shop: &str,
+) -> Result<Vec<ProviderAccount>, ApiError> {
+    let mut out = Vec::new();
+    if caller.test_mode() {
+        out.push(ProviderAccount {
+            account: SANDBOX_CATALOG.into(),
+            kind: "sandbox".into(),
+            catalog_actions: vec!["import".into()],
+        });
+    }
+    let configured = processor_account::Entity::find()
+        .filter(processor_account::Column::MerchantId.eq(caller.merchant_id.as_str()))
+        .filter(processor_account::Column::ProfileId.eq(shop))
+        .order_by_asc(processor_account::Column::Name)
+        .all(db)
+        .await?;
+    out.extend(configured.into_iter().map(|a| ProviderAccount {
+        account: a.name,
+        kind: a.kind,
+        catalog_actions: vec![],
+    }));
+    Ok(out)
+}
+
+/// The processor accounts of the shop and the catalog actions each supports.
+#[utoipa::path(get, path = "/products/provider-accounts", tag = "products",
+    responses((status = 200, body = ProviderAccounts), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn provider_accounts(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = caller.require_shop()?.to_string();
+    Ok(HttpResponse::Ok().json(ProviderAccounts {
+        data: accounts(&state.db, &caller, &shop).await?,
+    }))
+}
+
+/// `POST /products/import/preview`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewRequest {
+    /// The processor account to import from; by default the shop's account that supports
+    /// import.
+    #[serde(default)]
+    pub account: Option<String>,
+}
+
+/// `POST /products/import/apply`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyRequest {
+    pub preview_id: String,
+}
+
+/// What an import would do to one product.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PlannedProduct {
+    /// The product's id at the processor.
+    pub external_id: String,
+    /// The shop's product (none for one to create).
+    pub product_id: Option<String>,
+    pub name: String,
+    /// External ids of the prices it would add.
+    pub add_prices: Vec<String>,
+    /// Price ids it would archive.
+    pub archive_prices: Vec<String>,
+}
+
+/// A stored preview: exactly what applying it does.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Preview {
+    pub preview_id: String,
+    pub account: String,
+    pub create: Vec<PlannedProduct>,
+    pub update: Vec<PlannedProduct>,
+    pub archive: Vec<PlannedProduct>,
+    /// Imported products that already match the processor's.
+    pub unchanged: usize,
+    /// Whether it was applied (applying again returns the same answer).
+    pub applied: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The answer of an apply.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Applied {
+    pub preview_id: String,
+    /// Products created, by external id.
+    pub created: Vec<AppliedProduct>,
+    pub updated: Vec<AppliedProduct>,
+    pub archived: Vec<AppliedProduct>,
+    pub applied_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AppliedProduct {
+    pub external_id: String,
+    pub product_id: String,
+}
+
+/// The shop's imported products as the planner sees them, and the fingerprint of its whole
+/// catalog (every product's id and version).
+async fn local(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    shop: &str,
+    max: u64,
+) -> Result<(Vec<LocalProduct>, String), ApiError> {
+    let products = store::of_shop(
+        db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        shop,
+        max,
+    )
+    .await?;
+    let mut hash = Sha256::new();
+    for p in &products {
+        hash.update(format!("{}:{};", p.id, p.version));
+    }
+    let imported: Vec<&product::Model> = products
+        .iter()
+        .filter(|p| p.external_id.is_some())
+        .collect();
+    let ids: Vec<String> = imported.iter().map(|p| p.id.clone()).collect();
+    let prices = store::prices_of(db, &ids).await?;
+    let out = imported
+        .into_iter()
+        .map(|p| LocalProduct {
+            product_id: p.id.clone(),
+            external_id: p.external_id.clone().unwrap_or_default(),
+            name: p.name.clone(),
+            description: p.description.clone(),
+            active: p.active,
+            prices: prices
+                .iter()
+                .filter(|x| x.product_id == p.id)
+                .filter_map(|x| Some((x.id.clone(), x.external_id.clone()?, x.active)))
+                .collect(),
+        })
+        .collect();
+    Ok((out, hex::encode(hash.finalize())))
+}
+
+fn planned(
+    steps: &[Step],
+) -> (
+    Vec<PlannedProduct>,
+    Vec<PlannedProduct>,
+    Vec<PlannedProduct>,
+) {
+    let (mut create, mut update, mut archive) = (vec![], vec![], vec![]);
+    for s in steps {
+        match s {
+            Step::Create { product } => create.push(PlannedProduct {
+                external_id: product.external_id.clone(),
+                product_id: None,
+                name: product.name.clone(),
+                add_prices: product
+                    .prices
+                    .iter()
+                    .map(|p| p.external_id.clone())
+                    .collect(),
+                archive_prices: vec![],
+            }),
+            Step::Update {
+                product_id,
+                product,
+                add_prices,
+                archive_prices,
+            } => update.push(PlannedProduct {
+                external_id: product.external_id.clone(),
+                product_id: Some(product_id.clone()),
+                name: product.name.clone(),
+                add_prices: add_prices.iter().map(|p| p.external_id.clone()).collect(),
+                archive_prices: archive_prices.clone(),
+            }),
+            Step::Archive {
+                product_id,
+                external_id,
+            } => archive.push(PlannedProduct {
+                external_id: external_id.clone(),
+                product_id: Some(product_id.clone()),
+                name: String::new(),
+                add_prices: vec![],
+                archive_prices: vec![],
+            }),
+        }
+    }
+    (create, update, archive)
+}
+
+fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Preview {
+    let steps: Vec<Step> = serde_json::from_str(&p.plan).unwrap_or_default();
+    let (create, update, archive) = planned(&steps);
+    let touched = update.len() + archive.len();
+    Preview {
+        preview_id: p.id.clone(),
+        account: p.account.clone(),
+        unchanged: local_count.saturating_sub(touched),
+        create,
+        update,
+        archive,
+        applied: p.applied_at.is_some(),
+        created_at: p.created_at,
+    }
+}
+
+/// Preview an import: what it would create, update or archive, by external id.
+#[utoipa::path(post, path = "/products/import/preview", tag = "products",
+    request_body(content = PreviewRequest, description = "optional"),
+    responses((status = 201, body = Preview), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn preview_import(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<PreviewRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = caller.require_shop()?.to_string();
+    let accounts = accounts(&state.db, &caller, &shop).await?;
+    let account = match &req.account {
+        Some(name) => accounts
+            .iter()
+            .find(|a| &a.account == name)
+            .ok_or_else(|| ApiError::not_found("processor account").param("account"))?,
+        None => accounts
+            .iter()
+            .find(|a| a.catalog_actions.iter().any(|c| c == "import"))
+            .ok_or_else(|| {
+                ApiError::invalid_param(
+                    "account",
+                    "no processor account of the shop supports import",
+                )
+            })?,
+    };
+    if !account.catalog_actions.iter().any(|c| c == "import") {
+        return Err(ApiError::invalid_param(
+            "account",
+            format!(
+                "processor account {:?} does not support catalog import",
+                account.account
+            ),
+        ));
+    }
+    let max = state.settings.limits.max_products_per_shop;
+    let (local_products, fingerprint) = local(&state.db, &caller, &shop, max).await?;
+    let steps = machine::plan(&local_products, &sandbox_catalog());
+    let now = state.clock.now();
+    let row = catalog_preview::Model {
+        id: new_id("prev"),
+        merchant_id: caller.merchant_id.as_str().to_owned(),
+        profile_id: shop,
+        test_mode: caller.test_mode(),
+        account: account.account.clone(),
+        plan: serde_json::to_string(&steps).unwrap_or_else(|_| "[]".into()),
+        fingerprint,
+        applied_at: None,
+        result: None,
+        created_at: now,
+    };
+    commit::commit(
+        &state.db,
+        Change::at(now).write(commit::insert(row.clone())),
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(render_preview(&row, local_products.len())))
+}
+
+/// Apply a preview exactly as it was shown. A preview of a catalog that changed since is 409
+/// `preview_stale`; applying one twice answers the first apply again and changes nothing.
+#[utoipa::path(post, path = "/products/import/apply", tag = "products", request_body = ApplyRequest,
+    responses((status = 200, body = Applied), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn apply_import(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<ApplyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let scope = caller.scope();
+    let missing = || ApiError::not_found("preview").param("preview_id");
+    if !has_shape(&req.preview_id, "prev") {
+        return Err(missing());
+    }
+    let find = || async {
+        catalog_preview::Entity::find_by_id(req.preview_id.as_str())
+            .one(&state.db)
+            .await
+            .map(|p| p.filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
+    };
+    let preview = find().await?.ok_or_else(missing)?;
+    if let Some(done) = preview.result.as_deref() {
+        return Ok(HttpResponse::Ok().body_json(done));
+    }
+    let max = state.settings.limits.max_products_per_shop;
+    let (_, fingerprint) = local(&state.db, &caller, &preview.profile_id, max).await?;
+    if fingerprint != preview.fingerprint {
+        return Err(ApiError::conflict(
+            "preview_stale",
+            "the shop's catalog changed after this preview: preview the import again",
+        )
+        .param("preview_id"));
+    }
+    let steps: Vec<Step> = serde_json::from_str(&preview.plan).unwrap_or_default();
+    let now = state.clock.now();
+    let (change, applied) = apply(&state.db, &preview, &steps, now).await?;
+    let json = serde_json::to_string(&applied).unwrap_or_default();
+    let mut done = preview.clone();
+    done.applied_at = Some(now);
+    done.result = Some(json.clone());
+    // The preview is marked applied in the same commit, only if nobody applied it first.
+    let mark = Write::Cas(
+        catalog_preview::Entity::update_many()
+            .set(done.into_active_model().reset_all())
+            .filter(catalog_preview::Column::Id.eq(preview.id.as_str()))
+            .filter(catalog_preview::Column::AppliedAt.is_null())
+            .into_query(),
+    );
+    match commit::commit(&state.db, change.write(mark)).await {
+        Ok(_) => Ok(HttpResponse::Ok().body_json(&json)),
+        // Another apply of this preview, or a change of one of its products, came first.
+        Err(CommitError::LostRace) => match find().await?.and_then(|p| p.result) {
+            Some(first) => Ok(HttpResponse::Ok().body_json(&first)),
+            None => Err(ApiError::conflict(
+                "preview_stale",
+                "the shop's catalog changed while applying: preview the import again",
+            )
+            .param("preview_id")),
+        },
+        Err(e) => Err(e.into()),
+    }
+}
+
+trait BodyJson {
+    fn body_json(&mut self, json: &str) -> HttpResponse;
+}
+
+impl BodyJson for actix_web::HttpResponseBuilder {
+    fn body_json(&mut self, json: &str) -> HttpResponse {
+        self.content_type("application/json").body(json.to_owned())
+    }
+}
+
+/// The writes of a preview's steps, and what they do.
+async fn apply(
+    db: &DatabaseConnection,
+    preview: &catalog_preview::Model,
+    steps: &[Step],
+    now: DateTime<Utc>,
+) -> Result<(Change, Applied), ApiError> {
+    let mut change = Change::at(now);
+    let mut applied = Applied {
+        preview_id: preview.id.clone(),
+        created: vec![],
+        updated: vec![],
+        archived: vec![],
+        applied_at: now,
+    };
+    let new_price = |p: &product::Model, r: &RemotePrice| price::Model {
+        id: new_id("price"),
+        product_id: p.id.clone(),
+        merchant_id: p.merchant_id.clone(),
+        profile_id: p.profile_id.clone(),
+        test_mode: p.test_mode,
+        unit_amount: r.unit_amount,
+        currency: r.currency.clone(),
+        recurring_interval: r.recurring.as_ref().map(|(i, _)| i.clone()),
+        recurring_interval_count: r.recurring.as_ref().map(|(_, c)| *c),
+        nickname: None,
+        metadata: None,
+        active: true,
+        external_id: Some(r.external_id.clone()),
+        created_at: now,
+        updated_at: now,
+    };
+    for step in steps {
+        match step {
+            Step::Create { product: r } => {
+                let mut p = product::Model {
+                    id: new_id("prod"),
+                    merchant_id: preview.merchant_id.clone(),
+                    profile_id: preview.profile_id.clone(),
+                    test_mode: preview.test_mode,
+                    name: r.name.clone(),
+                    description: r.description.clone(),
+                    category_id: None,
+                    metadata: None,
+                    images: "[]".into(),
+                    active: true,
+                    default_price_id: None,
+                    bundle: None,
+                    addon_groups: "[]".into(),
+                    external_id: Some(r.external_id.clone()),
+                    version: 1,
+                    created_at: now,
+                    updated_at: now,
+                };
+                let prices: Vec<price::Model> = r
+                    .prices
+                    .iter()
+                    .take(MAX_PRICES)
+                    .map(|x| new_price(&p, x))
+                    .collect();
+                p.default_price_id = prices.first().map(|x| x.id.clone());
+                change = change.write(commit::insert(p.clone()));
+                for x in prices {
+                    change = change.write(commit::insert(x));
+                }
+                applied.created.push(AppliedProduct {
+                    external_id: r.external_id.clone(),
+                    product_id: p.id,
+                });
+            }
+            Step::Update {
+                product_id,
+                product: r,
+                add_prices,
+                archive_prices,
+            } => {
+                let Some(before) = store::find(db, product_id).await? else {
+                    continue;
+                };
+                let mut after = before.clone();
+                after.name = r.name.clone();
+                after.description = r.description.clone();
+                after.active = true;
+                after.version = before.version + 1;
+                after.updated_at = now;
+                let added: Vec<price::Model> =
+                    add_prices.iter().map(|x| new_price(&before, x)).collect();
+                let current = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
+                // The default moves off a price about to be archived.
+                if before
+                    .default_price_id
+                    .as_ref()
+                    .is_none_or(|d| archive_prices.contains(d))
+                {
+                    after.default_price_id = added.first().map(|x| x.id.clone()).or_else(|| {
+                        current
+                            .iter()
+                            .find(|x| x.active && !archive_prices.contains(&x.id))
+                            .map(|x| x.id.clone())
+                    });
+                }
+                change = change.write(Write::Cas(
+                    product::Entity::update_many()
+                        .set(after.clone().into_active_model().reset_all())
+                        .filter(product::Column::Id.eq(before.id.as_str()))
+                        .filter(product::Column::Version.eq(before.version))
+                        .into_query(),
+                ));
+                for x in added {
+                    change = change.write(commit::insert(x));
+                }
+                for id in archive_prices {
+                    if let Some(mut x) = current.iter().find(|x| &x.id == id).cloned() {
+                        x.active = false;
+                        x.updated_at = now;
+                        change = change.write(Write::Update(
+                            price::Entity::update_many()
+                                .set(x.into_active_model().reset_all())
+                                .filter(price::Column::Id.eq(id.as_str()))
+                                .into_query(),
+                        ));
+                    }
+                }
+                applied.updated.push(AppliedProduct {
+                    external_id: r.external_id.clone(),
+                    product_id: before.id,
+                });
+            }
+            Step::Archive {
+                product_id,
+                external_id,
+            } => {
+                let Some(before) = store::find(db, product_id).await? else {
+                    continue;
+                };
+                let mut after = before.clone();
+                after.active = false;
+                after.version = before.version + 1;
+                after.updated_at = now;
+                change = change.write(Write::Cas(
+                    product::Entity::update_many()
+                        .set(after.into_active_model().reset_all())
+                        .filter(product::Column::Id.eq(before.id.as_str()))
+                        .filter(product::Column::Version.eq(before.version))
+                        .into_query(),
+                ));
+                applied.archived.push(AppliedProduct {
+                    external_id: external_id.clone(),
+                    product_id: before.id,
+                });
+            }
+        }
+    }
+    Ok((change, applied))
+}

@@ -1,0 +1,426 @@
+//! Persistence of the catalog. A product is the aggregate: every change of it, of its prices,
+//! add-on groups or bundle commits under a compare-and-set on the product's `version`, so two
+//! writers never interleave and a price never changes behind a product's back.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use payd_entity::{payment_line, price, product, product_category, product_image};
+use sea_orm::{
+    sea_query::{Expr, ExprTrait, Func, Query},
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+};
+
+use super::api::{AddonGroup, Component, ListCategoriesQuery, ListProductsQuery};
+use crate::{
+    auth::keys::Scope,
+    commit::{self, Change, Write},
+    pagination::{paginate, List, Page, PageError},
+};
+
+pub use crate::commit::CommitError;
+
+/// The refusal of a delete whose product is on a payment line.
+pub const HAS_SALES: &str = "product_has_sales";
+
+pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<product::Model>, DbErr> {
+    product::Entity::find_by_id(id).one(db).await
+}
+
+/// A product of the caller's scope; `None` for anyone else's.
+pub async fn find_owned(
+    db: &impl ConnectionTrait,
+    id: &str,
+    scope: &Scope,
+) -> Result<Option<product::Model>, DbErr> {
+    Ok(find(db, id)
+        .await?
+        .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
+}
+
+pub async fn find_price(
+    db: &impl ConnectionTrait,
+    id: &str,
+) -> Result<Option<price::Model>, DbErr> {
+    price::Entity::find_by_id(id).one(db).await
+}
+
+/// The prices of these products, oldest first.
+pub async fn prices_of(
+    db: &impl ConnectionTrait,
+    product_ids: &[String],
+) -> Result<Vec<price::Model>, DbErr> {
+    price::Entity::find()
+        .filter(price::Column::ProductId.is_in(product_ids.iter().map(String::as_str)))
+        .order_by_asc(price::Column::Id)
+        .all(db)
+        .await
+}
+
+/// The add-on groups stored on a product.
+pub fn groups(p: &product::Model) -> Vec<AddonGroup> {
+    serde_json::from_str(&p.addon_groups).unwrap_or_default()
+}
+
+/// A bundle's components; `None` for a product that is not a bundle.
+pub fn components(p: &product::Model) -> Option<Vec<Component>> {
+    p.bundle
+        .as_deref()
+        .and_then(|b| serde_json::from_str(b).ok())
+}
+
+/// The image ids stored on a product.
+pub fn images(p: &product::Model) -> Vec<String> {
+    serde_json::from_str(&p.images).unwrap_or_default()
+}
+
+/// A new product with its prices, in one commit.
+pub async fn insert(
+    db: &DatabaseConnection,
+    p: &product::Model,
+    prices: &[price::Model],
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let mut change = Change::at(now).write(commit::insert(p.clone()));
+    for price in prices {
+        change = change.write(commit::insert(price.clone()));
+    }
+    commit::commit(db, change).await?;
+    Ok(())
+}
+
+/// The compare-and-set of a product's row: `after` replaces `before` if nobody wrote since.
+fn cas(before: &product::Model, after: &product::Model) -> Write {
+    Write::Cas(
+        product::Entity::update_many()
+            .set(after.clone().into_active_model().reset_all())
+            .filter(product::Column::Id.eq(before.id.as_str()))
+            .filter(product::Column::Version.eq(before.version))
+            .into_query(),
+    )
+}
+
+/// What a product's change does to its prices.
+pub enum PriceWrite {
+    Insert(price::Model),
+    Update(price::Model),
+}
+
+/// Replaces the product (version bumped) with the writes of its prices, in one commit.
+pub async fn commit(
+    db: &DatabaseConnection,
+    before: &product::Model,
+    mut after: product::Model,
+    prices: Vec<PriceWrite>,
+) -> Result<product::Model, CommitError> {
+    after.version = before.version + 1;
+    let mut change = Change::at(after.updated_at).write(cas(before, &after));
+    for w in prices {
+        change = change.write(match w {
+            PriceWrite::Insert(p) => commit::insert(p),
+            PriceWrite::Update(p) => Write::Update(
+                price::Entity::update_many()
+                    .set(p.clone().into_active_model().reset_all())
+                    .filter(price::Column::Id.eq(p.id.as_str()))
+                    .into_query(),
+            ),
+        });
+    }
+    commit::commit(db, change).await?;
+    Ok(after)
+}
+
+/// Deletes a product and its prices if nobody wrote since and no payment line names it or
+/// one of its prices (checked inside the commit, after the compare-and-set holds the row, so
+/// a payment naming it cannot slip in between).
+pub async fn delete(
+    db: &DatabaseConnection,
+    before: &product::Model,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let mut held = before.clone();
+    held.version = before.version + 1;
+    held.updated_at = now;
+    let on_a_line = Query::select()
+        .expr(Expr::val(1))
+        .from(payment_line::Entity)
+        .cond_where(
+            Condition::any()
+                .add(payment_line::Column::ProductId.eq(before.id.as_str()))
+                .add(
+                    payment_line::Column::PriceId.in_subquery(
+                        Query::select()
+                            .column(price::Column::Id)
+                            .from(price::Entity)
+                            .and_where(price::Column::ProductId.eq(before.id.as_str()))
+                            .to_owned(),
+                    ),
+                ),
+        )
+        .limit(1)
+        .to_owned();
+    let change = Change::at(now)
+        .write(cas(before, &held))
+        .write(Write::Require {
+            query: on_a_line,
+            exists: false,
+            refusal: HAS_SALES,
+        })
+        .write(Write::Delete(
+            price::Entity::delete_many()
+                .filter(price::Column::ProductId.eq(before.id.as_str()))
+                .into_query(),
+        ))
+        .write(Write::Delete(
+            product::Entity::delete_many()
+                .filter(product::Column::Id.eq(before.id.as_str()))
+                .into_query(),
+        ));
+    commit::commit(db, change).await?;
+    Ok(())
+}
+
+/// Whether a payment line names the product or one of its prices.
+pub async fn sold(db: &impl ConnectionTrait, product_id: &str) -> Result<bool, DbErr> {
+    let by_product = payment_line::Entity::find()
+        .filter(payment_line::Column::ProductId.eq(product_id))
+        .one(db)
+        .await?;
+    if by_product.is_some() {
+        return Ok(true);
+    }
+    let prices: Vec<String> = price::Entity::find()
+        .filter(price::Column::ProductId.eq(product_id))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    Ok(payment_line::Entity::find()
+        .filter(payment_line::Column::PriceId.is_in(prices))
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// The products of `merchant_id` in this mode, of shop `profile_id` if one is given.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    profile_id: Option<&str>,
+    f: &ListProductsQuery,
+    page: &Page,
+) -> Result<List<product::Model>, PageError> {
+    let mut q = product::Entity::find()
+        .filter(product::Column::MerchantId.eq(merchant_id))
+        .filter(product::Column::TestMode.eq(test_mode));
+    if let Some(p) = profile_id {
+        q = q.filter(product::Column::ProfileId.eq(p));
+    }
+    let visible = q.clone();
+    if let Some(a) = f.active {
+        q = q.filter(product::Column::Active.eq(a));
+    }
+    if let Some(c) = &f.category_id {
+        q = q.filter(product::Column::CategoryId.eq(c.as_str()));
+    }
+    if let Some(n) = f.name.as_deref().filter(|n| !n.is_empty()) {
+        let pattern = format!(
+            "%{}%",
+            n.to_lowercase()
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        q = q.filter(
+            Expr::expr(Func::lower(Expr::col(product::Column::Name)))
+                .like(sea_orm::sea_query::LikeExpr::new(pattern).escape('\\')),
+        );
+    }
+    paginate(db, visible, q, product::Column::Id, page).await
+}
+
+/// Every product of a shop (at most `limit`), oldest first: what a bundle's cycle check and an
+/// import compare against.
+pub async fn of_shop(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    profile_id: &str,
+    limit: u64,
+) -> Result<Vec<product::Model>, DbErr> {
+    product::Entity::find()
+        .filter(product::Column::MerchantId.eq(merchant_id))
+        .filter(product::Column::TestMode.eq(test_mode))
+        .filter(product::Column::ProfileId.eq(profile_id))
+        .order_by_asc(product::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await
+}
+
+/// The shop's bundles: each bundle's component products (a price counted as its product).
+pub async fn bundle_graph(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    profile_id: &str,
+) -> Result<BTreeMap<String, Vec<String>>, DbErr> {
+    let bundles = product::Entity::find()
+        .filter(product::Column::MerchantId.eq(merchant_id))
+        .filter(product::Column::TestMode.eq(test_mode))
+        .filter(product::Column::ProfileId.eq(profile_id))
+        .filter(product::Column::Bundle.is_not_null())
+        .all(db)
+        .await?;
+    let mut price_ids = Vec::new();
+    for b in &bundles {
+        for c in components(b).unwrap_or_default() {
+            price_ids.extend(c.price_id);
+        }
+    }
+    let owners: BTreeMap<String, String> = price::Entity::find()
+        .filter(price::Column::Id.is_in(price_ids))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|p| (p.id, p.product_id))
+        .collect();
+    Ok(bundles
+        .iter()
+        .map(|b| {
+            let to = components(b)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|c| {
+                    c.product_id
+                        .or_else(|| c.price_id.and_then(|p| owners.get(&p).cloned()))
+                })
+                .collect();
+            (b.id.clone(), to)
+        })
+        .collect())
+}
+
+/// Writes a payment's commit adds for its catalog lines: each named product and price must
+/// still be on sale when the payment is written (an update of its own row that must touch it,
+/// so a concurrent archive or delete waits for the payment or makes it lose), and the line is
+/// indexed for the sales report.
+pub fn line_writes(
+    payment_id: &str,
+    line_id: &str,
+    product_id: Option<&str>,
+    price_id: Option<&str>,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
+    let mut writes = Vec::new();
+    if let Some(p) = product_id {
+        writes.push(Write::Cas(
+            product::Entity::update_many()
+                .col_expr(product::Column::Active, Expr::col(product::Column::Active))
+                .filter(product::Column::Id.eq(p))
+                .filter(product::Column::Active.eq(true))
+                .into_query(),
+        ));
+    }
+    if let Some(p) = price_id {
+        writes.push(Write::Cas(
+            price::Entity::update_many()
+                .col_expr(price::Column::Active, Expr::col(price::Column::Active))
+                .filter(price::Column::Id.eq(p))
+                .filter(price::Column::Active.eq(true))
+                .into_query(),
+        ));
+    }
+    writes.push(commit::insert(payment_line::Model {
+        payment_id: payment_id.to_owned(),
+        line_id: line_id.to_owned(),
+        product_id: product_id.map(str::to_owned),
+        price_id: price_id.map(str::to_owned),
+        created_at: now,
+    }));
+    writes
+}
+
+/// The payment lines naming the product or one of these prices.
+pub async fn lines_of(
+    db: &impl ConnectionTrait,
+    product_id: &str,
+    price_ids: &[String],
+) -> Result<Vec<payment_line::Model>, DbErr> {
+    payment_line::Entity::find()
+        .filter(
+            Condition::any()
+                .add(payment_line::Column::ProductId.eq(product_id))
+                .add(payment_line::Column::PriceId.is_in(price_ids.iter().map(String::as_str))),
+        )
+        .order_by_asc(payment_line::Column::PaymentId)
+        .all(db)
+        .await
+}
+
+pub async fn insert_category(
+    db: &DatabaseConnection,
+    c: &product_category::Model,
+) -> Result<(), CommitError> {
+    commit::commit(
+        db,
+        Change::at(c.created_at).write(commit::insert(c.clone())),
+    )
+    .await?;
+    Ok(())
+}
+
+/// A category of the caller's scope.
+pub async fn find_category(
+    db: &impl ConnectionTrait,
+    id: &str,
+    scope: &Scope,
+) -> Result<Option<product_category::Model>, DbErr> {
+    Ok(product_category::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .filter(|c| scope.sees(&c.merchant_id, c.test_mode, &c.profile_id)))
+}
+
+pub async fn list_categories(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    profile_id: Option<&str>,
+    f: &ListCategoriesQuery,
+    page: &Page,
+) -> Result<List<product_category::Model>, PageError> {
+    let mut q = product_category::Entity::find()
+        .filter(product_category::Column::MerchantId.eq(merchant_id))
+        .filter(product_category::Column::TestMode.eq(test_mode));
+    if let Some(p) = profile_id {
+        q = q.filter(product_category::Column::ProfileId.eq(p));
+    }
+    let visible = q.clone();
+    if let Some(p) = &f.parent_id {
+        q = q.filter(product_category::Column::ParentId.eq(p.as_str()));
+    }
+    paginate(db, visible, q, product_category::Column::Id, page).await
+}
+
+pub async fn insert_image(
+    db: &DatabaseConnection,
+    i: &product_image::Model,
+) -> Result<(), CommitError> {
+    commit::commit(
+        db,
+        Change::at(i.created_at).write(commit::insert(i.clone())),
+    )
+    .await?;
+    Ok(())
+}
+
+pub async fn find_image(
+    db: &impl ConnectionTrait,
+    id: &str,
+) -> Result<Option<product_image::Model>, DbErr> {
+    product_image::Entity::find_by_id(id).one(db).await
+}

@@ -1,0 +1,64 @@
+//! `GET /products/{product_id}/sales`.
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::{
+    store,
+    tally::{tally, Report},
+};
+use crate::{auth::SecretKey, error::ApiError, http::ApiQuery, products, state::AppState};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/products/{product_id}/sales").route(web::get().to(product_sales)));
+}
+
+/// The window of a sales report.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SalesQuery {
+    /// From this time on (RFC 3339), inclusive.
+    #[serde(default)]
+    pub from: Option<DateTime<Utc>>,
+    /// Before this time (RFC 3339).
+    #[serde(default)]
+    pub to: Option<DateTime<Utc>>,
+}
+
+/// Units and amounts of the product sold (the captured share of its payment lines) and
+/// refunded (its line refunds), in all and per price and per day.
+#[utoipa::path(get, path = "/products/{product_id}/sales", tag = "products",
+    params(("product_id" = String, Path), SalesQuery),
+    responses((status = 200, body = Report), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn product_sales(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiQuery(q): ApiQuery<SalesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    if let (Some(from), Some(to)) = (q.from, q.to) {
+        if from >= to {
+            return Err(ApiError::invalid_param("to", "to must be after from"));
+        }
+    }
+    let p = products::catalog::owned(&state.db, &caller.scope(), &id).await?;
+    let prices = products::store::prices_of(&state.db, std::slice::from_ref(&p.id)).await?;
+    let price_ids: Vec<String> = prices.iter().map(|x| x.id.clone()).collect();
+    // One currency per report: the default price's.
+    let currency = p
+        .default_price_id
+        .as_ref()
+        .and_then(|d| prices.iter().find(|x| &x.id == d))
+        .or(prices.first())
+        .map(|x| x.currency.clone());
+    let (sold, refunded) = match &currency {
+        Some(c) => store::lines(&state.db, &p.id, &price_ids, c).await?,
+        None => (vec![], vec![]),
+    };
+    Ok(HttpResponse::Ok().json(tally(&p.id, currency, &sold, &refunded, q.from, q.to)))
+}
