@@ -525,6 +525,40 @@ async fn payment_lines_are_checked_against_the_catalog_and_sold_products_stay() 
     let ok = pay(&app, &m, 1200, line(&price(0), 1200), "automatic").await;
     assert_eq!(ok.status, 201, "{}", ok.body);
 
+    // Catalog lines are fixed once the payment is created: an update cannot bring or change them.
+    let open = app
+        .create_payment(
+            &m,
+            json!({"amount": 1200, "currency": "EUR", "lines": line(&price(0), 1200)}),
+        )
+        .await;
+    assert_eq!(open.status, 201, "{}", open.body);
+    let plain_lines = json!([{"name": "Mug", "quantity": 1, "unit_amount": 1200}]);
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{}", id(&open.body, "payment_id")),
+        json!({"lines": plain_lines}),
+    )
+    .await;
+    assert_eq!((r.status, r.param()), (400, Some("lines")), "{}", r.body);
+    let plain = app
+        .create_payment(&m, json!({"amount": 1200, "currency": "EUR"}))
+        .await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/payments/{}", id(&plain.body, "payment_id")),
+        json!({"lines": line(&price(0), 1200)}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.param()),
+        (400, Some("lines[0].product_id")),
+        "{}",
+        r.body
+    );
+
     // Sold: it cannot be deleted, only archived; an archived product cannot be sold.
     let del = app
         .call(&m, Method::DELETE, &format!("/products/{pid}"), None)

@@ -1801,6 +1801,28 @@ fn apply_patch(
             after.status = Status::RequiresConfirmation.as_str().to_owned();
         }
     }
+    // Lines that name the catalog were checked against it, and indexed for the sales report,
+    // when the payment was created: they, and the currency they were checked in, stay.
+    let stored_catalog = after.lines.is_some()
+        && lines_of(&after)?
+            .iter()
+            .any(|l| l.product_id.is_some() || l.price_id.is_some());
+    let fixed = |param: &str| {
+        PaymentError::Invalid(ApiError::invalid_param(
+            param,
+            "lines that name catalog products or prices are set when the payment is created",
+        ))
+    };
+    if stored_catalog && (p.lines.is_some() || p.currency.is_some() || p.amount.is_some()) {
+        return Err(fixed("lines"));
+    }
+    if let Some(i) = p.lines.as_ref().and_then(|lines| {
+        lines
+            .iter()
+            .position(|l| l.product_id.is_some() || l.price_id.is_some())
+    }) {
+        return Err(fixed(&format!("lines[{i}].product_id")));
+    }
     match &p.lines {
         Some(lines) => {
             let parsed = parse_lines(lines, after.amount).map_err(PaymentError::Invalid)?;
