@@ -159,7 +159,7 @@ pub struct Price {
     pub recurring: Option<Recurring>,
     pub nickname: Option<String>,
     #[schema(value_type = Object)]
-    pub metadata: Option<Metadata>,
+    pub metadata: Metadata,
     pub active: bool,
     /// The product's default price.
     pub default: bool,
@@ -207,7 +207,7 @@ pub struct Product {
     /// Where payd serves each image, in the order of `images`.
     pub image_urls: Vec<String>,
     #[schema(value_type = Object)]
-    pub metadata: Option<Metadata>,
+    pub metadata: Metadata,
     /// Its id at the catalog processor it was imported from.
     pub external_id: Option<String>,
     pub test_mode: bool,

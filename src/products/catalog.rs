@@ -100,10 +100,7 @@ pub async fn render(
                     .map(|i| format!("{public_url}/products/images/{i}"))
                     .collect(),
                 images,
-                metadata: p
-                    .metadata
-                    .as_deref()
-                    .and_then(|m| serde_json::from_str(m).ok()),
+                metadata: parse_metadata(p.metadata.as_deref()),
                 external_id: p.external_id.clone(),
                 test_mode: p.test_mode,
                 created_at: p.created_at,
@@ -124,16 +121,20 @@ pub fn render_price(p: &price::Model, default: Option<&str>) -> Price {
             interval_count: p.recurring_interval_count.unwrap_or(1),
         }),
         nickname: p.nickname.clone(),
-        metadata: p
-            .metadata
-            .as_deref()
-            .and_then(|m| serde_json::from_str(m).ok()),
+        metadata: parse_metadata(p.metadata.as_deref()),
         active: p.active,
         default: default == Some(p.id.as_str()),
         external_id: p.external_id.clone(),
         created_at: p.created_at,
         updated_at: p.updated_at,
     }
+}
+
+/// Stored metadata as shown: an object, empty when none was set.
+fn parse_metadata(stored: Option<&str>) -> Metadata {
+    stored
+        .and_then(|m| serde_json::from_str(m).ok())
+        .unwrap_or_default()
 }
 
 fn metadata_json(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
