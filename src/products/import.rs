@@ -550,13 +550,7 @@ async fn apply(
                             .map(|x| x.id.clone())
                     });
                 }
-                change = change.write(Write::Cas(
-                    product::Entity::update_many()
-                        .set(after.clone().into_active_model().reset_all())
-                        .filter(product::Column::Id.eq(before.id.as_str()))
-                        .filter(product::Column::Version.eq(before.version))
-                        .into_query(),
-                ));
+                change = change.write(store::cas(&before, &after));
                 for x in added {
                     change = change.write(commit::insert(x));
                 }
@@ -564,12 +558,7 @@ async fn apply(
                     if let Some(mut x) = current.iter().find(|x| &x.id == id).cloned() {
                         x.active = false;
                         x.updated_at = now;
-                        change = change.write(Write::Update(
-                            price::Entity::update_many()
-                                .set(x.into_active_model().reset_all())
-                                .filter(price::Column::Id.eq(id.as_str()))
-                                .into_query(),
-                        ));
+                        change = change.write(store::price_update(x));
                     }
                 }
                 applied.updated.push(AppliedProduct {
@@ -588,13 +577,7 @@ async fn apply(
                 after.active = false;
                 after.version = before.version + 1;
                 after.updated_at = now;
-                change = change.write(Write::Cas(
-                    product::Entity::update_many()
-                        .set(after.into_active_model().reset_all())
-                        .filter(product::Column::Id.eq(before.id.as_str()))
-                        .filter(product::Column::Version.eq(before.version))
-                        .into_query(),
-                ));
+                change = change.write(store::cas(&before, &after));
                 applied.archived.push(AppliedProduct {
                     external_id: external_id.clone(),
                     product_id: before.id,

@@ -91,7 +91,7 @@ pub async fn insert(
 }
 
 /// The compare-and-set of a product's row: `after` replaces `before` if nobody wrote since.
-fn cas(before: &product::Model, after: &product::Model) -> Write {
+pub fn cas(before: &product::Model, after: &product::Model) -> Write {
     Write::Cas(
         product::Entity::update_many()
             .set(after.clone().into_active_model().reset_all())
@@ -107,6 +107,16 @@ pub enum PriceWrite {
     Update(price::Model),
 }
 
+/// The write of a price's new row (its product's compare-and-set guards it).
+pub fn price_update(p: price::Model) -> Write {
+    Write::Update(
+        price::Entity::update_many()
+            .filter(price::Column::Id.eq(p.id.as_str()))
+            .set(p.into_active_model().reset_all())
+            .into_query(),
+    )
+}
+
 /// Replaces the product (version bumped) with the writes of its prices, in one commit.
 pub async fn commit(
     db: &DatabaseConnection,
@@ -119,12 +129,7 @@ pub async fn commit(
     for w in prices {
         change = change.write(match w {
             PriceWrite::Insert(p) => commit::insert(p),
-            PriceWrite::Update(p) => Write::Update(
-                price::Entity::update_many()
-                    .set(p.clone().into_active_model().reset_all())
-                    .filter(price::Column::Id.eq(p.id.as_str()))
-                    .into_query(),
-            ),
+            PriceWrite::Update(p) => price_update(p),
         });
     }
     commit::commit(db, change).await?;
