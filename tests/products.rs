@@ -703,7 +703,14 @@ const PNG: &[u8] =
 #[actix_web::test]
 async fn images_are_told_by_their_bytes_and_bounded() {
     let db = Arc::new(TestDb::new().await);
-    let app = spawn_with(db, &[("PAYD_LIMITS__MAX_IMAGE_BYTES", "64")]).await;
+    let app = spawn_with(
+        db,
+        &[
+            ("PAYD_LIMITS__MAX_IMAGE_BYTES", "64"),
+            ("PAYD_LIMITS__MAX_PRODUCTS_PER_SHOP", "1"),
+        ],
+    )
+    .await;
     let m = app.create_merchant("Acme").await;
     let upload = |name: &'static str, bytes: &'static [u8]| {
         let (content_type, body) = common::form(&[("file", Some(name), bytes)]);

@@ -256,15 +256,8 @@ pub async fn create(
             format!("a product has 1 to {MAX_PRICES} prices"),
         ));
     }
-    let count = store::of_shop(
-        db,
-        scope.merchant_id.as_str(),
-        scope.test_mode,
-        &shop,
-        max_products + 1,
-    )
-    .await?
-    .len() as u64;
+    let count =
+        store::count_of_shop(db, scope.merchant_id.as_str(), scope.test_mode, &shop).await?;
     if count >= max_products {
         return Err(ApiError::limit_reached(
             "limits.max_products_per_shop",

@@ -266,6 +266,22 @@ pub async fn of_shop(
         .await
 }
 
+/// How many products a shop holds.
+pub async fn count_of_shop(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    profile_id: &str,
+) -> Result<u64, DbErr> {
+    use sea_orm::PaginatorTrait;
+    product::Entity::find()
+        .filter(product::Column::MerchantId.eq(merchant_id))
+        .filter(product::Column::TestMode.eq(test_mode))
+        .filter(product::Column::ProfileId.eq(profile_id))
+        .count(db)
+        .await
+}
+
 /// The shop's bundles: each bundle's component products (a price counted as its product).
 pub async fn bundle_graph(
     db: &impl ConnectionTrait,
