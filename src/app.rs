@@ -39,6 +39,7 @@ use crate::{
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
     state::AppState,
+    subscriptions::{self, actor::SubscriptionDeps, Subscriptions},
     wallet::{self, processor::SandboxWallet, WalletDeps},
     webhooks::{
         self,
@@ -55,6 +56,7 @@ pub struct Application {
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
     disputes: web::Data<Disputes>,
+    subscriptions: web::Data<Subscriptions>,
 }
 
 /// Scheduled job that drops idempotency keys past their retention window.
@@ -153,6 +155,21 @@ impl Application {
             registry_config.clone(),
             arbiters.clone(),
         );
+        let subscriptions: Subscriptions = Registry::new(
+            Arc::new(SubscriptionDeps {
+                db: db.clone(),
+                clock: clock.clone(),
+                payments: payments.clone(),
+                wake: wake.clone(),
+                public_url: public_url.clone(),
+                retry_days: settings.subscriptions.retry_schedule_days.clone(),
+                confirm_within: ChronoDuration::hours(i64::from(
+                    settings.subscriptions.confirm_within_hours,
+                )),
+            }),
+            registry_config.clone(),
+            arbiters.clone(),
+        );
         let wallet = web::Data::new(WalletDeps {
             processor: SandboxWallet {
                 db: db.clone(),
@@ -202,7 +219,13 @@ impl Application {
             wake,
         ));
         let scheduler = Arc::new(build_scheduler(
-            &db, &clock, &settings, &payments, &disputes, &wallet,
+            &db,
+            &clock,
+            &settings,
+            &payments,
+            &disputes,
+            &wallet,
+            &subscriptions,
         ));
         let now = clock.now();
         for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE] {
@@ -220,6 +243,8 @@ impl Application {
             keyring,
         });
         let (payments, disputes) = (web::Data::new(payments), web::Data::new(disputes));
+        let subscriptions = web::Data::new(subscriptions);
+        let app_subscriptions = subscriptions.clone();
 
         let (app_state, app_payments, app_disputes) =
             (state.clone(), payments.clone(), disputes.clone());
@@ -232,6 +257,7 @@ impl Application {
                 .app_data(app_payments.clone())
                 .app_data(app_disputes.clone())
                 .app_data(wallet.clone())
+                .app_data(app_subscriptions.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -258,6 +284,7 @@ impl Application {
                         .configure(wallet::configure)
                         .configure(sales::configure)
                         .configure(products::configure)
+                        .configure(subscriptions::configure)
                         .configure(files::configure)
                         .configure(customers::configure)
                         .configure(events::configure)
@@ -290,6 +317,7 @@ impl Application {
             state,
             payments,
             disputes,
+            subscriptions,
         })
     }
 
@@ -313,6 +341,7 @@ impl Application {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
         let sweeper = self.payments.spawn_sweeper();
         let dispute_sweeper = self.disputes.spawn_sweeper();
+        let subscription_sweeper = self.subscriptions.spawn_sweeper();
         let delivery_sweeper = self.state.dispatcher.deliveries().spawn_sweeper();
         let mut dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
         let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
@@ -331,9 +360,11 @@ impl Application {
         self.state.dispatcher.drain().await;
         sweeper.abort();
         dispute_sweeper.abort();
+        subscription_sweeper.abort();
         delivery_sweeper.abort();
         self.payments.passivate_all();
         self.disputes.passivate_all();
+        self.subscriptions.passivate_all();
         self.state.dispatcher.deliveries().passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
@@ -348,6 +379,7 @@ fn build_scheduler(
     payments: &Payments,
     disputes: &Disputes,
     wallet: &web::Data<WalletDeps>,
+    subscriptions: &Subscriptions,
 ) -> Scheduler {
     let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
     for (kind, command) in [
@@ -404,6 +436,34 @@ fn build_scheduler(
             }
         });
     }
+    let subs = subscriptions.clone();
+    scheduler.register(subscriptions::store::TICK_JOB, move |job: Job| {
+        let subs = subs.clone();
+        async move {
+            let exec = subscriptions::actor::Exec {
+                scope: None,
+                command: subscriptions::actor::Command::Tick,
+            };
+            match subs.send(&job.entity_id, exec).await {
+                // A tick that committed scheduled the next one itself (its lease is gone, so
+                // this answer no longer applies); one that changed nothing keeps the job for
+                // the subscription's next due moment.
+                Ok(Ok(s)) => {
+                    let deps = subs.deps();
+                    match subscriptions::store::due_of(&deps.db, &s, deps.confirm_within).await {
+                        Ok(Some(at)) => Outcome::RunAt(at),
+                        Ok(None) => Outcome::Done,
+                        Err(e) => Outcome::Failed(e.to_string()),
+                    }
+                }
+                Err(payd_actors::ActorError::Load(
+                    subscriptions::actor::SubscriptionError::NotFound,
+                )) => Outcome::Done,
+                Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
     let wallet = wallet.clone();
     scheduler.register(wallet::store::DUE_JOB, move |job: Job| {
         let wallet = wallet.clone();

@@ -32,6 +32,7 @@ pub mod scheduler;
 pub mod sealed;
 pub mod settings;
 pub mod state;
+pub mod subscriptions;
 pub mod telemetry;
 pub mod wallet;
 pub mod webhooks;

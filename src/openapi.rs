@@ -16,7 +16,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
     accounts, customers, disputes, events, files, ops, pagination, payments, products, refunds,
-    sales, wallet, webhooks,
+    sales, subscriptions, wallet, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -105,6 +105,14 @@ use crate::{
         products::import::preview_import,
         products::import::apply_import,
         products::import::provider_accounts,
+        subscriptions::routes::create_subscription,
+        subscriptions::routes::list_subscriptions,
+        subscriptions::routes::retrieve_subscription,
+        subscriptions::routes::capabilities,
+        subscriptions::routes::pause_subscription,
+        subscriptions::routes::resume_subscription,
+        subscriptions::routes::cancel_subscription,
+        subscriptions::routes::subscription_cycles,
         customers::routes::create_customer,
         customers::routes::list_customers,
         customers::routes::retrieve_customer,
@@ -134,6 +142,7 @@ use crate::{
         (name = "wallet cases", description = "A wallet processor's seller cases, imported as disputes, with their history and actions"),
         (name = "sandbox", description = "Sandbox triggers: what a buyer or a processor would do (test keys of a sandbox deployment only)"),
         (name = "products", description = "The catalog: products, immutable prices, add-on groups, bundles, categories, images, sales reports and import"),
+        (name = "subscriptions", description = "Subscriptions billed every period, their cycles, pause, resume and cancel"),
         (name = "customers", description = "Customers and their saved payment methods"),
         (name = "mandates", description = "Mandates to charge a saved method off-session"),
         (name = "events", description = "Events, their delivery attempts, and replays"),

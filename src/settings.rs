@@ -47,9 +47,41 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     pub limits: LimitSettings,
     pub processors: ProcessorSettings,
+    #[serde(default)]
+    pub subscriptions: SubscriptionSettings,
 }
 
 /// Remote processors.
+/// How subscriptions bill.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscriptionSettings {
+    /// Days to wait before each retry of a cycle that could not be collected; when they run
+    /// out the subscription is `unpaid`.
+    #[serde(default = "default_retry_schedule")]
+    pub retry_schedule_days: Vec<u32>,
+    /// How long a subscription whose first charge failed stays `created` before it expires.
+    #[serde(default = "default_confirm_within")]
+    pub confirm_within_hours: u32,
+}
+
+fn default_retry_schedule() -> Vec<u32> {
+    vec![1, 3, 5]
+}
+
+fn default_confirm_within() -> u32 {
+    24
+}
+
+impl Default for SubscriptionSettings {
+    fn default() -> Self {
+        Self {
+            retry_schedule_days: default_retry_schedule(),
+            confirm_within_hours: default_confirm_within(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessorSettings {

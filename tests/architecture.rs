@@ -65,6 +65,7 @@ const NAMED: &[(&str, &str)] = &[
     ("payments::create", "runtime"),
     ("wallet::follow", "runtime"),
     ("products::catalog", "runtime"),
+    ("subscriptions::create", "runtime"),
     ("products::import", "routes"),
     ("webhooks::delivery", "runtime"),
     ("webhooks::dispatcher", "runtime"),
@@ -92,6 +93,7 @@ const RESOURCES: &[&str] = &[
     "products",
     "refunds",
     "sales",
+    "subscriptions",
     "wallet",
     "webhooks",
 ];

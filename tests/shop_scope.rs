@@ -336,6 +336,17 @@ async fn objects_in_shop_b(
         )
         .await;
     assert_eq!(group.status, 201, "{}", group.body);
+    let plan = post(
+        "/products",
+        json!({"name": "Plan", "prices": [{"unit_amount": 300, "currency": "EUR", "recurring": {"interval": "month"}}]}),
+    )
+    .await;
+    let subscription = post(
+        "/subscriptions",
+        json!({"customer_id": customer_id, "mandate_id": mandate_id,
+            "items": [{"price_id": plan["prices"][0]["price_id"]}]}),
+    )
+    .await;
     let case = post(
         "/sandbox/wallet/cases",
         json!({"payment_id": saved["payment_id"], "case_type": "INQUIRY", "reason": "not received"}),
@@ -420,6 +431,10 @@ async fn objects_in_shop_b(
             "group_id",
             group.body["group_id"].as_str().unwrap().to_owned(),
         ),
+        (
+            "subscription_id",
+            subscription["subscription_id"].as_str().unwrap().to_owned(),
+        ),
     ]
 }
 
@@ -471,6 +486,7 @@ async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Ve
         get(format!("/disputes/wallet/cases/{}", id("case_id"))).await,
         get(format!("/disputes/wallet/cases/{}/history", id("case_id"))).await,
         get(format!("/products/{}", id("product_id"))).await,
+        get(format!("/subscriptions/{}", id("subscription_id"))).await,
         get("/account/api-keys?limit=100".to_owned()).await,
     ]
 }

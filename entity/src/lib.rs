@@ -28,6 +28,8 @@ pub mod profile;
 pub mod refund;
 pub mod routing_config;
 pub mod scheduled_job;
+pub mod subscription;
+pub mod subscription_cycle;
 pub mod wallet_case;
 pub mod wallet_case_entry;
 pub mod webhook_endpoint;

@@ -24,6 +24,7 @@ mod m20261124_000015_add_idempotency_recovery_point;
 mod m20261124_000016_create_readiness_probe;
 mod m20261124_000017_create_wallet_cases;
 mod m20261124_000018_create_catalog;
+mod m20261124_000019_create_subscriptions;
 
 pub struct Migrator;
 
@@ -49,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000016_create_readiness_probe::Migration),
             Box::new(m20261124_000017_create_wallet_cases::Migration),
             Box::new(m20261124_000018_create_catalog::Migration),
+            Box::new(m20261124_000019_create_subscriptions::Migration),
         ]
     }
 }

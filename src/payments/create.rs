@@ -27,13 +27,16 @@ use crate::{
     recovery::RequestKey,
 };
 
-/// Checks and inserts a new payment, and confirms it when asked (`confirm: true`).
+/// Checks and inserts a new payment, and confirms it when asked (`confirm: true`). `id` is the
+/// new payment's id when its caller chose it (a subscription records the id of a cycle's
+/// charge before making it); `resume` continues an existing payment instead.
 pub async fn create(
     payments: &Payments,
     caller: &Caller,
     req: CreatePaymentRequest,
     key: Option<RequestKey>,
     resume: Option<String>,
+    id: Option<String>,
 ) -> Result<payment::Model, ApiError> {
     let deps = payments.deps();
     let profile = caller.require_shop()?.clone();
@@ -59,7 +62,7 @@ pub async fn create(
         .transpose()?;
     check_metadata(req.metadata.as_ref())?;
     let now = deps.clock.now();
-    let id = new_id("pay");
+    let id = id.unwrap_or_else(|| new_id("pay"));
     let catalog = match &lines {
         Some(lines) => check_catalog(&deps.db, &caller.scope(), &id, lines, &currency, now).await?,
         None => Vec::new(),

@@ -1,0 +1,44 @@
+//! A subscription: a customer billed every period for recurring prices of the catalog.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "subscriptions")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    pub customer_id: String,
+    pub payment_method_id: Option<String>,
+    pub mandate_id: String,
+    /// JSON array of items.
+    pub items: String,
+    pub amount: i64,
+    pub currency: String,
+    pub interval: String,
+    pub interval_count: i64,
+    pub status: String,
+    pub anchor_at: DateTimeUtc,
+    /// Which period is current (1 for the first).
+    pub period_index: i64,
+    pub current_period_start: DateTimeUtc,
+    pub current_period_end: DateTimeUtc,
+    pub cancel_at_period_end: bool,
+    pub cancelled_at: Option<DateTimeUtc>,
+    pub cancellation_reason: Option<String>,
+    pub billing: String,
+    pub transition_id: String,
+    pub ever_active: bool,
+    pub open_cycle_id: Option<String>,
+    pub metadata: String,
+    pub version: i64,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

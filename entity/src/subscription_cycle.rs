@@ -1,0 +1,32 @@
+//! One billing cycle of a subscription: a period's charge and the attempts to collect it.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "subscription_cycles")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub subscription_id: String,
+    pub seq: i64,
+    pub period_start: DateTimeUtc,
+    pub period_end: DateTimeUtc,
+    pub amount: i64,
+    pub currency: String,
+    /// JSON array of payment lines.
+    pub lines: String,
+    /// `open`, `paid` or `void`.
+    pub status: String,
+    pub attempts: i64,
+    /// An attempt's payment is recorded and its outcome is not yet.
+    pub charging: bool,
+    pub payment_id: Option<String>,
+    pub next_attempt_at: Option<DateTimeUtc>,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

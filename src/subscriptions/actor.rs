@@ -1,0 +1,585 @@
+//! The subscription actor: one per subscription id. It serializes every change of its
+//! subscription — pause, resume, cancel, and its due moments (renewals, retries, a scheduled
+//! cancellation, an expiry) — and commits each under the subscription's version.
+//!
+//! Charging a cycle is intent before effect: an attempt is committed first, with the id of the
+//! payment it will make; the payment is made with that id; its outcome is committed after. A
+//! crash or a lost race in between finds the attempt still `charging` and settles it with the
+//! same payment id — made now if it never was, read if it was — so no cycle is charged twice,
+//! whatever instance runs next.
+
+use std::sync::Arc;
+
+use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use chrono::{DateTime, Duration, Utc};
+use payd_actors::KeyedActor;
+use payd_entity::{payment, subscription, subscription_cycle};
+use sea_orm::{DatabaseConnection, DbErr};
+
+use super::{
+    machine::{self, Next, Refusal, Status},
+    store::{self, CommitError, CycleWrite, CHARGE_CHECK},
+};
+use crate::{
+    auth::keys::{Caller, KeyKind, Mode, Scope},
+    clock::SharedClock,
+    commit::{self, Event},
+    error::ApiError,
+    ids::{new_id, KeyId, MerchantId, ProfileId},
+    payments::{self, actor::Payments, api::CreatePaymentRequest},
+    webhooks::wake::Wake,
+};
+
+/// What the subscription actors need.
+#[derive(Clone)]
+pub struct SubscriptionDeps {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    pub payments: Payments,
+    pub wake: Wake,
+    /// Where payd is reached (payments in events render their URLs with it).
+    pub public_url: String,
+    /// Days to wait before each retry of a failed cycle.
+    pub retry_days: Vec<u32>,
+    /// How long a `created` subscription waits for its first payment.
+    pub confirm_within: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubscriptionError {
+    #[error("no such subscription")]
+    NotFound,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("the subscription was changed concurrently")]
+    LostRace,
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl From<CommitError> for SubscriptionError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::LostRace | CommitError::Refused(_) => SubscriptionError::LostRace,
+            CommitError::Db(e) => SubscriptionError::Db(e),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Command {
+    Pause,
+    /// A paused one resumes; an active one's scheduled cancellation is undone; an unpaid one's
+    /// open cycle is tried again at once. `mandate`: charge under this mandate (and its
+    /// method) from now on, checked by the caller.
+    Resume {
+        mandate: Option<(String, String)>,
+    },
+    Cancel {
+        at_period_end: bool,
+        reason: Option<String>,
+    },
+    /// Whatever is due now: the first charge, a renewal, a retry, a charge in flight, a
+    /// scheduled cancellation, an expiry.
+    Tick,
+}
+
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<subscription::Model, SubscriptionError>")]
+pub struct Exec {
+    /// Who asks; `None` for payd itself (its jobs).
+    pub scope: Option<Scope>,
+    pub command: Command,
+}
+
+pub type Subscriptions = payd_actors::Registry<SubscriptionActor>;
+
+pub struct SubscriptionActor {
+    model: subscription::Model,
+    deps: Arc<SubscriptionDeps>,
+}
+
+impl Actor for SubscriptionActor {
+    type Context = Context<Self>;
+}
+
+impl KeyedActor for SubscriptionActor {
+    const KIND: &'static str = "subscription";
+    type Deps = Arc<SubscriptionDeps>;
+    type LoadError = SubscriptionError;
+
+    async fn load(id: &str, deps: &Arc<SubscriptionDeps>) -> Result<Self, SubscriptionError> {
+        let model = store::find(&deps.db, id)
+            .await?
+            .ok_or(SubscriptionError::NotFound)?;
+        Ok(Self {
+            model,
+            deps: deps.clone(),
+        })
+    }
+
+    fn is_missing(error: &SubscriptionError) -> bool {
+        matches!(error, SubscriptionError::NotFound)
+    }
+}
+
+impl commit::Versioned for subscription::Model {
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
+impl Handler<Exec> for SubscriptionActor {
+    type Result = AtomicResponse<Self, Result<subscription::Model, SubscriptionError>>;
+
+    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
+        let (deps, current) = (self.deps.clone(), self.model.clone());
+        AtomicResponse::new(Box::pin(
+            async move { exec(&deps, current, msg).await }
+                .into_actor(self)
+                .map(|(latest, result), act, _| {
+                    act.model = latest;
+                    result
+                }),
+        ))
+    }
+}
+
+async fn exec(
+    deps: &SubscriptionDeps,
+    current: subscription::Model,
+    msg: Exec,
+) -> (
+    subscription::Model,
+    Result<subscription::Model, SubscriptionError>,
+) {
+    if let Some(scope) = &msg.scope {
+        if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
+            return (current, Err(SubscriptionError::NotFound));
+        }
+    }
+    // Another instance may have changed it: decide again on the stored row.
+    commit::decide_fresh(
+        current,
+        async |s: &subscription::Model| step(deps, s, &msg.command).await,
+        |result, s| match result {
+            Err(SubscriptionError::LostRace | SubscriptionError::Refused(_)) => true,
+            Ok(done) => done.version == s.version,
+            Err(_) => false,
+        },
+        async |s: &subscription::Model| Ok(store::find(&deps.db, &s.id).await?),
+        |done: &subscription::Model| done,
+        || SubscriptionError::NotFound,
+    )
+    .await
+}
+
+/// `s` moved by a transition: a new status or cancellation flag, and a new transition id.
+fn moved(s: &subscription::Model, next: Next, now: DateTime<Utc>) -> subscription::Model {
+    let mut after = s.clone();
+    after.status = next.status.as_str().to_owned();
+    after.cancel_at_period_end = next.cancel_at_period_end;
+    after.transition_id = new_id("tr");
+    after.updated_at = now;
+    after
+}
+
+/// The subscription's open cycle, if any.
+async fn open_cycle(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+) -> Result<Option<subscription_cycle::Model>, SubscriptionError> {
+    match &s.open_cycle_id {
+        Some(id) => Ok(store::find_cycle(&deps.db, id).await?),
+        None => Ok(None),
+    }
+}
+
+/// Commits `after` over `before` with the cycle's write and the events; wakes the webhook
+/// dispatcher when they queued deliveries.
+async fn save(
+    deps: &SubscriptionDeps,
+    before: &subscription::Model,
+    mut after: subscription::Model,
+    cycle: CycleWrite,
+    events: Vec<Event>,
+) -> Result<subscription::Model, SubscriptionError> {
+    after.version = before.version + 1;
+    let open = match &cycle {
+        CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == "open" => Some(c.clone()),
+        CycleWrite::Insert(_) | CycleWrite::Update(_) => None,
+        CycleWrite::None => open_cycle(deps, &after).await?,
+    };
+    let due = store::next_due(&after, open.as_ref(), deps.confirm_within);
+    let deliveries = store::commit(&deps.db, before, &after, cycle, events, due).await?;
+    if deliveries > 0 {
+        deps.wake.now();
+    }
+    Ok(after)
+}
+
+async fn step(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    command: &Command,
+) -> Result<subscription::Model, SubscriptionError> {
+    let now = deps.clock.now();
+    let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
+    match command {
+        Command::Pause => {
+            let next = machine::pause(status, s.cancel_at_period_end)?;
+            let after = moved(s, next, now);
+            let events = vec![store::event(&after, next.event)];
+            save(deps, s, after, CycleWrite::None, events).await
+        }
+        Command::Resume { mandate } if status == Status::Unpaid => {
+            let Some(c) = open_cycle(deps, s).await?.filter(|c| !c.charging) else {
+                return Ok(s.clone());
+            };
+            let mut with = s.clone();
+            if let Some((m, pm)) = mandate {
+                with.mandate_id = m.clone();
+                with.payment_method_id = Some(pm.clone());
+            }
+            attempt(deps, s, with, c, now).await
+        }
+        Command::Resume { mandate } => {
+            let next = machine::resume(status, s.cancel_at_period_end)?;
+            let mut after = moved(s, next, now);
+            if let Some((m, pm)) = mandate {
+                after.mandate_id = m.clone();
+                after.payment_method_id = Some(pm.clone());
+            }
+            if !s.cancel_at_period_end || status == Status::Paused {
+                after.cancellation_reason = s.cancellation_reason.clone();
+            } else {
+                after.cancellation_reason = None;
+            }
+            let events = vec![store::event(&after, next.event)];
+            save(deps, s, after, CycleWrite::None, events).await
+        }
+        Command::Cancel {
+            at_period_end,
+            reason,
+        } => {
+            let next = machine::cancel(status, *at_period_end, s.cancel_at_period_end)?;
+            let mut after = moved(s, next, now);
+            after.cancellation_reason = reason.clone();
+            let mut cycle = CycleWrite::None;
+            if !at_period_end {
+                after.cancelled_at = Some(now);
+                // An open cycle is not collected any more.
+                if let Some(mut c) = open_cycle(deps, s).await?.filter(|c| !c.charging) {
+                    c.status = "void".into();
+                    c.next_attempt_at = None;
+                    c.updated_at = now;
+                    after.open_cycle_id = None;
+                    cycle = CycleWrite::Update(c);
+                }
+            }
+            let events = vec![store::event(&after, next.event)];
+            save(deps, s, after, cycle, events).await
+        }
+        Command::Tick => tick(deps, s, status, now).await,
+    }
+}
+
+/// Whatever is due on the subscription now.
+async fn tick(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    status: Status,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    if status.is_final() {
+        return Ok(s.clone());
+    }
+    let open = open_cycle(deps, s).await?;
+    if let Some(c) = open.as_ref().filter(|c| c.charging) {
+        return settle(deps, s, c.clone(), now).await;
+    }
+    if status == Status::Created {
+        if now < s.created_at + deps.confirm_within {
+            return Ok(s.clone());
+        }
+        let next = Next {
+            status: Status::InActive,
+            cancel_at_period_end: false,
+            event: "subscription_expired",
+        };
+        let mut after = moved(s, next, now);
+        after.open_cycle_id = None;
+        let cycle = match open {
+            Some(mut c) => {
+                c.status = "void".into();
+                c.next_attempt_at = None;
+                c.updated_at = now;
+                CycleWrite::Update(c)
+            }
+            None => CycleWrite::None,
+        };
+        let events = vec![store::event(&after, next.event)];
+        return save(deps, s, after, cycle, events).await;
+    }
+    if let Some(c) = open {
+        return match c.next_attempt_at {
+            Some(at) if at <= now => attempt(deps, s, s.clone(), c, now).await,
+            _ => Ok(s.clone()),
+        };
+    }
+    if now < s.current_period_end || status == Status::Unpaid {
+        return Ok(s.clone());
+    }
+    if s.cancel_at_period_end {
+        let next = Next {
+            status: Status::Cancelled,
+            cancel_at_period_end: false,
+            event: "subscription_cancelled",
+        };
+        let mut after = moved(s, next, now);
+        after.cancelled_at = Some(s.current_period_end);
+        let events = vec![store::event(&after, next.event)];
+        return save(deps, s, after, CycleWrite::None, events).await;
+    }
+    let Some(mut after) = next_period(s) else {
+        return Ok(s.clone());
+    };
+    after.updated_at = now;
+    if status == Status::Paused {
+        // A paused subscription's period passes without a charge.
+        return save(deps, s, after, CycleWrite::None, vec![]).await;
+    }
+    // The renewal: the next period's cycle, and its first attempt, recorded before charging.
+    let seq = store::cycles(&deps.db, &s.id)
+        .await?
+        .first()
+        .map_or(1, |c| c.seq + 1);
+    let cycle = new_cycle(&after, seq, now);
+    after.open_cycle_id = Some(cycle.id.clone());
+    let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), vec![]).await?;
+    settle(deps, &after, cycle, now).await
+}
+
+/// `s` in its next period; `None` past the calendar's end.
+fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
+    let interval = machine::Interval::parse(&s.interval)?;
+    let k = s.period_index + 1;
+    let end = machine::period_end(s.anchor_at, interval, s.interval_count, k)?;
+    let mut after = s.clone();
+    after.period_index = k;
+    after.current_period_start = s.current_period_end;
+    after.current_period_end = end;
+    Some(after)
+}
+
+/// A cycle for `s`'s current period, with its first attempt recorded (`charging`).
+pub fn new_cycle(
+    s: &subscription::Model,
+    seq: i64,
+    now: DateTime<Utc>,
+) -> subscription_cycle::Model {
+    let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
+    let lines: Vec<serde_json::Value> = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| {
+            serde_json::json!({"line_id": format!("item_{}", i + 1), "name": it.price_id,
+                "quantity": it.quantity, "unit_amount": it.unit_amount})
+        })
+        .collect();
+    subscription_cycle::Model {
+        id: new_id("cyc"),
+        subscription_id: s.id.clone(),
+        seq,
+        period_start: s.current_period_start,
+        period_end: s.current_period_end,
+        amount: s.amount,
+        currency: s.currency.clone(),
+        lines: serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into()),
+        status: "open".into(),
+        attempts: 1,
+        charging: true,
+        payment_id: Some(new_id("pay")),
+        next_attempt_at: None,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// A new attempt at an open cycle (`after`: the subscription it is made for): recorded, then
+/// made.
+async fn attempt(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    mut after: subscription::Model,
+    mut c: subscription_cycle::Model,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    c.attempts += 1;
+    c.charging = true;
+    c.payment_id = Some(new_id("pay"));
+    c.next_attempt_at = None;
+    c.updated_at = now;
+    after.updated_at = now;
+    let after = save(deps, s, after, CycleWrite::Update(c.clone()), vec![]).await?;
+    settle(deps, &after, c, now).await
+}
+
+/// How an attempt ended.
+enum Outcome {
+    Paid(payment::Model),
+    Failed(Option<payment::Model>),
+    /// The payment is still on its way (`processing`): checked again later.
+    Pending,
+}
+
+/// Makes (or reads) the attempt's payment and commits its outcome.
+async fn settle(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    mut c: subscription_cycle::Model,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
+    let outcome = charge(deps, s, &c).await?;
+    let mut after = s.clone();
+    after.updated_at = now;
+    let json = |p: &payment::Model| {
+        serde_json::to_value(payments::api::Payment::render(p, &deps.public_url)).ok()
+    };
+    let mut events = Vec::new();
+    match outcome {
+        Outcome::Pending => {
+            c.next_attempt_at = Some(now + Duration::seconds(CHARGE_CHECK));
+            c.updated_at = now;
+            return save(deps, s, after, CycleWrite::Update(c), events).await;
+        }
+        Outcome::Paid(p) => {
+            c.status = "paid".into();
+            c.charging = false;
+            c.next_attempt_at = None;
+            c.updated_at = now;
+            after.open_cycle_id = None;
+            if let Some(next) = machine::paid(status, s.ever_active) {
+                after = moved(&after, next, now);
+                after.ever_active = true;
+                events.push(store::event(&after, next.event));
+            }
+            events.push(store::invoice_event(&after, &c, json(&p), "invoice_paid"));
+        }
+        Outcome::Failed(p) => {
+            c.charging = false;
+            c.updated_at = now;
+            c.next_attempt_at = match status {
+                // The first charge of a subscription is not retried: it waits, then expires.
+                Status::Created => None,
+                _ => machine::retry_after(c.attempts, &deps.retry_days).map(|d| now + d),
+            };
+            events.push(store::invoice_event(
+                &after,
+                &c,
+                p.as_ref().and_then(json),
+                "invoice_payment_failed",
+            ));
+            if c.next_attempt_at.is_none() {
+                if let Some(next) = machine::past_due(status) {
+                    after = moved(&after, next, now);
+                    events.push(store::event(&after, next.event));
+                }
+            }
+        }
+    }
+    save(deps, s, after, CycleWrite::Update(c), events).await
+}
+
+/// The attempt's payment: read if it was made (by this instance before a crash, or another),
+/// else made now with the recorded id.
+async fn charge(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    c: &subscription_cycle::Model,
+) -> Result<Outcome, SubscriptionError> {
+    let Some(pid) = c.payment_id.clone() else {
+        return Ok(Outcome::Failed(None));
+    };
+    let existing = payments::store::find(&deps.db, &pid).await?;
+    let payment = match existing {
+        Some(p) => p,
+        None => match make(deps, s, c, &pid).await {
+            Ok(p) => p,
+            // Made by another instance meanwhile, or refused (a mandate revoked, a method
+            // gone): a refusal is a failed attempt, like a decline.
+            Err(e) => match payments::store::find(&deps.db, &pid).await? {
+                Some(p) => p,
+                None => {
+                    tracing::info!(subscription_id = %s.id, cycle_id = %c.id, error = %e, "a subscription charge was refused");
+                    return Ok(Outcome::Failed(None));
+                }
+            },
+        },
+    };
+    Ok(match payment.status.as_str() {
+        "succeeded" => Outcome::Paid(payment),
+        "processing" => Outcome::Pending,
+        _ => Outcome::Failed(Some(payment)),
+    })
+}
+
+/// The off-session payment of an attempt, as payd itself, in the subscription's shop.
+async fn make(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    c: &subscription_cycle::Model,
+    pid: &str,
+) -> Result<payment::Model, ApiError> {
+    let (merchant, profile) = (
+        MerchantId::parse(&s.merchant_id),
+        ProfileId::parse(&s.profile_id),
+    );
+    let (Some(merchant_id), Some(profile)) = (merchant, profile) else {
+        return Err(ApiError::internal("a subscription with malformed ids"));
+    };
+    let caller = Caller {
+        merchant_id,
+        key_id: KeyId::new(),
+        mode: if s.test_mode { Mode::Test } else { Mode::Live },
+        kind: KeyKind::Secret,
+        bound_profile: Some(profile.clone()),
+        profile: Some(profile),
+    };
+    let req = CreatePaymentRequest {
+        amount: c.amount,
+        currency: c.currency.clone(),
+        capture_method: None,
+        confirm: true,
+        payment_method_data: None,
+        payment_method_id: s.payment_method_id.clone(),
+        customer_id: Some(s.customer_id.clone()),
+        setup_future_usage: None,
+        mandate_id: Some(s.mandate_id.clone()),
+        off_session: Some(true),
+        mandate_data: None,
+        enable_partial_authorization: false,
+        lines: serde_json::from_str(&c.lines).ok(),
+        metadata: Some(
+            [
+                ("subscription_id".to_owned(), s.id.clone().into()),
+                ("cycle_id".to_owned(), c.id.clone().into()),
+            ]
+            .into_iter()
+            .collect(),
+        ),
+        description: Some(format!("Subscription {} cycle {}", s.id, c.seq)),
+        return_url: None,
+        hosted_checkout: false,
+    };
+    payments::create::create(
+        &deps.payments,
+        &caller,
+        req,
+        None,
+        Some(pid.to_owned()),
+        Some(pid.to_owned()),
+    )
+    .await
+}

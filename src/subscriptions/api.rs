@@ -1,0 +1,224 @@
+//! The subscription and billing-cycle objects, and the request types of their routes.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::{fields::Metadata, pagination::ListQuery};
+
+/// An item as asked for: a recurring price of the shop's catalog, and how many.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItemInput {
+    pub price_id: String,
+    /// 1 to 1 000 (default 1).
+    #[serde(default = "one")]
+    pub quantity: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// An item as stored and shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Item {
+    pub price_id: String,
+    pub product_id: String,
+    pub quantity: i64,
+    pub unit_amount: i64,
+}
+
+/// `POST /subscriptions`: created active, its first period charged at once against the
+/// customer's saved method under a multi-use mandate.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSubscriptionRequest {
+    pub customer_id: String,
+    /// 1 to 20 items: recurring prices of one currency and one interval.
+    pub items: Vec<ItemInput>,
+    /// The saved method to charge (default: the mandate's).
+    #[serde(default)]
+    pub payment_method_id: Option<String>,
+    /// An active multi-use mandate of the customer.
+    #[serde(default)]
+    pub mandate_id: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+}
+
+/// `POST /subscriptions/{subscription_id}/cancel`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    /// At the end of the current period (it stays active until then), else now.
+    #[serde(default)]
+    pub at_period_end: bool,
+    /// At most 500 characters.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// `POST /subscriptions/{subscription_id}/resume`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeRequest {
+    /// Charge under this active multi-use mandate of the customer from now on (an unpaid
+    /// subscription's open cycle is tried with it at once).
+    #[serde(default)]
+    pub mandate_id: Option<String>,
+}
+
+/// A subscription. Every subscription event carries it (`content.type =
+/// subscription_details`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Subscription {
+    pub subscription_id: String,
+    /// `created`, `active`, `paused`, `unpaid`, `cancelled` or `in_active`.
+    pub status: String,
+    /// New on every transition.
+    pub transition_id: String,
+    pub test_mode: bool,
+    pub current_period_start: DateTime<Utc>,
+    pub current_period_end: DateTime<Utc>,
+    pub cancelled_at: Option<DateTime<Utc>>,
+    pub cancellation_reason: Option<String>,
+    pub cancel_at_period_end: bool,
+    pub customer_id: String,
+    pub payment_method_id: Option<String>,
+    pub mandate_id: String,
+    pub items: Vec<Item>,
+    /// What each cycle charges, in minor units.
+    pub amount: i64,
+    pub currency: String,
+    pub interval: String,
+    pub interval_count: i64,
+    /// `payd`: payd charges each cycle.
+    pub billing: String,
+    pub profile_id: String,
+    #[schema(value_type = Object)]
+    pub metadata: Metadata,
+    pub created: DateTime<Utc>,
+}
+
+/// A billing cycle (`GET /subscriptions/{subscription_id}/invoices`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Cycle {
+    pub cycle_id: String,
+    pub subscription_id: String,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub amount: i64,
+    pub currency: String,
+    /// `open` (being collected), `paid` or `void` (cancelled before it was paid).
+    pub status: String,
+    /// The payment of the last attempt; `null` before the first.
+    pub payment_id: Option<String>,
+    pub attempts: i64,
+    /// When the next attempt is due, while the cycle is open.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
+/// The cycles of a subscription, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Cycles {
+    pub data: Vec<Cycle>,
+    pub has_more: bool,
+}
+
+/// What the billing side can do with a subscription now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Capabilities {
+    pub subscription_id: String,
+    pub billing: String,
+    /// Of `pause`, `resume`, `cancel`, `cancel_at_period_end`.
+    pub actions: Vec<String>,
+}
+
+/// Filters of `GET /subscriptions/list`.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListSubscriptionsQuery {
+    #[serde(default)]
+    pub profile_id: Option<String>,
+    #[serde(default)]
+    pub customer_id: Option<String>,
+    /// `created`, `active`, `paused`, `unpaid`, `cancelled` or `in_active`.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// 1 to 100 (default 10).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+impl ListSubscriptionsQuery {
+    pub fn page_query(&self) -> ListQuery {
+        ListQuery {
+            limit: self.limit,
+            starting_after: self.starting_after.clone(),
+            ending_before: self.ending_before.clone(),
+        }
+    }
+}
+
+impl Subscription {
+    pub fn render(s: &payd_entity::subscription::Model) -> Self {
+        Self {
+            subscription_id: s.id.clone(),
+            status: s.status.clone(),
+            transition_id: s.transition_id.clone(),
+            test_mode: s.test_mode,
+            current_period_start: s.current_period_start,
+            current_period_end: s.current_period_end,
+            cancelled_at: s.cancelled_at,
+            cancellation_reason: s.cancellation_reason.clone(),
+            cancel_at_period_end: s.cancel_at_period_end,
+            customer_id: s.customer_id.clone(),
+            payment_method_id: s.payment_method_id.clone(),
+            mandate_id: s.mandate_id.clone(),
+            items: serde_json::from_str(&s.items).unwrap_or_default(),
+            amount: s.amount,
+            currency: s.currency.clone(),
+            interval: s.interval.clone(),
+            interval_count: s.interval_count,
+            billing: s.billing.clone(),
+            profile_id: s.profile_id.clone(),
+            metadata: serde_json::from_str(&s.metadata).unwrap_or_default(),
+            created: s.created_at,
+        }
+    }
+}
+
+impl Cycle {
+    pub fn render(c: &payd_entity::subscription_cycle::Model) -> Self {
+        Self {
+            cycle_id: c.id.clone(),
+            subscription_id: c.subscription_id.clone(),
+            period_start: c.period_start,
+            period_end: c.period_end,
+            amount: c.amount,
+            currency: c.currency.clone(),
+            status: c.status.clone(),
+            payment_id: c.payment_id.clone(),
+            attempts: c.attempts,
+            next_attempt_at: c.next_attempt_at,
+        }
+    }
+}
+
+/// The payload of `invoice_paid`: the subscription, the paid cycle and its payment.
+#[derive(Debug, Serialize)]
+pub struct InvoicePaid {
+    #[serde(flatten)]
+    pub subscription: Subscription,
+    pub invoice: Cycle,
+    /// `null` when a billing processor collected the cycle.
+    pub payment: Option<serde_json::Value>,
+}

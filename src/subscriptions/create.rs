@@ -1,0 +1,213 @@
+//! A new subscription: its customer, mandate and items checked against the customers and the
+//! catalog, its first period and cycle, and the first charge — billing is in advance, so the
+//! subscription is active once that charge is paid.
+
+use payd_entity::{mandate, price, subscription};
+
+use super::{
+    actor::{new_cycle, Command, Exec, Subscriptions},
+    api::{CreateSubscriptionRequest, Item},
+    machine::{self, Interval, Status},
+    store,
+};
+use crate::{
+    auth::keys::{Caller, Scope},
+    customers,
+    error::ApiError,
+    fields::check_metadata,
+    ids::{has_shape, new_id},
+    products,
+};
+
+/// At most this many items per subscription.
+pub const MAX_ITEMS: usize = 20;
+
+/// An active multi-use mandate of the customer, in the caller's merchant and mode.
+pub async fn check_mandate(
+    db: &sea_orm::DatabaseConnection,
+    scope: &Scope,
+    customer_id: &str,
+    mandate_id: &str,
+) -> Result<mandate::Model, ApiError> {
+    let mandate = match has_shape(mandate_id, "man") {
+        true => customers::store::find_mandate(db, mandate_id).await?,
+        false => None,
+    }
+    .filter(|m| m.merchant_id == scope.merchant_id && m.test_mode == scope.test_mode)
+    .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
+    if mandate.customer_id != customer_id {
+        return Err(ApiError::invalid_param(
+            "mandate_id",
+            "the mandate is another customer's",
+        ));
+    }
+    if mandate.status != "active" || mandate.mandate_type != "multi_use" {
+        return Err(ApiError::conflict(
+            "mandate_inactive",
+            "a subscription needs an active multi-use mandate",
+        )
+        .param("mandate_id"));
+    }
+    Ok(mandate)
+}
+
+/// Checks and inserts a subscription, then collects its first cycle through its actor.
+pub async fn create(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    req: CreateSubscriptionRequest,
+    max_amount: i64,
+) -> Result<subscription::Model, ApiError> {
+    let deps = subscriptions.deps();
+    let db = &deps.db;
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
+    let customer = match has_shape(&req.customer_id, "cus") {
+        true => {
+            customers::store::find_owned(db, &req.customer_id, &scope.merchant_id, scope.test_mode)
+                .await?
+        }
+        false => None,
+    }
+    .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
+    let mandate_id = req.mandate_id.clone().ok_or_else(|| {
+        ApiError::invalid_param(
+            "mandate_id",
+            "a subscription is charged under a multi-use mandate of the customer: send mandate_id",
+        )
+    })?;
+    let mandate = check_mandate(db, &scope, &customer.id, &mandate_id).await?;
+    if let Some(pm) = &req.payment_method_id {
+        if pm != &mandate.payment_method_id {
+            return Err(ApiError::invalid_param(
+                "payment_method_id",
+                "the mandate is for another saved method",
+            ));
+        }
+    }
+    if req.items.is_empty() || req.items.len() > MAX_ITEMS {
+        return Err(ApiError::invalid_param(
+            "items",
+            format!("a subscription has 1 to {MAX_ITEMS} items"),
+        ));
+    }
+    let mut items = Vec::with_capacity(req.items.len());
+    let mut first: Option<price::Model> = None;
+    let mut amount: i64 = 0;
+    for (i, it) in req.items.iter().enumerate() {
+        let param = |f: &str| format!("items[{i}].{f}");
+        if !(1..=1000).contains(&it.quantity) {
+            return Err(ApiError::invalid_param(
+                &param("quantity"),
+                "quantity must be 1 to 1000",
+            ));
+        }
+        let p = match has_shape(&it.price_id, "price") {
+            true => products::store::find_price(db, &it.price_id).await?,
+            false => None,
+        }
+        .filter(|p| {
+            p.merchant_id == scope.merchant_id
+                && p.test_mode == scope.test_mode
+                && p.profile_id == shop
+        })
+        .ok_or_else(|| ApiError::not_found("price").param(param("price_id")))?;
+        let product = products::store::find(db, &p.product_id).await?;
+        if !p.active || !product.is_some_and(|x| x.active) {
+            return Err(
+                ApiError::invalid("archived", "the price or its product is archived")
+                    .param(param("price_id")),
+            );
+        }
+        let Some(interval) = p.recurring_interval.clone() else {
+            return Err(ApiError::invalid_param(
+                &param("price_id"),
+                "a subscription bills recurring prices",
+            ));
+        };
+        if let Some(f) = &first {
+            if f.currency != p.currency
+                || f.recurring_interval.as_deref() != Some(interval.as_str())
+                || f.recurring_interval_count != p.recurring_interval_count
+            {
+                return Err(ApiError::invalid_param(
+                    &param("price_id"),
+                    "every item bills in one currency at one interval",
+                ));
+            }
+        }
+        amount = it
+            .quantity
+            .checked_mul(p.unit_amount)
+            .and_then(|a| a.checked_add(amount))
+            .filter(|a| *a <= max_amount)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "amount_too_large",
+                    format!("a cycle charges at most {max_amount}"),
+                )
+                .param("items")
+            })?;
+        items.push(Item {
+            price_id: p.id.clone(),
+            product_id: p.product_id.clone(),
+            quantity: it.quantity,
+            unit_amount: p.unit_amount,
+        });
+        first.get_or_insert(p);
+    }
+    if amount <= 0 {
+        return Err(ApiError::invalid_param(
+            "items",
+            "a subscription charges more than 0 a cycle",
+        ));
+    }
+    let first = first.ok_or_else(|| ApiError::invalid_param("items", "no items"))?;
+    let interval_name = first.recurring_interval.clone().unwrap_or_default();
+    let interval = Interval::parse(&interval_name)
+        .ok_or_else(|| ApiError::internal("a price with an unknown interval"))?;
+    let count = first.recurring_interval_count.unwrap_or(1);
+    let now = deps.clock.now();
+    let end = machine::period_end(now, interval, count, 1)
+        .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
+    let mut s = subscription::Model {
+        id: new_id("sub"),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: shop,
+        test_mode: scope.test_mode,
+        customer_id: customer.id,
+        payment_method_id: Some(mandate.payment_method_id.clone()),
+        mandate_id: mandate.id,
+        items: serde_json::to_string(&items).unwrap_or_else(|_| "[]".into()),
+        amount,
+        currency: first.currency.clone(),
+        interval: interval_name,
+        interval_count: count,
+        status: Status::Created.as_str().to_owned(),
+        anchor_at: now,
+        period_index: 1,
+        current_period_start: now,
+        current_period_end: end,
+        cancel_at_period_end: false,
+        cancelled_at: None,
+        cancellation_reason: None,
+        billing: "payd".into(),
+        transition_id: new_id("tr"),
+        ever_active: false,
+        open_cycle_id: None,
+        metadata,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    };
+    // The first cycle and its attempt are recorded with the subscription, before any charge.
+    let cycle = new_cycle(&s, 1, now);
+    s.open_cycle_id = Some(cycle.id.clone());
+    store::insert(db, &s, &cycle, vec![], Some(now)).await?;
+    let exec = Exec {
+        scope: None,
+        command: Command::Tick,
+    };
+    Ok(subscriptions.send(&s.id, exec).await??)
+}

@@ -1,0 +1,328 @@
+//! The subscription state machine, pure: statuses and their transitions, billing periods, and
+//! the retry schedule of a cycle that could not be collected.
+//!
+//! ```text
+//! (create: the first cycle paid) ──▶ active ⇄ paused
+//!                                      │  ▲
+//!          retries run out ─────────── ▼  │ the open cycle is paid
+//!                                     unpaid
+//! any of active, paused, unpaid ──cancel──▶ cancelled
+//! active or paused ──cancel at period end──▶ (flag) ──period ends──▶ cancelled
+//!                                              └──resume──▶ (flag cleared)
+//! ```
+//!
+//! Periods are counted from the subscription's anchor, never chained: the `k`-th period ends
+//! `k × interval_count` intervals after the anchor, so a subscription anchored on 31 January
+//! renews on 28 (29) February, then on 31 March (months without the day end on their last day).
+
+use chrono::{DateTime, Duration, Months, Utc};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    Created,
+    Active,
+    Paused,
+    Unpaid,
+    Cancelled,
+    InActive,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Created,
+        Status::Active,
+        Status::Paused,
+        Status::Unpaid,
+        Status::Cancelled,
+        Status::InActive,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Created => "created",
+            Status::Active => "active",
+            Status::Paused => "paused",
+            Status::Unpaid => "unpaid",
+            Status::Cancelled => "cancelled",
+            Status::InActive => "in_active",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// Nothing leads out of a final status.
+    pub fn is_final(self) -> bool {
+        matches!(self, Status::Cancelled | Status::InActive)
+    }
+}
+
+/// How often a subscription bills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interval {
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl Interval {
+    pub fn parse(s: &str) -> Option<Interval> {
+        match s {
+            "day" => Some(Interval::Day),
+            "week" => Some(Interval::Week),
+            "month" => Some(Interval::Month),
+            "year" => Some(Interval::Year),
+            _ => None,
+        }
+    }
+}
+
+/// The end of the `k`-th period (`k ≥ 1`) of a subscription anchored at `anchor` billing every
+/// `count` `interval`s; `None` past the calendar's end.
+pub fn period_end(
+    anchor: DateTime<Utc>,
+    interval: Interval,
+    count: i64,
+    k: i64,
+) -> Option<DateTime<Utc>> {
+    let n = count.checked_mul(k)?;
+    match interval {
+        Interval::Day => anchor.checked_add_signed(Duration::try_days(n)?),
+        Interval::Week => anchor.checked_add_signed(Duration::try_days(n.checked_mul(7)?)?),
+        Interval::Month => anchor.checked_add_months(Months::new(u32::try_from(n).ok()?)),
+        Interval::Year => {
+            anchor.checked_add_months(Months::new(u32::try_from(n.checked_mul(12)?).ok()?))
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the subscription is {}; {what}", .status.as_str())]
+    InvalidState { status: Status, what: &'static str },
+}
+
+fn refuse<T>(status: Status, what: &'static str) -> Result<T, Refusal> {
+    Err(Refusal::InvalidState { status, what })
+}
+
+/// What a command does to the status and the `cancel_at_period_end` flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Next {
+    pub status: Status,
+    pub cancel_at_period_end: bool,
+    /// The event this transition announces.
+    pub event: &'static str,
+}
+
+/// Pausing: only an active subscription (a scheduled cancellation stays scheduled).
+pub fn pause(s: Status, cancel_at_period_end: bool) -> Result<Next, Refusal> {
+    match s {
+        Status::Active => Ok(Next {
+            status: Status::Paused,
+            cancel_at_period_end,
+            event: "subscription_paused",
+        }),
+        other => refuse(other, "only an active subscription can be paused"),
+    }
+}
+
+/// Resuming: a paused subscription becomes active; on an active one, a cancellation scheduled
+/// for the period's end is undone. (An unpaid one is resumed by paying its open cycle.)
+pub fn resume(s: Status, cancel_at_period_end: bool) -> Result<Next, Refusal> {
+    match (s, cancel_at_period_end) {
+        (Status::Paused, _) | (Status::Active, true) => Ok(Next {
+            status: Status::Active,
+            cancel_at_period_end: false,
+            event: "subscription_resumed",
+        }),
+        (other, _) => refuse(
+            other,
+            "resume needs a paused subscription, or an active one with a cancellation scheduled",
+        ),
+    }
+}
+
+/// Cancelling, now or at the period's end (which needs a subscription that still renews).
+pub fn cancel(s: Status, at_period_end: bool, already_scheduled: bool) -> Result<Next, Refusal> {
+    if s.is_final() {
+        return refuse(s, "it cannot be cancelled again");
+    }
+    if at_period_end {
+        if !matches!(s, Status::Active | Status::Paused) {
+            return refuse(
+                s,
+                "only an active or paused subscription can end with its period",
+            );
+        }
+        if already_scheduled {
+            return refuse(s, "its cancellation at period end is already scheduled");
+        }
+        return Ok(Next {
+            status: s,
+            cancel_at_period_end: true,
+            event: "subscription_cancelled",
+        });
+    }
+    Ok(Next {
+        status: Status::Cancelled,
+        cancel_at_period_end: false,
+        event: "subscription_cancelled",
+    })
+}
+
+/// A cycle was paid: active again. The first activation announces `subscription_active`; an
+/// unpaid subscription that pays `subscription_resumed`.
+pub fn paid(s: Status, ever_active: bool) -> Option<Next> {
+    let event = match s {
+        _ if !ever_active => "subscription_active",
+        Status::Unpaid => "subscription_resumed",
+        _ => return None,
+    };
+    Some(Next {
+        status: Status::Active,
+        cancel_at_period_end: false,
+        event,
+    })
+    .filter(|_| !s.is_final())
+}
+
+/// After `attempts` failed attempts at a cycle: when to try again (`Some(delay)`), or `None`
+/// when the schedule has run out (the subscription becomes `unpaid`).
+pub fn retry_after(attempts: i64, schedule_days: &[u32]) -> Option<Duration> {
+    let i = usize::try_from(attempts).ok()?.checked_sub(1)?;
+    schedule_days.get(i).map(|d| Duration::days(i64::from(*d)))
+}
+
+/// Retries ran out: `unpaid`, announced as `subscription_past_due`.
+pub fn past_due(s: Status) -> Option<Next> {
+    (s == Status::Active).then_some(Next {
+        status: Status::Unpaid,
+        cancel_at_period_end: false,
+        event: "subscription_past_due",
+    })
+}
+
+/// The actions a subscription allows now (`GET …/capabilities`).
+pub fn actions(s: Status, cancel_at_period_end: bool) -> Vec<&'static str> {
+    match s {
+        Status::Active if cancel_at_period_end => vec!["pause", "resume", "cancel"],
+        Status::Active => vec!["pause", "cancel", "cancel_at_period_end"],
+        Status::Paused if cancel_at_period_end => vec!["resume", "cancel"],
+        Status::Paused => vec!["resume", "cancel", "cancel_at_period_end"],
+        Status::Unpaid => vec!["resume", "cancel"],
+        Status::Created => vec!["cancel"],
+        Status::Cancelled | Status::InActive => vec![],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn month_ends_do_not_drift() {
+        let jan31 = at("2027-01-31T09:00:00Z");
+        assert_eq!(
+            period_end(jan31, Interval::Month, 1, 1),
+            Some(at("2027-02-28T09:00:00Z"))
+        );
+        assert_eq!(
+            period_end(jan31, Interval::Month, 1, 2),
+            Some(at("2027-03-31T09:00:00Z"))
+        );
+        assert_eq!(
+            period_end(jan31, Interval::Year, 1, 1),
+            Some(at("2028-01-31T09:00:00Z"))
+        );
+        assert_eq!(
+            period_end(jan31, Interval::Week, 2, 1),
+            Some(at("2027-02-14T09:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn retries_follow_the_schedule_then_run_out() {
+        let s = [1, 3, 5];
+        assert_eq!(retry_after(1, &s), Some(Duration::days(1)));
+        assert_eq!(retry_after(3, &s), Some(Duration::days(5)));
+        assert_eq!(retry_after(4, &s), None);
+        assert_eq!(retry_after(0, &s), None);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Cmd {
+        Pause,
+        Resume,
+        Cancel(bool),
+        Paid,
+        PastDue,
+    }
+
+    fn cmd() -> impl Strategy<Value = Cmd> {
+        prop_oneof![
+            Just(Cmd::Pause),
+            Just(Cmd::Resume),
+            any::<bool>().prop_map(Cmd::Cancel),
+            Just(Cmd::Paid),
+            Just(Cmd::PastDue),
+        ]
+    }
+
+    proptest! {
+        /// Nothing leads out of a final status, `subscription_active` is announced once, and a
+        /// scheduled cancellation only exists on a subscription that still renews.
+        #[test]
+        fn final_statuses_stay_and_activation_is_announced_once(cmds in prop::collection::vec(cmd(), 0..40)) {
+            let (mut s, mut flag, mut ever, mut activations) = (Status::Active, false, true, 0);
+            if cmds.len() % 2 == 0 {
+                (s, ever) = (Status::Created, false);
+            }
+            for c in &cmds {
+                let next = match c {
+                    Cmd::Pause => pause(s, flag).ok(),
+                    Cmd::Resume => resume(s, flag).ok(),
+                    Cmd::Cancel(end) => cancel(s, *end, flag).ok(),
+                    Cmd::Paid => paid(s, ever),
+                    Cmd::PastDue => past_due(s),
+                };
+                if s.is_final() {
+                    prop_assert!(next.is_none(), "{:?} left {:?}", c, s);
+                }
+                if let Some(n) = next {
+                    if n.event == "subscription_active" {
+                        activations += 1;
+                        ever = true;
+                    }
+                    s = n.status;
+                    flag = n.cancel_at_period_end;
+                }
+                prop_assert!(!flag || matches!(s, Status::Active | Status::Paused));
+            }
+            prop_assert!(activations <= 1);
+        }
+
+        /// Period ends increase strictly and land on the anchor's day when the month has it.
+        #[test]
+        fn periods_increase(day in 1u32..=31, month in 1u32..=12, count in 1i64..=12, ks in 1i64..40) {
+            let Some(anchor) = chrono::NaiveDate::from_ymd_opt(2027, month, day) else { return Ok(()); };
+            let anchor = anchor.and_hms_opt(12, 0, 0).unwrap().and_utc();
+            let mut last = anchor;
+            for k in 1..=ks {
+                let end = period_end(anchor, Interval::Month, count, k).unwrap();
+                prop_assert!(end > last);
+                use chrono::Datelike;
+                prop_assert!(end.day() == day || end.day() < day);
+                last = end;
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Subscriptions: customers billed every period for recurring prices of the catalog, one actor
+//! per subscription serializing every change. Billed by payd: each cycle is an off-session
+//! payment against the saved method and mandate. Dependencies run `subscriptions → payments,
+//! customers, products`, never back.
+
+pub mod actor;
+pub mod api;
+pub mod create;
+pub mod machine;
+pub mod routes;
+pub mod store;
+
+pub use actor::Subscriptions;
+pub use routes::configure;

@@ -1,0 +1,272 @@
+//! Handlers of the subscription routes. Changes go through the subscription's actor; reads go
+//! to the store.
+
+use actix_web::{web, HttpResponse};
+
+use super::{
+    actor::{Command, Exec, SubscriptionError, Subscriptions},
+    api::{
+        CancelRequest, Capabilities, CreateSubscriptionRequest, Cycle, Cycles,
+        ListSubscriptionsQuery, ResumeRequest, Subscription,
+    },
+    create,
+    machine::Status,
+    store,
+};
+use crate::{
+    auth::{Caller, SecretKey},
+    error::ApiError,
+    fields::check_text,
+    http::{ApiJson, ApiQuery},
+    ids::has_shape,
+    pagination::{List, Page},
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/subscriptions").route(web::post().to(create_subscription)))
+        .service(web::resource("/subscriptions/list").route(web::get().to(list_subscriptions)))
+        .service(
+            web::resource("/subscriptions/{subscription_id}")
+                .route(web::get().to(retrieve_subscription)),
+        )
+        .service(
+            web::resource("/subscriptions/{subscription_id}/capabilities")
+                .route(web::get().to(capabilities)),
+        )
+        .service(
+            web::resource("/subscriptions/{subscription_id}/pause")
+                .route(web::post().to(pause_subscription)),
+        )
+        .service(
+            web::resource("/subscriptions/{subscription_id}/resume")
+                .route(web::post().to(resume_subscription)),
+        )
+        .service(
+            web::resource("/subscriptions/{subscription_id}/cancel")
+                .route(web::post().to(cancel_subscription)),
+        )
+        .service(
+            web::resource("/subscriptions/{subscription_id}/invoices")
+                .route(web::get().to(subscription_cycles)),
+        );
+}
+
+impl From<SubscriptionError> for ApiError {
+    #[track_caller]
+    fn from(e: SubscriptionError) -> Self {
+        match e {
+            SubscriptionError::NotFound => {
+                ApiError::not_found("subscription").param("subscription_id")
+            }
+            SubscriptionError::Refused(r) => ApiError::conflict("invalid_state", r.to_string()),
+            SubscriptionError::LostRace => ApiError::concurrent_update("subscription"),
+            SubscriptionError::Db(e) => e.into(),
+        }
+    }
+}
+
+async fn run(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    id: &str,
+    command: Command,
+) -> Result<HttpResponse, ApiError> {
+    if !has_shape(id, "sub") {
+        return Err(ApiError::not_found("subscription").param("subscription_id"));
+    }
+    let exec = Exec {
+        scope: Some(caller.scope()),
+        command,
+    };
+    let s = subscriptions.send(id, exec).await??;
+    Ok(HttpResponse::Ok().json(Subscription::render(&s)))
+}
+
+async fn owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<payd_entity::subscription::Model, ApiError> {
+    let missing = || ApiError::not_found("subscription").param("subscription_id");
+    if !has_shape(id, "sub") {
+        return Err(missing());
+    }
+    store::find_owned(&state.db, id, &caller.scope())
+        .await?
+        .ok_or_else(missing)
+}
+
+/// Create a subscription and charge its first period at once (billing is in advance) against
+/// the customer's saved method under a multi-use mandate. Active once that charge is paid; if
+/// it fails, the subscription stays `created` and expires after
+/// `subscriptions.confirm_within_hours`.
+#[utoipa::path(post, path = "/subscriptions", tag = "subscriptions",
+    request_body = CreateSubscriptionRequest,
+    responses((status = 201, body = Subscription), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_subscription(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    subscriptions: web::Data<Subscriptions>,
+    ApiJson(req): ApiJson<CreateSubscriptionRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let s = create::create(
+        &subscriptions,
+        &caller,
+        req,
+        state.settings.limits.max_amount,
+    )
+    .await?;
+    Ok(HttpResponse::Created().json(Subscription::render(&s)))
+}
+
+/// List subscriptions, newest first.
+#[utoipa::path(get, path = "/subscriptions/list", tag = "subscriptions",
+    params(ListSubscriptionsQuery),
+    responses((status = 200, body = List<Subscription>), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_subscriptions(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<ListSubscriptionsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&q.page_query(), "sub")?;
+    if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
+        return Err(ApiError::invalid_param(
+            "status",
+            format!("unknown status {s:?}"),
+        ));
+    }
+    let shop = caller.scope().list_shop(q.profile_id.as_deref())?;
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        shop.as_deref(),
+        &q,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|s| Subscription::render(&s))))
+}
+
+/// Retrieve a subscription.
+#[utoipa::path(get, path = "/subscriptions/{subscription_id}", tag = "subscriptions",
+    params(("subscription_id" = String, Path)),
+    responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_subscription(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let s = owned(&state, &caller, &id).await?;
+    Ok(HttpResponse::Ok().json(Subscription::render(&s)))
+}
+
+/// What can be done with the subscription now.
+#[utoipa::path(get, path = "/subscriptions/{subscription_id}/capabilities", tag = "subscriptions",
+    params(("subscription_id" = String, Path)),
+    responses((status = 200, body = Capabilities), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn capabilities(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let s = owned(&state, &caller, &id).await?;
+    let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
+    let actions = super::machine::actions(status, s.cancel_at_period_end)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    Ok(HttpResponse::Ok().json(Capabilities {
+        subscription_id: s.id,
+        billing: s.billing,
+        actions,
+    }))
+}
+
+/// Pause an active subscription: its periods pass without a charge until it resumes.
+#[utoipa::path(post, path = "/subscriptions/{subscription_id}/pause", tag = "subscriptions",
+    params(("subscription_id" = String, Path)),
+    responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn pause_subscription(
+    SecretKey(caller): SecretKey,
+    subscriptions: web::Data<Subscriptions>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    run(&subscriptions, &caller, &id, Command::Pause).await
+}
+
+/// Resume a paused subscription, undo a cancellation scheduled for the period's end, or try
+/// an unpaid subscription's open cycle again.
+#[utoipa::path(post, path = "/subscriptions/{subscription_id}/resume", tag = "subscriptions",
+    params(("subscription_id" = String, Path)),
+    request_body(content = ResumeRequest, description = "optional"),
+    responses((status = 200, body = Subscription), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn resume_subscription(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    subscriptions: web::Data<Subscriptions>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<ResumeRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let mandate = match &req.mandate_id {
+        Some(m) => {
+            let s = owned(&state, &caller, &id).await?;
+            let m = create::check_mandate(&state.db, &caller.scope(), &s.customer_id, m).await?;
+            Some((m.id, m.payment_method_id))
+        }
+        None => None,
+    };
+    run(&subscriptions, &caller, &id, Command::Resume { mandate }).await
+}
+
+/// Cancel now, or at the end of the current period (`at_period_end`).
+#[utoipa::path(post, path = "/subscriptions/{subscription_id}/cancel", tag = "subscriptions",
+    params(("subscription_id" = String, Path)), request_body = CancelRequest,
+    responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn cancel_subscription(
+    SecretKey(caller): SecretKey,
+    subscriptions: web::Data<Subscriptions>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<CancelRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let reason = check_text("reason", req.reason.as_ref(), 500)?;
+    let command = Command::Cancel {
+        at_period_end: req.at_period_end,
+        reason,
+    };
+    run(&subscriptions, &caller, &id, command).await
+}
+
+/// Cycles one answer shows.
+const MAX_CYCLES: usize = 100;
+
+/// The subscription's billing cycles, newest first (the newest 100).
+#[utoipa::path(get, path = "/subscriptions/{subscription_id}/invoices", tag = "subscriptions",
+    params(("subscription_id" = String, Path)),
+    responses((status = 200, body = Cycles), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn subscription_cycles(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let s = owned(&state, &caller, &id).await?;
+    let all = store::cycles(&state.db, &s.id).await?;
+    let data = all.iter().take(MAX_CYCLES).map(Cycle::render).collect();
+    Ok(HttpResponse::Ok().json(Cycles {
+        data,
+        has_more: all.len() > MAX_CYCLES,
+    }))
+}

@@ -1,0 +1,230 @@
+//! Persistence of subscriptions and their cycles. A subscription's change, its cycle's write,
+//! its events and its one due job commit in one transaction under the subscription's version.
+
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::{subscription, subscription_cycle};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
+};
+
+use super::{
+    api::{Cycle, InvoicePaid, ListSubscriptionsQuery, Subscription},
+    machine::Status,
+};
+use crate::{
+    auth::keys::Scope,
+    commit::{self, Change, Event, Job, Write},
+    pagination::{paginate, List, Page, PageError},
+};
+
+pub use crate::commit::CommitError;
+
+/// Scheduled job: the subscription's next due moment (a renewal, a retry, a check of a charge
+/// in flight, a scheduled cancellation, the expiry of an unconfirmed one).
+pub const TICK_JOB: &str = "subscription_tick";
+
+/// How long a charge still in flight (`processing`) waits before it is checked again.
+pub const CHARGE_CHECK: i64 = 60;
+
+/// A subscription event with the subscription's object.
+pub fn event(s: &subscription::Model, event_type: &str) -> Event {
+    Event {
+        merchant_id: s.merchant_id.clone(),
+        profile_id: Some(s.profile_id.clone()),
+        test_mode: s.test_mode,
+        event_type: event_type.to_owned(),
+        object_id: s.id.clone(),
+        content_type: "subscription_details",
+        object: serde_json::to_string(&Subscription::render(s)).unwrap_or_default(),
+    }
+}
+
+/// `invoice_paid` or `invoice_payment_failed`: the subscription with the cycle in `invoice`
+/// and the attempt's payment.
+pub fn invoice_event(
+    s: &subscription::Model,
+    c: &subscription_cycle::Model,
+    payment: Option<serde_json::Value>,
+    event_type: &str,
+) -> Event {
+    let object = InvoicePaid {
+        subscription: Subscription::render(s),
+        invoice: Cycle::render(c),
+        payment,
+    };
+    Event {
+        object: serde_json::to_string(&object).unwrap_or_default(),
+        ..event(s, event_type)
+    }
+}
+
+/// When the subscription is next due, if ever.
+pub fn next_due(
+    s: &subscription::Model,
+    open: Option<&subscription_cycle::Model>,
+    confirm_within: Duration,
+) -> Option<DateTime<Utc>> {
+    let status = Status::parse(&s.status)?;
+    if status.is_final() {
+        return None;
+    }
+    let attempt = open.and_then(|c| match c.charging {
+        true => c.next_attempt_at.or(Some(c.updated_at)),
+        false => c.next_attempt_at,
+    });
+    let due = match status {
+        Status::Created => Some(s.created_at + confirm_within),
+        // An unpaid subscription renews again once its open cycle is paid.
+        Status::Unpaid => None,
+        _ => Some(s.current_period_end),
+    };
+    [attempt, due].into_iter().flatten().min()
+}
+
+/// When the subscription is next due, as stored (its job's time).
+pub async fn due_of(
+    db: &impl ConnectionTrait,
+    s: &subscription::Model,
+    confirm_within: Duration,
+) -> Result<Option<DateTime<Utc>>, DbErr> {
+    let open = match &s.open_cycle_id {
+        Some(id) => find_cycle(db, id).await?,
+        None => None,
+    };
+    Ok(next_due(s, open.as_ref(), confirm_within))
+}
+
+/// What a change does to a cycle.
+pub enum CycleWrite {
+    None,
+    Insert(subscription_cycle::Model),
+    Update(subscription_cycle::Model),
+}
+
+fn job(s: &subscription::Model, at: Option<DateTime<Utc>>) -> Job {
+    match at {
+        Some(at) => Job::Schedule {
+            kind: TICK_JOB,
+            entity_id: s.id.clone(),
+            at,
+        },
+        None => Job::Cancel {
+            kinds: vec![TICK_JOB],
+            entity_id: s.id.clone(),
+        },
+    }
+}
+
+/// A new subscription with its first cycle, its events and its job.
+pub async fn insert(
+    db: &DatabaseConnection,
+    s: &subscription::Model,
+    cycle: &subscription_cycle::Model,
+    events: Vec<Event>,
+    due: Option<DateTime<Utc>>,
+) -> Result<(), CommitError> {
+    let mut change = Change::at(s.created_at)
+        .write(commit::insert(s.clone()))
+        .write(commit::insert(cycle.clone()));
+    for e in events {
+        change = change.event(e);
+    }
+    commit::commit(db, change.job(job(s, due))).await?;
+    Ok(())
+}
+
+/// Replaces the subscription if nobody wrote since `before`, with its cycle's write, its
+/// events and its job. Returns the webhook deliveries queued.
+pub async fn commit(
+    db: &DatabaseConnection,
+    before: &subscription::Model,
+    after: &subscription::Model,
+    cycle: CycleWrite,
+    events: Vec<Event>,
+    due: Option<DateTime<Utc>>,
+) -> Result<usize, CommitError> {
+    let mut change = Change::at(after.updated_at).write(Write::Cas(
+        subscription::Entity::update_many()
+            .set(after.clone().into_active_model().reset_all())
+            .filter(subscription::Column::Id.eq(before.id.as_str()))
+            .filter(subscription::Column::Version.eq(before.version))
+            .into_query(),
+    ));
+    change = match cycle {
+        CycleWrite::None => change,
+        CycleWrite::Insert(c) => change.write(commit::insert(c)),
+        CycleWrite::Update(c) => change.write(Write::Update(
+            subscription_cycle::Entity::update_many()
+                .filter(subscription_cycle::Column::Id.eq(c.id.as_str()))
+                .set(c.into_active_model().reset_all())
+                .into_query(),
+        )),
+    };
+    for e in events {
+        change = change.event(e);
+    }
+    Ok(commit::commit(db, change.job(job(after, due)))
+        .await?
+        .deliveries)
+}
+
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: &str,
+) -> Result<Option<subscription::Model>, DbErr> {
+    subscription::Entity::find_by_id(id).one(db).await
+}
+
+pub async fn find_owned(
+    db: &impl ConnectionTrait,
+    id: &str,
+    scope: &Scope,
+) -> Result<Option<subscription::Model>, DbErr> {
+    Ok(find(db, id)
+        .await?
+        .filter(|s| scope.sees(&s.merchant_id, s.test_mode, &s.profile_id)))
+}
+
+pub async fn find_cycle(
+    db: &impl ConnectionTrait,
+    id: &str,
+) -> Result<Option<subscription_cycle::Model>, DbErr> {
+    subscription_cycle::Entity::find_by_id(id).one(db).await
+}
+
+/// A subscription's cycles, newest first.
+pub async fn cycles(
+    db: &impl ConnectionTrait,
+    subscription_id: &str,
+) -> Result<Vec<subscription_cycle::Model>, DbErr> {
+    subscription_cycle::Entity::find()
+        .filter(subscription_cycle::Column::SubscriptionId.eq(subscription_id))
+        .order_by_desc(subscription_cycle::Column::Seq)
+        .all(db)
+        .await
+}
+
+pub async fn list(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+    profile_id: Option<&str>,
+    f: &ListSubscriptionsQuery,
+    page: &Page,
+) -> Result<List<subscription::Model>, PageError> {
+    let mut q = subscription::Entity::find()
+        .filter(subscription::Column::MerchantId.eq(merchant_id))
+        .filter(subscription::Column::TestMode.eq(test_mode));
+    if let Some(p) = profile_id {
+        q = q.filter(subscription::Column::ProfileId.eq(p));
+    }
+    let visible = q.clone();
+    if let Some(c) = &f.customer_id {
+        q = q.filter(subscription::Column::CustomerId.eq(c.as_str()));
+    }
+    if let Some(s) = &f.status {
+        q = q.filter(subscription::Column::Status.eq(s.as_str()));
+    }
+    paginate(db, visible, q, subscription::Column::Id, page).await
+}

@@ -1,0 +1,464 @@
+//! Subscriptions billed by payd: the first period charged at creation, renewals through the
+//! clock, failed renewals retried then `unpaid`, paid again with another mandate, pause and
+//! resume, cancellation now and at period end (and its undo), and the events in order.
+
+mod common;
+
+use std::time::{Duration as StdDuration, Instant};
+
+use actix_web::http::Method;
+use chrono::{DateTime, Duration, Utc};
+use common::{card, spawn_app, Merchant, TestApp};
+use serde_json::{json, Value};
+
+/// A customer with a card saved under a multi-use mandate: (customer id, mandate id).
+async fn customer_with_mandate(app: &TestApp, m: &Merchant, number: &str) -> (String, String) {
+    let c = app
+        .call(m, Method::POST, "/customers", Some(json!({"name": "Ana"})))
+        .await;
+    assert_eq!(c.status, 201, "{}", c.body);
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    let mandate = save_card(app, m, &cid, number).await;
+    (cid, mandate)
+}
+
+async fn save_card(app: &TestApp, m: &Merchant, cid: &str, number: &str) -> String {
+    let p = app
+        .create_payment(
+            m,
+            json!({"amount": 100, "currency": "EUR", "confirm": true, "customer_id": cid,
+                "setup_future_usage": "off_session", "payment_method_data": card(number)}),
+        )
+        .await;
+    assert_eq!(p.status, 201, "{}", p.body);
+    p.body["mandate_id"].as_str().unwrap().to_owned()
+}
+
+/// A monthly price of `amount` EUR.
+async fn monthly(app: &TestApp, m: &Merchant, amount: i64) -> String {
+    let p = app
+        .call(
+            m,
+            Method::POST,
+            "/products",
+            Some(
+                json!({"name": "Plan", "prices": [{"unit_amount": amount, "currency": "EUR",
+                "recurring": {"interval": "month"}}]}),
+            ),
+        )
+        .await;
+    assert_eq!(p.status, 201, "{}", p.body);
+    p.body["prices"][0]["price_id"].as_str().unwrap().to_owned()
+}
+
+async fn subscribe(app: &TestApp, m: &Merchant, cid: &str, mandate: &str, price: &str) -> Value {
+    let r = app
+        .call(
+            m,
+            Method::POST,
+            "/subscriptions",
+            Some(json!({"customer_id": cid, "mandate_id": mandate,
+                "items": [{"price_id": price, "quantity": 2}], "metadata": {"plan": "pro"}})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body
+}
+
+async fn get(app: &TestApp, m: &Merchant, path: &str) -> common::Answer {
+    app.call(m, Method::GET, path, None).await
+}
+
+async fn post(app: &TestApp, m: &Merchant, path: &str, body: Value) -> common::Answer {
+    app.call(m, Method::POST, path, Some(body)).await
+}
+
+async fn cycles(app: &TestApp, m: &Merchant, id: &str) -> Vec<Value> {
+    let r = get(app, m, &format!("/subscriptions/{id}/invoices")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["data"].as_array().unwrap().clone()
+}
+
+fn time(v: &Value) -> DateTime<Utc> {
+    v.as_str().unwrap().parse().unwrap()
+}
+
+/// Moves the clock to `to` (plus a second) and waits (bounded) until `done` holds.
+async fn until<F>(app: &TestApp, m: &Merchant, id: &str, to: DateTime<Utc>, done: F) -> Value
+where
+    F: Fn(&Value, &[Value]) -> bool,
+{
+    app.clock.set(to + Duration::seconds(1));
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let s = get(app, m, &format!("/subscriptions/{id}")).await.body;
+        let c = cycles(app, m, id).await;
+        if done(&s, &c) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "never: {s} {c:?}");
+        actix_web::rt::time::sleep(StdDuration::from_millis(25)).await;
+    }
+}
+
+#[actix_web::test]
+async fn a_year_of_monthly_renewals_charges_each_cycle_once() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (cid, mandate) = customer_with_mandate(&app, &m, "4242424242424242").await;
+    let price = monthly(&app, &m, 1500).await;
+    let s = subscribe(&app, &m, &cid, &mandate, &price).await;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("sub_"));
+    assert_eq!(
+        (s["status"].as_str(), s["amount"].as_i64()),
+        (Some("active"), Some(3000))
+    );
+    assert_eq!(
+        (s["billing"].as_str(), s["interval"].as_str()),
+        (Some("payd"), Some("month"))
+    );
+    assert_eq!(s["cancel_at_period_end"], false);
+    let first = cycles(&app, &m, &id).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(
+        (first[0]["status"].as_str(), first[0]["attempts"].as_i64()),
+        (Some("paid"), Some(1))
+    );
+    let pay = get(
+        &app,
+        &m,
+        &format!("/payments/{}", first[0]["payment_id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(
+        (pay.body["status"].as_str(), pay.body["amount"].as_i64()),
+        (Some("succeeded"), Some(3000))
+    );
+    assert_eq!(pay.body["metadata"]["subscription_id"], id.as_str());
+
+    let mut transitions = vec![s["transition_id"].clone()];
+    let mut current = s;
+    for k in 1..=12 {
+        let end = time(&current["current_period_end"]);
+        current = until(&app, &m, &id, end, |_, c| {
+            c.len() == k + 1 && c[0]["status"] == "paid"
+        })
+        .await;
+        assert_eq!(time(&current["current_period_start"]), end);
+        transitions.push(current["transition_id"].clone());
+    }
+    let all = cycles(&app, &m, &id).await;
+    assert_eq!(all.len(), 13);
+    let mut payments: Vec<&str> = all
+        .iter()
+        .map(|c| c["payment_id"].as_str().unwrap())
+        .collect();
+    payments.sort();
+    payments.dedup();
+    assert_eq!(payments.len(), 13, "one payment per cycle");
+    for w in all.windows(2) {
+        assert_eq!(
+            w[0]["period_start"], w[1]["period_end"],
+            "periods follow each other"
+        );
+    }
+    let events = post(
+        &app,
+        &m,
+        &format!("/events/{}", m.merchant_id),
+        json!({"object_id": id, "limit": 100}),
+    )
+    .await;
+    let mut types: Vec<String> = events.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap().to_owned())
+        .collect();
+    types.reverse();
+    assert_eq!(types[0], "subscription_active");
+    assert_eq!(types[1], "invoice_paid");
+    assert_eq!(
+        types.iter().filter(|t| *t == "invoice_paid").count(),
+        13,
+        "{types:?}"
+    );
+    assert_eq!(types.len(), 14, "{types:?}");
+    // Renewals are not transitions: the transition id stayed.
+    assert!(transitions.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[actix_web::test]
+async fn failed_renewals_retry_then_unpaid_then_paid_with_another_mandate() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (cid, mandate) = customer_with_mandate(&app, &m, "4242424242424242").await;
+    let price = monthly(&app, &m, 1000).await;
+    let s = subscribe(&app, &m, &cid, &mandate, &price).await;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    // The mandate is revoked: every renewal is refused, like a decline.
+    let r = post(&app, &m, &format!("/mandates/revoke/{mandate}"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    let end = time(&s["current_period_end"]);
+    let mut at = end;
+    let mut attempt = 1;
+    let s = until(&app, &m, &id, at, |_, c| {
+        c.len() == 2 && c[0]["attempts"] == 1 && c[0]["next_attempt_at"].is_string()
+    })
+    .await;
+    assert_eq!(s["status"], "active");
+    for days in [1, 3, 5] {
+        attempt += 1;
+        at += Duration::days(days);
+        until(&app, &m, &id, at, |_, c| {
+            c[0]["attempts"] == attempt && c[0]["status"] == "open" && !c[0]["payment_id"].is_null()
+        })
+        .await;
+    }
+    let s = until(&app, &m, &id, at, |s, _| s["status"] == "unpaid").await;
+    let c = cycles(&app, &m, &id).await;
+    assert_eq!(
+        (c[0]["attempts"].as_i64(), c[0]["next_attempt_at"].is_null()),
+        (Some(4), true)
+    );
+    let types = app.event_types(&m, &id).await;
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| *t == "invoice_payment_failed")
+            .count(),
+        4,
+        "{types:?}"
+    );
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("subscription_past_due")
+    );
+    // Another card, another mandate: the open cycle is paid at once, and it is active again.
+    let other = save_card(&app, &m, &cid, "5555555555554444").await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/subscriptions/{id}/resume"),
+        json!({"mandate_id": other}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (r.body["status"].as_str(), r.body["mandate_id"].as_str()),
+        (Some("active"), Some(other.as_str()))
+    );
+    assert_ne!(r.body["transition_id"], s["transition_id"]);
+    let c = cycles(&app, &m, &id).await;
+    assert_eq!(
+        (c[0]["status"].as_str(), c[0]["attempts"].as_i64()),
+        (Some("paid"), Some(5))
+    );
+    let types = app.event_types(&m, &id).await;
+    assert_eq!(
+        &types[types.len() - 2..],
+        ["subscription_resumed", "invoice_paid"]
+    );
+    // A revoked mandate cannot be given.
+    let r = post(
+        &app,
+        &m,
+        &format!("/subscriptions/{id}/resume"),
+        json!({"mandate_id": mandate}),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (409, "mandate_inactive"));
+}
+
+#[actix_web::test]
+async fn cancel_at_period_end_its_undo_pause_and_resume() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (cid, mandate) = customer_with_mandate(&app, &m, "4242424242424242").await;
+    let price = monthly(&app, &m, 700).await;
+    let s = subscribe(&app, &m, &cid, &mandate, &price).await;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    let path = |a: &str| format!("/subscriptions/{id}/{a}");
+
+    let r = post(
+        &app,
+        &m,
+        &path("cancel"),
+        json!({"at_period_end": true, "reason": "too dear"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (
+            r.body["status"].as_str(),
+            r.body["cancel_at_period_end"].as_bool()
+        ),
+        (Some("active"), Some(true))
+    );
+    assert_eq!(r.body["cancellation_reason"], "too dear");
+    let twice = post(&app, &m, &path("cancel"), json!({"at_period_end": true})).await;
+    assert_eq!((twice.status, twice.code()), (409, "invalid_state"));
+    let caps = get(&app, &m, &path("capabilities")).await;
+    assert_eq!(caps.body["actions"], json!(["pause", "resume", "cancel"]));
+    let undo = post(&app, &m, &path("resume"), json!({})).await;
+    assert_eq!(
+        (
+            undo.body["cancel_at_period_end"].as_bool(),
+            undo.body["status"].as_str()
+        ),
+        (Some(false), Some("active"))
+    );
+
+    // Paused, a period passes without a charge; resumed, the next one is charged.
+    let p = post(&app, &m, &path("pause"), json!({})).await;
+    assert_eq!(p.body["status"], "paused");
+    let again = post(&app, &m, &path("pause"), json!({})).await;
+    assert_eq!((again.status, again.code()), (409, "invalid_state"));
+    assert!(again.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("paused"));
+    let end = time(&p.body["current_period_end"]);
+    let s = until(&app, &m, &id, end, |s, _| {
+        time(&s["current_period_start"]) == end
+    })
+    .await;
+    assert_eq!(
+        cycles(&app, &m, &id).await.len(),
+        1,
+        "no charge while paused"
+    );
+    let r = post(&app, &m, &path("resume"), json!({})).await;
+    assert_eq!(r.body["status"], "active");
+    let end = time(&s["current_period_end"]);
+    let s = until(&app, &m, &id, end, |_, c| {
+        c.len() == 2 && c[0]["status"] == "paid"
+    })
+    .await;
+
+    // Cancelled at the end of this period: no further cycle.
+    post(&app, &m, &path("cancel"), json!({"at_period_end": true})).await;
+    let end = time(&s["current_period_end"]);
+    let done = until(&app, &m, &id, end, |s, _| s["status"] == "cancelled").await;
+    assert_eq!(time(&done["cancelled_at"]), end);
+    assert_eq!(cycles(&app, &m, &id).await.len(), 2);
+    let r = post(&app, &m, &path("cancel"), json!({})).await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+    assert!(r.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cancelled"));
+    assert_eq!(
+        get(&app, &m, &path("capabilities")).await.body["actions"],
+        json!([])
+    );
+    let types = app.event_types(&m, &id).await;
+    assert_eq!(
+        types,
+        [
+            "subscription_active",
+            "invoice_paid",
+            "subscription_cancelled",
+            "subscription_resumed",
+            "subscription_paused",
+            "subscription_resumed",
+            "invoice_paid",
+            "subscription_cancelled",
+            "subscription_cancelled",
+        ]
+    );
+}
+
+#[actix_web::test]
+async fn bad_subscriptions_name_their_field_and_others_are_404() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (cid, mandate) = customer_with_mandate(&app, &m, "4242424242424242").await;
+    let price = monthly(&app, &m, 700).await;
+    let one_off = app
+        .call(
+            &m,
+            Method::POST,
+            "/products",
+            Some(json!({"name": "Mug", "prices": [{"unit_amount": 5, "currency": "EUR"}]})),
+        )
+        .await
+        .body["prices"][0]["price_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let yearly = app
+        .call(&m, Method::POST, "/products", Some(json!({"name": "Y", "prices": [{"unit_amount": 5, "currency": "EUR", "recurring": {"interval": "year"}}]})))
+        .await
+        .body["prices"][0]["price_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (body, status, param) in [
+        (
+            json!({"customer_id": cid, "mandate_id": mandate, "items": []}),
+            400,
+            "items",
+        ),
+        (
+            json!({"customer_id": cid, "mandate_id": mandate, "items": [{"price_id": one_off}]}),
+            400,
+            "items[0].price_id",
+        ),
+        (
+            json!({"customer_id": cid, "mandate_id": mandate, "items": [{"price_id": price}, {"price_id": yearly}]}),
+            400,
+            "items[1].price_id",
+        ),
+        (
+            json!({"customer_id": cid, "mandate_id": mandate, "items": [{"price_id": price, "quantity": 0}]}),
+            400,
+            "items[0].quantity",
+        ),
+        (
+            json!({"customer_id": cid, "items": [{"price_id": price}]}),
+            400,
+            "mandate_id",
+        ),
+        (
+            json!({"customer_id": "cus_00000000000000000000000000000000", "mandate_id": mandate, "items": [{"price_id": price}]}),
+            404,
+            "customer_id",
+        ),
+    ] {
+        let r = post(&app, &m, "/subscriptions", body.clone()).await;
+        assert_eq!(
+            (r.status, r.param()),
+            (status, Some(param)),
+            "{body}: {}",
+            r.body
+        );
+    }
+    let s = subscribe(&app, &m, &cid, &mandate, &price).await;
+    let id = s["subscription_id"].as_str().unwrap();
+    let other = app.create_merchant("Other").await;
+    for path in [
+        format!("/subscriptions/{id}"),
+        format!("/subscriptions/{id}/invoices"),
+    ] {
+        assert_eq!(get(&app, &other, &path).await.status, 404);
+    }
+    let r = post(
+        &app,
+        &other,
+        &format!("/subscriptions/{id}/cancel"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    let list = get(&app, &m, "/subscriptions/list?status=active").await;
+    assert_eq!(list.body["data"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        get(&app, &other, "/subscriptions/list").await.body["data"],
+        json!([])
+    );
+    let bad = get(&app, &m, "/subscriptions/list?status=late").await;
+    assert_eq!((bad.status, bad.param()), (400, Some("status")));
+}
