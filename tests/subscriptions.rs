@@ -96,7 +96,14 @@ where
         if done(&s, &c) {
             return s;
         }
-        assert!(Instant::now() < deadline, "never: {s} {c:?}");
+        if Instant::now() >= deadline {
+            let open = c
+                .first()
+                .and_then(|c| c["payment_id"].as_str())
+                .unwrap_or_default();
+            let p = get(app, m, &format!("/payments/{open}")).await.body;
+            panic!("never: {s}\ncycles {c:?}\nlast attempt's payment {p}");
+        }
         actix_web::rt::time::sleep(StdDuration::from_millis(25)).await;
     }
 }

@@ -492,8 +492,9 @@ async fn settle(
     save(deps, s, after, CycleWrite::Update(c), events).await
 }
 
-/// The attempt's payment: read if it was made (by this instance before a crash, or another),
-/// else made now with the recorded id.
+/// The attempt's payment, made with the recorded id — or, if it was made already (by this
+/// instance before a crash, or by another), carried on: confirmed if it still waits for
+/// that, else read as it stands. Never a second payment.
 async fn charge(
     deps: &SubscriptionDeps,
     s: &subscription::Model,
@@ -502,26 +503,23 @@ async fn charge(
     let Some(pid) = c.payment_id.clone() else {
         return Ok(Outcome::Failed(None));
     };
-    let existing = payments::store::find(&deps.db, &pid).await?;
-    let payment = match existing {
-        Some(p) => p,
-        None => match make(deps, s, c, &pid).await {
-            Ok(p) => p,
-            // Made by another instance meanwhile, or refused (a mandate revoked, a method
-            // gone): a refusal is a failed attempt, like a decline.
-            Err(e) => match payments::store::find(&deps.db, &pid).await? {
-                Some(p) => p,
-                None => {
-                    tracing::info!(subscription_id = %s.id, cycle_id = %c.id, error = %e, "a subscription charge was refused");
-                    return Ok(Outcome::Failed(None));
-                }
-            },
+    let payment = match make(deps, s, c, &pid).await {
+        Ok(p) => p,
+        // Refused (a mandate revoked, a method gone: a failed attempt, like a decline), or
+        // settled meanwhile by another instance (then its state is the answer).
+        Err(e) => match payments::store::find(&deps.db, &pid).await? {
+            Some(p) => p,
+            None => {
+                tracing::info!(subscription_id = %s.id, cycle_id = %c.id, error = %e, "a subscription charge was refused");
+                return Ok(Outcome::Failed(None));
+            }
         },
     };
     Ok(match payment.status.as_str() {
         "succeeded" => Outcome::Paid(payment),
-        "processing" => Outcome::Pending,
-        _ => Outcome::Failed(Some(payment)),
+        "declined" | "failed" | "cancelled" | "expired" => Outcome::Failed(Some(payment)),
+        // On its way (processing, or confirming elsewhere): looked at again later.
+        _ => Outcome::Pending,
     })
 }
 

@@ -69,8 +69,12 @@ pub fn next_due(
     if status.is_final() {
         return None;
     }
+    // A charge in flight is left to its maker for a while; after that (a crash, a lost
+    // answer) the next tick settles it with the same payment.
     let attempt = open.and_then(|c| match c.charging {
-        true => c.next_attempt_at.or(Some(c.updated_at)),
+        true => c
+            .next_attempt_at
+            .or(Some(c.updated_at + Duration::seconds(CHARGE_CHECK))),
         false => c.next_attempt_at,
     });
     let due = match status {
