@@ -106,6 +106,8 @@ use crate::{
         products::import::apply_import,
         products::import::provider_accounts,
         subscriptions::routes::create_subscription,
+        subscriptions::routes::create_for_checkout,
+        subscriptions::routes::confirm_subscription,
         subscriptions::routes::list_subscriptions,
         subscriptions::routes::retrieve_subscription,
         subscriptions::routes::capabilities,

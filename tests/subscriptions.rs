@@ -9,6 +9,7 @@ use std::time::{Duration as StdDuration, Instant};
 use actix_web::http::Method;
 use chrono::{DateTime, Duration, Utc};
 use common::{card, spawn_app, Merchant, TestApp};
+use payd::clock::Clock;
 use serde_json::{json, Value};
 
 /// A customer with a card saved under a multi-use mandate: (customer id, mandate id).
@@ -468,4 +469,128 @@ async fn bad_subscriptions_name_their_field_and_others_are_404() {
     );
     let bad = get(&app, &m, "/subscriptions/list?status=late").await;
     assert_eq!((bad.status, bad.param()), (400, Some("status")));
+}
+
+/// `POST /subscriptions/create`: the buyer pays the first cycle on the hosted checkout (saving
+/// the card under a mandate), or the merchant confirms with a saved method, or it expires.
+#[actix_web::test]
+async fn created_subscriptions_are_confirmed_on_the_checkout_or_by_the_merchant_or_expire() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let c = app
+        .call(&m, Method::POST, "/customers", Some(json!({"name": "Bo"})))
+        .await;
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    let price = monthly(&app, &m, 900).await;
+    let body = json!({"customer_id": cid, "items": [{"price_id": price}]});
+
+    // On the hosted checkout.
+    let created = post(&app, &m, "/subscriptions/create", body.clone()).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        (
+            created.body["status"].as_str(),
+            created.body["mandate_id"].as_str()
+        ),
+        (Some("created"), None)
+    );
+    let id = created.body["subscription_id"].as_str().unwrap().to_owned();
+    let url = created.body["checkout_url"].as_str().unwrap();
+    assert!(url.contains("/checkout/pay_"), "{url}");
+    let first = cycles(&app, &m, &id).await;
+    let pid = first[0]["payment_id"].as_str().unwrap().to_owned();
+    let secret = get(&app, &m, &format!("/payments/{pid}")).await.body["client_secret"].clone();
+    let paid = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{pid}/confirm"),
+            None,
+            Some(&json!({"client_secret": secret, "card": card("4242424242424242")["card"]})),
+            &[],
+        )
+        .await;
+    assert_eq!(paid.body["status"], "succeeded", "{}", paid.body);
+    let now = app.clock.now();
+    let s = until(&app, &m, &id, now + Duration::seconds(61), |s, _| {
+        s["status"] == "active"
+    })
+    .await;
+    assert!(s["mandate_id"].as_str().unwrap().starts_with("man_"), "{s}");
+    assert_eq!(s["checkout_url"], Value::Null);
+    let types = app.event_types(&m, &id).await;
+    assert_eq!(
+        types,
+        [
+            "subscription_created",
+            "subscription_active",
+            "invoice_paid"
+        ]
+    );
+    // It renews off-session under the mandate the checkout saved.
+    let end = time(&s["current_period_end"]);
+    until(&app, &m, &id, end, |_, c| {
+        c.len() == 2 && c[0]["status"] == "paid"
+    })
+    .await;
+
+    // Confirmed by the merchant with a saved method: the checkout payment is cancelled.
+    let mandate = save_card(&app, &m, &cid, "5555555555554444").await;
+    let created = post(&app, &m, "/subscriptions/create", body.clone()).await;
+    let id = created.body["subscription_id"].as_str().unwrap().to_owned();
+    let checkout_payment = cycles(&app, &m, &id).await[0]["payment_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = post(
+        &app,
+        &m,
+        &format!("/subscriptions/{id}/confirm"),
+        json!({"mandate_id": mandate}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "active");
+    assert_eq!(
+        get(&app, &m, &format!("/payments/{checkout_payment}"))
+            .await
+            .body["status"],
+        "cancelled"
+    );
+    let c = cycles(&app, &m, &id).await;
+    assert_eq!(
+        (c[0]["attempts"].as_i64(), c[0]["status"].as_str()),
+        (Some(2), Some("paid"))
+    );
+    assert_ne!(c[0]["payment_id"], checkout_payment.as_str());
+    let again = post(
+        &app,
+        &m,
+        &format!("/subscriptions/{id}/confirm"),
+        json!({"mandate_id": mandate}),
+    )
+    .await;
+    assert_eq!((again.status, again.code()), (409, "invalid_state"));
+    let bad = post(
+        &app,
+        &m,
+        "/subscriptions/create",
+        json!({"customer_id": cid, "mandate_id": mandate, "items": [{"price_id": price}]}),
+    )
+    .await;
+    assert_eq!((bad.status, bad.param()), (400, Some("mandate_id")));
+
+    // Nobody pays: it expires.
+    let created = post(&app, &m, "/subscriptions/create", body).await;
+    let id = created.body["subscription_id"].as_str().unwrap().to_owned();
+    let now = app.clock.now();
+    let s = until(&app, &m, &id, now + Duration::hours(25), |s, _| {
+        s["status"] == "in_active"
+    })
+    .await;
+    assert_eq!(s["cancel_at_period_end"], false);
+    assert_eq!(cycles(&app, &m, &id).await[0]["status"], "void");
+    assert_eq!(
+        app.event_types(&m, &id).await,
+        ["subscription_created", "subscription_expired"]
+    );
 }

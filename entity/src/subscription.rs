@@ -12,7 +12,9 @@ pub struct Model {
     pub test_mode: bool,
     pub customer_id: String,
     pub payment_method_id: Option<String>,
-    pub mandate_id: String,
+    /// None while a subscription made for the hosted checkout waits for the buyer.
+    pub mandate_id: Option<String>,
+    pub checkout_url: Option<String>,
     /// JSON array of items.
     pub items: String,
     pub amount: i64,

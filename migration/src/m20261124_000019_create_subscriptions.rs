@@ -19,7 +19,8 @@ impl MigrationTrait for Migration {
                     .col(boolean(Subscriptions::TestMode))
                     .col(string(Subscriptions::CustomerId))
                     .col(string_null(Subscriptions::PaymentMethodId))
-                    .col(string(Subscriptions::MandateId))
+                    .col(string_null(Subscriptions::MandateId))
+                    .col(text_null(Subscriptions::CheckoutUrl))
                     .col(text(Subscriptions::Items))
                     .col(big_integer(Subscriptions::Amount))
                     .col(string(Subscriptions::Currency))
@@ -122,7 +123,11 @@ enum Subscriptions {
     TestMode,
     CustomerId,
     PaymentMethodId,
+    /// None while a subscription made for the hosted checkout waits for the buyer.
     MandateId,
+    /// Where the buyer pays the first cycle (and saves a card under a mandate), for one made
+    /// with `POST /subscriptions/create`.
+    CheckoutUrl,
     /// JSON array of `{price_id, product_id, quantity, unit_amount}`.
     Items,
     /// What one cycle charges.

@@ -79,6 +79,11 @@ pub enum Command {
         at_period_end: bool,
         reason: Option<String>,
     },
+    /// A `created` subscription is confirmed with a saved method under a mandate (checked by
+    /// the caller) instead of the hosted checkout, whose payment is cancelled.
+    Confirm {
+        mandate: (String, String),
+    },
     /// Whatever is due now: the first charge, a renewal, a retry, a charge in flight, a
     /// scheduled cancellation, an expiry.
     Tick,
@@ -238,7 +243,7 @@ async fn step(
             };
             let mut with = s.clone();
             if let Some((m, pm)) = mandate {
-                with.mandate_id = m.clone();
+                with.mandate_id = Some(m.clone());
                 with.payment_method_id = Some(pm.clone());
             }
             attempt(deps, s, with, c, now).await
@@ -247,7 +252,7 @@ async fn step(
             let next = machine::resume(status, s.cancel_at_period_end)?;
             let mut after = moved(s, next, now);
             if let Some((m, pm)) = mandate {
-                after.mandate_id = m.clone();
+                after.mandate_id = Some(m.clone());
                 after.payment_method_id = Some(pm.clone());
             }
             if !s.cancel_at_period_end || status == Status::Paused {
@@ -280,6 +285,48 @@ async fn step(
             let events = vec![store::event(&after, next.event)];
             save(deps, s, after, cycle, events).await
         }
+        Command::Confirm { mandate } => {
+            if status != Status::Created {
+                return Err(Refusal::InvalidState {
+                    status,
+                    what: "only a created subscription can be confirmed",
+                }
+                .into());
+            }
+            let Some(c) = open_cycle(deps, s).await? else {
+                return Ok(s.clone());
+            };
+            // The hosted checkout's payment must never be paid as well: it is cancelled first,
+            // unless the buyer paid it already (then that is the first cycle's payment).
+            if let Some(pid) = &c.payment_id {
+                if let Some(p) = payments::store::find(&deps.db, pid).await? {
+                    match p.status.as_str() {
+                        "requires_payment_method" | "requires_confirmation" => {
+                            let cancel = payments::actor::run(
+                                &deps.payments,
+                                pid,
+                                None,
+                                payments::actor::Command::Cancel,
+                                None,
+                            )
+                            .await;
+                            if let Err(e) = cancel {
+                                tracing::info!(subscription_id = %s.id, error = %e, "the checkout payment could not be cancelled");
+                                return settle(deps, s, c, now).await;
+                            }
+                        }
+                        "succeeded" | "processing" | "requires_customer_action" => {
+                            return settle(deps, s, c, now).await;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let mut with = s.clone();
+            with.mandate_id = Some(mandate.0.clone());
+            with.payment_method_id = Some(mandate.1.clone());
+            attempt(deps, s, with, c, now).await
+        }
         Command::Tick => tick(deps, s, status, now).await,
     }
 }
@@ -295,11 +342,12 @@ async fn tick(
         return Ok(s.clone());
     }
     let open = open_cycle(deps, s).await?;
-    if let Some(c) = open.as_ref().filter(|c| c.charging) {
+    let expired = status == Status::Created && now >= s.created_at + deps.confirm_within;
+    if let Some(c) = open.as_ref().filter(|c| c.charging && !expired) {
         return settle(deps, s, c.clone(), now).await;
     }
     if status == Status::Created {
-        if now < s.created_at + deps.confirm_within {
+        if !expired {
             return Ok(s.clone());
         }
         let next = Next {
@@ -460,6 +508,17 @@ async fn settle(
             c.next_attempt_at = None;
             c.updated_at = now;
             after.open_cycle_id = None;
+            // Paid on the hosted checkout: the card it saved, under its mandate, is charged
+            // from now on.
+            if after.mandate_id.is_none() {
+                if let Some(m) = &p.mandate_id {
+                    if let Some(found) = crate::customers::store::find_mandate(&deps.db, m).await? {
+                        after.payment_method_id = Some(found.payment_method_id);
+                    }
+                    after.mandate_id = Some(m.clone());
+                }
+                after.checkout_url = None;
+            }
             if let Some(next) = machine::paid(status, s.ever_active) {
                 after = moved(&after, next, now);
                 after.ever_active = true;
@@ -554,7 +613,7 @@ async fn make(
         payment_method_id: s.payment_method_id.clone(),
         customer_id: Some(s.customer_id.clone()),
         setup_future_usage: None,
-        mandate_id: Some(s.mandate_id.clone()),
+        mandate_id: s.mandate_id.clone(),
         off_session: Some(true),
         mandate_data: None,
         enable_partial_authorization: false,

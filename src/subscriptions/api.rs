@@ -60,6 +60,15 @@ pub struct CancelRequest {
     pub reason: Option<String>,
 }
 
+/// `POST /subscriptions/{subscription_id}/confirm`: confirm a `created` subscription with a
+/// saved method under a mandate instead of the hosted checkout.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmRequest {
+    /// An active multi-use mandate of the customer.
+    pub mandate_id: String,
+}
+
 /// `POST /subscriptions/{subscription_id}/resume`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +96,10 @@ pub struct Subscription {
     pub cancel_at_period_end: bool,
     pub customer_id: String,
     pub payment_method_id: Option<String>,
-    pub mandate_id: String,
+    /// `null` while the buyer has not paid on the hosted checkout.
+    pub mandate_id: Option<String>,
+    /// Where the buyer confirms a subscription made with `POST /subscriptions/create`.
+    pub checkout_url: Option<String>,
     pub items: Vec<Item>,
     /// What each cycle charges, in minor units.
     pub amount: i64,
@@ -183,6 +195,7 @@ impl Subscription {
             customer_id: s.customer_id.clone(),
             payment_method_id: s.payment_method_id.clone(),
             mandate_id: s.mandate_id.clone(),
+            checkout_url: s.checkout_url.clone(),
             items: serde_json::from_str(&s.items).unwrap_or_default(),
             amount: s.amount,
             currency: s.currency.clone(),

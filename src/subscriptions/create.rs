@@ -16,6 +16,7 @@ use crate::{
     error::ApiError,
     fields::check_metadata,
     ids::{has_shape, new_id},
+    payments::{self, api::CreatePaymentRequest},
     products,
 };
 
@@ -51,15 +52,15 @@ pub async fn check_mandate(
     Ok(mandate)
 }
 
-/// Checks and inserts a subscription, then collects its first cycle through its actor.
-pub async fn create(
-    subscriptions: &Subscriptions,
+/// A new subscription of the caller's shop for `req`'s customer and items (checked), not yet
+/// stored: status `created`, its first period starting now.
+async fn new_subscription(
+    db: &sea_orm::DatabaseConnection,
     caller: &Caller,
-    req: CreateSubscriptionRequest,
+    req: &CreateSubscriptionRequest,
     max_amount: i64,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<subscription::Model, ApiError> {
-    let deps = subscriptions.deps();
-    let db = &deps.db;
     let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
     let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
@@ -71,21 +72,6 @@ pub async fn create(
         false => None,
     }
     .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
-    let mandate_id = req.mandate_id.clone().ok_or_else(|| {
-        ApiError::invalid_param(
-            "mandate_id",
-            "a subscription is charged under a multi-use mandate of the customer: send mandate_id",
-        )
-    })?;
-    let mandate = check_mandate(db, &scope, &customer.id, &mandate_id).await?;
-    if let Some(pm) = &req.payment_method_id {
-        if pm != &mandate.payment_method_id {
-            return Err(ApiError::invalid_param(
-                "payment_method_id",
-                "the mandate is for another saved method",
-            ));
-        }
-    }
     if req.items.is_empty() || req.items.len() > MAX_ITEMS {
         return Err(ApiError::invalid_param(
             "items",
@@ -168,17 +154,17 @@ pub async fn create(
     let interval = Interval::parse(&interval_name)
         .ok_or_else(|| ApiError::internal("a price with an unknown interval"))?;
     let count = first.recurring_interval_count.unwrap_or(1);
-    let now = deps.clock.now();
     let end = machine::period_end(now, interval, count, 1)
         .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-    let mut s = subscription::Model {
+    Ok(subscription::Model {
         id: new_id("sub"),
         merchant_id: scope.merchant_id.clone(),
         profile_id: shop,
         test_mode: scope.test_mode,
         customer_id: customer.id,
-        payment_method_id: Some(mandate.payment_method_id.clone()),
-        mandate_id: mandate.id,
+        payment_method_id: None,
+        mandate_id: None,
+        checkout_url: None,
         items: serde_json::to_string(&items).unwrap_or_else(|_| "[]".into()),
         amount,
         currency: first.currency.clone(),
@@ -200,7 +186,38 @@ pub async fn create(
         version: 1,
         created_at: now,
         updated_at: now,
-    };
+    })
+}
+
+/// `POST /subscriptions`: checks and inserts a subscription charged under `req`'s mandate,
+/// then collects its first cycle through its actor.
+pub async fn create(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    req: CreateSubscriptionRequest,
+    max_amount: i64,
+) -> Result<subscription::Model, ApiError> {
+    let deps = subscriptions.deps();
+    let db = &deps.db;
+    let now = deps.clock.now();
+    let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
+    let mandate_id = req.mandate_id.clone().ok_or_else(|| {
+        ApiError::invalid_param(
+            "mandate_id",
+            "a subscription is charged under a multi-use mandate of the customer: send mandate_id (or use POST /subscriptions/create for the hosted checkout)",
+        )
+    })?;
+    let mandate = check_mandate(db, &caller.scope(), &s.customer_id, &mandate_id).await?;
+    if let Some(pm) = &req.payment_method_id {
+        if pm != &mandate.payment_method_id {
+            return Err(ApiError::invalid_param(
+                "payment_method_id",
+                "the mandate is for another saved method",
+            ));
+        }
+    }
+    s.mandate_id = Some(mandate.id);
+    s.payment_method_id = Some(mandate.payment_method_id);
     // The first cycle and its attempt are recorded with the subscription, before any charge.
     let cycle = new_cycle(&s, 1, now);
     s.open_cycle_id = Some(cycle.id.clone());
@@ -210,4 +227,67 @@ pub async fn create(
         command: Command::Tick,
     };
     Ok(subscriptions.send(&s.id, exec).await??)
+}
+
+/// `POST /subscriptions/create`: a `created` subscription whose first cycle the buyer pays on
+/// the hosted checkout, saving the card under a multi-use mandate
+/// (`subscription_created`). The checkout's payment is made first, with the id its cycle
+/// records, so the subscription never points at a payment that does not exist.
+pub async fn create_for_checkout(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    req: CreateSubscriptionRequest,
+    max_amount: i64,
+) -> Result<subscription::Model, ApiError> {
+    for (field, given) in [
+        ("mandate_id", req.mandate_id.is_some()),
+        ("payment_method_id", req.payment_method_id.is_some()),
+    ] {
+        if given {
+            return Err(ApiError::invalid_param(
+                field,
+                "the buyer gives the method on the hosted checkout: use POST /subscriptions to charge a saved one",
+            ));
+        }
+    }
+    let deps = subscriptions.deps();
+    let db = &deps.db;
+    let now = deps.clock.now();
+    let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
+    let cycle = new_cycle(&s, 1, now);
+    let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
+    let payment = CreatePaymentRequest {
+        amount: s.amount,
+        currency: s.currency.clone(),
+        capture_method: None,
+        confirm: false,
+        payment_method_data: None,
+        payment_method_id: None,
+        customer_id: Some(s.customer_id.clone()),
+        setup_future_usage: Some("off_session".into()),
+        mandate_id: None,
+        off_session: None,
+        mandate_data: None,
+        enable_partial_authorization: false,
+        lines: serde_json::from_str(&cycle.lines).ok(),
+        metadata: Some(
+            [
+                ("subscription_id".to_owned(), s.id.clone().into()),
+                ("cycle_id".to_owned(), cycle.id.clone().into()),
+            ]
+            .into_iter()
+            .collect(),
+        ),
+        description: Some(format!("Subscription {} cycle 1", s.id)),
+        return_url: None,
+        hosted_checkout: true,
+    };
+    let p =
+        payments::create::create(&deps.payments, caller, payment, None, None, Some(pid)).await?;
+    s.checkout_url = payments::api::Payment::render(&p, &deps.public_url).checkout_url;
+    s.open_cycle_id = Some(cycle.id.clone());
+    let created = vec![store::event(&s, "subscription_created")];
+    let due = store::next_due(&s, Some(&cycle), deps.confirm_within);
+    store::insert(db, &s, &cycle, created, due).await?;
+    Ok(s)
 }

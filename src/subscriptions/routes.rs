@@ -6,7 +6,7 @@ use actix_web::{web, HttpResponse};
 use super::{
     actor::{Command, Exec, SubscriptionError, Subscriptions},
     api::{
-        CancelRequest, Capabilities, CreateSubscriptionRequest, Cycle, Cycles,
+        CancelRequest, Capabilities, ConfirmRequest, CreateSubscriptionRequest, Cycle, Cycles,
         ListSubscriptionsQuery, ResumeRequest, Subscription,
     },
     create,
@@ -24,7 +24,9 @@ use crate::{
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    // Literal segments before `{subscription_id}`: the first matching resource wins.
     cfg.service(web::resource("/subscriptions").route(web::post().to(create_subscription)))
+        .service(web::resource("/subscriptions/create").route(web::post().to(create_for_checkout)))
         .service(web::resource("/subscriptions/list").route(web::get().to(list_subscriptions)))
         .service(
             web::resource("/subscriptions/{subscription_id}")
@@ -33,6 +35,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/subscriptions/{subscription_id}/capabilities")
                 .route(web::get().to(capabilities)),
+        )
+        .service(
+            web::resource("/subscriptions/{subscription_id}/confirm")
+                .route(web::post().to(confirm_subscription)),
         )
         .service(
             web::resource("/subscriptions/{subscription_id}/pause")
@@ -120,6 +126,48 @@ pub async fn create_subscription(
     )
     .await?;
     Ok(HttpResponse::Created().json(Subscription::render(&s)))
+}
+
+/// Create a subscription for the buyer to confirm on the hosted checkout (`checkout_url`):
+/// paying the first cycle there saves the card under a multi-use mandate, and the
+/// subscription is active. Unconfirmed after `subscriptions.confirm_within_hours`, it expires.
+#[utoipa::path(post, path = "/subscriptions/create", tag = "subscriptions",
+    request_body = CreateSubscriptionRequest,
+    responses((status = 201, body = Subscription), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_for_checkout(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    subscriptions: web::Data<Subscriptions>,
+    ApiJson(req): ApiJson<CreateSubscriptionRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let max = state.settings.limits.max_amount;
+    let s = create::create_for_checkout(&subscriptions, &caller, req, max).await?;
+    Ok(HttpResponse::Created().json(Subscription::render(&s)))
+}
+
+/// Confirm a `created` subscription with a saved method under a multi-use mandate of its
+/// customer (instead of the hosted checkout, whose payment is cancelled).
+#[utoipa::path(post, path = "/subscriptions/{subscription_id}/confirm", tag = "subscriptions",
+    params(("subscription_id" = String, Path)), request_body = ConfirmRequest,
+    responses((status = 200, body = Subscription), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn confirm_subscription(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    subscriptions: web::Data<Subscriptions>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<ConfirmRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let s = owned(&state, &caller, &id).await?;
+    let m =
+        create::check_mandate(&state.db, &caller.scope(), &s.customer_id, &req.mandate_id).await?;
+    let command = Command::Confirm {
+        mandate: (m.id, m.payment_method_id),
+    };
+    run(&subscriptions, &caller, &id, command).await
 }
 
 /// List subscriptions, newest first.
