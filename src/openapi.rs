@@ -109,6 +109,7 @@ use crate::{
         subscriptions::routes::create_for_checkout,
         subscriptions::routes::confirm_subscription,
         subscriptions::routes::list_subscriptions,
+        subscriptions::routes::estimate,
         subscriptions::routes::retrieve_subscription,
         subscriptions::routes::capabilities,
         subscriptions::routes::pause_subscription,

@@ -145,6 +145,46 @@ async fn a_year_of_monthly_renewals_charges_each_cycle_once() {
     );
     assert_eq!(pay.body["metadata"]["subscription_id"], id.as_str());
 
+    // Estimates: the next renewal, and a new plan, as the renewal computes them.
+    let next = get(
+        &app,
+        &m,
+        &format!("/subscriptions/estimate?subscription_id={id}"),
+    )
+    .await;
+    assert_eq!(next.status, 200, "{}", next.body);
+    assert_eq!(
+        (next.body["amount"].as_i64(), next.body["currency"].as_str()),
+        (Some(3000), Some("EUR"))
+    );
+    assert_eq!(next.body["period_start"], s["current_period_end"]);
+    let plan = get(
+        &app,
+        &m,
+        &format!("/subscriptions/estimate?price_id={price}&quantity=3"),
+    )
+    .await;
+    assert_eq!(plan.body["amount"], 4500, "{}", plan.body);
+    let bad = get(
+        &app,
+        &m,
+        &format!("/subscriptions/estimate?price_id={price}&quantity=0"),
+    )
+    .await;
+    assert_eq!(
+        (bad.status, bad.param()),
+        (400, Some("quantity")),
+        "{}",
+        bad.body
+    );
+    let none = get(&app, &m, "/subscriptions/estimate").await;
+    assert_eq!((none.status, none.param()), (400, Some("price_id")));
+    assert_eq!(
+        cycles(&app, &m, &id).await.len(),
+        1,
+        "an estimate stores nothing"
+    );
+
     let mut transitions = vec![s["transition_id"].clone()];
     let mut current = s;
     for k in 1..=12 {

@@ -409,7 +409,7 @@ async fn tick(
 }
 
 /// `s` in its next period; `None` past the calendar's end.
-fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
+pub fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
     let interval = machine::Interval::parse(&s.interval)?;
     let k = s.period_index + 1;
     let end = machine::period_end(s.anchor_at, interval, s.interval_count, k)?;

@@ -148,6 +148,36 @@ pub struct Capabilities {
     pub actions: Vec<String>,
 }
 
+/// `GET /subscriptions/estimate`: a new plan (`price_id`, `quantity`) or an existing
+/// subscription's next renewal (`subscription_id`).
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateQuery {
+    #[serde(default)]
+    pub price_id: Option<String>,
+    /// 1 to 1 000 (default 1).
+    #[serde(default)]
+    pub quantity: Option<i64>,
+    #[serde(default)]
+    pub subscription_id: Option<String>,
+}
+
+/// What the next charge would be; nothing is stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Estimate {
+    pub amount: i64,
+    pub currency: String,
+    pub interval: String,
+    pub interval_count: i64,
+    /// The period the charge pays for.
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub items: Vec<Item>,
+    /// The subscription estimated, if any.
+    pub subscription_id: Option<String>,
+}
+
 /// Filters of `GET /subscriptions/list`.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -6,7 +6,7 @@ use payd_entity::{mandate, price, subscription};
 
 use super::{
     actor::{new_cycle, Command, Exec, Subscriptions},
-    api::{CreateSubscriptionRequest, Item},
+    api::{CreateSubscriptionRequest, Item, ItemInput},
     machine::{self, Interval, Status},
     store,
 };
@@ -52,36 +52,38 @@ pub async fn check_mandate(
     Ok(mandate)
 }
 
-/// A new subscription of the caller's shop for `req`'s customer and items (checked), not yet
-/// stored: status `created`, its first period starting now.
-async fn new_subscription(
+/// What a subscription of these items bills: its items as stored, what a cycle charges, and
+/// its first period's end from `now`. The one computation behind a new subscription and an
+/// estimate.
+pub struct Plan {
+    pub items: Vec<Item>,
+    pub amount: i64,
+    pub currency: String,
+    pub interval: String,
+    pub interval_count: i64,
+    pub period_end: chrono::DateTime<chrono::Utc>,
+}
+
+/// Checks `items` against the shop's catalog: active recurring prices of one currency and one
+/// interval.
+pub async fn plan(
     db: &sea_orm::DatabaseConnection,
-    caller: &Caller,
-    req: &CreateSubscriptionRequest,
+    scope: &Scope,
+    shop: &str,
+    items: &[ItemInput],
     max_amount: i64,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<subscription::Model, ApiError> {
-    let shop = caller.require_shop()?.to_string();
-    let scope = caller.scope();
-    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
-    let customer = match has_shape(&req.customer_id, "cus") {
-        true => {
-            customers::store::find_owned(db, &req.customer_id, &scope.merchant_id, scope.test_mode)
-                .await?
-        }
-        false => None,
-    }
-    .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
-    if req.items.is_empty() || req.items.len() > MAX_ITEMS {
+) -> Result<Plan, ApiError> {
+    if items.is_empty() || items.len() > MAX_ITEMS {
         return Err(ApiError::invalid_param(
             "items",
             format!("a subscription has 1 to {MAX_ITEMS} items"),
         ));
     }
-    let mut items = Vec::with_capacity(req.items.len());
+    let mut out = Vec::with_capacity(items.len());
     let mut first: Option<price::Model> = None;
     let mut amount: i64 = 0;
-    for (i, it) in req.items.iter().enumerate() {
+    for (i, it) in items.iter().enumerate() {
         let param = |f: &str| format!("items[{i}].{f}");
         if !(1..=1000).contains(&it.quantity) {
             return Err(ApiError::invalid_param(
@@ -135,7 +137,7 @@ async fn new_subscription(
                 )
                 .param("items")
             })?;
-        items.push(Item {
+        out.push(Item {
             price_id: p.id.clone(),
             product_id: p.product_id.clone(),
             quantity: it.quantity,
@@ -156,6 +158,37 @@ async fn new_subscription(
     let count = first.recurring_interval_count.unwrap_or(1);
     let end = machine::period_end(now, interval, count, 1)
         .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
+    Ok(Plan {
+        items: out,
+        amount,
+        currency: first.currency.clone(),
+        interval: interval_name,
+        interval_count: count,
+        period_end: end,
+    })
+}
+
+/// A new subscription of the caller's shop for `req`'s customer and items (checked), not yet
+/// stored: status `created`, its first period starting now.
+async fn new_subscription(
+    db: &sea_orm::DatabaseConnection,
+    caller: &Caller,
+    req: &CreateSubscriptionRequest,
+    max_amount: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<subscription::Model, ApiError> {
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
+    let customer = match has_shape(&req.customer_id, "cus") {
+        true => {
+            customers::store::find_owned(db, &req.customer_id, &scope.merchant_id, scope.test_mode)
+                .await?
+        }
+        false => None,
+    }
+    .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
+    let plan = plan(db, &scope, &shop, &req.items, max_amount, now).await?;
     Ok(subscription::Model {
         id: new_id("sub"),
         merchant_id: scope.merchant_id.clone(),
@@ -165,16 +198,16 @@ async fn new_subscription(
         payment_method_id: None,
         mandate_id: None,
         checkout_url: None,
-        items: serde_json::to_string(&items).unwrap_or_else(|_| "[]".into()),
-        amount,
-        currency: first.currency.clone(),
-        interval: interval_name,
-        interval_count: count,
+        items: serde_json::to_string(&plan.items).unwrap_or_else(|_| "[]".into()),
+        amount: plan.amount,
+        currency: plan.currency,
+        interval: plan.interval,
+        interval_count: plan.interval_count,
         status: Status::Created.as_str().to_owned(),
         anchor_at: now,
         period_index: 1,
         current_period_start: now,
-        current_period_end: end,
+        current_period_end: plan.period_end,
         cancel_at_period_end: false,
         cancelled_at: None,
         cancellation_reason: None,

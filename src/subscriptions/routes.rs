@@ -7,7 +7,7 @@ use super::{
     actor::{Command, Exec, SubscriptionError, Subscriptions},
     api::{
         CancelRequest, Capabilities, ConfirmRequest, CreateSubscriptionRequest, Cycle, Cycles,
-        ListSubscriptionsQuery, ResumeRequest, Subscription,
+        Estimate, EstimateQuery, ItemInput, ListSubscriptionsQuery, ResumeRequest, Subscription,
     },
     create,
     machine::Status,
@@ -28,6 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/subscriptions").route(web::post().to(create_subscription)))
         .service(web::resource("/subscriptions/create").route(web::post().to(create_for_checkout)))
         .service(web::resource("/subscriptions/list").route(web::get().to(list_subscriptions)))
+        .service(web::resource("/subscriptions/estimate").route(web::get().to(estimate)))
         .service(
             web::resource("/subscriptions/{subscription_id}")
                 .route(web::get().to(retrieve_subscription)),
@@ -168,6 +169,71 @@ pub async fn confirm_subscription(
         mandate: (m.id, m.payment_method_id),
     };
     run(&subscriptions, &caller, &id, command).await
+}
+
+/// What a plan would charge first, or a subscription's next renewal — computed as the
+/// renewal computes it; nothing is stored.
+#[utoipa::path(get, path = "/subscriptions/estimate", tag = "subscriptions", params(EstimateQuery),
+    responses((status = 200, body = Estimate), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn estimate(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<EstimateQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let now = state.clock.now();
+    let out = match (&q.subscription_id, &q.price_id) {
+        (Some(id), None) => {
+            let s = owned(&state, &caller, id).await?;
+            let next = super::actor::next_period(&s)
+                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
+            Estimate {
+                amount: s.amount,
+                currency: s.currency.clone(),
+                interval: s.interval.clone(),
+                interval_count: s.interval_count,
+                period_start: next.current_period_start,
+                period_end: next.current_period_end,
+                items: serde_json::from_str(&s.items).unwrap_or_default(),
+                subscription_id: Some(s.id),
+            }
+        }
+        (None, Some(price)) => {
+            let shop = caller.require_shop()?.to_string();
+            let items = [ItemInput {
+                price_id: price.clone(),
+                quantity: q.quantity.unwrap_or(1),
+            }];
+            let max = state.settings.limits.max_amount;
+            let plan = create::plan(&state.db, &caller.scope(), &shop, &items, max, now)
+                .await
+                // The item is the query's own fields.
+                .map_err(|mut e| {
+                    e.param = e
+                        .param
+                        .map(|p| p.trim_start_matches("items[0].").to_owned());
+                    e
+                })?;
+            Estimate {
+                amount: plan.amount,
+                currency: plan.currency,
+                interval: plan.interval,
+                interval_count: plan.interval_count,
+                period_start: now,
+                period_end: plan.period_end,
+                items: plan.items,
+                subscription_id: None,
+            }
+        }
+        _ => {
+            return Err(ApiError::invalid_param(
+                "price_id",
+                "send price_id (and quantity) for a new plan, or subscription_id",
+            ))
+        }
+    };
+    Ok(HttpResponse::Ok().json(out))
 }
 
 /// List subscriptions, newest first.
