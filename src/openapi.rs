@@ -115,6 +115,7 @@ use crate::{
         subscriptions::routes::pause_subscription,
         subscriptions::routes::resume_subscription,
         subscriptions::routes::cancel_subscription,
+        subscriptions::routes::update_subscription,
         subscriptions::routes::subscription_cycles,
         customers::routes::create_customer,
         customers::routes::list_customers,

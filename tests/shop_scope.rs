@@ -461,6 +461,7 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
             Some(json!({"name": "x", "min_selections": 0, "max_selections": 1, "products": []}))
         }
         ("post", "/products/{product_id}/bundle") => Some(json!({"components": []})),
+        ("put", "/subscriptions/{subscription_id}/update") => Some(json!({"items": []})),
         ("post", "/subscriptions/{subscription_id}/confirm") => {
             Some(json!({"mandate_id": "man_00000000000000000000000000000000"}))
         }

@@ -634,3 +634,154 @@ async fn created_subscriptions_are_confirmed_on_the_checkout_or_by_the_merchant_
         ["subscription_created", "subscription_expired"]
     );
 }
+
+/// `amount × remaining / total`, rounded half up: the documented rule, computed here on its own.
+fn prorate(amount: i64, remaining: i64, total: i64) -> i64 {
+    (amount * remaining * 2 + total) / (2 * total)
+}
+
+#[actix_web::test]
+async fn plan_changes_prorate_to_the_minor_unit_in_each_mode() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (cid, mandate) = customer_with_mandate(&app, &m, "4242424242424242").await;
+    let small = monthly(&app, &m, 3000).await;
+    let big = monthly(&app, &m, 4500).await;
+    let change = |id: &str, price: &str, proration: &str| {
+        let body = json!({"items": [{"price_id": price}], "proration": proration});
+        let path = format!("/subscriptions/{id}/update");
+        let key = m.secret_key.clone();
+        let app = &app;
+        async move {
+            app.send(Method::PUT, &path, Some(&key), Some(&body), &[])
+                .await
+        }
+    };
+    let one = |price: &str| {
+        let (cid, mandate, price) = (cid.clone(), mandate.clone(), price.to_owned());
+        let app = &app;
+        let m = &m;
+        async move {
+            let r = post(
+                app,
+                m,
+                "/subscriptions",
+                json!({"customer_id": cid, "mandate_id": mandate,
+                "items": [{"price_id": price}]}),
+            )
+            .await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            r.body
+        }
+    };
+
+    // create_prorations: a third of the period left; the difference goes to the renewal.
+    let s = one(&small).await;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    let (start, end) = (
+        time(&s["current_period_start"]),
+        time(&s["current_period_end"]),
+    );
+    let total = (end - start).num_seconds();
+    let at = end - Duration::seconds(total / 3);
+    app.clock.set(at);
+    let remaining = (end - at).num_seconds();
+    let owed = prorate(4500, remaining, total) - prorate(3000, remaining, total);
+    let r = change(&id, &big, "create_prorations").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        (
+            r.body["amount"].as_i64(),
+            r.body["pending_adjustment"].as_i64()
+        ),
+        (Some(4500), Some(owed))
+    );
+    let renewed = until(&app, &m, &id, end, |_, c| {
+        c.len() == 2 && c[0]["status"] == "paid"
+    })
+    .await;
+    assert_eq!(renewed["pending_adjustment"], 0);
+    let c = cycles(&app, &m, &id).await;
+    assert_eq!(
+        c[0]["amount"],
+        4500 + owed,
+        "the renewal adds the proration exactly"
+    );
+    let pay = get(
+        &app,
+        &m,
+        &format!("/payments/{}", c[0]["payment_id"].as_str().unwrap()),
+    )
+    .await;
+    assert_eq!(pay.body["amount"], 4500 + owed);
+
+    // always_invoice: charged now, as a cycle of its own for the rest of the period.
+    let s = one(&small).await;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    let (start, end) = (
+        time(&s["current_period_start"]),
+        time(&s["current_period_end"]),
+    );
+    let total = (end - start).num_seconds();
+    let at = start + Duration::seconds(total / 7);
+    app.clock.set(at);
+    let remaining = (end - at).num_seconds();
+    let owed = prorate(4500, remaining, total) - prorate(3000, remaining, total);
+    let r = change(&id, &big, "always_invoice").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["pending_adjustment"], 0);
+    let c = cycles(&app, &m, &id).await;
+    assert_eq!(
+        (c.len(), c[0]["amount"].as_i64(), c[0]["status"].as_str()),
+        (2, Some(owed), Some("paid"))
+    );
+    assert_eq!(time(&c[0]["period_start"]), at);
+    // And back down: the credit goes to the next renewal.
+    let credit = prorate(3000, remaining, total) - prorate(4500, remaining, total);
+    let r = change(&id, &small, "always_invoice").await;
+    assert_eq!(r.body["pending_adjustment"], credit, "{}", r.body);
+    until(&app, &m, &id, end, |_, c| {
+        c.len() == 3 && c[0]["status"] == "paid"
+    })
+    .await;
+    assert_eq!(cycles(&app, &m, &id).await[0]["amount"], 3000 + credit);
+
+    // none: the rest of the period is left as it is; the renewal charges the new plan.
+    let s = one(&small).await;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    let end = time(&s["current_period_end"]);
+    app.clock.set(end - Duration::days(3));
+    let r = change(&id, &big, "none").await;
+    assert_eq!(
+        (
+            r.body["amount"].as_i64(),
+            r.body["pending_adjustment"].as_i64()
+        ),
+        (Some(4500), Some(0))
+    );
+    until(&app, &m, &id, end, |_, c| {
+        c.len() == 2 && c[0]["status"] == "paid"
+    })
+    .await;
+    assert_eq!(cycles(&app, &m, &id).await[0]["amount"], 4500);
+
+    // Refusals.
+    let r = change(&id, &big, "sometimes").await;
+    assert_eq!((r.status, r.param()), (400, Some("proration")));
+    let yearly = app
+        .call(&m, Method::POST, "/products", Some(json!({"name": "Y", "prices": [{"unit_amount": 5, "currency": "EUR", "recurring": {"interval": "year"}}]})))
+        .await
+        .body["prices"][0]["price_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = change(&id, &yearly, "none").await;
+    assert_eq!((r.status, r.param()), (400, Some("items")), "{}", r.body);
+    post(&app, &m, &format!("/subscriptions/{id}/pause"), json!({})).await;
+    let r = change(&id, &small, "none").await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+    assert!(r.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("paused"));
+}

@@ -18,6 +18,8 @@ pub struct Model {
     /// JSON array of items.
     pub items: String,
     pub amount: i64,
+    /// Prorations for the next renewal (negative: a credit).
+    pub pending_adjustment: i64,
     pub currency: String,
     pub interval: String,
     pub interval_count: i64,

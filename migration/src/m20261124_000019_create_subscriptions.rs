@@ -23,6 +23,7 @@ impl MigrationTrait for Migration {
                     .col(text_null(Subscriptions::CheckoutUrl))
                     .col(text(Subscriptions::Items))
                     .col(big_integer(Subscriptions::Amount))
+                    .col(big_integer(Subscriptions::PendingAdjustment))
                     .col(string(Subscriptions::Currency))
                     .col(string(Subscriptions::Interval))
                     .col(big_integer(Subscriptions::IntervalCount))
@@ -132,6 +133,8 @@ enum Subscriptions {
     Items,
     /// What one cycle charges.
     Amount,
+    /// Prorations of plan changes for the next renewal (negative: a credit).
+    PendingAdjustment,
     Currency,
     /// `day`, `week`, `month` or `year`.
     Interval,

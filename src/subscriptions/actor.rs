@@ -84,6 +84,13 @@ pub enum Command {
     Confirm {
         mandate: (String, String),
     },
+    /// A plan change: new items and what a cycle charges, settled for the rest of the period
+    /// as `proration` says.
+    Update {
+        items: Vec<super::api::Item>,
+        amount: i64,
+        proration: machine::Proration,
+    },
     /// Whatever is due now: the first charge, a renewal, a retry, a charge in flight, a
     /// scheduled cancellation, an expiry.
     Tick,
@@ -327,8 +334,66 @@ async fn step(
             with.payment_method_id = Some(mandate.1.clone());
             attempt(deps, s, with, c, now).await
         }
+        Command::Update {
+            items,
+            amount,
+            proration,
+        } => {
+            if status != Status::Active || s.open_cycle_id.is_some() {
+                return Err(Refusal::InvalidState {
+                    status,
+                    what: "only an active subscription with no cycle being collected changes plan",
+                }
+                .into());
+            }
+            let owed = match proration {
+                machine::Proration::None => 0,
+                _ => machine::proration(
+                    s.amount,
+                    *amount,
+                    s.current_period_start,
+                    s.current_period_end,
+                    now,
+                ),
+            };
+            let mut after = s.clone();
+            after.items = serde_json::to_string(items).unwrap_or_else(|_| "[]".into());
+            after.amount = *amount;
+            after.updated_at = now;
+            if *proration == machine::Proration::AlwaysInvoice && owed > 0 {
+                // Charged now: a cycle for the rest of the period, collected like any other.
+                let seq = next_seq(deps, s).await?;
+                let mut cycle = new_cycle(&after, seq, now);
+                cycle.period_start = now;
+                cycle.amount = owed;
+                cycle.lines = proration_lines(owed);
+                after.open_cycle_id = Some(cycle.id.clone());
+                let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), vec![]).await?;
+                return settle(deps, &after, cycle, now).await;
+            }
+            after.pending_adjustment = after.pending_adjustment.saturating_add(owed);
+            save(deps, s, after, CycleWrite::None, vec![]).await
+        }
         Command::Tick => tick(deps, s, status, now).await,
     }
+}
+
+/// The sequence number of the subscription's next cycle.
+async fn next_seq(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+) -> Result<i64, SubscriptionError> {
+    Ok(store::cycles(&deps.db, &s.id)
+        .await?
+        .first()
+        .map_or(1, |c| c.seq + 1))
+}
+
+/// The one line of a cycle that charges prorations.
+fn proration_lines(amount: i64) -> String {
+    serde_json::json!([{"line_id": "proration", "name": "Prorations of plan changes",
+        "quantity": 1, "unit_amount": amount}])
+    .to_string()
 }
 
 /// Whatever is due on the subscription now.
@@ -398,11 +463,34 @@ async fn tick(
         return save(deps, s, after, CycleWrite::None, vec![]).await;
     }
     // The renewal: the next period's cycle, and its first attempt, recorded before charging.
-    let seq = store::cycles(&deps.db, &s.id)
-        .await?
-        .first()
-        .map_or(1, |c| c.seq + 1);
-    let cycle = new_cycle(&after, seq, now);
+    // Prorations of plan changes are added to it (a credit is taken off it; one larger than
+    // the cycle pays it whole and carries the rest).
+    let seq = next_seq(deps, s).await?;
+    let mut cycle = new_cycle(&after, seq, now);
+    let charge = after.amount.saturating_add(after.pending_adjustment);
+    if after.pending_adjustment > 0 {
+        let mut lines: Vec<serde_json::Value> =
+            serde_json::from_str(&cycle.lines).unwrap_or_default();
+        let extra: Vec<serde_json::Value> =
+            serde_json::from_str(&proration_lines(after.pending_adjustment)).unwrap_or_default();
+        lines.extend(extra);
+        cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
+    } else if after.pending_adjustment < 0 {
+        // Lines cannot be negative: a credited cycle is charged as one amount.
+        cycle.lines = "[]".into();
+    }
+    if charge <= 0 {
+        cycle.amount = 0;
+        cycle.status = "paid".into();
+        cycle.charging = false;
+        cycle.attempts = 0;
+        cycle.payment_id = None;
+        after.pending_adjustment = charge;
+        let events = vec![store::invoice_event(&after, &cycle, None, "invoice_paid")];
+        return save(deps, s, after, CycleWrite::Insert(cycle), events).await;
+    }
+    cycle.amount = charge;
+    after.pending_adjustment = 0;
     after.open_cycle_id = Some(cycle.id.clone());
     let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), vec![]).await?;
     settle(deps, &after, cycle, now).await
@@ -617,7 +705,9 @@ async fn make(
         off_session: Some(true),
         mandate_data: None,
         enable_partial_authorization: false,
-        lines: serde_json::from_str(&c.lines).ok(),
+        lines: serde_json::from_str::<Vec<payments::api::LineInput>>(&c.lines)
+            .ok()
+            .filter(|l| !l.is_empty()),
         metadata: Some(
             [
                 ("subscription_id".to_owned(), s.id.clone().into()),

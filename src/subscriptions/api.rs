@@ -48,6 +48,18 @@ pub struct CreateSubscriptionRequest {
     pub metadata: Option<Metadata>,
 }
 
+/// `PUT /subscriptions/{subscription_id}/update`: new items (same currency and interval).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateRequest {
+    pub items: Vec<ItemInput>,
+    /// `create_prorations` (default: the difference for the rest of the period is added to the
+    /// next renewal), `always_invoice` (charged now; a credit goes to the next renewal) or
+    /// `none`.
+    #[serde(default)]
+    pub proration: Option<String>,
+}
+
 /// `POST /subscriptions/{subscription_id}/cancel`.
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -103,6 +115,8 @@ pub struct Subscription {
     pub items: Vec<Item>,
     /// What each cycle charges, in minor units.
     pub amount: i64,
+    /// Prorations of plan changes the next renewal adds (negative: a credit it takes off).
+    pub pending_adjustment: i64,
     pub currency: String,
     pub interval: String,
     pub interval_count: i64,
@@ -228,6 +242,7 @@ impl Subscription {
             checkout_url: s.checkout_url.clone(),
             items: serde_json::from_str(&s.items).unwrap_or_default(),
             amount: s.amount,
+            pending_adjustment: s.pending_adjustment,
             currency: s.currency.clone(),
             interval: s.interval.clone(),
             interval_count: s.interval_count,

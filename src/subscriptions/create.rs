@@ -200,6 +200,7 @@ async fn new_subscription(
         checkout_url: None,
         items: serde_json::to_string(&plan.items).unwrap_or_else(|_| "[]".into()),
         amount: plan.amount,
+        pending_adjustment: 0,
         currency: plan.currency,
         interval: plan.interval,
         interval_count: plan.interval_count,

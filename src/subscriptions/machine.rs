@@ -205,6 +205,54 @@ pub fn past_due(s: Status) -> Option<Next> {
     })
 }
 
+/// How a plan change settles the part of the period already paid for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proration {
+    /// The difference for the rest of the period is added to the next renewal.
+    CreateProrations,
+    /// The difference is charged now (a credit goes to the next renewal).
+    AlwaysInvoice,
+    /// Nothing for the rest of the period: the next renewal charges the new plan.
+    None,
+}
+
+impl Proration {
+    pub fn parse(s: &str) -> Option<Proration> {
+        match s {
+            "create_prorations" => Some(Proration::CreateProrations),
+            "always_invoice" => Some(Proration::AlwaysInvoice),
+            "none" => Some(Proration::None),
+            _ => None,
+        }
+    }
+}
+
+/// `amount × remaining / total`, rounded half up: the one rounding rule of prorations.
+pub fn prorate(amount: i64, remaining_secs: i64, total_secs: i64) -> i64 {
+    if total_secs <= 0 || remaining_secs <= 0 {
+        return 0;
+    }
+    let remaining = remaining_secs.min(total_secs);
+    let num = i128::from(amount) * i128::from(remaining) * 2 + i128::from(total_secs);
+    (num / (2 * i128::from(total_secs))) as i64
+}
+
+/// What changing a plan from `old` to `new` (amounts per period) at `now`, inside the period
+/// `[start, end)`, is worth for the rest of the period: the new plan's share less the old
+/// plan's, each prorated to the second and rounded on its own. Positive: the buyer owes it;
+/// negative: a credit.
+pub fn proration(
+    old: i64,
+    new: i64,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> i64 {
+    let total = (end - start).num_seconds();
+    let remaining = (end - now).num_seconds();
+    prorate(new, remaining, total) - prorate(old, remaining, total)
+}
+
 /// The actions a subscription allows now (`GET …/capabilities`).
 pub fn actions(s: Status, cancel_at_period_end: bool) -> Vec<&'static str> {
     match s {
@@ -247,6 +295,30 @@ mod tests {
             period_end(jan31, Interval::Week, 2, 1),
             Some(at("2027-02-14T09:00:00Z"))
         );
+    }
+
+    #[test]
+    fn prorations_round_half_up_to_the_minor_unit() {
+        let start = at("2027-01-01T00:00:00Z");
+        let end = at("2027-01-31T00:00:00Z");
+        // Half the period left: 3 000 → 4 500 owes half of 1 500.
+        assert_eq!(
+            proration(3000, 4500, start, end, at("2027-01-16T00:00:00Z")),
+            750
+        );
+        // A third left: 1 000 / 3 = 333.33 → 333; 2 000 / 3 = 666.67 → 667.
+        let third = start + (end - start) * 2 / 3;
+        assert_eq!(
+            prorate(
+                1000,
+                (end - third).num_seconds(),
+                (end - start).num_seconds()
+            ),
+            333
+        );
+        assert_eq!(proration(1000, 2000, start, end, third), 667 - 333);
+        assert_eq!(proration(2000, 1000, start, end, third), 333 - 667);
+        assert_eq!(proration(1000, 2000, start, end, end), 0);
     }
 
     #[test]
@@ -308,6 +380,16 @@ mod tests {
                 prop_assert!(!flag || matches!(s, Status::Active | Status::Paused));
             }
             prop_assert!(activations <= 1);
+        }
+
+        /// A proration never exceeds the difference of the plans, and its sign is the change's.
+        #[test]
+        fn prorations_are_bounded(old in 0i64..100_000, new in 0i64..100_000, left in 0i64..=2_592_000) {
+            let start = at("2027-01-01T00:00:00Z");
+            let end = start + Duration::seconds(2_592_000);
+            let p = proration(old, new, start, end, end - Duration::seconds(left));
+            prop_assert!(p.abs() <= (new - old).abs() + 1);
+            prop_assert!(p == 0 || (p > 0) == (new > old));
         }
 
         /// Period ends increase strictly and land on the anchor's day when the month has it.

@@ -8,9 +8,10 @@ use super::{
     api::{
         CancelRequest, Capabilities, ConfirmRequest, CreateSubscriptionRequest, Cycle, Cycles,
         Estimate, EstimateQuery, ItemInput, ListSubscriptionsQuery, ResumeRequest, Subscription,
+        UpdateRequest,
     },
     create,
-    machine::Status,
+    machine::{Proration, Status},
     store,
 };
 use crate::{
@@ -52,6 +53,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/subscriptions/{subscription_id}/cancel")
                 .route(web::post().to(cancel_subscription)),
+        )
+        .service(
+            web::resource("/subscriptions/{subscription_id}/update")
+                .route(web::put().to(update_subscription)),
         )
         .service(
             web::resource("/subscriptions/{subscription_id}/invoices")
@@ -359,6 +364,62 @@ pub async fn cancel_subscription(
     let command = Command::Cancel {
         at_period_end: req.at_period_end,
         reason,
+    };
+    run(&subscriptions, &caller, &id, command).await
+}
+
+/// Change the plan: new items of the same currency and interval, from now on. `proration`
+/// settles the rest of the period: `create_prorations` (default) adds the difference to the
+/// next renewal, `always_invoice` charges it now (a credit goes to the next renewal), `none`
+/// leaves it.
+#[utoipa::path(put, path = "/subscriptions/{subscription_id}/update", tag = "subscriptions",
+    params(("subscription_id" = String, Path)), request_body = UpdateRequest,
+    responses((status = 200, body = Subscription), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn update_subscription(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    subscriptions: web::Data<Subscriptions>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<UpdateRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let proration = match req.proration.as_deref() {
+        None => Proration::CreateProrations,
+        Some(p) => Proration::parse(p).ok_or_else(|| {
+            ApiError::invalid_param(
+                "proration",
+                format!("unknown proration {p:?}; create_prorations, always_invoice or none"),
+            )
+        })?,
+    };
+    let s = owned(&state, &caller, &id).await?;
+    let max = state.settings.limits.max_amount;
+    let plan = create::plan(
+        &state.db,
+        &caller.scope(),
+        &s.profile_id,
+        &req.items,
+        max,
+        state.clock.now(),
+    )
+    .await?;
+    if plan.currency != s.currency
+        || plan.interval != s.interval
+        || plan.interval_count != s.interval_count
+    {
+        return Err(ApiError::invalid_param(
+            "items",
+            format!(
+                "a plan change keeps the subscription's currency and interval ({} every {} {})",
+                s.currency, s.interval_count, s.interval
+            ),
+        ));
+    }
+    let command = Command::Update {
+        items: plan.items,
+        amount: plan.amount,
+        proration,
     };
     run(&subscriptions, &caller, &id, command).await
 }
