@@ -374,6 +374,64 @@ async fn passes_a_challenge(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     assert_eq!(p["status"], "succeeded", "{p}");
 }
 
+/// A subscription made for the hosted checkout: the buyer pays its first cycle in the page,
+/// saving the card under a mandate, and the subscription is active with it.
+async fn confirms_a_subscription(app: &TestApp, m: &Merchant, page: &Page<'_>) {
+    let c = app
+        .call(m, Method::POST, "/customers", Some(json!({"name": "Bo"})))
+        .await;
+    let price = app
+        .call(
+            m,
+            Method::POST,
+            "/products",
+            Some(
+                json!({"name": "Plan", "prices": [{"unit_amount": 500, "currency": "USD",
+                "recurring": {"interval": "month"}}]}),
+            ),
+        )
+        .await
+        .body["prices"][0]["price_id"]
+        .clone();
+    let created = app
+        .call(
+            m,
+            Method::POST,
+            "/subscriptions/create",
+            Some(json!({"customer_id": c.body["customer_id"], "items": [{"price_id": price}]})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["subscription_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let url = created.body["checkout_url"]
+        .as_str()
+        .expect("checkout_url")
+        .to_owned();
+    open(page, &url).await;
+    page.pay_with("4242424242424242").await;
+    page.wait_status("succeeded").await;
+    // The next tick (a minute on) reads the payment.
+    app.clock.advance(chrono::Duration::seconds(61));
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let s = api_get(app, m, &format!("/subscriptions/{id}")).await;
+        if s["status"] == "active" {
+            assert!(
+                s["mandate_id"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("man_")),
+                "{s}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "never active: {s}");
+        actix_web::rt::time::sleep(POLL).await;
+    }
+}
+
 #[actix_web::test]
 async fn hosted_checkout_in_a_browser() {
     if !browser_available() {
@@ -397,6 +455,9 @@ async fn hosted_checkout_in_a_browser() {
         let t = Instant::now();
         passes_a_challenge(&app, &m, &page).await;
         eprintln!("3-D Secure challenge: {:?}", t.elapsed());
+        let t = Instant::now();
+        confirms_a_subscription(&app, &m, &page).await;
+        eprintln!("a subscription confirmed: {:?}", t.elapsed());
     }))
     .catch_unwind()
     .await;
