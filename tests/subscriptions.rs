@@ -687,8 +687,27 @@ async fn plan_changes_prorate_to_the_minor_unit_in_each_mode() {
     app.clock.set(at);
     let remaining = (end - at).num_seconds();
     let owed = prorate(4500, remaining, total) - prorate(3000, remaining, total);
+    // The estimate of the change is what the change then does.
+    let est = get(
+        &app,
+        &m,
+        &format!("/subscriptions/estimate?subscription_id={id}&price_id={big}"),
+    )
+    .await;
+    assert_eq!(est.status, 200, "{}", est.body);
+    assert_eq!(
+        (est.body["proration"].as_i64(), est.body["amount"].as_i64()),
+        (Some(owed), Some(4500 + owed))
+    );
     let r = change(&id, &big, "create_prorations").await;
     assert_eq!(r.status, 200, "{}", r.body);
+    let after = get(
+        &app,
+        &m,
+        &format!("/subscriptions/estimate?subscription_id={id}"),
+    )
+    .await;
+    assert_eq!(after.body["amount"], est.body["amount"]);
     assert_eq!(
         (
             r.body["amount"].as_i64(),

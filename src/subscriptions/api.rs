@@ -162,8 +162,8 @@ pub struct Capabilities {
     pub actions: Vec<String>,
 }
 
-/// `GET /subscriptions/estimate`: a new plan (`price_id`, `quantity`) or an existing
-/// subscription's next renewal (`subscription_id`).
+/// `GET /subscriptions/estimate`: a new plan (`price_id`, `quantity`), an existing
+/// subscription's next renewal (`subscription_id`), or a change of its plan (both).
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
@@ -180,7 +180,11 @@ pub struct EstimateQuery {
 /// What the next charge would be; nothing is stored.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Estimate {
+    /// What the next charge is: the plan's amount with the prorations the renewal adds.
     pub amount: i64,
+    /// For a plan change: what the rest of the current period is worth
+    /// (`create_prorations`; negative: a credit), included in `amount`.
+    pub proration: Option<i64>,
     pub currency: String,
     pub interval: String,
     pub interval_count: i64,

@@ -188,28 +188,20 @@ pub async fn estimate(
     ApiQuery(q): ApiQuery<EstimateQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let now = state.clock.now();
-    let out = match (&q.subscription_id, &q.price_id) {
-        (Some(id), None) => {
-            let s = owned(&state, &caller, id).await?;
-            let next = super::actor::next_period(&s)
-                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-            Estimate {
-                amount: s.amount,
-                currency: s.currency.clone(),
-                interval: s.interval.clone(),
-                interval_count: s.interval_count,
-                period_start: next.current_period_start,
-                period_end: next.current_period_end,
-                items: serde_json::from_str(&s.items).unwrap_or_default(),
-                subscription_id: Some(s.id),
-            }
-        }
-        (None, Some(price)) => {
-            let shop = caller.require_shop()?.to_string();
+    let new_plan = match &q.price_id {
+        Some(price) => {
             let items = [ItemInput {
                 price_id: price.clone(),
                 quantity: q.quantity.unwrap_or(1),
             }];
+            let s = match &q.subscription_id {
+                Some(id) => Some(owned(&state, &caller, id).await?),
+                None => None,
+            };
+            let shop = match &s {
+                Some(s) => s.profile_id.clone(),
+                None => caller.require_shop()?.to_string(),
+            };
             let max = state.settings.limits.max_amount;
             let plan = create::plan(&state.db, &caller.scope(), &shop, &items, max, now)
                 .await
@@ -220,21 +212,62 @@ pub async fn estimate(
                         .map(|p| p.trim_start_matches("items[0].").to_owned());
                     e
                 })?;
+            Some((plan, s))
+        }
+        None => None,
+    };
+    let out = match (new_plan, &q.subscription_id) {
+        // A change of a subscription's plan: the renewal after it, with its proration.
+        (Some((plan, Some(s))), _) => {
+            if plan.currency != s.currency || plan.interval != s.interval || plan.interval_count != s.interval_count {
+                return Err(ApiError::invalid_param("price_id", "a plan change keeps the subscription's currency and interval"));
+            }
+            let owed = super::machine::proration(s.amount, plan.amount, s.current_period_start, s.current_period_end, now);
+            let next = super::actor::next_period(&s)
+                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
             Estimate {
-                amount: plan.amount,
+                amount: plan.amount + s.pending_adjustment + owed,
+                proration: Some(owed),
                 currency: plan.currency,
                 interval: plan.interval,
                 interval_count: plan.interval_count,
-                period_start: now,
-                period_end: plan.period_end,
+                period_start: next.current_period_start,
+                period_end: next.current_period_end,
                 items: plan.items,
-                subscription_id: None,
+                subscription_id: Some(s.id),
             }
         }
-        _ => {
+        (Some((plan, None)), _) => Estimate {
+            amount: plan.amount,
+            proration: None,
+            currency: plan.currency,
+            interval: plan.interval,
+            interval_count: plan.interval_count,
+            period_start: now,
+            period_end: plan.period_end,
+            items: plan.items,
+            subscription_id: None,
+        },
+        (None, Some(id)) => {
+            let s = owned(&state, &caller, id).await?;
+            let next = super::actor::next_period(&s)
+                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
+            Estimate {
+                amount: s.amount + s.pending_adjustment,
+                proration: None,
+                currency: s.currency.clone(),
+                interval: s.interval.clone(),
+                interval_count: s.interval_count,
+                period_start: next.current_period_start,
+                period_end: next.current_period_end,
+                items: serde_json::from_str(&s.items).unwrap_or_default(),
+                subscription_id: Some(s.id),
+            }
+        }
+        (None, None) => {
             return Err(ApiError::invalid_param(
                 "price_id",
-                "send price_id (and quantity) for a new plan, or subscription_id",
+                "send price_id (and quantity) for a new plan, subscription_id for the next renewal, or both for a plan change",
             ))
         }
     };
