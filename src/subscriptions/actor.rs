@@ -262,9 +262,8 @@ async fn step(
                 after.mandate_id = Some(m.clone());
                 after.payment_method_id = Some(pm.clone());
             }
-            if !s.cancel_at_period_end || status == Status::Paused {
-                after.cancellation_reason = s.cancellation_reason.clone();
-            } else {
+            // Undoing a scheduled cancellation forgets its reason.
+            if s.cancel_at_period_end && status == Status::Active {
                 after.cancellation_reason = None;
             }
             let events = vec![store::event(&after, next.event)];
@@ -670,6 +669,43 @@ async fn charge(
     })
 }
 
+/// The payment of a cycle's attempt: off-session under the subscription's mandate, or, for
+/// `checkout`, one the buyer pays on the hosted checkout, saving the card for later.
+pub fn cycle_payment(
+    s: &subscription::Model,
+    c: &subscription_cycle::Model,
+    checkout: bool,
+) -> CreatePaymentRequest {
+    CreatePaymentRequest {
+        amount: c.amount,
+        currency: c.currency.clone(),
+        capture_method: None,
+        confirm: !checkout,
+        payment_method_data: None,
+        payment_method_id: s.payment_method_id.clone().filter(|_| !checkout),
+        customer_id: Some(s.customer_id.clone()),
+        setup_future_usage: checkout.then(|| "off_session".to_owned()),
+        mandate_id: s.mandate_id.clone().filter(|_| !checkout),
+        off_session: (!checkout).then_some(true),
+        mandate_data: None,
+        enable_partial_authorization: false,
+        lines: serde_json::from_str::<Vec<payments::api::LineInput>>(&c.lines)
+            .ok()
+            .filter(|l| !l.is_empty()),
+        metadata: Some(
+            [
+                ("subscription_id".to_owned(), s.id.clone().into()),
+                ("cycle_id".to_owned(), c.id.clone().into()),
+            ]
+            .into_iter()
+            .collect(),
+        ),
+        description: Some(format!("Subscription {} cycle {}", s.id, c.seq)),
+        return_url: None,
+        hosted_checkout: checkout,
+    }
+}
+
 /// The off-session payment of an attempt, as payd itself, in the subscription's shop.
 async fn make(
     deps: &SubscriptionDeps,
@@ -692,34 +728,7 @@ async fn make(
         bound_profile: Some(profile.clone()),
         profile: Some(profile),
     };
-    let req = CreatePaymentRequest {
-        amount: c.amount,
-        currency: c.currency.clone(),
-        capture_method: None,
-        confirm: true,
-        payment_method_data: None,
-        payment_method_id: s.payment_method_id.clone(),
-        customer_id: Some(s.customer_id.clone()),
-        setup_future_usage: None,
-        mandate_id: s.mandate_id.clone(),
-        off_session: Some(true),
-        mandate_data: None,
-        enable_partial_authorization: false,
-        lines: serde_json::from_str::<Vec<payments::api::LineInput>>(&c.lines)
-            .ok()
-            .filter(|l| !l.is_empty()),
-        metadata: Some(
-            [
-                ("subscription_id".to_owned(), s.id.clone().into()),
-                ("cycle_id".to_owned(), c.id.clone().into()),
-            ]
-            .into_iter()
-            .collect(),
-        ),
-        description: Some(format!("Subscription {} cycle {}", s.id, c.seq)),
-        return_url: None,
-        hosted_checkout: false,
-    };
+    let req = cycle_payment(s, c, false);
     payments::create::create(
         &deps.payments,
         &caller,

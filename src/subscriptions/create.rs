@@ -5,7 +5,7 @@
 use payd_entity::{mandate, price, subscription};
 
 use super::{
-    actor::{new_cycle, Command, Exec, Subscriptions},
+    actor::{cycle_payment, new_cycle, Command, Exec, Subscriptions},
     api::{CreateSubscriptionRequest, Item, ItemInput},
     machine::{self, Interval, Status},
     store,
@@ -16,8 +16,7 @@ use crate::{
     error::ApiError,
     fields::check_metadata,
     ids::{has_shape, new_id},
-    payments::{self, api::CreatePaymentRequest},
-    products,
+    payments, products,
 };
 
 /// At most this many items per subscription.
@@ -290,32 +289,7 @@ pub async fn create_for_checkout(
     let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
     let cycle = new_cycle(&s, 1, now);
     let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
-    let payment = CreatePaymentRequest {
-        amount: s.amount,
-        currency: s.currency.clone(),
-        capture_method: None,
-        confirm: false,
-        payment_method_data: None,
-        payment_method_id: None,
-        customer_id: Some(s.customer_id.clone()),
-        setup_future_usage: Some("off_session".into()),
-        mandate_id: None,
-        off_session: None,
-        mandate_data: None,
-        enable_partial_authorization: false,
-        lines: serde_json::from_str(&cycle.lines).ok(),
-        metadata: Some(
-            [
-                ("subscription_id".to_owned(), s.id.clone().into()),
-                ("cycle_id".to_owned(), cycle.id.clone().into()),
-            ]
-            .into_iter()
-            .collect(),
-        ),
-        description: Some(format!("Subscription {} cycle 1", s.id)),
-        return_url: None,
-        hosted_checkout: true,
-    };
+    let payment = cycle_payment(&s, &cycle, true);
     let p =
         payments::create::create(&deps.payments, caller, payment, None, None, Some(pid)).await?;
     s.checkout_url = payments::api::Payment::render(&p, &deps.public_url).checkout_url;
