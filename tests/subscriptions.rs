@@ -804,3 +804,58 @@ async fn plan_changes_prorate_to_the_minor_unit_in_each_mode() {
         .unwrap()
         .contains("paused"));
 }
+
+/// Renewals and the ticks that settle charges in flight racing each other (on two instances
+/// in CI's two-instance step): every cycle is charged by exactly one payment.
+#[actix_web::test]
+async fn racing_renewals_charge_each_cycle_once() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (cid, mandate) = customer_with_mandate(&app, &m, "4242424242424242").await;
+    let price = monthly(&app, &m, 1000).await;
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let s = subscribe(&app, &m, &cid, &mandate, &price).await;
+        ids.push(s["subscription_id"].as_str().unwrap().to_owned());
+    }
+    let first = get(&app, &m, &format!("/subscriptions/{}", ids[0]))
+        .await
+        .body;
+    let end = time(&first["current_period_end"]) + Duration::seconds(5);
+    // Due, and at once past the minute after which a charge in flight is settled by a tick.
+    app.clock.set(end);
+    for _ in 0..3 {
+        actix_web::rt::time::sleep(StdDuration::from_millis(30)).await;
+        app.clock.advance(Duration::seconds(90));
+    }
+    // Time goes on: a charge still in flight when a tick looked is looked at again a minute
+    // later.
+    let deadline = Instant::now() + StdDuration::from_secs(15);
+    for id in &ids {
+        loop {
+            let c = cycles(&app, &m, id).await;
+            if c.len() == 2 && c.iter().all(|c| c["status"] == "paid") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "never renewed: {c:?}");
+            app.clock.advance(Duration::seconds(61));
+            actix_web::rt::time::sleep(StdDuration::from_millis(100)).await;
+        }
+    }
+    let listed = post(
+        &app,
+        &m,
+        "/payments/list",
+        json!({"customer_id": cid, "limit": 100}),
+    )
+    .await;
+    for id in &ids {
+        let made = listed.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["metadata"]["subscription_id"] == id.as_str())
+            .count();
+        assert_eq!(made, 2, "{id}: one payment per cycle");
+    }
+}
