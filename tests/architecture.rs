@@ -66,7 +66,7 @@ const NAMED: &[(&str, &str)] = &[
     ("wallet::follow", "runtime"),
     ("products::catalog", "runtime"),
     ("subscriptions::create", "runtime"),
-    ("products::import", "routes"),
+    ("products::import", "runtime"),
     ("webhooks::delivery", "runtime"),
     ("webhooks::dispatcher", "runtime"),
     ("state", "edge"),

@@ -1,9 +1,8 @@
 //! Importing a catalog from a processor: the sandbox catalog processor and its fixed catalog,
 //! previews (what an import would create, update or archive, by external id, stored so that
 //! applying does exactly that), applying a preview once, and the catalog actions of a shop's
-//! processor accounts.
+//! processor accounts. Its routes are in `import_routes.rs`.
 
-use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use payd_entity::{catalog_preview, price, processor_account, product};
 use sea_orm::{
@@ -20,24 +19,14 @@ use super::{
     store,
 };
 use crate::{
-    auth::{keys::Caller, SecretKey},
+    auth::keys::Caller,
     commit::{self, Change, CommitError, Write},
     error::ApiError,
-    http::ApiJson,
     ids::{has_shape, new_id},
-    state::AppState,
 };
 
 /// The catalog processor every sandbox shop has.
 pub const SANDBOX_CATALOG: &str = "sandbox_catalog";
-
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/products/import/preview").route(web::post().to(preview_import)))
-        .service(web::resource("/products/import/apply").route(web::post().to(apply_import)))
-        .service(
-            web::resource("/products/provider-accounts").route(web::get().to(provider_accounts)),
-        );
-}
 
 /// The sandbox catalog processor's catalog: fixed, so a second import changes nothing.
 pub fn sandbox_catalog() -> Vec<RemoteProduct> {
@@ -129,17 +118,15 @@ async fn accounts(
 }
 
 /// The processor accounts of the shop and the catalog actions each supports.
-#[utoipa::path(get, path = "/products/provider-accounts", tag = "products",
-    responses((status = 200, body = ProviderAccounts), (status = 400, body = crate::error::ErrorBody)),
-    security(("api_key" = [])))]
+/// The processor accounts of the caller's shop and the catalog actions each supports.
 pub async fn provider_accounts(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+    db: &DatabaseConnection,
+    caller: &Caller,
+) -> Result<ProviderAccounts, ApiError> {
     let shop = caller.require_shop()?.to_string();
-    Ok(HttpResponse::Ok().json(ProviderAccounts {
-        data: accounts(&state.db, &caller, &shop).await?,
-    }))
+    Ok(ProviderAccounts {
+        data: accounts(db, caller, &shop).await?,
+    })
 }
 
 /// `POST /products/import/preview`.
@@ -314,18 +301,16 @@ fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Preview {
 }
 
 /// Preview an import: what it would create, update or archive, by external id.
-#[utoipa::path(post, path = "/products/import/preview", tag = "products",
-    request_body(content = PreviewRequest, description = "optional"),
-    responses((status = 201, body = Preview), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody)),
-    security(("api_key" = [])))]
-pub async fn preview_import(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-    ApiJson(req): ApiJson<PreviewRequest>,
-) -> Result<HttpResponse, ApiError> {
+/// Previews an import into the caller's shop and stores the preview.
+pub async fn preview(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    req: &PreviewRequest,
+    max_products: u64,
+    now: DateTime<Utc>,
+) -> Result<Preview, ApiError> {
     let shop = caller.require_shop()?.to_string();
-    let accounts = accounts(&state.db, &caller, &shop).await?;
+    let accounts = accounts(db, caller, &shop).await?;
     let account = match &req.account {
         Some(name) => accounts
             .iter()
@@ -350,10 +335,8 @@ pub async fn preview_import(
             ),
         ));
     }
-    let max = state.settings.limits.max_products_per_shop;
-    let (local_products, fingerprint) = local(&state.db, &caller, &shop, max).await?;
+    let (local_products, fingerprint) = local(db, caller, &shop, max_products).await?;
     let steps = machine::plan(&local_products, &sandbox_catalog());
-    let now = state.clock.now();
     let row = catalog_preview::Model {
         id: new_id("prev"),
         merchant_id: caller.merchant_id.as_str().to_owned(),
@@ -366,25 +349,20 @@ pub async fn preview_import(
         result: None,
         created_at: now,
     };
-    commit::commit(
-        &state.db,
-        Change::at(now).write(commit::insert(row.clone())),
-    )
-    .await?;
-    Ok(HttpResponse::Created().json(render_preview(&row, local_products.len())))
+    commit::commit(db, Change::at(now).write(commit::insert(row.clone()))).await?;
+    Ok(render_preview(&row, local_products.len()))
 }
 
-/// Apply a preview exactly as it was shown. A preview of a catalog that changed since is 409
-/// `preview_stale`; applying one twice answers the first apply again and changes nothing.
-#[utoipa::path(post, path = "/products/import/apply", tag = "products", request_body = ApplyRequest,
-    responses((status = 200, body = Applied), (status = 404, body = crate::error::ErrorBody),
-        (status = 409, body = crate::error::ErrorBody)),
-    security(("api_key" = [])))]
-pub async fn apply_import(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-    ApiJson(req): ApiJson<ApplyRequest>,
-) -> Result<HttpResponse, ApiError> {
+/// Applies a preview exactly as it was shown, in one commit; returns the answer's JSON (the
+/// first apply's, when applied before). A preview of a catalog that changed since is 409
+/// `preview_stale`.
+pub async fn apply_preview(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    req: &ApplyRequest,
+    max_products: u64,
+    now: DateTime<Utc>,
+) -> Result<String, ApiError> {
     let scope = caller.scope();
     let missing = || ApiError::not_found("preview").param("preview_id");
     if !has_shape(&req.preview_id, "prev") {
@@ -392,16 +370,15 @@ pub async fn apply_import(
     }
     let find = || async {
         catalog_preview::Entity::find_by_id(req.preview_id.as_str())
-            .one(&state.db)
+            .one(db)
             .await
             .map(|p| p.filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
     };
     let preview = find().await?.ok_or_else(missing)?;
-    if let Some(done) = preview.result.as_deref() {
-        return Ok(HttpResponse::Ok().body_json(done));
+    if let Some(done) = preview.result {
+        return Ok(done);
     }
-    let max = state.settings.limits.max_products_per_shop;
-    let (_, fingerprint) = local(&state.db, &caller, &preview.profile_id, max).await?;
+    let (_, fingerprint) = local(db, caller, &preview.profile_id, max_products).await?;
     if fingerprint != preview.fingerprint {
         return Err(ApiError::conflict(
             "preview_stale",
@@ -410,8 +387,7 @@ pub async fn apply_import(
         .param("preview_id"));
     }
     let steps: Vec<Step> = serde_json::from_str(&preview.plan).unwrap_or_default();
-    let now = state.clock.now();
-    let (change, applied) = apply(&state.db, &preview, &steps, now).await?;
+    let (change, applied) = apply(db, &preview, &steps, now).await?;
     let json = serde_json::to_string(&applied).unwrap_or_default();
     let mut done = preview.clone();
     done.applied_at = Some(now);
@@ -424,11 +400,11 @@ pub async fn apply_import(
             .filter(catalog_preview::Column::AppliedAt.is_null())
             .into_query(),
     );
-    match commit::commit(&state.db, change.write(mark)).await {
-        Ok(_) => Ok(HttpResponse::Ok().body_json(&json)),
+    match commit::commit(db, change.write(mark)).await {
+        Ok(_) => Ok(json),
         // Another apply of this preview, or a change of one of its products, came first.
         Err(CommitError::LostRace) => match find().await?.and_then(|p| p.result) {
-            Some(first) => Ok(HttpResponse::Ok().body_json(&first)),
+            Some(first) => Ok(first),
             None => Err(ApiError::conflict(
                 "preview_stale",
                 "the shop's catalog changed while applying: preview the import again",
@@ -436,16 +412,6 @@ pub async fn apply_import(
             .param("preview_id")),
         },
         Err(e) => Err(e.into()),
-    }
-}
-
-trait BodyJson {
-    fn body_json(&mut self, json: &str) -> HttpResponse;
-}
-
-impl BodyJson for actix_web::HttpResponseBuilder {
-    fn body_json(&mut self, json: &str) -> HttpResponse {
-        self.content_type("application/json").body(json.to_owned())
     }
 }
 

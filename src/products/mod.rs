@@ -6,6 +6,7 @@
 pub mod api;
 pub mod catalog;
 pub mod import;
+pub mod import_routes;
 pub mod machine;
 pub mod routes;
 pub mod store;

@@ -32,7 +32,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/products/images/{image_id}").route(web::get().to(image_bytes)))
         .service(web::resource("/products/categories").route(web::post().to(create_category)))
         .service(web::resource("/products/categories/list").route(web::get().to(list_categories)))
-        .configure(super::import::configure)
+        .configure(super::import_routes::configure)
         .service(
             web::resource("/products/{product_id}")
                 .route(web::get().to(retrieve_product))
