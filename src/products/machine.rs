@@ -5,7 +5,7 @@
 //! update, so there is nothing here to refuse them with. An archived product or price cannot be
 //! sold, made the default, or become a member or component; the default price cannot be
 //! archived until another price is the default; a product named on a payment line is never
-//! deleted (archive it).
+//! deleted (archive it): the store's delete checks it inside its commit.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -91,14 +91,6 @@ pub fn check_recurring(param: &str, interval: &str, count: i64) -> Result<Interv
 pub fn archive_price(is_default: bool) -> Result<(), Refusal> {
     if is_default {
         return Err(Refusal::DefaultPrice);
-    }
-    Ok(())
-}
-
-/// Deleting a product: only one no payment line names.
-pub fn delete(sold: bool) -> Result<(), Refusal> {
-    if sold {
-        return Err(Refusal::HasSales);
     }
     Ok(())
 }

@@ -186,29 +186,6 @@ pub async fn delete(
     Ok(())
 }
 
-/// Whether a payment line names the product or one of its prices.
-pub async fn sold(db: &impl ConnectionTrait, product_id: &str) -> Result<bool, DbErr> {
-    let by_product = payment_line::Entity::find()
-        .filter(payment_line::Column::ProductId.eq(product_id))
-        .one(db)
-        .await?;
-    if by_product.is_some() {
-        return Ok(true);
-    }
-    let prices: Vec<String> = price::Entity::find()
-        .filter(price::Column::ProductId.eq(product_id))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|p| p.id)
-        .collect();
-    Ok(payment_line::Entity::find()
-        .filter(payment_line::Column::PriceId.is_in(prices))
-        .one(db)
-        .await?
-        .is_some())
-}
-
 /// The products of `merchant_id` in this mode, of shop `profile_id` if one is given.
 pub async fn list(
     db: &impl ConnectionTrait,

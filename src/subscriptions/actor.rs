@@ -201,10 +201,7 @@ async fn open_cycle(
     deps: &SubscriptionDeps,
     s: &subscription::Model,
 ) -> Result<Option<subscription_cycle::Model>, SubscriptionError> {
-    match &s.open_cycle_id {
-        Some(id) => Ok(store::find_cycle(&deps.db, id).await?),
-        None => Ok(None),
-    }
+    Ok(store::open_cycle(&deps.db, s).await?)
 }
 
 /// Commits `after` over `before` with the cycle's write and the events; wakes the webhook

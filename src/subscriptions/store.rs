@@ -92,11 +92,22 @@ pub async fn due_of(
     s: &subscription::Model,
     confirm_within: Duration,
 ) -> Result<Option<DateTime<Utc>>, DbErr> {
-    let open = match &s.open_cycle_id {
-        Some(id) => find_cycle(db, id).await?,
-        None => None,
-    };
-    Ok(next_due(s, open.as_ref(), confirm_within))
+    Ok(next_due(
+        s,
+        open_cycle(db, s).await?.as_ref(),
+        confirm_within,
+    ))
+}
+
+/// The cycle a subscription is collecting, if any.
+pub async fn open_cycle(
+    db: &impl ConnectionTrait,
+    s: &subscription::Model,
+) -> Result<Option<subscription_cycle::Model>, DbErr> {
+    match &s.open_cycle_id {
+        Some(id) => find_cycle(db, id).await,
+        None => Ok(None),
+    }
 }
 
 /// What a change does to a cycle.
