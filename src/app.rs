@@ -40,6 +40,7 @@ use crate::{
     settings::{DeploymentMode, Settings},
     state::AppState,
     subscriptions::{self, actor::SubscriptionDeps, Subscriptions},
+    test_clock,
     wallet::{self, processor::SandboxWallet, WalletDeps},
     webhooks::{
         self,
@@ -285,6 +286,7 @@ impl Application {
                         .configure(sales::configure)
                         .configure(products::configure)
                         .configure(subscriptions::configure)
+                        .configure(test_clock::configure)
                         .configure(files::configure)
                         .configure(customers::configure)
                         .configure(events::configure)
@@ -417,6 +419,7 @@ fn build_scheduler(
                 let exec = DisputeExec {
                     access: None,
                     command,
+                    timeline: crate::clock::current(),
                 };
                 match disputes.send(&job.entity_id, exec).await {
                     // A deadline that has not passed yet (the clock moved back): keep it.
@@ -443,6 +446,7 @@ fn build_scheduler(
             let exec = subscriptions::actor::Exec {
                 scope: None,
                 command: subscriptions::actor::Command::Tick,
+                timeline: crate::clock::current(),
             };
             match subs.send(&job.entity_id, exec).await {
                 // A tick that committed scheduled the next one itself (its lease is gone, so

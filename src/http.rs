@@ -35,17 +35,17 @@ fn incoming_request_id(req: &ServiceRequest) -> Option<String> {
     sane.then(|| value.to_owned())
 }
 
-/// Gives every request an id (the caller's `x-request-id` if sane), a tracing span, and the
-/// response header.
+/// Gives every request an id (the caller's `x-request-id` if sane), a tracing span, the
+/// response header, and a timeline (the base one, until authentication enters its key's).
 pub async fn request_id(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let id = incoming_request_id(&req).unwrap_or_else(|| new_id("req"));
     let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
-    let mut res = REQUEST_ID
-        .scope(id.clone(), next.call(req).instrument(span))
-        .await?;
+    // The request runs on the base timeline until its key names a sandbox merchant's.
+    let run = crate::clock::scoped(crate::clock::Timeline::default(), next.call(req));
+    let mut res = REQUEST_ID.scope(id.clone(), run.instrument(span)).await?;
     if let Ok(value) = HeaderValue::from_str(&id) {
         res.headers_mut()
             .insert(header::HeaderName::from_static("x-request-id"), value);

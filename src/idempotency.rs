@@ -279,7 +279,7 @@ pub async fn idempotency(
         };
         finish(&state, &store, &caller_key, res).await
     };
-    actix_rt::spawn(run)
+    actix_rt::spawn(crate::clock::scoped(crate::clock::current(), run))
         .await
         .unwrap_or_else(|e| Err(ApiError::internal(format!("idempotent request: {e}")).into()))
 }
@@ -376,7 +376,7 @@ impl KeyStore {
                 ),
                 key,
             },
-            now: state.clock.now(),
+            now: state.clock.base(),
             ttl: Duration::hours(cfg.ttl_hours as i64),
             lock: Duration::seconds(cfg.lock_secs as i64),
         }
@@ -395,7 +395,7 @@ impl KeyStore {
             let renewed = Keys::update_many()
                 .col_expr(
                     idempotency_key::Column::LockedUntil,
-                    Expr::value(state.clock.now() + self.lock),
+                    Expr::value(state.clock.base() + self.lock),
                 )
                 .filter(self.this())
                 .filter(idempotency_key::Column::State.eq(IN_FLIGHT))

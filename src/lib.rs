@@ -34,6 +34,7 @@ pub mod settings;
 pub mod state;
 pub mod subscriptions;
 pub mod telemetry;
+pub mod test_clock;
 pub mod wallet;
 pub mod webhooks;
 

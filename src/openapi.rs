@@ -16,7 +16,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
     accounts, customers, disputes, events, files, ops, pagination, payments, products, refunds,
-    sales, subscriptions, wallet, webhooks,
+    sales, subscriptions, test_clock, wallet, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -83,6 +83,8 @@ use crate::{
         wallet::routes::sandbox_open_case,
         wallet::routes::sandbox_withdraw_case,
         wallet::routes::sandbox_escalate_case,
+        test_clock::routes::read_clock,
+        test_clock::routes::advance_clock,
         products::routes::create_product,
         products::routes::list_products,
         products::routes::retrieve_product,

@@ -211,7 +211,7 @@ async fn spend(
     if limiter.caller.off() {
         return Ok(());
     }
-    let now = state.clock.now();
+    let now = state.clock.base();
     let take = |holder: Holder, id: &[u8]| {
         limiter
             .take(holder, id, now)

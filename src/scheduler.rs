@@ -16,7 +16,11 @@ use sea_orm::{
 };
 use tokio::sync::Notify;
 
-use crate::{clock::SharedClock, ids::new_id, settings::SchedulerSettings};
+use crate::{
+    clock::{self, SharedClock, Timeline},
+    ids::new_id,
+    settings::SchedulerSettings,
+};
 
 /// A claimed job, as its handler sees it.
 #[derive(Debug, Clone)]
@@ -56,6 +60,8 @@ where
     }
 }
 
+/// A new row, on the running task's timeline: a sandbox merchant's job is tagged with the
+/// merchant and kept in base time, so it moves when that merchant's test clock does.
 fn new_row(
     now: DateTime<Utc>,
     kind: &str,
@@ -63,11 +69,13 @@ fn new_row(
     due_at: DateTime<Utc>,
     payload: serde_json::Value,
 ) -> scheduled_job::ActiveModel {
+    let timeline = clock::current();
     scheduled_job::ActiveModel {
         id: Set(new_id("job")),
         kind: Set(kind.to_owned()),
         entity_id: Set(entity_id.to_owned()),
-        due_at: Set(due_at),
+        due_at: Set(due_at - Duration::seconds(timeline.offset_seconds)),
+        merchant_id: Set(timeline.merchant.map(|m| m.to_string())),
         payload: Set(payload.to_string()),
         attempts: Set(0),
         last_error: Set(None),
@@ -92,6 +100,7 @@ pub async fn schedule(
             OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
                 .update_columns([
                     scheduled_job::Column::DueAt,
+                    scheduled_job::Column::MerchantId,
                     scheduled_job::Column::Payload,
                     scheduled_job::Column::Attempts,
                     scheduled_job::Column::LastError,
@@ -195,8 +204,17 @@ impl Scheduler {
 
     /// Claims the jobs due now (up to a batch), runs them one by one, and returns how many ran.
     pub async fn tick(&self) -> Result<usize, DbErr> {
-        let now = self.clock.now();
-        let claimed = self.claim(now).await?;
+        self.tick_of(None).await
+    }
+
+    /// [`Scheduler::tick`] for one sandbox merchant's jobs only (a test clock's advance).
+    pub async fn tick_merchant(&self, merchant_id: &str) -> Result<usize, DbErr> {
+        self.tick_of(Some(merchant_id)).await
+    }
+
+    async fn tick_of(&self, merchant_id: Option<&str>) -> Result<usize, DbErr> {
+        let now = self.clock.base();
+        let claimed = self.claim(now, merchant_id).await?;
         let lag = claimed
             .iter()
             .map(|j| Ord::max((now - j.due_at).num_milliseconds(), 0))
@@ -204,16 +222,50 @@ impl Scheduler {
             .unwrap_or(0);
         metrics::gauge!("payd_scheduler_lag_seconds").set(lag as f64 / 1000.0);
         let count = claimed.len();
+        let offsets = self.offsets(&claimed).await?;
         for row in claimed {
-            self.run_one(row).await?;
+            let timeline = match &row.merchant_id {
+                Some(m) => Timeline::of(m, offsets.get(m).copied().unwrap_or(0)),
+                None => Timeline::default(),
+            };
+            clock::scoped(timeline, self.run_one(row)).await?;
         }
         Ok(count)
     }
 
-    async fn claim(&self, now: DateTime<Utc>) -> Result<Vec<scheduled_job::Model>, DbErr> {
+    /// The test clock offsets of the merchants whose sandbox jobs were claimed.
+    async fn offsets(
+        &self,
+        claimed: &[scheduled_job::Model],
+    ) -> Result<HashMap<String, i64>, DbErr> {
+        let merchants: Vec<&str> = claimed
+            .iter()
+            .filter_map(|j| j.merchant_id.as_deref())
+            .collect();
+        if merchants.is_empty() {
+            return Ok(HashMap::new());
+        }
+        Ok(payd_entity::merchant::Entity::find()
+            .filter(payd_entity::merchant::Column::Id.is_in(merchants))
+            .all(&self.db)
+            .await?
+            .into_iter()
+            .map(|m| (m.id, m.sandbox_clock_offset))
+            .collect())
+    }
+
+    async fn claim(
+        &self,
+        now: DateTime<Utc>,
+        merchant_id: Option<&str>,
+    ) -> Result<Vec<scheduled_job::Model>, DbErr> {
         let token = new_id("lease");
         let lease_until = now + Duration::seconds(self.settings.lease_secs as i64);
-        let due = Query::select()
+        let mut due = Query::select();
+        if let Some(m) = merchant_id {
+            due.and_where(scheduled_job::Column::MerchantId.eq(m));
+        }
+        let due = due
             .column(scheduled_job::Column::Id)
             .from(Jobs)
             .and_where(scheduled_job::Column::DueAt.lte(now))
@@ -257,13 +309,15 @@ impl Scheduler {
             // Perhaps a newer instance knows this kind: leave it for an hour, don't spin on it.
             tracing::warn!(kind = %row.kind, "no handler for scheduled job kind");
             return self
-                .finish(&row, Outcome::RunAt(self.clock.now() + Duration::hours(1)))
+                .finish(&row, Outcome::RunAt(self.clock.base() + Duration::hours(1)))
                 .await;
         };
+        // Handlers see times on the job's timeline; the row keeps base time.
+        let offset = Duration::seconds(clock::current().offset_seconds);
         let job = Job {
             kind: row.kind.clone(),
             entity_id: row.entity_id.clone(),
-            due_at: row.due_at,
+            due_at: row.due_at + offset,
             payload: serde_json::from_str(&row.payload).unwrap_or(serde_json::Value::Null),
             attempt: row.attempts,
         };
@@ -275,6 +329,10 @@ impl Scheduler {
         };
         metrics::counter!("payd_scheduler_jobs_total", "kind" => row.kind.clone(), "outcome" => label)
             .increment(1);
+        let outcome = match outcome {
+            Outcome::RunAt(at) => Outcome::RunAt(at - offset),
+            other => other,
+        };
         self.finish(&row, outcome).await
     }
 
@@ -294,7 +352,7 @@ impl Scheduler {
             Outcome::Failed(error) => {
                 let backoff = Ord::min(2i64.saturating_pow(row.attempts.clamp(0, 12) as u32), 3600);
                 tracing::warn!(kind = %row.kind, entity = %row.entity_id, %error, "scheduled job failed");
-                release(self.clock.now() + Duration::seconds(backoff), Some(error))
+                release(self.clock.base() + Duration::seconds(backoff), Some(error))
                     .filter(ours)
                     .exec(&self.db)
                     .await?;
@@ -314,7 +372,7 @@ impl Scheduler {
         }
     }
 
-    /// The due time of the job of this kind for this entity, if one is scheduled.
+    /// The due time (in base time) of the job of this kind for this entity, if one is scheduled.
     pub async fn due_at(
         &self,
         kind: &str,

@@ -67,6 +67,7 @@ const NAMED: &[(&str, &str)] = &[
     ("products::catalog", "runtime"),
     ("subscriptions::create", "runtime"),
     ("products::import", "runtime"),
+    ("test_clock::advance", "runtime"),
     ("webhooks::delivery", "runtime"),
     ("webhooks::dispatcher", "runtime"),
     ("state", "edge"),

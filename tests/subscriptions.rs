@@ -859,3 +859,122 @@ async fn racing_renewals_charge_each_cycle_once() {
         assert_eq!(made, 2, "{id}: one payment per cycle");
     }
 }
+
+/// Moves `m`'s sandbox test clock `seconds` forward.
+async fn advance(app: &TestApp, m: &Merchant, seconds: i64) -> Value {
+    let r = post(
+        app,
+        m,
+        "/sandbox/clock/advance",
+        json!({ "seconds": seconds }),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+#[actix_web::test]
+async fn the_test_clock_renews_a_year_in_one_advance_for_its_merchant_only() {
+    let app = spawn_app().await;
+    let (a, b) = (
+        app.create_merchant("Acme").await,
+        app.create_merchant("Other").await,
+    );
+    let mut subs = Vec::new();
+    for m in [&a, &b] {
+        let (cid, mandate) = customer_with_mandate(&app, m, "4242424242424242").await;
+        let price = monthly(&app, m, 1500).await;
+        subs.push(subscribe(&app, m, &cid, &mandate, &price).await);
+    }
+    let (sa, sb) = (&subs[0], &subs[1]);
+    let id = sa["subscription_id"].as_str().unwrap();
+
+    for (body, param) in [
+        (json!({"seconds": 0}), "seconds"),
+        (json!({"seconds": -5}), "seconds"),
+        (json!({"seconds": "soon"}), "seconds"),
+        (json!({}), "seconds"),
+    ] {
+        let r = post(&app, &a, "/sandbox/clock/advance", body.clone()).await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(param)),
+            "{body}: {}",
+            r.body
+        );
+    }
+    let at_start = get(&app, &a, "/sandbox/clock").await.body;
+    assert_eq!(at_start["offset_seconds"], 0);
+    assert_eq!(time(&at_start["now"]), app.clock.now());
+
+    // A year and an hour in one call: twelve renewals, each at its own time.
+    let year = 365 * 86_400 + 3_600;
+    let moved = advance(&app, &a, year).await;
+    assert_eq!(moved["offset_seconds"], year, "{moved}");
+    assert!(moved["jobs_run"].as_u64().unwrap() >= 12, "{moved}");
+    assert_eq!(
+        time(&moved["now"]),
+        app.clock.now() + Duration::seconds(year)
+    );
+    let read = get(&app, &a, "/sandbox/clock").await.body;
+    assert_eq!(read["offset_seconds"], year);
+
+    let all = cycles(&app, &a, id).await;
+    assert_eq!(all.len(), 13, "{all:?}");
+    assert!(all.iter().all(|c| c["status"] == "paid"), "{all:?}");
+    for c in &all[..12] {
+        // A renewal's payment was made at its period's start, on the merchant's clock.
+        let p = get(
+            &app,
+            &a,
+            &format!("/payments/{}", c["payment_id"].as_str().unwrap()),
+        )
+        .await;
+        assert_eq!(p.body["status"], "succeeded", "{}", p.body);
+        let late = time(&p.body["created"]) - time(&c["period_start"]);
+        assert!(
+            late >= Duration::zero() && late < Duration::seconds(2),
+            "cycle {} paid {late} after its start",
+            c["cycle_id"]
+        );
+    }
+    let now_a = get(&app, &a, &format!("/subscriptions/{id}")).await.body;
+    assert_eq!(
+        time(&now_a["current_period_start"]),
+        time(&all[0]["period_start"])
+    );
+    let events = post(
+        &app,
+        &a,
+        &format!("/events/{}", a.merchant_id),
+        json!({"object_id": id, "limit": 100}),
+    )
+    .await;
+    let mut events = events.body["data"].as_array().unwrap().clone();
+    events.reverse();
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types[0], "subscription_active");
+    assert_eq!(types[1..], ["invoice_paid"; 13], "{types:?}");
+    assert!(
+        events
+            .windows(2)
+            .skip(1)
+            .all(|w| time(&w[1]["created"]) - time(&w[0]["created"]) > Duration::days(27)),
+        "each renewal announced a month after the last"
+    );
+
+    // The other merchant's time and subscription did not move.
+    let other = get(&app, &b, "/sandbox/clock").await.body;
+    assert_eq!(other["offset_seconds"], 0);
+    let sb_id = sb["subscription_id"].as_str().unwrap();
+    assert_eq!(cycles(&app, &b, sb_id).await.len(), 1);
+    let sb_now = get(&app, &b, &format!("/subscriptions/{sb_id}")).await.body;
+    assert_eq!(sb_now["current_period_end"], sb["current_period_end"]);
+
+    // A second advance goes on from where the first stopped: one more renewal.
+    advance(&app, &a, 31 * 86_400).await;
+    assert_eq!(cycles(&app, &a, id).await.len(), 14);
+}

@@ -23,6 +23,19 @@ pub struct Model {
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    #[sea_orm(
+        belongs_to = "super::merchant::Entity",
+        from = "Column::MerchantId",
+        to = "super::merchant::Column::Id"
+    )]
+    Merchant,
+}
+
+impl Related<super::merchant::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Merchant.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}

@@ -9,6 +9,8 @@ pub struct Model {
     pub id: String,
     pub name: String,
     pub created_at: DateTimeUtc,
+    /// Seconds its sandbox test clock is ahead of the base time.
+    pub sandbox_clock_offset: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

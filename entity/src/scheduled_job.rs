@@ -17,6 +17,9 @@ pub struct Model {
     pub lease_owner: Option<String>,
     pub lease_until: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
+    /// The sandbox merchant on whose timeline it was scheduled (`due_at` is then that
+    /// merchant's due time less its clock's offset); none on the base time.
+    pub merchant_id: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -25,6 +25,7 @@ mod m20261124_000016_create_readiness_probe;
 mod m20261124_000017_create_wallet_cases;
 mod m20261124_000018_create_catalog;
 mod m20261124_000019_create_subscriptions;
+mod m20261124_000020_add_sandbox_clocks;
 
 pub struct Migrator;
 
@@ -51,6 +52,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000017_create_wallet_cases::Migration),
             Box::new(m20261124_000018_create_catalog::Migration),
             Box::new(m20261124_000019_create_subscriptions::Migration),
+            Box::new(m20261124_000020_add_sandbox_clocks::Migration),
         ]
     }
 }

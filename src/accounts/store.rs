@@ -9,6 +9,7 @@ use sea_orm::{
 
 use crate::{
     auth::keys::{generate_key, hash_key, KeyKind, Mode},
+    clock::Timeline,
     commit::{self, Change, CommitError, Write},
     ids::{new_id, KeyId, MerchantId, ProfileId},
     pagination::{paginate, List, Page, PageError},
@@ -70,6 +71,7 @@ pub async fn create_merchant(
         id: MerchantId::new().into_string(),
         name: name.to_owned(),
         created_at: now,
+        sandbox_clock_offset: 0,
     };
     let merchant_id = MerchantId::parse(&merchant.id).unwrap_or_default();
     let profile = profile_row(now, &merchant_id, "Default shop");
@@ -230,14 +232,41 @@ fn key_row(now: DateTime<Utc>, pepper: &str, new: NewKey<'_>) -> (api_key::Model
     (row, key)
 }
 
+/// The timeline a command on an object of this merchant and mode runs on: the base time for a
+/// live object; for a sandbox one, the timeline it was sent on when that is its merchant's (a
+/// request on its key, one of its jobs), else (an anonymous route, a job scheduled on no
+/// timeline) the merchant's test clock, read here.
+pub async fn timeline_for(
+    db: &impl ConnectionTrait,
+    sent: &Timeline,
+    merchant_id: &str,
+    test_mode: bool,
+) -> Result<Timeline, DbErr> {
+    if !test_mode {
+        return Ok(Timeline::default());
+    }
+    if sent.merchant.as_deref() == Some(merchant_id) {
+        return Ok(sent.clone());
+    }
+    let offset = merchant::Entity::find_by_id(merchant_id)
+        .one(db)
+        .await?
+        .map_or(0, |m| m.sandbox_clock_offset);
+    Ok(Timeline::of(merchant_id, offset))
+}
+
+/// The key with this hash, and its merchant's sandbox clock offset (read in the same query:
+/// every request on a sandbox key runs on that clock).
 pub async fn find_key_by_hash(
     db: &impl ConnectionTrait,
     hash: &str,
-) -> Result<Option<api_key::Model>, DbErr> {
-    api_key::Entity::find()
+) -> Result<Option<(api_key::Model, i64)>, DbErr> {
+    Ok(api_key::Entity::find()
         .filter(api_key::Column::KeyHash.eq(hash))
+        .find_also_related(merchant::Entity)
         .one(db)
-        .await
+        .await?
+        .map(|(key, merchant)| (key, merchant.map_or(0, |m| m.sandbox_clock_offset))))
 }
 
 fn merchant_keys(merchant_id: &MerchantId, mode: Mode) -> sea_orm::Select<api_key::Entity> {

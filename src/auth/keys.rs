@@ -6,6 +6,7 @@ use rand::{distr::Alphanumeric, Rng};
 use sha2::Sha256;
 
 use crate::{
+    clock::Timeline,
     error::ApiError,
     ids::{KeyId, MerchantId, ProfileId},
 };
@@ -110,6 +111,8 @@ pub struct Caller {
     pub bound_profile: Option<ProfileId>,
     /// The shop selected by `x-profile-id`, or the bound shop.
     pub profile: Option<ProfileId>,
+    /// Seconds the merchant's sandbox test clock is ahead (read with the key).
+    pub clock_offset: i64,
 }
 
 /// The objects a caller reaches: its merchant's, in its mode, and within them its effective
@@ -150,6 +153,16 @@ impl Scope {
 impl Caller {
     pub fn test_mode(&self) -> bool {
         self.mode == Mode::Test
+    }
+
+    /// The timeline its requests run on: its merchant's sandbox test clock, or the base time
+    /// for a live key.
+    pub fn timeline(&self) -> Timeline {
+        if self.test_mode() {
+            Timeline::of(self.merchant_id.as_str(), self.clock_offset)
+        } else {
+            Timeline::default()
+        }
     }
 
     /// What this caller reaches (see [`Scope`]).

@@ -20,6 +20,7 @@ use crate::{
 /// Resolves the caller once per request (the idempotency middleware and the route share it).
 pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller, ApiError> {
     if let Some(caller) = req.extensions().get::<Caller>() {
+        crate::clock::enter(caller.timeline());
         return Ok(caller.clone());
     }
     let presented = req
@@ -32,9 +33,9 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
         .map_err(|_| invalid_key())?;
     let (kind, mode) = parse_key(presented).ok_or_else(invalid_key)?;
     let hash = hash_key(&state.settings.security.key_pepper, presented);
-    let row = store::find_key_by_hash(&state.db, &hash)
+    let (row, clock_offset) = store::find_key_by_hash(&state.db, &hash)
         .await?
-        .filter(|row| ct_eq(&row.key_hash, &hash))
+        .filter(|(row, _)| ct_eq(&row.key_hash, &hash))
         .ok_or_else(invalid_key)?;
     if row.revoked_at.is_some() {
         return Err(ApiError::unauthenticated(
@@ -81,9 +82,21 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
         kind,
         bound_profile,
         profile,
+        clock_offset,
     };
+    crate::clock::enter(caller.timeline());
     req.extensions_mut().insert(caller.clone());
     Ok(caller)
+}
+
+/// The sandbox's own routes (its triggers, its test clock) answer only a test key of a
+/// sandbox deployment: 404 otherwise, as if they did not exist.
+pub fn sandbox_only(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
+    if state.settings.mode == crate::settings::DeploymentMode::Sandbox && caller.test_mode() {
+        Ok(())
+    } else {
+        Err(ApiError::not_found("route"))
+    }
 }
 
 fn invalid_key() -> ApiError {

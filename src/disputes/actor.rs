@@ -15,7 +15,10 @@ use super::{
     store::{self, CommitError, EvidenceChange, MAX_EVIDENCE},
 };
 use crate::{
-    auth::keys::Scope, clock::SharedClock, commit, processors::sandbox::Sandbox,
+    auth::keys::Scope,
+    clock::{self, SharedClock, Timeline},
+    commit,
+    processors::sandbox::Sandbox,
     webhooks::wake::Wake,
 };
 
@@ -125,6 +128,8 @@ pub struct Done {
 pub struct Exec {
     pub access: Option<Access>,
     pub command: Command,
+    /// The timeline it was sent on (see `clock`).
+    pub timeline: Timeline,
 }
 
 /// The registry of dispute actors.
@@ -165,12 +170,25 @@ impl Handler<Exec> for DisputeActor {
     fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
         let (deps, current) = (self.deps.clone(), self.model.clone());
         AtomicResponse::new(Box::pin(
-            async move { exec(&deps, current, msg).await }
-                .into_actor(self)
-                .map(|(latest, result), act, _| {
-                    act.model = latest;
-                    result
-                }),
+            async move {
+                let timeline = match crate::accounts::store::timeline_for(
+                    &deps.db,
+                    &msg.timeline,
+                    &current.merchant_id,
+                    current.test_mode,
+                )
+                .await
+                {
+                    Ok(t) => t,
+                    Err(e) => return (current, Err(e.into())),
+                };
+                clock::scoped(timeline, exec(&deps, current, msg)).await
+            }
+            .into_actor(self)
+            .map(|(latest, result), act, _| {
+                act.model = latest;
+                result
+            }),
         ))
     }
 }

@@ -83,6 +83,7 @@ async fn exec(
             Exec {
                 access: Some(access),
                 command,
+                timeline: crate::clock::current(),
             },
         )
         .await??)

@@ -284,7 +284,7 @@ pub async fn retry_event(
     let (merchant_id, event_id) = path.into_inner();
     own_merchant(&caller, &merchant_id)?;
     let event = find_event(&state, &caller, &event_id).await?;
-    let retries = manual_retries(&state.db, &event, state.clock.now()).await?;
+    let retries = manual_retries(&state.db, &event, state.clock.base()).await?;
     let queued = RetryQueued {
         event_id: event.id.clone(),
         delivery_ids: retries.iter().map(|r| r.delivery.id.clone()).collect(),

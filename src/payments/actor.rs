@@ -26,7 +26,7 @@ use super::{
 };
 use crate::{
     auth::keys::{Caller, KeyKind, Scope},
-    clock::SharedClock,
+    clock::{self, SharedClock, Timeline},
     commit,
     customers::{self, api::check_mandate},
     disputes,
@@ -371,6 +371,7 @@ pub async fn run(
         access,
         command,
         key,
+        timeline: clock::current(),
     };
     Ok(payments.send(id, exec).await??)
 }
@@ -382,6 +383,8 @@ pub struct Exec {
     pub command: Command,
     /// The `Idempotency-Key` of the request that sent the command, if any.
     pub key: Option<RequestKey>,
+    /// The timeline it was sent on (see `clock`).
+    pub timeline: Timeline,
 }
 
 impl Exec {
@@ -391,6 +394,7 @@ impl Exec {
             access: None,
             command,
             key: None,
+            timeline: clock::current(),
         }
     }
 }
@@ -459,7 +463,18 @@ impl Handler<Exec> for PaymentActor {
                         Err(e) => return (None, Err(e.into())),
                     },
                 };
-                let (latest, result) = exec(&deps, current, msg).await;
+                let timeline = match crate::accounts::store::timeline_for(
+                    &deps.db,
+                    &msg.timeline,
+                    &current.merchant_id,
+                    current.test_mode,
+                )
+                .await
+                {
+                    Ok(t) => t,
+                    Err(e) => return (None, Err(e.into())),
+                };
+                let (latest, result) = clock::scoped(timeline, exec(&deps, current, msg)).await;
                 (Some(Box::new(latest)), result)
             }
             .into_actor(self)

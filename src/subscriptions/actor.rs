@@ -18,11 +18,11 @@ use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
     machine::{self, Next, Refusal, Status},
-    store::{self, CommitError, CycleWrite, CHARGE_CHECK},
+    store::{self, CommitError, CycleWrite},
 };
 use crate::{
     auth::keys::{Caller, KeyKind, Mode, Scope},
-    clock::SharedClock,
+    clock::{self, SharedClock, Timeline},
     commit::{self, Event},
     error::ApiError,
     ids::{new_id, KeyId, MerchantId, ProfileId},
@@ -102,6 +102,8 @@ pub struct Exec {
     /// Who asks; `None` for payd itself (its jobs).
     pub scope: Option<Scope>,
     pub command: Command,
+    /// The timeline it was sent on (see `clock`).
+    pub timeline: Timeline,
 }
 
 pub type Subscriptions = payd_actors::Registry<SubscriptionActor>;
@@ -147,12 +149,25 @@ impl Handler<Exec> for SubscriptionActor {
     fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
         let (deps, current) = (self.deps.clone(), self.model.clone());
         AtomicResponse::new(Box::pin(
-            async move { exec(&deps, current, msg).await }
-                .into_actor(self)
-                .map(|(latest, result), act, _| {
-                    act.model = latest;
-                    result
-                }),
+            async move {
+                let timeline = match crate::accounts::store::timeline_for(
+                    &deps.db,
+                    &msg.timeline,
+                    &current.merchant_id,
+                    current.test_mode,
+                )
+                .await
+                {
+                    Ok(t) => t,
+                    Err(e) => return (current, Err(e.into())),
+                };
+                clock::scoped(timeline, exec(&deps, current, msg)).await
+            }
+            .into_actor(self)
+            .map(|(latest, result), act, _| {
+                act.model = latest;
+                result
+            }),
         ))
     }
 }
@@ -582,7 +597,7 @@ async fn settle(
     let mut events = Vec::new();
     match outcome {
         Outcome::Pending => {
-            c.next_attempt_at = Some(now + Duration::seconds(CHARGE_CHECK));
+            c.next_attempt_at = Some(now + machine::charge_check(status, now - c.created_at));
             c.updated_at = now;
             return save(deps, s, after, CycleWrite::Update(c), events).await;
         }
@@ -724,6 +739,7 @@ async fn make(
         kind: KeyKind::Secret,
         bound_profile: Some(profile.clone()),
         profile: Some(profile),
+        clock_offset: crate::clock::current().offset_seconds,
     };
     let req = cycle_payment(s, c, false);
     payments::create::create(

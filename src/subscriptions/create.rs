@@ -258,6 +258,7 @@ pub async fn create(
     let exec = Exec {
         scope: None,
         command: Command::Tick,
+        timeline: crate::clock::current(),
     };
     Ok(subscriptions.send(&s.id, exec).await??)
 }

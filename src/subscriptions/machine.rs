@@ -196,6 +196,19 @@ pub fn retry_after(attempts: i64, schedule_days: &[u32]) -> Option<Duration> {
     schedule_days.get(i).map(|d| Duration::days(i64::from(*d)))
 }
 
+/// How long to wait before looking again at a charge still on its way, `waited` after its
+/// attempt began: a minute for a renewal (`processing` at the processor); for a hosted
+/// checkout the buyer has not finished, a tenth of the wait so far, from a minute up to an
+/// hour (the buyer has until `confirm_within`; a test clock advanced a month steps through
+/// about seventy looks, not 1,440).
+pub fn charge_check(status: Status, waited: Duration) -> Duration {
+    let minute = Duration::minutes(1);
+    match status {
+        Status::Created => (waited / 10).clamp(minute, Duration::hours(1)),
+        _ => minute,
+    }
+}
+
 /// Retries ran out: `unpaid`, announced as `subscription_past_due`.
 pub fn past_due(s: Status) -> Option<Next> {
     (s == Status::Active).then_some(Next {

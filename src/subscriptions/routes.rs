@@ -90,6 +90,7 @@ async fn run(
     let exec = Exec {
         scope: Some(caller.scope()),
         command,
+        timeline: crate::clock::current(),
     };
     let s = subscriptions.send(id, exec).await??;
     Ok(HttpResponse::Ok().json(Subscription::render(&s)))

@@ -337,6 +337,7 @@ async fn follow(
             DisputeExec {
                 access: None,
                 command: DisputeCommand::Follow(followed),
+                timeline: crate::clock::current(),
             },
         )
         .await??;

@@ -14,13 +14,12 @@ use super::{
     store,
 };
 use crate::{
-    auth::{Caller, SecretKey},
+    auth::{self, SecretKey},
     disputes,
     error::ApiError,
     fields::check_text,
     http::{ApiJson, ApiQuery},
     pagination::{List, Page},
-    settings::DeploymentMode,
     state::AppState,
 };
 
@@ -200,15 +199,6 @@ pub async fn take_action(
     Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
 }
 
-/// The sandbox triggers answer only a test key of a sandbox deployment: 404 otherwise.
-fn sandbox(state: &AppState, caller: &Caller) -> Result<(), ApiError> {
-    if state.settings.mode == DeploymentMode::Sandbox && caller.test_mode() {
-        Ok(())
-    } else {
-        Err(ApiError::not_found("route"))
-    }
-}
-
 /// Sandbox: the buyer opens a case at the wallet processor against a captured payment.
 #[utoipa::path(post, path = "/sandbox/wallet/cases", tag = "sandbox", request_body = OpenCaseRequest,
     responses((status = 201, body = Case), (status = 400, body = crate::error::ErrorBody),
@@ -220,7 +210,7 @@ pub async fn sandbox_open_case(
     wallet: web::Data<WalletDeps>,
     ApiJson(req): ApiJson<OpenCaseRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    sandbox(&state, &caller)?;
+    auth::sandbox_only(&state, &caller)?;
     let case_type = match CaseType::parse(&req.case_type) {
         Some(t @ (CaseType::Inquiry | CaseType::Chargeback)) => t,
         _ => {
@@ -264,7 +254,7 @@ pub async fn sandbox_withdraw_case(
     wallet: web::Data<WalletDeps>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    sandbox(&state, &caller)?;
+    auth::sandbox_only(&state, &caller)?;
     let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, false).await?;
     Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
 }
@@ -281,7 +271,7 @@ pub async fn sandbox_escalate_case(
     wallet: web::Data<WalletDeps>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    sandbox(&state, &caller)?;
+    auth::sandbox_only(&state, &caller)?;
     let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, true).await?;
     Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
 }

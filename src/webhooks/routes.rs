@@ -156,7 +156,7 @@ pub async fn put_endpoint(
         &state.settings.security,
     );
     let url = check_url(&req.url, &policy)?;
-    let now = state.clock.now();
+    let now = state.clock.base();
     let url_changed = |url: &str| {
         let audit = accounts::store::Audit {
             merchant_id: caller.merchant_id.as_str(),
@@ -236,7 +236,7 @@ pub async fn rotate_secret(
     let existing = find(&state, &profile)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
-    let now = state.clock.now();
+    let now = state.clock.base();
     let secret = new_secret();
     let m = webhook_endpoint::Model {
         previous_secret: Some(existing.secret.clone()),

@@ -1,0 +1,93 @@
+//! `GET /sandbox/clock` and `POST /sandbox/clock/advance`: the calling merchant's test clock.
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::advance::{self, Reading, MAX_SECONDS};
+use crate::{
+    auth::{self, SecretKey},
+    error::ApiError,
+    http::ApiJson,
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/sandbox/clock").route(web::get().to(read_clock)))
+        .service(web::resource("/sandbox/clock/advance").route(web::post().to(advance_clock)));
+}
+
+/// A merchant's sandbox time.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TestClock {
+    /// Now on the merchant's test clock (RFC 3339).
+    pub now: DateTime<Utc>,
+    /// How far it is ahead of the server's time.
+    pub offset_seconds: i64,
+    /// The scheduled jobs (renewals, retries, expiries, deadlines) the advance ran on its way;
+    /// 0 for a read.
+    pub jobs_run: usize,
+}
+
+impl From<Reading> for TestClock {
+    fn from(r: Reading) -> Self {
+        Self {
+            now: r.now,
+            offset_seconds: r.offset_seconds,
+            jobs_run: r.jobs_run,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdvanceRequest {
+    /// How far to move the clock forward: 1 second to 10 years.
+    pub seconds: i64,
+}
+
+/// Sandbox: the calling merchant's test clock.
+#[utoipa::path(get, path = "/sandbox/clock", tag = "sandbox",
+    responses((status = 200, body = TestClock), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn read_clock(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    auth::sandbox_only(&state, &caller)?;
+    let reading = advance::read(&state.db, &state.clock, caller.merchant_id.as_str()).await?;
+    Ok(HttpResponse::Ok().json(TestClock::from(reading)))
+}
+
+/// Sandbox: moves the calling merchant's test clock forward — never another merchant's. The
+/// merchant's renewals, retries, expiries and deadlines that fall due on the way run in time
+/// order, each at its own due time, before the answer.
+#[utoipa::path(post, path = "/sandbox/clock/advance", tag = "sandbox", request_body = AdvanceRequest,
+    responses((status = 200, body = TestClock), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn advance_clock(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<AdvanceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    auth::sandbox_only(&state, &caller)?;
+    if !(1..=MAX_SECONDS).contains(&req.seconds) {
+        return Err(ApiError::invalid_param(
+            "seconds",
+            format!(
+                "seconds must be from 1 to {MAX_SECONDS} (ten years); the clock only moves forward"
+            ),
+        ));
+    }
+    let reading = advance::advance(
+        &state.db,
+        &state.scheduler,
+        &state.clock,
+        caller.merchant_id.as_str(),
+        req.seconds,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(TestClock::from(reading)))
+}

@@ -1,0 +1,74 @@
+//! A merchant's test clock in the database: its offset, its jobs' due times, and the one
+//! change that moves both.
+
+use chrono::{DateTime, Utc};
+use payd_entity::{merchant, scheduled_job};
+use sea_orm::{
+    sea_query::Query, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect,
+};
+
+use crate::commit::{self, Change, CommitError, Write};
+
+/// The merchant's offset in seconds (0 for an unknown merchant).
+pub async fn offset(db: &impl ConnectionTrait, merchant_id: &str) -> Result<i64, DbErr> {
+    Ok(merchant::Entity::find_by_id(merchant_id)
+        .one(db)
+        .await?
+        .map_or(0, |m| m.sandbox_clock_offset))
+}
+
+/// The earliest due time (base time) of the merchant's jobs, leased ones included: a job
+/// another instance is running still holds the clock back until it has run.
+pub async fn next_due(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+) -> Result<Option<DateTime<Utc>>, DbErr> {
+    Ok(scheduled_job::Entity::find()
+        .filter(scheduled_job::Column::MerchantId.eq(merchant_id))
+        .order_by_asc(scheduled_job::Column::DueAt)
+        .limit(1)
+        .one(db)
+        .await?
+        .map(|j| j.due_at))
+}
+
+/// Moves the merchant's clock from `from` seconds ahead to `from + by`, and each of its jobs
+/// `by` seconds earlier in base time (the same due time on its clock), in one change. Another
+/// advance that moved the clock first makes it a lost race.
+pub async fn shift(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+    merchant_id: &str,
+    from: i64,
+    by: i64,
+) -> Result<(), CommitError> {
+    let jobs = scheduled_job::Entity::find()
+        .filter(scheduled_job::Column::MerchantId.eq(merchant_id))
+        .all(db)
+        .await?;
+    let mut change = Change::at(now).write(Write::Cas(
+        Query::update()
+            .table(merchant::Entity)
+            .value(merchant::Column::SandboxClockOffset, from + by)
+            .and_where(merchant::Column::Id.eq(merchant_id))
+            .and_where(merchant::Column::SandboxClockOffset.eq(from))
+            .to_owned(),
+    ));
+    for job in jobs {
+        // A job rescheduled meanwhile was scheduled on the clock as it then read: left alone.
+        change = change.write(Write::Update(
+            Query::update()
+                .table(scheduled_job::Entity)
+                .value(
+                    scheduled_job::Column::DueAt,
+                    job.due_at - chrono::Duration::seconds(by),
+                )
+                .and_where(scheduled_job::Column::Id.eq(job.id))
+                .and_where(scheduled_job::Column::DueAt.eq(job.due_at))
+                .to_owned(),
+        ));
+    }
+    commit::commit(db, change).await?;
+    Ok(())
+}
