@@ -104,8 +104,10 @@ pub async fn schedule(
                     scheduled_job::Column::Payload,
                     scheduled_job::Column::Attempts,
                     scheduled_job::Column::LastError,
+                    // The lease's end stays: a job rescheduled by its own running handler is
+                    // not claimed again until that handler has finished (or its lease run
+                    // out), so one job never runs twice at once.
                     scheduled_job::Column::LeaseOwner,
-                    scheduled_job::Column::LeaseUntil,
                 ])
                 .to_owned(),
         )
@@ -337,8 +339,19 @@ impl Scheduler {
     }
 
     /// Applies an outcome, only if the row is still ours: a `schedule` call made meanwhile
-    /// cleared the lease, and the new schedule wins.
+    /// cleared the lease's owner, and the new schedule wins — its lease's end, kept until now,
+    /// is freed.
     async fn finish(&self, row: &scheduled_job::Model, outcome: Outcome) -> Result<(), DbErr> {
+        Jobs::update_many()
+            .col_expr(
+                scheduled_job::Column::LeaseUntil,
+                Expr::value(Option::<DateTime<Utc>>::None),
+            )
+            .filter(scheduled_job::Column::Id.eq(row.id.as_str()))
+            .filter(scheduled_job::Column::LeaseOwner.is_null())
+            .filter(scheduled_job::Column::LeaseUntil.eq(row.lease_until))
+            .exec(&self.db)
+            .await?;
         let ours = scheduled_job::Column::Id
             .eq(row.id.as_str())
             .and(scheduled_job::Column::LeaseOwner.eq(row.lease_owner.clone()));

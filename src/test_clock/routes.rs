@@ -25,8 +25,8 @@ pub struct TestClock {
     pub now: DateTime<Utc>,
     /// How far it is ahead of the server's time.
     pub offset_seconds: i64,
-    /// The scheduled jobs (renewals, retries, expiries, deadlines) the advance ran on its way;
-    /// 0 for a read.
+    /// The scheduled jobs (renewals, retries, expiries, deadlines) the advance ran on its way
+    /// itself (another instance may have run some of the others); 0 for a read.
     pub jobs_run: usize,
 }
 

@@ -33,6 +33,21 @@ pub async fn next_due(
         .map(|j| j.due_at))
 }
 
+/// Whether one of the merchant's jobs is running now (held under an unexpired lease): the
+/// clock does not move past a job's handler while it runs.
+pub async fn running(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    Ok(scheduled_job::Entity::find()
+        .filter(scheduled_job::Column::MerchantId.eq(merchant_id))
+        .filter(scheduled_job::Column::LeaseUntil.gt(now))
+        .one(db)
+        .await?
+        .is_some())
+}
+
 /// Moves the merchant's clock from `from` seconds ahead to `from + by`, and each of its jobs
 /// `by` seconds earlier in base time (the same due time on its clock), in one change. Another
 /// advance that moved the clock first makes it a lost race.
