@@ -342,25 +342,23 @@ impl Scheduler {
     /// cleared the lease's owner, and the new schedule wins — its lease's end, kept until now,
     /// is freed.
     async fn finish(&self, row: &scheduled_job::Model, outcome: Outcome) -> Result<(), DbErr> {
-        Jobs::update_many()
-            .col_expr(
-                scheduled_job::Column::LeaseUntil,
-                Expr::value(Option::<DateTime<Utc>>::None),
-            )
-            .filter(scheduled_job::Column::Id.eq(row.id.as_str()))
-            .filter(scheduled_job::Column::LeaseOwner.is_null())
-            .filter(scheduled_job::Column::LeaseUntil.eq(row.lease_until))
-            .exec(&self.db)
-            .await?;
         let ours = scheduled_job::Column::Id
             .eq(row.id.as_str())
             .and(scheduled_job::Column::LeaseOwner.eq(row.lease_owner.clone()));
-        match outcome {
+        let applied = match outcome {
             Outcome::Done => {
-                Jobs::delete_many().filter(ours).exec(&self.db).await?;
+                Jobs::delete_many()
+                    .filter(ours)
+                    .exec(&self.db)
+                    .await?
+                    .rows_affected
             }
             Outcome::RunAt(at) => {
-                release(at, None).filter(ours).exec(&self.db).await?;
+                release(at, None)
+                    .filter(ours)
+                    .exec(&self.db)
+                    .await?
+                    .rows_affected
             }
             Outcome::Failed(error) => {
                 let backoff = Ord::min(2i64.saturating_pow(row.attempts.clamp(0, 12) as u32), 3600);
@@ -368,8 +366,22 @@ impl Scheduler {
                 release(self.clock.base() + Duration::seconds(backoff), Some(error))
                     .filter(ours)
                     .exec(&self.db)
-                    .await?;
+                    .await?
+                    .rows_affected
             }
+        };
+        if applied == 0 {
+            // Rescheduled while it ran: the new schedule stands, now free to be claimed.
+            Jobs::update_many()
+                .col_expr(
+                    scheduled_job::Column::LeaseUntil,
+                    Expr::value(Option::<DateTime<Utc>>::None),
+                )
+                .filter(scheduled_job::Column::Id.eq(row.id.as_str()))
+                .filter(scheduled_job::Column::LeaseOwner.is_null())
+                .filter(scheduled_job::Column::LeaseUntil.eq(row.lease_until))
+                .exec(&self.db)
+                .await?;
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! A merchant's test clock in the database: its offset, its jobs' due times, and the one
-//! change that moves both.
+//! change that moves both. The jobs' merchant tag has no index (it would cost every job write
+//! on the payment path), so these queries read the job table: an advance is a sandbox tool.
 
 use chrono::{DateTime, Utc};
 use payd_entity::{merchant, scheduled_job};
