@@ -167,6 +167,7 @@ impl Application {
                 confirm_within: ChronoDuration::hours(i64::from(
                     settings.subscriptions.confirm_within_hours,
                 )),
+                billing: Arc::new(subscriptions::billing::SandboxBilling { db: db.clone() }),
             }),
             registry_config.clone(),
             arbiters.clone(),

@@ -2,6 +2,8 @@
 
 pub mod api_key;
 pub mod audit_entry;
+pub mod billing_invoice;
+pub mod billing_subscription;
 pub mod catalog_preview;
 pub mod customer;
 pub mod delivery;
@@ -30,6 +32,7 @@ pub mod routing_config;
 pub mod scheduled_job;
 pub mod subscription;
 pub mod subscription_cycle;
+pub mod subscription_preview;
 pub mod wallet_case;
 pub mod wallet_case_entry;
 pub mod webhook_endpoint;

@@ -33,6 +33,8 @@ pub struct Model {
     pub cancelled_at: Option<DateTimeUtc>,
     pub cancellation_reason: Option<String>,
     pub billing: String,
+    /// The billing processor's subscription, when a billing processor bills it (adopted).
+    pub processor_subscription_id: Option<String>,
     pub transition_id: String,
     pub ever_active: bool,
     pub open_cycle_id: Option<String>,

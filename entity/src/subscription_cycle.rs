@@ -21,6 +21,8 @@ pub struct Model {
     /// An attempt's payment is recorded and its outcome is not yet.
     pub charging: bool,
     pub payment_id: Option<String>,
+    /// The billing processor's invoice that collected it (processor billing).
+    pub processor_invoice_id: Option<String>,
     pub next_attempt_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

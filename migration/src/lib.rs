@@ -26,6 +26,7 @@ mod m20261124_000017_create_wallet_cases;
 mod m20261124_000018_create_catalog;
 mod m20261124_000019_create_subscriptions;
 mod m20261124_000020_add_sandbox_clocks;
+mod m20261124_000021_create_billing_processor;
 
 pub struct Migrator;
 
@@ -53,6 +54,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000018_create_catalog::Migration),
             Box::new(m20261124_000019_create_subscriptions::Migration),
             Box::new(m20261124_000020_add_sandbox_clocks::Migration),
+            Box::new(m20261124_000021_create_billing_processor::Migration),
         ]
     }
 }

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
 use chrono::{DateTime, Duration, Utc};
 use payd_actors::KeyedActor;
-use payd_entity::{payment, subscription, subscription_cycle};
+use payd_entity::{billing_subscription, payment, subscription, subscription_cycle};
+use sea_orm::EntityTrait;
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
+    billing::SandboxBilling,
     machine::{self, Next, Refusal, Status},
     store::{self, CommitError, CycleWrite},
 };
@@ -43,6 +45,8 @@ pub struct SubscriptionDeps {
     pub retry_days: Vec<u32>,
     /// How long a `created` subscription waits for its first payment.
     pub confirm_within: Duration,
+    /// The billing processor that bills adopted subscriptions.
+    pub billing: Arc<SandboxBilling>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +98,11 @@ pub enum Command {
     /// Whatever is due now: the first charge, a renewal, a retry, a charge in flight, a
     /// scheduled cancellation, an expiry.
     Tick,
+    /// Read again from the side that bills it: a billing processor's subscription (its status,
+    /// plan and quantity applied where they differ), or payd's own charge in flight.
+    Sync,
+    /// The buyer charged back this processor invoice (`invoice_disputed`).
+    InvoiceDisputed { invoice_id: String },
 }
 
 #[derive(Debug, Clone, Message)]
@@ -219,6 +228,36 @@ async fn open_cycle(
     Ok(store::open_cycle(&deps.db, s).await?)
 }
 
+/// A status change of a processor-billed subscription made in payd is made at the processor
+/// too, before it is committed here (the processor's change is idempotent; if the commit then
+/// fails, a sync brings payd to what the processor holds).
+async fn forward_status(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    now: DateTime<Utc>,
+) -> Result<(), SubscriptionError> {
+    let at_processor = match Status::parse(&s.status) {
+        Some(Status::Active) => "active",
+        Some(Status::Paused) => "paused",
+        Some(Status::Cancelled | Status::InActive) => "cancelled",
+        _ => return Ok(()),
+    };
+    let found = match &s.processor_subscription_id {
+        Some(id) => billing_subscription::Entity::find_by_id(id.as_str())
+            .one(&deps.db)
+            .await?,
+        None => None,
+    };
+    if let Some(p) = found.filter(|p| p.status != at_processor) {
+        let change = super::billing::ProcessorChange {
+            status: Some(at_processor),
+            ..Default::default()
+        };
+        deps.billing.change(&p, &change, now).await?;
+    }
+    Ok(())
+}
+
 /// Commits `after` over `before` with the cycle's write and the events; wakes the webhook
 /// dispatcher when they queued deliveries.
 async fn save(
@@ -229,6 +268,9 @@ async fn save(
     events: Vec<Event>,
 ) -> Result<subscription::Model, SubscriptionError> {
     after.version = before.version + 1;
+    if after.billing != store::PAYD && after.status != before.status {
+        forward_status(deps, &after, after.updated_at).await?;
+    }
     let open = match &cycle {
         CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == "open" => Some(c.clone()),
         CycleWrite::Insert(_) | CycleWrite::Update(_) => None,
@@ -242,6 +284,62 @@ async fn save(
     Ok(after)
 }
 
+/// `Command::Sync`: a processor-billed subscription takes the processor's status, plan and
+/// quantity where they differ (each status change announced as if made here); a payd-billed
+/// one settles a charge in flight.
+async fn sync(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    status: Status,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    if s.billing == store::PAYD {
+        return match open_cycle(deps, s).await?.filter(|c| c.charging) {
+            Some(c) => settle(deps, s, c, now).await,
+            None => Ok(s.clone()),
+        };
+    }
+    let found = match &s.processor_subscription_id {
+        Some(id) => billing_subscription::Entity::find_by_id(id.as_str())
+            .one(&deps.db)
+            .await?,
+        None => None,
+    };
+    let Some(p) = found else {
+        return Ok(s.clone());
+    };
+    let mut after = s.clone();
+    after.updated_at = now;
+    let mut events = Vec::new();
+    let next = match (p.status.as_str(), status) {
+        ("cancelled", st) if !st.is_final() => machine::cancel(st, false, false).ok(),
+        ("paused", Status::Active) => machine::pause(status, s.cancel_at_period_end).ok(),
+        ("active", Status::Paused) => machine::resume(status, false).ok(),
+        _ => None,
+    };
+    if let Some(next) = next {
+        after = moved(&after, next, now);
+        if next.status == Status::Cancelled {
+            after.cancelled_at = Some(now);
+            after.cancellation_reason = Some("cancelled at the billing processor".into());
+        }
+        events.push(store::event(&after, next.event));
+    }
+    let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
+    let plan = super::billing::plan(&p.plan_id);
+    let changed = items.first().map(|i| (i.plan_id.as_deref(), i.quantity))
+        != Some((Some(p.plan_id.as_str()), p.quantity));
+    if let (true, Some(plan)) = (changed, plan) {
+        let item = super::adopt::item_of(plan, p.quantity);
+        after.amount = item.unit_amount * item.quantity;
+        after.items = serde_json::to_string(&[item]).unwrap_or_else(|_| "[]".into());
+    }
+    if events.is_empty() && after.items == s.items {
+        return Ok(s.clone());
+    }
+    save(deps, s, after, CycleWrite::None, events).await
+}
+
 async fn step(
     deps: &SubscriptionDeps,
     s: &subscription::Model,
@@ -250,6 +348,17 @@ async fn step(
     let now = deps.clock.now();
     let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
     match command {
+        Command::Sync => sync(deps, s, status, now).await,
+        Command::InvoiceDisputed { invoice_id } => {
+            let Some(invoice) = deps.billing.invoice(invoice_id).await? else {
+                return Ok(s.clone());
+            };
+            let cycle = store::cycle_of_invoice(&deps.db, &s.id, invoice_id).await?;
+            let mut after = s.clone();
+            after.updated_at = now;
+            let event = store::disputed_event(s, cycle.as_ref(), &invoice);
+            save(deps, s, after, CycleWrite::None, vec![event]).await
+        }
         Command::Pause => {
             let next = machine::pause(status, s.cancel_at_period_end)?;
             let after = moved(s, next, now);
@@ -530,7 +639,8 @@ pub fn new_cycle(
         .iter()
         .enumerate()
         .map(|(i, it)| {
-            serde_json::json!({"line_id": format!("item_{}", i + 1), "name": it.price_id,
+            let name = it.price_id.as_ref().or(it.plan_id.as_ref());
+            serde_json::json!({"line_id": format!("item_{}", i + 1), "name": name,
                 "quantity": it.quantity, "unit_amount": it.unit_amount})
         })
         .collect();
@@ -546,7 +656,8 @@ pub fn new_cycle(
         status: "open".into(),
         attempts: 1,
         charging: true,
-        payment_id: Some(new_id("pay")),
+        payment_id: (s.billing == store::PAYD).then(|| new_id("pay")),
+        processor_invoice_id: None,
         next_attempt_at: None,
         created_at: now,
         updated_at: now,
@@ -574,7 +685,8 @@ async fn attempt(
 
 /// How an attempt ended.
 enum Outcome {
-    Paid(payment::Model),
+    /// Paid: by this payment, or (`None`) collected by the billing processor.
+    Paid(Option<payment::Model>),
     Failed(Option<payment::Model>),
     /// The payment is still on its way (`processing`): checked again later.
     Pending,
@@ -588,7 +700,10 @@ async fn settle(
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
     let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
-    let outcome = charge(deps, s, &c).await?;
+    let outcome = match s.billing.as_str() {
+        store::PAYD => charge(deps, s, &c).await?,
+        _ => collect(deps, s, &mut c, now).await?,
+    };
     let mut after = s.clone();
     after.updated_at = now;
     let json = |p: &payment::Model| {
@@ -609,8 +724,8 @@ async fn settle(
             after.open_cycle_id = None;
             // Paid on the hosted checkout: the card it saved, under its mandate, is charged
             // from now on.
-            if after.mandate_id.is_none() {
-                if let Some(m) = &p.mandate_id {
+            if after.mandate_id.is_none() && after.billing == store::PAYD {
+                if let Some(m) = p.as_ref().and_then(|p| p.mandate_id.as_ref()) {
                     if let Some(found) = crate::customers::store::find_mandate(&deps.db, m).await? {
                         after.payment_method_id = Some(found.payment_method_id);
                     }
@@ -623,7 +738,12 @@ async fn settle(
                 after.ever_active = true;
                 events.push(store::event(&after, next.event));
             }
-            events.push(store::invoice_event(&after, &c, json(&p), "invoice_paid"));
+            events.push(store::invoice_event(
+                &after,
+                &c,
+                p.as_ref().and_then(json),
+                "invoice_paid",
+            ));
         }
         Outcome::Failed(p) => {
             c.charging = false;
@@ -674,10 +794,47 @@ async fn charge(
         },
     };
     Ok(match payment.status.as_str() {
-        "succeeded" => Outcome::Paid(payment),
+        "succeeded" => Outcome::Paid(Some(payment)),
         "declined" | "failed" | "cancelled" | "expired" => Outcome::Failed(Some(payment)),
         // On its way (processing, or confirming elsewhere): looked at again later.
         _ => Outcome::Pending,
+    })
+}
+
+/// The attempt collected by the billing processor, under the attempt's key (the processor
+/// makes one invoice per key, so an attempt retried after a crash is not collected twice).
+/// A subscription whose processor record is gone fails the attempt.
+async fn collect(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    c: &mut subscription_cycle::Model,
+    now: DateTime<Utc>,
+) -> Result<Outcome, SubscriptionError> {
+    let found = match &s.processor_subscription_id {
+        Some(id) => billing_subscription::Entity::find_by_id(id.as_str())
+            .one(&deps.db)
+            .await?,
+        None => None,
+    };
+    let Some(at_processor) = found else {
+        return Ok(Outcome::Failed(None));
+    };
+    let key = format!("{}:{}", c.id, c.attempts);
+    let invoice = deps
+        .billing
+        .collect(
+            &at_processor,
+            &key,
+            c.amount,
+            &c.currency,
+            (c.period_start, c.period_end),
+            now,
+        )
+        .await?;
+    c.processor_invoice_id = Some(invoice.id);
+    Ok(match invoice.status.as_str() {
+        "paid" => Outcome::Paid(None),
+        _ => Outcome::Failed(None),
     })
 }
 

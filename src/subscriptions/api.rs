@@ -20,11 +20,17 @@ fn one() -> i64 {
     1
 }
 
-/// An item as stored and shown.
+/// An item as stored and shown: a recurring price of the catalog (payd billing) or a plan or
+/// add-on of the billing processor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Item {
-    pub price_id: String,
-    pub product_id: String,
+    #[serde(default)]
+    pub price_id: Option<String>,
+    #[serde(default)]
+    pub product_id: Option<String>,
+    /// The billing processor's plan or add-on (`GET /subscriptions/items`).
+    #[serde(default)]
+    pub plan_id: Option<String>,
     pub quantity: i64,
     pub unit_amount: i64,
 }
@@ -120,8 +126,10 @@ pub struct Subscription {
     pub currency: String,
     pub interval: String,
     pub interval_count: i64,
-    /// `payd`: payd charges each cycle.
+    /// `payd`: payd charges each cycle; else the billing processor that collects them.
     pub billing: String,
+    /// The billing processor's subscription (adopted ones).
+    pub processor_subscription_id: Option<String>,
     pub profile_id: String,
     #[schema(value_type = Object)]
     pub metadata: Metadata,
@@ -139,8 +147,11 @@ pub struct Cycle {
     pub currency: String,
     /// `open` (being collected), `paid` or `void` (cancelled before it was paid).
     pub status: String,
-    /// The payment of the last attempt; `null` before the first.
+    /// The payment of the last attempt; `null` before the first, and when a billing processor
+    /// collects the cycle.
     pub payment_id: Option<String>,
+    /// The billing processor's invoice of the last attempt (processor billing).
+    pub processor_invoice_id: Option<String>,
     pub attempts: i64,
     /// When the next attempt is due, while the cycle is open.
     pub next_attempt_at: Option<DateTime<Utc>>,
@@ -170,6 +181,9 @@ pub struct Capabilities {
 pub struct EstimateQuery {
     #[serde(default)]
     pub price_id: Option<String>,
+    /// A plan of the billing processor (`GET /subscriptions/items`) instead of a price.
+    #[serde(default)]
+    pub plan_id: Option<String>,
     /// 1 to 1 000 (default 1).
     #[serde(default)]
     pub quantity: Option<i64>,
@@ -251,6 +265,7 @@ impl Subscription {
             interval: s.interval.clone(),
             interval_count: s.interval_count,
             billing: s.billing.clone(),
+            processor_subscription_id: s.processor_subscription_id.clone(),
             profile_id: s.profile_id.clone(),
             metadata: serde_json::from_str(&s.metadata).unwrap_or_default(),
             created: s.created_at,
@@ -269,10 +284,90 @@ impl Cycle {
             currency: c.currency.clone(),
             status: c.status.clone(),
             payment_id: c.payment_id.clone(),
+            processor_invoice_id: c.processor_invoice_id.clone(),
             attempts: c.attempts,
             next_attempt_at: c.next_attempt_at,
         }
     }
+}
+
+/// `POST /subscriptions/adopt`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdoptRequest {
+    /// The billing processor's subscription (`bsub_…`), in the caller's shop.
+    pub processor_subscription_id: String,
+    /// The payd customer it bills; default: a new customer made from the processor's.
+    #[serde(default)]
+    pub customer_id: Option<String>,
+}
+
+/// `POST /subscriptions/import/apply`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyImportRequest {
+    pub preview_id: String,
+}
+
+/// `GET /subscriptions/items`: the billing processor's plans and add-ons.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProcessorItems {
+    /// The processor's name (`billing` of the subscriptions it bills).
+    pub processor: String,
+    pub data: Vec<super::billing::PlanItem>,
+}
+
+/// Sandbox: a subscription made at the billing processor (as in its own dashboard).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxProcessorSubscription {
+    /// 1 to 200 characters.
+    pub customer_name: String,
+    #[serde(default)]
+    pub customer_email: Option<String>,
+    /// One of the processor's plans.
+    pub plan_id: String,
+    /// 1 to 1 000 (default 1).
+    #[serde(default = "one")]
+    pub quantity: i64,
+    /// Every collection is declined.
+    #[serde(default)]
+    pub declines: bool,
+}
+
+/// Sandbox: a change made at the billing processor; `POST …/sync` then brings it into payd.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxProcessorChange {
+    /// `active`, `paused` or `cancelled`.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub plan_id: Option<String>,
+    #[serde(default)]
+    pub quantity: Option<i64>,
+    #[serde(default)]
+    pub declines: Option<bool>,
+}
+
+/// The payload of `invoice_disputed`: a cycle the billing processor collected was charged
+/// back at the processor.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvoiceDisputed {
+    /// The processor's dispute.
+    pub dispute_id: String,
+    pub subscription_id: String,
+    /// The billing cycle (`cyc_…`) the invoice collected.
+    pub invoice_id: Option<String>,
+    pub amount: i64,
+    pub currency: String,
+    /// `needs_response` when it opens.
+    pub dispute_status: String,
+    pub test_mode: bool,
+    /// The billing processor, as in the subscription's `billing`.
+    pub processor: String,
+    pub processor_subscription_id: Option<String>,
+    pub processor_invoice_id: String,
 }
 
 /// The payload of `invoice_paid`: the subscription, the paid cycle and its payment.

@@ -137,8 +137,9 @@ pub async fn plan(
                 .param("items")
             })?;
         out.push(Item {
-            price_id: p.id.clone(),
-            product_id: p.product_id.clone(),
+            price_id: Some(p.id.clone()),
+            product_id: Some(p.product_id.clone()),
+            plan_id: None,
             quantity: it.quantity,
             unit_amount: p.unit_amount,
         });
@@ -212,6 +213,7 @@ async fn new_subscription(
         cancelled_at: None,
         cancellation_reason: None,
         billing: "payd".into(),
+        processor_subscription_id: None,
         transition_id: new_id("tr"),
         ever_active: false,
         open_cycle_id: None,
@@ -254,7 +256,7 @@ pub async fn create(
     // The first cycle and its attempt are recorded with the subscription, before any charge.
     let cycle = new_cycle(&s, 1, now);
     s.open_cycle_id = Some(cycle.id.clone());
-    store::insert(db, &s, &cycle, vec![], Some(now)).await?;
+    store::insert(db, &s, Some(&cycle), vec![], Some(now)).await?;
     let exec = Exec {
         scope: None,
         command: Command::Tick,
@@ -297,6 +299,6 @@ pub async fn create_for_checkout(
     s.open_cycle_id = Some(cycle.id.clone());
     let created = vec![store::event(&s, "subscription_created")];
     let due = store::next_due(&s, Some(&cycle), deps.confirm_within);
-    store::insert(db, &s, &cycle, created, due).await?;
+    store::insert(db, &s, Some(&cycle), created, due).await?;
     Ok(s)
 }

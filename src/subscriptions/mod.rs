@@ -1,10 +1,13 @@
 //! Subscriptions: customers billed every period for recurring prices of the catalog, one actor
 //! per subscription serializing every change. Billed by payd: each cycle is an off-session
-//! payment against the saved method and mandate. Dependencies run `subscriptions → payments,
+//! payment against the saved method and mandate. Billed by a billing processor (adopted from
+//! it): the processor collects each cycle. Dependencies run `subscriptions → payments,
 //! customers, products`, never back.
 
 pub mod actor;
+pub mod adopt;
 pub mod api;
+pub mod billing;
 pub mod create;
 pub mod machine;
 pub mod routes;

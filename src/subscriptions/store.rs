@@ -2,14 +2,14 @@
 //! its events and its one due job commit in one transaction under the subscription's version.
 
 use chrono::{DateTime, Duration, Utc};
-use payd_entity::{subscription, subscription_cycle};
+use payd_entity::{billing_invoice, subscription, subscription_cycle};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
     IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
-    api::{Cycle, InvoicePaid, ListSubscriptionsQuery, Subscription},
+    api::{Cycle, InvoiceDisputed, InvoicePaid, ListSubscriptionsQuery, Subscription},
     machine::Status,
 };
 use crate::{
@@ -23,6 +23,10 @@ pub use crate::commit::CommitError;
 /// Scheduled job: the subscription's next due moment (a renewal, a retry, a check of a charge
 /// in flight, a scheduled cancellation, the expiry of an unconfirmed one).
 pub const TICK_JOB: &str = "subscription_tick";
+
+/// `billing` of a subscription payd charges itself; any other value names the billing
+/// processor that collects it.
+pub const PAYD: &str = "payd";
 
 /// How long a charge still in flight (`processing`) waits before it is checked again.
 pub const CHARGE_CHECK: i64 = 60;
@@ -56,6 +60,56 @@ pub fn invoice_event(
     Event {
         object: serde_json::to_string(&object).unwrap_or_default(),
         ..event(s, event_type)
+    }
+}
+
+/// The subscription that adopted this processor subscription, if one has.
+pub async fn by_processor_subscription(
+    db: &impl ConnectionTrait,
+    processor_subscription_id: &str,
+) -> Result<Option<subscription::Model>, DbErr> {
+    subscription::Entity::find()
+        .filter(subscription::Column::ProcessorSubscriptionId.eq(processor_subscription_id))
+        .one(db)
+        .await
+}
+
+/// The cycle a processor invoice collected, if it is this subscription's.
+pub async fn cycle_of_invoice(
+    db: &impl ConnectionTrait,
+    subscription_id: &str,
+    invoice_id: &str,
+) -> Result<Option<subscription_cycle::Model>, DbErr> {
+    subscription_cycle::Entity::find()
+        .filter(subscription_cycle::Column::SubscriptionId.eq(subscription_id))
+        .filter(subscription_cycle::Column::ProcessorInvoiceId.eq(invoice_id))
+        .one(db)
+        .await
+}
+
+/// `invoice_disputed`: a cycle the billing processor collected was charged back. Its object
+/// has the spec's fields and the processor's identifiers.
+pub fn disputed_event(
+    s: &subscription::Model,
+    cycle: Option<&subscription_cycle::Model>,
+    invoice: &billing_invoice::Model,
+) -> Event {
+    let object = InvoiceDisputed {
+        dispute_id: invoice.dispute_id.clone().unwrap_or_default(),
+        subscription_id: s.id.clone(),
+        invoice_id: cycle.map(|c| c.id.clone()),
+        amount: invoice.amount,
+        currency: invoice.currency.clone(),
+        dispute_status: "needs_response".into(),
+        test_mode: s.test_mode,
+        processor: s.billing.clone(),
+        processor_subscription_id: s.processor_subscription_id.clone(),
+        processor_invoice_id: invoice.id.clone(),
+    };
+    Event {
+        content_type: "invoice_disputed",
+        object: serde_json::to_string(&object).unwrap_or_default(),
+        ..event(s, "invoice_disputed")
     }
 }
 
@@ -131,17 +185,18 @@ fn job(s: &subscription::Model, at: Option<DateTime<Utc>>) -> Job {
     }
 }
 
-/// A new subscription with its first cycle, its events and its job.
+/// A new subscription with its first cycle (none for an adopted one), its events and its job.
 pub async fn insert(
     db: &DatabaseConnection,
     s: &subscription::Model,
-    cycle: &subscription_cycle::Model,
+    cycle: Option<&subscription_cycle::Model>,
     events: Vec<Event>,
     due: Option<DateTime<Utc>>,
 ) -> Result<(), CommitError> {
-    let mut change = Change::at(s.created_at)
-        .write(commit::insert(s.clone()))
-        .write(commit::insert(cycle.clone()));
+    let mut change = Change::at(s.created_at).write(commit::insert(s.clone()));
+    if let Some(c) = cycle {
+        change = change.write(commit::insert(c.clone()));
+    }
     for e in events {
         change = change.event(e);
     }

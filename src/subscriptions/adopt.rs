@@ -1,0 +1,347 @@
+//! Taking over subscriptions that exist at the billing processor: one (`POST
+//! /subscriptions/adopt`), or a reviewed set (`POST /subscriptions/import/preview`, then
+//! `/import/apply`). An adopted subscription keeps the processor's status, plan and period;
+//! the processor collects each cycle, payd renews, follows and announces it.
+
+use chrono::{DateTime, Utc};
+use payd_entity::{billing_subscription, subscription, subscription_preview};
+use sea_orm::EntityTrait;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{
+    actor::Subscriptions,
+    api::Item,
+    billing::{self, PlanItem},
+    machine::Status,
+    store,
+};
+use crate::{
+    auth::keys::{Caller, Scope},
+    commit::{self, Change, CommitError},
+    customers::{self, api::CustomerFields},
+    error::ApiError,
+    ids::{has_shape, new_id},
+};
+
+/// The item of a processor plan.
+pub fn item_of(plan: &PlanItem, quantity: i64) -> Item {
+    Item {
+        price_id: None,
+        product_id: None,
+        plan_id: Some(plan.item_id.to_owned()),
+        quantity,
+        unit_amount: plan.unit_amount,
+    }
+}
+
+/// A subscription at the processor, as an import preview lists it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProcessorSubscription {
+    pub processor_subscription_id: String,
+    pub customer_name: String,
+    pub customer_email: Option<String>,
+    pub plan_id: String,
+    pub quantity: i64,
+    /// What a cycle collects, in minor units.
+    pub amount: i64,
+    pub currency: String,
+    /// `active`, `paused` or `cancelled`, at the processor.
+    pub status: String,
+    pub current_period_end: DateTime<Utc>,
+    /// The payd subscription that adopted it, if one has.
+    pub subscription_id: Option<String>,
+}
+
+impl ProcessorSubscription {
+    pub fn render(p: &billing_subscription::Model, adopted_by: Option<String>) -> Self {
+        let plan = billing::plan(&p.plan_id);
+        Self {
+            processor_subscription_id: p.id.clone(),
+            customer_name: p.customer_name.clone(),
+            customer_email: p.customer_email.clone(),
+            plan_id: p.plan_id.clone(),
+            quantity: p.quantity,
+            amount: plan.map_or(0, |pl| pl.unit_amount * p.quantity),
+            currency: plan.map_or("EUR", |pl| pl.currency).to_owned(),
+            status: p.status.clone(),
+            current_period_end: p.current_period_end,
+            subscription_id: adopted_by,
+        }
+    }
+}
+
+/// `POST /subscriptions/import/preview`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImportPreview {
+    pub preview_id: String,
+    /// What the apply adopts: the shop's processor subscriptions not cancelled and not
+    /// adopted yet.
+    pub subscriptions: Vec<ProcessorSubscription>,
+    /// Adopted before: left alone.
+    pub already_adopted: Vec<ProcessorSubscription>,
+}
+
+/// `POST /subscriptions/import/apply`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImportApplied {
+    pub preview_id: String,
+    /// Adopted by this call.
+    pub adopted: Vec<String>,
+    /// The payd subscription of every processor subscription the preview listed (by this call
+    /// or an earlier one); a second apply answers the same list and adopts nothing.
+    pub subscriptions: Vec<String>,
+    /// Listed subscriptions the processor cancelled since the preview: not adopted.
+    pub skipped: Vec<String>,
+}
+
+/// The payd subscription that adopted this processor subscription, if any.
+async fn adopted_by(
+    db: &sea_orm::DatabaseConnection,
+    processor_subscription_id: &str,
+) -> Result<Option<subscription::Model>, ApiError> {
+    Ok(store::by_processor_subscription(db, processor_subscription_id).await?)
+}
+
+/// Adopts the processor subscription `id` into the caller's shop, for `customer_id` or, with
+/// none, a new customer made from the processor's customer.
+pub async fn adopt(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    id: &str,
+    customer_id: Option<&str>,
+) -> Result<subscription::Model, ApiError> {
+    let deps = subscriptions.deps();
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let param = "processor_subscription_id";
+    let found = match has_shape(id, "bsub") {
+        true => deps.billing.find(&scope, id).await?,
+        false => None,
+    };
+    let p = found
+        .filter(|p| p.profile_id == shop)
+        .ok_or_else(|| ApiError::not_found("processor subscription").param(param))?;
+    if p.status == "cancelled" {
+        return Err(ApiError::conflict(
+            "processor_subscription_cancelled",
+            "the subscription is cancelled at the billing processor",
+        )
+        .param(param));
+    }
+    if adopted_by(&deps.db, &p.id).await?.is_some() {
+        return Err(already_adopted());
+    }
+    let customer_id = match customer_id {
+        Some(c) => {
+            let found = match has_shape(c, "cus") {
+                true => {
+                    customers::store::find_owned(&deps.db, c, &scope.merchant_id, scope.test_mode)
+                        .await?
+                }
+                false => None,
+            };
+            found
+                .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?
+                .id
+        }
+        None => new_customer(deps, &scope, &p).await?,
+    };
+    let s = adopted(&p, &scope, customer_id, deps.clock.now())?;
+    let status = Status::parse(&s.status).unwrap_or(Status::Active);
+    let mut events = vec![store::event(&s, "subscription_created")];
+    events.push(store::event(
+        &s,
+        match status {
+            Status::Paused => "subscription_paused",
+            _ => "subscription_active",
+        },
+    ));
+    let due = store::next_due(&s, None, deps.confirm_within);
+    match store::insert(&deps.db, &s, None, events, due).await {
+        Ok(()) => {}
+        // Another request adopted it meanwhile (the unique index on the processor's id).
+        Err(CommitError::Db(e))
+            if matches!(
+                e.sql_err(),
+                Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
+            ) =>
+        {
+            return Err(already_adopted());
+        }
+        Err(e) => return Err(e.into()),
+    }
+    deps.wake.now();
+    Ok(s)
+}
+
+fn already_adopted() -> ApiError {
+    ApiError::conflict(
+        "already_adopted",
+        "a subscription of payd already follows this processor subscription",
+    )
+    .param("processor_subscription_id")
+}
+
+async fn new_customer(
+    deps: &super::actor::SubscriptionDeps,
+    scope: &Scope,
+    p: &billing_subscription::Model,
+) -> Result<String, ApiError> {
+    let fields = CustomerFields {
+        name: Some(p.customer_name.clone()),
+        email: p.customer_email.clone(),
+        phone: None,
+        description: Some(format!("Adopted from {} with {}", billing::NAME, p.id)),
+        address: None,
+        metadata: None,
+    };
+    let c = customers::store::insert(
+        &deps.db,
+        &scope.merchant_id,
+        scope.test_mode,
+        &fields,
+        deps.clock.now(),
+        None,
+    )
+    .await?;
+    Ok(c.id)
+}
+
+/// The payd subscription that follows `p`: its status, plan and period as the processor has
+/// them.
+fn adopted(
+    p: &billing_subscription::Model,
+    scope: &Scope,
+    customer_id: String,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, ApiError> {
+    let plan = billing::plan(&p.plan_id)
+        .ok_or_else(|| ApiError::internal(format!("a processor plan unknown: {}", p.plan_id)))?;
+    let item = item_of(plan, p.quantity);
+    let status = match p.status.as_str() {
+        "paused" => Status::Paused,
+        _ => Status::Active,
+    };
+    Ok(subscription::Model {
+        id: new_id("sub"),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: p.profile_id.clone(),
+        test_mode: scope.test_mode,
+        customer_id,
+        payment_method_id: None,
+        mandate_id: None,
+        checkout_url: None,
+        items: serde_json::to_string(&[&item]).unwrap_or_else(|_| "[]".into()),
+        amount: item.unit_amount * item.quantity,
+        pending_adjustment: 0,
+        currency: plan.currency.to_owned(),
+        interval: plan.interval.to_owned(),
+        interval_count: plan.interval_count,
+        status: status.as_str().to_owned(),
+        anchor_at: p.current_period_start,
+        period_index: 1,
+        current_period_start: p.current_period_start,
+        current_period_end: p.current_period_end,
+        cancel_at_period_end: false,
+        cancelled_at: None,
+        cancellation_reason: None,
+        billing: billing::NAME.to_owned(),
+        processor_subscription_id: Some(p.id.clone()),
+        transition_id: new_id("tr"),
+        ever_active: true,
+        open_cycle_id: None,
+        metadata: "{}".into(),
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// Lists what an apply would adopt, and stores that set under a new preview id.
+pub async fn preview(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+) -> Result<ImportPreview, ApiError> {
+    let deps = subscriptions.deps();
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let mut listed = Vec::new();
+    let mut already = Vec::new();
+    for p in deps.billing.list(&scope, &shop).await? {
+        match adopted_by(&deps.db, &p.id).await? {
+            Some(s) => already.push(ProcessorSubscription::render(&p, Some(s.id))),
+            None if p.status != "cancelled" => listed.push(ProcessorSubscription::render(&p, None)),
+            None => {}
+        }
+    }
+    let ids: Vec<&str> = listed
+        .iter()
+        .map(|p| p.processor_subscription_id.as_str())
+        .collect();
+    let now = deps.clock.now();
+    let row = subscription_preview::Model {
+        id: new_id("subprev"),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: shop,
+        test_mode: scope.test_mode,
+        processor_subscription_ids: serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),
+        created_at: now,
+    };
+    commit::commit(&deps.db, Change::at(now).write(commit::insert(row.clone()))).await?;
+    Ok(ImportPreview {
+        preview_id: row.id,
+        subscriptions: listed,
+        already_adopted: already,
+    })
+}
+
+/// Adopts exactly the set the preview listed (those not adopted since), each for a customer
+/// made from the processor's. Applying again adopts nothing and answers the same
+/// subscriptions.
+pub async fn apply(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    preview_id: &str,
+) -> Result<ImportApplied, ApiError> {
+    let deps = subscriptions.deps();
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let found = match has_shape(preview_id, "subprev") {
+        true => subscription_preview::Entity::find_by_id(preview_id)
+            .one(&deps.db)
+            .await?,
+        false => None,
+    };
+    let row = found
+        .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == shop)
+        .ok_or_else(|| ApiError::not_found("import preview").param("preview_id"))?;
+    let ids: Vec<String> = serde_json::from_str(&row.processor_subscription_ids).unwrap_or_default();
+    let mut applied = ImportApplied {
+        preview_id: row.id.clone(),
+        adopted: Vec::new(),
+        subscriptions: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for id in ids {
+        if let Some(s) = adopted_by(&deps.db, &id).await? {
+            applied.subscriptions.push(s.id);
+            continue;
+        }
+        match adopt(subscriptions, caller, &id, None).await {
+            Ok(s) => {
+                applied.adopted.push(s.id.clone());
+                applied.subscriptions.push(s.id);
+            }
+            // Adopted by a concurrent apply: its subscription is the answer.
+            Err(e) if e.code == "already_adopted" => {
+                if let Some(s) = adopted_by(&deps.db, &id).await? {
+                    applied.subscriptions.push(s.id);
+                }
+            }
+            Err(e) if e.code == "processor_subscription_cancelled" => applied.skipped.push(id),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(applied)
+}
