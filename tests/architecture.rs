@@ -66,6 +66,9 @@ const NAMED: &[(&str, &str)] = &[
     ("wallet::follow", "runtime"),
     ("products::catalog", "runtime"),
     ("subscriptions::create", "runtime"),
+    ("subscriptions::adopt", "runtime"),
+    ("subscriptions::billing", "store"),
+    ("subscriptions::plans", "domain"),
     ("products::import", "runtime"),
     ("test_clock::advance", "runtime"),
     ("webhooks::delivery", "runtime"),
@@ -105,6 +108,7 @@ const PURE: &[&str] = &[
     "payments::routing",
     "payments::intent",
     "sales::tally",
+    "subscriptions::plans",
     "webhooks::policy",
 ];
 

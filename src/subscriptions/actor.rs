@@ -102,7 +102,9 @@ pub enum Command {
     /// plan and quantity applied where they differ), or payd's own charge in flight.
     Sync,
     /// The buyer charged back this processor invoice (`invoice_disputed`).
-    InvoiceDisputed { invoice_id: String },
+    InvoiceDisputed {
+        invoice_id: String,
+    },
 }
 
 #[derive(Debug, Clone, Message)]
@@ -243,9 +245,11 @@ async fn forward_status(
         _ => return Ok(()),
     };
     let found = match &s.processor_subscription_id {
-        Some(id) => billing_subscription::Entity::find_by_id(id.as_str())
-            .one(&deps.db)
-            .await?,
+        Some(id) => {
+            billing_subscription::Entity::find_by_id(id.as_str())
+                .one(&deps.db)
+                .await?
+        }
         None => None,
     };
     if let Some(p) = found.filter(|p| p.status != at_processor) {
@@ -300,9 +304,11 @@ async fn sync(
         };
     }
     let found = match &s.processor_subscription_id {
-        Some(id) => billing_subscription::Entity::find_by_id(id.as_str())
-            .one(&deps.db)
-            .await?,
+        Some(id) => {
+            billing_subscription::Entity::find_by_id(id.as_str())
+                .one(&deps.db)
+                .await?
+        }
         None => None,
     };
     let Some(p) = found else {
@@ -326,11 +332,11 @@ async fn sync(
         events.push(store::event(&after, next.event));
     }
     let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
-    let plan = super::billing::plan(&p.plan_id);
+    let plan = super::plans::plan(&p.plan_id);
     let changed = items.first().map(|i| (i.plan_id.as_deref(), i.quantity))
         != Some((Some(p.plan_id.as_str()), p.quantity));
     if let (true, Some(plan)) = (changed, plan) {
-        let item = super::adopt::item_of(plan, p.quantity);
+        let item = super::api::Item::of_plan(plan, p.quantity);
         after.amount = item.unit_amount * item.quantity;
         after.items = serde_json::to_string(&[item]).unwrap_or_else(|_| "[]".into());
     }
@@ -675,7 +681,7 @@ async fn attempt(
 ) -> Result<subscription::Model, SubscriptionError> {
     c.attempts += 1;
     c.charging = true;
-    c.payment_id = Some(new_id("pay"));
+    c.payment_id = (s.billing == store::PAYD).then(|| new_id("pay"));
     c.next_attempt_at = None;
     c.updated_at = now;
     after.updated_at = now;
@@ -811,9 +817,11 @@ async fn collect(
     now: DateTime<Utc>,
 ) -> Result<Outcome, SubscriptionError> {
     let found = match &s.processor_subscription_id {
-        Some(id) => billing_subscription::Entity::find_by_id(id.as_str())
-            .one(&deps.db)
-            .await?,
+        Some(id) => {
+            billing_subscription::Entity::find_by_id(id.as_str())
+                .one(&deps.db)
+                .await?
+        }
         None => None,
     };
     let Some(at_processor) = found else {

@@ -9,13 +9,7 @@ use sea_orm::EntityTrait;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{
-    actor::Subscriptions,
-    api::Item,
-    billing::{self, PlanItem},
-    machine::Status,
-    store,
-};
+use super::{actor::Subscriptions, api::Item, machine::Status, plans, store};
 use crate::{
     auth::keys::{Caller, Scope},
     commit::{self, Change, CommitError},
@@ -23,17 +17,6 @@ use crate::{
     error::ApiError,
     ids::{has_shape, new_id},
 };
-
-/// The item of a processor plan.
-pub fn item_of(plan: &PlanItem, quantity: i64) -> Item {
-    Item {
-        price_id: None,
-        product_id: None,
-        plan_id: Some(plan.item_id.to_owned()),
-        quantity,
-        unit_amount: plan.unit_amount,
-    }
-}
 
 /// A subscription at the processor, as an import preview lists it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -55,7 +38,7 @@ pub struct ProcessorSubscription {
 
 impl ProcessorSubscription {
     pub fn render(p: &billing_subscription::Model, adopted_by: Option<String>) -> Self {
-        let plan = billing::plan(&p.plan_id);
+        let plan = plans::plan(&p.plan_id);
         Self {
             processor_subscription_id: p.id.clone(),
             customer_name: p.customer_name.clone(),
@@ -192,7 +175,7 @@ async fn new_customer(
         name: Some(p.customer_name.clone()),
         email: p.customer_email.clone(),
         phone: None,
-        description: Some(format!("Adopted from {} with {}", billing::NAME, p.id)),
+        description: Some(format!("Adopted from {} with {}", plans::NAME, p.id)),
         address: None,
         metadata: None,
     };
@@ -216,9 +199,9 @@ fn adopted(
     customer_id: String,
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, ApiError> {
-    let plan = billing::plan(&p.plan_id)
+    let plan = plans::plan(&p.plan_id)
         .ok_or_else(|| ApiError::internal(format!("a processor plan unknown: {}", p.plan_id)))?;
-    let item = item_of(plan, p.quantity);
+    let item = Item::of_plan(plan, p.quantity);
     let status = match p.status.as_str() {
         "paused" => Status::Paused,
         _ => Status::Active,
@@ -246,7 +229,7 @@ fn adopted(
         cancel_at_period_end: false,
         cancelled_at: None,
         cancellation_reason: None,
-        billing: billing::NAME.to_owned(),
+        billing: plans::NAME.to_owned(),
         processor_subscription_id: Some(p.id.clone()),
         transition_id: new_id("tr"),
         ever_active: true,
@@ -308,15 +291,18 @@ pub async fn apply(
     let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
     let found = match has_shape(preview_id, "subprev") {
-        true => subscription_preview::Entity::find_by_id(preview_id)
-            .one(&deps.db)
-            .await?,
+        true => {
+            subscription_preview::Entity::find_by_id(preview_id)
+                .one(&deps.db)
+                .await?
+        }
         false => None,
     };
     let row = found
         .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == shop)
         .ok_or_else(|| ApiError::not_found("import preview").param("preview_id"))?;
-    let ids: Vec<String> = serde_json::from_str(&row.processor_subscription_ids).unwrap_or_default();
+    let ids: Vec<String> =
+        serde_json::from_str(&row.processor_subscription_ids).unwrap_or_default();
     let mut applied = ImportApplied {
         preview_id: row.id.clone(),
         adopted: Vec::new(),

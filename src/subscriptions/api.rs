@@ -35,6 +35,19 @@ pub struct Item {
     pub unit_amount: i64,
 }
 
+impl Item {
+    /// The item of a processor plan.
+    pub fn of_plan(plan: &super::plans::PlanItem, quantity: i64) -> Self {
+        Self {
+            price_id: None,
+            product_id: None,
+            plan_id: Some(plan.item_id.to_owned()),
+            quantity,
+            unit_amount: plan.unit_amount,
+        }
+    }
+}
+
 /// `POST /subscriptions`: created active, its first period charged at once against the
 /// customer's saved method under a multi-use mandate.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -314,7 +327,7 @@ pub struct ApplyImportRequest {
 pub struct ProcessorItems {
     /// The processor's name (`billing` of the subscriptions it bills).
     pub processor: String,
-    pub data: Vec<super::billing::PlanItem>,
+    pub data: Vec<super::plans::PlanItem>,
 }
 
 /// Sandbox: a subscription made at the billing processor (as in its own dashboard).

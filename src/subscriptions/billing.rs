@@ -8,65 +8,15 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{billing_invoice, billing_subscription};
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel, QueryFilter,
-    QueryOrder, QueryTrait,
+    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryOrder, QueryTrait,
 };
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
     ids::new_id,
 };
-
-/// The processor's name: a subscription it bills has `billing: "billing_sandbox"`.
-pub const NAME: &str = "billing_sandbox";
-
-/// A plan or add-on of the processor (`GET /subscriptions/items`).
-#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
-pub struct PlanItem {
-    pub item_id: &'static str,
-    /// `plan` or `addon`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub name: &'static str,
-    pub unit_amount: i64,
-    pub currency: &'static str,
-    pub interval: &'static str,
-    pub interval_count: i64,
-}
-
-const fn item(
-    item_id: &'static str,
-    kind: &'static str,
-    name: &'static str,
-    unit_amount: i64,
-    interval: &'static str,
-) -> PlanItem {
-    PlanItem {
-        item_id,
-        kind,
-        name,
-        unit_amount,
-        currency: "EUR",
-        interval,
-        interval_count: 1,
-    }
-}
-
-/// The sandbox processor's catalog: the same for every shop.
-pub const ITEMS: [PlanItem; 4] = [
-    item("plan_starter_monthly", "plan", "Starter", 900, "month"),
-    item("plan_pro_monthly", "plan", "Pro", 2900, "month"),
-    item("plan_pro_yearly", "plan", "Pro, yearly", 29000, "year"),
-    item("addon_extra_seat", "addon", "Extra seat", 500, "month"),
-];
-
-/// The plan with this id (add-ons are not plans).
-pub fn plan(id: &str) -> Option<&'static PlanItem> {
-    ITEMS.iter().find(|i| i.item_id == id && i.kind == "plan")
-}
 
 /// A change made at the processor: by the sandbox's trigger (as if in the processor's own
 /// dashboard), or forwarded by payd (pause, resume, cancel).
@@ -119,13 +69,13 @@ impl SandboxBilling {
         scope: &Scope,
         shop: &str,
     ) -> Result<Vec<billing_subscription::Model>, DbErr> {
-        Ok(billing_subscription::Entity::find()
+        billing_subscription::Entity::find()
             .filter(billing_subscription::Column::ProfileId.eq(shop))
             .filter(billing_subscription::Column::MerchantId.eq(scope.merchant_id.as_str()))
             .filter(billing_subscription::Column::TestMode.eq(scope.test_mode))
             .order_by_asc(billing_subscription::Column::Id)
             .all(&self.db)
-            .await?)
+            .await
     }
 
     /// Applies a change at the processor; answers the subscription as it now is.
@@ -161,7 +111,7 @@ impl SandboxBilling {
             &self.db,
             Change::at(now).write(Write::Update(
                 billing_subscription::Entity::update_many()
-                    .set(s.clone().into_active_model())
+                    .set(s.clone().into_active_model().reset_all())
                     .filter(billing_subscription::Column::Id.eq(s.id.as_str()))
                     .into_query(),
             )),
@@ -204,7 +154,7 @@ impl SandboxBilling {
             .write(commit::insert(invoice.clone()))
             .write(Write::Update(
                 billing_subscription::Entity::update_many()
-                    .set(moved.into_active_model())
+                    .set(moved.into_active_model().reset_all())
                     .filter(billing_subscription::Column::Id.eq(s.id.as_str()))
                     .into_query(),
             ));
@@ -217,9 +167,7 @@ impl SandboxBilling {
                     Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
                 ) =>
             {
-                self.invoice_by_key(key)
-                    .await?
-                    .ok_or(CommitError::Db(e))
+                self.invoice_by_key(key).await?.ok_or(CommitError::Db(e))
             }
             Err(e) => Err(e),
         }
@@ -249,7 +197,7 @@ impl SandboxBilling {
             &self.db,
             Change::at(now).write(Write::Cas(
                 billing_invoice::Entity::update_many()
-                    .set(after.clone().into_active_model())
+                    .set(after.clone().into_active_model().reset_all())
                     .filter(billing_invoice::Column::Id.eq(invoice.id.as_str()))
                     .filter(billing_invoice::Column::DisputeId.is_null())
                     .into_query(),

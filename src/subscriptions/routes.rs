@@ -14,7 +14,7 @@ use super::{
     },
     billing, create,
     machine::{Interval, Proration, Status},
-    store,
+    plans, store,
 };
 use crate::{
     auth::{self, Caller, SecretKey},
@@ -528,8 +528,7 @@ fn processor_estimate(
     quantity: Option<i64>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Estimate, ApiError> {
-    let plan = billing::plan(plan_id)
-        .ok_or_else(|| ApiError::not_found("plan").param("plan_id"))?;
+    let plan = plans::plan(plan_id).ok_or_else(|| ApiError::not_found("plan").param("plan_id"))?;
     let quantity = quantity.unwrap_or(1);
     if !(1..=1_000).contains(&quantity) {
         return Err(ApiError::invalid_param("quantity", "quantity is 1 to 1000"));
@@ -538,7 +537,7 @@ fn processor_estimate(
         .ok_or_else(|| ApiError::internal("a processor plan with an unknown interval"))?;
     let end = super::machine::period_end(now, interval, plan.interval_count, 1)
         .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-    let item = adopt::item_of(plan, quantity);
+    let item = super::api::Item::of_plan(plan, quantity);
     Ok(Estimate {
         amount: item.unit_amount * item.quantity,
         proration: None,
@@ -558,8 +557,8 @@ fn processor_estimate(
     security(("api_key" = [])))]
 pub async fn processor_items(SecretKey(_caller): SecretKey) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(ProcessorItems {
-        processor: billing::NAME.to_owned(),
-        data: billing::ITEMS.to_vec(),
+        processor: plans::NAME.to_owned(),
+        data: plans::ITEMS.to_vec(),
     }))
 }
 
@@ -636,7 +635,13 @@ async fn processor_subscription(
     id: &str,
 ) -> Result<payd_entity::billing_subscription::Model, ApiError> {
     let found = match has_shape(id, "bsub") {
-        true => subscriptions.deps().billing.find(&caller.scope(), id).await?,
+        true => {
+            subscriptions
+                .deps()
+                .billing
+                .find(&caller.scope(), id)
+                .await?
+        }
         false => None,
     };
     found.ok_or_else(|| {
@@ -645,9 +650,12 @@ async fn processor_subscription(
 }
 
 fn check_plan(plan_id: &str) -> Result<(), ApiError> {
-    billing::plan(plan_id)
-        .map(|_| ())
-        .ok_or_else(|| ApiError::invalid_param("plan_id", format!("unknown plan {plan_id:?}; see GET /subscriptions/items")))
+    plans::plan(plan_id).map(|_| ()).ok_or_else(|| {
+        ApiError::invalid_param(
+            "plan_id",
+            format!("unknown plan {plan_id:?}; see GET /subscriptions/items"),
+        )
+    })
 }
 
 fn check_quantity(q: i64) -> Result<(), ApiError> {
@@ -674,12 +682,15 @@ pub async fn sandbox_processor_subscription(
     let shop = caller.require_shop()?.to_string();
     let name = check_text("customer_name", Some(&req.customer_name), 200)?.unwrap_or_default();
     if name.trim().is_empty() {
-        return Err(ApiError::invalid_param("customer_name", "customer_name must not be empty"));
+        return Err(ApiError::invalid_param(
+            "customer_name",
+            "customer_name must not be empty",
+        ));
     }
     let email = check_text("customer_email", req.customer_email.as_ref(), 200)?;
     check_plan(&req.plan_id)?;
     check_quantity(req.quantity)?;
-    let plan = billing::plan(&req.plan_id).ok_or_else(|| ApiError::internal("plan checked"))?;
+    let plan = plans::plan(&req.plan_id).ok_or_else(|| ApiError::internal("plan checked"))?;
     let now = state.clock.now();
     let interval = Interval::parse(plan.interval)
         .ok_or_else(|| ApiError::internal("a processor plan with an unknown interval"))?;
@@ -755,7 +766,12 @@ pub async fn sandbox_processor_change(
         .change(&p, &change, state.clock.now())
         .await?;
     let adopted = store::by_processor_subscription(&state.db, &p.id).await?;
-    Ok(HttpResponse::Ok().json(adopt::ProcessorSubscription::render(&p, adopted.map(|s| s.id))))
+    Ok(
+        HttpResponse::Ok().json(adopt::ProcessorSubscription::render(
+            &p,
+            adopted.map(|s| s.id),
+        )),
+    )
 }
 
 /// Sandbox: the buyer charges back an invoice the billing processor collected. The
