@@ -819,3 +819,80 @@ async fn uploads_are_written_in_chunks_and_bounded_per_merchant() {
         "three chunks of the big file, one of each small one"
     );
 }
+
+/// The merchant's sandbox test clock drives its disputes too: the sandbox's dispute opens and
+/// its deadline passes as the clock is advanced, synchronously, at their own times; another
+/// merchant's dispute does not move.
+#[actix_web::test]
+async fn a_dispute_opens_and_expires_on_the_merchants_test_clock() {
+    let app = spawn_app().await;
+    let (m, other) = (
+        app.create_merchant("Acme").await,
+        app.create_merchant("Other").await,
+    );
+    let payment_id = pay(&app, &m, DISPUTED, 500).await;
+    let theirs = pay(&app, &other, DISPUTED, 500).await;
+    let theirs = dispute_of(&app, &other, &theirs).await;
+    let advance = |seconds: i64| {
+        let m = m.clone();
+        let app = &app;
+        async move {
+            let r = app
+                .call(
+                    &m,
+                    Method::POST,
+                    "/sandbox/clock/advance",
+                    Some(json!({ "seconds": seconds })),
+                )
+                .await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body
+        }
+    };
+    advance(10).await;
+    let listed = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/disputes/list?payment_id={payment_id}"),
+            None,
+        )
+        .await;
+    let d = listed.body["data"][0].clone();
+    let id = d["dispute_id"]
+        .as_str()
+        .expect("opened by the advance")
+        .to_owned();
+    assert_eq!(d["status"], "opened");
+    advance(8 * 86_400).await;
+    let r = app
+        .call(&m, Method::GET, &format!("/disputes/{id}"), None)
+        .await;
+    assert_eq!(r.body["status"], "expired", "{}", r.body);
+    let events = dispute_events(&app, &m, &id).await;
+    assert_eq!(types(&events), ["dispute_opened", "dispute_expired"]);
+    let at = |e: &Value| {
+        e["created"]
+            .as_str()
+            .unwrap()
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap()
+    };
+    let waited = at(&events[1]) - at(&events[0]);
+    assert!(
+        waited >= Duration::days(7) && waited < Duration::days(8),
+        "expired at its deadline on the merchant's clock, {waited} after opening"
+    );
+    let r = app
+        .call(
+            &other,
+            Method::GET,
+            &format!("/disputes/{}", theirs["dispute_id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.body["status"], "opened",
+        "another merchant's clock did not move"
+    );
+}
