@@ -171,17 +171,13 @@ impl Handler<Exec> for DisputeActor {
         let (deps, current) = (self.deps.clone(), self.model.clone());
         AtomicResponse::new(Box::pin(
             async move {
-                let timeline = match crate::accounts::store::timeline_for(
+                let timeline = crate::accounts::store::timeline_for(
                     &deps.db,
                     &msg.timeline,
                     &current.merchant_id,
                     current.test_mode,
                 )
-                .await
-                {
-                    Ok(t) => t,
-                    Err(e) => return (current, Err(e.into())),
-                };
+                .await;
                 clock::scoped(timeline, exec(&deps, current, msg)).await
             }
             .into_actor(self)

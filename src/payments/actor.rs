@@ -463,17 +463,13 @@ impl Handler<Exec> for PaymentActor {
                         Err(e) => return (None, Err(e.into())),
                     },
                 };
-                let timeline = match crate::accounts::store::timeline_for(
+                let timeline = crate::accounts::store::timeline_for(
                     &deps.db,
                     &msg.timeline,
                     &current.merchant_id,
                     current.test_mode,
                 )
-                .await
-                {
-                    Ok(t) => t,
-                    Err(e) => return (None, Err(e.into())),
-                };
+                .await;
                 let (latest, result) = clock::scoped(timeline, exec(&deps, current, msg)).await;
                 (Some(Box::new(latest)), result)
             }

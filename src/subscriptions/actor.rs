@@ -13,8 +13,7 @@ use std::sync::Arc;
 use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
 use chrono::{DateTime, Duration, Utc};
 use payd_actors::KeyedActor;
-use payd_entity::{billing_subscription, payment, subscription, subscription_cycle};
-use sea_orm::EntityTrait;
+use payd_entity::{payment, subscription, subscription_cycle};
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::{
@@ -161,17 +160,13 @@ impl Handler<Exec> for SubscriptionActor {
         let (deps, current) = (self.deps.clone(), self.model.clone());
         AtomicResponse::new(Box::pin(
             async move {
-                let timeline = match crate::accounts::store::timeline_for(
+                let timeline = crate::accounts::store::timeline_for(
                     &deps.db,
                     &msg.timeline,
                     &current.merchant_id,
                     current.test_mode,
                 )
-                .await
-                {
-                    Ok(t) => t,
-                    Err(e) => return (current, Err(e.into())),
-                };
+                .await;
                 clock::scoped(timeline, exec(&deps, current, msg)).await
             }
             .into_actor(self)
@@ -244,14 +239,7 @@ async fn forward_status(
         Some(Status::Cancelled | Status::InActive) => "cancelled",
         _ => return Ok(()),
     };
-    let found = match &s.processor_subscription_id {
-        Some(id) => {
-            billing_subscription::Entity::find_by_id(id.as_str())
-                .one(&deps.db)
-                .await?
-        }
-        None => None,
-    };
+    let found = deps.billing.of(s).await?;
     if let Some(p) = found.filter(|p| p.status != at_processor) {
         let change = super::billing::ProcessorChange {
             status: Some(at_processor),
@@ -303,14 +291,7 @@ async fn sync(
             None => Ok(s.clone()),
         };
     }
-    let found = match &s.processor_subscription_id {
-        Some(id) => {
-            billing_subscription::Entity::find_by_id(id.as_str())
-                .one(&deps.db)
-                .await?
-        }
-        None => None,
-    };
+    let found = deps.billing.of(s).await?;
     let Some(p) = found else {
         return Ok(s.clone());
     };
@@ -816,14 +797,7 @@ async fn collect(
     c: &mut subscription_cycle::Model,
     now: DateTime<Utc>,
 ) -> Result<Outcome, SubscriptionError> {
-    let found = match &s.processor_subscription_id {
-        Some(id) => {
-            billing_subscription::Entity::find_by_id(id.as_str())
-                .one(&deps.db)
-                .await?
-        }
-        None => None,
-    };
+    let found = deps.billing.of(s).await?;
     let Some(at_processor) = found else {
         return Ok(Outcome::Failed(None));
     };

@@ -63,6 +63,21 @@ impl SandboxBilling {
             .filter(|s| scope.sees(&s.merchant_id, s.test_mode, &s.profile_id)))
     }
 
+    /// The processor's subscription a payd subscription follows, if any.
+    pub async fn of(
+        &self,
+        s: &payd_entity::subscription::Model,
+    ) -> Result<Option<billing_subscription::Model>, DbErr> {
+        match &s.processor_subscription_id {
+            Some(id) => {
+                billing_subscription::Entity::find_by_id(id.as_str())
+                    .one(&self.db)
+                    .await
+            }
+            None => Ok(None),
+        }
+    }
+
     /// The shop's subscriptions at the processor, oldest first.
     pub async fn list(
         &self,
@@ -107,16 +122,7 @@ impl SandboxBilling {
         s: billing_subscription::Model,
         now: DateTime<Utc>,
     ) -> Result<billing_subscription::Model, CommitError> {
-        commit::commit(
-            &self.db,
-            Change::at(now).write(Write::Update(
-                billing_subscription::Entity::update_many()
-                    .set(s.clone().into_active_model().reset_all())
-                    .filter(billing_subscription::Column::Id.eq(s.id.as_str()))
-                    .into_query(),
-            )),
-        )
-        .await?;
+        commit::commit(&self.db, Change::at(now).write(replace(&s))).await?;
         Ok(s)
     }
 
@@ -152,12 +158,7 @@ impl SandboxBilling {
         moved.updated_at = now;
         let change = Change::at(now)
             .write(commit::insert(invoice.clone()))
-            .write(Write::Update(
-                billing_subscription::Entity::update_many()
-                    .set(moved.into_active_model().reset_all())
-                    .filter(billing_subscription::Column::Id.eq(s.id.as_str()))
-                    .into_query(),
-            ));
+            .write(replace(&moved));
         match commit::commit(&self.db, change).await {
             Ok(_) => Ok(invoice),
             // Another collector under the same key got there first: its invoice is the answer.
@@ -206,4 +207,14 @@ impl SandboxBilling {
         .await?;
         Ok(after)
     }
+}
+
+/// The write that stores the processor's subscription as it now is.
+fn replace(s: &billing_subscription::Model) -> Write {
+    Write::Update(
+        billing_subscription::Entity::update_many()
+            .set(s.clone().into_active_model().reset_all())
+            .filter(billing_subscription::Column::Id.eq(s.id.as_str()))
+            .into_query(),
+    )
 }
