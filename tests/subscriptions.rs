@@ -980,3 +980,60 @@ async fn the_test_clock_renews_a_year_in_one_advance_for_its_merchant_only() {
     advance(&app, &a, 31 * 86_400).await;
     assert_eq!(cycles(&app, &a, id).await.len(), 14);
 }
+
+#[actix_web::test]
+async fn a_fixed_term_ends_in_active_after_its_last_period() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (cid, mandate) = customer_with_mandate(&app, &m, "4242424242424242").await;
+    let price = monthly(&app, &m, 1000).await;
+    for bad in [json!(0), json!(1001), json!("three")] {
+        let r = post(
+            &app,
+            &m,
+            "/subscriptions",
+            json!({"customer_id": cid, "mandate_id": mandate, "term_cycles": bad,
+                "items": [{"price_id": price}]}),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some("term_cycles")),
+            "{bad}: {}",
+            r.body
+        );
+    }
+    let r = post(
+        &app,
+        &m,
+        "/subscriptions",
+        json!({"customer_id": cid, "mandate_id": mandate, "term_cycles": 3,
+            "items": [{"price_id": price}]}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["term_cycles"], 3);
+    let id = r.body["subscription_id"].as_str().unwrap().to_owned();
+    advance(&app, &m, 62 * 86_400).await;
+    let s = get(&app, &m, &format!("/subscriptions/{id}")).await.body;
+    assert_eq!(
+        s["status"], "active",
+        "two months in: its third period runs"
+    );
+    advance(&app, &m, 31 * 86_400).await;
+    let s = get(&app, &m, &format!("/subscriptions/{id}")).await.body;
+    assert_eq!(s["status"], "in_active", "{s}");
+    let all = cycles(&app, &m, &id).await;
+    assert_eq!(all.len(), 3, "three periods, three cycles: {all:?}");
+    let types = app.event_types(&m, &id).await;
+    assert_eq!(
+        types,
+        [
+            "subscription_active",
+            "invoice_paid",
+            "invoice_paid",
+            "invoice_paid",
+            "subscription_expired"
+        ]
+    );
+}

@@ -27,6 +27,8 @@ pub struct Model {
     pub anchor_at: DateTimeUtc,
     /// Which period is current (1 for the first).
     pub period_index: i64,
+    /// A fixed term: it ends (`in_active`) when its period number `term_cycles` ends.
+    pub term_cycles: Option<i64>,
     pub current_period_start: DateTimeUtc,
     pub current_period_end: DateTimeUtc,
     pub cancel_at_period_end: bool,

@@ -27,6 +27,7 @@ mod m20261124_000018_create_catalog;
 mod m20261124_000019_create_subscriptions;
 mod m20261124_000020_add_sandbox_clocks;
 mod m20261124_000021_create_billing_processor;
+mod m20261124_000022_add_subscription_term;
 
 pub struct Migrator;
 
@@ -55,6 +56,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000019_create_subscriptions::Migration),
             Box::new(m20261124_000020_add_sandbox_clocks::Migration),
             Box::new(m20261124_000021_create_billing_processor::Migration),
+            Box::new(m20261124_000022_add_subscription_term::Migration),
         ]
     }
 }

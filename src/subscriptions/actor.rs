@@ -561,6 +561,11 @@ async fn tick(
         let events = vec![store::event(&after, next.event)];
         return save(deps, s, after, CycleWrite::None, events).await;
     }
+    if let Some(next) = machine::term_ended(status, s.period_index, s.term_cycles) {
+        let after = moved(s, next, now);
+        let events = vec![store::event(&after, next.event)];
+        return save(deps, s, after, CycleWrite::None, events).await;
+    }
     let Some(mut after) = next_period(s) else {
         return Ok(s.clone());
     };

@@ -224,6 +224,7 @@ fn adopted(
         status: status.as_str().to_owned(),
         anchor_at: p.current_period_start,
         period_index: 1,
+        term_cycles: None,
         current_period_start: p.current_period_start,
         current_period_end: p.current_period_end,
         cancel_at_period_end: false,

@@ -62,6 +62,11 @@ pub struct CreateSubscriptionRequest {
     /// An active multi-use mandate of the customer.
     #[serde(default)]
     pub mandate_id: Option<String>,
+    /// A fixed term of this many periods (1 to 1 000; paused periods count): when the last
+    /// one ends the subscription becomes `in_active` (`subscription_expired`). Default: until
+    /// cancelled.
+    #[serde(default)]
+    pub term_cycles: Option<i64>,
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Option<Metadata>,
@@ -139,6 +144,8 @@ pub struct Subscription {
     pub currency: String,
     pub interval: String,
     pub interval_count: i64,
+    /// A fixed term's number of periods; `null` until cancelled.
+    pub term_cycles: Option<i64>,
     /// `payd`: payd charges each cycle; else the billing processor that collects them.
     pub billing: String,
     /// The billing processor's subscription (adopted ones).
@@ -279,6 +286,7 @@ impl Subscription {
             interval_count: s.interval_count,
             billing: s.billing.clone(),
             processor_subscription_id: s.processor_subscription_id.clone(),
+            term_cycles: s.term_cycles,
             profile_id: s.profile_id.clone(),
             metadata: serde_json::from_str(&s.metadata).unwrap_or_default(),
             created: s.created_at,

@@ -180,6 +180,12 @@ async fn new_subscription(
     let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
     let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
+    if req.term_cycles.is_some_and(|n| !(1..=1_000).contains(&n)) {
+        return Err(ApiError::invalid_param(
+            "term_cycles",
+            "a fixed term is 1 to 1000 periods",
+        ));
+    }
     let customer = match has_shape(&req.customer_id, "cus") {
         true => {
             customers::store::find_owned(db, &req.customer_id, &scope.merchant_id, scope.test_mode)
@@ -207,6 +213,7 @@ async fn new_subscription(
         status: Status::Created.as_str().to_owned(),
         anchor_at: now,
         period_index: 1,
+        term_cycles: req.term_cycles,
         current_period_start: now,
         current_period_end: plan.period_end,
         cancel_at_period_end: false,

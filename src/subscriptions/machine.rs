@@ -209,6 +209,17 @@ pub fn charge_check(status: Status, waited: Duration) -> Duration {
     }
 }
 
+/// A fixed term whose last period has ended: `in_active`, announced as
+/// `subscription_expired`. `period` is the number of the period that ended.
+pub fn term_ended(s: Status, period: i64, term_cycles: Option<i64>) -> Option<Next> {
+    let ended = !s.is_final() && term_cycles.is_some_and(|n| period >= n);
+    ended.then_some(Next {
+        status: Status::InActive,
+        cancel_at_period_end: false,
+        event: "subscription_expired",
+    })
+}
+
 /// Retries ran out: `unpaid`, announced as `subscription_past_due`.
 pub fn past_due(s: Status) -> Option<Next> {
     (s == Status::Active).then_some(Next {
@@ -287,6 +298,31 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn a_fixed_term_ends_with_its_last_period() {
+        assert_eq!(term_ended(Status::Active, 2, Some(3)), None);
+        let ended = term_ended(Status::Active, 3, Some(3)).map(|n| (n.status, n.event));
+        assert_eq!(ended, Some((Status::InActive, "subscription_expired")));
+        assert!(
+            term_ended(Status::Paused, 3, Some(3)).is_some(),
+            "paused periods count"
+        );
+        assert_eq!(term_ended(Status::Active, 300, None), None);
+        assert_eq!(term_ended(Status::Cancelled, 3, Some(3)), None);
+    }
+
+    #[test]
+    fn a_checkout_wait_is_looked_at_less_and_less() {
+        let at = |m| charge_check(Status::Created, Duration::minutes(m));
+        assert_eq!(at(0), Duration::minutes(1));
+        assert_eq!(at(100), Duration::minutes(10));
+        assert_eq!(at(24 * 60), Duration::hours(1));
+        assert_eq!(
+            charge_check(Status::Active, Duration::hours(5)),
+            Duration::minutes(1)
+        );
     }
 
     #[test]
