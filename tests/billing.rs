@@ -493,3 +493,94 @@ async fn import_adopts_exactly_the_reviewed_set_once() {
     .await;
     assert_eq!(theirs.status, 404, "another merchant's preview");
 }
+
+#[actix_web::test]
+async fn a_subscription_to_a_processor_plan_is_made_there_and_collected_at_once() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let c = post(
+        &app,
+        &m,
+        "/customers",
+        json!({"name": "Bo", "email": "bo@example.com"}),
+    )
+    .await;
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    for (body, param) in [
+        (
+            json!({"customer_id": cid, "plan_id": "plan_gold"}),
+            "plan_id",
+        ),
+        (
+            json!({"customer_id": cid, "plan_id": "plan_pro_monthly", "items": [{"price_id": "price_x"}]}),
+            "items",
+        ),
+        (
+            json!({"customer_id": cid, "plan_id": "plan_pro_monthly", "mandate_id": "man_x"}),
+            "mandate_id",
+        ),
+        (
+            json!({"customer_id": cid, "plan_id": "plan_pro_monthly", "quantity": 0}),
+            "quantity",
+        ),
+        (
+            json!({"customer_id": cid, "items": [], "quantity": 2}),
+            "quantity",
+        ),
+    ] {
+        let r = post(&app, &m, "/subscriptions", body.clone()).await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(param)),
+            "{body}: {}",
+            r.body
+        );
+    }
+    let checkout = post(
+        &app,
+        &m,
+        "/subscriptions/create",
+        json!({"customer_id": cid, "plan_id": "plan_pro_monthly"}),
+    )
+    .await;
+    assert_eq!((checkout.status, checkout.param()), (400, Some("plan_id")));
+
+    let r = post(
+        &app,
+        &m,
+        "/subscriptions",
+        json!({"customer_id": cid, "plan_id": "plan_pro_monthly", "quantity": 3}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let s = r.body;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (
+            s["status"].as_str(),
+            s["billing"].as_str(),
+            s["amount"].as_i64()
+        ),
+        (Some("active"), Some("billing_sandbox"), Some(8700))
+    );
+    assert_eq!(s["customer_id"], cid.as_str());
+    let bsub = s["processor_subscription_id"].as_str().unwrap().to_owned();
+    let there = processor_change(&app, &m, &bsub, json!({})).await;
+    assert_eq!(
+        (
+            there["customer_email"].as_str(),
+            there["subscription_id"].as_str()
+        ),
+        (Some("bo@example.com"), Some(id.as_str()))
+    );
+    let first = cycles(&app, &m, &id).await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0]["status"], "paid");
+    assert!(first[0]["payment_id"].is_null() && first[0]["processor_invoice_id"].is_string());
+    advance(&app, &m, 31 * DAY).await;
+    assert_eq!(cycles(&app, &m, &id).await.len(), 2);
+    assert_eq!(
+        types(&events(&app, &m, &id).await),
+        ["subscription_active", "invoice_paid", "invoice_paid"]
+    );
+}

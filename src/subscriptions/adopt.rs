@@ -193,7 +193,7 @@ async fn new_customer(
 
 /// The payd subscription that follows `p`: its status, plan and period as the processor has
 /// them.
-fn adopted(
+pub fn adopted(
     p: &billing_subscription::Model,
     scope: &Scope,
     customer_id: String,

@@ -54,8 +54,17 @@ impl Item {
 #[serde(deny_unknown_fields)]
 pub struct CreateSubscriptionRequest {
     pub customer_id: String,
-    /// 1 to 20 items: recurring prices of one currency and one interval.
+    /// 1 to 20 items: recurring prices of one currency and one interval. Not with `plan_id`.
+    #[serde(default)]
     pub items: Vec<ItemInput>,
+    /// A plan of the billing processor (`GET /subscriptions/items`) instead of `items`: the
+    /// subscription is made at the processor, which collects every cycle (`POST
+    /// /subscriptions` only; no mandate: the processor holds the buyer's method).
+    #[serde(default)]
+    pub plan_id: Option<String>,
+    /// How many of the plan (1 to 1 000, default 1), with `plan_id`.
+    #[serde(default)]
+    pub quantity: Option<i64>,
     /// The saved method to charge (default: the mandate's).
     #[serde(default)]
     pub payment_method_id: Option<String>,

@@ -2,13 +2,14 @@
 //! catalog, its first period and cycle, and the first charge — billing is in advance, so the
 //! subscription is active once that charge is paid.
 
-use payd_entity::{mandate, price, subscription};
+use payd_entity::{billing_subscription, mandate, price, subscription};
 
 use super::{
     actor::{cycle_payment, new_cycle, Command, Exec, Subscriptions},
+    adopt,
     api::{CreateSubscriptionRequest, Item, ItemInput},
     machine::{self, Interval, Status},
-    store,
+    plans, store,
 };
 use crate::{
     auth::keys::{Caller, Scope},
@@ -168,6 +169,33 @@ pub async fn plan(
     })
 }
 
+/// The request's fixed term checked, and its metadata as stored.
+fn check_term_and_metadata(req: &CreateSubscriptionRequest) -> Result<String, ApiError> {
+    if req.term_cycles.is_some_and(|n| !(1..=1_000).contains(&n)) {
+        return Err(ApiError::invalid_param(
+            "term_cycles",
+            "a fixed term is 1 to 1000 periods",
+        ));
+    }
+    Ok(check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into()))
+}
+
+/// The customer, if the caller's merchant and mode have it.
+async fn find_customer(
+    db: &sea_orm::DatabaseConnection,
+    scope: &Scope,
+    customer_id: &str,
+) -> Result<payd_entity::customer::Model, ApiError> {
+    match has_shape(customer_id, "cus") {
+        true => {
+            customers::store::find_owned(db, customer_id, &scope.merchant_id, scope.test_mode)
+                .await?
+        }
+        false => None,
+    }
+    .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))
+}
+
 /// A new subscription of the caller's shop for `req`'s customer and items (checked), not yet
 /// stored: status `created`, its first period starting now.
 async fn new_subscription(
@@ -177,23 +205,21 @@ async fn new_subscription(
     max_amount: i64,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<subscription::Model, ApiError> {
-    let shop = caller.require_shop()?.to_string();
-    let scope = caller.scope();
-    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
-    if req.term_cycles.is_some_and(|n| !(1..=1_000).contains(&n)) {
+    if req.plan_id.is_some() || req.quantity.is_some() {
+        let field = if req.plan_id.is_some() {
+            "plan_id"
+        } else {
+            "quantity"
+        };
         return Err(ApiError::invalid_param(
-            "term_cycles",
-            "a fixed term is 1 to 1000 periods",
+            field,
+            "plan_id and quantity name a processor plan, made with POST /subscriptions; items carry their own quantity",
         ));
     }
-    let customer = match has_shape(&req.customer_id, "cus") {
-        true => {
-            customers::store::find_owned(db, &req.customer_id, &scope.merchant_id, scope.test_mode)
-                .await?
-        }
-        false => None,
-    }
-    .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    let metadata = check_term_and_metadata(req)?;
+    let customer = find_customer(db, &scope, &req.customer_id).await?;
     let plan = plan(db, &scope, &shop, &req.items, max_amount, now).await?;
     Ok(subscription::Model {
         id: new_id("sub"),
@@ -239,6 +265,9 @@ pub async fn create(
     req: CreateSubscriptionRequest,
     max_amount: i64,
 ) -> Result<subscription::Model, ApiError> {
+    if let Some(plan_id) = &req.plan_id {
+        return create_at_processor(subscriptions, caller, &req, plan_id).await;
+    }
     let deps = subscriptions.deps();
     let db = &deps.db;
     let now = deps.clock.now();
@@ -260,16 +289,97 @@ pub async fn create(
     }
     s.mandate_id = Some(mandate.id);
     s.payment_method_id = Some(mandate.payment_method_id);
-    // The first cycle and its attempt are recorded with the subscription, before any charge.
+    collect_first(subscriptions, s, now).await
+}
+
+/// Inserts a `created` subscription with its first cycle and that cycle's attempt (recorded
+/// before any charge), then collects it through the subscription's actor: active once paid.
+async fn collect_first(
+    subscriptions: &Subscriptions,
+    mut s: subscription::Model,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<subscription::Model, ApiError> {
     let cycle = new_cycle(&s, 1, now);
     s.open_cycle_id = Some(cycle.id.clone());
-    store::insert(db, &s, Some(&cycle), vec![], Some(now)).await?;
+    store::insert(
+        &subscriptions.deps().db,
+        &s,
+        Some(&cycle),
+        vec![],
+        Some(now),
+    )
+    .await?;
     let exec = Exec {
         scope: None,
         command: Command::Tick,
         timeline: crate::clock::current(),
     };
     Ok(subscriptions.send(&s.id, exec).await??)
+}
+
+/// `POST /subscriptions` with a processor plan: the subscription is made at the billing
+/// processor for the customer, followed by payd like an adopted one, and its first period is
+/// collected at once by the processor.
+async fn create_at_processor(
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    req: &CreateSubscriptionRequest,
+    plan_id: &str,
+) -> Result<subscription::Model, ApiError> {
+    let deps = subscriptions.deps();
+    let shop = caller.require_shop()?.to_string();
+    let scope = caller.scope();
+    for (field, given) in [
+        ("items", !req.items.is_empty()),
+        ("mandate_id", req.mandate_id.is_some()),
+        ("payment_method_id", req.payment_method_id.is_some()),
+    ] {
+        if given {
+            return Err(ApiError::invalid_param(
+                field,
+                "a processor plan (plan_id) is billed by the processor, which holds the buyer's method: send neither items nor a method",
+            ));
+        }
+    }
+    let plan = plans::plan(plan_id).ok_or_else(|| {
+        ApiError::invalid_param("plan_id", "unknown plan; see GET /subscriptions/items")
+    })?;
+    let quantity = req.quantity.unwrap_or(1);
+    if !(1..=1_000).contains(&quantity) {
+        return Err(ApiError::invalid_param("quantity", "quantity is 1 to 1000"));
+    }
+    let metadata = check_term_and_metadata(req)?;
+    let customer = find_customer(&deps.db, &scope, &req.customer_id).await?;
+    let now = deps.clock.now();
+    let interval = Interval::parse(plan.interval)
+        .ok_or_else(|| ApiError::internal("a processor plan with an unknown interval"))?;
+    let end = machine::period_end(now, interval, plan.interval_count, 1)
+        .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
+    let at_processor = deps
+        .billing
+        .create(billing_subscription::Model {
+            id: String::new(),
+            merchant_id: scope.merchant_id.clone(),
+            profile_id: shop,
+            test_mode: scope.test_mode,
+            customer_name: customer.name.clone().unwrap_or_else(|| customer.id.clone()),
+            customer_email: customer.email.clone(),
+            plan_id: plan.item_id.to_owned(),
+            quantity,
+            status: "active".into(),
+            current_period_start: now,
+            current_period_end: end,
+            declines: false,
+            created_at: now,
+            updated_at: now,
+        })
+        .await?;
+    let mut s = adopt::adopted(&at_processor, &scope, customer.id, now)?;
+    s.status = Status::Created.as_str().to_owned();
+    s.ever_active = false;
+    s.term_cycles = req.term_cycles;
+    s.metadata = metadata;
+    collect_first(subscriptions, s, now).await
 }
 
 /// `POST /subscriptions/create`: a `created` subscription whose first cycle the buyer pays on
