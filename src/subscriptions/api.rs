@@ -35,6 +35,17 @@ pub struct Item {
     pub unit_amount: i64,
 }
 
+/// A quantity of a plan or price: 1 to 1 000.
+pub fn check_quantity(q: i64) -> Result<(), crate::error::ApiError> {
+    match (1..=1_000).contains(&q) {
+        true => Ok(()),
+        false => Err(crate::error::ApiError::invalid_param(
+            "quantity",
+            "quantity is 1 to 1000",
+        )),
+    }
+}
+
 impl Item {
     /// The item of a processor plan.
     pub fn of_plan(plan: &super::plans::PlanItem, quantity: i64) -> Self {

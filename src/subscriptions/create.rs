@@ -7,7 +7,7 @@ use payd_entity::{billing_subscription, mandate, price, subscription};
 use super::{
     actor::{cycle_payment, new_cycle, Command, Exec, Subscriptions},
     adopt,
-    api::{CreateSubscriptionRequest, Item, ItemInput},
+    api::{check_quantity, CreateSubscriptionRequest, Item, ItemInput},
     machine::{self, Interval, Status},
     plans, store,
 };
@@ -345,15 +345,12 @@ async fn create_at_processor(
         ApiError::invalid_param("plan_id", "unknown plan; see GET /subscriptions/items")
     })?;
     let quantity = req.quantity.unwrap_or(1);
-    if !(1..=1_000).contains(&quantity) {
-        return Err(ApiError::invalid_param("quantity", "quantity is 1 to 1000"));
-    }
+    check_quantity(quantity)?;
     let metadata = check_term_and_metadata(req)?;
     let customer = find_customer(&deps.db, &scope, &req.customer_id).await?;
     let now = deps.clock.now();
-    let interval = Interval::parse(plan.interval)
-        .ok_or_else(|| ApiError::internal("a processor plan with an unknown interval"))?;
-    let end = machine::period_end(now, interval, plan.interval_count, 1)
+    let end = plan
+        .period_end(now)
         .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
     let at_processor = deps
         .billing

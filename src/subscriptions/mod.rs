@@ -11,8 +11,15 @@ pub mod billing;
 pub mod create;
 pub mod machine;
 pub mod plans;
+pub mod processor_routes;
 pub mod routes;
 pub mod store;
 
 pub use actor::Subscriptions;
-pub use routes::configure;
+
+/// The routes: the billing processor's literal paths first, before
+/// `/subscriptions/{subscription_id}` could take them.
+pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
+    processor_routes::configure(cfg);
+    routes::configure(cfg);
+}

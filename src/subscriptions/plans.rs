@@ -1,8 +1,11 @@
 //! The sandbox billing processor's catalog: its plans and add-ons. Pure data: the processor's
 //! records are in `billing.rs`.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
+
+use super::machine::{self, Interval};
 
 /// The processor's name: a subscription it bills has `billing: "billing_sandbox"`.
 pub const NAME: &str = "billing_sandbox";
@@ -19,6 +22,18 @@ pub struct PlanItem {
     pub currency: &'static str,
     pub interval: &'static str,
     pub interval_count: i64,
+}
+
+impl PlanItem {
+    /// The end of a first period starting at `from`.
+    pub fn period_end(&self, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        machine::period_end(
+            from,
+            Interval::parse(self.interval)?,
+            self.interval_count,
+            1,
+        )
+    }
 }
 
 const fn item(
