@@ -12,6 +12,7 @@ use sea_orm::{
     QueryFilter, QueryOrder, QueryTrait,
 };
 
+use super::plans::PlanItem;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
@@ -28,6 +29,16 @@ pub struct ProcessorChange {
     pub declines: Option<bool>,
 }
 
+/// A subscription to make at the processor (checked by the caller).
+pub struct NewSubscription {
+    pub customer_name: String,
+    pub customer_email: Option<String>,
+    pub plan: &'static PlanItem,
+    pub quantity: i64,
+    /// Its card declines every collection (a sandbox switch).
+    pub declines: bool,
+}
+
 /// What a collection did: the processor's invoice, `paid` or `failed`.
 pub type Collected = billing_invoice::Model;
 
@@ -36,18 +47,36 @@ pub struct SandboxBilling {
 }
 
 impl SandboxBilling {
-    /// A subscription made at the processor (the sandbox's trigger), its first period from
-    /// `now`.
+    /// A subscription made at the processor in the scope's merchant and mode and this shop,
+    /// active, its first period from `now`.
     pub async fn create(
         &self,
-        mut s: billing_subscription::Model,
+        scope: &Scope,
+        shop: &str,
+        new: NewSubscription,
+        now: DateTime<Utc>,
     ) -> Result<billing_subscription::Model, CommitError> {
-        s.id = new_id("bsub");
-        commit::commit(
-            &self.db,
-            Change::at(s.created_at).write(commit::insert(s.clone())),
-        )
-        .await?;
+        let end = new
+            .plan
+            .period_end(now)
+            .ok_or_else(|| CommitError::Db(DbErr::Custom("a period past the calendar".into())))?;
+        let s = billing_subscription::Model {
+            id: new_id("bsub"),
+            merchant_id: scope.merchant_id.clone(),
+            profile_id: shop.to_owned(),
+            test_mode: scope.test_mode,
+            customer_name: new.customer_name,
+            customer_email: new.customer_email,
+            plan_id: new.plan.item_id.to_owned(),
+            quantity: new.quantity,
+            status: "active".into(),
+            current_period_start: now,
+            current_period_end: end,
+            declines: new.declines,
+            created_at: now,
+            updated_at: now,
+        };
+        commit::commit(&self.db, Change::at(now).write(commit::insert(s.clone()))).await?;
         Ok(s)
     }
 

@@ -2,12 +2,13 @@
 //! catalog, its first period and cycle, and the first charge — billing is in advance, so the
 //! subscription is active once that charge is paid.
 
-use payd_entity::{billing_subscription, mandate, price, subscription};
+use payd_entity::{mandate, price, subscription};
 
 use super::{
     actor::{cycle_payment, new_cycle, Command, Exec, Subscriptions},
     adopt,
     api::{check_quantity, CreateSubscriptionRequest, Item, ItemInput},
+    billing,
     machine::{self, Interval, Status},
     plans, store,
 };
@@ -349,28 +350,14 @@ async fn create_at_processor(
     let metadata = check_term_and_metadata(req)?;
     let customer = find_customer(&deps.db, &scope, &req.customer_id).await?;
     let now = deps.clock.now();
-    let end = plan
-        .period_end(now)
-        .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-    let at_processor = deps
-        .billing
-        .create(billing_subscription::Model {
-            id: String::new(),
-            merchant_id: scope.merchant_id.clone(),
-            profile_id: shop,
-            test_mode: scope.test_mode,
-            customer_name: customer.name.clone().unwrap_or_else(|| customer.id.clone()),
-            customer_email: customer.email.clone(),
-            plan_id: plan.item_id.to_owned(),
-            quantity,
-            status: "active".into(),
-            current_period_start: now,
-            current_period_end: end,
-            declines: false,
-            created_at: now,
-            updated_at: now,
-        })
-        .await?;
+    let new = billing::NewSubscription {
+        customer_name: customer.name.clone().unwrap_or_else(|| customer.id.clone()),
+        customer_email: customer.email.clone(),
+        plan,
+        quantity,
+        declines: false,
+    };
+    let at_processor = deps.billing.create(&scope, &shop, new, now).await?;
     let mut s = adopt::adopted(&at_processor, &scope, customer.id, now)?;
     s.status = Status::Created.as_str().to_owned();
     s.ever_active = false;

@@ -164,29 +164,17 @@ pub async fn sandbox_processor_subscription(
     check_plan(&req.plan_id)?;
     check_quantity(req.quantity)?;
     let plan = plans::plan(&req.plan_id).ok_or_else(|| ApiError::internal("plan checked"))?;
-    let now = state.clock.now();
-    let end = plan
-        .period_end(now)
-        .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
+    let new = billing::NewSubscription {
+        customer_name: name,
+        customer_email: email,
+        plan,
+        quantity: req.quantity,
+        declines: req.declines,
+    };
     let p = subscriptions
         .deps()
         .billing
-        .create(payd_entity::billing_subscription::Model {
-            id: String::new(),
-            merchant_id: caller.merchant_id.to_string(),
-            profile_id: shop,
-            test_mode: caller.test_mode(),
-            customer_name: name,
-            customer_email: email,
-            plan_id: req.plan_id,
-            quantity: req.quantity,
-            status: "active".into(),
-            current_period_start: now,
-            current_period_end: end,
-            declines: req.declines,
-            created_at: now,
-            updated_at: now,
-        })
+        .create(&caller.scope(), &shop, new, state.clock.now())
         .await?;
     Ok(HttpResponse::Created().json(adopt::ProcessorSubscription::render(&p, None)))
 }
