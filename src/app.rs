@@ -40,6 +40,7 @@ use crate::{
     settings::{DeploymentMode, Settings},
     state::AppState,
     subscriptions::{self, actor::SubscriptionDeps, Subscriptions},
+    invoices::{self, actor::InvoiceDeps, Invoices},
     test_clock,
     wallet::{self, processor::SandboxWallet, WalletDeps},
     webhooks::{
@@ -58,6 +59,7 @@ pub struct Application {
     payments: web::Data<Payments>,
     disputes: web::Data<Disputes>,
     subscriptions: web::Data<Subscriptions>,
+    invoices: web::Data<Invoices>,
 }
 
 /// Scheduled job that drops idempotency keys past their retention window.
@@ -172,6 +174,15 @@ impl Application {
             registry_config.clone(),
             arbiters.clone(),
         );
+        let invoices: Invoices = Registry::new(
+            Arc::new(InvoiceDeps {
+                db: db.clone(),
+                clock: clock.clone(),
+                wake: wake.clone(),
+            }),
+            registry_config.clone(),
+            arbiters.clone(),
+        );
         let wallet = web::Data::new(WalletDeps {
             processor: SandboxWallet {
                 db: db.clone(),
@@ -228,6 +239,7 @@ impl Application {
             &disputes,
             &wallet,
             &subscriptions,
+            &invoices,
         ));
         let now = clock.now();
         for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE] {
@@ -247,6 +259,8 @@ impl Application {
         let (payments, disputes) = (web::Data::new(payments), web::Data::new(disputes));
         let subscriptions = web::Data::new(subscriptions);
         let app_subscriptions = subscriptions.clone();
+        let invoices = web::Data::new(invoices);
+        let app_invoices = invoices.clone();
 
         let (app_state, app_payments, app_disputes) =
             (state.clone(), payments.clone(), disputes.clone());
@@ -260,6 +274,7 @@ impl Application {
                 .app_data(app_disputes.clone())
                 .app_data(wallet.clone())
                 .app_data(app_subscriptions.clone())
+                .app_data(app_invoices.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -287,6 +302,7 @@ impl Application {
                         .configure(sales::configure)
                         .configure(products::configure)
                         .configure(subscriptions::configure)
+                        .configure(invoices::configure)
                         .configure(test_clock::configure)
                         .configure(files::configure)
                         .configure(customers::configure)
@@ -321,6 +337,7 @@ impl Application {
             payments,
             disputes,
             subscriptions,
+            invoices,
         })
     }
 
@@ -345,6 +362,7 @@ impl Application {
         let sweeper = self.payments.spawn_sweeper();
         let dispute_sweeper = self.disputes.spawn_sweeper();
         let subscription_sweeper = self.subscriptions.spawn_sweeper();
+        let invoice_sweeper = self.invoices.spawn_sweeper();
         let delivery_sweeper = self.state.dispatcher.deliveries().spawn_sweeper();
         let mut dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
         let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
@@ -364,10 +382,12 @@ impl Application {
         sweeper.abort();
         dispute_sweeper.abort();
         subscription_sweeper.abort();
+        invoice_sweeper.abort();
         delivery_sweeper.abort();
         self.payments.passivate_all();
         self.disputes.passivate_all();
         self.subscriptions.passivate_all();
+        self.invoices.passivate_all();
         self.state.dispatcher.deliveries().passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
@@ -383,6 +403,7 @@ fn build_scheduler(
     disputes: &Disputes,
     wallet: &web::Data<WalletDeps>,
     subscriptions: &Subscriptions,
+    invoices: &Invoices,
 ) -> Scheduler {
     let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
     for (kind, command) in [
@@ -464,6 +485,25 @@ fn build_scheduler(
                 Err(payd_actors::ActorError::Load(
                     subscriptions::actor::SubscriptionError::NotFound,
                 )) => Outcome::Done,
+                Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
+    let invoices = invoices.clone();
+    scheduler.register(invoices::store::PDF_JOB, move |job: Job| {
+        let invoices = invoices.clone();
+        async move {
+            let exec = invoices::actor::Exec {
+                scope: None,
+                command: invoices::actor::Command::RenderPdf,
+                timeline: crate::clock::current(),
+            };
+            match invoices.send(&job.entity_id, exec).await {
+                Ok(Ok(_))
+                | Err(payd_actors::ActorError::Load(invoices::actor::InvoiceError::NotFound)) => {
+                    Outcome::Done
+                }
                 Ok(Err(e)) => Outcome::Failed(e.to_string()),
                 Err(e) => Outcome::Failed(e.to_string()),
             }

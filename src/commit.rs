@@ -205,6 +205,12 @@ impl Versioned for payd_entity::dispute::Model {
     }
 }
 
+impl Versioned for payd_entity::invoice::Model {
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
 /// An actor's decision on its cached copy of a row, made again once on the stored row when
 /// the copy may have been stale (another instance wrote meanwhile): `stale` tells an answer
 /// that may come from a stale copy (a lost race, or an answer decided without writing, such

@@ -7,10 +7,10 @@ use std::time::Instant;
 use actix_web::{
     body::{BoxBody, MessageBody},
     dev::{Payload, ServiceRequest, ServiceResponse},
-    http::header::{self, HeaderValue},
+    http::header::{self, ContentType, HeaderValue},
     middleware::Next,
     web::{self, Bytes},
-    Error, FromRequest, HttpRequest, ResponseError,
+    Error, FromRequest, HttpRequest, HttpResponse, ResponseError,
 };
 use futures_util::{future::LocalBoxFuture, StreamExt};
 use serde::de::DeserializeOwned;
@@ -340,6 +340,31 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
 pub fn path_config() -> web::PathConfig {
     web::PathConfig::default()
         .error_handler(|err, _req| ApiError::invalid("parameter_invalid", err.to_string()).into())
+}
+
+/// A hosted page (checkout, challenge, shared invoice): never cached, never framed, scripts
+/// and styles only its own.
+pub fn html(body: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(ContentType::html())
+        .insert_header(("cache-control", "no-store"))
+        .insert_header((
+            "content-security-policy",
+            "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self'; \
+             frame-ancestors 'none'",
+        ))
+        // Another site must not frame the buyer's card form or challenge (clickjacking).
+        .insert_header(("x-frame-options", "DENY"))
+        .body(body)
+}
+
+/// Minimal HTML escaping for values placed in a page.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 #[cfg(test)]

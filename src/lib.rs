@@ -17,6 +17,7 @@ pub mod files;
 pub mod http;
 pub mod idempotency;
 pub mod ids;
+pub mod invoices;
 pub mod openapi;
 pub mod ops;
 pub mod outbound;

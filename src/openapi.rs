@@ -15,15 +15,15 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    accounts, customers, disputes, events, files, ops, pagination, payments, products, refunds,
-    sales, subscriptions, test_clock, wallet, webhooks,
+    accounts, customers, disputes, events, files, invoices, ops, pagination, payments, products,
+    refunds, sales, subscriptions, test_clock, wallet, webhooks,
 };
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "payd",
-        description = "A self-hostable payment service: payments, customers, saved payment methods, mandates, refunds, disputes with their evidence, and signed webhooks.",
+        description = "A self-hostable payment service: payments, customers, saved payment methods, mandates, refunds, disputes with their evidence, a catalog, subscriptions, invoices and credit notes, and signed webhooks.",
     ),
     paths(
         ops::live,
@@ -127,6 +127,31 @@ use crate::{
         subscriptions::processor_routes::sandbox_processor_subscription,
         subscriptions::processor_routes::sandbox_processor_change,
         subscriptions::processor_routes::sandbox_chargeback,
+        invoices::routes::create_invoice,
+        invoices::routes::list_invoices,
+        invoices::routes::retrieve_invoice,
+        invoices::routes::update_invoice,
+        invoices::routes::delete_invoice,
+        invoices::routes::finalize,
+        invoices::routes::void_invoice,
+        invoices::routes::mark_paid,
+        invoices::routes::mark_uncollectible,
+        invoices::routes::credit_note,
+        invoices::routes::download_pdf,
+        invoices::routes::create_share_link,
+        invoices::routes::revoke_share_link,
+        invoices::routes::shared_page,
+        invoices::routes::shared_pdf,
+        invoices::settings_routes::get_settings,
+        invoices::settings_routes::put_settings,
+        invoices::settings_routes::get_shop_settings,
+        invoices::settings_routes::put_shop_settings,
+        invoices::settings_routes::get_tax_rules,
+        invoices::settings_routes::put_tax_rules,
+        invoices::settings_routes::get_shop_tax_rules,
+        invoices::settings_routes::put_shop_tax_rules,
+        invoices::settings_routes::delete_shop_tax_rules,
+        invoices::settings_routes::evaluate,
         customers::routes::create_customer,
         customers::routes::list_customers,
         customers::routes::retrieve_customer,
@@ -157,6 +182,7 @@ use crate::{
         (name = "sandbox", description = "Sandbox triggers: what a buyer or a processor would do (test keys of a sandbox deployment only)"),
         (name = "products", description = "The catalog: products, immutable prices, add-on groups, bundles, categories, images, sales reports and import"),
         (name = "subscriptions", description = "Subscriptions billed every period, their cycles, pause, resume and cancel"),
+        (name = "invoices", description = "Invoices and credit notes with gapless numbers and PDFs, share links, invoice settings and tax rules"),
         (name = "customers", description = "Customers and their saved payment methods"),
         (name = "mandates", description = "Mandates to charge a saved method off-session"),
         (name = "events", description = "Events, their delivery attempts, and replays"),

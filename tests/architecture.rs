@@ -69,6 +69,10 @@ const NAMED: &[(&str, &str)] = &[
     ("subscriptions::adopt", "runtime"),
     ("subscriptions::billing", "store"),
     ("subscriptions::plans", "domain"),
+    ("invoices::tax", "domain"),
+    ("invoices::pdf", "domain"),
+    ("invoices::settings", "store"),
+    ("invoices::create", "runtime"),
     ("products::import", "runtime"),
     ("test_clock::advance", "runtime"),
     ("webhooks::delivery", "runtime"),
@@ -92,6 +96,7 @@ const RESOURCES: &[&str] = &[
     "disputes",
     "events",
     "files",
+    "invoices",
     "payments",
     "processors",
     "products",
@@ -104,6 +109,8 @@ const RESOURCES: &[&str] = &[
 
 /// Pure modules besides every `machine.rs`.
 const PURE: &[&str] = &[
+    "invoices::pdf",
+    "invoices::tax",
     "payments::refunds",
     "payments::routing",
     "payments::intent",

@@ -28,6 +28,7 @@ mod m20261124_000019_create_subscriptions;
 mod m20261124_000020_add_sandbox_clocks;
 mod m20261124_000021_create_billing_processor;
 mod m20261124_000022_add_subscription_term;
+mod m20261124_000023_create_invoices;
 
 pub struct Migrator;
 
@@ -57,6 +58,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000020_add_sandbox_clocks::Migration),
             Box::new(m20261124_000021_create_billing_processor::Migration),
             Box::new(m20261124_000022_add_subscription_term::Migration),
+            Box::new(m20261124_000023_create_invoices::Migration),
         ]
     }
 }

@@ -2,7 +2,7 @@
 //! decline, passes a 3-D Secure challenge and sees the outcome. The payment's `client_secret`
 //! is the buyer's only credential, and it opens that one payment and nothing else.
 
-use actix_web::{http::header::ContentType, web, HttpResponse};
+use actix_web::{web, HttpResponse};
 use payd_entity::payment;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -16,7 +16,7 @@ use crate::{
     auth::keys::Scope,
     error::ApiError,
     fields::display_amount,
-    http::{ApiJson, ApiQuery},
+    http::{esc, html, ApiJson, ApiQuery},
     processors::{card::parse_card, CardInput, SecretCard},
     state::AppState,
 };
@@ -132,29 +132,6 @@ fn buyer(m: &payment::Model, secret: String) -> Access {
         },
         client_secret: Some(secret),
     }
-}
-
-fn html(body: String) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type(ContentType::html())
-        .insert_header(("cache-control", "no-store"))
-        .insert_header((
-            "content-security-policy",
-            "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self'; \
-             frame-ancestors 'none'",
-        ))
-        // Another site must not frame the buyer's card form or challenge (clickjacking).
-        .insert_header(("x-frame-options", "DENY"))
-        .body(body)
-}
-
-/// Minimal HTML escaping for values placed in the page.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
 }
 
 /// The checkout page.

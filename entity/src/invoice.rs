@@ -1,0 +1,57 @@
+//! An invoice or a credit note (`kind`): a draft while editable; once finalized, its number,
+//! lines, taxes, seller and buyer are frozen.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "invoices")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    /// `invoice` or `credit_note`.
+    pub kind: String,
+    pub status: String,
+    pub number: Option<String>,
+    pub currency: String,
+    pub customer_id: Option<String>,
+    pub payment_id: Option<String>,
+    pub subscription_id: Option<String>,
+    pub cycle_id: Option<String>,
+    pub original_invoice_id: Option<String>,
+    /// `payment:<id>` or `cycle:<id>` while the invoice stands (one invoice per source).
+    pub source_key: Option<String>,
+    /// JSON: the buyer as given (a draft) or as frozen (finalized).
+    pub buyer: Option<String>,
+    /// JSON: the seller, frozen at finalize.
+    pub seller: Option<String>,
+    /// JSON array of lines with their tax and what was credited of each.
+    pub lines: String,
+    pub subtotal: i64,
+    pub tax: i64,
+    pub total: i64,
+    pub amount_paid: i64,
+    pub amount_credited: i64,
+    pub memo: Option<String>,
+    pub footer: Option<String>,
+    /// A credit note's reason.
+    pub reason: Option<String>,
+    pub locale: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub due_date: Option<String>,
+    /// JSON object.
+    pub metadata: String,
+    pub finalized_at: Option<DateTimeUtc>,
+    pub paid_at: Option<DateTimeUtc>,
+    pub voided_at: Option<DateTimeUtc>,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+    pub version: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

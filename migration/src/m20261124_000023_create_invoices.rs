@@ -1,0 +1,305 @@
+//! Invoices and credit notes, their numbering series, their rendered PDFs and share links,
+//! and the invoice settings and tax rules of merchants and shops.
+
+use sea_orm_migration::{prelude::*, schema::*};
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .create_table(
+                Table::create()
+                    .table(Invoices::Table)
+                    .col(string(Invoices::Id).primary_key())
+                    .col(string(Invoices::MerchantId))
+                    .col(string(Invoices::ProfileId))
+                    .col(boolean(Invoices::TestMode))
+                    .col(string(Invoices::Kind))
+                    .col(string(Invoices::Status))
+                    .col(string_null(Invoices::Number))
+                    .col(string(Invoices::Currency))
+                    .col(string_null(Invoices::CustomerId))
+                    .col(string_null(Invoices::PaymentId))
+                    .col(string_null(Invoices::SubscriptionId))
+                    .col(string_null(Invoices::CycleId))
+                    .col(string_null(Invoices::OriginalInvoiceId))
+                    // What the invoice was made from, while it stands: one invoice per payment
+                    // or billing cycle (cleared when it is voided).
+                    .col(string_null(Invoices::SourceKey).unique_key())
+                    .col(text_null(Invoices::Buyer))
+                    .col(text_null(Invoices::Seller))
+                    .col(text(Invoices::Lines))
+                    .col(big_integer(Invoices::Subtotal))
+                    .col(big_integer(Invoices::Tax))
+                    .col(big_integer(Invoices::Total))
+                    .col(big_integer(Invoices::AmountPaid))
+                    .col(big_integer(Invoices::AmountCredited))
+                    .col(text_null(Invoices::Memo))
+                    .col(text_null(Invoices::Footer))
+                    .col(text_null(Invoices::Reason))
+                    .col(string_null(Invoices::Locale))
+                    .col(string_null(Invoices::DueDate))
+                    .col(text(Invoices::Metadata))
+                    .col(timestamp_with_time_zone_null(Invoices::FinalizedAt))
+                    .col(timestamp_with_time_zone_null(Invoices::PaidAt))
+                    .col(timestamp_with_time_zone_null(Invoices::VoidedAt))
+                    .col(timestamp_with_time_zone(Invoices::CreatedAt))
+                    .col(timestamp_with_time_zone(Invoices::UpdatedAt))
+                    .col(big_integer(Invoices::Version))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("idx_invoices_merchant")
+                    .table(Invoices::Table)
+                    .col(Invoices::MerchantId)
+                    .col(Invoices::TestMode)
+                    .col(Invoices::Id)
+                    .to_owned(),
+            )
+            .await?;
+        // A number is never given twice within a merchant's mode, whatever the series.
+        manager
+            .create_index(
+                Index::create()
+                    .name("idx_invoices_number")
+                    .table(Invoices::Table)
+                    .col(Invoices::MerchantId)
+                    .col(Invoices::TestMode)
+                    .col(Invoices::Number)
+                    .unique()
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("idx_invoices_original")
+                    .table(Invoices::Table)
+                    .col(Invoices::OriginalInvoiceId)
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(InvoiceCounters::Table)
+                    .col(string(InvoiceCounters::MerchantId))
+                    .col(boolean(InvoiceCounters::TestMode))
+                    .col(string(InvoiceCounters::Series))
+                    .col(big_integer(InvoiceCounters::NextNumber))
+                    .primary_key(
+                        Index::create()
+                            .col(InvoiceCounters::MerchantId)
+                            .col(InvoiceCounters::TestMode)
+                            .col(InvoiceCounters::Series),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(InvoicePdfs::Table)
+                    .col(string(InvoicePdfs::InvoiceId).primary_key())
+                    .col(string(InvoicePdfs::Sha256))
+                    .col(blob(InvoicePdfs::Bytes))
+                    .col(timestamp_with_time_zone(InvoicePdfs::CreatedAt))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(InvoiceShareLinks::Table)
+                    .col(string(InvoiceShareLinks::Id).primary_key())
+                    .col(string(InvoiceShareLinks::InvoiceId))
+                    .col(string(InvoiceShareLinks::TokenHash).unique_key())
+                    .col(timestamp_with_time_zone(InvoiceShareLinks::ExpiresAt))
+                    .col(timestamp_with_time_zone_null(InvoiceShareLinks::RevokedAt))
+                    .col(timestamp_with_time_zone(InvoiceShareLinks::CreatedAt))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(InvoiceSettings::Table)
+                    .col(string(InvoiceSettings::MerchantId))
+                    // Empty for the merchant's defaults.
+                    .col(string(InvoiceSettings::ProfileId))
+                    .col(string_null(InvoiceSettings::NumberPrefix))
+                    .col(string_null(InvoiceSettings::CreditNotePrefix))
+                    .col(text_null(InvoiceSettings::Seller))
+                    .col(text_null(InvoiceSettings::Footer))
+                    .col(big_integer_null(InvoiceSettings::PaymentTermsDays))
+                    .col(string_null(InvoiceSettings::Locale))
+                    .col(timestamp_with_time_zone(InvoiceSettings::UpdatedAt))
+                    .primary_key(
+                        Index::create()
+                            .col(InvoiceSettings::MerchantId)
+                            .col(InvoiceSettings::ProfileId),
+                    )
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(TaxRules::Table)
+                    .col(string(TaxRules::Id).primary_key())
+                    .col(string(TaxRules::MerchantId))
+                    // Empty for the merchant's rules.
+                    .col(string(TaxRules::ProfileId))
+                    .col(big_integer(TaxRules::Position))
+                    .col(big_integer(TaxRules::RateBps))
+                    .col(string(TaxRules::Country))
+                    .col(string_null(TaxRules::Region))
+                    .col(string_null(TaxRules::TaxCategory))
+                    .col(boolean(TaxRules::Inclusive))
+                    .col(timestamp_with_time_zone_null(TaxRules::ValidFrom))
+                    .col(timestamp_with_time_zone_null(TaxRules::ValidUntil))
+                    .col(timestamp_with_time_zone(TaxRules::CreatedAt))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("idx_tax_rules_owner")
+                    .table(TaxRules::Table)
+                    .col(TaxRules::MerchantId)
+                    .col(TaxRules::ProfileId)
+                    .col(TaxRules::Position)
+                    .to_owned(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .drop_table(Table::drop().table(TaxRules::Table).to_owned())
+            .await?;
+        manager
+            .drop_table(Table::drop().table(InvoiceSettings::Table).to_owned())
+            .await?;
+        manager
+            .drop_table(Table::drop().table(InvoiceShareLinks::Table).to_owned())
+            .await?;
+        manager
+            .drop_table(Table::drop().table(InvoicePdfs::Table).to_owned())
+            .await?;
+        manager
+            .drop_table(Table::drop().table(InvoiceCounters::Table).to_owned())
+            .await?;
+        manager
+            .drop_table(Table::drop().table(Invoices::Table).to_owned())
+            .await?;
+        Ok(())
+    }
+}
+
+#[derive(DeriveIden)]
+enum Invoices {
+    Table,
+    Id,
+    MerchantId,
+    ProfileId,
+    TestMode,
+    Kind,
+    Status,
+    Number,
+    Currency,
+    CustomerId,
+    PaymentId,
+    SubscriptionId,
+    CycleId,
+    OriginalInvoiceId,
+    SourceKey,
+    Buyer,
+    Seller,
+    Lines,
+    Subtotal,
+    Tax,
+    Total,
+    AmountPaid,
+    AmountCredited,
+    Memo,
+    Footer,
+    Reason,
+    Locale,
+    DueDate,
+    Metadata,
+    FinalizedAt,
+    PaidAt,
+    VoidedAt,
+    CreatedAt,
+    UpdatedAt,
+    Version,
+}
+
+#[derive(DeriveIden)]
+enum InvoiceCounters {
+    Table,
+    MerchantId,
+    TestMode,
+    Series,
+    NextNumber,
+}
+
+#[derive(DeriveIden)]
+enum InvoicePdfs {
+    Table,
+    InvoiceId,
+    Sha256,
+    Bytes,
+    CreatedAt,
+}
+
+#[derive(DeriveIden)]
+enum InvoiceShareLinks {
+    Table,
+    Id,
+    InvoiceId,
+    TokenHash,
+    ExpiresAt,
+    RevokedAt,
+    CreatedAt,
+}
+
+#[derive(DeriveIden)]
+enum InvoiceSettings {
+    Table,
+    MerchantId,
+    ProfileId,
+    NumberPrefix,
+    CreditNotePrefix,
+    Seller,
+    Footer,
+    PaymentTermsDays,
+    Locale,
+    UpdatedAt,
+}
+
+#[derive(DeriveIden)]
+enum TaxRules {
+    Table,
+    Id,
+    MerchantId,
+    ProfileId,
+    Position,
+    RateBps,
+    Country,
+    Region,
+    TaxCategory,
+    Inclusive,
+    ValidFrom,
+    ValidUntil,
+    CreatedAt,
+}

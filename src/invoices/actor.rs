@@ -1,0 +1,592 @@
+//! The invoice actor: one per invoice id. It serializes every change of its invoice — edit,
+//! delete, finalize, void, mark paid or uncollectible, the credit notes against it — and
+//! commits each with a compare-and-set on the row's version.
+//!
+//! Finalize and a credit note take the next number of their series in the same commit, under
+//! a compare-and-set of the series' counter: when another invoice took that number first, the
+//! actor reads the counter again and retries, so numbers are neither shared nor skipped. The
+//! PDF is rendered after the commit, off the actor's thread, and kept once; a crash between the
+//! two leaves a job that renders it.
+
+use std::sync::Arc;
+
+use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use chrono::{DateTime, Days, NaiveDate, Utc};
+use payd_actors::KeyedActor;
+use payd_entity::{invoice, invoice_pdf};
+use sea_orm::{DatabaseConnection, DbErr};
+
+use super::{
+    api::{self, Party},
+    machine::{self, CreditAsk, Kind, Line, Refusal, Status},
+    pdf, settings, store,
+    store::CommitError,
+    tax::Place,
+};
+use crate::{
+    auth::keys::Scope,
+    clock::{self, SharedClock, Timeline},
+    commit::{self, Change},
+    ids::new_id,
+    webhooks::wake::Wake,
+};
+
+/// How often finalize reads the counter again after losing its number to another invoice.
+const NUMBER_TRIES: usize = 1_000;
+
+pub struct InvoiceDeps {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    pub wake: Wake,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InvoiceError {
+    #[error("no such invoice")]
+    NotFound,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("the amounts overflow")]
+    Overflow,
+    #[error("the invoice was changed concurrently")]
+    LostRace,
+    #[error("the PDF could not be rendered: {0}")]
+    Render(String),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl From<CommitError> for InvoiceError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::LostRace | CommitError::Refused(_) => InvoiceError::LostRace,
+            CommitError::Db(e) => InvoiceError::Db(e),
+        }
+    }
+}
+
+/// A draft's new fields (checked by the route); `None` keeps a field.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    /// Unpriced lines (the tax rules price them).
+    pub lines: Option<Vec<Line>>,
+    pub currency: Option<String>,
+    pub customer_id: Option<String>,
+    pub buyer: Option<Party>,
+    pub memo: Option<String>,
+    pub due_date: Option<NaiveDate>,
+    pub metadata: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Command {
+    Update(Patch),
+    Delete,
+    Finalize,
+    Void,
+    MarkPaid,
+    MarkUncollectible,
+    CreditNote {
+        ask: CreditAsk,
+        reason: String,
+        memo: Option<String>,
+        metadata: String,
+    },
+    /// Renders and keeps the PDF of a finalized invoice if it has none.
+    RenderPdf,
+}
+
+/// A command's result: the invoice as it now is, the credit note it issued, its PDF.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub invoice: invoice::Model,
+    pub credit_note: Option<invoice::Model>,
+    pub pdf: Option<invoice_pdf::Model>,
+}
+
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<Done, InvoiceError>")]
+pub struct Exec {
+    /// `None`: payd itself (a job).
+    pub scope: Option<Scope>,
+    pub command: Command,
+    /// The timeline it was sent on (see `clock`).
+    pub timeline: Timeline,
+}
+
+/// The registry of invoice actors.
+pub type Invoices = payd_actors::Registry<InvoiceActor>;
+
+pub struct InvoiceActor {
+    model: invoice::Model,
+    deps: Arc<InvoiceDeps>,
+}
+
+impl Actor for InvoiceActor {
+    type Context = Context<Self>;
+}
+
+impl KeyedActor for InvoiceActor {
+    const KIND: &'static str = "invoice";
+    type Deps = Arc<InvoiceDeps>;
+    type LoadError = InvoiceError;
+
+    async fn load(id: &str, deps: &Arc<InvoiceDeps>) -> Result<Self, InvoiceError> {
+        let model = store::find(&deps.db, id)
+            .await?
+            .ok_or(InvoiceError::NotFound)?;
+        Ok(Self {
+            model,
+            deps: deps.clone(),
+        })
+    }
+
+    fn is_missing(error: &InvoiceError) -> bool {
+        matches!(error, InvoiceError::NotFound)
+    }
+}
+
+impl Handler<Exec> for InvoiceActor {
+    type Result = AtomicResponse<Self, Result<Done, InvoiceError>>;
+
+    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
+        let (deps, current) = (self.deps.clone(), self.model.clone());
+        AtomicResponse::new(Box::pin(
+            async move {
+                let timeline = crate::accounts::store::timeline_for(
+                    &deps.db,
+                    &msg.timeline,
+                    &current.merchant_id,
+                    current.test_mode,
+                )
+                .await;
+                clock::scoped(timeline, exec(&deps, current, msg)).await
+            }
+            .into_actor(self)
+            .map(|(latest, result), act, _| {
+                act.model = latest;
+                result
+            }),
+        ))
+    }
+}
+
+async fn exec(
+    deps: &InvoiceDeps,
+    current: invoice::Model,
+    msg: Exec,
+) -> (invoice::Model, Result<Done, InvoiceError>) {
+    if let Some(scope) = &msg.scope {
+        if !store::visible(&current, scope) {
+            return (current, Err(InvoiceError::NotFound));
+        }
+    }
+    commit::decide_fresh(
+        current,
+        async |m: &invoice::Model| step(deps, m, &msg.command).await,
+        |result, m| match result {
+            Err(InvoiceError::LostRace | InvoiceError::Refused(_)) => true,
+            Ok(done) => done.invoice.version == m.version,
+            Err(_) => false,
+        },
+        async |m: &invoice::Model| Ok(store::find(&deps.db, &m.id).await?),
+        |done: &Done| &done.invoice,
+        || InvoiceError::NotFound,
+    )
+    .await
+}
+
+fn status_of(m: &invoice::Model) -> Status {
+    Status::parse(&m.status).unwrap_or(Status::Void)
+}
+
+fn kind_of(m: &invoice::Model) -> Kind {
+    Kind::parse(&m.kind).unwrap_or(Kind::Invoice)
+}
+
+fn lines_of(m: &invoice::Model) -> Result<Vec<Line>, InvoiceError> {
+    serde_json::from_str(&m.lines)
+        .map_err(|e| InvoiceError::Db(DbErr::Custom(format!("the lines of {}: {e}", m.id))))
+}
+
+fn party(raw: Option<&str>) -> Option<Party> {
+    raw.and_then(|s| serde_json::from_str(s).ok())
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+async fn step(
+    deps: &InvoiceDeps,
+    m: &invoice::Model,
+    command: &Command,
+) -> Result<Done, InvoiceError> {
+    let now = deps.clock.now();
+    let (kind, status) = (kind_of(m), status_of(m));
+    let mut after = m.clone();
+    after.updated_at = now;
+    match command {
+        Command::Update(patch) => {
+            machine::edit(status, "edited")?;
+            apply(&mut after, patch);
+            price(&deps.db, &mut after, now).await?;
+        }
+        Command::Delete => {
+            machine::edit(status, "deleted")?;
+            after.status = Status::Deleted.as_str().to_owned();
+            after.source_key = None;
+        }
+        Command::Finalize => return finalize(deps, m, now).await,
+        Command::Void => {
+            after.status = machine::void(kind, status, m.amount_paid, m.amount_credited)?
+                .as_str()
+                .to_owned();
+            after.voided_at = Some(now);
+            after.source_key = None;
+        }
+        Command::MarkPaid => {
+            after.status = machine::mark_paid(kind, status)?.as_str().to_owned();
+            after.amount_paid = m.total - m.amount_credited.min(m.total);
+            after.paid_at = Some(now);
+        }
+        Command::MarkUncollectible => {
+            after.status = machine::mark_uncollectible(kind, status)?
+                .as_str()
+                .to_owned();
+        }
+        Command::CreditNote {
+            ask,
+            reason,
+            memo,
+            metadata,
+        } => return credit_note(deps, m, ask, reason, memo, metadata, now).await,
+        Command::RenderPdf => {
+            let pdf = match m.finalized_at {
+                Some(_) => Some(render(deps, m, now).await?),
+                None => None,
+            };
+            return Ok(Done {
+                invoice: m.clone(),
+                credit_note: None,
+                pdf,
+            });
+        }
+    }
+    let mut change = Change::at(now).write(store::cas(m, &mut after));
+    if after.status != m.status && after.status == Status::Void.as_str() {
+        change = change.event(store::event(&after, "merchant_invoice_voided"));
+    }
+    let committed = commit::commit(&deps.db, change).await?;
+    if committed.deliveries > 0 {
+        deps.wake.now();
+    }
+    Ok(Done {
+        invoice: after,
+        credit_note: None,
+        pdf: None,
+    })
+}
+
+fn apply(after: &mut invoice::Model, patch: &Patch) {
+    if let Some(lines) = &patch.lines {
+        after.lines = json(lines);
+    }
+    if let Some(c) = &patch.currency {
+        after.currency = c.clone();
+    }
+    if let Some(c) = &patch.customer_id {
+        after.customer_id = Some(c.clone());
+    }
+    if let Some(b) = &patch.buyer {
+        after.buyer = Some(json(b));
+    }
+    if let Some(memo) = &patch.memo {
+        after.memo = Some(memo.clone());
+    }
+    if let Some(d) = patch.due_date {
+        after.due_date = Some(d.to_string());
+    }
+    if let Some(md) = &patch.metadata {
+        after.metadata = md.clone();
+    }
+}
+
+/// The buyer an invoice bills: the one given, else its customer's name, email and address.
+pub async fn buyer_of(
+    db: &DatabaseConnection,
+    m: &invoice::Model,
+) -> Result<Option<Party>, DbErr> {
+    if let Some(b) = party(m.buyer.as_deref()) {
+        return Ok(Some(b));
+    }
+    let Some(customer_id) = &m.customer_id else {
+        return Ok(None);
+    };
+    let c = crate::customers::store::find_owned(db, customer_id, &m.merchant_id, m.test_mode)
+        .await?
+        .filter(|c| c.redacted_at.is_none());
+    Ok(c.map(|c| {
+        let address: Option<crate::customers::api::Address> = c
+            .address
+            .as_deref()
+            .and_then(|a| serde_json::from_str(a).ok());
+        Party {
+            name: c.name.unwrap_or_default(),
+            email: c.email,
+            country: address.as_ref().and_then(|a| a.country.clone()),
+            address,
+            region: None,
+            tax_id: None,
+        }
+    }))
+}
+
+/// Prices a draft's lines by the tax rules (a payment's lines keep the tax as captured) and
+/// sums them.
+pub async fn price(
+    db: &DatabaseConnection,
+    after: &mut invoice::Model,
+    at: DateTime<Utc>,
+) -> Result<(), InvoiceError> {
+    let mut lines = lines_of(after)?;
+    if after.payment_id.is_none() {
+        let buyer = buyer_of(db, after).await?;
+        let place = Place {
+            country: buyer.as_ref().and_then(|b| b.country.clone()),
+            region: buyer.and_then(|b| b.region),
+        };
+        let rules = settings::rules_for(db, &after.merchant_id, Some(&after.profile_id)).await?;
+        lines = machine::reprice(&lines, &rules, &place, at).ok_or(InvoiceError::Overflow)?;
+    }
+    let t = machine::totals(&lines).ok_or(InvoiceError::Overflow)?;
+    after.lines = json(&lines);
+    (after.subtotal, after.tax, after.total) = (t.subtotal, t.tax, t.total);
+    Ok(())
+}
+
+/// What was paid of an invoice's source: a payment's capture covers it; a paid billing cycle
+/// its amount.
+async fn paid_of(deps: &InvoiceDeps, m: &invoice::Model) -> Result<i64, InvoiceError> {
+    if m.payment_id.is_some() {
+        return Ok(m.total);
+    }
+    if let Some(cycle_id) = &m.cycle_id {
+        let cycle = crate::subscriptions::store::find_cycle(&deps.db, cycle_id).await?;
+        if let Some(c) = cycle.filter(|c| c.status == "paid") {
+            return Ok(c.amount.min(m.total));
+        }
+    }
+    Ok(0)
+}
+
+async fn finalize(
+    deps: &InvoiceDeps,
+    m: &invoice::Model,
+    now: DateTime<Utc>,
+) -> Result<Done, InvoiceError> {
+    machine::edit(status_of(m), "finalized")?;
+    let mut after = m.clone();
+    after.updated_at = now;
+    price(&deps.db, &mut after, now).await?;
+    let paid = paid_of(deps, &after).await?;
+    let status = machine::finalize(status_of(m), after.total, paid)?;
+    let settings = settings::effective(&deps.db, &m.merchant_id, Some(&m.profile_id)).await?;
+    let issued = now.date_naive();
+    let due = match &m.due_date {
+        Some(d) => d.parse::<NaiveDate>().unwrap_or(issued),
+        None => issued
+            .checked_add_days(Days::new(settings.payment_terms_days.max(0) as u64))
+            .unwrap_or(issued),
+    };
+    if due < issued {
+        return Err(Refusal::DueBeforeIssue(due).into());
+    }
+    let seller = match settings.seller.clone() {
+        Some(s) => s,
+        None => merchant_as_seller(deps, &m.merchant_id).await?,
+    };
+    after.buyer = buyer_of(&deps.db, m).await?.map(|b| json(&b));
+    after.seller = Some(json(&seller));
+    after.status = status.as_str().to_owned();
+    after.amount_paid = paid;
+    after.paid_at = (status == Status::Paid).then_some(now);
+    after.due_date = Some(due.to_string());
+    after.locale = Some(settings.locale.clone());
+    after.footer = settings.footer.clone();
+    after.finalized_at = Some(now);
+    let series = settings.number_prefix.clone();
+    let finalized = numbered(deps, m, &series, now, |n| {
+        let mut after = after.clone();
+        after.number = Some(store::number(&series, n));
+        let change = Change::at(now).write(store::cas(m, &mut after));
+        (after, change)
+    })
+    .await?;
+    let pdf = render(deps, &finalized.0, now).await?;
+    Ok(Done {
+        invoice: finalized.0,
+        credit_note: None,
+        pdf: Some(pdf),
+    })
+}
+
+/// The merchant's name stands for the seller until the settings give one.
+async fn merchant_as_seller(deps: &InvoiceDeps, merchant_id: &str) -> Result<Party, DbErr> {
+    let id = crate::ids::MerchantId::parse(merchant_id);
+    let name = match id {
+        Some(id) => crate::accounts::store::find_merchant(&deps.db, &id)
+            .await?
+            .map(|m| m.name),
+        None => None,
+    };
+    Ok(Party {
+        name: name.unwrap_or_default(),
+        ..Party::default()
+    })
+}
+
+/// Commits a change that takes the next number `n` of `series` for a new number bearer
+/// (`build(n)` → the bearer and the change around it), its `merchant_invoice_finalized` event
+/// and its PDF job; on losing the number to another invoice, reads the counter again. A lost
+/// race on the invoice itself is the caller's.
+async fn numbered(
+    deps: &InvoiceDeps,
+    m: &invoice::Model,
+    series: &str,
+    now: DateTime<Utc>,
+    build: impl Fn(i64) -> (invoice::Model, Change),
+) -> Result<(invoice::Model, Change), InvoiceError> {
+    for _ in 0..NUMBER_TRIES {
+        let n = store::next_number(&deps.db, &m.merchant_id, m.test_mode, series).await?;
+        let (bearer, around) = build(n);
+        let mut change = Change::at(now);
+        for w in store::take_number(&m.merchant_id, m.test_mode, series, n) {
+            change = change.write(w);
+        }
+        change = change
+            .and(around.clone())
+            .event(store::event(&bearer, "merchant_invoice_finalized"))
+            .job(store::pdf_job(&bearer.id, now));
+        match commit::commit(&deps.db, change).await {
+            Ok(committed) => {
+                if committed.deliveries > 0 {
+                    deps.wake.now();
+                }
+                return Ok((bearer, around));
+            }
+            Err(CommitError::LostRace) => {
+                // The invoice itself moved: that is a lost race for the caller to decide on.
+                let fresh = store::find(&deps.db, &m.id).await?;
+                if fresh.is_none_or(|f| f.version != m.version) {
+                    return Err(InvoiceError::LostRace);
+                }
+                let pause = rand::random_range(0..4u64);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(InvoiceError::LostRace)
+}
+
+async fn credit_note(
+    deps: &InvoiceDeps,
+    m: &invoice::Model,
+    ask: &CreditAsk,
+    reason: &str,
+    memo: &Option<String>,
+    metadata: &str,
+    now: DateTime<Utc>,
+) -> Result<Done, InvoiceError> {
+    let lines = lines_of(m)?;
+    let plan = machine::credit(kind_of(m), status_of(m), &lines, ask)?;
+    let settings = settings::effective(&deps.db, &m.merchant_id, Some(&m.profile_id)).await?;
+    let mut original = m.clone();
+    original.updated_at = now;
+    original.lines = json(&plan.invoice_lines);
+    original.amount_credited = m.amount_credited + plan.totals.total;
+    if status_of(m) == Status::Open
+        && machine::amount_due(m.total, m.amount_paid, original.amount_credited) == 0
+    {
+        original.status = Status::Paid.as_str().to_owned();
+        original.paid_at = Some(now);
+    }
+    let note = invoice::Model {
+        id: new_id("inv"),
+        merchant_id: m.merchant_id.clone(),
+        profile_id: m.profile_id.clone(),
+        test_mode: m.test_mode,
+        kind: Kind::CreditNote.as_str().to_owned(),
+        status: Status::Issued.as_str().to_owned(),
+        number: None,
+        currency: m.currency.clone(),
+        customer_id: m.customer_id.clone(),
+        payment_id: m.payment_id.clone(),
+        subscription_id: m.subscription_id.clone(),
+        cycle_id: m.cycle_id.clone(),
+        original_invoice_id: Some(m.id.clone()),
+        source_key: None,
+        buyer: m.buyer.clone(),
+        seller: m.seller.clone(),
+        lines: json(&plan.credit_lines),
+        subtotal: plan.totals.subtotal,
+        tax: plan.totals.tax,
+        total: plan.totals.total,
+        amount_paid: 0,
+        amount_credited: 0,
+        memo: memo.clone(),
+        footer: m.footer.clone(),
+        reason: Some(reason.to_owned()),
+        locale: m.locale.clone(),
+        due_date: None,
+        metadata: metadata.to_owned(),
+        finalized_at: Some(now),
+        paid_at: None,
+        voided_at: None,
+        created_at: now,
+        updated_at: now,
+        version: 0,
+    };
+    let series = settings.credit_note_prefix.clone();
+    let (issued, _) = numbered(deps, m, &series, now, |n| {
+        let mut note = note.clone();
+        note.number = Some(store::number(&series, n));
+        let mut original = original.clone();
+        let change = Change::at(now)
+            .write(store::cas(m, &mut original))
+            .write(commit::insert(note.clone()));
+        (note, change)
+    })
+    .await?;
+    let mut original = original;
+    original.version = m.version + 1;
+    let pdf = render(deps, &issued, now).await?;
+    Ok(Done {
+        invoice: original,
+        credit_note: Some(issued),
+        pdf: Some(pdf),
+    })
+}
+
+/// The PDF of a finalized invoice or credit note: the one kept, else rendered (off the
+/// actor's thread) and kept.
+async fn render(
+    deps: &InvoiceDeps,
+    m: &invoice::Model,
+    now: DateTime<Utc>,
+) -> Result<invoice_pdf::Model, InvoiceError> {
+    if let Some(kept) = store::pdf(&deps.db, &m.id).await? {
+        return Ok(kept);
+    }
+    let original = match &m.original_invoice_id {
+        Some(id) => store::find(&deps.db, id).await?.and_then(|o| o.number),
+        None => None,
+    };
+    let doc = api::document(m, original);
+    let bytes = tokio::task::spawn_blocking(move || pdf::render(&doc))
+        .await
+        .map_err(|e| InvoiceError::Render(e.to_string()))?
+        .map_err(InvoiceError::Render)?;
+    Ok(store::keep_pdf(&deps.db, &m.id, bytes, now).await?)
+}

@@ -1,0 +1,294 @@
+//! A new draft invoice: from a captured payment (its lines, with the tax as captured), from a
+//! subscription's billing cycle, or from lines given. One invoice per payment and per cycle
+//! while it stands (a voided or deleted one frees its source).
+
+use payd_entity::invoice;
+use sea_orm::DatabaseConnection;
+
+use super::{
+    actor,
+    api::{self, CreateInvoiceRequest},
+    machine::{self, Kind, Line, Status},
+    store::{self, CommitError},
+};
+use crate::{
+    auth::Caller,
+    error::ApiError,
+    fields::{check_metadata, check_text, parse_currency},
+    ids::new_id,
+};
+
+/// What a draft is made from.
+struct Source {
+    currency: String,
+    customer_id: Option<String>,
+    payment_id: Option<String>,
+    subscription_id: Option<String>,
+    cycle_id: Option<String>,
+    key: Option<String>,
+    lines: Vec<Line>,
+}
+
+pub async fn create(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    req: CreateInvoiceRequest,
+    max_amount: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<invoice::Model, ApiError> {
+    let shop = caller.require_shop()?.to_string();
+    let source = source(db, caller, &req, max_amount).await?;
+    let customer_id = match req.customer_id.as_ref().or(source.customer_id.as_ref()) {
+        Some(c) => Some(check_customer(db, caller, c).await?),
+        None => None,
+    };
+    let buyer = req.buyer.map(|b| b.checked("buyer")).transpose()?;
+    let memo = check_text("memo", req.memo.as_ref(), 1_000)?;
+    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
+    let mut draft = invoice::Model {
+        id: new_id("inv"),
+        merchant_id: caller.merchant_id.to_string(),
+        profile_id: shop,
+        test_mode: caller.test_mode(),
+        kind: Kind::Invoice.as_str().to_owned(),
+        status: Status::Draft.as_str().to_owned(),
+        number: None,
+        currency: source.currency,
+        customer_id,
+        payment_id: source.payment_id,
+        subscription_id: source.subscription_id,
+        cycle_id: source.cycle_id,
+        original_invoice_id: None,
+        source_key: source.key,
+        buyer: buyer.map(|b| serde_json::to_string(&b).unwrap_or_default()),
+        seller: None,
+        lines: serde_json::to_string(&source.lines).unwrap_or_default(),
+        subtotal: 0,
+        tax: 0,
+        total: 0,
+        amount_paid: 0,
+        amount_credited: 0,
+        memo,
+        footer: None,
+        reason: None,
+        locale: None,
+        due_date: req.due_date.map(|d| d.to_string()),
+        metadata,
+        finalized_at: None,
+        paid_at: None,
+        voided_at: None,
+        created_at: now,
+        updated_at: now,
+        version: 0,
+    };
+    actor::price(db, &mut draft, now).await?;
+    match store::insert(db, &draft).await {
+        Err(CommitError::Db(e))
+            if matches!(
+                e.sql_err(),
+                Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
+            ) =>
+        {
+            let param = match draft.payment_id {
+                Some(_) => "payment_id",
+                None => "cycle_id",
+            };
+            Err(ApiError::conflict(
+                "invoice_exists",
+                "an invoice of this source stands already (void or delete it first)",
+            )
+            .param(param))
+        }
+        other => {
+            other?;
+            Ok(draft)
+        }
+    }
+}
+
+/// A customer of the caller's merchant and mode.
+pub async fn check_customer(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    id: &str,
+) -> Result<String, ApiError> {
+    crate::customers::store::find_owned(db, id, caller.merchant_id.as_str(), caller.test_mode())
+        .await?
+        .map(|c| c.id)
+        .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))
+}
+
+async fn source(
+    db: &DatabaseConnection,
+    caller: &Caller,
+    req: &CreateInvoiceRequest,
+    max_amount: i64,
+) -> Result<Source, ApiError> {
+    let scope = caller.scope();
+    let given = [
+        req.payment_id.is_some(),
+        req.subscription_id.is_some() || req.cycle_id.is_some(),
+        req.lines.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() != 1 {
+        return Err(ApiError::invalid_param(
+            "payment_id",
+            "send one of payment_id, subscription_id with cycle_id, or lines",
+        ));
+    }
+    if req.lines.is_none() && req.currency.is_some() {
+        return Err(ApiError::invalid_param(
+            "currency",
+            "currency goes with lines; a payment or a cycle has its own",
+        ));
+    }
+    if let Some(payment_id) = &req.payment_id {
+        let p = crate::payments::store::find_owned(db, payment_id, &scope)
+            .await?
+            .ok_or_else(|| ApiError::not_found("payment").param("payment_id"))?;
+        if p.amount_captured <= 0 || p.amount_captured != p.amount {
+            return Err(ApiError::conflict(
+                "payment_not_captured",
+                format!(
+                    "the payment is {}: only a payment captured in full can be invoiced",
+                    p.status
+                ),
+            )
+            .param("payment_id"));
+        }
+        let lines = crate::payments::api::lines_of(&p)?;
+        let lines = match lines.is_empty() {
+            true => vec![one_line(
+                p.description
+                    .clone()
+                    .unwrap_or_else(|| format!("Payment {}", p.id)),
+                p.amount_captured,
+            )],
+            false => lines
+                .into_iter()
+                .map(|l| {
+                    let net = l.amount - l.tax_amount;
+                    Line {
+                        line_id: l.line_id,
+                        name: l.name,
+                        quantity: l.quantity,
+                        unit_amount: l.unit_amount,
+                        product_id: l.product_id,
+                        price_id: l.price_id,
+                        tax_category: None,
+                        tax_rule_id: None,
+                        tax_rate_bps: machine::implied_rate(net, l.tax_amount),
+                        tax_inclusive: false,
+                        tax_amount: l.tax_amount,
+                        amount: net,
+                        total: l.amount,
+                        amount_credited: 0,
+                        quantity_credited: 0,
+                        tax_credited: 0,
+                    }
+                })
+                .collect(),
+        };
+        return Ok(Source {
+            currency: p.currency.clone(),
+            customer_id: p.customer_id.clone(),
+            payment_id: Some(p.id.clone()),
+            subscription_id: None,
+            cycle_id: None,
+            key: Some(format!("payment:{}", p.id)),
+            lines,
+        });
+    }
+    if req.subscription_id.is_some() || req.cycle_id.is_some() {
+        let (Some(sub_id), Some(cycle_id)) = (&req.subscription_id, &req.cycle_id) else {
+            let param = match req.subscription_id {
+                Some(_) => "cycle_id",
+                None => "subscription_id",
+            };
+            return Err(ApiError::invalid_param(
+                param,
+                "a billing cycle is named by subscription_id and cycle_id",
+            ));
+        };
+        let s = crate::subscriptions::store::find_owned(db, sub_id, &scope)
+            .await?
+            .ok_or_else(|| ApiError::not_found("subscription").param("subscription_id"))?;
+        let c = crate::subscriptions::store::find_cycle(db, cycle_id)
+            .await?
+            .filter(|c| c.subscription_id == s.id)
+            .ok_or_else(|| ApiError::not_found("cycle").param("cycle_id"))?;
+        let paid: Vec<crate::payments::machine::Line> =
+            serde_json::from_str(&c.lines).unwrap_or_default();
+        let lines = match paid.is_empty() {
+            true => vec![one_line(
+                format!(
+                    "Subscription {}, {} to {}",
+                    s.id,
+                    c.period_start.date_naive(),
+                    c.period_end.date_naive()
+                ),
+                c.amount,
+            )],
+            false => paid
+                .into_iter()
+                .map(|l| {
+                    let mut line = one_line(l.name, l.unit_amount);
+                    line.line_id = l.line_id;
+                    line.quantity = l.quantity;
+                    line.product_id = l.product_id;
+                    line.price_id = l.price_id;
+                    line
+                })
+                .collect(),
+        };
+        return Ok(Source {
+            currency: c.currency.clone(),
+            customer_id: Some(s.customer_id.clone()),
+            payment_id: None,
+            subscription_id: Some(s.id.clone()),
+            cycle_id: Some(c.id.clone()),
+            key: Some(format!("cycle:{}", c.id)),
+            lines,
+        });
+    }
+    let currency = match &req.currency {
+        Some(c) => parse_currency("currency", c)?,
+        None => {
+            return Err(ApiError::invalid_param(
+                "currency",
+                "an invoice of lines needs a currency",
+            ))
+        }
+    };
+    Ok(Source {
+        currency,
+        customer_id: None,
+        payment_id: None,
+        subscription_id: None,
+        cycle_id: None,
+        key: None,
+        lines: api::lines_from(req.lines.as_deref().unwrap_or_default(), max_amount)?,
+    })
+}
+
+/// One unpriced line of `amount`.
+fn one_line(name: String, amount: i64) -> Line {
+    Line {
+        line_id: "line_1".into(),
+        name,
+        quantity: 1,
+        unit_amount: amount,
+        product_id: None,
+        price_id: None,
+        tax_category: None,
+        tax_rule_id: None,
+        tax_rate_bps: 0,
+        tax_inclusive: false,
+        tax_amount: 0,
+        amount,
+        total: amount,
+        amount_credited: 0,
+        quantity_credited: 0,
+        tax_credited: 0,
+    }
+}

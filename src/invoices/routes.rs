@@ -1,0 +1,660 @@
+//! Handlers of the invoice routes and of the buyer's share-link page. Changes go through the
+//! invoice's actor; reads go to the store.
+
+use actix_web::{web, HttpResponse};
+use base64::Engine as _;
+use chrono::Duration;
+use payd_entity::{invoice, invoice_pdf, invoice_share_link};
+
+use super::{
+    actor::{Command, Done, Exec, InvoiceError, Invoices, Patch},
+    api::{
+        self, CreateInvoiceRequest, CreditNoteRequest, Invoice, ListInvoicesQuery, ShareLink,
+        ShareLinkRequest, UpdateInvoiceRequest,
+    },
+    create,
+    machine::{CreditAsk, Kind, LineAsk, Refusal, Status},
+    pdf, store,
+};
+use crate::{
+    auth::{Caller, SecretKey},
+    clock::{self, Timeline},
+    error::ApiError,
+    fields::{check_metadata, check_text, parse_currency},
+    http::{esc, html, ApiJson, ApiQuery},
+    ids::{has_shape, new_id},
+    pagination::{List, Page},
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/invoices")
+            .route(web::post().to(create_invoice))
+            .route(web::get().to(list_invoices)),
+    )
+    .service(
+        web::resource("/invoices/{invoice_id}")
+            .route(web::get().to(retrieve_invoice))
+            .route(web::patch().to(update_invoice))
+            .route(web::delete().to(delete_invoice)),
+    )
+    .service(web::resource("/invoices/{invoice_id}/finalize").route(web::post().to(finalize)))
+    .service(web::resource("/invoices/{invoice_id}/void").route(web::post().to(void_invoice)))
+    .service(web::resource("/invoices/{invoice_id}/mark-paid").route(web::post().to(mark_paid)))
+    .service(
+        web::resource("/invoices/{invoice_id}/mark-uncollectible")
+            .route(web::post().to(mark_uncollectible)),
+    )
+    .service(
+        web::resource("/invoices/{invoice_id}/credit-note").route(web::post().to(credit_note)),
+    )
+    .service(web::resource("/invoices/{invoice_id}/pdf").route(web::get().to(download_pdf)))
+    .service(
+        web::resource("/invoices/{invoice_id}/share-link").route(web::post().to(create_share_link)),
+    )
+    .service(
+        web::resource("/invoices/{invoice_id}/share-link/{link_id}")
+            .route(web::delete().to(revoke_share_link)),
+    )
+    .service(web::resource("/invoice-links/{token}").route(web::get().to(shared_page)))
+    .service(web::resource("/invoice-links/{token}/pdf").route(web::get().to(shared_pdf)));
+}
+
+impl From<InvoiceError> for ApiError {
+    #[track_caller]
+    fn from(e: InvoiceError) -> Self {
+        match e {
+            InvoiceError::NotFound => ApiError::not_found("invoice").param("invoice_id"),
+            InvoiceError::Refused(r) => refusal(r),
+            InvoiceError::Overflow => ApiError::invalid_param("lines", e.to_string()),
+            InvoiceError::LostRace => ApiError::concurrent_update("invoice"),
+            InvoiceError::Render(cause) => ApiError::internal(cause),
+            InvoiceError::Db(e) => e.into(),
+        }
+    }
+}
+
+fn refusal(r: Refusal) -> ApiError {
+    let message = r.to_string();
+    match r {
+        Refusal::InvalidState { .. } | Refusal::CreditNote(_) => {
+            ApiError::conflict("invalid_state", message)
+        }
+        Refusal::Paid(_) => ApiError::conflict("invoice_paid", message),
+        Refusal::Credited => ApiError::conflict("invoice_credited", message),
+        Refusal::NoLine(_) => ApiError::invalid("unknown_line", message).param("lines"),
+        Refusal::LineExceeded { .. } | Refusal::QuantityExceeded { .. } => {
+            ApiError::invalid("credit_exceeds_line", message).param("lines")
+        }
+        Refusal::TotalExceeded(_) => {
+            ApiError::invalid("credit_exceeds_total", message).param("amount")
+        }
+        Refusal::Nothing => ApiError::invalid("nothing_to_credit", message).param("lines"),
+        Refusal::DueBeforeIssue(_) => {
+            ApiError::invalid("due_date_passed", message).param("due_date")
+        }
+    }
+}
+
+fn missing() -> ApiError {
+    ApiError::not_found("invoice").param("invoice_id")
+}
+
+/// Runs a command through the invoice's actor, as this caller.
+async fn run(
+    invoices: &Invoices,
+    caller: &Caller,
+    id: &str,
+    command: Command,
+) -> Result<Done, ApiError> {
+    if !has_shape(id, "inv") {
+        return Err(missing());
+    }
+    let exec = Exec {
+        scope: Some(caller.scope()),
+        command,
+        timeline: clock::current(),
+    };
+    Ok(invoices.send(id, exec).await??)
+}
+
+async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<invoice::Model, ApiError> {
+    if !has_shape(id, "inv") {
+        return Err(missing());
+    }
+    store::find_owned(&state.db, id, &caller.scope())
+        .await?
+        .ok_or_else(missing)
+}
+
+fn ok(m: &invoice::Model) -> HttpResponse {
+    HttpResponse::Ok().json(Invoice::render(m))
+}
+
+/// Create a draft invoice from a captured payment (its lines, tax as captured), from a
+/// subscription's billing cycle, or from lines (priced by the tax rules). One invoice per
+/// payment and per cycle while it stands.
+#[utoipa::path(post, path = "/invoices", tag = "invoices", request_body = CreateInvoiceRequest,
+    responses((status = 201, body = Invoice), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_invoice(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<CreateInvoiceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let now = state.clock.now();
+    let max = state.settings.limits.max_amount;
+    let m = create::create(&state.db, &caller, req, max, now).await?;
+    Ok(HttpResponse::Created().json(Invoice::render(&m)))
+}
+
+/// List invoices and credit notes, newest first.
+#[utoipa::path(get, path = "/invoices", tag = "invoices", params(ListInvoicesQuery),
+    responses((status = 200, body = List<Invoice>), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_invoices(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<ListInvoicesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&q.page_query(), "inv")?;
+    if let Some(k) = q.kind.as_deref().filter(|k| Kind::parse(k).is_none()) {
+        return Err(ApiError::invalid_param("kind", format!("unknown kind {k:?}")));
+    }
+    let shown = |s: &str| Status::parse(s).is_some_and(|s| s != Status::Deleted);
+    if let Some(s) = q.status.as_deref().filter(|s| !shown(s)) {
+        return Err(ApiError::invalid_param(
+            "status",
+            format!("unknown status {s:?}"),
+        ));
+    }
+    let shop = caller.scope().list_shop(q.profile_id.as_deref())?;
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        shop.as_deref(),
+        &q,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|m| Invoice::render(&m))))
+}
+
+/// Retrieve an invoice or a credit note.
+#[utoipa::path(get, path = "/invoices/{invoice_id}", tag = "invoices",
+    params(("invoice_id" = String, Path)),
+    responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_invoice(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(ok(&owned(&state, &caller, &id).await?))
+}
+
+/// Edit a draft (else 409). Lines only on a draft made from lines.
+#[utoipa::path(patch, path = "/invoices/{invoice_id}", tag = "invoices",
+    params(("invoice_id" = String, Path)), request_body = UpdateInvoiceRequest,
+    responses((status = 200, body = Invoice), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn update_invoice(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<UpdateInvoiceRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let m = owned(&state, &caller, &id).await?;
+    let from_lines = m.payment_id.is_none() && m.cycle_id.is_none();
+    if !from_lines && (req.lines.is_some() || req.currency.is_some()) {
+        let param = if req.lines.is_some() { "lines" } else { "currency" };
+        return Err(ApiError::invalid_param(
+            param,
+            "an invoice made from a payment or a billing cycle keeps its lines and currency",
+        ));
+    }
+    let max = state.settings.limits.max_amount;
+    let patch = Patch {
+        lines: req
+            .lines
+            .as_deref()
+            .map(|l| api::lines_from(l, max))
+            .transpose()?,
+        currency: req
+            .currency
+            .as_deref()
+            .map(|c| parse_currency("currency", c))
+            .transpose()?,
+        customer_id: match &req.customer_id {
+            Some(c) => Some(create::check_customer(&state.db, &caller, c).await?),
+            None => None,
+        },
+        buyer: req.buyer.map(|b| b.checked("buyer")).transpose()?,
+        memo: check_text("memo", req.memo.as_ref(), 1_000)?,
+        due_date: req.due_date,
+        metadata: check_metadata(req.metadata.as_ref())?,
+    };
+    let done = run(&invoices, &caller, &id, Command::Update(patch)).await?;
+    Ok(ok(&done.invoice))
+}
+
+/// Delete a draft (else 409).
+#[utoipa::path(delete, path = "/invoices/{invoice_id}", tag = "invoices",
+    params(("invoice_id" = String, Path)),
+    responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn delete_invoice(
+    SecretKey(caller): SecretKey,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let done = run(&invoices, &caller, &id, Command::Delete).await?;
+    Ok(ok(&done.invoice))
+}
+
+/// Finalize a draft: the next number of the shop's series, taxes, seller and buyer frozen,
+/// the PDF rendered once; `paid` when made from a captured payment or a paid cycle, else
+/// `open`. Emits `merchant_invoice_finalized`.
+#[utoipa::path(post, path = "/invoices/{invoice_id}/finalize", tag = "invoices",
+    params(("invoice_id" = String, Path)),
+    responses((status = 200, body = Invoice), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn finalize(
+    SecretKey(caller): SecretKey,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let done = run(&invoices, &caller, &id, Command::Finalize).await?;
+    Ok(ok(&done.invoice))
+}
+
+/// Void an open or uncollectible invoice with nothing paid and no credit note. Emits
+/// `merchant_invoice_voided`.
+#[utoipa::path(post, path = "/invoices/{invoice_id}/void", tag = "invoices",
+    params(("invoice_id" = String, Path)),
+    responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn void_invoice(
+    SecretKey(caller): SecretKey,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let done = run(&invoices, &caller, &id, Command::Void).await?;
+    Ok(ok(&done.invoice))
+}
+
+/// Record an open or uncollectible invoice as paid outside payd.
+#[utoipa::path(post, path = "/invoices/{invoice_id}/mark-paid", tag = "invoices",
+    params(("invoice_id" = String, Path)),
+    responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn mark_paid(
+    SecretKey(caller): SecretKey,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let done = run(&invoices, &caller, &id, Command::MarkPaid).await?;
+    Ok(ok(&done.invoice))
+}
+
+/// Write an open invoice off as uncollectible (it can still be marked paid or voided).
+#[utoipa::path(post, path = "/invoices/{invoice_id}/mark-uncollectible", tag = "invoices",
+    params(("invoice_id" = String, Path)),
+    responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn mark_uncollectible(
+    SecretKey(caller): SecretKey,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let done = run(&invoices, &caller, &id, Command::MarkUncollectible).await?;
+    Ok(ok(&done.invoice))
+}
+
+/// Issue a credit note against an open or paid invoice: by lines (units or an amount each, at
+/// most what is left of the line) or by an amount spread over the lines; in all at most what
+/// is left of the invoice's total. Numbered in the credit notes' own series; emits
+/// `merchant_invoice_finalized` with `kind: credit_note`. Answers the credit note.
+#[utoipa::path(post, path = "/invoices/{invoice_id}/credit-note", tag = "invoices",
+    params(("invoice_id" = String, Path)), request_body = CreditNoteRequest,
+    responses((status = 201, body = Invoice), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn credit_note(
+    SecretKey(caller): SecretKey,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<CreditNoteRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let reason = req.reason.trim().to_owned();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(ApiError::invalid_param(
+            "reason",
+            "reason must be 1 to 500 characters",
+        ));
+    }
+    let ask = match (req.lines, req.amount) {
+        (Some(lines), None) => {
+            if lines.is_empty() || lines.len() > 100 {
+                return Err(ApiError::invalid_param("lines", "send 1 to 100 lines"));
+            }
+            for (i, l) in lines.iter().enumerate() {
+                if l.quantity.is_some() && l.amount.is_some() {
+                    return Err(ApiError::invalid_param(
+                        &format!("lines[{i}].amount"),
+                        "send quantity or amount, not both",
+                    ));
+                }
+                if l.quantity.is_some_and(|q| q < 1) {
+                    return Err(ApiError::invalid_param(
+                        &format!("lines[{i}].quantity"),
+                        "quantity must be at least 1",
+                    ));
+                }
+                if l.amount.is_some_and(|a| a < 1) {
+                    return Err(ApiError::invalid_param(
+                        &format!("lines[{i}].amount"),
+                        "the amount must be greater than 0",
+                    ));
+                }
+            }
+            CreditAsk::Lines(
+                lines
+                    .into_iter()
+                    .map(|l| LineAsk {
+                        line_id: l.line_id,
+                        quantity: l.quantity,
+                        amount: l.amount,
+                    })
+                    .collect(),
+            )
+        }
+        (None, Some(amount)) if amount > 0 => CreditAsk::Amount(amount),
+        (None, Some(_)) => {
+            return Err(ApiError::invalid_param(
+                "amount",
+                "the amount must be greater than 0",
+            ))
+        }
+        _ => {
+            return Err(ApiError::invalid_param(
+                "lines",
+                "send lines or an amount (one of them)",
+            ))
+        }
+    };
+    let command = Command::CreditNote {
+        ask,
+        reason,
+        memo: check_text("memo", req.memo.as_ref(), 1_000)?,
+        metadata: check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+    };
+    let done = run(&invoices, &caller, &id, command).await?;
+    let note = done.credit_note.ok_or_else(missing)?;
+    Ok(HttpResponse::Created().json(Invoice::render(&note)))
+}
+
+fn pdf_response(m: &invoice::Model, kept: &invoice_pdf::Model) -> HttpResponse {
+    let name = m.number.clone().unwrap_or_else(|| m.id.clone());
+    HttpResponse::Ok()
+        .content_type("application/pdf")
+        .insert_header((
+            "content-disposition",
+            format!("inline; filename=\"{name}.pdf\""),
+        ))
+        .insert_header(("etag", format!("\"{}\"", kept.sha256)))
+        .insert_header(("x-pdf-sha256", kept.sha256.clone()))
+        .insert_header(("cache-control", "private, max-age=0, must-revalidate"))
+        .body(kept.bytes.clone())
+}
+
+/// The kept PDF of a finalized invoice, rendering it first if a crash lost the render.
+async fn kept_pdf(
+    state: &AppState,
+    invoices: &Invoices,
+    m: &invoice::Model,
+    scope: Option<crate::auth::keys::Scope>,
+) -> Result<invoice_pdf::Model, ApiError> {
+    if m.finalized_at.is_none() {
+        return Err(ApiError::conflict(
+            "invoice_draft",
+            "a draft has no PDF: finalize it first",
+        ));
+    }
+    if let Some(kept) = store::pdf(&state.db, &m.id).await? {
+        return Ok(kept);
+    }
+    let exec = Exec {
+        scope,
+        command: Command::RenderPdf,
+        timeline: clock::current(),
+    };
+    invoices
+        .send(&m.id, exec)
+        .await??
+        .pdf
+        .ok_or_else(|| ApiError::internal("the PDF was not rendered"))
+}
+
+/// Download the PDF: rendered once at finalize; every download is the same bytes (`etag` and
+/// `x-pdf-sha256` carry their SHA-256).
+#[utoipa::path(get, path = "/invoices/{invoice_id}/pdf", tag = "invoices",
+    params(("invoice_id" = String, Path)),
+    responses((status = 200, content_type = "application/pdf", body = Vec<u8>),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn download_pdf(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    invoices: web::Data<Invoices>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = owned(&state, &caller, &id).await?;
+    let kept = kept_pdf(&state, &invoices, &m, Some(caller.scope())).await?;
+    Ok(pdf_response(&m, &kept))
+}
+
+/// Create a link for the buyer: a page with the invoice and its PDF, without an API key,
+/// until it expires or is revoked. Drafts cannot be shared (409).
+#[utoipa::path(post, path = "/invoices/{invoice_id}/share-link", tag = "invoices",
+    params(("invoice_id" = String, Path)), request_body = ShareLinkRequest,
+    responses((status = 201, body = ShareLink), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_share_link(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<ShareLinkRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let days = req.expires_in_days.unwrap_or(30);
+    if !(1..=365).contains(&days) {
+        return Err(ApiError::invalid_param(
+            "expires_in_days",
+            "expires_in_days is 1 to 365",
+        ));
+    }
+    let m = owned(&state, &caller, &id).await?;
+    if m.finalized_at.is_none() {
+        return Err(ApiError::conflict(
+            "invoice_draft",
+            "a draft cannot be shared: finalize it first",
+        ));
+    }
+    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(rand::random::<[u8; 32]>());
+    let now = state.clock.now();
+    let link = invoice_share_link::Model {
+        id: new_id("shl"),
+        invoice_id: m.id.clone(),
+        token_hash: store::token_hash(&token),
+        expires_at: now + Duration::days(days),
+        revoked_at: None,
+        created_at: now,
+    };
+    store::insert_link(&state.db, &link).await?;
+    let url = format!("{}/invoice-links/{token}", state.public_url);
+    Ok(HttpResponse::Created().json(shown_link(&link, url)))
+}
+
+fn shown_link(link: &invoice_share_link::Model, url: String) -> ShareLink {
+    ShareLink {
+        link_id: link.id.clone(),
+        invoice_id: link.invoice_id.clone(),
+        url,
+        expires_at: link.expires_at,
+        revoked_at: link.revoked_at,
+    }
+}
+
+/// Revoke a share link: its page answers 404 from now on.
+#[utoipa::path(delete, path = "/invoices/{invoice_id}/share-link/{link_id}", tag = "invoices",
+    params(("invoice_id" = String, Path), ("link_id" = String, Path)),
+    responses((status = 200, body = ShareLink), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn revoke_share_link(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, link_id) = path.into_inner();
+    let m = owned(&state, &caller, &id).await?;
+    let link = store::find_link(&state.db, &m.id, &link_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("share link").param("link_id"))?;
+    store::revoke_link(&state.db, &link, state.clock.now()).await?;
+    let link = store::find_link(&state.db, &m.id, &link_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("share link").param("link_id"))?;
+    Ok(HttpResponse::Ok().json(shown_link(&link, String::new())))
+}
+
+/// The invoice a live link shows; an unknown, expired or revoked link is 404. A sandbox
+/// link expires on its merchant's test clock.
+async fn shared(state: &AppState, token: &str) -> Result<invoice::Model, ApiError> {
+    let gone = || ApiError::not_found("share link");
+    if token.len() > 100 {
+        return Err(gone());
+    }
+    let link = store::live_link(&state.db, token, state.clock.base())
+        .await?
+        .ok_or_else(gone)?;
+    let m = store::find(&state.db, &link.invoice_id)
+        .await?
+        .filter(|m| m.status != Status::Deleted.as_str())
+        .ok_or_else(gone)?;
+    let timeline = crate::accounts::store::timeline_for(
+        &state.db,
+        &Timeline::default(),
+        &m.merchant_id,
+        m.test_mode,
+    )
+    .await;
+    let now = clock::scoped(timeline, async { state.clock.now() }).await;
+    match now < link.expires_at {
+        true => Ok(m),
+        false => Err(gone()),
+    }
+}
+
+/// The buyer's page of a shared invoice.
+#[utoipa::path(get, path = "/invoice-links/{token}", tag = "checkout",
+    params(("token" = String, Path)),
+    responses((status = 200, content_type = "text/html", body = String),
+        (status = 404, body = crate::error::ErrorBody)))]
+pub async fn shared_page(
+    state: web::Data<AppState>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = shared(&state, &token).await?;
+    Ok(html(page(&m, &token)))
+}
+
+/// The PDF of a shared invoice.
+#[utoipa::path(get, path = "/invoice-links/{token}/pdf", tag = "checkout",
+    params(("token" = String, Path)),
+    responses((status = 200, content_type = "application/pdf", body = Vec<u8>),
+        (status = 404, body = crate::error::ErrorBody)))]
+pub async fn shared_pdf(
+    state: web::Data<AppState>,
+    invoices: web::Data<Invoices>,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let m = shared(&state, &token).await?;
+    let kept = kept_pdf(&state, &invoices, &m, None).await?;
+    Ok(pdf_response(&m, &kept))
+}
+
+fn page(m: &invoice::Model, token: &str) -> String {
+    let shown = Invoice::render(m);
+    let locale = shown.locale.clone().unwrap_or_else(|| "en".into());
+    let money = |v: i64| esc(&pdf::money(v, &shown.currency, &locale));
+    let title = match shown.kind.as_str() {
+        "credit_note" => "Credit note",
+        _ => "Invoice",
+    };
+    let number = esc(shown.number.as_deref().unwrap_or_default());
+    let party = |p: &Option<api::Party>| {
+        p.as_ref().map_or_else(String::new, |p| {
+            std::iter::once(p.name.clone())
+                .chain(p.address_lines())
+                .chain(p.email.clone())
+                .chain(p.tax_id.as_ref().map(|t| format!("Tax ID: {t}")))
+                .map(|l| esc(&l))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        })
+    };
+    let rows: String = shown
+        .lines
+        .iter()
+        .map(|l| {
+            format!(
+                "<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td>\
+                 <td class=n>{}</td></tr>",
+                esc(&l.name),
+                l.quantity,
+                money(l.unit_amount),
+                esc(&pdf::percent(l.tax_rate_bps, &locale)),
+                money(l.amount)
+            )
+        })
+        .collect();
+    let due = shown
+        .due_date
+        .as_deref()
+        .map_or_else(String::new, |d| format!("<p>Due {}</p>", esc(d)));
+    format!(
+        "<!doctype html><html><head><meta charset=utf-8>\
+         <meta name=viewport content=\"width=device-width\"><title>{title} {number}</title>\
+         <style>body{{font-family:sans-serif;max-width:760px;margin:2em auto;padding:0 1em}}\
+         table{{width:100%;border-collapse:collapse}}td,th{{padding:.3em;border-bottom:1px solid #ddd;text-align:left}}\
+         .n{{text-align:right}}.parties{{display:flex;gap:3em}}</style></head><body>\
+         <h1>{title} {number}</h1><p>Status: {status}</p>{due}\
+         <div class=parties><div><h3>From</h3>{seller}</div><div><h3>Bill to</h3>{buyer}</div></div>\
+         <table><tr><th>Description</th><th class=n>Qty</th><th class=n>Unit price</th>\
+         <th class=n>Tax</th><th class=n>Amount</th></tr>{rows}</table>\
+         <p class=n>Subtotal {subtotal}<br>Tax {tax}<br><b>Total {total}</b><br>\
+         Amount paid {paid}<br>Amount due {due_amount}</p>\
+         <p><a href=\"/invoice-links/{token}/pdf\">Download the PDF</a></p></body></html>",
+        status = esc(&shown.status),
+        seller = party(&shown.seller),
+        buyer = party(&shown.buyer),
+        subtotal = money(shown.subtotal),
+        tax = money(shown.tax),
+        total = money(shown.total),
+        paid = money(shown.amount_paid),
+        due_amount = money(shown.amount_due),
+        token = esc(token),
+    )
+}

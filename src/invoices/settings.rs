@@ -1,0 +1,176 @@
+//! Persistence of invoice settings and tax rules: a merchant's (kept under the empty shop id)
+//! and each shop's. A put replaces the whole settings or the whole rule set in one commit;
+//! concurrent puts of one owner are serialized on the owner's settings row.
+
+use chrono::{DateTime, Utc};
+use payd_entity::{invoice_setting, tax_rule};
+use sea_orm::{
+    sea_query::OnConflict, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
+};
+
+use super::{
+    api::{Effective, SettingsInput},
+    tax::{Owner, Rule},
+};
+use crate::commit::{self, Change, CommitError, Write};
+
+/// The shop id the merchant's own settings and rules are kept under.
+pub const MERCHANT: &str = "";
+
+/// Stored settings of a merchant (`profile_id` = [`MERCHANT`]) or a shop; all unset when none
+/// are stored.
+pub async fn stored(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    profile_id: &str,
+) -> Result<SettingsInput, DbErr> {
+    Ok(
+        invoice_setting::Entity::find_by_id((merchant_id.to_owned(), profile_id.to_owned()))
+            .one(db)
+            .await?
+            .map(|m| SettingsInput::of(&m))
+            .unwrap_or_default(),
+    )
+}
+
+/// The settings that apply to a shop: its own over the merchant's over the defaults.
+pub async fn effective(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    profile_id: Option<&str>,
+) -> Result<Effective, DbErr> {
+    let merchant = stored(db, merchant_id, MERCHANT).await?;
+    let settings = match profile_id {
+        Some(p) => stored(db, merchant_id, p).await?.over(merchant),
+        None => merchant,
+    };
+    Ok(Effective::of(settings))
+}
+
+/// The upsert of an owner's settings row: every field when `fields` is given, else only its
+/// time (which takes the row's lock for the rest of the commit).
+fn upsert(
+    merchant_id: &str,
+    profile_id: &str,
+    fields: Option<&SettingsInput>,
+    now: DateTime<Utc>,
+) -> Write {
+    let s = fields.cloned().unwrap_or_default();
+    let row = invoice_setting::Model {
+        merchant_id: merchant_id.to_owned(),
+        profile_id: profile_id.to_owned(),
+        number_prefix: s.number_prefix,
+        credit_note_prefix: s.credit_note_prefix,
+        seller: s.seller.map(|s| serde_json::to_string(&s).unwrap_or_default()),
+        footer: s.footer,
+        payment_terms_days: s.payment_terms_days,
+        locale: s.locale,
+        updated_at: now,
+    };
+    use invoice_setting::Column as C;
+    let updated: &[C] = match fields {
+        Some(_) => &[
+            C::NumberPrefix,
+            C::CreditNotePrefix,
+            C::Seller,
+            C::Footer,
+            C::PaymentTermsDays,
+            C::Locale,
+            C::UpdatedAt,
+        ],
+        None => &[C::UpdatedAt],
+    };
+    Write::Insert(
+        invoice_setting::Entity::insert(row.into_active_model())
+            .on_conflict(
+                OnConflict::columns([C::MerchantId, C::ProfileId])
+                    .update_columns(updated.iter().copied())
+                    .to_owned(),
+            )
+            .into_query(),
+    )
+}
+
+pub async fn put(
+    db: &DatabaseConnection,
+    merchant_id: &str,
+    profile_id: &str,
+    settings: &SettingsInput,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let change = Change::at(now).write(upsert(merchant_id, profile_id, Some(settings), now));
+    commit::commit(db, change).await?;
+    Ok(())
+}
+
+/// An owner's rules in the order saved.
+pub async fn rules(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    profile_id: &str,
+) -> Result<Vec<tax_rule::Model>, DbErr> {
+    tax_rule::Entity::find()
+        .filter(tax_rule::Column::MerchantId.eq(merchant_id))
+        .filter(tax_rule::Column::ProfileId.eq(profile_id))
+        .order_by_asc(tax_rule::Column::Position)
+        .all(db)
+        .await
+}
+
+/// Replaces an owner's rules with `rules` (none: deletes them).
+pub async fn put_rules(
+    db: &DatabaseConnection,
+    merchant_id: &str,
+    profile_id: &str,
+    rules: &[tax_rule::Model],
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let delete = tax_rule::Entity::delete_many()
+        .filter(tax_rule::Column::MerchantId.eq(merchant_id))
+        .filter(tax_rule::Column::ProfileId.eq(profile_id))
+        .into_query();
+    let mut change = Change::at(now)
+        .write(upsert(merchant_id, profile_id, None, now))
+        .write(Write::Delete(delete));
+    for r in rules {
+        change = change.write(commit::insert(r.clone()));
+    }
+    commit::commit(db, change).await?;
+    Ok(())
+}
+
+/// The rule as the evaluator reads it.
+pub fn rule_of(m: &tax_rule::Model) -> Rule {
+    Rule {
+        id: m.id.clone(),
+        owner: match m.profile_id.as_str() {
+            MERCHANT => Owner::Merchant,
+            _ => Owner::Shop,
+        },
+        rate_bps: m.rate_bps,
+        country: m.country.clone(),
+        region: m.region.clone(),
+        tax_category: m.tax_category.clone(),
+        inclusive: m.inclusive,
+        valid_from: m.valid_from,
+        valid_until: m.valid_until,
+    }
+}
+
+/// The rules that count for a shop (its own and the merchant's), or for the merchant alone.
+pub async fn rules_for(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    profile_id: Option<&str>,
+) -> Result<Vec<Rule>, DbErr> {
+    let mut out: Vec<Rule> = rules(db, merchant_id, MERCHANT)
+        .await?
+        .iter()
+        .map(rule_of)
+        .collect();
+    if let Some(p) = profile_id {
+        out.extend(rules(db, merchant_id, p).await?.iter().map(rule_of));
+    }
+    Ok(out)
+}

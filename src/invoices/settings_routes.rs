@@ -1,0 +1,345 @@
+//! Handlers of the invoice-settings and tax-rule routes: the merchant's defaults and rules,
+//! each shop's overrides and rules, and the evaluation finalize uses.
+
+use actix_web::{web, HttpResponse};
+use payd_entity::tax_rule;
+
+use super::{
+    api::{
+        self, EvaluateRequest, EvaluatedLine, Evaluation, Settings, SettingsInput, TaxRule,
+        TaxRules, TaxRulesInput,
+    },
+    machine, settings,
+    tax::{self, Place, MAX_RATE_BPS},
+};
+use crate::{
+    accounts::shop_in_path,
+    auth::{Caller, SecretKey},
+    error::ApiError,
+    fields::{check_text, parse_currency},
+    http::ApiJson,
+    ids::new_id,
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/invoice-settings")
+            .route(web::get().to(get_settings))
+            .route(web::put().to(put_settings)),
+    )
+    .service(
+        web::resource("/invoice-settings/tax-rules")
+            .route(web::get().to(get_tax_rules))
+            .route(web::put().to(put_tax_rules)),
+    )
+    .service(
+        web::resource("/invoice-settings/tax-rules/evaluate").route(web::post().to(evaluate)),
+    )
+    .service(
+        web::resource("/invoice-settings/profiles/{profile_id}")
+            .route(web::get().to(get_shop_settings))
+            .route(web::put().to(put_shop_settings)),
+    )
+    .service(
+        web::resource("/invoice-settings/profiles/{profile_id}/tax-rules")
+            .route(web::get().to(get_shop_tax_rules))
+            .route(web::put().to(put_shop_tax_rules))
+            .route(web::delete().to(delete_shop_tax_rules)),
+    );
+}
+
+/// The merchant's own settings and rules are changed by a merchant-wide key only.
+fn merchant_wide(caller: &Caller) -> Result<(), ApiError> {
+    match caller.bound_profile {
+        Some(_) => Err(ApiError::forbidden(
+            "shop_bound_key",
+            "a key bound to one shop cannot change the merchant's defaults",
+        )),
+        None => Ok(()),
+    }
+}
+
+async fn settings_of(
+    state: &AppState,
+    caller: &Caller,
+    profile_id: Option<&str>,
+) -> Result<Settings, ApiError> {
+    let merchant = caller.merchant_id.as_str();
+    let stored = settings::stored(&state.db, merchant, profile_id.unwrap_or(settings::MERCHANT))
+        .await?;
+    Ok(Settings {
+        profile_id: profile_id.map(str::to_owned),
+        settings: stored,
+        effective: settings::effective(&state.db, merchant, profile_id).await?,
+    })
+}
+
+/// The merchant's invoice defaults.
+#[utoipa::path(get, path = "/invoice-settings", tag = "invoices",
+    responses((status = 200, body = Settings)), security(("api_key" = [])))]
+pub async fn get_settings(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(settings_of(&state, &caller, None).await?))
+}
+
+/// Replace the merchant's invoice defaults (an absent field is unset: the built-in default
+/// applies). A shop-bound key gets 403.
+#[utoipa::path(put, path = "/invoice-settings", tag = "invoices", request_body = SettingsInput,
+    responses((status = 200, body = Settings), (status = 400, body = crate::error::ErrorBody),
+        (status = 403, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn put_settings(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<SettingsInput>,
+) -> Result<HttpResponse, ApiError> {
+    merchant_wide(&caller)?;
+    let req = req.checked()?;
+    let now = state.clock.now();
+    settings::put(&state.db, caller.merchant_id.as_str(), settings::MERCHANT, &req, now).await?;
+    Ok(HttpResponse::Ok().json(settings_of(&state, &caller, None).await?))
+}
+
+/// A shop's invoice settings: its overrides and what applies.
+#[utoipa::path(get, path = "/invoice-settings/profiles/{profile_id}", tag = "invoices",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = Settings), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn get_shop_settings(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    Ok(HttpResponse::Ok().json(settings_of(&state, &caller, Some(shop.as_str())).await?))
+}
+
+/// Replace a shop's overrides; unset fields fall back to the merchant's.
+#[utoipa::path(put, path = "/invoice-settings/profiles/{profile_id}", tag = "invoices",
+    params(("profile_id" = String, Path)), request_body = SettingsInput,
+    responses((status = 200, body = Settings), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn put_shop_settings(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    ApiJson(req): ApiJson<SettingsInput>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    let req = req.checked()?;
+    let now = state.clock.now();
+    settings::put(&state.db, caller.merchant_id.as_str(), shop.as_str(), &req, now).await?;
+    Ok(HttpResponse::Ok().json(settings_of(&state, &caller, Some(shop.as_str())).await?))
+}
+
+async fn rules_of(
+    state: &AppState,
+    caller: &Caller,
+    profile_id: Option<&str>,
+) -> Result<TaxRules, ApiError> {
+    let owner = profile_id.unwrap_or(settings::MERCHANT);
+    let rules = settings::rules(&state.db, caller.merchant_id.as_str(), owner).await?;
+    Ok(TaxRules {
+        profile_id: profile_id.map(str::to_owned),
+        rules: rules.iter().map(TaxRule::render).collect(),
+    })
+}
+
+/// Checks a rule set (a tie is a 400 naming both rules) and returns its rows.
+fn checked_rules(
+    caller: &Caller,
+    owner: &str,
+    input: TaxRulesInput,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<tax_rule::Model>, ApiError> {
+    if input.rules.len() > 100 {
+        return Err(ApiError::invalid_param("rules", "at most 100 rules"));
+    }
+    let mut rows = Vec::with_capacity(input.rules.len());
+    for (i, r) in input.rules.into_iter().enumerate() {
+        let p = |f: &str| format!("rules[{i}].{f}");
+        if !(0..=MAX_RATE_BPS).contains(&r.rate_bps) {
+            return Err(ApiError::invalid_param(
+                &p("rate_bps"),
+                "rate_bps is 0 to 10000 (100 %)",
+            ));
+        }
+        let country = api::country(&p("country"), &r.country)?;
+        let region = check_text(&p("region"), r.region.as_ref(), 64)?;
+        let category = check_text(&p("tax_category"), r.tax_category.as_ref(), 64)?;
+        if let (Some(from), Some(until)) = (r.valid_from, r.valid_until) {
+            if from >= until {
+                return Err(ApiError::invalid_param(
+                    &p("valid_until"),
+                    "valid_until must be after valid_from",
+                ));
+            }
+        }
+        rows.push(tax_rule::Model {
+            id: new_id("tax"),
+            merchant_id: caller.merchant_id.to_string(),
+            profile_id: owner.to_owned(),
+            position: i as i64,
+            rate_bps: r.rate_bps,
+            country,
+            region: region.filter(|r| !r.is_empty()),
+            tax_category: category.filter(|c| !c.is_empty()),
+            inclusive: r.inclusive,
+            valid_from: r.valid_from,
+            valid_until: r.valid_until,
+            created_at: now,
+        });
+    }
+    let rules: Vec<tax::Rule> = rows.iter().map(settings::rule_of).collect();
+    if let Err(tax::Tie(a, b)) = tax::check_set(&rules) {
+        return Err(ApiError::invalid(
+            "tax_rule_tie",
+            format!(
+                "rules[{a}] and rules[{b}] apply to the same country, region and category at \
+                 the same time: make their validity windows disjoint or drop one"
+            ),
+        )
+        .param(format!("rules[{b}]")));
+    }
+    Ok(rows)
+}
+
+async fn put_rules(
+    state: &AppState,
+    caller: &Caller,
+    profile_id: Option<&str>,
+    input: TaxRulesInput,
+) -> Result<HttpResponse, ApiError> {
+    let owner = profile_id.unwrap_or(settings::MERCHANT);
+    let now = state.clock.now();
+    let rows = checked_rules(caller, owner, input, now)?;
+    settings::put_rules(&state.db, caller.merchant_id.as_str(), owner, &rows, now).await?;
+    Ok(HttpResponse::Ok().json(rules_of(state, caller, profile_id).await?))
+}
+
+/// The merchant's tax rules.
+#[utoipa::path(get, path = "/invoice-settings/tax-rules", tag = "invoices",
+    responses((status = 200, body = TaxRules)), security(("api_key" = [])))]
+pub async fn get_tax_rules(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(rules_of(&state, &caller, None).await?))
+}
+
+/// Replace the merchant's tax rules. Two rules that could apply to one line at one moment are
+/// refused (400 `tax_rule_tie`). A shop-bound key gets 403.
+#[utoipa::path(put, path = "/invoice-settings/tax-rules", tag = "invoices",
+    request_body = TaxRulesInput,
+    responses((status = 200, body = TaxRules), (status = 400, body = crate::error::ErrorBody),
+        (status = 403, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn put_tax_rules(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<TaxRulesInput>,
+) -> Result<HttpResponse, ApiError> {
+    merchant_wide(&caller)?;
+    put_rules(&state, &caller, None, req).await
+}
+
+/// A shop's tax rules (the merchant's apply after them).
+#[utoipa::path(get, path = "/invoice-settings/profiles/{profile_id}/tax-rules", tag = "invoices",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = TaxRules), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn get_shop_tax_rules(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    Ok(HttpResponse::Ok().json(rules_of(&state, &caller, Some(shop.as_str())).await?))
+}
+
+/// Replace a shop's tax rules.
+#[utoipa::path(put, path = "/invoice-settings/profiles/{profile_id}/tax-rules", tag = "invoices",
+    params(("profile_id" = String, Path)), request_body = TaxRulesInput,
+    responses((status = 200, body = TaxRules), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn put_shop_tax_rules(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    ApiJson(req): ApiJson<TaxRulesInput>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    put_rules(&state, &caller, Some(shop.as_str()), req).await
+}
+
+/// Delete a shop's tax rules (the merchant's apply alone).
+#[utoipa::path(delete, path = "/invoice-settings/profiles/{profile_id}/tax-rules", tag = "invoices",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = TaxRules), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn delete_shop_tax_rules(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    let now = state.clock.now();
+    settings::put_rules(&state.db, caller.merchant_id.as_str(), shop.as_str(), &[], now).await?;
+    Ok(HttpResponse::Ok().json(rules_of(&state, &caller, Some(shop.as_str())).await?))
+}
+
+/// Which rule applies to each line for this buyer, and the amounts: what finalize would
+/// freeze now. With a shop (`x-profile-id` or a shop-bound key) the shop's rules count too.
+#[utoipa::path(post, path = "/invoice-settings/tax-rules/evaluate", tag = "invoices",
+    request_body = EvaluateRequest,
+    responses((status = 200, body = Evaluation), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn evaluate(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(req): ApiJson<EvaluateRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let currency = parse_currency("currency", &req.currency)?;
+    let place = Place {
+        country: Some(api::country("buyer.country", &req.buyer.country)?),
+        region: check_text("buyer.region", req.buyer.region.as_ref(), 64)?,
+    };
+    let lines = api::lines_from(&req.lines, state.settings.limits.max_amount)?;
+    let shop = caller.profile.as_ref().map(|p| p.to_string());
+    let rules = settings::rules_for(&state.db, caller.merchant_id.as_str(), shop.as_deref()).await?;
+    let at = req.at.unwrap_or_else(|| state.clock.now());
+    let overflow = || ApiError::invalid_param("lines", "the amounts overflow");
+    let priced = machine::reprice(&lines, &rules, &place, at).ok_or_else(overflow)?;
+    let totals = machine::totals(&priced).ok_or_else(overflow)?;
+    let source = |id: &Option<String>| {
+        rules
+            .iter()
+            .find(|r| Some(&r.id) == id.as_ref())
+            .map(|r| r.owner.as_str().to_owned())
+    };
+    Ok(HttpResponse::Ok().json(Evaluation {
+        currency,
+        tax_breakdown: machine::by_rate(&priced),
+        lines: priced
+            .iter()
+            .map(|l| EvaluatedLine {
+                line_id: l.line_id.clone(),
+                source: source(&l.tax_rule_id),
+                tax_rule_id: l.tax_rule_id.clone(),
+                tax_rate_bps: l.tax_rate_bps,
+                tax_inclusive: l.tax_inclusive,
+                amount: l.amount,
+                tax_amount: l.tax_amount,
+                total: l.total,
+            })
+            .collect(),
+        subtotal: totals.subtotal,
+        tax: totals.tax,
+        total: totals.total,
+    }))
+}
