@@ -132,13 +132,14 @@ pub fn finalize(status: Status, total: i64, paid: i64) -> Result<Status, Refusal
 
 pub fn void(kind: Kind, status: Status, paid: i64, credited: i64) -> Result<Status, Refusal> {
     invoice_only(kind, "voided")?;
-    need(status, &[Status::Open, Status::Uncollectible], "voided")?;
-    if paid > 0 {
+    // What was paid or credited says more than the status it led to.
+    if paid > 0 && status != Status::Void {
         return Err(Refusal::Paid(paid));
     }
-    if credited > 0 {
+    if credited > 0 && status != Status::Void {
         return Err(Refusal::Credited);
     }
+    need(status, &[Status::Open, Status::Uncollectible], "voided")?;
     Ok(Status::Void)
 }
 
