@@ -26,7 +26,9 @@ use crate::{
     error::ApiError,
     events, files,
     http::{self, BodyLimit},
-    idempotency, openapi, ops,
+    idempotency,
+    invoices::{self, actor::InvoiceDeps, Invoices},
+    openapi, ops,
     payments::{
         self,
         actor::{Command, Exec, PaymentDeps},
@@ -40,7 +42,6 @@ use crate::{
     settings::{DeploymentMode, Settings},
     state::AppState,
     subscriptions::{self, actor::SubscriptionDeps, Subscriptions},
-    invoices::{self, actor::InvoiceDeps, Invoices},
     test_clock,
     wallet::{self, processor::SandboxWallet, WalletDeps},
     webhooks::{
@@ -231,7 +232,7 @@ impl Application {
             pool,
             wake,
         ));
-        let scheduler = Arc::new(build_scheduler(
+        let mut scheduler = build_scheduler(
             &db,
             &clock,
             &settings,
@@ -239,8 +240,9 @@ impl Application {
             &disputes,
             &wallet,
             &subscriptions,
-            &invoices,
-        ));
+        );
+        invoice_jobs(&mut scheduler, &invoices);
+        let scheduler = Arc::new(scheduler);
         let now = clock.now();
         for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE] {
             scheduler::schedule_if_absent(&db, now, job, "all", now).await?;
@@ -403,7 +405,6 @@ fn build_scheduler(
     disputes: &Disputes,
     wallet: &web::Data<WalletDeps>,
     subscriptions: &Subscriptions,
-    invoices: &Invoices,
 ) -> Scheduler {
     let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
     for (kind, command) in [
@@ -485,25 +486,6 @@ fn build_scheduler(
                 Err(payd_actors::ActorError::Load(
                     subscriptions::actor::SubscriptionError::NotFound,
                 )) => Outcome::Done,
-                Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
-        }
-    });
-    let invoices = invoices.clone();
-    scheduler.register(invoices::store::PDF_JOB, move |job: Job| {
-        let invoices = invoices.clone();
-        async move {
-            let exec = invoices::actor::Exec {
-                scope: None,
-                command: invoices::actor::Command::RenderPdf,
-                timeline: crate::clock::current(),
-            };
-            match invoices.send(&job.entity_id, exec).await {
-                Ok(Ok(_))
-                | Err(payd_actors::ActorError::Load(invoices::actor::InvoiceError::NotFound)) => {
-                    Outcome::Done
-                }
                 Ok(Err(e)) => Outcome::Failed(e.to_string()),
                 Err(e) => Outcome::Failed(e.to_string()),
             }
@@ -701,4 +683,27 @@ async fn stop_on_signal(server: ServerHandle) {
         }
     }
     server.stop(true).await;
+}
+
+/// The invoice jobs: a PDF a crash kept finalize from rendering.
+fn invoice_jobs(scheduler: &mut Scheduler, invoices: &Invoices) {
+    let invoices = invoices.clone();
+    scheduler.register(invoices::store::PDF_JOB, move |job: Job| {
+        let invoices = invoices.clone();
+        async move {
+            let exec = invoices::actor::Exec {
+                scope: None,
+                command: invoices::actor::Command::RenderPdf,
+                timeline: crate::clock::current(),
+            };
+            match invoices.send(&job.entity_id, exec).await {
+                Ok(Ok(_))
+                | Err(payd_actors::ActorError::Load(invoices::actor::InvoiceError::NotFound)) => {
+                    Outcome::Done
+                }
+                Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
 }

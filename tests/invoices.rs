@@ -115,13 +115,20 @@ async fn an_invoice_of_lines_is_taxed_numbered_frozen_rendered_and_announced() {
     .await;
     let inv = id(&d);
     assert!(inv.starts_with("inv_"));
-    assert_eq!((d["status"].as_str(), d["kind"].as_str()), (Some("draft"), Some("invoice")));
+    assert_eq!(
+        (d["status"].as_str(), d["kind"].as_str()),
+        (Some("draft"), Some("invoice"))
+    );
     assert!(d["number"].is_null());
     // 3 × 10.50 = 31.50 at 19 % is 5.985 → 5.98 (half to even); 20.00 at 7 % is 1.40.
     assert_eq!(d["lines"][0]["tax_amount"], 598);
     assert_eq!(d["lines"][1]["tax_amount"], 140);
     assert_eq!(
-        (d["subtotal"].as_i64(), d["tax"].as_i64(), d["total"].as_i64()),
+        (
+            d["subtotal"].as_i64(),
+            d["tax"].as_i64(),
+            d["total"].as_i64()
+        ),
         (Some(5150), Some(738), Some(5888))
     );
     assert_eq!(d["tax_breakdown"].as_array().unwrap().len(), 2);
@@ -139,15 +146,23 @@ async fn an_invoice_of_lines_is_taxed_numbered_frozen_rendered_and_announced() {
             Some(json!({"memo": "Bestellung 42"})),
         )
         .await;
-    assert_eq!((r.status, r.body["memo"].as_str()), (200, Some("Bestellung 42")));
+    assert_eq!(
+        (r.status, r.body["memo"].as_str()),
+        (200, Some("Bestellung 42"))
+    );
 
     let f = finalize(&app, &m, &inv).await;
     assert_eq!(f["status"], "open");
     assert_eq!(f["number"], "ACME-000001");
     assert_eq!(f["seller"]["name"], "Atelier Łódź GmbH");
     assert_eq!(f["buyer"]["name"], "Жанна Иванова");
-    assert_eq!((f["amount_paid"].as_i64(), f["amount_due"].as_i64()), (Some(0), Some(5888)));
-    let due = (app.clock.now() + Duration::days(14)).date_naive().to_string();
+    assert_eq!(
+        (f["amount_paid"].as_i64(), f["amount_due"].as_i64()),
+        (Some(0), Some(5888))
+    );
+    let due = (app.clock.now() + Duration::days(14))
+        .date_naive()
+        .to_string();
     assert_eq!(f["due_date"].as_str(), Some(due.as_str()));
 
     // Frozen: a seller changed afterwards does not reach it, and it cannot be edited.
@@ -158,24 +173,45 @@ async fn an_invoice_of_lines_is_taxed_numbered_frozen_rendered_and_announced() {
         json!({"number_prefix": "ACME-", "seller": {"name": "Someone Else"}}),
     )
     .await;
-    assert_eq!(get(&app, &m, &format!("/invoices/{inv}")).await.body["seller"]["name"], "Atelier Łódź GmbH");
+    assert_eq!(
+        get(&app, &m, &format!("/invoices/{inv}")).await.body["seller"]["name"],
+        "Atelier Łódź GmbH"
+    );
     let r = app
-        .call(&m, Method::PATCH, &format!("/invoices/{inv}"), Some(json!({"memo": "x"})))
+        .call(
+            &m,
+            Method::PATCH,
+            &format!("/invoices/{inv}"),
+            Some(json!({"memo": "x"})),
+        )
         .await;
     assert_eq!((r.status, r.code()), (409, "invalid_state"));
-    let r = app.call(&m, Method::DELETE, &format!("/invoices/{inv}"), None).await;
+    let r = app
+        .call(&m, Method::DELETE, &format!("/invoices/{inv}"), None)
+        .await;
     assert_eq!((r.status, r.code()), (409, "invalid_state"));
     assert_eq!(
-        post(&app, &m, &format!("/invoices/{inv}/finalize"), json!({})).await.status,
+        post(&app, &m, &format!("/invoices/{inv}/finalize"), json!({}))
+            .await
+            .status,
         409
     );
 
     // The PDF: its text reads back, and every download is the same bytes.
     let first = pdf_of(&app, &m, &inv).await;
     let text = text_of(&first.raw);
-    for needle in ["ACME-000001", "Widget", "Buch", "Жанна Иванова", "Atelier Łódź GmbH",
-        "58,88", "€", "19%", "7%", "Bestellung 42"]
-    {
+    for needle in [
+        "ACME-000001",
+        "Widget",
+        "Buch",
+        "Жанна Иванова",
+        "Atelier Łódź GmbH",
+        "58,88",
+        "€",
+        "19%",
+        "7%",
+        "Bestellung 42",
+    ] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
     let sha = hex::encode(Sha256::digest(&first.raw));
@@ -187,38 +223,101 @@ async fn an_invoice_of_lines_is_taxed_numbered_frozen_rendered_and_announced() {
     // Announced with its kind; voided and announced again; a second void is refused.
     let v = post(&app, &m, &format!("/invoices/{inv}/void"), json!({})).await;
     assert_eq!((v.status, v.body["status"].as_str()), (200, Some("void")));
-    assert_eq!(post(&app, &m, &format!("/invoices/{inv}/void"), json!({})).await.status, 409);
+    assert_eq!(
+        post(&app, &m, &format!("/invoices/{inv}/void"), json!({}))
+            .await
+            .status,
+        409
+    );
     let evs = events(&app, &m, &inv).await;
-    let types: Vec<&str> = evs.iter().map(|e| e["event_type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["merchant_invoice_finalized", "merchant_invoice_voided"]);
-    assert_eq!(evs[0]["envelope"]["content"]["type"], "merchant_invoice_details");
+    let types: Vec<&str> = evs
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["merchant_invoice_finalized", "merchant_invoice_voided"]
+    );
+    assert_eq!(
+        evs[0]["envelope"]["content"]["type"],
+        "merchant_invoice_details"
+    );
     assert_eq!(evs[0]["envelope"]["content"]["object"]["kind"], "invoice");
-    assert_eq!(evs[0]["envelope"]["content"]["object"]["number"], "ACME-000001");
+    assert_eq!(
+        evs[0]["envelope"]["content"]["object"]["number"],
+        "ACME-000001"
+    );
     assert_eq!(evs[1]["envelope"]["content"]["object"]["status"], "void");
 
     // The next invoice takes the next number; a deleted draft takes none and is gone.
     let gone = draft(&app, &m, json!([{"name": "x", "unit_amount": 1}]), "DE").await;
-    let r = app.call(&m, Method::DELETE, &format!("/invoices/{}", id(&gone)), None).await;
+    let r = app
+        .call(
+            &m,
+            Method::DELETE,
+            &format!("/invoices/{}", id(&gone)),
+            None,
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(get(&app, &m, &format!("/invoices/{}", id(&gone))).await.status, 404);
-    let next = draft(&app, &m, json!([{"name": "Widget", "unit_amount": 100}]), "DE").await;
-    assert_eq!(finalize(&app, &m, &id(&next)).await["number"], "ACME-000002");
+    assert_eq!(
+        get(&app, &m, &format!("/invoices/{}", id(&gone)))
+            .await
+            .status,
+        404
+    );
+    let next = draft(
+        &app,
+        &m,
+        json!([{"name": "Widget", "unit_amount": 100}]),
+        "DE",
+    )
+    .await;
+    assert_eq!(
+        finalize(&app, &m, &id(&next)).await["number"],
+        "ACME-000002"
+    );
     let list = get(&app, &m, "/invoices?kind=invoice&status=open").await;
-    assert_eq!(list.body["data"].as_array().unwrap().len(), 1, "{}", list.body);
+    assert_eq!(
+        list.body["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        list.body
+    );
 
     // Bad input names the field.
     for (body, param) in [
         (json!({"currency": "EUR"}), "payment_id"),
         (json!({"currency": "EUR", "lines": []}), "lines"),
-        (json!({"currency": "EUR", "lines": [{"name": "", "unit_amount": 1}]}), "lines[0].name"),
-        (json!({"currency": "EUR", "lines": [{"name": "a", "unit_amount": -1}]}), "lines[0].unit_amount"),
-        (json!({"currency": "XYZ", "lines": [{"name": "a", "unit_amount": 1}]}), "currency"),
-        (json!({"lines": [{"name": "a", "unit_amount": 1}]}), "currency"),
-        (json!({"currency": "EUR", "lines": [{"name": "a", "unit_amount": 1}],
-            "buyer": {"name": "B", "country": "Germany"}}), "buyer.country"),
+        (
+            json!({"currency": "EUR", "lines": [{"name": "", "unit_amount": 1}]}),
+            "lines[0].name",
+        ),
+        (
+            json!({"currency": "EUR", "lines": [{"name": "a", "unit_amount": -1}]}),
+            "lines[0].unit_amount",
+        ),
+        (
+            json!({"currency": "XYZ", "lines": [{"name": "a", "unit_amount": 1}]}),
+            "currency",
+        ),
+        (
+            json!({"lines": [{"name": "a", "unit_amount": 1}]}),
+            "currency",
+        ),
+        (
+            json!({"currency": "EUR", "lines": [{"name": "a", "unit_amount": 1}],
+            "buyer": {"name": "B", "country": "Germany"}}),
+            "buyer.country",
+        ),
     ] {
         let r = post(&app, &m, "/invoices", body.clone()).await;
-        assert_eq!((r.status, r.param()), (400, Some(param)), "{body}: {}", r.body);
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(param)),
+            "{body}: {}",
+            r.body
+        );
     }
     app.stop().await;
 }
@@ -244,20 +343,40 @@ async fn credit_notes_stay_within_each_line_and_the_total() {
     )
     .await;
     let inv = id(&d);
-    let r = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"amount": 100, "reason": "early"})).await;
-    assert_eq!((r.status, r.code()), (409, "invalid_state"), "a draft cannot be credited");
+    let r = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"amount": 100, "reason": "early"}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "invalid_state"),
+        "a draft cannot be credited"
+    );
     let f = finalize(&app, &m, &inv).await;
     assert_eq!(f["total"], 4200);
 
-    let cn = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"lines": [{"line_id": "a", "quantity": 1}], "reason": "Stuhl beschädigt"})).await;
+    let cn = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"lines": [{"line_id": "a", "quantity": 1}], "reason": "Stuhl beschädigt"}),
+    )
+    .await;
     assert_eq!(cn.status, 201, "{}", cn.body);
     let note = &cn.body;
-    assert_eq!((note["kind"].as_str(), note["status"].as_str()), (Some("credit_note"), Some("issued")));
+    assert_eq!(
+        (note["kind"].as_str(), note["status"].as_str()),
+        (Some("credit_note"), Some("issued"))
+    );
     assert_eq!(note["number"], "CN-000001");
     assert_eq!(note["original_invoice_id"].as_str(), Some(inv.as_str()));
-    assert_eq!((note["total"].as_i64(), note["tax"].as_i64()), (Some(1200), Some(200)));
+    assert_eq!(
+        (note["total"].as_i64(), note["tax"].as_i64()),
+        (Some(1200), Some(200))
+    );
     let original = get(&app, &m, &format!("/invoices/{inv}")).await.body;
     assert_eq!(original["amount_credited"], 1200);
     assert_eq!(original["amount_due"], 3000);
@@ -266,40 +385,85 @@ async fn credit_notes_stay_within_each_line_and_the_total() {
     // Refusals: void with a credit note, more units or more money than is left.
     let r = post(&app, &m, &format!("/invoices/{inv}/void"), json!({})).await;
     assert_eq!((r.status, r.code()), (409, "invoice_credited"));
-    let r = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"lines": [{"line_id": "a", "quantity": 3}], "reason": "r"})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"lines": [{"line_id": "a", "quantity": 3}], "reason": "r"}),
+    )
+    .await;
     assert_eq!((r.status, r.code()), (400, "credit_exceeds_line"));
-    let r = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"lines": [{"line_id": "b", "amount": 601}], "reason": "r"})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"lines": [{"line_id": "b", "amount": 601}], "reason": "r"}),
+    )
+    .await;
     assert_eq!((r.status, r.code()), (400, "credit_exceeds_line"));
-    let r = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"amount": 3001, "reason": "r"})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"amount": 3001, "reason": "r"}),
+    )
+    .await;
     assert_eq!((r.status, r.code()), (400, "credit_exceeds_total"));
-    let r = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"lines": [{"line_id": "zz"}], "reason": "r"})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"lines": [{"line_id": "zz"}], "reason": "r"}),
+    )
+    .await;
     assert_eq!((r.status, r.code()), (400, "unknown_line"));
-    for body in [json!({"amount": 1}), json!({"amount": 1, "reason": ""}),
-        json!({"amount": 0, "reason": "r"}), json!({"reason": "r"}),
-        json!({"amount": 1, "lines": [{"line_id": "a"}], "reason": "r"})]
-    {
-        let r = post(&app, &m, &format!("/invoices/{inv}/credit-note"), body.clone()).await;
+    for body in [
+        json!({"amount": 1}),
+        json!({"amount": 1, "reason": ""}),
+        json!({"amount": 0, "reason": "r"}),
+        json!({"reason": "r"}),
+        json!({"amount": 1, "lines": [{"line_id": "a"}], "reason": "r"}),
+    ] {
+        let r = post(
+            &app,
+            &m,
+            &format!("/invoices/{inv}/credit-note"),
+            body.clone(),
+        )
+        .await;
         assert_eq!(r.status, 400, "{body}: {}", r.body);
     }
 
     // The rest, as an amount: the invoice is settled by its credit notes.
-    let rest = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"amount": 3000, "reason": "Auftrag storniert"})).await;
+    let rest = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"amount": 3000, "reason": "Auftrag storniert"}),
+    )
+    .await;
     assert_eq!(rest.status, 201, "{}", rest.body);
     assert_eq!(rest.body["number"], "CN-000002");
     let original = get(&app, &m, &format!("/invoices/{inv}")).await.body;
-    assert_eq!((original["amount_credited"].as_i64(), original["amount_due"].as_i64()), (Some(4200), Some(0)));
+    assert_eq!(
+        (
+            original["amount_credited"].as_i64(),
+            original["amount_due"].as_i64()
+        ),
+        (Some(4200), Some(0))
+    );
     assert_eq!(original["status"], "paid");
     for l in original["lines"].as_array().unwrap() {
         assert_eq!(l["amount_credited"], l["total"], "{l}");
         assert_eq!(l["tax_credited"], l["tax_amount"], "{l}");
     }
-    let r = post(&app, &m, &format!("/invoices/{inv}/credit-note"),
-        json!({"amount": 1, "reason": "r"})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/credit-note"),
+        json!({"amount": 1, "reason": "r"}),
+    )
+    .await;
     assert_eq!((r.status, r.code()), (400, "credit_exceeds_total"));
     // A credit note is not an invoice: no credit note, void or payment of its own.
     let note_id = id(note);
@@ -308,15 +472,34 @@ async fn credit_notes_stay_within_each_line_and_the_total() {
 
     // Its PDF says what it is and which invoice it credits; its event says its kind.
     let text = text_of(&pdf_of(&app, &m, &note_id).await.raw);
-    for needle in ["CREDIT NOTE", "CN-000001", "INV-000001", "Stuhl beschädigt", "Chaise"] {
+    for needle in [
+        "CREDIT NOTE",
+        "CN-000001",
+        "INV-000001",
+        "Stuhl beschädigt",
+        "Chaise",
+    ] {
         assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
     }
     let evs = events(&app, &m, &note_id).await;
     assert_eq!(evs.len(), 1);
     assert_eq!(evs[0]["event_type"], "merchant_invoice_finalized");
-    assert_eq!(evs[0]["envelope"]["content"]["object"]["kind"], "credit_note");
-    let notes = get(&app, &m, &format!("/invoices?kind=credit_note&original_invoice_id={inv}")).await;
-    assert_eq!(notes.body["data"].as_array().unwrap().len(), 2, "{}", notes.body);
+    assert_eq!(
+        evs[0]["envelope"]["content"]["object"]["kind"],
+        "credit_note"
+    );
+    let notes = get(
+        &app,
+        &m,
+        &format!("/invoices?kind=credit_note&original_invoice_id={inv}"),
+    )
+    .await;
+    assert_eq!(
+        notes.body["data"].as_array().unwrap().len(),
+        2,
+        "{}",
+        notes.body
+    );
     app.stop().await;
 }
 
@@ -337,20 +520,39 @@ async fn invoices_from_a_captured_payment_and_a_paid_cycle_are_paid_at_finalize(
     let pid = p.body["payment_id"].as_str().unwrap().to_owned();
     let d = post(&app, &m, "/invoices", json!({"payment_id": pid})).await;
     assert_eq!(d.status, 201, "{}", d.body);
-    assert_eq!((d.body["total"].as_i64(), d.body["tax"].as_i64()), (Some(3000), Some(500)));
+    assert_eq!(
+        (d.body["total"].as_i64(), d.body["tax"].as_i64()),
+        (Some(3000), Some(500))
+    );
     assert_eq!(d.body["lines"][0]["tax_rate_bps"], 2000);
     let again = post(&app, &m, "/invoices", json!({"payment_id": pid})).await;
     assert_eq!((again.status, again.code()), (409, "invoice_exists"));
     let r = app
-        .call(&m, Method::PATCH, &format!("/invoices/{}", id(&d.body)),
-            Some(json!({"lines": [{"name": "x", "unit_amount": 1}]})))
+        .call(
+            &m,
+            Method::PATCH,
+            &format!("/invoices/{}", id(&d.body)),
+            Some(json!({"lines": [{"name": "x", "unit_amount": 1}]})),
+        )
         .await;
     assert_eq!((r.status, r.param()), (400, Some("lines")));
     let f = finalize(&app, &m, &id(&d.body)).await;
-    assert_eq!((f["status"].as_str(), f["amount_paid"].as_i64(), f["amount_due"].as_i64()),
-        (Some("paid"), Some(3000), Some(0)));
+    assert_eq!(
+        (
+            f["status"].as_str(),
+            f["amount_paid"].as_i64(),
+            f["amount_due"].as_i64()
+        ),
+        (Some("paid"), Some(3000), Some(0))
+    );
     assert!(f["paid_at"].is_string());
-    let r = post(&app, &m, &format!("/invoices/{}/void", id(&d.body)), json!({})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/invoices/{}/void", id(&d.body)),
+        json!({}),
+    )
+    .await;
     assert_eq!((r.status, r.code()), (409, "invoice_paid"));
     let text = text_of(&pdf_of(&app, &m, &id(&d.body)).await.raw);
     assert!(text.contains("Lampe") && text.contains("€30.00"), "{text}");
@@ -363,38 +565,90 @@ async fn invoices_from_a_captured_payment_and_a_paid_cycle_are_paid_at_finalize(
                 "payment_method_data": card("4242424242424242")}),
         )
         .await;
-    let r = post(&app, &m, "/invoices", json!({"payment_id": manual.body["payment_id"]})).await;
+    let r = post(
+        &app,
+        &m,
+        "/invoices",
+        json!({"payment_id": manual.body["payment_id"]}),
+    )
+    .await;
     assert_eq!((r.status, r.code()), (409, "payment_not_captured"));
 
     // A subscription's paid cycle: the tax rules apply (inclusive here, so the total is what
     // was paid), and it is paid at finalize.
-    put(&app, &m, "/invoice-settings/tax-rules",
-        json!({"rules": [{"rate_bps": 2000, "country": "FR", "inclusive": true}]})).await;
-    let c = post(&app, &m, "/customers", json!({"name": "Ana", "address": {"line1": "1 rue",
-        "city": "Paris", "country": "FR"}})).await;
+    put(
+        &app,
+        &m,
+        "/invoice-settings/tax-rules",
+        json!({"rules": [{"rate_bps": 2000, "country": "FR", "inclusive": true}]}),
+    )
+    .await;
+    let c = post(
+        &app,
+        &m,
+        "/customers",
+        json!({"name": "Ana", "address": {"line1": "1 rue",
+        "city": "Paris", "country": "FR"}}),
+    )
+    .await;
     let cid = c.body["customer_id"].as_str().unwrap().to_owned();
     let saved = app
-        .create_payment(&m, json!({"amount": 100, "currency": "EUR", "confirm": true, "customer_id": cid,
-            "setup_future_usage": "off_session", "payment_method_data": card("4242424242424242")}))
+        .create_payment(
+            &m,
+            json!({"amount": 100, "currency": "EUR", "confirm": true, "customer_id": cid,
+            "setup_future_usage": "off_session", "payment_method_data": card("4242424242424242")}),
+        )
         .await;
     let mandate = saved.body["mandate_id"].as_str().unwrap().to_owned();
-    let prod = post(&app, &m, "/products", json!({"name": "Plan", "prices": [{"unit_amount": 1200,
-        "currency": "EUR", "recurring": {"interval": "month"}}]})).await;
-    let price = prod.body["prices"][0]["price_id"].as_str().unwrap().to_owned();
-    let s = post(&app, &m, "/subscriptions", json!({"customer_id": cid, "mandate_id": mandate,
-        "items": [{"price_id": price, "quantity": 1}]})).await;
+    let prod = post(
+        &app,
+        &m,
+        "/products",
+        json!({"name": "Plan", "prices": [{"unit_amount": 1200,
+        "currency": "EUR", "recurring": {"interval": "month"}}]}),
+    )
+    .await;
+    let price = prod.body["prices"][0]["price_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let s = post(
+        &app,
+        &m,
+        "/subscriptions",
+        json!({"customer_id": cid, "mandate_id": mandate,
+        "items": [{"price_id": price, "quantity": 1}]}),
+    )
+    .await;
     assert_eq!(s.status, 201, "{}", s.body);
     let sid = s.body["subscription_id"].as_str().unwrap().to_owned();
     let cycles = get(&app, &m, &format!("/subscriptions/{sid}/invoices")).await;
-    let cycle = cycles.body["data"][0]["cycle_id"].as_str().unwrap().to_owned();
-    let d = post(&app, &m, "/invoices", json!({"subscription_id": sid, "cycle_id": cycle})).await;
+    let cycle = cycles.body["data"][0]["cycle_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let d = post(
+        &app,
+        &m,
+        "/invoices",
+        json!({"subscription_id": sid, "cycle_id": cycle}),
+    )
+    .await;
     assert_eq!(d.status, 201, "{}", d.body);
     assert_eq!(d.body["customer_id"].as_str(), Some(cid.as_str()));
     let f = finalize(&app, &m, &id(&d.body)).await;
-    assert_eq!((f["total"].as_i64(), f["tax"].as_i64(), f["status"].as_str()),
-        (Some(1200), Some(200), Some("paid")));
+    assert_eq!(
+        (f["total"].as_i64(), f["tax"].as_i64(), f["status"].as_str()),
+        (Some(1200), Some(200), Some("paid"))
+    );
     assert_eq!(f["buyer"]["name"], "Ana");
-    let r = post(&app, &m, "/invoices", json!({"subscription_id": sid, "cycle_id": "cyc_0"})).await;
+    let r = post(
+        &app,
+        &m,
+        "/invoices",
+        json!({"subscription_id": sid, "cycle_id": "cyc_0"}),
+    )
+    .await;
     assert_eq!((r.status, r.param()), (404, Some("cycle_id")));
     app.stop().await;
 }
@@ -404,13 +658,25 @@ async fn tax_rules_take_category_then_shop_then_merchant_and_refuse_ties() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
     let shop = m.profile_id.clone();
-    let r = put(&app, &m, "/invoice-settings/tax-rules", json!({"rules": [
+    let r = put(
+        &app,
+        &m,
+        "/invoice-settings/tax-rules",
+        json!({"rules": [
         {"rate_bps": 1900, "country": "DE"},
-        {"rate_bps": 700, "country": "DE", "tax_category": "books"}]})).await;
+        {"rate_bps": 700, "country": "DE", "tax_category": "books"}]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = put(&app, &m, &format!("/invoice-settings/profiles/{shop}/tax-rules"), json!({"rules": [
+    let r = put(
+        &app,
+        &m,
+        &format!("/invoice-settings/profiles/{shop}/tax-rules"),
+        json!({"rules": [
         {"rate_bps": 1600, "country": "DE", "inclusive": true},
-        {"rate_bps": 1000, "country": "DE", "region": "BY"}]})).await;
+        {"rate_bps": 1000, "country": "DE", "region": "BY"}]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let lines = json!([{"line_id": "g", "name": "General", "unit_amount": 1160},
         {"line_id": "b", "name": "Book", "unit_amount": 1000, "tax_category": "books"}]);
@@ -425,68 +691,176 @@ async fn tax_rules_take_category_then_shop_then_merchant_and_refuse_ties() {
     let e = post(&app, &m, "/invoice-settings/tax-rules/evaluate", eval(None)).await;
     assert_eq!(e.status, 200, "{}", e.body);
     let g = &e.body["lines"][0];
-    assert_eq!((g["source"].as_str(), g["tax_rate_bps"].as_i64(), g["tax_inclusive"].as_bool()),
-        (Some("shop"), Some(1600), Some(true)));
-    assert_eq!((g["amount"].as_i64(), g["tax_amount"].as_i64(), g["total"].as_i64()),
-        (Some(1000), Some(160), Some(1160)));
+    assert_eq!(
+        (
+            g["source"].as_str(),
+            g["tax_rate_bps"].as_i64(),
+            g["tax_inclusive"].as_bool()
+        ),
+        (Some("shop"), Some(1600), Some(true))
+    );
+    assert_eq!(
+        (
+            g["amount"].as_i64(),
+            g["tax_amount"].as_i64(),
+            g["total"].as_i64()
+        ),
+        (Some(1000), Some(160), Some(1160))
+    );
     let b = &e.body["lines"][1];
-    assert_eq!((b["source"].as_str(), b["tax_rate_bps"].as_i64(), b["tax_amount"].as_i64()),
-        (Some("merchant"), Some(700), Some(70)));
-    assert_eq!((e.body["subtotal"].as_i64(), e.body["tax"].as_i64(), e.body["total"].as_i64()),
-        (Some(2000), Some(230), Some(2230)));
+    assert_eq!(
+        (
+            b["source"].as_str(),
+            b["tax_rate_bps"].as_i64(),
+            b["tax_amount"].as_i64()
+        ),
+        (Some("merchant"), Some(700), Some(70))
+    );
+    assert_eq!(
+        (
+            e.body["subtotal"].as_i64(),
+            e.body["tax"].as_i64(),
+            e.body["total"].as_i64()
+        ),
+        (Some(2000), Some(230), Some(2230))
+    );
     // A region's rule beats the country's.
-    let e = post(&app, &m, "/invoice-settings/tax-rules/evaluate", eval(Some("BY"))).await;
+    let e = post(
+        &app,
+        &m,
+        "/invoice-settings/tax-rules/evaluate",
+        eval(Some("BY")),
+    )
+    .await;
     assert_eq!(e.body["lines"][0]["tax_rate_bps"], 1000);
     assert_eq!(e.body["lines"][0]["tax_amount"], 116);
     // Merchant-wide (no shop): the merchant's rules alone.
     let e = app
-        .send(Method::POST, "/invoice-settings/tax-rules/evaluate", Some(&m.secret_key),
-            Some(&eval(None)), &[])
+        .send(
+            Method::POST,
+            "/invoice-settings/tax-rules/evaluate",
+            Some(&m.secret_key),
+            Some(&eval(None)),
+            &[],
+        )
         .await;
-    assert_eq!((e.body["lines"][0]["source"].as_str(), e.body["lines"][0]["tax_amount"].as_i64()),
-        (Some("merchant"), Some(220)));
+    assert_eq!(
+        (
+            e.body["lines"][0]["source"].as_str(),
+            e.body["lines"][0]["tax_amount"].as_i64()
+        ),
+        (Some("merchant"), Some(220))
+    );
     // No rule for the country: no tax.
-    let e = post(&app, &m, "/invoice-settings/tax-rules/evaluate",
-        json!({"buyer": {"country": "US"}, "currency": "USD", "lines": lines})).await;
+    let e = post(
+        &app,
+        &m,
+        "/invoice-settings/tax-rules/evaluate",
+        json!({"buyer": {"country": "US"}, "currency": "USD", "lines": lines}),
+    )
+    .await;
     assert!(e.body["lines"][0]["tax_rule_id"].is_null());
     assert_eq!(e.body["tax"], 0);
 
     // A tie is refused when saved; disjoint validity windows are no tie, and the window picks.
-    let r = put(&app, &m, "/invoice-settings/tax-rules", json!({"rules": [
-        {"rate_bps": 1900, "country": "DE"}, {"rate_bps": 1600, "country": "DE"}]})).await;
-    assert_eq!((r.status, r.code(), r.param()), (400, "tax_rule_tie", Some("rules[1]")));
-    let r = put(&app, &m, "/invoice-settings/tax-rules", json!({"rules": [
+    let r = put(
+        &app,
+        &m,
+        "/invoice-settings/tax-rules",
+        json!({"rules": [
+        {"rate_bps": 1900, "country": "DE"}, {"rate_bps": 1600, "country": "DE"}]}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "tax_rule_tie", Some("rules[1]"))
+    );
+    let r = put(
+        &app,
+        &m,
+        "/invoice-settings/tax-rules",
+        json!({"rules": [
         {"rate_bps": 1600, "country": "DE", "valid_until": "2020-07-01T00:00:00Z"},
-        {"rate_bps": 1900, "country": "DE", "valid_from": "2020-07-01T00:00:00Z"}]})).await;
+        {"rate_bps": 1900, "country": "DE", "valid_from": "2020-07-01T00:00:00Z"}]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let mut past = eval(None);
     past["at"] = json!("2020-06-30T12:00:00Z");
-    let r = app.send(Method::POST, "/invoice-settings/tax-rules/evaluate", Some(&m.secret_key),
-        Some(&past), &[]).await;
+    let r = app
+        .send(
+            Method::POST,
+            "/invoice-settings/tax-rules/evaluate",
+            Some(&m.secret_key),
+            Some(&past),
+            &[],
+        )
+        .await;
     assert_eq!(r.body["lines"][0]["tax_rate_bps"], 1600, "{}", r.body);
     for (rule, param) in [
-        (json!({"rate_bps": 10001, "country": "DE"}), "rules[0].rate_bps"),
-        (json!({"rate_bps": 100, "country": "DEU"}), "rules[0].country"),
-        (json!({"rate_bps": 100, "country": "DE", "valid_from": "2021-01-01T00:00:00Z",
-            "valid_until": "2020-01-01T00:00:00Z"}), "rules[0].valid_until"),
+        (
+            json!({"rate_bps": 10001, "country": "DE"}),
+            "rules[0].rate_bps",
+        ),
+        (
+            json!({"rate_bps": 100, "country": "DEU"}),
+            "rules[0].country",
+        ),
+        (
+            json!({"rate_bps": 100, "country": "DE", "valid_from": "2021-01-01T00:00:00Z",
+            "valid_until": "2020-01-01T00:00:00Z"}),
+            "rules[0].valid_until",
+        ),
     ] {
-        let r = put(&app, &m, "/invoice-settings/tax-rules", json!({"rules": [rule]})).await;
+        let r = put(
+            &app,
+            &m,
+            "/invoice-settings/tax-rules",
+            json!({"rules": [rule]}),
+        )
+        .await;
         assert_eq!((r.status, r.param()), (400, Some(param)), "{}", r.body);
     }
 
     // The shop's rules removed: the merchant's apply alone.
-    let r = app.call(&m, Method::DELETE, &format!("/invoice-settings/profiles/{shop}/tax-rules"), None).await;
-    assert_eq!((r.status, r.body["rules"].as_array().map(Vec::len)), (200, Some(0)));
+    let r = app
+        .call(
+            &m,
+            Method::DELETE,
+            &format!("/invoice-settings/profiles/{shop}/tax-rules"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["rules"].as_array().map(Vec::len)),
+        (200, Some(0))
+    );
     let e = post(&app, &m, "/invoice-settings/tax-rules/evaluate", eval(None)).await;
     assert_eq!(e.body["lines"][0]["source"], "merchant");
 
     // A shop's settings override the merchant's field by field.
-    put(&app, &m, "/invoice-settings", json!({"number_prefix": "M-", "payment_terms_days": 10})).await;
-    let r = put(&app, &m, &format!("/invoice-settings/profiles/{shop}"),
-        json!({"number_prefix": "SHOP-"})).await;
+    put(
+        &app,
+        &m,
+        "/invoice-settings",
+        json!({"number_prefix": "M-", "payment_terms_days": 10}),
+    )
+    .await;
+    let r = put(
+        &app,
+        &m,
+        &format!("/invoice-settings/profiles/{shop}"),
+        json!({"number_prefix": "SHOP-"}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!((r.body["effective"]["number_prefix"].as_str(), r.body["effective"]["payment_terms_days"].as_i64()),
-        (Some("SHOP-"), Some(10)));
+    assert_eq!(
+        (
+            r.body["effective"]["number_prefix"].as_str(),
+            r.body["effective"]["payment_terms_days"].as_i64()
+        ),
+        (Some("SHOP-"), Some(10))
+    );
     assert!(r.body["settings"]["payment_terms_days"].is_null());
     let d = draft(&app, &m, json!([{"name": "x", "unit_amount": 100}]), "DE").await;
     assert_eq!(finalize(&app, &m, &id(&d)).await["number"], "SHOP-000001");
@@ -501,8 +875,13 @@ async fn tax_rules_take_category_then_shop_then_merchant_and_refuse_ties() {
     }
     // Another merchant's shop is not found.
     let other = app.create_merchant("Other").await;
-    let r = put(&app, &m, &format!("/invoice-settings/profiles/{}", other.profile_id),
-        json!({"number_prefix": "X-"})).await;
+    let r = put(
+        &app,
+        &m,
+        &format!("/invoice-settings/profiles/{}", other.profile_id),
+        json!({"number_prefix": "X-"}),
+    )
+    .await;
     assert_eq!(r.status, 404);
     app.stop().await;
 }
@@ -518,47 +897,121 @@ fn path_of(url: &str) -> String {
 async fn share_links_show_the_invoice_until_they_expire_or_are_revoked() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
-    let d = draft(&app, &m, json!([{"name": "Widget", "unit_amount": 4200}]), "FR").await;
+    let d = draft(
+        &app,
+        &m,
+        json!([{"name": "Widget", "unit_amount": 4200}]),
+        "FR",
+    )
+    .await;
     let inv = id(&d);
     let f = finalize(&app, &m, &inv).await;
-    let link = post(&app, &m, &format!("/invoices/{inv}/share-link"), json!({"expires_in_days": 2})).await;
+    let link = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/share-link"),
+        json!({"expires_in_days": 2}),
+    )
+    .await;
     assert_eq!(link.status, 201, "{}", link.body);
     let url = link.body["url"].as_str().unwrap().to_owned();
     let path = path_of(&url);
     let page = app.send(Method::GET, &path, None, None, &[]).await;
     assert_eq!(page.status, 200);
     let html = String::from_utf8_lossy(&page.raw);
-    assert!(html.contains(f["number"].as_str().unwrap()) && html.contains("Widget"), "{html}");
+    assert!(
+        html.contains(f["number"].as_str().unwrap()) && html.contains("Widget"),
+        "{html}"
+    );
     assert!(html.contains("Жанна Иванова"));
-    let shared = app.send(Method::GET, &format!("{path}/pdf"), None, None, &[]).await;
+    let shared = app
+        .send(Method::GET, &format!("{path}/pdf"), None, None, &[])
+        .await;
     assert_eq!(shared.status, 200);
     assert_eq!(shared.raw, pdf_of(&app, &m, &inv).await.raw);
 
     // Revoked: gone.
     let link_id = link.body["link_id"].as_str().unwrap();
-    let r = app.call(&m, Method::DELETE, &format!("/invoices/{inv}/share-link/{link_id}"), None).await;
+    let r = app
+        .call(
+            &m,
+            Method::DELETE,
+            &format!("/invoices/{inv}/share-link/{link_id}"),
+            None,
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body["revoked_at"].is_string());
-    assert_eq!(app.send(Method::GET, &path, None, None, &[]).await.status, 404);
-    assert_eq!(app.send(Method::GET, &format!("{path}/pdf"), None, None, &[]).await.status, 404);
+    assert_eq!(
+        app.send(Method::GET, &path, None, None, &[]).await.status,
+        404
+    );
+    assert_eq!(
+        app.send(Method::GET, &format!("{path}/pdf"), None, None, &[])
+            .await
+            .status,
+        404
+    );
 
     // Expired on the merchant's test clock: gone.
-    let link = post(&app, &m, &format!("/invoices/{inv}/share-link"), json!({"expires_in_days": 2})).await;
+    let link = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/share-link"),
+        json!({"expires_in_days": 2}),
+    )
+    .await;
     let path = path_of(link.body["url"].as_str().unwrap());
-    assert_eq!(app.send(Method::GET, &path, None, None, &[]).await.status, 200);
-    let r = post(&app, &m, "/sandbox/clock/advance", json!({"seconds": 2 * 86_400 + 1})).await;
+    assert_eq!(
+        app.send(Method::GET, &path, None, None, &[]).await.status,
+        200
+    );
+    let r = post(
+        &app,
+        &m,
+        "/sandbox/clock/advance",
+        json!({"seconds": 2 * 86_400 + 1}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(app.send(Method::GET, &path, None, None, &[]).await.status, 404);
+    assert_eq!(
+        app.send(Method::GET, &path, None, None, &[]).await.status,
+        404
+    );
     // A token nobody issued, and bad lifetimes.
-    assert_eq!(app.send(Method::GET, "/invoice-links/nope", None, None, &[]).await.status, 404);
+    assert_eq!(
+        app.send(Method::GET, "/invoice-links/nope", None, None, &[])
+            .await
+            .status,
+        404
+    );
     for days in [0, 366] {
-        let r = post(&app, &m, &format!("/invoices/{inv}/share-link"), json!({"expires_in_days": days})).await;
+        let r = post(
+            &app,
+            &m,
+            &format!("/invoices/{inv}/share-link"),
+            json!({"expires_in_days": days}),
+        )
+        .await;
         assert_eq!((r.status, r.param()), (400, Some("expires_in_days")));
     }
     // Another merchant cannot reach the invoice or its links.
     let other = app.create_merchant("Other").await;
-    assert_eq!(get(&app, &other, &format!("/invoices/{inv}")).await.status, 404);
-    assert_eq!(post(&app, &other, &format!("/invoices/{inv}/share-link"), json!({})).await.status, 404);
+    assert_eq!(
+        get(&app, &other, &format!("/invoices/{inv}")).await.status,
+        404
+    );
+    assert_eq!(
+        post(
+            &app,
+            &other,
+            &format!("/invoices/{inv}/share-link"),
+            json!({})
+        )
+        .await
+        .status,
+        404
+    );
     app.stop().await;
 }
 
@@ -568,7 +1021,13 @@ async fn fifty_concurrent_finalizes_take_fifty_numbers_without_gap_or_duplicate(
     let m = app.create_merchant("Acme").await;
     let mut ids = Vec::new();
     for i in 0..50 {
-        let d = draft(&app, &m, json!([{"name": format!("Item {i}"), "unit_amount": 100 + i}]), "DE").await;
+        let d = draft(
+            &app,
+            &m,
+            json!([{"name": format!("Item {i}"), "unit_amount": 100 + i}]),
+            "DE",
+        )
+        .await;
         ids.push(id(&d));
     }
     let finalized = futures_util::future::join_all(ids.iter().map(|inv| {
@@ -579,7 +1038,10 @@ async fn fifty_concurrent_finalizes_take_fifty_numbers_without_gap_or_duplicate(
     let mut numbers = BTreeSet::new();
     for r in &finalized {
         assert_eq!(r.status, 200, "{}", r.body);
-        assert!(numbers.insert(r.body["number"].as_str().unwrap().to_owned()), "a number twice");
+        assert!(
+            numbers.insert(r.body["number"].as_str().unwrap().to_owned()),
+            "a number twice"
+        );
     }
     let expected: BTreeSet<String> = (1..=50).map(|n| format!("INV-{n:06}")).collect();
     assert_eq!(numbers, expected);

@@ -424,9 +424,49 @@ async fn objects_in_shop_b(
         .as_str()
         .unwrap_or_else(|| panic!("a collected cycle: {}", cycles.body))
         .to_owned();
+    // An invoice of shop B, finalized and shared, and shop B's invoice settings and tax rules.
+    let draft = post(
+        "/invoices",
+        json!({"currency": "EUR", "lines": [{"name": "Tea", "unit_amount": 500}]}),
+    )
+    .await;
+    let invoice_id = draft["invoice_id"].as_str().unwrap().to_owned();
+    let mut link = Value::Null;
+    for step in ["finalize", "share-link"] {
+        let path = format!("/invoices/{invoice_id}/{step}");
+        let r = app
+            .send(
+                Method::POST,
+                &path,
+                Some(&m.secret_key),
+                Some(&json!({})),
+                &in_b,
+            )
+            .await;
+        assert!(r.status < 300, "{path}: {}", r.body);
+        link = r.body;
+    }
+    let link_id = link["link_id"].as_str().unwrap().to_owned();
+    for (path, body) in [
+        (
+            format!("/invoice-settings/profiles/{shop_b}"),
+            json!({"number_prefix": "B-"}),
+        ),
+        (
+            format!("/invoice-settings/profiles/{shop_b}/tax-rules"),
+            json!({"rules": [{"rate_bps": 700, "country": "DE"}]}),
+        ),
+    ] {
+        let r = app
+            .send(Method::PUT, &path, Some(&m.secret_key), Some(&body), &[])
+            .await;
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+    }
     vec![
         ("processor_subscription_id", bsub),
-        ("invoice_id", invoice),
+        ("processor_invoice_id", invoice),
+        ("invoice_id", invoice_id),
+        ("link_id", link_id),
         (
             "payment_id",
             held["payment_id"].as_str().unwrap().to_owned(),
@@ -500,6 +540,10 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ("post", "/subscriptions/{subscription_id}/confirm") => {
             Some(json!({"mandate_id": "man_00000000000000000000000000000000"}))
         }
+        ("post", "/invoices/{invoice_id}/credit-note") => {
+            Some(json!({"amount": 1, "reason": "probe"}))
+        }
+        ("put", "/invoice-settings/profiles/{profile_id}/tax-rules") => Some(json!({"rules": []})),
         ("post" | "put", _) => Some(json!({})),
         _ => None,
     }
@@ -526,6 +570,13 @@ async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Ve
         get(format!("/disputes/wallet/cases/{}/history", id("case_id"))).await,
         get(format!("/products/{}", id("product_id"))).await,
         get(format!("/subscriptions/{}", id("subscription_id"))).await,
+        get(format!("/invoices/{}", id("invoice_id"))).await,
+        get(format!("/invoice-settings/profiles/{}", id("profile_id"))).await,
+        get(format!(
+            "/invoice-settings/profiles/{}/tax-rules",
+            id("profile_id")
+        ))
+        .await,
         get("/account/api-keys?limit=100".to_owned()).await,
     ]
 }
@@ -553,6 +604,7 @@ async fn every_operation_with_an_object_id_keeps_shops_and_merchants_apart() {
         if !template.contains('{')
             || template.starts_with("/admin/")
             || template.starts_with("/checkout/")
+            || template.starts_with("/invoice-links/")
             || template == "/products/images/{image_id}"
         {
             continue;

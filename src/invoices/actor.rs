@@ -80,7 +80,7 @@ pub struct Patch {
 
 #[derive(Debug, Clone)]
 pub enum Command {
-    Update(Patch),
+    Update(Box<Patch>),
     Delete,
     Finalize,
     Void,
@@ -313,10 +313,7 @@ fn apply(after: &mut invoice::Model, patch: &Patch) {
 }
 
 /// The buyer an invoice bills: the one given, else its customer's name, email and address.
-pub async fn buyer_of(
-    db: &DatabaseConnection,
-    m: &invoice::Model,
-) -> Result<Option<Party>, DbErr> {
+pub async fn buyer_of(db: &DatabaseConnection, m: &invoice::Model) -> Result<Option<Party>, DbErr> {
     if let Some(b) = party(m.buyer.as_deref()) {
         return Ok(Some(b));
     }
@@ -559,7 +556,6 @@ async fn credit_note(
         (note, change)
     })
     .await?;
-    let mut original = original;
     original.version = m.version + 1;
     let pdf = render(deps, &issued, now).await?;
     Ok(Done {

@@ -376,11 +376,8 @@ impl Invoice {
             reason: m.reason.clone(),
             locale: m.locale.clone(),
             due_date: m.due_date.clone(),
-            metadata: serde_json::from_str(&m.metadata)
-                .unwrap_or_else(|_| serde_json::json!({})),
-            pdf_url: m
-                .finalized_at
-                .map(|_| format!("/invoices/{}/pdf", m.id)),
+            metadata: serde_json::from_str(&m.metadata).unwrap_or_else(|_| serde_json::json!({})),
+            pdf_url: m.finalized_at.map(|_| format!("/invoices/{}/pdf", m.id)),
             test_mode: m.test_mode,
             created: m.created_at,
             finalized_at: m.finalized_at,
@@ -764,6 +761,9 @@ pub fn lines_from(input: &[LineInput], max_amount: i64) -> Result<Vec<Line>, Api
         .filter(|s| *s <= max_amount.saturating_mul(100));
     match sum {
         Some(_) => Ok(out),
-        None => Err(ApiError::invalid_param("lines", "the lines' total is too large")),
+        None => Err(ApiError::invalid_param(
+            "lines",
+            "the lines' total is too large",
+        )),
     }
 }

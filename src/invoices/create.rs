@@ -12,7 +12,7 @@ use super::{
     store::{self, CommitError},
 };
 use crate::{
-    auth::Caller,
+    auth::keys::Caller,
     error::ApiError,
     fields::{check_metadata, check_text, parse_currency},
     ids::new_id,

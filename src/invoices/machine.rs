@@ -152,7 +152,11 @@ pub fn mark_uncollectible(kind: Kind, status: Status) -> Result<Status, Refusal>
 /// Paid out of band: what is due is paid.
 pub fn mark_paid(kind: Kind, status: Status) -> Result<Status, Refusal> {
     invoice_only(kind, "marked paid")?;
-    need(status, &[Status::Open, Status::Uncollectible], "marked paid")?;
+    need(
+        status,
+        &[Status::Open, Status::Uncollectible],
+        "marked paid",
+    )?;
     Ok(Status::Paid)
 }
 
@@ -552,23 +556,43 @@ mod tests {
             })
         );
         assert_eq!(
-            credit(Kind::Invoice, Status::Open, &lines, &CreditAsk::Amount(4101)),
+            credit(
+                Kind::Invoice,
+                Status::Open,
+                &lines,
+                &CreditAsk::Amount(4101)
+            ),
             Err(Refusal::TotalExceeded(4100))
         );
-        let whole = credit(Kind::Invoice, Status::Open, &lines, &CreditAsk::Amount(4100)).unwrap();
+        let whole = credit(
+            Kind::Invoice,
+            Status::Open,
+            &lines,
+            &CreditAsk::Amount(4100),
+        )
+        .unwrap();
         assert_eq!(whole.totals.total, 4100);
         assert!(whole.invoice_lines.iter().all(|l| l.left() == 0));
         assert!(credit(Kind::Invoice, Status::Void, &lines, &CreditAsk::Amount(1)).is_err());
         assert!(credit(Kind::Invoice, Status::Draft, &lines, &CreditAsk::Amount(1)).is_err());
         assert_eq!(
-            credit(Kind::Invoice, Status::Open, &lines, &CreditAsk::Lines(vec![])),
+            credit(
+                Kind::Invoice,
+                Status::Open,
+                &lines,
+                &CreditAsk::Lines(vec![])
+            ),
             Err(Refusal::Nothing)
         );
     }
 
     #[test]
     fn a_spread_amount_stays_within_each_line() {
-        let mut lines = vec![line("a", 1, 333, 0), line("b", 1, 333, 0), line("c", 1, 334, 0)];
+        let mut lines = vec![
+            line("a", 1, 333, 0),
+            line("b", 1, 333, 0),
+            line("c", 1, 334, 0),
+        ];
         lines[0].amount_credited = 300;
         let shares = spread(700, &lines);
         assert_eq!(shares.iter().sum::<i64>(), 700);
@@ -579,7 +603,11 @@ mod tests {
 
     #[test]
     fn breakdown_by_rate() {
-        let lines = vec![line("a", 1, 1000, 2000), line("b", 2, 100, 700), line("c", 1, 50, 2000)];
+        let lines = vec![
+            line("a", 1, 1000, 2000),
+            line("b", 2, 100, 700),
+            line("c", 1, 50, 2000),
+        ];
         let r = by_rate(&lines);
         assert_eq!(r.len(), 2);
         assert_eq!((r[0].rate_bps, r[0].amount, r[0].tax), (700, 200, 14));

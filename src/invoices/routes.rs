@@ -46,9 +46,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/invoices/{invoice_id}/mark-uncollectible")
             .route(web::post().to(mark_uncollectible)),
     )
-    .service(
-        web::resource("/invoices/{invoice_id}/credit-note").route(web::post().to(credit_note)),
-    )
+    .service(web::resource("/invoices/{invoice_id}/credit-note").route(web::post().to(credit_note)))
     .service(web::resource("/invoices/{invoice_id}/pdf").route(web::get().to(download_pdf)))
     .service(
         web::resource("/invoices/{invoice_id}/share-link").route(web::post().to(create_share_link)),
@@ -161,7 +159,10 @@ pub async fn list_invoices(
 ) -> Result<HttpResponse, ApiError> {
     let page = Page::parse(&q.page_query(), "inv")?;
     if let Some(k) = q.kind.as_deref().filter(|k| Kind::parse(k).is_none()) {
-        return Err(ApiError::invalid_param("kind", format!("unknown kind {k:?}")));
+        return Err(ApiError::invalid_param(
+            "kind",
+            format!("unknown kind {k:?}"),
+        ));
     }
     let shown = |s: &str| Status::parse(s).is_some_and(|s| s != Status::Deleted);
     if let Some(s) = q.status.as_deref().filter(|s| !shown(s)) {
@@ -212,7 +213,11 @@ pub async fn update_invoice(
     let m = owned(&state, &caller, &id).await?;
     let from_lines = m.payment_id.is_none() && m.cycle_id.is_none();
     if !from_lines && (req.lines.is_some() || req.currency.is_some()) {
-        let param = if req.lines.is_some() { "lines" } else { "currency" };
+        let param = if req.lines.is_some() {
+            "lines"
+        } else {
+            "currency"
+        };
         return Err(ApiError::invalid_param(
             param,
             "an invoice made from a payment or a billing cycle keeps its lines and currency",
@@ -239,7 +244,7 @@ pub async fn update_invoice(
         due_date: req.due_date,
         metadata: check_metadata(req.metadata.as_ref())?,
     };
-    let done = run(&invoices, &caller, &id, Command::Update(patch)).await?;
+    let done = run(&invoices, &caller, &id, Command::Update(Box::new(patch))).await?;
     Ok(ok(&done.invoice))
 }
 
@@ -491,8 +496,7 @@ pub async fn create_share_link(
             "a draft cannot be shared: finalize it first",
         ));
     }
-    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(rand::random::<[u8; 32]>());
+    let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
     let now = state.clock.now();
     let link = invoice_share_link::Model {
         id: new_id("shl"),

@@ -62,7 +62,9 @@ fn upsert(
         profile_id: profile_id.to_owned(),
         number_prefix: s.number_prefix,
         credit_note_prefix: s.credit_note_prefix,
-        seller: s.seller.map(|s| serde_json::to_string(&s).unwrap_or_default()),
+        seller: s
+            .seller
+            .map(|s| serde_json::to_string(&s).unwrap_or_default()),
         footer: s.footer,
         payment_terms_days: s.payment_terms_days,
         locale: s.locale,

@@ -33,9 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(get_tax_rules))
             .route(web::put().to(put_tax_rules)),
     )
-    .service(
-        web::resource("/invoice-settings/tax-rules/evaluate").route(web::post().to(evaluate)),
-    )
+    .service(web::resource("/invoice-settings/tax-rules/evaluate").route(web::post().to(evaluate)))
     .service(
         web::resource("/invoice-settings/profiles/{profile_id}")
             .route(web::get().to(get_shop_settings))
@@ -66,8 +64,12 @@ async fn settings_of(
     profile_id: Option<&str>,
 ) -> Result<Settings, ApiError> {
     let merchant = caller.merchant_id.as_str();
-    let stored = settings::stored(&state.db, merchant, profile_id.unwrap_or(settings::MERCHANT))
-        .await?;
+    let stored = settings::stored(
+        &state.db,
+        merchant,
+        profile_id.unwrap_or(settings::MERCHANT),
+    )
+    .await?;
     Ok(Settings {
         profile_id: profile_id.map(str::to_owned),
         settings: stored,
@@ -99,7 +101,14 @@ pub async fn put_settings(
     merchant_wide(&caller)?;
     let req = req.checked()?;
     let now = state.clock.now();
-    settings::put(&state.db, caller.merchant_id.as_str(), settings::MERCHANT, &req, now).await?;
+    settings::put(
+        &state.db,
+        caller.merchant_id.as_str(),
+        settings::MERCHANT,
+        &req,
+        now,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(settings_of(&state, &caller, None).await?))
 }
 
@@ -132,7 +141,14 @@ pub async fn put_shop_settings(
     let shop = shop_in_path(&state, &caller, &profile).await?;
     let req = req.checked()?;
     let now = state.clock.now();
-    settings::put(&state.db, caller.merchant_id.as_str(), shop.as_str(), &req, now).await?;
+    settings::put(
+        &state.db,
+        caller.merchant_id.as_str(),
+        shop.as_str(),
+        &req,
+        now,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(settings_of(&state, &caller, Some(shop.as_str())).await?))
 }
 
@@ -289,7 +305,14 @@ pub async fn delete_shop_tax_rules(
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
     let now = state.clock.now();
-    settings::put_rules(&state.db, caller.merchant_id.as_str(), shop.as_str(), &[], now).await?;
+    settings::put_rules(
+        &state.db,
+        caller.merchant_id.as_str(),
+        shop.as_str(),
+        &[],
+        now,
+    )
+    .await?;
     Ok(HttpResponse::Ok().json(rules_of(&state, &caller, Some(shop.as_str())).await?))
 }
 
@@ -311,7 +334,8 @@ pub async fn evaluate(
     };
     let lines = api::lines_from(&req.lines, state.settings.limits.max_amount)?;
     let shop = caller.profile.as_ref().map(|p| p.to_string());
-    let rules = settings::rules_for(&state.db, caller.merchant_id.as_str(), shop.as_deref()).await?;
+    let rules =
+        settings::rules_for(&state.db, caller.merchant_id.as_str(), shop.as_deref()).await?;
     let at = req.at.unwrap_or_else(|| state.clock.now());
     let overflow = || ApiError::invalid_param("lines", "the amounts overflow");
     let priced = machine::reprice(&lines, &rules, &place, at).ok_or_else(overflow)?;

@@ -43,7 +43,11 @@ pub fn event(m: &invoice::Model, event_type: &str) -> Event {
 
 /// A new draft.
 pub async fn insert(db: &DatabaseConnection, m: &invoice::Model) -> Result<(), CommitError> {
-    commit::commit(db, Change::at(m.created_at).write(commit::insert(m.clone()))).await?;
+    commit::commit(
+        db,
+        Change::at(m.created_at).write(commit::insert(m.clone())),
+    )
+    .await?;
     Ok(())
 }
 
@@ -72,14 +76,12 @@ pub async fn next_number(
     test_mode: bool,
     series: &str,
 ) -> Result<i64, DbErr> {
-    Ok(invoice_counter::Entity::find_by_id((
-        merchant_id.to_owned(),
-        test_mode,
-        series.to_owned(),
-    ))
-    .one(db)
-    .await?
-    .map_or(1, |c| c.next_number))
+    Ok(
+        invoice_counter::Entity::find_by_id((merchant_id.to_owned(), test_mode, series.to_owned()))
+            .one(db)
+            .await?
+            .map_or(1, |c| c.next_number),
+    )
 }
 
 /// Takes number `n` of a series: the counter must still stand at `n` (else the change is a
@@ -203,10 +205,12 @@ pub async fn keep_pdf(
                 .to_owned(),
         )
         .into_query();
-    let change = Change::at(now).write(Write::Insert(insert)).job(Job::Cancel {
-        kinds: vec![PDF_JOB],
-        entity_id: invoice_id.to_owned(),
-    });
+    let change = Change::at(now)
+        .write(Write::Insert(insert))
+        .job(Job::Cancel {
+            kinds: vec![PDF_JOB],
+            entity_id: invoice_id.to_owned(),
+        });
     commit::commit(db, change).await?;
     pdf(db, invoice_id)
         .await?

@@ -77,9 +77,8 @@ pub struct Tie(pub usize, pub usize);
 pub fn check_set(rules: &[Rule]) -> Result<(), Tie> {
     for (i, a) in rules.iter().enumerate() {
         for (j, b) in rules.iter().enumerate().skip(i + 1) {
-            let same_place = a.country == b.country
-                && a.region == b.region
-                && a.tax_category == b.tax_category;
+            let same_place =
+                a.country == b.country && a.region == b.region && a.tax_category == b.tax_category;
             if same_place && overlap(a, b) {
                 return Err(Tie(i, j));
             }
@@ -90,12 +89,11 @@ pub fn check_set(rules: &[Rule]) -> Result<(), Tie> {
 
 /// Whether two validity windows (`valid_until` exclusive) share a moment.
 fn overlap(a: &Rule, b: &Rule) -> bool {
-    let starts_before_end = |start: Option<DateTime<Utc>>, end: Option<DateTime<Utc>>| match (
-        start, end,
-    ) {
-        (Some(s), Some(e)) => s < e,
-        _ => true,
-    };
+    let starts_before_end =
+        |start: Option<DateTime<Utc>>, end: Option<DateTime<Utc>>| match (start, end) {
+            (Some(s), Some(e)) => s < e,
+            _ => true,
+        };
     starts_before_end(a.valid_from, b.valid_until) && starts_before_end(b.valid_from, a.valid_until)
 }
 

@@ -42,7 +42,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(sandbox_processor_change)),
         )
         .service(
-            web::resource("/sandbox/billing/invoices/{invoice_id}/chargeback")
+            web::resource("/sandbox/billing/invoices/{processor_invoice_id}/chargeback")
                 .route(web::post().to(sandbox_chargeback)),
         );
 }
@@ -236,8 +236,8 @@ pub async fn sandbox_processor_change(
 
 /// Sandbox: the buyer charges back an invoice the billing processor collected. The
 /// subscription that adopted it announces `invoice_disputed`.
-#[utoipa::path(post, path = "/sandbox/billing/invoices/{invoice_id}/chargeback", tag = "sandbox",
-    params(("invoice_id" = String, Path)),
+#[utoipa::path(post, path = "/sandbox/billing/invoices/{processor_invoice_id}/chargeback", tag = "sandbox",
+    params(("processor_invoice_id" = String, Path)),
     responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody),
         (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -249,7 +249,7 @@ pub async fn sandbox_chargeback(
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
     let deps = subscriptions.deps();
-    let missing = || ApiError::not_found("invoice").param("invoice_id");
+    let missing = || ApiError::not_found("invoice").param("processor_invoice_id");
     let invoice = match has_shape(&invoice_id, "binv") {
         true => deps.billing.invoice(&invoice_id).await?,
         false => None,
