@@ -171,6 +171,18 @@ MANDATE_ID=$(jq -er .mandate_id <<<"$SAVED")
 METHOD_ID=$(api GET "/customers/$CUSTOMER_ID/payment-methods" | jq -er '.data[0].payment_method_id')
 EVENT_IDS=$(api POST "/events/$MERCHANT_ID" '{"limit": 5}' | jq -ec '[.data[].event_id] | select(length > 0)')
 CLIENT_SECRET=$(jq -er .client_secret <<<"$OPEN")
+# Invoices: a draft, a finalized one with a share link, and a credit note of it.
+DRAFT_ID=$(api POST /invoices '{"currency": "EUR", "lines": [{"name": "Tea", "quantity": 2, "unit_amount": 450}]}' |
+    jq -er .invoice_id)
+ISSUED_ID=$(api POST /invoices '{"currency": "EUR", "lines": [{"line_id": "cup", "name": "Cup", "quantity": 4, "unit_amount": 1200}]}' |
+    jq -er .invoice_id)
+api POST "/invoices/$ISSUED_ID/finalize" '{}' >/dev/null
+SHARED=$(api POST "/invoices/$ISSUED_ID/share-link" '{}')
+SHARE_TOKEN=$(jq -er .url <<<"$SHARED")
+SHARE_TOKEN=${SHARE_TOKEN##*/}
+LINK_ID=$(jq -er .link_id <<<"$SHARED")
+NOTE_ID=$(api POST "/invoices/$ISSUED_ID/credit-note" '{"lines": [{"line_id": "cup", "quantity": 1}], "reason": "broken"}' |
+    jq -er .invoice_id)
 echo "merchant $MERCHANT_ID, shops $PROFILE_ID $SHOP_B, payments $PAYMENT_IDS"
 
 # Every request carries the merchant's key and shop (generated security parameters are off);
@@ -192,6 +204,9 @@ with-security-parameters = false
 "path.profile_id" = { dictionary = "shops", probability = 0.8 }
 "path.merchant_id" = { dictionary = "merchants", probability = 0.8 }
 "path.event_id" = { dictionary = "events", probability = 0.6 }
+"path.invoice_id" = { dictionary = "invoices", probability = 0.6 }
+"path.link_id" = { dictionary = "links", probability = 0.6 }
+"path.token" = { dictionary = "share_tokens", probability = 0.6 }
 "query.client_secret" = { dictionary = "client_secrets", probability = 0.6 }
 "body.client_secret" = { dictionary = "client_secrets", probability = 0.6 }
 "body.payment_id" = { dictionary = "payments", probability = 0.6 }
@@ -208,6 +223,9 @@ mandates = { values = ["$MANDATE_ID"] }
 shops = { values = ["$PROFILE_ID", "$SHOP_B"] }
 merchants = { values = ["$MERCHANT_ID"] }
 events = { values = $EVENT_IDS }
+invoices = { values = ["$DRAFT_ID", "$ISSUED_ID", "$NOTE_ID"] }
+links = { values = ["$LINK_ID"] }
+share_tokens = { values = ["$SHARE_TOKEN"] }
 open_payments = { values = [$(jq .payment_id <<<"$OPEN")] }
 client_secrets = { values = ["$CLIENT_SECRET"] }
 currencies = { values = ["USD", "EUR", "JPY", "usd"] }

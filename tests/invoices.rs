@@ -873,6 +873,83 @@ async fn tax_rules_take_category_then_shop_then_merchant_and_refuse_ties() {
         let r = put(&app, &m, "/invoice-settings", body).await;
         assert_eq!((r.status, r.param()), (400, Some(param)), "{}", r.body);
     }
+    // A key bound to a shop changes that shop's settings, not the merchant's, and lists only
+    // that shop's invoices.
+    let bound = app
+        .post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret", "profile_id": shop}),
+        )
+        .await;
+    let bound = bound.body["key"].as_str().unwrap().to_owned();
+    let r = app
+        .send(
+            Method::PUT,
+            "/invoice-settings",
+            Some(&bound),
+            Some(&json!({})),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (403, "shop_bound_key"));
+    let r = app
+        .send(
+            Method::PUT,
+            "/invoice-settings/tax-rules",
+            Some(&bound),
+            Some(&json!({"rules": []})),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (403, "shop_bound_key"));
+    let b = app
+        .post("/account/shops", &m.secret_key, json!({"name": "Shop B"}))
+        .await;
+    let shop_b = b.body["profile_id"].as_str().unwrap().to_owned();
+    let in_b = app
+        .send(
+            Method::POST,
+            "/invoices",
+            Some(&m.secret_key),
+            Some(&json!({"currency": "EUR", "lines": [{"name": "b", "unit_amount": 1}]})),
+            &[("x-profile-id", &shop_b)],
+        )
+        .await;
+    assert_eq!(in_b.status, 201, "{}", in_b.body);
+    let listed = app
+        .send(Method::GET, "/invoices?limit=100", Some(&bound), None, &[])
+        .await;
+    let ids: Vec<&str> = listed.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["invoice_id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&id(&d).as_str()) && !ids.contains(&id(&in_b.body).as_str()),
+        "{ids:?}"
+    );
+    let r = app
+        .send(
+            Method::GET,
+            &format!("/invoices/{}", id(&in_b.body)),
+            Some(&bound),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    let r = app
+        .send(
+            Method::POST,
+            "/invoices",
+            Some(&m.secret_key),
+            Some(&json!({"currency": "EUR", "lines": [{"name": "b", "unit_amount": 1}]})),
+            &[],
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (400, "shop_required"));
     // Another merchant's shop is not found.
     let other = app.create_merchant("Other").await;
     let r = put(

@@ -16,6 +16,7 @@ use crate::{
 
 /// A seller or a buyer, as given and as frozen on a finalized invoice.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(as = InvoiceParty)]
 #[serde(deny_unknown_fields)]
 pub struct Party {
     pub name: String,
@@ -109,6 +110,7 @@ pub fn country(param: &str, raw: &str) -> Result<String, ApiError> {
 
 /// A line as given: its tax comes from the tax rules.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[schema(as = InvoiceLineInput)]
 #[serde(deny_unknown_fields)]
 pub struct LineInput {
     /// Default `line_1`, `line_2`, … in order.
@@ -391,6 +393,7 @@ impl Invoice {
 /// `PUT /invoice-settings` and `PUT /invoice-settings/profiles/{profile_id}`: the whole
 /// settings; an absent field is unset (a shop's then falls back to the merchant's).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+#[schema(as = InvoiceSettingsInput)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsInput {
     /// 1 to 20 of `A–Z a–z 0–9 - _ / .`; invoice numbers are the prefix and a gapless
@@ -485,6 +488,7 @@ impl SettingsInput {
 
 /// The settings that apply, every field resolved.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = InvoiceSettingsEffective)]
 pub struct Effective {
     pub number_prefix: String,
     pub credit_note_prefix: String,
@@ -509,6 +513,7 @@ impl Effective {
 
 /// Settings as stored (`settings`) and as they apply (`effective`).
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = InvoiceSettings)]
 pub struct Settings {
     /// `null` for the merchant's defaults.
     pub profile_id: Option<String>,

@@ -162,6 +162,7 @@ pub fn mark_paid(kind: Kind, status: Status) -> Result<Status, Refusal> {
 
 /// An invoice's line as stored and shown, with its tax and what its credit notes took.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = InvoiceLine)]
 pub struct Line {
     pub line_id: String,
     pub name: String,
