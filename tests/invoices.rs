@@ -285,6 +285,46 @@ async fn an_invoice_of_lines_is_taxed_numbered_frozen_rendered_and_announced() {
         list.body
     );
 
+    // Lines that name the catalog name this shop's.
+    let tea = post(
+        &app,
+        &m,
+        "/products",
+        json!({"name": "Tea", "prices": [{"unit_amount": 450,
+        "currency": "EUR"}]}),
+    )
+    .await;
+    let price = tea.body["prices"][0]["price_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let named = json!({"currency": "EUR", "lines": [{"name": "Tea", "unit_amount": 450,
+        "price_id": price}]});
+    let r = post(&app, &m, "/invoices", named.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = app
+        .call(
+            &m,
+            Method::PATCH,
+            &format!("/invoices/{}", id(&r.body)),
+            Some(json!({"currency": "USD"})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.param()),
+        (400, Some("lines[0].price_id")),
+        "{}",
+        r.body
+    );
+    let other = app.create_merchant("Other").await;
+    let r = post(&app, &other, "/invoices", named).await;
+    assert_eq!(
+        (r.status, r.param()),
+        (404, Some("lines[0].price_id")),
+        "{}",
+        r.body
+    );
+
     // Bad input names the field.
     for (body, param) in [
         (json!({"currency": "EUR"}), "payment_id"),

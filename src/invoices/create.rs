@@ -12,10 +12,10 @@ use super::{
     store::{self, CommitError},
 };
 use crate::{
-    auth::keys::Caller,
+    auth::keys::{Caller, Scope},
     error::ApiError,
     fields::{check_metadata, check_text, parse_currency},
-    ids::new_id,
+    ids::{has_shape, new_id},
 };
 
 /// What a draft is made from.
@@ -38,6 +38,9 @@ pub async fn create(
 ) -> Result<invoice::Model, ApiError> {
     let shop = caller.require_shop()?.to_string();
     let source = source(db, caller, &req, max_amount).await?;
+    if source.payment_id.is_none() && source.cycle_id.is_none() {
+        check_catalog(db, &caller.scope(), &source.lines, &source.currency).await?;
+    }
     let customer_id = match req.customer_id.as_ref().or(source.customer_id.as_ref()) {
         Some(c) => Some(check_customer(db, caller, c).await?),
         None => None,
@@ -104,6 +107,58 @@ pub async fn create(
             Ok(draft)
         }
     }
+}
+
+/// Lines that name the catalog name the caller's shop's: the product and price exist there,
+/// the price is the product's and in the invoice's currency. (An invoice may bill an archived
+/// product, a recurring price, or another amount than the price's.)
+pub async fn check_catalog(
+    db: &DatabaseConnection,
+    scope: &Scope,
+    lines: &[Line],
+    currency: &str,
+) -> Result<(), ApiError> {
+    use crate::products::store as catalog;
+    for (i, l) in lines.iter().enumerate() {
+        let param = |f: &str| format!("lines[{i}].{f}");
+        let price = match &l.price_id {
+            Some(id) => Some(
+                match has_shape(id, "price") {
+                    true => catalog::find_price(db, id).await?,
+                    false => None,
+                }
+                .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))
+                .ok_or_else(|| ApiError::not_found("price").param(&param("price_id")))?,
+            ),
+            None => None,
+        };
+        if let Some(p) = &price {
+            if p.currency != currency {
+                return Err(ApiError::invalid_param(
+                    &param("price_id"),
+                    format!("the price is in {}, the invoice in {currency}", p.currency),
+                ));
+            }
+        }
+        let product_id = match (&l.product_id, &price) {
+            (Some(id), Some(p)) if *id != p.product_id => {
+                return Err(ApiError::invalid_param(
+                    &param("price_id"),
+                    "the price belongs to another product",
+                ))
+            }
+            (Some(id), _) => id,
+            (None, _) => continue,
+        };
+        let product = match has_shape(product_id, "prod") {
+            true => catalog::find_owned(db, product_id, scope).await?,
+            false => None,
+        };
+        if product.is_none() {
+            return Err(ApiError::not_found("product").param(&param("product_id")));
+        }
+    }
+    Ok(())
 }
 
 /// A customer of the caller's merchant and mode.
@@ -251,6 +306,7 @@ async fn source(
             lines,
         });
     }
+    let lines = api::lines_from(req.lines.as_deref().unwrap_or_default(), max_amount)?;
     let currency = match &req.currency {
         Some(c) => parse_currency("currency", c)?,
         None => {
@@ -267,7 +323,7 @@ async fn source(
         subscription_id: None,
         cycle_id: None,
         key: None,
-        lines: api::lines_from(req.lines.as_deref().unwrap_or_default(), max_amount)?,
+        lines,
     })
 }
 

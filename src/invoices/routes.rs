@@ -244,6 +244,12 @@ pub async fn update_invoice(
         due_date: req.due_date,
         metadata: check_metadata(req.metadata.as_ref())?,
     };
+    if patch.lines.is_some() || patch.currency.is_some() {
+        let stored = || serde_json::from_str(&m.lines).unwrap_or_default();
+        let lines = patch.lines.clone().unwrap_or_else(stored);
+        let currency = patch.currency.as_deref().unwrap_or(&m.currency);
+        create::check_catalog(&state.db, &caller.scope(), &lines, currency).await?;
+    }
     let done = run(&invoices, &caller, &id, Command::Update(Box::new(patch))).await?;
     Ok(ok(&done.invoice))
 }
