@@ -128,7 +128,7 @@ pub async fn check_catalog(
                     false => None,
                 }
                 .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))
-                .ok_or_else(|| ApiError::not_found("price").param(&param("price_id")))?,
+                .ok_or_else(|| ApiError::not_found("price").param(param("price_id")))?,
             ),
             None => None,
         };
@@ -155,7 +155,7 @@ pub async fn check_catalog(
             false => None,
         };
         if product.is_none() {
-            return Err(ApiError::not_found("product").param(&param("product_id")));
+            return Err(ApiError::not_found("product").param(param("product_id")));
         }
     }
     Ok(())
