@@ -305,6 +305,7 @@ impl Application {
                         .configure(products::configure)
                         .configure(subscriptions::configure)
                         .configure(invoices::configure)
+                        .configure(crate::ledger::configure)
                         .configure(test_clock::configure)
                         .configure(files::configure)
                         .configure(customers::configure)

@@ -18,6 +18,7 @@ pub mod http;
 pub mod idempotency;
 pub mod ids;
 pub mod invoices;
+pub mod ledger;
 pub mod openapi;
 pub mod ops;
 pub mod outbound;

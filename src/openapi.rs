@@ -15,7 +15,7 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    accounts, customers, disputes, events, files, invoices, ops, pagination, payments, products,
+    accounts, customers, disputes, events, files, invoices, ledger, ops, pagination, payments, products,
     refunds, sales, subscriptions, test_clock, wallet, webhooks,
 };
 
@@ -127,6 +127,8 @@ use crate::{
         subscriptions::processor_routes::sandbox_processor_subscription,
         subscriptions::processor_routes::sandbox_processor_change,
         subscriptions::processor_routes::sandbox_chargeback,
+        ledger::routes::get_balance,
+        ledger::routes::list_balance_transactions,
         invoices::routes::create_invoice,
         invoices::routes::list_invoices,
         invoices::routes::retrieve_invoice,
@@ -183,6 +185,7 @@ use crate::{
         (name = "products", description = "The catalog: products, immutable prices, add-on groups, bundles, categories, images, sales reports and import"),
         (name = "subscriptions", description = "Subscriptions billed every period, their cycles, pause, resume and cancel"),
         (name = "invoices", description = "Invoices and credit notes with gapless numbers and PDFs, share links, invoice settings and tax rules"),
+        (name = "payouts", description = "Payouts of a shop's available balance, the balance and its ledger"),
         (name = "customers", description = "Customers and their saved payment methods"),
         (name = "mandates", description = "Mandates to charge a saved method off-session"),
         (name = "events", description = "Events, their delivery attempts, and replays"),

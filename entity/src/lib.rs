@@ -2,6 +2,8 @@
 
 pub mod api_key;
 pub mod audit_entry;
+pub mod balance_lock;
+pub mod balance_transaction;
 pub mod billing_invoice;
 pub mod billing_subscription;
 pub mod catalog_preview;
@@ -26,6 +28,7 @@ pub mod payment_attempt;
 pub mod payment_line;
 pub mod payment_method;
 pub mod payment_status_history;
+pub mod payout;
 pub mod price;
 pub mod processor_account;
 pub mod product;

@@ -29,6 +29,7 @@ mod m20261124_000020_add_sandbox_clocks;
 mod m20261124_000021_create_billing_processor;
 mod m20261124_000022_add_subscription_term;
 mod m20261124_000023_create_invoices;
+mod m20261124_000024_create_ledger_and_payouts;
 
 pub struct Migrator;
 
@@ -59,6 +60,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000021_create_billing_processor::Migration),
             Box::new(m20261124_000022_add_subscription_term::Migration),
             Box::new(m20261124_000023_create_invoices::Migration),
+            Box::new(m20261124_000024_create_ledger_and_payouts::Migration),
         ]
     }
 }

@@ -15,6 +15,7 @@ use super::{
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
+    ledger,
     pagination::{created_between, paginate, List, Page, PageError},
 };
 
@@ -90,6 +91,23 @@ pub async fn commit(
             change = change.write(remove(&e.file_id)).write(commit::insert(e));
         }
         EvidenceChange::Remove { file_id } => change = change.write(remove(&file_id)),
+    }
+    // The buyer keeps a dispute lost, accepted or expired: the shop's ledger gives it up.
+    let kept = |d: &dispute::Model| {
+        Status::parse(&d.status)
+            .is_some_and(|s| matches!(s, Status::Lost | Status::Accepted | Status::Expired))
+    };
+    if kept(&after) && !kept(before) {
+        let account = ledger::store::Account {
+            merchant_id: &after.merchant_id,
+            profile_id: &after.profile_id,
+            test_mode: after.test_mode,
+            currency: &after.currency,
+        };
+        let moves = ledger::machine::dispute_moves(after.amount);
+        for w in ledger::store::writes(&account, &moves, &after.id, now) {
+            change = change.write(w);
+        }
     }
     // A new stage is announced like a new status: the event of the status, with the stage.
     if after.status != before.status || after.stage != before.stage {

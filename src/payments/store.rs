@@ -24,7 +24,7 @@ use crate::{
     accounts,
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
-    customers, disputes,
+    customers, disputes, ledger,
     ids::new_id,
     pagination::{created_between, paginate, List, Page, PageError},
     recovery::RequestKey,
@@ -187,6 +187,10 @@ pub async fn commit(
         }
         None => None,
     };
+    let refund_id = refund.as_ref().map(|r| r.id.as_str());
+    for w in ledger::store::payment_writes(before, &after, refund_id, now) {
+        change = change.write(w);
+    }
     if let Some(d) = &changes.dispute {
         change = change.and(disputes::store::insert(d, now));
     }

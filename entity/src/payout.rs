@@ -1,0 +1,37 @@
+//! A payout (`po_…`) of a shop's available balance to a bank account or a card.
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "payouts")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    /// JSON: the destination, masked.
+    pub destination: String,
+    /// The processor's token for the destination (never the account number).
+    pub recipient: String,
+    pub description: Option<String>,
+    /// JSON object.
+    pub metadata: String,
+    pub auto_fulfill: bool,
+    /// Whether its amount is held from the available balance now.
+    pub reserved: bool,
+    pub failure_code: Option<String>,
+    pub failure_message: Option<String>,
+    pub processor_reference: Option<String>,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+    pub version: i64,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,64 @@
+//! A shop's balance and its ledger entries.
+
+use actix_web::{web, HttpResponse};
+
+use super::{
+    api::{Balance, BalanceTransaction, ListTransactionsQuery},
+    machine::Kind,
+    store,
+};
+use crate::{
+    accounts::shop_in_path,
+    auth::SecretKey,
+    error::ApiError,
+    http::ApiQuery,
+    pagination::{List, Page},
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/account/shops/{profile_id}/balance").route(web::get().to(get_balance)),
+    )
+    .service(
+        web::resource("/account/shops/{profile_id}/balance-transactions")
+            .route(web::get().to(list_balance_transactions)),
+    );
+}
+
+/// A shop's balance per currency: `available` (what payouts can take) and `pending` (what
+/// payouts hold), each the sum of the shop's ledger entries.
+#[utoipa::path(get, path = "/account/shops/{profile_id}/balance", tag = "payouts",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = Balance), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn get_balance(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    let sums = store::balances(&state.db, shop.as_str(), caller.test_mode()).await?;
+    Ok(HttpResponse::Ok().json(Balance::of(shop.as_str(), caller.test_mode(), sums)))
+}
+
+/// A shop's ledger entries, newest first.
+#[utoipa::path(get, path = "/account/shops/{profile_id}/balance-transactions", tag = "payouts",
+    params(("profile_id" = String, Path), ListTransactionsQuery),
+    responses((status = 200, body = List<BalanceTransaction>), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_balance_transactions(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    ApiQuery(q): ApiQuery<ListTransactionsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    let page = Page::parse(&q.page_query(), "bt")?;
+    if let Some(k) = q.kind.as_deref().filter(|k| Kind::parse(k).is_none()) {
+        return Err(ApiError::invalid_param("type", format!("unknown type {k:?}")));
+    }
+    let list = store::list(&state.db, shop.as_str(), caller.test_mode(), &q, &page).await?;
+    Ok(HttpResponse::Ok().json(list.map(|m| BalanceTransaction::render(&m))))
+}
