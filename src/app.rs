@@ -34,6 +34,7 @@ use crate::{
         actor::{Command, Exec, PaymentDeps},
         Payments,
     },
+    payouts::{self, actor::PayoutDeps, Payouts},
     processors::sandbox::Sandbox,
     products,
     ratelimit::{self, RateLimiter, RequestTimeout},
@@ -61,6 +62,7 @@ pub struct Application {
     disputes: web::Data<Disputes>,
     subscriptions: web::Data<Subscriptions>,
     invoices: web::Data<Invoices>,
+    payouts: web::Data<Payouts>,
 }
 
 /// Scheduled job that drops idempotency keys past their retention window.
@@ -184,6 +186,16 @@ impl Application {
             registry_config.clone(),
             arbiters.clone(),
         );
+        let payouts: Payouts = Registry::new(
+            Arc::new(PayoutDeps {
+                db: db.clone(),
+                clock: clock.clone(),
+                wake: wake.clone(),
+                delay: sandbox.async_delay,
+            }),
+            registry_config.clone(),
+            arbiters.clone(),
+        );
         let wallet = web::Data::new(WalletDeps {
             processor: SandboxWallet {
                 db: db.clone(),
@@ -242,6 +254,7 @@ impl Application {
             &subscriptions,
         );
         invoice_jobs(&mut scheduler, &invoices);
+        payout_jobs(&mut scheduler, &payouts);
         let scheduler = Arc::new(scheduler);
         let now = clock.now();
         for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE] {
@@ -263,6 +276,8 @@ impl Application {
         let app_subscriptions = subscriptions.clone();
         let invoices = web::Data::new(invoices);
         let app_invoices = invoices.clone();
+        let payouts = web::Data::new(payouts);
+        let app_payouts = payouts.clone();
 
         let (app_state, app_payments, app_disputes) =
             (state.clone(), payments.clone(), disputes.clone());
@@ -277,6 +292,7 @@ impl Application {
                 .app_data(wallet.clone())
                 .app_data(app_subscriptions.clone())
                 .app_data(app_invoices.clone())
+                .app_data(app_payouts.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -306,6 +322,7 @@ impl Application {
                         .configure(subscriptions::configure)
                         .configure(invoices::configure)
                         .configure(crate::ledger::configure)
+                        .configure(payouts::configure)
                         .configure(test_clock::configure)
                         .configure(files::configure)
                         .configure(customers::configure)
@@ -341,6 +358,7 @@ impl Application {
             disputes,
             subscriptions,
             invoices,
+            payouts,
         })
     }
 
@@ -366,6 +384,7 @@ impl Application {
         let dispute_sweeper = self.disputes.spawn_sweeper();
         let subscription_sweeper = self.subscriptions.spawn_sweeper();
         let invoice_sweeper = self.invoices.spawn_sweeper();
+        let payout_sweeper = self.payouts.spawn_sweeper();
         let delivery_sweeper = self.state.dispatcher.deliveries().spawn_sweeper();
         let mut dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
         let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
@@ -386,11 +405,13 @@ impl Application {
         dispute_sweeper.abort();
         subscription_sweeper.abort();
         invoice_sweeper.abort();
+        payout_sweeper.abort();
         delivery_sweeper.abort();
         self.payments.passivate_all();
         self.disputes.passivate_all();
         self.subscriptions.passivate_all();
         self.invoices.passivate_all();
+        self.payouts.passivate_all();
         self.state.dispatcher.deliveries().passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
@@ -700,6 +721,30 @@ fn invoice_jobs(scheduler: &mut Scheduler, invoices: &Invoices) {
             match invoices.send(&job.entity_id, exec).await {
                 Ok(Ok(_))
                 | Err(payd_actors::ActorError::Load(invoices::actor::InvoiceError::NotFound)) => {
+                    Outcome::Done
+                }
+                Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
+}
+
+/// The payout jobs: ask the processor about a payout it has.
+fn payout_jobs(scheduler: &mut Scheduler, payouts: &Payouts) {
+    let payouts = payouts.clone();
+    scheduler.register(payouts::store::SYNC_JOB, move |job: Job| {
+        let payouts = payouts.clone();
+        async move {
+            let exec = payouts::actor::Exec {
+                scope: None,
+                command: payouts::actor::Command::Sync,
+                timeline: crate::clock::current(),
+            };
+            // A committed sync schedules the next one itself.
+            match payouts.send(&job.entity_id, exec).await {
+                Ok(Ok(_))
+                | Err(payd_actors::ActorError::Load(payouts::actor::PayoutError::NotFound)) => {
                     Outcome::Done
                 }
                 Ok(Err(e)) => Outcome::Failed(e.to_string()),

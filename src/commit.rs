@@ -205,6 +205,12 @@ impl Versioned for payd_entity::dispute::Model {
     }
 }
 
+impl Versioned for payd_entity::payout::Model {
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
 impl Versioned for payd_entity::invoice::Model {
     fn version(&self) -> i64 {
         self.version

@@ -24,6 +24,7 @@ pub mod ops;
 pub mod outbound;
 pub mod pagination;
 pub mod payments;
+pub mod payouts;
 pub mod processors;
 pub mod products;
 pub mod ratelimit;

@@ -15,8 +15,8 @@ use utoipa::{
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    accounts, customers, disputes, events, files, invoices, ledger, ops, pagination, payments, products,
-    refunds, sales, subscriptions, test_clock, wallet, webhooks,
+    accounts, customers, disputes, events, files, invoices, ledger, ops, pagination, payments,
+    payouts, products, refunds, sales, subscriptions, test_clock, wallet, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -127,6 +127,14 @@ use crate::{
         subscriptions::processor_routes::sandbox_processor_subscription,
         subscriptions::processor_routes::sandbox_processor_change,
         subscriptions::processor_routes::sandbox_chargeback,
+        payouts::routes::create_payout,
+        payouts::routes::list_payouts,
+        payouts::routes::filter_payouts,
+        payouts::routes::retrieve_payout,
+        payouts::routes::update_payout,
+        payouts::routes::confirm_payout,
+        payouts::routes::cancel_payout,
+        payouts::routes::fulfill_payout,
         ledger::routes::get_balance,
         ledger::routes::list_balance_transactions,
         invoices::routes::create_invoice,

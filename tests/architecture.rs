@@ -73,6 +73,7 @@ const NAMED: &[(&str, &str)] = &[
     ("invoices::pdf", "domain"),
     ("invoices::settings", "store"),
     ("invoices::create", "runtime"),
+    ("payouts::processor", "domain"),
     ("products::import", "runtime"),
     ("test_clock::advance", "runtime"),
     ("webhooks::delivery", "runtime"),
@@ -112,6 +113,7 @@ const RESOURCES: &[&str] = &[
 /// Pure modules besides every `machine.rs`.
 const PURE: &[&str] = &[
     "invoices::pdf",
+    "payouts::processor",
     "invoices::tax",
     "payments::refunds",
     "payments::routing",

@@ -26,6 +26,8 @@ pub struct Model {
     pub failure_code: Option<String>,
     pub failure_message: Option<String>,
     pub processor_reference: Option<String>,
+    /// When the processor was asked to pay it out.
+    pub submitted_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
     pub version: i64,

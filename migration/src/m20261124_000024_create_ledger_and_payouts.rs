@@ -77,6 +77,7 @@ impl MigrationTrait for Migration {
                     .col(string_null(Payouts::FailureCode))
                     .col(text_null(Payouts::FailureMessage))
                     .col(string_null(Payouts::ProcessorReference))
+                    .col(timestamp_with_time_zone_null(Payouts::SubmittedAt))
                     .col(timestamp_with_time_zone(Payouts::CreatedAt))
                     .col(timestamp_with_time_zone(Payouts::UpdatedAt))
                     .col(big_integer(Payouts::Version))
@@ -172,6 +173,7 @@ enum Payouts {
     FailureCode,
     FailureMessage,
     ProcessorReference,
+    SubmittedAt,
     CreatedAt,
     UpdatedAt,
     Version,

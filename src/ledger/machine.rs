@@ -94,7 +94,11 @@ pub fn payment_moves(
 ) -> Vec<Move> {
     let mut out = Vec::new();
     if captured > captured_before {
-        out.push(mv(Bucket::Available, captured - captured_before, Kind::Capture));
+        out.push(mv(
+            Bucket::Available,
+            captured - captured_before,
+            Kind::Capture,
+        ));
     }
     match refunded.cmp(&refunded_before) {
         std::cmp::Ordering::Greater => out.push(mv(
@@ -110,7 +114,11 @@ pub fn payment_moves(
         std::cmp::Ordering::Equal => {}
     }
     if cancelled_after_capture && captured > refunded {
-        out.push(mv(Bucket::Available, -(captured - refunded), Kind::CaptureCancel));
+        out.push(mv(
+            Bucket::Available,
+            -(captured - refunded),
+            Kind::CaptureCancel,
+        ));
     }
     out
 }

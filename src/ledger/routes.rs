@@ -57,7 +57,10 @@ pub async fn list_balance_transactions(
     let shop = shop_in_path(&state, &caller, &profile).await?;
     let page = Page::parse(&q.page_query(), "bt")?;
     if let Some(k) = q.kind.as_deref().filter(|k| Kind::parse(k).is_none()) {
-        return Err(ApiError::invalid_param("type", format!("unknown type {k:?}")));
+        return Err(ApiError::invalid_param(
+            "type",
+            format!("unknown type {k:?}"),
+        ));
     }
     let list = store::list(&state.db, shop.as_str(), caller.test_mode(), &q, &page).await?;
     Ok(HttpResponse::Ok().json(list.map(|m| BalanceTransaction::render(&m))))

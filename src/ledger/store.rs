@@ -34,7 +34,12 @@ pub struct Account<'a> {
 }
 
 /// The inserts of `moves` of `account`, caused by `source_id`.
-pub fn writes(account: &Account, moves: &[Move], source_id: &str, now: DateTime<Utc>) -> Vec<Write> {
+pub fn writes(
+    account: &Account,
+    moves: &[Move],
+    source_id: &str,
+    now: DateTime<Utc>,
+) -> Vec<Write> {
     moves
         .iter()
         .map(|m| {
@@ -81,7 +86,12 @@ pub fn payment_writes(
         .into_iter()
         .partition(|m| m.kind != machine::Kind::Refund && m.kind != machine::Kind::RefundFailure);
     let mut out = writes(&account, &captures, &after.id, now);
-    out.extend(writes(&account, &refunds, refund_id.unwrap_or(&after.id), now));
+    out.extend(writes(
+        &account,
+        &refunds,
+        refund_id.unwrap_or(&after.id),
+        now,
+    ));
     out
 }
 
@@ -117,7 +127,7 @@ pub fn reserve(account: &Account, amount: i64) -> Vec<Write> {
         .into_query();
     // One row (the aggregate's) when the available sum covers the amount, none otherwise.
     let covered = Query::select()
-        .expr(Expr::val(1))
+        .expr(Func::sum(Expr::col(balance_transaction::Column::Amount)))
         .from(balance_transaction::Entity)
         .and_where(balance_transaction::Column::ProfileId.eq(account.profile_id))
         .and_where(balance_transaction::Column::TestMode.eq(account.test_mode))

@@ -24,8 +24,9 @@ use crate::{
     accounts,
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
-    customers, disputes, ledger,
+    customers, disputes,
     ids::new_id,
+    ledger,
     pagination::{created_between, paginate, List, Page, PageError},
     recovery::RequestKey,
 };

@@ -1,0 +1,312 @@
+//! The payout actor: one per payout id. It serializes every change of its payout — update,
+//! confirm (the reservation), fulfil, cancel, and what the processor says — and commits each
+//! with a compare-and-set on the row's version.
+//!
+//! Intent before effect: a payout goes to the processor by committing `initiated` (with its
+//! `submitted_at` and a sync job) first; the processor's answer is asked for and committed
+//! after. A crash between the two leaves the job, which asks again.
+
+use std::sync::Arc;
+
+use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use chrono::{DateTime, Duration, Utc};
+use payd_actors::KeyedActor;
+use payd_entity::payout;
+use sea_orm::{DatabaseConnection, DbErr};
+
+use super::{
+    machine::{self, Cancel, Outcome, Refusal, Status},
+    processor, store,
+    store::CommitError,
+};
+use crate::{
+    auth::keys::Scope,
+    clock::{self, SharedClock, Timeline},
+    commit,
+    webhooks::wake::Wake,
+};
+
+pub struct PayoutDeps {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    pub wake: Wake,
+    /// How long the sandbox processor takes to settle or reverse.
+    pub delay: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PayoutError {
+    #[error("no such payout")]
+    NotFound,
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    #[error("the available balance does not cover the payout")]
+    InsufficientBalance,
+    #[error("the processor has paid the payout out already: it cannot be cancelled")]
+    NotCancellable,
+    #[error("the payout was changed concurrently")]
+    LostRace,
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl From<CommitError> for PayoutError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::Refused(crate::ledger::store::INSUFFICIENT) => {
+                PayoutError::InsufficientBalance
+            }
+            CommitError::LostRace | CommitError::Refused(_) => PayoutError::LostRace,
+            CommitError::Db(e) => PayoutError::Db(e),
+        }
+    }
+}
+
+/// A payout's new fields before it is confirmed (checked by the route); `None` keeps one.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    pub amount: Option<i64>,
+    pub currency: Option<String>,
+    /// The masked destination (JSON) and the processor's token.
+    pub destination: Option<(String, String)>,
+    pub auto_fulfill: Option<bool>,
+    pub description: Option<String>,
+    pub metadata: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Command {
+    Update(Box<Patch>),
+    Confirm,
+    Fulfill,
+    Cancel,
+    /// Ask the processor what became of it.
+    Sync,
+}
+
+#[derive(Debug, Clone, Message)]
+#[rtype(result = "Result<payout::Model, PayoutError>")]
+pub struct Exec {
+    /// `None`: payd itself (a job).
+    pub scope: Option<Scope>,
+    pub command: Command,
+    pub timeline: Timeline,
+}
+
+pub type Payouts = payd_actors::Registry<PayoutActor>;
+
+pub struct PayoutActor {
+    model: payout::Model,
+    deps: Arc<PayoutDeps>,
+}
+
+impl Actor for PayoutActor {
+    type Context = Context<Self>;
+}
+
+impl KeyedActor for PayoutActor {
+    const KIND: &'static str = "payout";
+    type Deps = Arc<PayoutDeps>;
+    type LoadError = PayoutError;
+
+    async fn load(id: &str, deps: &Arc<PayoutDeps>) -> Result<Self, PayoutError> {
+        let model = store::find(&deps.db, id)
+            .await?
+            .ok_or(PayoutError::NotFound)?;
+        Ok(Self {
+            model,
+            deps: deps.clone(),
+        })
+    }
+
+    fn is_missing(error: &PayoutError) -> bool {
+        matches!(error, PayoutError::NotFound)
+    }
+}
+
+impl Handler<Exec> for PayoutActor {
+    type Result = AtomicResponse<Self, Result<payout::Model, PayoutError>>;
+
+    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
+        let (deps, current) = (self.deps.clone(), self.model.clone());
+        AtomicResponse::new(Box::pin(
+            async move {
+                let timeline = crate::accounts::store::timeline_for(
+                    &deps.db,
+                    &msg.timeline,
+                    &current.merchant_id,
+                    current.test_mode,
+                )
+                .await;
+                clock::scoped(timeline, exec(&deps, current, msg)).await
+            }
+            .into_actor(self)
+            .map(|(latest, result), act, _| {
+                act.model = latest;
+                result
+            }),
+        ))
+    }
+}
+
+async fn exec(
+    deps: &PayoutDeps,
+    current: payout::Model,
+    msg: Exec,
+) -> (payout::Model, Result<payout::Model, PayoutError>) {
+    if let Some(scope) = &msg.scope {
+        if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
+            return (current, Err(PayoutError::NotFound));
+        }
+    }
+    commit::decide_fresh(
+        current,
+        async |m: &payout::Model| step(deps, m, &msg.command).await,
+        |result, m| match result {
+            Err(PayoutError::LostRace | PayoutError::Refused(_)) => true,
+            Ok(done) => done.version == m.version,
+            Err(_) => false,
+        },
+        async |m: &payout::Model| Ok(store::find(&deps.db, &m.id).await?),
+        |done: &payout::Model| done,
+        || PayoutError::NotFound,
+    )
+    .await
+}
+
+fn status_of(m: &payout::Model) -> Status {
+    Status::parse(&m.status).unwrap_or(Status::Failed)
+}
+
+/// When to ask the processor next about a payout it has: at its next change, or (an answer
+/// not yet committed) a minute on.
+fn next_sync(deps: &PayoutDeps, m: &payout::Model, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let submitted = m.submitted_at?;
+    match status_of(m) {
+        Status::Initiated => Some(now + Duration::minutes(1)),
+        Status::Pending | Status::Success => {
+            processor::next_change(&m.recipient, submitted, now, deps.delay)
+        }
+        _ => None,
+    }
+}
+
+async fn save(
+    deps: &PayoutDeps,
+    before: &payout::Model,
+    after: payout::Model,
+) -> Result<payout::Model, PayoutError> {
+    let at = next_sync(deps, &after, after.updated_at);
+    let (after, deliveries) = store::commit(&deps.db, before, after, at).await?;
+    if deliveries > 0 {
+        deps.wake.now();
+    }
+    Ok(after)
+}
+
+async fn step(
+    deps: &PayoutDeps,
+    m: &payout::Model,
+    command: &Command,
+) -> Result<payout::Model, PayoutError> {
+    let now = deps.clock.now();
+    let status = status_of(m);
+    let mut after = m.clone();
+    after.updated_at = now;
+    match command {
+        Command::Update(patch) => {
+            machine::update(status)?;
+            if let Some(a) = patch.amount {
+                after.amount = a;
+            }
+            if let Some(c) = &patch.currency {
+                after.currency = c.clone();
+            }
+            if let Some((shown, recipient)) = &patch.destination {
+                after.destination = shown.clone();
+                after.recipient = recipient.clone();
+            }
+            if let Some(a) = patch.auto_fulfill {
+                after.auto_fulfill = a;
+            }
+            if let Some(d) = &patch.description {
+                after.description = Some(d.clone());
+            }
+            if let Some(md) = &patch.metadata {
+                after.metadata = md.clone();
+            }
+            save(deps, m, after).await
+        }
+        Command::Confirm => {
+            let to = machine::confirm(status, m.auto_fulfill)?;
+            after.status = to.as_str().to_owned();
+            after.reserved = true;
+            submit(deps, m, after, now).await
+        }
+        Command::Fulfill => {
+            after.status = machine::fulfill(status)?.as_str().to_owned();
+            submit(deps, m, after, now).await
+        }
+        Command::Cancel => {
+            if machine::cancel(status)? == Cancel::AtProcessor {
+                let submitted = m.submitted_at.unwrap_or(m.updated_at);
+                if !processor::cancel(&m.recipient, submitted, now, deps.delay) {
+                    // Paid out meanwhile: record what the processor says, and refuse.
+                    sync(deps, m, now).await?;
+                    return Err(PayoutError::NotCancellable);
+                }
+            }
+            after.status = Status::Cancelled.as_str().to_owned();
+            after.reserved = false;
+            save(deps, m, after).await
+        }
+        Command::Sync => sync(deps, m, now).await,
+    }
+}
+
+/// Commits `after`; if it goes to the processor (`initiated`), records when, then asks.
+async fn submit(
+    deps: &PayoutDeps,
+    before: &payout::Model,
+    mut after: payout::Model,
+    now: DateTime<Utc>,
+) -> Result<payout::Model, PayoutError> {
+    let to_processor = after.status == Status::Initiated.as_str();
+    if to_processor {
+        after.submitted_at = Some(now);
+    }
+    let saved = save(deps, before, after).await?;
+    match to_processor {
+        true => sync(deps, &saved, now).await,
+        false => Ok(saved),
+    }
+}
+
+/// Asks the processor about a payout it has, and commits what changed.
+async fn sync(
+    deps: &PayoutDeps,
+    m: &payout::Model,
+    now: DateTime<Utc>,
+) -> Result<payout::Model, PayoutError> {
+    let Some(submitted) = m.submitted_at else {
+        return Ok(m.clone());
+    };
+    let outcome = processor::status(&m.recipient, submitted, now, deps.delay);
+    let Some(to) = machine::follow(status_of(m), &outcome) else {
+        return Ok(m.clone());
+    };
+    let mut after = m.clone();
+    after.updated_at = now;
+    after.status = to.as_str().to_owned();
+    after.reserved = to.holds_funds();
+    if let Outcome::Failed { code, message } = &outcome {
+        after.failure_code = Some(code.clone());
+        after.failure_message = Some(message.clone());
+    }
+    if to == Status::Ineligible {
+        after.failure_code = Some("ineligible_destination".into());
+        after.failure_message = Some("the destination cannot receive payouts".into());
+    }
+    after.processor_reference = Some(format!("sbx_po_{}", &m.id[3..]));
+    save(deps, m, after).await
+}

@@ -1,0 +1,298 @@
+//! The payout object and the request types of the payout routes.
+
+use chrono::{DateTime, Utc};
+use payd_entity::payout;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::processor;
+use crate::{
+    error::ApiError,
+    fields::{check_text, Metadata},
+    pagination::ListQuery,
+    processors::card::luhn_valid,
+};
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BankAccountInput {
+    pub account_number: String,
+    #[serde(default)]
+    pub routing_number: Option<String>,
+    #[serde(default)]
+    pub sort_code: Option<String>,
+    #[serde(default)]
+    pub iban: Option<String>,
+    pub holder_name: String,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PayoutCardInput {
+    pub number: String,
+    pub exp_month: u32,
+    pub exp_year: u32,
+    #[serde(default)]
+    pub holder_name: Option<String>,
+}
+
+/// Where the money goes: a bank account or a card (one of them).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DestinationInput {
+    #[serde(default)]
+    pub bank_account: Option<BankAccountInput>,
+    #[serde(default)]
+    pub card: Option<PayoutCardInput>,
+}
+
+/// A destination as kept and shown: masked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Destination {
+    /// `bank_account` or `card`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub last4: String,
+    #[serde(default)]
+    pub holder_name: Option<String>,
+    #[serde(default)]
+    pub routing_number: Option<String>,
+    #[serde(default)]
+    pub sort_code: Option<String>,
+    #[serde(default)]
+    pub exp_month: Option<u32>,
+    #[serde(default)]
+    pub exp_year: Option<u32>,
+}
+
+fn last4(s: &str) -> String {
+    s[s.len().saturating_sub(4)..].to_owned()
+}
+
+impl DestinationInput {
+    /// The masked destination and the processor's token for it.
+    pub fn checked(&self, now: DateTime<Utc>) -> Result<(Destination, String), ApiError> {
+        match (&self.bank_account, &self.card) {
+            (Some(b), None) => {
+                let p = |f: &str| format!("destination.bank_account.{f}");
+                let number: String = b.account_number.chars().filter(|c| *c != ' ').collect();
+                if !(4..=34).contains(&number.len())
+                    || !number.chars().all(|c| c.is_ascii_alphanumeric())
+                {
+                    return Err(ApiError::invalid_param(
+                        &p("account_number"),
+                        "4 to 34 letters and digits",
+                    ));
+                }
+                let holder = b.holder_name.trim();
+                if holder.is_empty() || holder.chars().count() > 200 {
+                    return Err(ApiError::invalid_param(
+                        &p("holder_name"),
+                        "holder_name must be 1 to 200 characters",
+                    ));
+                }
+                for (f, v) in [
+                    ("routing_number", &b.routing_number),
+                    ("sort_code", &b.sort_code),
+                    ("iban", &b.iban),
+                ] {
+                    check_text(&p(f), v.as_ref(), 34)?;
+                }
+                let shown = Destination {
+                    kind: "bank_account".into(),
+                    last4: last4(&number),
+                    holder_name: Some(holder.to_owned()),
+                    routing_number: b.routing_number.clone(),
+                    sort_code: b.sort_code.clone(),
+                    exp_month: None,
+                    exp_year: None,
+                };
+                Ok((shown, processor::bank_recipient(&number)))
+            }
+            (None, Some(c)) => {
+                let p = |f: &str| format!("destination.card.{f}");
+                let number: String = c.number.chars().filter(|c| *c != ' ').collect();
+                if !(12..=19).contains(&number.len())
+                    || !number.chars().all(|c| c.is_ascii_digit())
+                    || !luhn_valid(&number)
+                {
+                    return Err(ApiError::invalid_param(
+                        &p("number"),
+                        "not a valid card number",
+                    ));
+                }
+                if !(1..=12).contains(&c.exp_month) {
+                    return Err(ApiError::invalid_param(
+                        &p("exp_month"),
+                        "exp_month is 1 to 12",
+                    ));
+                }
+                let year = now.format("%Y").to_string().parse::<u32>().unwrap_or(2000);
+                if !(year..=year + 50).contains(&c.exp_year) {
+                    return Err(ApiError::invalid_param(
+                        &p("exp_year"),
+                        "the card has expired",
+                    ));
+                }
+                check_text(&p("holder_name"), c.holder_name.as_ref(), 200)?;
+                let shown = Destination {
+                    kind: "card".into(),
+                    last4: last4(&number),
+                    holder_name: c.holder_name.clone(),
+                    routing_number: None,
+                    sort_code: None,
+                    exp_month: Some(c.exp_month),
+                    exp_year: Some(c.exp_year),
+                };
+                Ok((shown, processor::card_recipient(&number)))
+            }
+            _ => Err(ApiError::invalid_param(
+                "destination",
+                "send one of bank_account or card",
+            )),
+        }
+    }
+}
+
+/// `POST /payouts/create`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePayoutRequest {
+    pub amount: i64,
+    pub currency: String,
+    pub destination: DestinationInput,
+    /// Confirm at once: reserve the amount out of the available balance.
+    #[serde(default)]
+    pub confirm: bool,
+    /// Once confirmed, go on to the processor without waiting for `fulfill`.
+    #[serde(default)]
+    pub auto_fulfill: bool,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+}
+
+/// `PUT /payouts/{payout_id}`: before it is confirmed; absent fields are kept.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdatePayoutRequest {
+    #[serde(default)]
+    pub amount: Option<i64>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    #[serde(default)]
+    pub destination: Option<DestinationInput>,
+    #[serde(default)]
+    pub auto_fulfill: Option<bool>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub metadata: Option<Metadata>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListPayoutsQuery {
+    #[serde(default)]
+    pub profile_id: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub currency: Option<String>,
+    /// At least this amount.
+    #[serde(default)]
+    pub amount_gte: Option<i64>,
+    /// At most this amount.
+    #[serde(default)]
+    pub amount_lte: Option<i64>,
+    #[serde(default)]
+    pub created_after: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub created_before: Option<DateTime<Utc>>,
+    /// 1 to 100 (default 10).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    #[serde(default)]
+    pub starting_after: Option<String>,
+    #[serde(default)]
+    pub ending_before: Option<String>,
+}
+
+impl ListPayoutsQuery {
+    pub fn page_query(&self) -> ListQuery {
+        ListQuery {
+            limit: self.limit,
+            starting_after: self.starting_after.clone(),
+            ending_before: self.ending_before.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievePayoutQuery {
+    /// Ask the processor first.
+    #[serde(default)]
+    pub force_sync: bool,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Payout {
+    pub payout_id: String,
+    pub status: String,
+    pub amount: i64,
+    pub currency: String,
+    pub destination: Destination,
+    pub auto_fulfill: bool,
+    pub description: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+    pub failure: Option<Failure>,
+    pub profile_id: String,
+    pub test_mode: bool,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+impl Payout {
+    pub fn render(m: &payout::Model) -> Self {
+        Self {
+            payout_id: m.id.clone(),
+            status: m.status.clone(),
+            amount: m.amount,
+            currency: m.currency.clone(),
+            destination: serde_json::from_str(&m.destination).unwrap_or(Destination {
+                kind: String::new(),
+                last4: String::new(),
+                holder_name: None,
+                routing_number: None,
+                sort_code: None,
+                exp_month: None,
+                exp_year: None,
+            }),
+            auto_fulfill: m.auto_fulfill,
+            description: m.description.clone(),
+            metadata: serde_json::from_str(&m.metadata).unwrap_or_else(|_| serde_json::json!({})),
+            failure: m.failure_code.as_ref().map(|code| Failure {
+                code: code.clone(),
+                message: m.failure_message.clone().unwrap_or_default(),
+            }),
+            profile_id: m.profile_id.clone(),
+            test_mode: m.test_mode,
+            created: m.created_at,
+            updated: m.updated_at,
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Handlers of the payout routes. Changes go through the payout's actor; reads go to the
+//! store.
+
+use actix_web::{web, HttpResponse};
+use payd_entity::payout;
+
+use super::{
+    actor::{Command, Exec, Patch, PayoutError, Payouts},
+    api::{
+        CreatePayoutRequest, ListPayoutsQuery, Payout, RetrievePayoutQuery, UpdatePayoutRequest,
+    },
+    machine::{self, Refusal, Status},
+    store,
+};
+use crate::{
+    auth::{Caller, SecretKey},
+    clock,
+    error::ApiError,
+    fields::{check_metadata, check_text, parse_amount, parse_currency},
+    http::{ApiJson, ApiQuery},
+    ids::{has_shape, new_id},
+    pagination::{List, Page},
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/payouts/create").route(web::post().to(create_payout)))
+        .service(
+            web::resource("/payouts/list")
+                .route(web::get().to(list_payouts))
+                .route(web::post().to(filter_payouts)),
+        )
+        .service(
+            web::resource("/payouts/{payout_id}")
+                .route(web::get().to(retrieve_payout))
+                .route(web::put().to(update_payout)),
+        )
+        .service(
+            web::resource("/payouts/{payout_id}/confirm").route(web::post().to(confirm_payout)),
+        )
+        .service(web::resource("/payouts/{payout_id}/cancel").route(web::post().to(cancel_payout)))
+        .service(
+            web::resource("/payouts/{payout_id}/fulfill").route(web::post().to(fulfill_payout)),
+        );
+}
+
+impl From<PayoutError> for ApiError {
+    #[track_caller]
+    fn from(e: PayoutError) -> Self {
+        match e {
+            PayoutError::NotFound => ApiError::not_found("payout").param("payout_id"),
+            PayoutError::Refused(r @ Refusal::InvalidState { .. }) => {
+                ApiError::conflict("invalid_state", r.to_string())
+            }
+            PayoutError::InsufficientBalance => {
+                ApiError::invalid("insufficient_balance", e.to_string()).param("amount")
+            }
+            PayoutError::NotCancellable => ApiError::conflict("invalid_state", e.to_string()),
+            PayoutError::LostRace => ApiError::concurrent_update("payout"),
+            PayoutError::Db(e) => e.into(),
+        }
+    }
+}
+
+async fn run(
+    payouts: &Payouts,
+    caller: &Caller,
+    id: &str,
+    command: Command,
+) -> Result<HttpResponse, ApiError> {
+    if !has_shape(id, "po") {
+        return Err(ApiError::not_found("payout").param("payout_id"));
+    }
+    let exec = Exec {
+        scope: Some(caller.scope()),
+        command,
+        timeline: clock::current(),
+    };
+    let p = payouts.send(id, exec).await??;
+    Ok(HttpResponse::Ok().json(Payout::render(&p)))
+}
+
+/// Create a payout of the shop's available balance to a bank account or a card. With
+/// `confirm: true` its amount is reserved at once (400 `insufficient_balance` if the available
+/// balance does not cover it; then nothing is created), and with `auto_fulfill: true` it goes
+/// on to the processor.
+#[utoipa::path(post, path = "/payouts/create", tag = "payouts", request_body = CreatePayoutRequest,
+    responses((status = 201, body = Payout), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn create_payout(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    payouts: web::Data<Payouts>,
+    ApiJson(req): ApiJson<CreatePayoutRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = caller.require_shop()?.to_string();
+    let amount = parse_amount("amount", req.amount, state.settings.limits.max_amount)?;
+    let currency = parse_currency("currency", &req.currency)?;
+    let now = state.clock.now();
+    let (destination, recipient) = req.destination.checked(now)?;
+    let description = check_text("description", req.description.as_ref(), 1_000)?;
+    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
+    let status = match req.confirm {
+        true => machine::confirm(Status::RequiresConfirmation, req.auto_fulfill)
+            .map_err(PayoutError::from)?,
+        false => Status::RequiresConfirmation,
+    };
+    let m = payout::Model {
+        id: new_id("po"),
+        merchant_id: caller.merchant_id.to_string(),
+        profile_id: shop,
+        test_mode: caller.test_mode(),
+        // Created confirmed, it waits for fulfil; with auto_fulfill the actor submits it.
+        status: match status {
+            Status::Initiated => Status::RequiresFulfillment,
+            s => s,
+        }
+        .as_str()
+        .to_owned(),
+        amount,
+        currency,
+        destination: serde_json::to_string(&destination).unwrap_or_default(),
+        recipient,
+        description,
+        metadata,
+        auto_fulfill: req.auto_fulfill,
+        reserved: req.confirm,
+        failure_code: None,
+        failure_message: None,
+        processor_reference: None,
+        submitted_at: None,
+        created_at: now,
+        updated_at: now,
+        version: 0,
+    };
+    // A payout is created `requires_confirmation` or `requires_fulfillment`: no event yet.
+    store::insert(&state.db, &m, None)
+        .await
+        .map_err(PayoutError::from)?;
+    let m = match status {
+        Status::Initiated => {
+            let exec = Exec {
+                scope: Some(caller.scope()),
+                command: Command::Fulfill,
+                timeline: clock::current(),
+            };
+            payouts.send(&m.id, exec).await??
+        }
+        _ => m,
+    };
+    Ok(HttpResponse::Created().json(Payout::render(&m)))
+}
+
+/// Retrieve a payout; `force_sync=true` asks the processor first.
+#[utoipa::path(get, path = "/payouts/{payout_id}", tag = "payouts",
+    params(("payout_id" = String, Path), RetrievePayoutQuery),
+    responses((status = 200, body = Payout), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn retrieve_payout(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    payouts: web::Data<Payouts>,
+    id: web::Path<String>,
+    ApiQuery(q): ApiQuery<RetrievePayoutQuery>,
+) -> Result<HttpResponse, ApiError> {
+    if q.force_sync {
+        return run(&payouts, &caller, &id, Command::Sync).await;
+    }
+    let missing = || ApiError::not_found("payout").param("payout_id");
+    if !has_shape(&id, "po") {
+        return Err(missing());
+    }
+    let p = store::find_owned(&state.db, &id, &caller.scope())
+        .await?
+        .ok_or_else(missing)?;
+    Ok(HttpResponse::Ok().json(Payout::render(&p)))
+}
+
+/// Update a payout before it is confirmed (else 409).
+#[utoipa::path(put, path = "/payouts/{payout_id}", tag = "payouts",
+    params(("payout_id" = String, Path)), request_body = UpdatePayoutRequest,
+    responses((status = 200, body = Payout), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn update_payout(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    payouts: web::Data<Payouts>,
+    id: web::Path<String>,
+    ApiJson(req): ApiJson<UpdatePayoutRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let max = state.settings.limits.max_amount;
+    let destination = match &req.destination {
+        Some(d) => {
+            let (shown, recipient) = d.checked(state.clock.now())?;
+            Some((serde_json::to_string(&shown).unwrap_or_default(), recipient))
+        }
+        None => None,
+    };
+    let patch = Patch {
+        amount: req
+            .amount
+            .map(|a| parse_amount("amount", a, max))
+            .transpose()?,
+        currency: req
+            .currency
+            .as_deref()
+            .map(|c| parse_currency("currency", c))
+            .transpose()?,
+        destination,
+        auto_fulfill: req.auto_fulfill,
+        description: check_text("description", req.description.as_ref(), 1_000)?,
+        metadata: check_metadata(req.metadata.as_ref())?,
+    };
+    run(&payouts, &caller, &id, Command::Update(Box::new(patch))).await
+}
+
+/// Confirm: reserve the amount out of the available balance (400 `insufficient_balance` if
+/// it does not cover it); with `auto_fulfill` on to the processor, else `requires_fulfillment`.
+#[utoipa::path(post, path = "/payouts/{payout_id}/confirm", tag = "payouts",
+    params(("payout_id" = String, Path)),
+    responses((status = 200, body = Payout), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn confirm_payout(
+    SecretKey(caller): SecretKey,
+    payouts: web::Data<Payouts>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    run(&payouts, &caller, &id, Command::Confirm).await
+}
+
+/// Cancel: here before the processor has it (a reservation is released); through the
+/// processor while `initiated` or `pending`; otherwise 409.
+#[utoipa::path(post, path = "/payouts/{payout_id}/cancel", tag = "payouts",
+    params(("payout_id" = String, Path)),
+    responses((status = 200, body = Payout), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn cancel_payout(
+    SecretKey(caller): SecretKey,
+    payouts: web::Data<Payouts>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    run(&payouts, &caller, &id, Command::Cancel).await
+}
+
+/// Fulfil a confirmed payout: to the processor (only from `requires_fulfillment`).
+#[utoipa::path(post, path = "/payouts/{payout_id}/fulfill", tag = "payouts",
+    params(("payout_id" = String, Path)),
+    responses((status = 200, body = Payout), (status = 404, body = crate::error::ErrorBody),
+        (status = 409, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn fulfill_payout(
+    SecretKey(caller): SecretKey,
+    payouts: web::Data<Payouts>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    run(&payouts, &caller, &id, Command::Fulfill).await
+}
+
+async fn listed(
+    state: &AppState,
+    caller: &Caller,
+    q: ListPayoutsQuery,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse(&q.page_query(), "po")?;
+    if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
+        return Err(ApiError::invalid_param(
+            "status",
+            format!("unknown status {s:?}"),
+        ));
+    }
+    let shop = caller.scope().list_shop(q.profile_id.as_deref())?;
+    let list = store::list(
+        &state.db,
+        caller.merchant_id.as_str(),
+        caller.test_mode(),
+        shop.as_deref(),
+        &q,
+        &page,
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(list.map(|p| Payout::render(&p))))
+}
+
+/// List payouts, newest first.
+#[utoipa::path(get, path = "/payouts/list", tag = "payouts", params(ListPayoutsQuery),
+    responses((status = 200, body = List<Payout>), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn list_payouts(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiQuery(q): ApiQuery<ListPayoutsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    listed(&state, &caller, q).await
+}
+
+/// List payouts with the filters in a JSON body.
+#[utoipa::path(post, path = "/payouts/list", tag = "payouts", request_body = ListPayoutsQuery,
+    responses((status = 200, body = List<Payout>), (status = 400, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn filter_payouts(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    ApiJson(q): ApiJson<ListPayoutsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    listed(&state, &caller, q).await
+}
