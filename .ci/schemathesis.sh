@@ -181,6 +181,11 @@ SHARED=$(api POST "/invoices/$ISSUED_ID/share-link" '{}')
 SHARE_TOKEN=$(jq -er .url <<<"$SHARED")
 SHARE_TOKEN=${SHARE_TOKEN##*/}
 LINK_ID=$(jq -er .link_id <<<"$SHARED")
+# Payouts: one waiting for confirmation, one reserved (the shop has captured funds above).
+PAYOUT_NEW=$(api POST /payouts/create '{"amount": 100, "currency": "USD", "destination": {"bank_account": {"account_number": "000123456789", "holder_name": "Ada"}}}' |
+    jq -er .payout_id)
+PAYOUT_HELD=$(api POST /payouts/create '{"amount": 100, "currency": "USD", "confirm": true, "destination": {"bank_account": {"account_number": "000222222226", "holder_name": "Ada"}}}' |
+    jq -er .payout_id)
 NOTE_ID=$(api POST "/invoices/$ISSUED_ID/credit-note" '{"lines": [{"line_id": "cup", "quantity": 1}], "reason": "broken"}' |
     jq -er .invoice_id)
 echo "merchant $MERCHANT_ID, shops $PROFILE_ID $SHOP_B, payments $PAYMENT_IDS"
@@ -205,6 +210,7 @@ with-security-parameters = false
 "path.merchant_id" = { dictionary = "merchants", probability = 0.8 }
 "path.event_id" = { dictionary = "events", probability = 0.6 }
 "path.invoice_id" = { dictionary = "invoices", probability = 0.6 }
+"path.payout_id" = { dictionary = "payouts", probability = 0.6 }
 "path.link_id" = { dictionary = "links", probability = 0.6 }
 "path.token" = { dictionary = "share_tokens", probability = 0.6 }
 "query.client_secret" = { dictionary = "client_secrets", probability = 0.6 }
@@ -224,6 +230,7 @@ shops = { values = ["$PROFILE_ID", "$SHOP_B"] }
 merchants = { values = ["$MERCHANT_ID"] }
 events = { values = $EVENT_IDS }
 invoices = { values = ["$DRAFT_ID", "$ISSUED_ID", "$NOTE_ID"] }
+payouts = { values = ["$PAYOUT_NEW", "$PAYOUT_HELD"] }
 links = { values = ["$LINK_ID"] }
 share_tokens = { values = ["$SHARE_TOKEN"] }
 open_payments = { values = [$(jq .payment_id <<<"$OPEN")] }

@@ -447,6 +447,12 @@ async fn objects_in_shop_b(
         link = r.body;
     }
     let link_id = link["link_id"].as_str().unwrap().to_owned();
+    let payout = post(
+        "/payouts/create",
+        json!({"amount": 100, "currency": "EUR", "destination": {"bank_account":
+            {"account_number": "000123456789", "holder_name": "Ana"}}}),
+    )
+    .await;
     for (path, body) in [
         (
             format!("/invoice-settings/profiles/{shop_b}"),
@@ -467,6 +473,10 @@ async fn objects_in_shop_b(
         ("processor_invoice_id", invoice),
         ("invoice_id", invoice_id),
         ("link_id", link_id),
+        (
+            "payout_id",
+            payout["payout_id"].as_str().unwrap().to_owned(),
+        ),
         (
             "payment_id",
             held["payment_id"].as_str().unwrap().to_owned(),
@@ -571,6 +581,8 @@ async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Ve
         get(format!("/products/{}", id("product_id"))).await,
         get(format!("/subscriptions/{}", id("subscription_id"))).await,
         get(format!("/invoices/{}", id("invoice_id"))).await,
+        get(format!("/payouts/{}", id("payout_id"))).await,
+        get(format!("/account/shops/{}/balance", id("profile_id"))).await,
         get(format!("/invoice-settings/profiles/{}", id("profile_id"))).await,
         get(format!(
             "/invoice-settings/profiles/{}/tax-rules",
