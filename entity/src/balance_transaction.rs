@@ -6,11 +6,14 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "balance_transactions")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
+    pub profile_id: String,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub test_mode: bool,
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub currency: String,
+    #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
     pub merchant_id: String,
-    pub profile_id: String,
-    pub test_mode: bool,
-    pub currency: String,
     /// `available` or `pending`.
     pub bucket: String,
     /// Signed, in minor units.

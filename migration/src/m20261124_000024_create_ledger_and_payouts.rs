@@ -11,35 +11,38 @@ pub struct Migration;
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .create_table(
-                Table::create()
-                    .table(BalanceTransactions::Table)
-                    .col(string(BalanceTransactions::Id).primary_key())
-                    .col(string(BalanceTransactions::MerchantId))
-                    .col(string(BalanceTransactions::ProfileId))
-                    .col(boolean(BalanceTransactions::TestMode))
-                    .col(string(BalanceTransactions::Currency))
-                    // `available` or `pending`.
-                    .col(string(BalanceTransactions::Bucket))
-                    .col(big_integer(BalanceTransactions::Amount))
-                    .col(string(BalanceTransactions::Kind))
-                    .col(string(BalanceTransactions::SourceId))
-                    .col(timestamp_with_time_zone(BalanceTransactions::CreatedAt))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
+        // Keyed by shop, mode, currency and time-ordered id: an entry is appended to its
+        // shop's range of one index (on SQLite the table itself, `WITHOUT ROWID`), which is
+        // also what a balance sums. A separate id key and shop index cost a payment's commit
+        // about 10 % on SQLite (docs/performance.md).
+        let ledger = Table::create()
+            .table(BalanceTransactions::Table)
+            .col(string(BalanceTransactions::ProfileId))
+            .col(boolean(BalanceTransactions::TestMode))
+            .col(string(BalanceTransactions::Currency))
+            .col(string(BalanceTransactions::Id))
+            .col(string(BalanceTransactions::MerchantId))
+            // `available` or `pending`.
+            .col(string(BalanceTransactions::Bucket))
+            .col(big_integer(BalanceTransactions::Amount))
+            .col(string(BalanceTransactions::Kind))
+            .col(string(BalanceTransactions::SourceId))
+            .col(timestamp_with_time_zone(BalanceTransactions::CreatedAt))
+            .primary_key(
                 Index::create()
-                    .name("idx_balance_transactions_shop")
-                    .table(BalanceTransactions::Table)
                     .col(BalanceTransactions::ProfileId)
                     .col(BalanceTransactions::TestMode)
                     .col(BalanceTransactions::Currency)
-                    .to_owned(),
+                    .col(BalanceTransactions::Id),
             )
-            .await?;
+            .to_owned();
+        match manager.get_database_backend() {
+            sea_orm::DatabaseBackend::Sqlite => {
+                let sql = format!("{} WITHOUT ROWID", ledger.to_string(SqliteQueryBuilder));
+                manager.get_connection().execute_unprepared(&sql).await?;
+            }
+            _ => manager.create_table(ledger).await?,
+        }
         manager
             .create_table(
                 Table::create()
