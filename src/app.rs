@@ -730,26 +730,31 @@ fn invoice_jobs(scheduler: &mut Scheduler, invoices: &Invoices) {
     });
 }
 
-/// The payout jobs: ask the processor about a payout it has.
+/// The payout jobs: ask the processor about a payout it has; expire one that never went to it.
 fn payout_jobs(scheduler: &mut Scheduler, payouts: &Payouts) {
-    let payouts = payouts.clone();
-    scheduler.register(payouts::store::SYNC_JOB, move |job: Job| {
+    for (kind, command) in [
+        (payouts::store::SYNC_JOB, payouts::actor::Command::Sync),
+        (payouts::store::EXPIRY_JOB, payouts::actor::Command::Expire),
+    ] {
         let payouts = payouts.clone();
-        async move {
-            let exec = payouts::actor::Exec {
-                scope: None,
-                command: payouts::actor::Command::Sync,
-                timeline: crate::clock::current(),
-            };
-            // A committed sync schedules the next one itself.
-            match payouts.send(&job.entity_id, exec).await {
-                Ok(Ok(_))
-                | Err(payd_actors::ActorError::Load(payouts::actor::PayoutError::NotFound)) => {
-                    Outcome::Done
+        scheduler.register(kind, move |job: Job| {
+            let (payouts, command) = (payouts.clone(), command.clone());
+            async move {
+                let exec = payouts::actor::Exec {
+                    scope: None,
+                    command,
+                    timeline: crate::clock::current(),
+                };
+                // A committed sync schedules the next one itself.
+                match payouts.send(&job.entity_id, exec).await {
+                    Ok(Ok(_))
+                    | Err(payd_actors::ActorError::Load(payouts::actor::PayoutError::NotFound)) => {
+                        Outcome::Done
+                    }
+                    Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                    Err(e) => Outcome::Failed(e.to_string()),
                 }
-                Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                Err(e) => Outcome::Failed(e.to_string()),
             }
-        }
-    });
+        });
+    }
 }

@@ -487,3 +487,46 @@ async fn twenty_concurrent_payouts_take_no_more_than_the_available_balance() {
     assert_eq!(ledger_sums(&app, &m).await, (200, 9_800));
     app.stop().await;
 }
+
+#[actix_web::test]
+async fn a_payout_left_unfulfilled_expires_and_gives_its_reservation_back() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    capture(&app, &m, 2_000, "4242424242424242").await;
+    let held = payout(&app, &m, 1_500, "000123456789", json!({"confirm": true})).await;
+    let waiting = payout(&app, &m, 100, "000123456789", json!({})).await;
+    assert_eq!(balance(&app, &m).await, (500, 1_500));
+    app.clock.advance(Duration::hours(23));
+    actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+    let r = get(&app, &m, &format!("/payouts/{}", pid(&held.body))).await;
+    assert_eq!(r.body["status"], "requires_fulfillment", "not yet");
+    app.clock.advance(Duration::hours(2));
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let a = get(&app, &m, &format!("/payouts/{}", pid(&held.body)))
+            .await
+            .body;
+        let b = get(&app, &m, &format!("/payouts/{}", pid(&waiting.body)))
+            .await
+            .body;
+        if a["status"] == "expired" && b["status"] == "expired" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never expired: {a} {b}");
+        actix_web::rt::time::sleep(StdDuration::from_millis(25)).await;
+    }
+    assert_eq!(balance(&app, &m).await, (2_000, 0));
+    assert_eq!(
+        app.event_types(&m, &pid(&held.body)).await,
+        ["payout_expired"]
+    );
+    let r = post(
+        &app,
+        &m,
+        &format!("/payouts/{}/fulfill", pid(&held.body)),
+        json!({}),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (409, "invalid_state"));
+    app.stop().await;
+}

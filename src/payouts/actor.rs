@@ -82,6 +82,8 @@ pub enum Command {
     Cancel,
     /// Ask the processor what became of it.
     Sync,
+    /// Expire it if it never went to the processor and its time has come.
+    Expire,
 }
 
 #[derive(Debug, Clone, Message)]
@@ -261,6 +263,17 @@ async fn step(
             save(deps, m, after).await
         }
         Command::Sync => sync(deps, m, now).await,
+        Command::Expire => {
+            let due = m.created_at + Duration::hours(machine::EXPIRES_AFTER_HOURS);
+            match machine::expire(status).filter(|_| now >= due) {
+                Some(to) => {
+                    after.status = to.as_str().to_owned();
+                    after.reserved = false;
+                    save(deps, m, after).await
+                }
+                None => Ok(m.clone()),
+            }
+        }
     }
 }
 

@@ -144,6 +144,22 @@ pub fn fulfill(status: Status) -> Result<Status, Refusal> {
     Ok(Status::Initiated)
 }
 
+/// A payout not confirmed or not fulfilled this long after its creation expires (a
+/// reservation is released).
+pub const EXPIRES_AFTER_HOURS: i64 = 24;
+
+/// Expire: a payout that never went to the processor.
+pub fn expire(status: Status) -> Option<Status> {
+    matches!(
+        status,
+        Status::RequiresCreation
+            | Status::RequiresConfirmation
+            | Status::RequiresPayoutMethodData
+            | Status::RequiresFulfillment
+    )
+    .then_some(Status::Expired)
+}
+
 /// How a cancel goes: here, or through the processor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cancel {

@@ -3,7 +3,7 @@
 //! the condition that the available balance covers it), its event and its sync job, in one
 //! transaction.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use payd_entity::payout;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -12,7 +12,7 @@ use sea_orm::{
 
 use super::{
     api::{ListPayoutsQuery, Payout},
-    machine::Status,
+    machine::{self, Status},
 };
 use crate::{
     auth::keys::Scope,
@@ -26,6 +26,9 @@ pub use crate::commit::CommitError;
 /// Scheduled job: asks the processor about a payout it has (a submission whose answer was
 /// lost, a pending payout's settlement, a paid one's reversal).
 pub const SYNC_JOB: &str = "payout_sync";
+
+/// Scheduled job: expires a payout that never went to the processor.
+pub const EXPIRY_JOB: &str = "payout_expiry";
 
 pub fn event(m: &payout::Model, event_type: &str) -> Event {
     Event {
@@ -80,6 +83,18 @@ fn around(
             change = change.event(event(after, e));
         }
     }
+    let expires = status.and_then(machine::expire).is_some();
+    change = change.job(match expires {
+        true => Job::ScheduleIfAbsent {
+            kind: EXPIRY_JOB,
+            entity_id: after.id.clone(),
+            at: after.created_at + Duration::hours(machine::EXPIRES_AFTER_HOURS),
+        },
+        false => Job::Cancel {
+            kinds: vec![EXPIRY_JOB],
+            entity_id: after.id.clone(),
+        },
+    });
     change.job(match next_sync {
         Some(at) => Job::Schedule {
             kind: SYNC_JOB,
