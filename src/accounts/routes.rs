@@ -152,16 +152,6 @@ pub async fn list_shops(
     Ok(HttpResponse::Ok().json(shops.map(Shop::from)))
 }
 
-fn refuse_bound(caller: &Caller) -> Result<(), ApiError> {
-    match caller.bound_profile {
-        Some(_) => Err(ApiError::forbidden(
-            "shop_bound_key",
-            "a key bound to one shop cannot manage the merchant's other shops",
-        )),
-        None => Ok(()),
-    }
-}
-
 /// Create a shop.
 #[utoipa::path(post, path = "/account/shops", tag = "account", request_body = CreateShopRequest,
     responses((status = 201, body = Shop)), security(("api_key" = [])))]
@@ -170,7 +160,7 @@ pub async fn create_shop(
     state: web::Data<AppState>,
     body: ApiJson<CreateShopRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    refuse_bound(&caller)?;
+    caller.refuse_bound("a key bound to one shop cannot manage the merchant's other shops")?;
     let name = parse_name("name", &body.0.name)?;
     let max = state.settings.limits.max_shops_per_merchant;
     if store::count_profiles(&state.db, &caller.merchant_id).await? >= max {

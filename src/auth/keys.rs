@@ -174,6 +174,15 @@ impl Caller {
         }
     }
 
+    /// Refuses a key bound to one shop (403 `shop_bound_key`) on what belongs to the whole
+    /// merchant; `message` says what it may not do.
+    pub fn refuse_bound(&self, message: &'static str) -> Result<(), ApiError> {
+        match self.bound_profile {
+            Some(_) => Err(ApiError::forbidden("shop_bound_key", message)),
+            None => Ok(()),
+        }
+    }
+
     /// The selected shop, for routes that create shop-owned objects.
     pub fn require_shop(&self) -> Result<&ProfileId, ApiError> {
         self.profile.as_ref().ok_or_else(|| {

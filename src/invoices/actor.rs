@@ -209,10 +209,6 @@ fn lines_of(m: &invoice::Model) -> Result<Vec<Line>, InvoiceError> {
         .map_err(|e| InvoiceError::Db(DbErr::Custom(format!("the lines of {}: {e}", m.id))))
 }
 
-fn party(raw: Option<&str>) -> Option<Party> {
-    raw.and_then(|s| serde_json::from_str(s).ok())
-}
-
 fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
@@ -314,7 +310,7 @@ fn apply(after: &mut invoice::Model, patch: &Patch) {
 
 /// The buyer an invoice bills: the one given, else its customer's name, email and address.
 pub async fn buyer_of(db: &DatabaseConnection, m: &invoice::Model) -> Result<Option<Party>, DbErr> {
-    if let Some(b) = party(m.buyer.as_deref()) {
+    if let Some(b) = Party::parse(m.buyer.as_deref()) {
         return Ok(Some(b));
     }
     let Some(customer_id) = &m.customer_id else {

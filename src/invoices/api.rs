@@ -76,6 +76,11 @@ impl Party {
         Ok(self)
     }
 
+    /// A party as stored (JSON); `None` when absent or not one.
+    pub fn parse(raw: Option<&str>) -> Option<Self> {
+        raw.and_then(|s| serde_json::from_str(s).ok())
+    }
+
     /// Address lines as printed.
     pub fn address_lines(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -336,19 +341,15 @@ impl Invoice {
     /// shows as empty.
     pub fn render(m: &invoice::Model) -> Self {
         let lines: Vec<Line> = serde_json::from_str(&m.lines).unwrap_or_default();
-        let party = |raw: &Option<String>| {
-            raw.as_deref()
-                .and_then(|s| serde_json::from_str::<Party>(s).ok())
-        };
         let is_invoice = m.kind == machine::Kind::Invoice.as_str();
         let status = machine::Status::parse(&m.status);
         let due = match (is_invoice, status) {
-            (true, Some(machine::Status::Draft | machine::Status::Open)) => {
-                machine::amount_due(m.total, m.amount_paid, m.amount_credited)
-            }
-            (true, Some(machine::Status::Uncollectible)) => {
-                machine::amount_due(m.total, m.amount_paid, m.amount_credited)
-            }
+            (
+                true,
+                Some(
+                    machine::Status::Draft | machine::Status::Open | machine::Status::Uncollectible,
+                ),
+            ) => machine::amount_due(m.total, m.amount_paid, m.amount_credited),
             _ => 0,
         };
         Self {
@@ -371,8 +372,8 @@ impl Invoice {
             amount_paid: m.amount_paid,
             amount_credited: m.amount_credited,
             amount_due: due,
-            buyer: party(&m.buyer),
-            seller: party(&m.seller),
+            buyer: Party::parse(m.buyer.as_deref()),
+            seller: Party::parse(m.seller.as_deref()),
             memo: m.memo.clone(),
             footer: m.footer.clone(),
             reason: m.reason.clone(),
@@ -463,10 +464,7 @@ impl SettingsInput {
         Self {
             number_prefix: m.number_prefix.clone(),
             credit_note_prefix: m.credit_note_prefix.clone(),
-            seller: m
-                .seller
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok()),
+            seller: Party::parse(m.seller.as_deref()),
             footer: m.footer.clone(),
             payment_terms_days: m.payment_terms_days,
             locale: m.locale.clone(),

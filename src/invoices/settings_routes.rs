@@ -49,13 +49,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// The merchant's own settings and rules are changed by a merchant-wide key only.
 fn merchant_wide(caller: &Caller) -> Result<(), ApiError> {
-    match caller.bound_profile {
-        Some(_) => Err(ApiError::forbidden(
-            "shop_bound_key",
-            "a key bound to one shop cannot change the merchant's defaults",
-        )),
-        None => Ok(()),
-    }
+    caller.refuse_bound("a key bound to one shop cannot change the merchant's defaults")
 }
 
 async fn settings_of(

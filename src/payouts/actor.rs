@@ -264,7 +264,7 @@ async fn step(
         }
         Command::Sync => sync(deps, m, now).await,
         Command::Expire => {
-            let due = m.created_at + Duration::hours(machine::EXPIRES_AFTER_HOURS);
+            let due = machine::expires_at(m.created_at);
             match machine::expire(status).filter(|_| now >= due) {
                 Some(to) => {
                     after.status = to.as_str().to_owned();

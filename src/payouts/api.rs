@@ -47,7 +47,7 @@ pub struct DestinationInput {
 }
 
 /// A destination as kept and shown: masked.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Destination {
     /// `bank_account` or `card`.
     #[serde(rename = "type")]
@@ -273,15 +273,7 @@ impl Payout {
             status: m.status.clone(),
             amount: m.amount,
             currency: m.currency.clone(),
-            destination: serde_json::from_str(&m.destination).unwrap_or(Destination {
-                kind: String::new(),
-                last4: String::new(),
-                holder_name: None,
-                routing_number: None,
-                sort_code: None,
-                exp_month: None,
-                exp_year: None,
-            }),
+            destination: serde_json::from_str(&m.destination).unwrap_or_default(),
             auto_fulfill: m.auto_fulfill,
             description: m.description.clone(),
             metadata: serde_json::from_str(&m.metadata).unwrap_or_else(|_| serde_json::json!({})),

@@ -148,6 +148,11 @@ pub fn fulfill(status: Status) -> Result<Status, Refusal> {
 /// reservation is released).
 pub const EXPIRES_AFTER_HOURS: i64 = 24;
 
+/// When a payout created at `created` expires if it never goes to the processor.
+pub fn expires_at(created: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+    created + chrono::Duration::hours(EXPIRES_AFTER_HOURS)
+}
+
 /// Expire: a payout that never went to the processor.
 pub fn expire(status: Status) -> Option<Status> {
     matches!(

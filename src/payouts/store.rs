@@ -3,7 +3,7 @@
 //! the condition that the available balance covers it), its event and its sync job, in one
 //! transaction.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use payd_entity::payout;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
@@ -88,7 +88,7 @@ fn around(
         true => Job::ScheduleIfAbsent {
             kind: EXPIRY_JOB,
             entity_id: after.id.clone(),
-            at: after.created_at + Duration::hours(machine::EXPIRES_AFTER_HOURS),
+            at: machine::expires_at(after.created_at),
         },
         false => Job::Cancel {
             kinds: vec![EXPIRY_JOB],
