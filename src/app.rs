@@ -270,6 +270,7 @@ impl Application {
             public_url: public_url.clone(),
             dispatcher,
             keyring,
+            shops: Default::default(),
         });
         let (payments, disputes) = (web::Data::new(payments), web::Data::new(disputes));
         let subscriptions = web::Data::new(subscriptions);

@@ -23,4 +23,6 @@ pub struct AppState {
     pub dispatcher: Arc<Dispatcher>,
     /// Seals and opens stored secrets.
     pub keyring: Arc<crate::sealed::Keyring>,
+    /// Shops known to belong to their merchants (spares the `x-profile-id` query).
+    pub shops: crate::auth::keys::KnownShops,
 }

@@ -238,6 +238,12 @@ async fn shop_selection_and_shop_bound_keys() {
     };
     let res = get_scoped(m.secret_key.clone(), shop2.clone()).await;
     assert_eq!(res.body["profile_id"], shop2);
+    // Another merchant's shop, also once its owner has named it (the service then knows the
+    // shop exists, and whose it is).
+    let res = get_scoped(m.secret_key.clone(), other.profile_id.clone()).await;
+    assert_eq!((res.status, res.param()), (404, Some("x-profile-id")));
+    let res = get_scoped(other.secret_key.clone(), other.profile_id.clone()).await;
+    assert_eq!(res.status, 200, "{:?}", res.body);
     let res = get_scoped(m.secret_key.clone(), other.profile_id.clone()).await;
     assert_eq!((res.status, res.param()), (404, Some("x-profile-id")));
     let res = get_scoped(m.secret_key.clone(), "prof_garbage".into()).await;

@@ -307,9 +307,9 @@ pub async fn shop_in_path(
 ) -> Result<ProfileId, ApiError> {
     let not_found = || ApiError::not_found("shop");
     let id = ProfileId::parse(raw).ok_or_else(not_found)?;
-    store::find_profile(&state.db, &caller.merchant_id, &id)
-        .await?
-        .ok_or_else(not_found)?;
+    if !crate::auth::owns_shop(state, &caller.merchant_id, &id).await? {
+        return Err(not_found());
+    }
     if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
         return Err(not_found());
     }

@@ -8,7 +8,7 @@ use subtle::ConstantTimeEq;
 
 pub mod keys;
 
-pub use keys::{generate_key, hash_key, parse_key, Caller, KeyKind, Mode, Scope};
+pub use keys::{generate_key, hash_key, parse_key, Caller, KeyKind, KnownShops, Mode, Scope};
 
 use crate::{
     accounts::store,
@@ -62,9 +62,9 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
                 .ok()
                 .and_then(ProfileId::parse)
                 .ok_or_else(not_found)?;
-            store::find_profile(&state.db, &merchant_id, &asked)
-                .await?
-                .ok_or_else(not_found)?;
+            if !owns_shop(state, &merchant_id, &asked).await? {
+                return Err(not_found());
+            }
             if bound_profile.as_ref().is_some_and(|b| b != &asked) {
                 return Err(ApiError::forbidden(
                     "profile_mismatch",
@@ -87,6 +87,23 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
     crate::clock::enter(caller.timeline());
     req.extensions_mut().insert(caller.clone());
     Ok(caller)
+}
+
+/// Whether the shop is the merchant's: known already (see [`KnownShops`]), or looked up once
+/// and then known.
+pub async fn owns_shop(
+    state: &AppState,
+    merchant: &MerchantId,
+    shop: &ProfileId,
+) -> Result<bool, ApiError> {
+    if state.shops.knows(merchant, shop) {
+        return Ok(true);
+    }
+    let found = store::find_profile(&state.db, merchant, shop).await?.is_some();
+    if found {
+        state.shops.learn(merchant, shop);
+    }
+    Ok(found)
 }
 
 /// The sandbox's own routes (its triggers, its test clock) answer only a test key of a
