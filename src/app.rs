@@ -38,7 +38,7 @@ use crate::{
     processors::sandbox::Sandbox,
     products,
     ratelimit::{self, RateLimiter, RequestTimeout},
-    refunds, sales,
+    refunds, risk, sales,
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
     state::AppState,
@@ -237,6 +237,12 @@ impl Application {
             registry_config,
             arbiters.clone(),
         );
+        let assessor = Arc::new(risk::Assessor {
+            db: db.clone(),
+            clock: clock.clone(),
+            settings: settings.risk.clone(),
+            wake: wake.clone(),
+        });
         let dispatcher = Arc::new(Dispatcher::new(
             webhook_db,
             clock.clone(),
@@ -255,9 +261,13 @@ impl Application {
         );
         invoice_jobs(&mut scheduler, &invoices);
         payout_jobs(&mut scheduler, &payouts);
+        let risk_assessor = assessor.clone();
+        scheduler.register(risk::store::ASSESS_JOB, move |_job| {
+            risk_assessor.clone().assess_all()
+        });
         let scheduler = Arc::new(scheduler);
         let now = clock.now();
-        for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE] {
+        for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE, risk::store::ASSESS_JOB] {
             scheduler::schedule_if_absent(&db, now, job, "all", now).await?;
         }
 
@@ -279,6 +289,7 @@ impl Application {
         let app_invoices = invoices.clone();
         let payouts = web::Data::new(payouts);
         let app_payouts = payouts.clone();
+        let app_assessor = web::Data::from(assessor);
 
         let (app_state, app_payments, app_disputes) =
             (state.clone(), payments.clone(), disputes.clone());
@@ -294,6 +305,7 @@ impl Application {
                 .app_data(app_subscriptions.clone())
                 .app_data(app_invoices.clone())
                 .app_data(app_payouts.clone())
+                .app_data(app_assessor.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -324,6 +336,7 @@ impl Application {
                         .configure(invoices::configure)
                         .configure(crate::ledger::configure)
                         .configure(payouts::configure)
+                        .configure(risk::configure)
                         .configure(test_clock::configure)
                         .configure(files::configure)
                         .configure(customers::configure)

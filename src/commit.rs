@@ -37,6 +37,9 @@ pub enum Write {
     /// An insert: history, attempts, child objects. With `ON CONFLICT DO NOTHING` or an
     /// `INSERT … SELECT`, it may add nothing.
     Insert(InsertStatement),
+    /// An insert with `ON CONFLICT DO NOTHING` that must add its row: none added means
+    /// another writer took its key first, and the whole change is a lost race.
+    InsertNew(InsertStatement),
     /// An update whose row count does not matter (a default set only if none is).
     Update(UpdateStatement),
     Delete(DeleteStatement),
@@ -295,6 +298,12 @@ async fn write(
     for (i, w) in change.writes.iter().enumerate() {
         let touched = match w {
             Write::Cas(stmt) => {
+                if txn.execute(stmt).await?.rows_affected() != 1 {
+                    return Err(CommitError::LostRace);
+                }
+                1
+            }
+            Write::InsertNew(stmt) => {
                 if txn.execute(stmt).await?.rows_affected() != 1 {
                     return Err(CommitError::LostRace);
                 }

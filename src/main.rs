@@ -24,6 +24,22 @@ enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// For development: forward a merchant's new events to a local URL, signed as real
+    /// deliveries with a secret printed on the first line.
+    Listen {
+        /// Where to POST each event (`http://localhost:4242/webhooks`).
+        #[arg(long)]
+        forward_to: String,
+        /// The merchant's secret key.
+        #[arg(long, env = "PAYD_API_KEY", hide_env_values = true)]
+        api_key: String,
+        /// The payd service to follow.
+        #[arg(long, env = "PAYD_BASE_URL", default_value = "http://127.0.0.1:8080")]
+        base_url: String,
+        /// Milliseconds between two polls of the events.
+        #[arg(long, default_value_t = 500)]
+        interval_ms: u64,
+    },
     /// Operator tasks.
     Admin {
         #[command(subcommand)]
@@ -82,6 +98,20 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 .await?
                 .run_until_stopped()
                 .await?
+        }
+        Command::Listen {
+            forward_to,
+            api_key,
+            base_url,
+            interval_ms,
+        } => {
+            payd::listen::run(payd::listen::Listen {
+                base_url,
+                api_key,
+                forward_to,
+                interval: std::time::Duration::from_millis(interval_ms.max(10)),
+            })
+            .await?
         }
         Command::Migrate => {
             let conn = db::connect_to(&settings.database).await?;

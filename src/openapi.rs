@@ -16,7 +16,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
     accounts, customers, disputes, events, files, invoices, ledger, ops, pagination, payments,
-    payouts, products, refunds, sales, subscriptions, test_clock, wallet, webhooks,
+    payouts, products, refunds, risk, sales, subscriptions, test_clock, wallet, webhooks,
 };
 
 #[derive(OpenApi)]
@@ -137,6 +137,8 @@ use crate::{
         payouts::routes::fulfill_payout,
         ledger::routes::get_balance,
         ledger::routes::list_balance_transactions,
+        risk::routes::assess_shop,
+        risk::routes::shop_risk,
         invoices::routes::create_invoice,
         invoices::routes::list_invoices,
         invoices::routes::retrieve_invoice,
@@ -177,6 +179,7 @@ use crate::{
         events::routes::list_events,
         events::routes::list_attempts,
         events::routes::retry_event,
+        events::routes::replay_events,
         webhooks::routes::get_endpoint,
         webhooks::routes::put_endpoint,
         webhooks::routes::rotate_secret,

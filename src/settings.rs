@@ -49,6 +49,68 @@ pub struct Settings {
     pub processors: ProcessorSettings,
     #[serde(default)]
     pub subscriptions: SubscriptionSettings,
+    pub risk: RiskSettings,
+}
+
+/// Shops' risk bands: how often and over what window they are assessed, and the rates at
+/// which a shop enters each band.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskSettings {
+    /// Between two scheduled assessments of every shop (`30m`, `1h`, `2d`, or seconds).
+    #[serde(deserialize_with = "span")]
+    pub assess_every: Duration,
+    /// The rolling window the figures are counted over.
+    #[serde(deserialize_with = "span")]
+    pub window: Duration,
+    /// Fewer payments decided in the window than this: the rates are not judged (band `low`).
+    pub min_payments: u64,
+    pub elevated: RiskThresholds,
+    pub high: RiskThresholds,
+    pub critical: RiskThresholds,
+}
+
+/// The rates (0–1) from which a shop is in a band: reaching any one of them is enough.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskThresholds {
+    pub dispute_rate: f64,
+    pub refund_rate: f64,
+    pub decline_rate: f64,
+}
+
+/// A span written as seconds (`3600`) or with a unit (`90s`, `30m`, `1h`, `30d`).
+fn span<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Secs(u64),
+        Text(String),
+    }
+    let secs = match Raw::deserialize(d)? {
+        Raw::Secs(n) => Some(n),
+        Raw::Text(t) => {
+            let t = t.trim();
+            let (n, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+            let unit = match unit {
+                "" | "s" => Some(1),
+                "m" => Some(60),
+                "h" => Some(3600),
+                "d" => Some(86_400),
+                _ => None,
+            };
+            n.parse::<u64>()
+                .ok()
+                .zip(unit)
+                .and_then(|(n, u)| n.checked_mul(u))
+        }
+    };
+    match secs {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(serde::de::Error::custom(
+            "expected a positive number of seconds or a span such as 30m, 1h or 30d",
+        )),
+    }
 }
 
 /// Remote processors.
@@ -311,6 +373,26 @@ pub struct WebhookSettings {
     pub poll_interval_ms: u64,
     pub lease_secs: u64,
     pub batch_size: u64,
+    /// The most events one `POST /events/{merchant_id}/replay` queues (never more than a
+    /// merchant's queue takes: see [`WebhookSettings::replay_bound`]).
+    pub replay_max: u64,
+}
+
+impl WebhookSettings {
+    /// A merchant whose queue holds this much is skipped by the dispatcher's claims, and its
+    /// queue takes no more manual retries. At least a claim's batch, so the next claim arrives
+    /// while the queue still has work.
+    pub fn backlog_limit(&self) -> usize {
+        Ord::max(
+            self.max_in_flight_per_endpoint * 4,
+            self.batch_size as usize,
+        )
+    }
+
+    /// The most events one replay queues: `replay_max`, within what an empty queue takes.
+    pub fn replay_bound(&self) -> u64 {
+        Ord::min(self.replay_max, self.backlog_limit() as u64)
+    }
 }
 
 /// A schedule written as `5,300,1800` (or a TOML array, or one number).
@@ -534,6 +616,27 @@ impl Settings {
             return bad(
                 "webhooks",
                 "max_in_flight_per_endpoint, request_timeout_secs, poll_interval_ms and batch_size must be greater than 0",
+            );
+        }
+        if w.replay_max == 0 {
+            return bad("webhooks.replay_max", "must be greater than 0");
+        }
+        let r = &self.risk;
+        let bands = [r.elevated, r.high, r.critical];
+        let rates = |t: &RiskThresholds| [t.dispute_rate, t.refund_rate, t.decline_rate];
+        if bands.iter().flat_map(rates).any(|x| !(x > 0.0 && x <= 1.0)) {
+            return bad(
+                "risk",
+                "every threshold must be a rate above 0 and at most 1",
+            );
+        }
+        if bands
+            .windows(2)
+            .any(|w| rates(&w[0]).iter().zip(rates(&w[1])).any(|(a, b)| *a > b))
+        {
+            return bad(
+                "risk",
+                "the thresholds must not fall from elevated to high to critical",
             );
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {

@@ -74,6 +74,7 @@ const NAMED: &[(&str, &str)] = &[
     ("invoices::settings", "store"),
     ("invoices::create", "runtime"),
     ("payouts::processor", "domain"),
+    ("risk::assess", "runtime"),
     ("products::import", "runtime"),
     ("test_clock::advance", "runtime"),
     ("webhooks::delivery", "runtime"),

@@ -554,6 +554,7 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
             Some(json!({"amount": 1, "reason": "probe"}))
         }
         ("put", "/invoice-settings/profiles/{profile_id}/tax-rules") => Some(json!({"rules": []})),
+        ("post", "/events/{merchant_id}/replay") => Some(json!({"since": "2020-01-01T00:00:00Z"})),
         ("post" | "put", _) => Some(json!({})),
         _ => None,
     }
@@ -583,6 +584,7 @@ async fn snapshot(app: &TestApp, m: &Merchant, objects: &[(&str, String)]) -> Ve
         get(format!("/invoices/{}", id("invoice_id"))).await,
         get(format!("/payouts/{}", id("payout_id"))).await,
         get(format!("/account/shops/{}/balance", id("profile_id"))).await,
+        get(format!("/account/shops/{}/risk", id("profile_id"))).await,
         get(format!("/invoice-settings/profiles/{}", id("profile_id"))).await,
         get(format!(
             "/invoice-settings/profiles/{}/tax-rules",

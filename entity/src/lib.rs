@@ -36,6 +36,7 @@ pub mod product_category;
 pub mod product_image;
 pub mod profile;
 pub mod refund;
+pub mod risk_assessment;
 pub mod routing_config;
 pub mod scheduled_job;
 pub mod subscription;

@@ -30,6 +30,7 @@ mod m20261124_000021_create_billing_processor;
 mod m20261124_000022_add_subscription_term;
 mod m20261124_000023_create_invoices;
 mod m20261124_000024_create_ledger_and_payouts;
+mod m20261124_000025_create_risk_assessments;
 
 pub struct Migrator;
 
@@ -61,6 +62,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000022_add_subscription_term::Migration),
             Box::new(m20261124_000023_create_invoices::Migration),
             Box::new(m20261124_000024_create_ledger_and_payouts::Migration),
+            Box::new(m20261124_000025_create_risk_assessments::Migration),
         ]
     }
 }

@@ -99,7 +99,9 @@ pub async fn owns_shop(
     if state.shops.knows(merchant, shop) {
         return Ok(true);
     }
-    let found = store::find_profile(&state.db, merchant, shop).await?.is_some();
+    let found = store::find_profile(&state.db, merchant, shop)
+        .await?
+        .is_some();
     if found {
         state.shops.learn(merchant, shop);
     }

@@ -3,7 +3,7 @@
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use payd_entity::{delivery, delivery_attempt, event};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -25,7 +25,49 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/events/{merchant_id}/{event_id}/retry")
                 .route(web::post().to(retry_event)),
+        )
+        .service(
+            web::resource("/events/{merchant_id}/replay").route(web::post().to(replay_events)),
         );
+}
+
+/// `POST /events/{merchant_id}/replay`: the caller's events created in `[since, until)`,
+/// oldest first, each sent again as a manual attempt.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayRequest {
+    pub since: DateTime<Utc>,
+    /// Events created before this moment (none: up to the newest).
+    #[serde(default)]
+    pub until: Option<DateTime<Utc>>,
+    /// Only events of these types.
+    #[serde(default)]
+    pub event_types: Option<Vec<String>>,
+    /// Only events with a delivery that failed (its automatic schedule ran out).
+    #[serde(default)]
+    pub only_failed: bool,
+    /// Only this shop's events (a caller scoped to a shop replays only its own anyway).
+    #[serde(default)]
+    pub profile_id: Option<String>,
+    /// At most this many events (1 to `webhooks.replay_max`, which is also the default).
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// Continue after this event (the `next` of the previous call).
+    #[serde(default)]
+    pub starting_after: Option<String>,
+}
+
+/// A replay, accepted: the events queued (oldest first) and where to continue.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplayQueued {
+    pub queued: usize,
+    pub event_ids: Vec<String>,
+    pub delivery_ids: Vec<String>,
+    /// Matching events of shops with no webhook endpoint (or only a paused one): not queued.
+    pub skipped: Vec<String>,
+    /// More events match: send the same request with `starting_after` = `next`.
+    pub has_more: bool,
+    pub next: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -294,11 +336,129 @@ pub async fn retry_event(
         .retry(caller.merchant_id.as_str(), retries)
         .await?
     {
-        return Err(ApiError::rate_limited(
-            "too_many_retries",
-            "the merchant's queue of manual retries is full; retry in a few seconds",
-            5,
-        ));
+        return Err(too_many_retries());
     }
     Ok(HttpResponse::Accepted().json(queued))
+}
+
+/// Send a time range of events again (manual attempts, oldest first), as a receiver recovers
+/// from an outage; the automatic schedule is left as it is. At most `webhooks.replay_max`
+/// events per call; `has_more` and `next` continue.
+#[utoipa::path(post, path = "/events/{merchant_id}/replay", tag = "events",
+    params(("merchant_id" = String, Path)), request_body = ReplayRequest,
+    responses((status = 202, body = ReplayQueued), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody), (status = 429, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn replay_events(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    merchant_id: web::Path<String>,
+    ApiJson(req): ApiJson<ReplayRequest>,
+) -> Result<HttpResponse, ApiError> {
+    own_merchant(&caller, &merchant_id)?;
+    let max = state.settings.webhooks.replay_bound();
+    let limit = req.limit.unwrap_or(max);
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::invalid_param(
+            "limit",
+            format!("a replay queues 1 to {max} events per call; continue with starting_after"),
+        ));
+    }
+    if req.until.is_some_and(|until| until <= req.since) {
+        return Err(ApiError::invalid_param(
+            "until",
+            "until must be after since",
+        ));
+    }
+    let types = req.event_types.unwrap_or_default();
+    if types.len() > 50 || types.iter().any(|t| !is_event_type(t)) {
+        return Err(ApiError::invalid_param(
+            "event_types",
+            "at most 50 event types, each like payment_succeeded",
+        ));
+    }
+    if let Some(after) = &req.starting_after {
+        if !crate::ids::has_shape(after, "evt") {
+            return Err(ApiError::invalid_param("starting_after", "not an event id"));
+        }
+    }
+    let mut q = event::Entity::find()
+        .filter(event::Column::MerchantId.eq(caller.merchant_id.as_str()))
+        .filter(event::Column::TestMode.eq(caller.test_mode()))
+        .filter(event::Column::CreatedAt.gte(req.since));
+    if let Some(until) = req.until {
+        q = q.filter(event::Column::CreatedAt.lt(until));
+    }
+    if let Some(shop) = caller.scope().list_shop(req.profile_id.as_deref())? {
+        q = q.filter(event::Column::ProfileId.eq(shop));
+    }
+    if !types.is_empty() {
+        q = q.filter(event::Column::EventType.is_in(types));
+    }
+    if req.only_failed {
+        let failed = sea_orm::sea_query::Query::select()
+            .column(delivery::Column::EventId)
+            .from(delivery::Entity)
+            .and_where(delivery::Column::MerchantId.eq(caller.merchant_id.as_str()))
+            .and_where(delivery::Column::Status.eq("failed"))
+            .to_owned();
+        q = q.filter(event::Column::Id.in_subquery(failed));
+    }
+    if let Some(after) = &req.starting_after {
+        q = q.filter(event::Column::Id.gt(after.as_str()));
+    }
+    let mut events = q
+        .order_by_asc(event::Column::Id)
+        .limit(limit + 1)
+        .all(&state.db)
+        .await?;
+    let has_more = events.len() as u64 > limit;
+    events.truncate(limit as usize);
+    let now = state.clock.base();
+    let (mut retries, mut event_ids, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    for e in &events {
+        match manual_retries(&state.db, e, now).await {
+            Ok(r) => {
+                retries.extend(r);
+                event_ids.push(e.id.clone());
+            }
+            // The shop has no endpoint to send to, or only a paused one.
+            Err(err) if matches!(err.code, "no_endpoint" | "endpoint_disabled") => {
+                skipped.push(e.id.clone())
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    let queued = ReplayQueued {
+        queued: event_ids.len(),
+        delivery_ids: retries.iter().map(|r| r.delivery.id.clone()).collect(),
+        event_ids,
+        skipped,
+        has_more,
+        next: has_more
+            .then(|| events.last().map(|e| e.id.clone()))
+            .flatten(),
+    };
+    if !retries.is_empty()
+        && !state
+            .dispatcher
+            .retry(caller.merchant_id.as_str(), retries)
+            .await?
+    {
+        return Err(too_many_retries());
+    }
+    Ok(HttpResponse::Accepted().json(queued))
+}
+
+fn too_many_retries() -> ApiError {
+    ApiError::rate_limited(
+        "too_many_retries",
+        "the merchant's queue of manual retries is full; retry in a few seconds",
+        5,
+    )
+}
+
+/// An event type's shape: `payment_succeeded`.
+fn is_event_type(t: &str) -> bool {
+    (1..=64).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }

@@ -411,13 +411,9 @@ impl DeliveryDeps {
     }
 }
 
-/// A merchant whose queue holds this much is skipped by the dispatcher's claims. At least a
-/// claim's batch, so the next claim arrives while the queue still has work.
+/// See [`WebhookSettings::backlog_limit`].
 fn backlog_limit(settings: &WebhookSettings) -> i64 {
-    Ord::max(
-        settings.max_in_flight_per_endpoint * 4,
-        settings.batch_size as usize,
-    ) as i64
+    settings.backlog_limit() as i64
 }
 
 #[derive(Message, Clone)]

@@ -1,0 +1,35 @@
+//! One risk assessment of a shop in one mode: the counts over its window, the band they fell
+//! in under the thresholds it used, and the band of the assessment before it (`seq` − 1).
+
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "risk_assessments")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: String,
+    pub merchant_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    /// 1 for the shop's first assessment in this mode, then one more each time.
+    pub seq: i64,
+    /// `low`, `elevated`, `high` or `critical`.
+    pub band: String,
+    pub previous_band: Option<String>,
+    /// Payments decided in the window (succeeded or failed): the rates' denominator.
+    pub payments: i64,
+    pub declines: i64,
+    pub refunds: i64,
+    pub disputes: i64,
+    pub window_secs: i64,
+    /// The thresholds used, as JSON.
+    pub thresholds: String,
+    /// `schedule` or `operator`.
+    pub trigger: String,
+    pub assessed_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,120 @@
+//! The risk assessment record, the operator's request and a shop's risk view.
+
+use chrono::{DateTime, Utc};
+use payd_entity::risk_assessment;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::machine::Counts;
+use crate::{pagination::List, settings::RiskThresholds};
+
+/// The figures of an assessment, counted over its window.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Figures {
+    /// Disputes opened per payment decided.
+    pub dispute_rate: f64,
+    /// Refunds made per payment decided.
+    pub refund_rate: f64,
+    /// Payments failed per payment decided.
+    pub decline_rate: f64,
+    /// Payments decided (succeeded or failed) in the window.
+    pub volume: i64,
+    pub disputes: i64,
+    pub refunds: i64,
+    pub declines: i64,
+}
+
+impl Figures {
+    pub fn of(c: &Counts) -> Self {
+        let r = c.rates();
+        // Four decimals: a rate is read as a percentage with two.
+        let round = |x: f64| (x * 10_000.0).round() / 10_000.0;
+        Self {
+            dispute_rate: round(r.dispute_rate),
+            refund_rate: round(r.refund_rate),
+            decline_rate: round(r.decline_rate),
+            volume: c.payments,
+            disputes: c.disputes,
+            refunds: c.refunds,
+            declines: c.declines,
+        }
+    }
+}
+
+/// The rates from which the shop would have been in each band.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = RiskBandThresholds)]
+pub struct Thresholds {
+    #[schema(value_type = Object)]
+    pub elevated: RiskThresholds,
+    #[schema(value_type = Object)]
+    pub high: RiskThresholds,
+    #[schema(value_type = Object)]
+    pub critical: RiskThresholds,
+    /// Below this many payments decided, the rates were not judged.
+    pub min_payments: u64,
+}
+
+/// One assessment of a shop's risk (`risk_…`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RiskRecord {
+    pub risk_id: String,
+    pub profile_id: String,
+    pub test_mode: bool,
+    /// `low`, `elevated`, `high` or `critical`.
+    pub band: String,
+    /// The band of the shop's assessment before this one (none for its first).
+    pub previous_band: Option<String>,
+    pub figures: Figures,
+    /// The rolling window the figures were counted over, in seconds.
+    pub window: i64,
+    /// The thresholds the band was decided under.
+    pub thresholds: Option<Thresholds>,
+    /// `schedule` or `operator`.
+    pub trigger: String,
+    pub assessed_at: DateTime<Utc>,
+}
+
+impl RiskRecord {
+    pub fn render(m: &risk_assessment::Model) -> Self {
+        let counts = Counts {
+            payments: m.payments,
+            declines: m.declines,
+            refunds: m.refunds,
+            disputes: m.disputes,
+        };
+        Self {
+            risk_id: m.id.clone(),
+            profile_id: m.profile_id.clone(),
+            test_mode: m.test_mode,
+            band: m.band.clone(),
+            previous_band: m.previous_band.clone(),
+            figures: Figures::of(&counts),
+            window: m.window_secs,
+            // Always written from a `Thresholds`: none only for a row edited by hand.
+            thresholds: serde_json::from_str(&m.thresholds).ok(),
+            trigger: m.trigger.clone(),
+            assessed_at: m.assessed_at,
+        }
+    }
+}
+
+/// `POST /admin/shops/{profile_id}/risk/assess`: which of the shop's modes to assess (by
+/// default the deployment's: test in a sandbox, live in production).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssessRequest {
+    #[serde(default)]
+    pub test_mode: Option<bool>,
+}
+
+/// A shop's risk: its latest assessment, and its assessments newest first (cursors on
+/// `risk_id`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShopRisk {
+    pub profile_id: String,
+    /// The band of the latest assessment; `low` before the first.
+    pub band: String,
+    pub latest: Option<RiskRecord>,
+    pub history: List<RiskRecord>,
+}

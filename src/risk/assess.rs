@@ -1,0 +1,157 @@
+//! Assessing shops: one shop on an operator's demand, every shop on the schedule. An
+//! assessment reads the shop's latest one and its counts over the window, and commits the
+//! next in its chain; when another instance numbered first, it reads again and goes on from
+//! that one, so each assessment is compared with the one right before it.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration};
+use payd_entity::{profile, risk_assessment};
+use sea_orm::DatabaseConnection;
+
+use super::{
+    api::Thresholds,
+    machine::{self, Band},
+    store,
+};
+use crate::{
+    clock::SharedClock,
+    commit::{self, or_retry, CommitError},
+    ids::new_id,
+    scheduler::Outcome,
+    settings::RiskSettings,
+    webhooks::wake::Wake,
+};
+
+/// How an assessment was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Schedule,
+    Operator,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "schedule",
+            Trigger::Operator => "operator",
+        }
+    }
+}
+
+/// Shops read per page by the scheduled run.
+const PAGE: u64 = 100;
+
+/// Lost races with another assessor of the same shop before giving up.
+const TRIES: usize = 10;
+
+pub struct Assessor {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    pub settings: RiskSettings,
+    pub wake: Wake,
+}
+
+impl Assessor {
+    /// Assesses the shop in this mode now; returns the record written.
+    pub async fn assess(
+        &self,
+        shop: &profile::Model,
+        test_mode: bool,
+        trigger: Trigger,
+    ) -> Result<risk_assessment::Model, CommitError> {
+        let (row, deliveries) = commit::retrying(TRIES, || async {
+            let now = self.clock.base();
+            let previous = store::latest(&self.db, &shop.id, test_mode).await?;
+            let since = now - Duration::seconds(self.settings.window.as_secs() as i64);
+            let counts = store::counts(&self.db, &shop.id, test_mode, since).await?;
+            let band = machine::band(&counts, &self.settings);
+            let previous_band = previous.as_ref().and_then(|p| Band::parse(&p.band));
+            let row = self.row(
+                shop,
+                test_mode,
+                trigger,
+                previous.as_ref(),
+                band,
+                counts,
+                now,
+            );
+            let change = store::record(&row, machine::escalated(previous_band, band));
+            Ok::<_, CommitError>(
+                or_retry(commit::commit(&self.db, change).await)?.map(|c| (row, c.deliveries)),
+            )
+        })
+        .await?;
+        if deliveries > 0 {
+            self.wake.now();
+        }
+        Ok(row)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn row(
+        &self,
+        shop: &profile::Model,
+        test_mode: bool,
+        trigger: Trigger,
+        previous: Option<&risk_assessment::Model>,
+        band: Band,
+        counts: machine::Counts,
+        now: DateTime<chrono::Utc>,
+    ) -> risk_assessment::Model {
+        let s = &self.settings;
+        let thresholds = Thresholds {
+            elevated: s.elevated,
+            high: s.high,
+            critical: s.critical,
+            min_payments: s.min_payments,
+        };
+        risk_assessment::Model {
+            id: new_id("risk"),
+            merchant_id: shop.merchant_id.clone(),
+            profile_id: shop.id.clone(),
+            test_mode,
+            seq: previous.map_or(1, |p| p.seq + 1),
+            band: band.as_str().to_owned(),
+            previous_band: previous.map(|p| p.band.clone()),
+            payments: counts.payments,
+            declines: counts.declines,
+            refunds: counts.refunds,
+            disputes: counts.disputes,
+            window_secs: s.window.as_secs() as i64,
+            thresholds: serde_json::to_string(&thresholds).unwrap_or_else(|_| "{}".to_owned()),
+            trigger: trigger.as_str().to_owned(),
+            assessed_at: now,
+        }
+    }
+
+    /// The scheduled run: every shop, in each mode it has used; then again after
+    /// `risk.assess_every`. A shop that fails is logged and the others go on.
+    pub async fn assess_all(self: Arc<Self>) -> Outcome {
+        let mut after: Option<String> = None;
+        loop {
+            let shops = match store::shops_after(&self.db, after.as_deref(), PAGE).await {
+                Ok(shops) => shops,
+                Err(e) => return Outcome::Failed(e.to_string()),
+            };
+            for shop in &shops {
+                for test_mode in [true, false] {
+                    let result = match store::in_use(&self.db, &shop.id, test_mode).await {
+                        Ok(false) => continue,
+                        Ok(true) => self.assess(shop, test_mode, Trigger::Schedule).await,
+                        Err(e) => Err(e.into()),
+                    };
+                    if let Err(e) = result {
+                        tracing::warn!(shop = %shop.id, test_mode, error = %e, "risk assessment failed");
+                    }
+                }
+            }
+            match shops.last() {
+                Some(last) if shops.len() as u64 == PAGE => after = Some(last.id.clone()),
+                _ => break,
+            }
+        }
+        let every = Duration::seconds(self.settings.assess_every.as_secs() as i64);
+        Outcome::RunAt(self.clock.base() + every)
+    }
+}

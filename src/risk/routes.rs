@@ -1,0 +1,80 @@
+//! A shop's risk: the operator assesses it on demand; the merchant reads its records.
+
+use actix_web::{web, HttpResponse};
+
+use super::{
+    api::{AssessRequest, RiskRecord, ShopRisk},
+    assess::{Assessor, Trigger},
+    store,
+};
+use crate::{
+    accounts::shop_in_path,
+    auth::{Admin, SecretKey},
+    error::ApiError,
+    http::{ApiJson, ApiQuery},
+    ids::ProfileId,
+    pagination::{ListQuery, Page},
+    settings::DeploymentMode,
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/admin/shops/{profile_id}/risk/assess").route(web::post().to(assess_shop)),
+    )
+    .service(web::resource("/account/shops/{profile_id}/risk").route(web::get().to(shop_risk)));
+}
+
+/// Assess a shop's risk now (the operator). The record is written as the next of the shop's
+/// chain, and `shop_risk_band_escalated` is sent when its band rose.
+#[utoipa::path(post, path = "/admin/shops/{profile_id}/risk/assess", tag = "admin",
+    params(("profile_id" = String, Path)), request_body(content = AssessRequest, description = "optional"),
+    responses((status = 200, body = RiskRecord), (status = 404, body = crate::error::ErrorBody)),
+    security(("admin_key" = [])))]
+pub async fn assess_shop(
+    _: Admin,
+    state: web::Data<AppState>,
+    assessor: web::Data<Assessor>,
+    profile: web::Path<String>,
+    ApiJson(req): ApiJson<AssessRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let not_found = || ApiError::not_found("shop").param("profile_id");
+    let id = ProfileId::parse(&profile).ok_or_else(not_found)?;
+    let shop = store::shop(&state.db, id.as_str())
+        .await?
+        .ok_or_else(not_found)?;
+    let test_mode = req
+        .test_mode
+        .unwrap_or(state.settings.mode == DeploymentMode::Sandbox);
+    let row = assessor.assess(&shop, test_mode, Trigger::Operator).await?;
+    Ok(HttpResponse::Ok().json(RiskRecord::render(&row)))
+}
+
+/// A shop's risk in the key's mode: its band, its latest assessment and its assessments newest
+/// first.
+#[utoipa::path(get, path = "/account/shops/{profile_id}/risk", tag = "account",
+    params(("profile_id" = String, Path), ListQuery),
+    responses((status = 200, body = ShopRisk), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn shop_risk(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    let page = Page::parse(&q, "risk")?;
+    let test_mode = caller.test_mode();
+    let latest = store::latest(&state.db, shop.as_str(), test_mode).await?;
+    let history = store::list(&state.db, shop.as_str(), test_mode, &page).await?;
+    Ok(HttpResponse::Ok().json(ShopRisk {
+        profile_id: shop.into_string(),
+        band: latest
+            .as_ref()
+            .map_or("low", |l| l.band.as_str())
+            .to_owned(),
+        latest: latest.as_ref().map(RiskRecord::render),
+        history: history.map(|m| RiskRecord::render(&m)),
+    }))
+}
