@@ -10,7 +10,7 @@ use crate::{pagination::List, settings::RiskThresholds};
 
 /// The figures of an assessment, counted over its window.
 #[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Figures {
+pub struct RiskFigures {
     /// Disputes opened per payment decided.
     pub dispute_rate: f64,
     /// Refunds made per payment decided.
@@ -24,7 +24,7 @@ pub struct Figures {
     pub declines: i64,
 }
 
-impl Figures {
+impl RiskFigures {
     pub fn of(c: &Counts) -> Self {
         let r = c.rates();
         // Four decimals: a rate is read as a percentage with two.
@@ -65,7 +65,7 @@ pub struct RiskRecord {
     pub band: String,
     /// The band of the shop's assessment before this one (none for its first).
     pub previous_band: Option<String>,
-    pub figures: Figures,
+    pub figures: RiskFigures,
     /// The rolling window the figures were counted over, in seconds.
     pub window: i64,
     /// The thresholds the band was decided under.
@@ -89,7 +89,7 @@ impl RiskRecord {
             test_mode: m.test_mode,
             band: m.band.clone(),
             previous_band: m.previous_band.clone(),
-            figures: Figures::of(&counts),
+            figures: RiskFigures::of(&counts),
             window: m.window_secs,
             // Always written from a `Thresholds`: none only for a row edited by hand.
             thresholds: serde_json::from_str(&m.thresholds).ok(),
