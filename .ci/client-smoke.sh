@@ -14,6 +14,8 @@
 # free loopback port with a temporary SQLite database, and is stopped at exit. A failed run
 # keeps that directory (payd's log, the document, the generated client) and says where.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 GENERATOR_VERSION="${CLIENT_SMOKE_GENERATOR_VERSION:-0.29.1}"
@@ -30,19 +32,9 @@ NEEDED=(
     "POST /events/{merchant_id} events/list_events"
 )
 
-step() { printf '\n==> %s\n' "$*"; }
 die() {
     echo "client smoke: $*" >&2
     exit 1
-}
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-APT_UPDATED=""
-apt_install() {
-    if [ -z "$APT_UPDATED" ]; then
-        as_root apt-get update -qq
-        APT_UPDATED=1
-    fi
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 [ -x "$BIN" ] || die "no payd binary at $BIN (build it first: cargo build --bin payd)"
@@ -50,28 +42,13 @@ apt_install() {
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/payd-client-smoke.XXXXXX")
 SERVER_PID=""
 
-stop_server() {
-    [ -n "$SERVER_PID" ] || return 0
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        # A graceful drain first (bounded: 10 s), then SIGKILL.
-        for _ in $(seq 1 100); do
-            kill -0 "$SERVER_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-}
-
 cleanup() {
     local rc=$?
     stop_server
     if [ "$rc" -ne 0 ]; then
         if [ -s "$WORK/server.log" ]; then
             echo "--- payd's errors and warnings ---" >&2
-            grep -E '"level":"(ERROR|WARN)"' "$WORK/server.log" | tail -n 40 >&2 || true
+            show_server_problems
         fi
         echo "client smoke: failed; payd's log, the document and the generated client stay in $WORK" >&2
     else
@@ -84,14 +61,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 step "tools: python3 with openapi-python-client $GENERATOR_VERSION (virtual environment in $WORK)"
-command -v python3 >/dev/null 2>&1 || apt_install python3
 command -v curl >/dev/null 2>&1 || apt_install curl
-if ! python3 -m venv "$WORK/venv" >/dev/null 2>&1; then
-    # Debian's python3 has no ensurepip without python3-venv.
-    rm -rf "$WORK/venv"
-    apt_install python3-venv
-    python3 -m venv "$WORK/venv"
-fi
+make_venv "$WORK/venv"
 PY="$WORK/venv/bin/python"
 timeout 600 "$PY" -m pip install -q --disable-pip-version-check --timeout 60 \
     "openapi-python-client==$GENERATOR_VERSION"
@@ -99,37 +70,11 @@ timeout 600 "$PY" -m pip install -q --disable-pip-version-check --timeout 60 \
 "$WORK/venv/bin/openapi-python-client" --version
 
 step "start payd ($BIN)"
-# A clean environment: only what this run sets. `127.0.0.1:0` picks a free port, which payd
-# announces in its log.
-env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
-    PAYD_LISTEN=127.0.0.1:0 \
-    PAYD_DATABASE_URL="sqlite://$WORK/payd.db?mode=rwc" \
-    PAYD_ADMIN_KEY="$ADMIN_KEY" \
-    PAYD_SANDBOX__DEMO_MERCHANT=false \
-    PAYD_SANDBOX__DATA_DIR="$WORK/data" \
-    PAYD_LOG__FORMAT=json \
-    "$BIN" serve >"$WORK/server.out" 2>"$WORK/server.log" &
-SERVER_PID=$!
-
-PORT=""
-for _ in $(seq 1 600); do # 60 s
-    PORT=$(grep -m 1 '"message":"payd listening"' "$WORK/server.log" 2>/dev/null |
-        sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' || true)
-    [ -n "$PORT" ] && break
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-        echo "payd exited before listening:" >&2
-        cat "$WORK/server.log" >&2
-        exit 1
-    fi
-    sleep 0.1
-done
-[ -n "$PORT" ] || die "payd did not announce its port within 60 s"
+# A clean environment: only what this run sets, on a free port that payd announces in its log.
+start_payd "$BIN" "$ADMIN_KEY"
+wait_for_port || die "payd did not announce its port within 60 s"
 BASE="http://127.0.0.1:$PORT"
-for _ in $(seq 1 100); do # 10 s
-    curl -fsS -o /dev/null --max-time 2 "$BASE/health/live" 2>/dev/null && break
-    sleep 0.1
-done
-curl -fsS -o /dev/null --max-time 2 "$BASE/health/live" || die "GET $BASE/health/live did not answer within 10 s"
+wait_for_url "$BASE/health/live" || die "GET $BASE/health/live did not answer within 10 s"
 echo "payd listens on $BASE"
 
 step "generate the client from $BASE/openapi.json"

@@ -12,21 +12,12 @@
 # is already there, and jsonschema and PyYAML, pinned, into a virtual environment in a
 # temporary directory removed at exit. No cargo: it reads the sources, it does not build them.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 JSONSCHEMA_VERSION="${OPS_CHECK_JSONSCHEMA_VERSION:-4.23.0}"
 PYYAML_VERSION="${OPS_CHECK_PYYAML_VERSION:-6.0.2}"
-
-step() { printf '\n==> %s\n' "$*"; }
-as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-APT_UPDATED=""
-apt_install() {
-    if [ -z "$APT_UPDATED" ]; then
-        as_root apt-get update -qq
-        APT_UPDATED=1
-    fi
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/payd-ops-check.XXXXXX")
 POLICY_GUARD=""
@@ -52,13 +43,7 @@ if ! command -v promtool >/dev/null 2>&1; then
     fi
 fi
 promtool --version 2>&1 | head -n 1
-command -v python3 >/dev/null 2>&1 || apt_install python3
-if ! python3 -m venv "$WORK/venv" >/dev/null 2>&1; then
-    # Debian's python3 has no ensurepip without python3-venv.
-    rm -rf "$WORK/venv"
-    apt_install python3-venv
-    python3 -m venv "$WORK/venv"
-fi
+make_venv "$WORK/venv"
 "$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check \
     "jsonschema==$JSONSCHEMA_VERSION" "PyYAML==$PYYAML_VERSION"
 "$WORK/venv/bin/python" --version

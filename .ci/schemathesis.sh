@@ -10,6 +10,8 @@
 # (default 50). A failed run prints its seed; SCHEMATHESIS_SEED=<seed> replays it.
 # SCHEMATHESIS_CHECKS=all adds the checks that also judge what is accepted or refused.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION="${SCHEMATHESIS_VERSION:-4.32.5}"
@@ -22,26 +24,9 @@ VENV=.ci/.venv
 ADMIN_KEY="schemathesis-admin-$RANDOM$RANDOM$RANDOM"
 BIN="${CARGO_TARGET_DIR:-target}/debug/payd"
 
-step() { printf '\n==> %s\n' "$*"; }
-
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/payd-schemathesis.XXXXXX")
 SERVER_PID=""
 FUZZER_PID=""
-
-stop_server() {
-    [ -n "$SERVER_PID" ] || return 0
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        # A graceful drain first (bounded: 10 s), then SIGKILL.
-        for _ in $(seq 1 100); do
-            kill -0 "$SERVER_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-}
 
 cleanup() {
     local rc=$?
@@ -53,7 +38,7 @@ cleanup() {
     stop_server
     if [ "$rc" -ne 0 ] && [ -s "$WORK/server.log" ]; then
         echo "--- payd's errors and warnings (its whole log, the config and the report stay in $WORK) ---" >&2
-        grep -E '"level":"(ERROR|WARN)"' "$WORK/server.log" | tail -n 40 >&2 || true
+        show_server_problems
     else
         rm -rf "$WORK"
     fi
@@ -88,42 +73,17 @@ step "start payd"
 # it). No webhook endpoint or remote processor may point into this machine. One key sends
 # every request, so the per-key rate limit is off (it has its own test), lest 429s hide what
 # the fuzzer is after.
-env -i PATH="$PATH" HOME="${HOME:-/tmp}" \
-    PAYD_LISTEN=127.0.0.1:0 \
-    PAYD_DATABASE_URL="sqlite://$WORK/payd.db?mode=rwc" \
-    PAYD_ADMIN_KEY="$ADMIN_KEY" \
-    PAYD_SANDBOX__DEMO_MERCHANT=false \
-    PAYD_SANDBOX__DATA_DIR="$WORK/data" \
-    PAYD_LOG__FORMAT=json \
+start_payd "$BIN" "$ADMIN_KEY" \
     PAYD_LIMITS__REQUESTS_PER_SECOND=0 \
     PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS=false \
     PAYD_PROCESSORS__ALLOW_PRIVATE_URLS=false \
-    PAYD_WEBHOOKS__REQUEST_TIMEOUT_SECS=2 \
-    "$BIN" serve >"$WORK/server.out" 2>"$WORK/server.log" &
-SERVER_PID=$!
-
-PORT=""
-for _ in $(seq 1 600); do # 60 s
-    PORT=$(grep -m 1 '"message":"payd listening"' "$WORK/server.log" 2>/dev/null |
-        sed -n 's/.*"port":\([0-9][0-9]*\).*/\1/p' || true)
-    [ -n "$PORT" ] && break
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-        echo "payd exited before listening:" >&2
-        cat "$WORK/server.log" >&2
-        exit 1
-    fi
-    sleep 0.1
-done
-if [ -z "$PORT" ]; then
+    PAYD_WEBHOOKS__REQUEST_TIMEOUT_SECS=2
+if ! wait_for_port; then
     echo "payd did not announce its port within 60 s" >&2
     exit 1
 fi
 BASE="http://127.0.0.1:$PORT"
-for _ in $(seq 1 100); do # 10 s
-    curl -fsS -o /dev/null --max-time 2 "$BASE/health/ready" 2>/dev/null && break
-    sleep 0.1
-done
-curl -fsS -o /dev/null --max-time 2 "$BASE/health/ready"
+wait_for_url "$BASE/health/ready"
 echo "payd listens on $BASE"
 
 # api METHOD PATH [BODY]: a request with the key in $KEY (default: the merchant's secret key)
