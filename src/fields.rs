@@ -119,3 +119,19 @@ pub fn display_amount(minor: i64, currency: &str) -> String {
 pub struct Items<T> {
     pub data: Vec<T>,
 }
+
+/// A file's bytes as a response body (a PDF, an image): in OpenAPI a `string` of format
+/// `binary`, which clients generated from the document read as a file.
+pub struct FileBytes;
+
+impl utoipa::PartialSchema for FileBytes {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .into()
+    }
+}
+
+impl ToSchema for FileBytes {}

@@ -461,7 +461,7 @@ async fn kept_pdf(
 /// `x-pdf-sha256` carry their SHA-256).
 #[utoipa::path(get, path = "/invoices/{invoice_id}/pdf", tag = "invoices",
     params(("invoice_id" = String, Path)),
-    responses((status = 200, content_type = "application/pdf", body = Vec<u8>),
+    responses((status = 200, content_type = "application/pdf", body = crate::fields::FileBytes),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn download_pdf(
@@ -593,7 +593,7 @@ pub async fn shared_page(
 /// The PDF of a shared invoice.
 #[utoipa::path(get, path = "/invoice-links/{token}/pdf", tag = "checkout",
     params(("token" = String, Path)),
-    responses((status = 200, content_type = "application/pdf", body = Vec<u8>),
+    responses((status = 200, content_type = "application/pdf", body = crate::fields::FileBytes),
         (status = 404, body = crate::error::ErrorBody)))]
 pub async fn shared_pdf(
     state: web::Data<AppState>,

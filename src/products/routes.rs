@@ -480,7 +480,8 @@ pub async fn upload_image(
     params(("image_id" = String, Path)),
     responses(
         (status = 200, description = "the image's bytes", content(
-            ("image/png"), ("image/jpeg"), ("image/webp"))),
+            (crate::fields::FileBytes = "image/png"), (crate::fields::FileBytes = "image/jpeg"),
+            (crate::fields::FileBytes = "image/webp"))),
         (status = 404, body = crate::error::ErrorBody)))]
 pub async fn image_bytes(
     state: web::Data<AppState>,
