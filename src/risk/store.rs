@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{dispute, payment, profile, refund, risk_assessment};
 use sea_orm::{
-    sea_query::OnConflict, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait,
-    IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+    sea_query::OnConflict, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
 use super::{api::RiskRecord, machine::Counts};
@@ -108,11 +108,8 @@ pub async fn shops_after(
 /// is not assessed by the schedule.
 pub async fn in_use(db: &impl ConnectionTrait, shop: &str, test_mode: bool) -> Result<bool, DbErr> {
     let paid = payment::Entity::find()
-        .filter(
-            Condition::all()
-                .add(payment::Column::ProfileId.eq(shop))
-                .add(payment::Column::TestMode.eq(test_mode)),
-        )
+        .filter(payment::Column::ProfileId.eq(shop))
+        .filter(payment::Column::TestMode.eq(test_mode))
         .one(db)
         .await?
         .is_some();
