@@ -32,6 +32,7 @@ pub mod ratelimit;
 pub mod recovery;
 pub mod refunds;
 pub mod risk;
+pub mod row_actor;
 pub mod sales;
 pub mod scheduler;
 pub mod sealed;

@@ -75,6 +75,7 @@ const NAMED: &[(&str, &str)] = &[
     ("invoices::create", "runtime"),
     ("payouts::processor", "domain"),
     ("risk::assess", "runtime"),
+    ("row_actor", "runtime"),
     ("products::import", "runtime"),
     ("test_clock::advance", "runtime"),
     ("webhooks::delivery", "runtime"),

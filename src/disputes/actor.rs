@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use actix::Message;
 use chrono::{DateTime, Duration, Utc};
-use payd_actors::KeyedActor;
 use payd_entity::{dispute, dispute_evidence, file};
 use sea_orm::{DatabaseConnection, DbErr};
 
@@ -16,9 +15,10 @@ use super::{
 };
 use crate::{
     auth::keys::Scope,
-    clock::{self, SharedClock, Timeline},
+    clock::{SharedClock, Timeline},
     commit,
     processors::sandbox::Sandbox,
+    row_actor::{Row, RowActor},
     webhooks::wake::Wake,
 };
 
@@ -133,88 +133,70 @@ pub struct Exec {
 }
 
 /// The registry of dispute actors.
-pub type Disputes = payd_actors::Registry<DisputeActor>;
+pub type Disputes = payd_actors::Registry<RowActor<DisputeRow>>;
 
-pub struct DisputeActor {
-    model: dispute::Model,
-    deps: Arc<DisputeDeps>,
-}
+/// A dispute's actor (one per dispute): how its row is found and how its commands run.
+pub struct DisputeRow;
 
-impl Actor for DisputeActor {
-    type Context = Context<Self>;
-}
-
-impl KeyedActor for DisputeActor {
+impl Row for DisputeRow {
     const KIND: &'static str = "dispute";
-    type Deps = Arc<DisputeDeps>;
-    type LoadError = DisputeError;
+    type Model = dispute::Model;
+    type Deps = DisputeDeps;
+    type Error = DisputeError;
+    type Done = Done;
+    type Exec = Exec;
 
-    async fn load(id: &str, deps: &Arc<DisputeDeps>) -> Result<Self, DisputeError> {
-        let model = store::find(&deps.db, id)
-            .await?
-            .ok_or(DisputeError::NotFound)?;
-        Ok(Self {
-            model,
-            deps: deps.clone(),
-        })
+    fn db(deps: &DisputeDeps) -> &DatabaseConnection {
+        &deps.db
     }
 
-    fn is_missing(error: &DisputeError) -> bool {
+    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<dispute::Model>, DbErr> {
+        store::find(db, id).await
+    }
+
+    fn not_found() -> DisputeError {
+        DisputeError::NotFound
+    }
+
+    fn is_not_found(error: &DisputeError) -> bool {
         matches!(error, DisputeError::NotFound)
     }
-}
 
-impl Handler<Exec> for DisputeActor {
-    type Result = AtomicResponse<Self, Result<Done, DisputeError>>;
+    fn owner(m: &dispute::Model) -> (&str, bool) {
+        (&m.merchant_id, m.test_mode)
+    }
 
-    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
-        let (deps, current) = (self.deps.clone(), self.model.clone());
-        AtomicResponse::new(Box::pin(
-            async move {
-                let timeline = crate::accounts::store::timeline_for(
-                    &deps.db,
-                    &msg.timeline,
-                    &current.merchant_id,
-                    current.test_mode,
-                )
-                .await;
-                clock::scoped(timeline, exec(&deps, current, msg)).await
+    fn timeline(msg: &Exec) -> &Timeline {
+        &msg.timeline
+    }
+
+    /// Runs a command; returns the latest known row (for the actor's cache) and the answer.
+    async fn exec(
+        deps: &DisputeDeps,
+        current: dispute::Model,
+        msg: Exec,
+    ) -> (dispute::Model, Result<Done, DisputeError>) {
+        if let Some(access) = &msg.access {
+            let scope = &access.scope;
+            if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
+                return (current, Err(DisputeError::NotFound));
             }
-            .into_actor(self)
-            .map(|(latest, result), act, _| {
-                act.model = latest;
-                result
-            }),
-        ))
-    }
-}
-
-/// Runs a command; returns the latest known row (for the actor's cache) and the answer.
-async fn exec(
-    deps: &DisputeDeps,
-    current: dispute::Model,
-    msg: Exec,
-) -> (dispute::Model, Result<Done, DisputeError>) {
-    if let Some(access) = &msg.access {
-        let scope = &access.scope;
-        if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
-            return (current, Err(DisputeError::NotFound));
         }
+        // Another instance may have changed the dispute: decide again on the stored row.
+        commit::decide_fresh(
+            current,
+            async |d: &dispute::Model| step(deps, d, &msg.command).await,
+            |result, d| match result {
+                Err(DisputeError::LostRace | DisputeError::Refused(_)) => true,
+                Ok(done) => done.dispute.version == d.version,
+                Err(_) => false,
+            },
+            async |d: &dispute::Model| Ok(store::find(&deps.db, &d.id).await?),
+            |done: &Done| &done.dispute,
+            || DisputeError::NotFound,
+        )
+        .await
     }
-    // Another instance may have changed the dispute: decide again on the stored row.
-    commit::decide_fresh(
-        current,
-        async |d: &dispute::Model| step(deps, d, &msg.command).await,
-        |result, d| match result {
-            Err(DisputeError::LostRace | DisputeError::Refused(_)) => true,
-            Ok(done) => done.dispute.version == d.version,
-            Err(_) => false,
-        },
-        async |d: &dispute::Model| Ok(store::find(&deps.db, &d.id).await?),
-        |done: &Done| &done.dispute,
-        || DisputeError::NotFound,
-    )
-    .await
 }
 
 async fn step(

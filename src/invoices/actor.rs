@@ -8,11 +8,8 @@
 //! PDF is rendered after the commit, off the actor's thread, and kept once; a crash between the
 //! two leaves a job that renders it.
 
-use std::sync::Arc;
-
-use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use actix::Message;
 use chrono::{DateTime, Days, NaiveDate, Utc};
-use payd_actors::KeyedActor;
 use payd_entity::{invoice, invoice_pdf};
 use sea_orm::{DatabaseConnection, DbErr};
 
@@ -25,9 +22,10 @@ use super::{
 };
 use crate::{
     auth::keys::Scope,
-    clock::{self, SharedClock, Timeline},
+    clock::{SharedClock, Timeline},
     commit::{self, Change},
     ids::new_id,
+    row_actor::{Row, RowActor},
     webhooks::wake::Wake,
 };
 
@@ -115,85 +113,67 @@ pub struct Exec {
 }
 
 /// The registry of invoice actors.
-pub type Invoices = payd_actors::Registry<InvoiceActor>;
+pub type Invoices = payd_actors::Registry<RowActor<InvoiceRow>>;
 
-pub struct InvoiceActor {
-    model: invoice::Model,
-    deps: Arc<InvoiceDeps>,
-}
+/// An invoice's actor (one per invoice): how its row is found and how its commands run.
+pub struct InvoiceRow;
 
-impl Actor for InvoiceActor {
-    type Context = Context<Self>;
-}
-
-impl KeyedActor for InvoiceActor {
+impl Row for InvoiceRow {
     const KIND: &'static str = "invoice";
-    type Deps = Arc<InvoiceDeps>;
-    type LoadError = InvoiceError;
+    type Model = invoice::Model;
+    type Deps = InvoiceDeps;
+    type Error = InvoiceError;
+    type Done = Done;
+    type Exec = Exec;
 
-    async fn load(id: &str, deps: &Arc<InvoiceDeps>) -> Result<Self, InvoiceError> {
-        let model = store::find(&deps.db, id)
-            .await?
-            .ok_or(InvoiceError::NotFound)?;
-        Ok(Self {
-            model,
-            deps: deps.clone(),
-        })
+    fn db(deps: &InvoiceDeps) -> &DatabaseConnection {
+        &deps.db
     }
 
-    fn is_missing(error: &InvoiceError) -> bool {
+    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<invoice::Model>, DbErr> {
+        store::find(db, id).await
+    }
+
+    fn not_found() -> InvoiceError {
+        InvoiceError::NotFound
+    }
+
+    fn is_not_found(error: &InvoiceError) -> bool {
         matches!(error, InvoiceError::NotFound)
     }
-}
 
-impl Handler<Exec> for InvoiceActor {
-    type Result = AtomicResponse<Self, Result<Done, InvoiceError>>;
+    fn owner(m: &invoice::Model) -> (&str, bool) {
+        (&m.merchant_id, m.test_mode)
+    }
 
-    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
-        let (deps, current) = (self.deps.clone(), self.model.clone());
-        AtomicResponse::new(Box::pin(
-            async move {
-                let timeline = crate::accounts::store::timeline_for(
-                    &deps.db,
-                    &msg.timeline,
-                    &current.merchant_id,
-                    current.test_mode,
-                )
-                .await;
-                clock::scoped(timeline, exec(&deps, current, msg)).await
+    fn timeline(msg: &Exec) -> &Timeline {
+        &msg.timeline
+    }
+
+    async fn exec(
+        deps: &InvoiceDeps,
+        current: invoice::Model,
+        msg: Exec,
+    ) -> (invoice::Model, Result<Done, InvoiceError>) {
+        if let Some(scope) = &msg.scope {
+            if !store::visible(&current, scope) {
+                return (current, Err(InvoiceError::NotFound));
             }
-            .into_actor(self)
-            .map(|(latest, result), act, _| {
-                act.model = latest;
-                result
-            }),
-        ))
-    }
-}
-
-async fn exec(
-    deps: &InvoiceDeps,
-    current: invoice::Model,
-    msg: Exec,
-) -> (invoice::Model, Result<Done, InvoiceError>) {
-    if let Some(scope) = &msg.scope {
-        if !store::visible(&current, scope) {
-            return (current, Err(InvoiceError::NotFound));
         }
+        commit::decide_fresh(
+            current,
+            async |m: &invoice::Model| step(deps, m, &msg.command).await,
+            |result, m| match result {
+                Err(InvoiceError::LostRace | InvoiceError::Refused(_)) => true,
+                Ok(done) => done.invoice.version == m.version,
+                Err(_) => false,
+            },
+            async |m: &invoice::Model| Ok(store::find(&deps.db, &m.id).await?),
+            |done: &Done| &done.invoice,
+            || InvoiceError::NotFound,
+        )
+        .await
     }
-    commit::decide_fresh(
-        current,
-        async |m: &invoice::Model| step(deps, m, &msg.command).await,
-        |result, m| match result {
-            Err(InvoiceError::LostRace | InvoiceError::Refused(_)) => true,
-            Ok(done) => done.invoice.version == m.version,
-            Err(_) => false,
-        },
-        async |m: &invoice::Model| Ok(store::find(&deps.db, &m.id).await?),
-        |done: &Done| &done.invoice,
-        || InvoiceError::NotFound,
-    )
-    .await
 }
 
 fn status_of(m: &invoice::Model) -> Status {

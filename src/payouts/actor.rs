@@ -6,11 +6,8 @@
 //! `submitted_at` and a sync job) first; the processor's answer is asked for and committed
 //! after. A crash between the two leaves the job, which asks again.
 
-use std::sync::Arc;
-
-use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use actix::Message;
 use chrono::{DateTime, Duration, Utc};
-use payd_actors::KeyedActor;
 use payd_entity::payout;
 use sea_orm::{DatabaseConnection, DbErr};
 
@@ -21,8 +18,9 @@ use super::{
 };
 use crate::{
     auth::keys::Scope,
-    clock::{self, SharedClock, Timeline},
+    clock::{SharedClock, Timeline},
     commit,
+    row_actor::{Row, RowActor},
     webhooks::wake::Wake,
 };
 
@@ -95,85 +93,67 @@ pub struct Exec {
     pub timeline: Timeline,
 }
 
-pub type Payouts = payd_actors::Registry<PayoutActor>;
+pub type Payouts = payd_actors::Registry<RowActor<PayoutRow>>;
 
-pub struct PayoutActor {
-    model: payout::Model,
-    deps: Arc<PayoutDeps>,
-}
+/// A payout's actor (one per payout): how its row is found and how its commands run.
+pub struct PayoutRow;
 
-impl Actor for PayoutActor {
-    type Context = Context<Self>;
-}
-
-impl KeyedActor for PayoutActor {
+impl Row for PayoutRow {
     const KIND: &'static str = "payout";
-    type Deps = Arc<PayoutDeps>;
-    type LoadError = PayoutError;
+    type Model = payout::Model;
+    type Deps = PayoutDeps;
+    type Error = PayoutError;
+    type Done = payout::Model;
+    type Exec = Exec;
 
-    async fn load(id: &str, deps: &Arc<PayoutDeps>) -> Result<Self, PayoutError> {
-        let model = store::find(&deps.db, id)
-            .await?
-            .ok_or(PayoutError::NotFound)?;
-        Ok(Self {
-            model,
-            deps: deps.clone(),
-        })
+    fn db(deps: &PayoutDeps) -> &DatabaseConnection {
+        &deps.db
     }
 
-    fn is_missing(error: &PayoutError) -> bool {
+    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<payout::Model>, DbErr> {
+        store::find(db, id).await
+    }
+
+    fn not_found() -> PayoutError {
+        PayoutError::NotFound
+    }
+
+    fn is_not_found(error: &PayoutError) -> bool {
         matches!(error, PayoutError::NotFound)
     }
-}
 
-impl Handler<Exec> for PayoutActor {
-    type Result = AtomicResponse<Self, Result<payout::Model, PayoutError>>;
+    fn owner(m: &payout::Model) -> (&str, bool) {
+        (&m.merchant_id, m.test_mode)
+    }
 
-    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
-        let (deps, current) = (self.deps.clone(), self.model.clone());
-        AtomicResponse::new(Box::pin(
-            async move {
-                let timeline = crate::accounts::store::timeline_for(
-                    &deps.db,
-                    &msg.timeline,
-                    &current.merchant_id,
-                    current.test_mode,
-                )
-                .await;
-                clock::scoped(timeline, exec(&deps, current, msg)).await
+    fn timeline(msg: &Exec) -> &Timeline {
+        &msg.timeline
+    }
+
+    async fn exec(
+        deps: &PayoutDeps,
+        current: payout::Model,
+        msg: Exec,
+    ) -> (payout::Model, Result<payout::Model, PayoutError>) {
+        if let Some(scope) = &msg.scope {
+            if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
+                return (current, Err(PayoutError::NotFound));
             }
-            .into_actor(self)
-            .map(|(latest, result), act, _| {
-                act.model = latest;
-                result
-            }),
-        ))
-    }
-}
-
-async fn exec(
-    deps: &PayoutDeps,
-    current: payout::Model,
-    msg: Exec,
-) -> (payout::Model, Result<payout::Model, PayoutError>) {
-    if let Some(scope) = &msg.scope {
-        if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
-            return (current, Err(PayoutError::NotFound));
         }
+        commit::decide_fresh(
+            current,
+            async |m: &payout::Model| step(deps, m, &msg.command).await,
+            |result, m| match result {
+                Err(PayoutError::LostRace | PayoutError::Refused(_)) => true,
+                Ok(done) => done.version == m.version,
+                Err(_) => false,
+            },
+            async |m: &payout::Model| Ok(store::find(&deps.db, &m.id).await?),
+            |done: &payout::Model| done,
+            || PayoutError::NotFound,
+        )
+        .await
     }
-    commit::decide_fresh(
-        current,
-        async |m: &payout::Model| step(deps, m, &msg.command).await,
-        |result, m| match result {
-            Err(PayoutError::LostRace | PayoutError::Refused(_)) => true,
-            Ok(done) => done.version == m.version,
-            Err(_) => false,
-        },
-        async |m: &payout::Model| Ok(store::find(&deps.db, &m.id).await?),
-        |done: &payout::Model| done,
-        || PayoutError::NotFound,
-    )
-    .await
 }
 
 fn status_of(m: &payout::Model) -> Status {

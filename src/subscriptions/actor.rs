@@ -10,9 +10,8 @@
 
 use std::sync::Arc;
 
-use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use actix::Message;
 use chrono::{DateTime, Duration, Utc};
-use payd_actors::KeyedActor;
 use payd_entity::{payment, subscription, subscription_cycle};
 use sea_orm::{DatabaseConnection, DbErr};
 
@@ -23,11 +22,12 @@ use super::{
 };
 use crate::{
     auth::keys::{Caller, KeyKind, Mode, Scope},
-    clock::{self, SharedClock, Timeline},
+    clock::{SharedClock, Timeline},
     commit::{self, Event},
     error::ApiError,
     ids::{new_id, KeyId, MerchantId, ProfileId},
     payments::{self, actor::Payments, api::CreatePaymentRequest},
+    row_actor::{Row, RowActor},
     webhooks::wake::Wake,
 };
 
@@ -116,34 +116,70 @@ pub struct Exec {
     pub timeline: Timeline,
 }
 
-pub type Subscriptions = payd_actors::Registry<SubscriptionActor>;
+pub type Subscriptions = payd_actors::Registry<RowActor<SubscriptionRow>>;
 
-pub struct SubscriptionActor {
-    model: subscription::Model,
-    deps: Arc<SubscriptionDeps>,
-}
+/// A subscription's actor (one per subscription): how its row is found and how its commands run.
+pub struct SubscriptionRow;
 
-impl Actor for SubscriptionActor {
-    type Context = Context<Self>;
-}
-
-impl KeyedActor for SubscriptionActor {
+impl Row for SubscriptionRow {
     const KIND: &'static str = "subscription";
-    type Deps = Arc<SubscriptionDeps>;
-    type LoadError = SubscriptionError;
+    type Model = subscription::Model;
+    type Deps = SubscriptionDeps;
+    type Error = SubscriptionError;
+    type Done = subscription::Model;
+    type Exec = Exec;
 
-    async fn load(id: &str, deps: &Arc<SubscriptionDeps>) -> Result<Self, SubscriptionError> {
-        let model = store::find(&deps.db, id)
-            .await?
-            .ok_or(SubscriptionError::NotFound)?;
-        Ok(Self {
-            model,
-            deps: deps.clone(),
-        })
+    fn db(deps: &SubscriptionDeps) -> &DatabaseConnection {
+        &deps.db
     }
 
-    fn is_missing(error: &SubscriptionError) -> bool {
+    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<subscription::Model>, DbErr> {
+        store::find(db, id).await
+    }
+
+    fn not_found() -> SubscriptionError {
+        SubscriptionError::NotFound
+    }
+
+    fn is_not_found(error: &SubscriptionError) -> bool {
         matches!(error, SubscriptionError::NotFound)
+    }
+
+    fn owner(m: &subscription::Model) -> (&str, bool) {
+        (&m.merchant_id, m.test_mode)
+    }
+
+    fn timeline(msg: &Exec) -> &Timeline {
+        &msg.timeline
+    }
+
+    async fn exec(
+        deps: &SubscriptionDeps,
+        current: subscription::Model,
+        msg: Exec,
+    ) -> (
+        subscription::Model,
+        Result<subscription::Model, SubscriptionError>,
+    ) {
+        if let Some(scope) = &msg.scope {
+            if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
+                return (current, Err(SubscriptionError::NotFound));
+            }
+        }
+        // Another instance may have changed it: decide again on the stored row.
+        commit::decide_fresh(
+            current,
+            async |s: &subscription::Model| step(deps, s, &msg.command).await,
+            |result, s| match result {
+                Err(SubscriptionError::LostRace | SubscriptionError::Refused(_)) => true,
+                Ok(done) => done.version == s.version,
+                Err(_) => false,
+            },
+            async |s: &subscription::Model| Ok(store::find(&deps.db, &s.id).await?),
+            |done: &subscription::Model| done,
+            || SubscriptionError::NotFound,
+        )
+        .await
     }
 }
 
@@ -151,60 +187,6 @@ impl commit::Versioned for subscription::Model {
     fn version(&self) -> i64 {
         self.version
     }
-}
-
-impl Handler<Exec> for SubscriptionActor {
-    type Result = AtomicResponse<Self, Result<subscription::Model, SubscriptionError>>;
-
-    fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
-        let (deps, current) = (self.deps.clone(), self.model.clone());
-        AtomicResponse::new(Box::pin(
-            async move {
-                let timeline = crate::accounts::store::timeline_for(
-                    &deps.db,
-                    &msg.timeline,
-                    &current.merchant_id,
-                    current.test_mode,
-                )
-                .await;
-                clock::scoped(timeline, exec(&deps, current, msg)).await
-            }
-            .into_actor(self)
-            .map(|(latest, result), act, _| {
-                act.model = latest;
-                result
-            }),
-        ))
-    }
-}
-
-async fn exec(
-    deps: &SubscriptionDeps,
-    current: subscription::Model,
-    msg: Exec,
-) -> (
-    subscription::Model,
-    Result<subscription::Model, SubscriptionError>,
-) {
-    if let Some(scope) = &msg.scope {
-        if !scope.sees(&current.merchant_id, current.test_mode, &current.profile_id) {
-            return (current, Err(SubscriptionError::NotFound));
-        }
-    }
-    // Another instance may have changed it: decide again on the stored row.
-    commit::decide_fresh(
-        current,
-        async |s: &subscription::Model| step(deps, s, &msg.command).await,
-        |result, s| match result {
-            Err(SubscriptionError::LostRace | SubscriptionError::Refused(_)) => true,
-            Ok(done) => done.version == s.version,
-            Err(_) => false,
-        },
-        async |s: &subscription::Model| Ok(store::find(&deps.db, &s.id).await?),
-        |done: &subscription::Model| done,
-        || SubscriptionError::NotFound,
-    )
-    .await
 }
 
 /// `s` moved by a transition: a new status or cancellation flag, and a new transition id.
