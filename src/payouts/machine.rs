@@ -138,6 +138,16 @@ pub fn confirm(status: Status, auto_fulfill: bool) -> Result<Status, Refusal> {
     })
 }
 
+/// A new payout's status, and whether it goes on to the processor at once: `confirm`ed at
+/// creation it is reserved and waits in `requires_fulfillment` (with `auto_fulfill`, to be
+/// fulfilled right away); else it waits for confirm.
+pub fn created(confirm: bool, auto_fulfill: bool) -> (Status, bool) {
+    match confirm {
+        true => (Status::RequiresFulfillment, auto_fulfill),
+        false => (Status::RequiresConfirmation, false),
+    }
+}
+
 /// Fulfil: to the processor.
 pub fn fulfill(status: Status) -> Result<Status, Refusal> {
     need(status, &[Status::RequiresFulfillment], "fulfilled")?;
@@ -220,6 +230,13 @@ pub fn follow(status: Status, outcome: &Outcome) -> Option<Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_payout_confirmed_at_creation_is_reserved_and_waits_for_fulfil_unless_auto() {
+        assert_eq!(created(false, true), (Status::RequiresConfirmation, false));
+        assert_eq!(created(true, false), (Status::RequiresFulfillment, false));
+        assert_eq!(created(true, true), (Status::RequiresFulfillment, true));
+    }
 
     #[test]
     fn transitions_and_refusals() {

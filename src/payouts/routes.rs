@@ -100,23 +100,13 @@ pub async fn create_payout(
     let (destination, recipient) = req.destination.checked(now)?;
     let description = check_text("description", req.description.as_ref(), 1_000)?;
     let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
-    let status = match req.confirm {
-        true => machine::confirm(Status::RequiresConfirmation, req.auto_fulfill)
-            .map_err(PayoutError::from)?,
-        false => Status::RequiresConfirmation,
-    };
+    let (status, submit) = machine::created(req.confirm, req.auto_fulfill);
     let m = payout::Model {
         id: new_id("po"),
         merchant_id: caller.merchant_id.to_string(),
         profile_id: shop,
         test_mode: caller.test_mode(),
-        // Created confirmed, it waits for fulfil; with auto_fulfill the actor submits it.
-        status: match status {
-            Status::Initiated => Status::RequiresFulfillment,
-            s => s,
-        }
-        .as_str()
-        .to_owned(),
+        status: status.as_str().to_owned(),
         amount,
         currency,
         destination: serde_json::to_string(&destination).unwrap_or_default(),
@@ -137,8 +127,8 @@ pub async fn create_payout(
     store::insert(&state.db, &m, None)
         .await
         .map_err(PayoutError::from)?;
-    let m = match status {
-        Status::Initiated => {
+    let m = match submit {
+        true => {
             let exec = Exec {
                 scope: Some(caller.scope()),
                 command: Command::Fulfill,
@@ -146,7 +136,7 @@ pub async fn create_payout(
             };
             payouts.send(&m.id, exec).await??
         }
-        _ => m,
+        false => m,
     };
     Ok(HttpResponse::Created().json(Payout::render(&m)))
 }
