@@ -10,9 +10,9 @@ use actix_web::{
 };
 use chrono::Duration as ChronoDuration;
 use payd_actors::{ArbiterPool, Registry, RegistryConfig};
-use sea_orm::DatabaseConnection;
 use serde::Serialize;
 
+use crate::commit::Db;
 use crate::{
     accounts::{self, store},
     auth::{KeyKind, Mode},
@@ -77,8 +77,8 @@ const DISPATCHER_STOP: Duration = Duration::from_secs(10);
 impl Application {
     /// Connects, migrates, bootstraps and binds `settings.listen` (port 0 picks a free one).
     pub async fn build(settings: Settings, clock: SharedClock) -> anyhow::Result<Self> {
-        let db = db::connect_to(&settings.database).await?;
-        db::migrate(&settings.database.url, &db).await?;
+        let db = Db::connect(&settings.database).await?;
+        db::migrate(&settings.database.url, db.conn()).await?;
         let keyring = Arc::new(crate::sealed::Keyring::from_settings(&settings.security)?);
         if keyring.is_sandbox_key() {
             tracing::warn!(
@@ -216,8 +216,8 @@ impl Application {
         // failed ("a Tokio context … is being shutdown"), leaving its deliveries leased. The
         // dispatcher and the delivery actors run on runtimes that outlive the drain. SQLite's
         // connection is a thread of its own, and must stay one (one writer).
-        let webhook_db = match db.get_database_backend() {
-            sea_orm::DbBackend::Postgres => db::connect_to(&settings.database).await?,
+        let webhook_db = match db.conn().get_database_backend() {
+            sea_orm::DbBackend::Postgres => Db::connect(&settings.database).await?,
             _ => db.clone(),
         };
         let pool = DeliveryPool::new(
@@ -434,7 +434,7 @@ impl Application {
 }
 
 fn build_scheduler(
-    db: &DatabaseConnection,
+    db: &Db,
     clock: &SharedClock,
     settings: &Settings,
     payments: &Payments,
@@ -442,7 +442,8 @@ fn build_scheduler(
     wallet: &web::Data<WalletDeps>,
     subscriptions: &Subscriptions,
 ) -> Scheduler {
-    let mut scheduler = Scheduler::new(db.clone(), clock.clone(), settings.scheduler.clone());
+    let mut scheduler =
+        Scheduler::new(db.conn().clone(), clock.clone(), settings.scheduler.clone());
     for (kind, command) in [
         (payments::store::EXPIRY_JOB, Command::Expire),
         (payments::store::SETTLE_JOB, Command::Sync),
@@ -633,11 +634,7 @@ fn show_demo_keys(data_dir: &str) {
 
 /// On the first start of a sandbox deployment, creates a demo merchant and shows its keys
 /// once: on standard output and in `<data_dir>/demo-keys.json` (never in the logs).
-async fn bootstrap_demo(
-    db: &DatabaseConnection,
-    clock: &SharedClock,
-    settings: &Settings,
-) -> anyhow::Result<()> {
+async fn bootstrap_demo(db: &Db, clock: &SharedClock, settings: &Settings) -> anyhow::Result<()> {
     if store::any_merchant(db).await? {
         return Ok(());
     }

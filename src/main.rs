@@ -132,8 +132,8 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                     )
                 }
             };
-            let conn = db::connect_to(&settings.database).await?;
-            db::migrate(&settings.database.url, &conn).await?;
+            let conn = payd::commit::Db::connect(&settings.database).await?;
+            db::migrate(&settings.database.url, conn.conn()).await?;
             let created = store::create_merchant(
                 &conn,
                 SystemClock.now(),
@@ -152,8 +152,8 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         } => {
             let ring = sealed::Keyring::from_settings(&settings.security)?;
             let rotated = ring.rotated_to(&new_key)?;
-            let conn = db::connect_to(&settings.database).await?;
-            db::migrate(&settings.database.url, &conn).await?;
+            let conn = payd::commit::Db::connect(&settings.database).await?;
+            db::migrate(&settings.database.url, conn.conn()).await?;
             let resealed = sealed::reseal(&conn, &rotated).await?;
             println!(
                 "payd: {resealed} stored secrets sealed with master key {}. Start payd with security.master_key set to the new key, and the old one in security.previous_master_keys until no instance runs with the old key.",

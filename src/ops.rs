@@ -59,7 +59,7 @@ pub async fn live() -> HttpResponse {
 #[utoipa::path(get, path = "/health/ready", tag = "operations",
     responses((status = 200, body = Health), (status = 503, description = "the database does not answer")))]
 pub async fn ready(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    if db::ping(&state.db, std::time::Duration::from_millis(900)).await {
+    if db::ping(state.db.conn(), std::time::Duration::from_millis(900)).await {
         Ok(HttpResponse::Ok().json(Health { status: "ok" }))
     } else {
         Err(ApiError::new(

@@ -8,9 +8,10 @@ use std::{future::Future, sync::Arc};
 
 use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
 use payd_actors::KeyedActor;
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use crate::clock::{self, Timeline};
+use crate::commit::Db;
 
 /// One kind of row and its commands.
 pub trait Row: 'static {
@@ -24,12 +25,9 @@ pub trait Row: 'static {
     /// The command message.
     type Exec: Message<Result = Result<Self::Done, Self::Error>> + 'static;
 
-    fn db(deps: &Self::Deps) -> &DatabaseConnection;
+    fn db(deps: &Self::Deps) -> &Db;
 
-    fn find(
-        db: &DatabaseConnection,
-        id: &str,
-    ) -> impl Future<Output = Result<Option<Self::Model>, DbErr>>;
+    fn find(db: &Db, id: &str) -> impl Future<Output = Result<Option<Self::Model>, DbErr>>;
 
     /// No row has the id.
     fn not_found() -> Self::Error;

@@ -14,11 +14,11 @@ use aes_gcm::{
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use payd_entity::{processor_account, webhook_endpoint};
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    sea_query::Expr, ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use sha2::{Digest, Sha256};
 
+use crate::commit::Db;
 use crate::settings::SecuritySettings;
 
 const PREFIX: &str = "sealed:v1:";
@@ -241,7 +241,7 @@ mod tests {
 /// older key of the ring are sealed again with the current one. Each row is written only if
 /// it still holds what was read (a rotation or an edit meanwhile wins), so this can run at
 /// every start and be interrupted and resumed. Returns how many values it sealed.
-pub async fn reseal(db: &DatabaseConnection, ring: &Keyring) -> Result<usize, ResealError> {
+pub async fn reseal(db: &Db, ring: &Keyring) -> Result<usize, ResealError> {
     let mut sealed = 0;
     let mut after = String::new();
     loop {

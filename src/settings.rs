@@ -217,6 +217,28 @@ pub struct DatabaseSettings {
     /// `database_unavailable`.
     #[serde(default = "default_acquire_timeout_ms")]
     pub acquire_timeout_ms: u64,
+    /// Group writers: each writes the changes that arrive together in one transaction.
+    /// Defaults to 1 on SQLite (it has one writer anyway) and 4 on PostgreSQL.
+    #[serde(default)]
+    pub writers: Option<usize>,
+    /// At most this many changes share a transaction.
+    #[serde(default = "default_max_batch")]
+    pub max_batch: usize,
+}
+
+impl DatabaseSettings {
+    pub fn is_sqlite(&self) -> bool {
+        self.url.starts_with("sqlite:")
+    }
+
+    /// The number of group writers to start.
+    pub fn writers(&self) -> usize {
+        self.writers.unwrap_or(if self.is_sqlite() { 1 } else { 4 })
+    }
+}
+
+fn default_max_batch() -> usize {
+    64
 }
 
 fn default_acquire_timeout_ms() -> u64 {
@@ -486,6 +508,12 @@ impl Settings {
             || self.database.url.starts_with("postgresql://"))
         {
             return bad("database.url", "expected a sqlite: or postgres:// URL");
+        }
+        if self.database.max_batch == 0 {
+            return bad("database.max_batch", "must be at least 1");
+        }
+        if self.database.writers == Some(0) {
+            return bad("database.writers", "must be at least 1");
         }
         if self.security.key_pepper.len() < 16 {
             return bad("security.key_pepper", "must be at least 16 characters");

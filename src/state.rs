@@ -5,14 +5,14 @@
 use std::sync::Arc;
 
 use payd_actors::ArbiterPool;
-use sea_orm::DatabaseConnection;
 
+use crate::commit::Db;
 use crate::{
     clock::SharedClock, scheduler::Scheduler, settings::Settings, webhooks::dispatcher::Dispatcher,
 };
 
 pub struct AppState {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub settings: Arc<Settings>,
     pub clock: SharedClock,
     pub scheduler: Arc<Scheduler>,

@@ -143,6 +143,7 @@ enum Phase {
     Refund,
     Mixed,
     Webhooks,
+    EndToEnd,
     Memory,
 }
 
@@ -258,7 +259,7 @@ async fn measure(args: &Args, bin: &Path, db: &TestDb, report: &mut Report) -> a
     // (a) raw single-row INSERTs, one per transaction, with payd's own connection settings.
     if args.wants(Phase::Inserts) {
         eprintln!("payd-bench: raw single-row inserts");
-        report.raw_inserts = Some(baselines::raw_inserts(&db.url, c, secs).await?);
+        report.raw_inserts = Some(baselines::raw_inserts_best(&db.url, c, secs).await?);
     }
 
     // (b) an empty actix-web route, driven like payd (same body as create+confirm).
@@ -287,6 +288,7 @@ async fn measure(args: &Args, bin: &Path, db: &TestDb, report: &mut Report) -> a
         Phase::Refund,
         Phase::Mixed,
         Phase::Webhooks,
+        Phase::EndToEnd,
         Phase::Memory,
     ];
     if payd_phases.iter().any(|p| args.wants(*p)) {
@@ -331,6 +333,16 @@ async fn measure_payd(
         let c = args.concurrency;
         report.webhooks =
             Some(webhooks::drain(&api, c, args.webhook_events, receiver, received).await?);
+    }
+
+    if args.wants(Phase::EndToEnd) {
+        eprintln!(
+            "payd-bench: end to end ({} payments and their events)",
+            args.webhook_events
+        );
+        let c = args.concurrency;
+        report.end_to_end =
+            Some(webhooks::end_to_end(&api, c, args.webhook_events, receiver, received).await?);
     }
 
     if args.wants(Phase::Memory) {

@@ -7,6 +7,7 @@ use std::{path::Path, process::Command, time::Instant};
 use payd::clock::{Clock, SystemClock};
 
 use crate::{
+    baselines::RawInserts,
     load::Stats,
     memory::{MemoryRun, WARM_READS},
     webhooks::WebhookRun,
@@ -18,7 +19,7 @@ const BEGIN: &str = "<!-- payd-bench:";
 /// Everything one run measured.
 #[derive(Default)]
 pub(crate) struct Report {
-    pub(crate) raw_inserts: Option<Stats>,
+    pub(crate) raw_inserts: Option<RawInserts>,
     pub(crate) empty_route: Option<Stats>,
     pub(crate) awc_full: Option<Stats>,
     pub(crate) awc_4: Option<Stats>,
@@ -28,6 +29,7 @@ pub(crate) struct Report {
     pub(crate) refund: Option<Stats>,
     pub(crate) mixed: Option<Stats>,
     pub(crate) webhooks: Option<WebhookRun>,
+    pub(crate) end_to_end: Option<WebhookRun>,
     pub(crate) memory: Option<MemoryRun>,
     pub(crate) payd_version: Option<String>,
     /// POSTs the receiver counted during the raw awc phases.
@@ -209,11 +211,14 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
     line(String::new());
     line("| measure | payd | baseline | ratio | target | status |".into());
     line("| --- | ---: | ---: | ---: | --- | --- |".into());
-    let raw = r.raw_inserts.as_ref().map(Stats::rate);
+    let raw = r.raw_inserts.as_ref().map(|i| i.best.rate());
     if let Some(s) = &r.confirm {
         let (base, ratio, status) = match raw {
             Some(b) => (
-                format!("{b:.0} raw INSERTs/s"),
+                format!(
+                    "{b:.0} raw INSERTs/s (pool of {})",
+                    r.raw_inserts.as_ref().map_or(0, |i| i.pool)
+                ),
                 pct(s.rate() / b),
                 verdict(s.rate() / b >= 0.5).to_owned(),
             ),
@@ -292,6 +297,20 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
             ));
         }
     }
+    if let Some(w) = &r.end_to_end {
+        let (base, ratio, status) = match &r.awc_full {
+            Some(a) => (
+                format!("{:.0} raw awc POSTs/s", a.rate()),
+                pct(w.rate() / a.rate()),
+                verdict(w.rate() / a.rate() >= 0.1 && w.received >= w.events).to_owned(),
+            ),
+            None => ("—".into(), "—".into(), "—".into()),
+        };
+        line(format!(
+            "| end to end: payments created and their events received (events/s) | {:.0} | {base} | {ratio} | ≥ 10 % | {status} |",
+            w.rate()
+        ));
+    }
     if let Some(m) = &r.memory {
         line(format!(
             "| RSS per live idle payment actor ({} live) | {:.2} KiB | | | ≤ 2 KiB | {} |",
@@ -311,11 +330,18 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
     line(String::new());
     line("Baselines and details:".into());
     line(String::new());
-    if let Some(s) = &r.raw_inserts {
+    if let Some(i) = &r.raw_inserts {
+        let tried: Vec<String> = i
+            .tried
+            .iter()
+            .map(|(pool, rate)| format!("{pool}: {rate:.0}/s"))
+            .collect();
         line(format!(
-            "- raw single-row INSERT, one per transaction, through `payd::db::connect` (payd's pool and pragmas): {:.0}/s; {}",
-            s.rate(),
-            s.summary()
+            "- raw single-row INSERT, one per transaction, through `payd::db::connect` (payd's pragmas), at the best of the pool sizes tried ({}): {:.0}/s with a pool of {}; {}",
+            tried.join(", "),
+            i.best.rate(),
+            i.pool,
+            i.best.summary()
         ));
     }
     if let Some(s) = &r.empty_route {
@@ -367,6 +393,18 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
             w.requests,
             w.drain_secs,
             w.rate()
+        ));
+    }
+    if let Some(w) = &r.end_to_end {
+        line(format!(
+            "- end to end: {} payments created (create+confirm, {} in flight) with the receiver answering 204 at once; {} distinct events received ({} requests) from the first request to the last event in {:.2} s ({:.0}/s; the creates alone took {:.2} s)",
+            w.events,
+            w.concurrency,
+            w.received,
+            w.requests,
+            w.drain_secs,
+            w.rate(),
+            w.create_secs
         ));
     }
     if let Some(m) = &r.memory {

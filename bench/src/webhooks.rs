@@ -38,6 +38,8 @@ pub(crate) struct WebhookRun {
     pub(crate) create_secs: f64,
     /// From opening the receiver to the last distinct event received.
     pub(crate) drain_secs: f64,
+    /// Payments created at once.
+    pub(crate) concurrency: usize,
 }
 
 impl WebhookRun {
@@ -57,6 +59,12 @@ pub(crate) struct Received {
 }
 
 impl Received {
+    /// Distinct events and requests received so far.
+    fn seen(&self) -> (usize, u64) {
+        let h = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        (h.ids.len(), h.requests)
+    }
+
     fn release(&self) {
         self.held.store(false, Ordering::SeqCst);
         self.opened.notify_waiters();
@@ -127,23 +135,84 @@ pub(crate) async fn drain(
     receiver: &str,
     received: &web::Data<Received>,
 ) -> anyhow::Result<WebhookRun> {
-    let url = format!("{receiver}/hooks");
-    let path = format!("/account/shops/{}/webhook", api.profile);
-    api.call(
-        Method::PUT,
-        &path,
-        Some(serde_json::to_vec(&json!({ "url": url }))?.into()),
-    )
-    .await
-    .map_err(|e| anyhow!(e))?;
+    endpoint(api, receiver, true).await?;
     // The receiver holds its answers while the payments are created, so their events queue
     // up in payd (in the database, past the few requests in flight); then it opens and the
     // time to drain the queue is measured, apart from the time it took to create them.
     received.held.store(true, Ordering::SeqCst);
-    let n = events as u64;
+    let (ids, requests) = received.seen();
     let start = Instant::now();
+    let created = create(api, c, events).await;
+    let create_secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "payd-bench:   created {} ({} errors) in {create_secs:.1} s; opening the receiver",
+        created.ok, created.errors
+    );
+    let opened = Instant::now();
+    received.release();
+    let run = finish(
+        api,
+        receiver,
+        received,
+        c,
+        created.ok,
+        (ids, requests),
+        opened,
+    )
+    .await?;
+    let run = WebhookRun { create_secs, ..run };
+    eprintln!(
+        "payd-bench:   {} events received in {:.1} s ({:.0}/s)",
+        run.received,
+        run.drain_secs,
+        run.rate()
+    );
+    Ok(run)
+}
+
+/// End to end: the shop's endpoint on and the receiver answering at once while `events`
+/// payments are created with `c` in flight; the rate is the distinct events received from the
+/// first create to the last event received (creating, committing, claiming, signing and
+/// delivering together).
+pub(crate) async fn end_to_end(
+    api: &Api,
+    c: usize,
+    events: usize,
+    receiver: &str,
+    received: &web::Data<Received>,
+) -> anyhow::Result<WebhookRun> {
+    endpoint(api, receiver, true).await?;
+    let seen = received.seen();
+    let start = Instant::now();
+    let created = create(api, c, events).await;
+    let create_secs = start.elapsed().as_secs_f64();
+    let run = finish(api, receiver, received, c, created.ok, seen, start).await?;
+    let run = WebhookRun { create_secs, ..run };
+    eprintln!(
+        "payd-bench:   {} payments created in {create_secs:.1} s, their {} events received in {:.1} s ({:.0}/s)",
+        created.ok,
+        run.received,
+        run.drain_secs,
+        run.rate()
+    );
+    Ok(run)
+}
+
+/// Turns the shop's endpoint at the receiver on or off.
+async fn endpoint(api: &Api, receiver: &str, enabled: bool) -> anyhow::Result<()> {
+    let path = format!("/account/shops/{}/webhook", api.profile);
+    let body = json!({ "url": format!("{receiver}/hooks"), "enabled": enabled });
+    api.call(Method::PUT, &path, Some(serde_json::to_vec(&body)?.into()))
+        .await
+        .map_err(|e| anyhow!(e))?;
+    Ok(())
+}
+
+/// Creates and confirms `n` payments (one `payment_succeeded` each), `c` in flight.
+async fn create(api: &Api, c: usize, n: usize) -> crate::load::Stats {
+    let n = n as u64;
     let (api2, body) = (api.clone(), payment_body(true, false));
-    let created = drive(c, WEBHOOK_LIMIT, None, move |k| {
+    drive(c, WEBHOOK_LIMIT, None, move |k| {
         let (api, body) = (api2.clone(), body.clone());
         async move {
             if k >= n {
@@ -152,48 +221,34 @@ pub(crate) async fn drain(
             outcome(api.create_expect(body, "succeeded").await)
         }
     })
-    .await;
-    let create_secs = start.elapsed().as_secs_f64();
-    eprintln!(
-        "payd-bench:   created {} ({} errors) in {create_secs:.1} s; opening the receiver",
-        created.ok, created.errors
-    );
-    let count = || {
-        received
-            .hooks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .ids
-            .len()
-    };
-    let opened = Instant::now();
-    received.release();
-    let deadline = opened + WEBHOOK_LIMIT;
-    while count() < created.ok as usize && Instant::now() < deadline {
+    .await
+}
+
+/// Waits (bounded) until the receiver has `expected` new events since `seen`, pauses the
+/// endpoint so later phases carry no webhook traffic, and measures from `from` to the last new
+/// event.
+async fn finish(
+    api: &Api,
+    receiver: &str,
+    received: &web::Data<Received>,
+    concurrency: usize,
+    expected: u64,
+    (ids, requests): (usize, u64),
+    from: Instant,
+) -> anyhow::Result<WebhookRun> {
+    let deadline = Instant::now() + WEBHOOK_LIMIT;
+    while received.seen().0 - ids < expected as usize && Instant::now() < deadline {
         actix_web::rt::time::sleep(Duration::from_millis(5)).await;
     }
-    // Pause deliveries so later phases do not carry webhook traffic.
-    let _ = api
-        .call(
-            Method::PUT,
-            &path,
-            Some(serde_json::to_vec(&json!({ "url": url, "enabled": false }))?.into()),
-        )
-        .await;
+    endpoint(api, receiver, false).await?;
     let h = received.hooks.lock().unwrap_or_else(|e| e.into_inner());
     let last = h.last.unwrap_or_else(Instant::now);
-    let run = WebhookRun {
-        events: created.ok as usize,
-        received: h.ids.len(),
-        requests: h.requests,
-        create_secs,
-        drain_secs: last.saturating_duration_since(opened).as_secs_f64(),
-    };
-    eprintln!(
-        "payd-bench:   {} events received in {:.1} s ({:.0}/s)",
-        run.received,
-        run.drain_secs,
-        run.rate()
-    );
-    Ok(run)
+    Ok(WebhookRun {
+        events: expected as usize,
+        received: h.ids.len() - ids,
+        requests: h.requests - requests,
+        create_secs: 0.0,
+        drain_secs: last.saturating_duration_since(from).as_secs_f64(),
+        concurrency,
+    })
 }

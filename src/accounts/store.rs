@@ -3,10 +3,11 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{api_key, audit_entry, merchant, profile};
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryTrait,
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryTrait,
 };
 
+use crate::commit::Db;
 use crate::{
     auth::keys::{generate_key, hash_key, KeyKind, Mode},
     clock::Timeline,
@@ -61,7 +62,7 @@ pub struct NewMerchant {
 
 /// Creates a merchant, a default shop, and one secret and one publishable key of `mode`.
 pub async fn create_merchant(
-    db: &DatabaseConnection,
+    db: &Db,
     now: DateTime<Utc>,
     pepper: &str,
     name: &str,
@@ -111,7 +112,7 @@ pub async fn find_merchant(
 }
 
 pub async fn insert_profile(
-    db: &DatabaseConnection,
+    db: &Db,
     now: DateTime<Utc>,
     merchant_id: &MerchantId,
     name: &str,
@@ -192,7 +193,7 @@ pub struct NewKey<'a> {
 /// Stores a new key, made by the key `actor` (none: by payd itself), and returns its row and
 /// the key itself (which is never stored).
 pub async fn insert_key(
-    db: &DatabaseConnection,
+    db: &Db,
     now: DateTime<Utc>,
     pepper: &str,
     new: NewKey<'_>,
@@ -297,7 +298,7 @@ pub async fn list_keys(
 /// Revokes a key of this merchant and mode, by the key `actor`; revoking again changes
 /// nothing (and is not audited again).
 pub async fn revoke_key(
-    db: &DatabaseConnection,
+    db: &Db,
     now: DateTime<Utc>,
     merchant_id: &MerchantId,
     mode: Mode,

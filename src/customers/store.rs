@@ -5,11 +5,12 @@ use chrono::{DateTime, Utc};
 use payd_entity::{customer, mandate, payment_method};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, Func, OnConflict, Query, SelectStatement},
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
 use super::api::{CustomerFields, ListCustomersQuery, ListMandatesQuery};
+use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
     ids::new_id,
@@ -21,7 +22,7 @@ use crate::{
 /// Inserts a customer (and, for a request with an `Idempotency-Key`, names it the key's
 /// recovery point in the same transaction).
 pub async fn insert(
-    db: &DatabaseConnection,
+    db: &Db,
     merchant_id: &str,
     test_mode: bool,
     f: &CustomerFields,
@@ -70,7 +71,7 @@ pub async fn find_owned(
 }
 
 pub async fn replace(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &customer::Model,
     after: customer::Model,
 ) -> Result<customer::Model, CommitError> {
@@ -95,7 +96,7 @@ fn replacement(before: &customer::Model, mut after: customer::Model) -> (Change,
 /// Redacts a customer and deletes its saved methods, unless a mandate is live (refused as
 /// `active_mandate`). Returns the customer and the ids of the methods deleted.
 pub async fn redact(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &customer::Model,
     after: customer::Model,
 ) -> Result<(customer::Model, Vec<String>), CommitError> {
@@ -200,7 +201,7 @@ pub async fn find_method(
 /// event: the buyer asked for the card to be forgotten, so nothing can be charged on it any
 /// more.
 pub async fn delete_method(
-    db: &DatabaseConnection,
+    db: &Db,
     pm: &payment_method::Model,
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
@@ -427,11 +428,7 @@ fn mandate_for(
 /// Scheduled job: a mandate with an end date becomes `inactive` at it.
 pub const MANDATE_EXPIRY_JOB: &str = "mandate_expiry";
 
-pub async fn expire_mandate(
-    db: &DatabaseConnection,
-    id: &str,
-    now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
+pub async fn expire_mandate(db: &Db, id: &str, now: DateTime<Utc>) -> Result<bool, DbErr> {
     let Some(m) = find_mandate(db, id).await? else {
         return Ok(true);
     };
@@ -477,7 +474,7 @@ pub fn set_mandate_status(
 
 /// Revokes a mandate (`mandate_revoked`); returns it and the deliveries queued.
 pub async fn revoke_mandate(
-    db: &DatabaseConnection,
+    db: &Db,
     m: &mandate::Model,
     now: DateTime<Utc>,
 ) -> Result<(mandate::Model, usize), CommitError> {

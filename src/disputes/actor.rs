@@ -7,12 +7,13 @@ use std::sync::Arc;
 use actix::Message;
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{dispute, dispute_evidence, file};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use super::{
     machine::{self, Refusal, Stage, Status},
     store::{self, CommitError, EvidenceChange, MAX_EVIDENCE},
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
@@ -25,7 +26,7 @@ use crate::{
 /// What the dispute actors need.
 #[derive(Clone)]
 pub struct DisputeDeps {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     /// Decides challenged disputes (the only processor with disputes so far).
     pub sandbox: Arc<Sandbox>,
@@ -146,11 +147,11 @@ impl Row for DisputeRow {
     type Done = Done;
     type Exec = Exec;
 
-    fn db(deps: &DisputeDeps) -> &DatabaseConnection {
+    fn db(deps: &DisputeDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<dispute::Model>, DbErr> {
+    async fn find(db: &Db, id: &str) -> Result<Option<dispute::Model>, DbErr> {
         store::find(db, id).await
     }
 

@@ -4,14 +4,15 @@
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{dispute, dispute_evidence, file};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
     api::{Dispute, ListDisputesQuery},
     machine::Status,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
@@ -62,7 +63,7 @@ pub fn insert(d: &dispute::Model, now: DateTime<Utc>) -> Change {
 /// new status and the jobs the new status needs, in one commit. Returns the row and the
 /// webhook deliveries queued.
 pub async fn commit(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &dispute::Model,
     mut after: dispute::Model,
     evidence: EvidenceChange,

@@ -5,10 +5,11 @@ use chrono::{DateTime, Utc};
 use payd_entity::{file, file_chunk};
 use sea_orm::{
     sea_query::{Expr, Query},
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    QueryTrait,
 };
 
+use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Write},
     recovery::RequestKey,
@@ -58,7 +59,7 @@ pub async fn usage(db: &impl ConnectionTrait, merchant_id: &str) -> Result<(u64,
 
 /// Stores the `seq`th piece of file `file_id`'s bytes.
 pub async fn put_chunk(
-    db: &DatabaseConnection,
+    db: &Db,
     now: DateTime<Utc>,
     file_id: &str,
     seq: i32,
@@ -75,11 +76,7 @@ pub async fn put_chunk(
 }
 
 /// Forgets the chunks of an upload that did not finish.
-pub async fn drop_chunks(
-    db: &DatabaseConnection,
-    now: DateTime<Utc>,
-    file_id: &str,
-) -> Result<(), CommitError> {
+pub async fn drop_chunks(db: &Db, now: DateTime<Utc>, file_id: &str) -> Result<(), CommitError> {
     let delete = file_chunk::Entity::delete_many()
         .filter(file_chunk::Column::FileId.eq(file_id))
         .into_query();
@@ -90,7 +87,7 @@ pub async fn drop_chunks(
 /// Stores a file's row once its chunks are all written (and, for a request with an
 /// `Idempotency-Key`, names it the key's recovery point in the same transaction).
 pub async fn insert(
-    db: &DatabaseConnection,
+    db: &Db,
     f: file::Model,
     key: Option<&RequestKey>,
 ) -> Result<file::Model, CommitError> {

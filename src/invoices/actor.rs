@@ -11,7 +11,7 @@
 use actix::Message;
 use chrono::{DateTime, Days, NaiveDate, Utc};
 use payd_entity::{invoice, invoice_pdf};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use super::{
     api::{self, Party},
@@ -20,6 +20,7 @@ use super::{
     store::CommitError,
     tax::Place,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
@@ -33,7 +34,7 @@ use crate::{
 const NUMBER_TRIES: usize = 1_000;
 
 pub struct InvoiceDeps {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     pub wake: Wake,
 }
@@ -126,11 +127,11 @@ impl Row for InvoiceRow {
     type Done = Done;
     type Exec = Exec;
 
-    fn db(deps: &InvoiceDeps) -> &DatabaseConnection {
+    fn db(deps: &InvoiceDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<invoice::Model>, DbErr> {
+    async fn find(db: &Db, id: &str) -> Result<Option<invoice::Model>, DbErr> {
         store::find(db, id).await
     }
 
@@ -289,7 +290,7 @@ fn apply(after: &mut invoice::Model, patch: &Patch) {
 }
 
 /// The buyer an invoice bills: the one given, else its customer's name, email and address.
-pub async fn buyer_of(db: &DatabaseConnection, m: &invoice::Model) -> Result<Option<Party>, DbErr> {
+pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbErr> {
     if let Some(b) = Party::parse(m.buyer.as_deref()) {
         return Ok(Some(b));
     }
@@ -318,7 +319,7 @@ pub async fn buyer_of(db: &DatabaseConnection, m: &invoice::Model) -> Result<Opt
 /// Prices a draft's lines by the tax rules (a payment's lines keep the tax as captured) and
 /// sums them.
 pub async fn price(
-    db: &DatabaseConnection,
+    db: &Db,
     after: &mut invoice::Model,
     at: DateTime<Utc>,
 ) -> Result<(), InvoiceError> {

@@ -3,7 +3,6 @@
 //! while it stands (a voided or deleted one frees its source).
 
 use payd_entity::invoice;
-use sea_orm::DatabaseConnection;
 
 use super::{
     actor,
@@ -11,6 +10,7 @@ use super::{
     machine::{self, Kind, Line, Status},
     store::{self, CommitError},
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
     error::ApiError,
@@ -30,7 +30,7 @@ struct Source {
 }
 
 pub async fn create(
-    db: &DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     req: CreateInvoiceRequest,
     max_amount: i64,
@@ -113,7 +113,7 @@ pub async fn create(
 /// the price is the product's and in the invoice's currency. (An invoice may bill an archived
 /// product, a recurring price, or another amount than the price's.)
 pub async fn check_catalog(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     lines: &[Line],
     currency: &str,
@@ -162,11 +162,7 @@ pub async fn check_catalog(
 }
 
 /// A customer of the caller's merchant and mode.
-pub async fn check_customer(
-    db: &DatabaseConnection,
-    caller: &Caller,
-    id: &str,
-) -> Result<String, ApiError> {
+pub async fn check_customer(db: &Db, caller: &Caller, id: &str) -> Result<String, ApiError> {
     crate::customers::store::find_owned(db, id, caller.merchant_id.as_str(), caller.test_mode())
         .await?
         .map(|c| c.id)
@@ -174,7 +170,7 @@ pub async fn check_customer(
 }
 
 async fn source(
-    db: &DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     req: &CreateInvoiceRequest,
     max_amount: i64,

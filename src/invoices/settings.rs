@@ -5,14 +5,15 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{invoice_setting, tax_rule};
 use sea_orm::{
-    sea_query::OnConflict, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
+    sea_query::OnConflict, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
     api::{Effective, SettingsInput},
     tax::{Owner, Rule},
 };
+use crate::commit::Db;
 use crate::commit::{self, Change, CommitError, Write};
 
 /// The shop id the merchant's own settings and rules are kept under.
@@ -95,7 +96,7 @@ fn upsert(
 }
 
 pub async fn put(
-    db: &DatabaseConnection,
+    db: &Db,
     merchant_id: &str,
     profile_id: &str,
     settings: &SettingsInput,
@@ -122,7 +123,7 @@ pub async fn rules(
 
 /// Replaces an owner's rules with `rules` (none: deletes them).
 pub async fn put_rules(
-    db: &DatabaseConnection,
+    db: &Db,
     merchant_id: &str,
     profile_id: &str,
     rules: &[tax_rule::Model],

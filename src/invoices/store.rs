@@ -7,8 +7,8 @@ use chrono::{DateTime, Duration, Utc};
 use payd_entity::{invoice, invoice_counter, invoice_pdf, invoice_share_link};
 use sea_orm::{
     sea_query::{Expr, OnConflict},
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryTrait,
 };
 use sha2::{Digest, Sha256};
 
@@ -16,6 +16,7 @@ use super::{
     api::{Invoice, ListInvoicesQuery},
     machine::Status,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
@@ -42,7 +43,7 @@ pub fn event(m: &invoice::Model, event_type: &str) -> Event {
 }
 
 /// A new draft.
-pub async fn insert(db: &DatabaseConnection, m: &invoice::Model) -> Result<(), CommitError> {
+pub async fn insert(db: &Db, m: &invoice::Model) -> Result<(), CommitError> {
     commit::commit(
         db,
         Change::at(m.created_at).write(commit::insert(m.clone())),
@@ -187,7 +188,7 @@ pub async fn pdf(db: &impl ConnectionTrait, id: &str) -> Result<Option<invoice_p
 /// Keeps a rendered PDF unless one is kept already, and answers the one kept: every
 /// download is the same bytes, whoever rendered first.
 pub async fn keep_pdf(
-    db: &DatabaseConnection,
+    db: &Db,
     invoice_id: &str,
     bytes: Vec<u8>,
     now: DateTime<Utc>,
@@ -224,10 +225,7 @@ pub fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-pub async fn insert_link(
-    db: &DatabaseConnection,
-    link: &invoice_share_link::Model,
-) -> Result<(), CommitError> {
+pub async fn insert_link(db: &Db, link: &invoice_share_link::Model) -> Result<(), CommitError> {
     commit::commit(
         db,
         Change::at(link.created_at).write(commit::insert(link.clone())),
@@ -262,7 +260,7 @@ pub async fn find_link(
 
 /// Revokes a link (a second revocation keeps the first time).
 pub async fn revoke_link(
-    db: &DatabaseConnection,
+    db: &Db,
     link: &invoice_share_link::Model,
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {

@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
 use payd_actors::KeyedActor;
 use payd_entity::{dispute, mandate, payment, payment_attempt, processor_account, refund};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use super::{
     api::{
@@ -24,6 +24,7 @@ use super::{
     routing::{self, Facts},
     store::{self, Announcement, Changes, CommitError, SaveCard},
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, KeyKind, Scope},
     clock::{self, SharedClock, Timeline},
@@ -48,7 +49,7 @@ use crate::{
 /// What the payment actors need.
 #[derive(Clone)]
 pub struct PaymentDeps {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     pub settings: Arc<Settings>,
     pub sandbox: Arc<Sandbox>,

@@ -5,7 +5,6 @@
 
 use chrono::Duration;
 use payd_entity::payment;
-use sea_orm::DatabaseConnection;
 
 use super::{
     actor::{run, Access, Command, PaymentDeps, Payments},
@@ -16,6 +15,7 @@ use super::{
     machine::{Line, Status},
     store,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Caller,
     customers::{self, api::check_mandate},
@@ -164,7 +164,7 @@ pub async fn create(
 /// commit adds for them (they hold the product and price on sale until it is written, and
 /// index the line for the sales report).
 async fn check_catalog(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &crate::auth::keys::Scope,
     payment_id: &str,
     lines: &[Line],
@@ -268,7 +268,7 @@ pub fn parse_card_data(
 
 /// The card of a customer's saved method (another customer's is 404).
 pub async fn saved_card(
-    db: &DatabaseConnection,
+    db: &Db,
     customer_id: Option<&str>,
     pm_id: &str,
 ) -> Result<StoredCard, ApiError> {

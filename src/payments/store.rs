@@ -9,8 +9,8 @@ use sea_orm::{
     sea_query::{Expr, OnConflict},
     ActiveModelTrait,
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel,
-    PaginatorTrait, QueryFilter, QueryOrder, QueryTrait,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter,
+    QueryOrder, QueryTrait,
 };
 
 use super::{
@@ -20,6 +20,7 @@ use super::{
     routing::RoutingRules,
 };
 pub use crate::commit::CommitError;
+use crate::commit::Db;
 use crate::{
     accounts,
     auth::keys::Scope,
@@ -114,7 +115,7 @@ pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment:
 /// Inserts a new payment with its first history row and expiry job (and, for a request with
 /// an `Idempotency-Key`, the payment as the key's recovery point).
 pub async fn insert(
-    db: &DatabaseConnection,
+    db: &Db,
     m: payment::Model,
     now: DateTime<Utc>,
     key: Option<&RequestKey>,
@@ -145,7 +146,7 @@ pub struct Committed {
 /// Replaces the row if nobody wrote since `before` (compare-and-set on `version`), with its
 /// history row, attempts, saved card, refund, dispute, events and jobs, in one commit.
 pub async fn commit(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &payment::Model,
     mut after: payment::Model,
     changes: Changes,
@@ -220,7 +221,7 @@ pub async fn commit(
 /// or acknowledged as pending): the refund under its own compare-and-set, its settle job and
 /// its events. Returns the refund as written and the deliveries queued.
 pub async fn commit_refund(
-    db: &DatabaseConnection,
+    db: &Db,
     r: refund::Model,
     events: Vec<Announcement>,
     now: DateTime<Utc>,
@@ -310,7 +311,7 @@ fn refund_job(r: &refund::Model, now: DateTime<Utc>, settle_delay: Duration) -> 
 
 /// Keeps a still-pending refund's settle job (after a sync that changed nothing).
 pub async fn resync_refund_job(
-    db: &DatabaseConnection,
+    db: &Db,
     r: &refund::Model,
     now: DateTime<Utc>,
     settle_delay: Duration,
@@ -362,7 +363,7 @@ pub async fn find_refund(
 /// Re-schedules the payment's jobs as its status needs them (after a job that changed
 /// nothing, so that its row is not lost).
 pub async fn resync_jobs(
-    db: &DatabaseConnection,
+    db: &Db,
     m: &payment::Model,
     now: DateTime<Utc>,
     settle_delay: Duration,
@@ -585,7 +586,7 @@ pub async fn pending_accounts(
 
 /// Approves a pending account; `None` if there is no such account.
 pub async fn approve_account(
-    db: &DatabaseConnection,
+    db: &Db,
     id: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<processor_account::Model>, CommitError> {
@@ -602,7 +603,7 @@ pub async fn approve_account(
 /// connection.
 #[allow(clippy::too_many_arguments)]
 pub async fn insert_account(
-    db: &DatabaseConnection,
+    db: &Db,
     merchant_id: &str,
     profile_id: &str,
     name: &str,
@@ -698,10 +699,7 @@ pub async fn put_routing_rules(
 
 /// What the payment's disputes take from refunds: an open one refuses them, and what the
 /// buyer kept is no longer refundable.
-pub async fn disputed(
-    db: &DatabaseConnection,
-    payment_id: &str,
-) -> Result<super::refunds::Disputed, DbErr> {
+pub async fn disputed(db: &Db, payment_id: &str) -> Result<super::refunds::Disputed, DbErr> {
     let mut out = super::refunds::Disputed::default();
     for d in disputes::store::of_payment(db, payment_id).await? {
         match disputes::machine::Status::parse(&d.status) {

@@ -9,13 +9,14 @@
 use actix::Message;
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::payout;
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use super::{
     machine::{self, Cancel, Outcome, Refusal, Status},
     processor, store,
     store::CommitError,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
@@ -25,7 +26,7 @@ use crate::{
 };
 
 pub struct PayoutDeps {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     pub wake: Wake,
     /// How long the sandbox processor takes to settle or reverse.
@@ -106,11 +107,11 @@ impl Row for PayoutRow {
     type Done = payout::Model;
     type Exec = Exec;
 
-    fn db(deps: &PayoutDeps) -> &DatabaseConnection {
+    fn db(deps: &PayoutDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<payout::Model>, DbErr> {
+    async fn find(db: &Db, id: &str) -> Result<Option<payout::Model>, DbErr> {
         store::find(db, id).await
     }
 

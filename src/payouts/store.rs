@@ -6,14 +6,15 @@
 use chrono::{DateTime, Utc};
 use payd_entity::payout;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryTrait,
 };
 
 use super::{
     api::{ListPayoutsQuery, Payout},
     machine::{self, Status},
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
@@ -110,7 +111,7 @@ fn around(
 
 /// A new payout (reserved already when created confirmed).
 pub async fn insert(
-    db: &DatabaseConnection,
+    db: &Db,
     m: &payout::Model,
     next_sync: Option<DateTime<Utc>>,
 ) -> Result<usize, CommitError> {
@@ -123,7 +124,7 @@ pub async fn insert(
 /// Replaces the row if nobody wrote since `before`; returns the row and the deliveries
 /// queued.
 pub async fn commit(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &payout::Model,
     mut after: payout::Model,
     next_sync: Option<DateTime<Utc>>,

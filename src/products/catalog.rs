@@ -4,7 +4,6 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{price, product, product_category};
-use sea_orm::DatabaseConnection;
 
 use super::{
     api::{
@@ -14,6 +13,7 @@ use super::{
     machine::{self, Refusal},
     store::{self, PriceWrite, HAS_SALES},
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
     commit::{self, CommitError},
@@ -53,11 +53,7 @@ fn not_found(what: &str, param: &str) -> ApiError {
 }
 
 /// A product of the caller's scope, or 404.
-pub async fn owned(
-    db: &DatabaseConnection,
-    scope: &Scope,
-    id: &str,
-) -> Result<product::Model, ApiError> {
+pub async fn owned(db: &Db, scope: &Scope, id: &str) -> Result<product::Model, ApiError> {
     if !has_shape(id, "prod") {
         return Err(not_found("product", "product_id"));
     }
@@ -68,7 +64,7 @@ pub async fn owned(
 
 /// The product as shown: with every price (`active_only`: the active ones).
 pub async fn render(
-    db: &DatabaseConnection,
+    db: &Db,
     public_url: &str,
     products: Vec<product::Model>,
     active_only: bool,
@@ -198,11 +194,7 @@ pub fn new_price(
 }
 
 /// Images of the caller's merchant and mode, at most [`MAX_IMAGES`].
-async fn check_images(
-    db: &DatabaseConnection,
-    scope: &Scope,
-    images: &[String],
-) -> Result<String, ApiError> {
+async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<String, ApiError> {
     if images.len() > MAX_IMAGES {
         return Err(ApiError::invalid_param(
             "images",
@@ -225,7 +217,7 @@ async fn check_images(
 
 /// A category of the product's shop.
 async fn check_category(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     shop: &str,
     id: &str,
@@ -240,7 +232,7 @@ async fn check_category(
 
 /// `POST /products`: the product with its prices, in one commit.
 pub async fn create(
-    db: &DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     req: CreateProductRequest,
     max_amount: i64,
@@ -309,7 +301,7 @@ pub async fn create(
 /// One change of a product: read it and its prices, decide, commit under its version; again
 /// after a lost race.
 async fn change<T>(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     now: DateTime<Utc>,
@@ -338,7 +330,7 @@ fn price_of<'a>(prices: &'a [price::Model], price_id: &str) -> Result<&'a price:
 
 /// `POST /products/{product_id}`.
 pub async fn update(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     req: &UpdateProductRequest,
@@ -402,7 +394,7 @@ fn archived_price(p: &price::Model, use_: &'static str, param: &str) -> ApiError
 
 /// `POST …/archive` and `…/restore`.
 pub async fn set_active(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     active: bool,
@@ -418,12 +410,7 @@ pub async fn set_active(
 }
 
 /// `DELETE /products/{product_id}`: only a product no payment line names.
-pub async fn delete(
-    db: &DatabaseConnection,
-    scope: &Scope,
-    id: &str,
-    now: DateTime<Utc>,
-) -> Result<(), ApiError> {
+pub async fn delete(db: &Db, scope: &Scope, id: &str, now: DateTime<Utc>) -> Result<(), ApiError> {
     // The store's commit refuses a product on a payment line: the one check, inside it.
     let p = owned(db, scope, id).await?;
     match store::delete(db, &p, now).await {
@@ -435,7 +422,7 @@ pub async fn delete(
 
 /// `POST /products/{product_id}/prices`.
 pub async fn add_price(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     input: &PriceInput,
@@ -461,7 +448,7 @@ pub async fn add_price(
 
 /// `POST /products/{product_id}/prices/{price_id}`: nickname, metadata, the default flag.
 pub async fn update_price(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     price_id: &str,
@@ -500,7 +487,7 @@ pub async fn update_price(
 
 /// `POST …/prices/{price_id}/archive`: never the default price.
 pub async fn archive_price(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     price_id: &str,
@@ -519,7 +506,7 @@ pub async fn archive_price(
 /// The members of an add-on group: active products and prices of the same shop, never the
 /// product itself or its own prices.
 async fn check_members(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     p: &product::Model,
     input: &AddonGroupInput,
@@ -572,7 +559,7 @@ fn archived_product(p: &product::Model, use_: &'static str, param: &str) -> ApiE
 
 /// Another product of `p`'s shop, or 404 naming `param`.
 async fn sibling_product(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     p: &product::Model,
     id: &str,
@@ -588,7 +575,7 @@ async fn sibling_product(
 
 /// A price of `p`'s shop, or 404 naming `param`.
 async fn sibling_price(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     p: &product::Model,
     id: &str,
@@ -606,7 +593,7 @@ async fn sibling_price(
 
 /// Adds (`group_id: None`) or replaces an add-on group.
 pub async fn put_group(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     group_id: Option<&str>,
@@ -650,7 +637,7 @@ pub async fn put_group(
 
 /// Removes an add-on group.
 pub async fn remove_group(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     group_id: &str,
@@ -674,7 +661,7 @@ pub async fn remove_group(
 /// `POST /products/{product_id}/bundle`: components of the same shop, on sale, without a
 /// cycle through other bundles.
 pub async fn set_bundle(
-    db: &DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     id: &str,
     components: &[Component],
@@ -742,7 +729,7 @@ pub async fn set_bundle(
 
 /// `POST /products/categories`.
 pub async fn create_category(
-    db: &DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     req: &CreateCategoryRequest,
     now: DateTime<Utc>,

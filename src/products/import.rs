@@ -6,8 +6,8 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{catalog_preview, price, processor_account, product};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, EntityTrait, IntoActiveModel, QueryFilter,
-    QueryOrder, QueryTrait,
+    ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+    QueryTrait,
 };
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -18,6 +18,7 @@ use super::{
     machine::{self, LocalProduct, RemotePrice, RemoteProduct, Step},
     store,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Caller,
     commit::{self, Change, CommitError, Write},
@@ -90,11 +91,7 @@ pub struct ProviderAccounts {
 
 /// The catalog processors of a shop: the sandbox catalog in test mode, then its configured
 /// processor accounts (which speak payments only: no catalog actions).
-async fn accounts(
-    db: &DatabaseConnection,
-    caller: &Caller,
-    shop: &str,
-) -> Result<Vec<ProviderAccount>, ApiError> {
+async fn accounts(db: &Db, caller: &Caller, shop: &str) -> Result<Vec<ProviderAccount>, ApiError> {
     let mut out = Vec::new();
     if caller.test_mode() {
         out.push(ProviderAccount {
@@ -119,10 +116,7 @@ async fn accounts(
 
 /// The processor accounts of the shop and the catalog actions each supports.
 /// The processor accounts of the caller's shop and the catalog actions each supports.
-pub async fn provider_accounts(
-    db: &DatabaseConnection,
-    caller: &Caller,
-) -> Result<ProviderAccounts, ApiError> {
+pub async fn provider_accounts(db: &Db, caller: &Caller) -> Result<ProviderAccounts, ApiError> {
     let shop = caller.require_shop()?.to_string();
     Ok(ProviderAccounts {
         data: accounts(db, caller, &shop).await?,
@@ -195,7 +189,7 @@ pub struct AppliedProduct {
 /// The shop's imported products as the planner sees them, and the fingerprint of its whole
 /// catalog (every product's id and version).
 async fn local(
-    db: &DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     shop: &str,
     max: u64,
@@ -303,7 +297,7 @@ fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Preview {
 /// Preview an import: what it would create, update or archive, by external id.
 /// Previews an import into the caller's shop and stores the preview.
 pub async fn preview(
-    db: &DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     req: &PreviewRequest,
     max_products: u64,
@@ -357,7 +351,7 @@ pub async fn preview(
 /// first apply's, when applied before). A preview of a catalog that changed since is 409
 /// `preview_stale`.
 pub async fn apply_preview(
-    db: &DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     req: &ApplyRequest,
     max_products: u64,
@@ -417,7 +411,7 @@ pub async fn apply_preview(
 
 /// The writes of a preview's steps, and what they do.
 async fn apply(
-    db: &DatabaseConnection,
+    db: &Db,
     preview: &catalog_preview::Model,
     steps: &[Step],
     now: DateTime<Utc>,

@@ -8,11 +8,12 @@ use chrono::{DateTime, Utc};
 use payd_entity::{payment_line, price, product, product_category, product_image};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, Func, Query},
-    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
 use super::api::{AddonGroup, Component, ListCategoriesQuery, ListProductsQuery};
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Write},
@@ -77,7 +78,7 @@ pub fn images(p: &product::Model) -> Vec<String> {
 
 /// A new product with its prices, in one commit.
 pub async fn insert(
-    db: &DatabaseConnection,
+    db: &Db,
     p: &product::Model,
     prices: &[price::Model],
     now: DateTime<Utc>,
@@ -119,7 +120,7 @@ pub fn price_update(p: price::Model) -> Write {
 
 /// Replaces the product (version bumped) with the writes of its prices, in one commit.
 pub async fn commit(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &product::Model,
     mut after: product::Model,
     prices: Vec<PriceWrite>,
@@ -140,7 +141,7 @@ pub async fn commit(
 /// one of its prices (checked inside the commit, after the compare-and-set holds the row, so
 /// a payment naming it cannot slip in between).
 pub async fn delete(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &product::Model,
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
@@ -359,10 +360,7 @@ pub async fn lines_of(
         .await
 }
 
-pub async fn insert_category(
-    db: &DatabaseConnection,
-    c: &product_category::Model,
-) -> Result<(), CommitError> {
+pub async fn insert_category(db: &Db, c: &product_category::Model) -> Result<(), CommitError> {
     commit::commit(
         db,
         Change::at(c.created_at).write(commit::insert(c.clone())),
@@ -404,10 +402,7 @@ pub async fn list_categories(
     paginate(db, visible, q, product_category::Column::Id, page).await
 }
 
-pub async fn insert_image(
-    db: &DatabaseConnection,
-    i: &product_image::Model,
-) -> Result<(), CommitError> {
+pub async fn insert_image(db: &Db, i: &product_image::Model) -> Result<(), CommitError> {
     commit::commit(
         db,
         Change::at(i.created_at).write(commit::insert(i.clone())),

@@ -4,11 +4,12 @@
 use chrono::{DateTime, Utc};
 use payd_entity::refund;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryTrait,
 };
 
 use super::api::ListRefundsRequest;
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
@@ -69,7 +70,7 @@ pub async fn list(
 
 /// Sets reason and metadata under the refund's compare-and-set.
 pub async fn update_details(
-    db: &DatabaseConnection,
+    db: &Db,
     current: &refund::Model,
     reason: Option<String>,
     metadata: Option<String>,

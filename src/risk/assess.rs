@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration};
 use payd_entity::{profile, risk_assessment};
-use sea_orm::DatabaseConnection;
 
 use super::{
     api::Thresholds,
     machine::{self, Band},
     store,
 };
+use crate::commit::Db;
 use crate::{
     clock::SharedClock,
     commit::{self, or_retry, CommitError},
@@ -46,7 +46,7 @@ const PAGE: u64 = 100;
 const TRIES: usize = 10;
 
 pub struct Assessor {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     pub settings: RiskSettings,
     pub wake: Wake,

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use actix::Message;
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{payment, subscription, subscription_cycle};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use super::{
     billing::SandboxBilling,
     machine::{self, Next, Refusal, Status},
     store::{self, CommitError, CycleWrite},
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, KeyKind, Mode, Scope},
     clock::{SharedClock, Timeline},
@@ -34,7 +35,7 @@ use crate::{
 /// What the subscription actors need.
 #[derive(Clone)]
 pub struct SubscriptionDeps {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     pub payments: Payments,
     pub wake: Wake,
@@ -129,11 +130,11 @@ impl Row for SubscriptionRow {
     type Done = subscription::Model;
     type Exec = Exec;
 
-    fn db(deps: &SubscriptionDeps) -> &DatabaseConnection {
+    fn db(deps: &SubscriptionDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &DatabaseConnection, id: &str) -> Result<Option<subscription::Model>, DbErr> {
+    async fn find(db: &Db, id: &str) -> Result<Option<subscription::Model>, DbErr> {
         store::find(db, id).await
     }
 

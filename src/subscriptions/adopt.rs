@@ -10,6 +10,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{actor::Subscriptions, api::Item, machine::Status, plans, store};
+use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
     commit::{self, Change, CommitError},
@@ -80,7 +81,7 @@ pub struct ImportApplied {
 
 /// The payd subscription that adopted this processor subscription, if any.
 async fn adopted_by(
-    db: &sea_orm::DatabaseConnection,
+    db: &Db,
     processor_subscription_id: &str,
 ) -> Result<Option<subscription::Model>, ApiError> {
     Ok(store::by_processor_subscription(db, processor_subscription_id).await?)

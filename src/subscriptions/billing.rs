@@ -8,11 +8,12 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{billing_invoice, billing_subscription};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel,
-    QueryFilter, QueryOrder, QueryTrait,
+    ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+    QueryTrait,
 };
 
 use super::plans::PlanItem;
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
@@ -43,7 +44,7 @@ pub struct NewSubscription {
 pub type Collected = billing_invoice::Model;
 
 pub struct SandboxBilling {
-    pub db: DatabaseConnection,
+    pub db: Db,
 }
 
 impl SandboxBilling {

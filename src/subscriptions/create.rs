@@ -12,6 +12,7 @@ use super::{
     machine::{self, Interval, Status},
     plans, store,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
     customers,
@@ -26,7 +27,7 @@ pub const MAX_ITEMS: usize = 20;
 
 /// An active multi-use mandate of the customer, in the caller's merchant and mode.
 pub async fn check_mandate(
-    db: &sea_orm::DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     customer_id: &str,
     mandate_id: &str,
@@ -68,7 +69,7 @@ pub struct Plan {
 /// Checks `items` against the shop's catalog: active recurring prices of one currency and one
 /// interval.
 pub async fn plan(
-    db: &sea_orm::DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     shop: &str,
     items: &[ItemInput],
@@ -183,7 +184,7 @@ fn check_term_and_metadata(req: &CreateSubscriptionRequest) -> Result<String, Ap
 
 /// The customer, if the caller's merchant and mode have it.
 async fn find_customer(
-    db: &sea_orm::DatabaseConnection,
+    db: &Db,
     scope: &Scope,
     customer_id: &str,
 ) -> Result<payd_entity::customer::Model, ApiError> {
@@ -200,7 +201,7 @@ async fn find_customer(
 /// A new subscription of the caller's shop for `req`'s customer and items (checked), not yet
 /// stored: status `created`, its first period starting now.
 async fn new_subscription(
-    db: &sea_orm::DatabaseConnection,
+    db: &Db,
     caller: &Caller,
     req: &CreateSubscriptionRequest,
     max_amount: i64,

@@ -4,14 +4,15 @@
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{billing_invoice, subscription, subscription_cycle};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
     api::{Cycle, InvoiceDisputed, InvoicePaid, ListSubscriptionsQuery, Subscription},
     machine::Status,
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
@@ -187,7 +188,7 @@ fn job(s: &subscription::Model, at: Option<DateTime<Utc>>) -> Job {
 
 /// A new subscription with its first cycle (none for an adopted one), its events and its job.
 pub async fn insert(
-    db: &DatabaseConnection,
+    db: &Db,
     s: &subscription::Model,
     cycle: Option<&subscription_cycle::Model>,
     events: Vec<Event>,
@@ -207,7 +208,7 @@ pub async fn insert(
 /// Replaces the subscription if nobody wrote since `before`, with its cycle's write, its
 /// events and its job. Returns the webhook deliveries queued.
 pub async fn commit(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &subscription::Model,
     after: &subscription::Model,
     cycle: CycleWrite,

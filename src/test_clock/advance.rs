@@ -5,9 +5,9 @@
 use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::DatabaseConnection;
 
 use super::store;
+use crate::commit::Db;
 use crate::{clock::SharedClock, commit::CommitError, scheduler::Scheduler};
 
 /// The longest single advance: ten years.
@@ -28,11 +28,7 @@ pub struct Reading {
     pub jobs_run: usize,
 }
 
-pub async fn read(
-    db: &DatabaseConnection,
-    clock: &SharedClock,
-    merchant_id: &str,
-) -> Result<Reading, CommitError> {
+pub async fn read(db: &Db, clock: &SharedClock, merchant_id: &str) -> Result<Reading, CommitError> {
     let offset_seconds = store::offset(db, merchant_id).await?;
     Ok(Reading {
         now: clock.base() + Duration::seconds(offset_seconds),
@@ -43,7 +39,7 @@ pub async fn read(
 
 /// Moves the merchant's clock `seconds` forward (1 to [`MAX_SECONDS`]; the route checks).
 pub async fn advance(
-    db: &DatabaseConnection,
+    db: &Db,
     scheduler: &Scheduler,
     clock: &SharedClock,
     merchant_id: &str,

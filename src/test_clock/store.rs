@@ -5,10 +5,11 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{merchant, scheduled_job};
 use sea_orm::{
-    sea_query::Query, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    sea_query::Query, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
+use crate::commit::Db;
 use crate::commit::{self, Change, CommitError, Write};
 
 /// The merchant's offset in seconds (0 for an unknown merchant).
@@ -53,7 +54,7 @@ pub async fn running(
 /// `by` seconds earlier in base time (the same due time on its clock), in one change. Another
 /// advance that moved the clock first makes it a lost race.
 pub async fn shift(
-    db: &DatabaseConnection,
+    db: &Db,
     now: DateTime<Utc>,
     merchant_id: &str,
     from: i64,

@@ -9,12 +9,13 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{payment, wallet_case};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use super::{
     machine::{self, CaseType, Changed, Refusal, Request, Timing},
     store::{self, CommitError},
 };
+use crate::commit::Db;
 use crate::{clock::SharedClock, commit, ids::new_id};
 
 /// Reads and commits of one change before giving up to a concurrent writer.
@@ -58,7 +59,7 @@ pub struct Opening {
 }
 
 pub struct SandboxWallet {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     pub timing: Timing,
 }

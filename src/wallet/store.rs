@@ -5,14 +5,15 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{wallet_case, wallet_case_entry};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
 use super::{
     api::ListCasesQuery,
     machine::{Case, CaseType, Changed, Outcome, Status},
 };
+use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Job, Write},
@@ -101,7 +102,7 @@ fn due_job(row: &wallet_case::Model) -> Job {
 /// A new case (`row` holds who and what it is against) in the state `opened` made, with its
 /// first history entry and its due job.
 pub async fn insert(
-    db: &DatabaseConnection,
+    db: &Db,
     row: wallet_case::Model,
     opened: &Changed,
     now: DateTime<Utc>,
@@ -119,7 +120,7 @@ pub async fn insert(
 
 /// Writes `changed` over `before` if nobody wrote since, with its entries and due job.
 pub async fn commit(
-    db: &DatabaseConnection,
+    db: &Db,
     before: &wallet_case::Model,
     changed: &Changed,
     now: DateTime<Utc>,

@@ -21,8 +21,7 @@ use rand::Rng;
 use sea_orm::{
     sea_query::{CaseStatement, Expr, ExprTrait, LockType, Query},
     ActiveValue::Set,
-    ColumnTrait, Condition, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryTrait, UpdateMany,
+    ColumnTrait, Condition, EntityTrait, PaginatorTrait, QueryFilter, QueryTrait, UpdateMany,
 };
 use tokio::sync::oneshot;
 
@@ -30,6 +29,7 @@ use super::{
     policy::{self, Answer},
     signer,
 };
+use crate::commit::Db;
 use crate::{
     clock::SharedClock,
     commit::{self, Change, CommitError, Write},
@@ -201,7 +201,7 @@ pub struct ManualRetry {
 /// before the shop had an endpoint gets a delivery to the one it has now). 409 when the shop
 /// has no endpoint, or only a paused one.
 pub async fn manual_retries(
-    db: &DatabaseConnection,
+    db: &Db,
     event: &event::Model,
     now: DateTime<Utc>,
 ) -> Result<Vec<ManualRetry>, ApiError> {
@@ -255,7 +255,7 @@ pub async fn manual_retries(
 /// a resume committing meanwhile either waits for this (and then resumes what it parked) or is
 /// seen by it (and nothing is parked).
 pub async fn park(
-    db: &DatabaseConnection,
+    db: &Db,
     items: &[delivery::Model],
     lease: &str,
     now: DateTime<Utc>,
@@ -317,7 +317,7 @@ async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRet
 
 /// Records a manual attempt; answers whether it delivered a delivery not delivered before.
 async fn record_manual(
-    db: &DatabaseConnection,
+    db: &Db,
     d: &delivery::Model,
     outcome: &Outcome,
     now: DateTime<Utc>,
@@ -385,7 +385,7 @@ pub fn attempt_row(
 /// What the delivery actors share.
 #[derive(Clone)]
 pub struct DeliveryDeps {
-    pub db: DatabaseConnection,
+    pub db: Db,
     pub clock: SharedClock,
     pub settings: Arc<WebhookSettings>,
     /// Deliveries claimed by this instance, queued or being sent, across all merchants (the
@@ -795,7 +795,7 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
 
 /// Writes sent deliveries' attempts and new states in one transaction. If it fails, their
 /// leases run out and they are sent again: at least once, never lost.
-async fn write(db: &DatabaseConnection, batch: &[Finished]) -> Result<(), CommitError> {
+async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
     let rows = batch.iter().map(|f| {
         let d = &f.delivery;
         let trigger = if d.attempts == 0 {

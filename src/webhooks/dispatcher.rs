@@ -15,13 +15,14 @@ use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query},
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    ColumnTrait, DbErr, EntityTrait, QueryFilter, QuerySelect,
 };
 
 use super::{
     delivery::{park, Claimed, DeliveryPool, MerchantDeliveries},
     wake::Wake,
 };
+use crate::commit::Db;
 use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
 
 /// Makes every webhook series exist at 0 from start-up (adding 0 changes no value that another
@@ -37,7 +38,7 @@ fn register_metrics() {
 }
 
 pub struct Dispatcher {
-    db: DatabaseConnection,
+    db: Db,
     clock: SharedClock,
     settings: Arc<WebhookSettings>,
     pool: DeliveryPool,
@@ -53,7 +54,7 @@ const MEASURE_EVERY: StdDuration = StdDuration::from_secs(1);
 
 impl Dispatcher {
     pub fn new(
-        db: DatabaseConnection,
+        db: Db,
         clock: SharedClock,
         settings: Arc<WebhookSettings>,
         pool: DeliveryPool,

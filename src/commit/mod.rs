@@ -9,18 +9,22 @@
 //! (another writer got there first) rolls it back as [`CommitError::LostRace`]; a failed
 //! [`Write::Require`] rolls it back as [`CommitError::Refused`].
 //!
-//! This is the seam for group commit: writing several actors' changes in one transaction
-//! changes only this function (each change would become a savepoint, so that one lost race
-//! does not roll back the others).
+//! Changes are written by group writers ([`group`]): the changes of many actors that arrive
+//! together share one transaction, each answered with its own outcome after that transaction
+//! commits. Stores reach the database through [`Db`]: reads go to the pool, changes to the
+//! writers.
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
     sea_query::{DeleteStatement, InsertStatement, SelectStatement, UpdateStatement},
-    ActiveModelTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, IntoActiveModel,
-    QueryTrait, TransactionTrait,
+    ActiveModelTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    ExecResult, IntoActiveModel, QueryResult, QueryTrait, Statement,
 };
+use tokio::sync::{mpsc, oneshot};
 
 use std::future::Future;
+
+mod group;
 
 use crate::{
     error::ApiError,
@@ -264,19 +268,79 @@ pub struct Committed {
     pub deliveries: usize,
 }
 
-/// Writes a change in one transaction.
-pub async fn commit(db: &DatabaseConnection, change: Change) -> Result<Committed, CommitError> {
-    let txn = db.begin().await?;
-    match write(&txn, change, true).await {
-        Ok(committed) => {
-            txn.commit().await?;
-            Ok(committed.unwrap_or_default())
-        }
-        Err(e) => {
-            txn.rollback().await?;
-            Err(e)
-        }
+/// The database as the stores use it: reads and single statements go to the connection pool,
+/// changes to the group writers ([`commit`]). Cloned freely; the writers stop when the last
+/// clone is dropped.
+#[derive(Clone)]
+pub struct Db {
+    conn: DatabaseConnection,
+    writers: mpsc::UnboundedSender<group::Pending>,
+}
+
+impl Db {
+    /// Starts `writers` group writers of at most `max_batch` changes a transaction each.
+    pub fn new(
+        conn: DatabaseConnection,
+        writers: usize,
+        max_batch: usize,
+    ) -> std::io::Result<Self> {
+        let writers = group::start(conn.clone(), writers, max_batch)?;
+        Ok(Self { conn, writers })
     }
+
+    /// Connects to the configured database (`database.*`) and starts its writers; the
+    /// migrations run on [`Db::conn`].
+    pub async fn connect(settings: &crate::settings::DatabaseSettings) -> anyhow::Result<Self> {
+        let conn = crate::db::connect_to(settings).await?;
+        Ok(Self::new(conn, settings.writers(), settings.max_batch)?)
+    }
+
+    /// The connection pool underneath (migrations, pings, the scheduler's claims).
+    pub fn conn(&self) -> &DatabaseConnection {
+        &self.conn
+    }
+}
+
+#[async_trait::async_trait]
+impl ConnectionTrait for Db {
+    fn get_database_backend(&self) -> DbBackend {
+        self.conn.get_database_backend()
+    }
+
+    async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
+        self.conn.execute_raw(stmt).await
+    }
+
+    async fn execute_unprepared(&self, sql: &str) -> Result<ExecResult, DbErr> {
+        self.conn.execute_unprepared(sql).await
+    }
+
+    async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
+        self.conn.query_one_raw(stmt).await
+    }
+
+    async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
+        self.conn.query_all_raw(stmt).await
+    }
+
+    fn support_returning(&self) -> bool {
+        self.conn.support_returning()
+    }
+}
+
+/// Writes a change, whole or not at all, in a transaction it may share with the changes of
+/// other actors (group commit); answers once that transaction has committed.
+pub async fn commit(db: &Db, change: Change) -> Result<Committed, CommitError> {
+    let (reply, outcome) = oneshot::channel();
+    let stopped = || CommitError::Db(DbErr::Custom("the database writers have stopped".into()));
+    db.writers
+        .send(group::Pending {
+            change,
+            timeline: crate::clock::current(),
+            reply,
+        })
+        .map_err(|_| stopped())?;
+    outcome.await.map_err(|_| stopped())?
 }
 
 /// The insert of a whole row (every column set).
@@ -292,7 +356,7 @@ where
 /// nothing (then nothing of it was written).
 async fn write(
     txn: &impl ConnectionTrait,
-    change: Change,
+    change: &Change,
     required: bool,
 ) -> Result<Option<Committed>, CommitError> {
     for (i, w) in change.writes.iter().enumerate() {
@@ -331,12 +395,12 @@ async fn write(
     let mut deliveries = 0;
     // Optional parts before this change's own events, so that their events come first (a
     // saved card's `mandate_active` before the `payment_succeeded` of the charge that made it).
-    for part in change.optional {
+    for part in &change.optional {
         if let Some(c) = Box::pin(write(txn, part, false)).await? {
             deliveries += c.deliveries;
         }
     }
-    for e in change.events {
+    for e in &change.events {
         deliveries += outbox::record(
             txn,
             NewEvent {
@@ -346,7 +410,7 @@ async fn write(
                 event_type: &e.event_type,
                 object_id: &e.object_id,
                 content_type: e.content_type,
-                object: e.object,
+                object: e.object.clone(),
             },
             at,
         )

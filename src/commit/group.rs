@@ -1,0 +1,212 @@
+//! Group commit: the writers behind [`super::commit`]. A writer takes the changes that arrived
+//! while its previous transaction ran (at most `max_batch`), writes them in one transaction
+//! and answers each caller with its own outcome once that transaction has committed: nothing
+//! is acknowledged before its commit.
+//!
+//! A batch is first written plainly, every change after the other. If one of them fails (a
+//! lost race, a refusal, a database error) the transaction is rolled back and the batch is
+//! written again with each change under a savepoint, so that the failed one rolls back alone
+//! and the others commit. A transaction that breaks as a whole before its `COMMIT` (a lost
+//! connection) is retried one change per transaction; a failed `COMMIT` is answered to every
+//! caller, as a single commit's would be, since whether it committed is unknown.
+//!
+//! A lone change is written in a transaction of its own, as it always was: at low load there
+//! is no savepoint, no wait and no extra statement.
+
+use std::{sync::Arc, time::Instant};
+
+use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
+use tokio::sync::{mpsc, oneshot, Mutex};
+
+use super::{write, Change, CommitError, Committed};
+use crate::clock::{self, Timeline};
+
+pub(super) type Outcome = Result<Committed, CommitError>;
+
+/// A change waiting for its writer, the timeline of the task that made it (its jobs are
+/// scheduled on it), and where its outcome goes.
+pub(super) struct Pending {
+    pub change: Change,
+    pub timeline: Timeline,
+    pub reply: oneshot::Sender<Outcome>,
+}
+
+/// Starts `writers` writers on threads of their own (a connection a writer opens is bound to
+/// its runtime, which lives as long as the channel does) and returns their queue. They stop
+/// when the last sender is dropped.
+pub(super) fn start(
+    conn: DatabaseConnection,
+    writers: usize,
+    max_batch: usize,
+) -> std::io::Result<mpsc::UnboundedSender<Pending>> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let rx = Arc::new(Mutex::new(rx));
+    for i in 0..writers.max(1) {
+        let (conn, rx) = (conn.clone(), rx.clone());
+        std::thread::Builder::new()
+            .name(format!("payd-writer-{i}"))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a writer's runtime");
+                runtime.block_on(run(conn, rx, max_batch.max(1)));
+            })?;
+    }
+    Ok(tx)
+}
+
+async fn run(
+    conn: DatabaseConnection,
+    queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>,
+    max_batch: usize,
+) {
+    loop {
+        let batch = {
+            let mut queue = queue.lock().await;
+            let Some(first) = queue.recv().await else {
+                return;
+            };
+            let mut batch = vec![first];
+            while batch.len() < max_batch {
+                match queue.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            batch
+        };
+        let started = Instant::now();
+        let size = batch.len();
+        let (changes, replies): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .map(|p| ((p.change, p.timeline), p.reply))
+            .unzip();
+        let outcomes = write_batch(&conn, &changes).await;
+        metrics::histogram!("payd_commit_batch_size").record(size as f64);
+        metrics::histogram!("payd_commit_batch_seconds").record(started.elapsed().as_secs_f64());
+        for (reply, outcome) in replies.into_iter().zip(outcomes) {
+            // A caller that went away (its request cancelled) still had its change committed.
+            let _ = reply.send(outcome);
+        }
+    }
+}
+
+/// How a batch written in one transaction ended.
+enum Together {
+    /// Committed; each change's outcome, in order.
+    Done(Vec<Outcome>),
+    /// A change failed while written plainly: rolled back, to be written again under
+    /// savepoints.
+    ChangeFailed,
+    /// The transaction broke before its `COMMIT` and was rolled back: nothing was written.
+    Broken,
+    /// Its `COMMIT` failed: whether it committed is unknown.
+    CommitFailed(DbErr),
+}
+
+async fn write_batch(conn: &DatabaseConnection, changes: &[(Change, Timeline)]) -> Vec<Outcome> {
+    if let [change] = changes {
+        return vec![alone(conn, change).await];
+    }
+    let together = match write_together(conn, changes, false).await {
+        Together::ChangeFailed => write_together(conn, changes, true).await,
+        other => other,
+    };
+    match together {
+        Together::Done(outcomes) => outcomes,
+        Together::CommitFailed(e) => changes
+            .iter()
+            .map(|_| {
+                Err(CommitError::Db(DbErr::Custom(format!(
+                    "commit failed: {e}"
+                ))))
+            })
+            .collect(),
+        Together::ChangeFailed | Together::Broken => {
+            let mut outcomes = Vec::with_capacity(changes.len());
+            for change in changes {
+                outcomes.push(alone(conn, change).await);
+            }
+            outcomes
+        }
+    }
+}
+
+/// One change in a transaction of its own.
+async fn alone(conn: &DatabaseConnection, change: &(Change, Timeline)) -> Outcome {
+    let txn = conn.begin().await?;
+    match on_timeline(&txn, change).await {
+        Ok(committed) => {
+            txn.commit().await?;
+            Ok(committed.unwrap_or_default())
+        }
+        Err(e) => {
+            txn.rollback().await?;
+            Err(e)
+        }
+    }
+}
+
+async fn write_together(
+    conn: &DatabaseConnection,
+    changes: &[(Change, Timeline)],
+    savepoints: bool,
+) -> Together {
+    let Ok(txn) = conn.begin().await else {
+        return Together::Broken;
+    };
+    let mut outcomes = Vec::with_capacity(changes.len());
+    for change in changes {
+        let outcome = if savepoints {
+            match under_savepoint(&txn, change).await {
+                Ok(outcome) => outcome,
+                Err(_) => return rolled_back(txn, Together::Broken).await,
+            }
+        } else {
+            match on_timeline(&txn, change).await {
+                Ok(committed) => Ok(committed.unwrap_or_default()),
+                Err(_) => return rolled_back(txn, Together::ChangeFailed).await,
+            }
+        };
+        outcomes.push(outcome);
+    }
+    match txn.commit().await {
+        Ok(()) => Together::Done(outcomes),
+        Err(e) => Together::CommitFailed(e),
+    }
+}
+
+/// One change under a savepoint: its failure rolls back only what it wrote. `Err` when the
+/// savepoint itself could not be made or undone (the transaction is broken).
+async fn under_savepoint(
+    txn: &DatabaseTransaction,
+    change: &(Change, Timeline),
+) -> Result<Outcome, DbErr> {
+    let savepoint = txn.begin().await?;
+    match on_timeline(&savepoint, change).await {
+        Ok(committed) => {
+            savepoint.commit().await?;
+            Ok(Ok(committed.unwrap_or_default()))
+        }
+        Err(e) => {
+            savepoint.rollback().await?;
+            Ok(Err(e))
+        }
+    }
+}
+
+async fn rolled_back(txn: DatabaseTransaction, then: Together) -> Together {
+    match txn.rollback().await {
+        Ok(()) => then,
+        Err(_) => Together::Broken,
+    }
+}
+
+/// Writes a change on the timeline of the task that made it.
+async fn on_timeline(
+    txn: &impl ConnectionTrait,
+    (change, timeline): &(Change, Timeline),
+) -> Result<Option<Committed>, CommitError> {
+    clock::scoped(timeline.clone(), write(txn, change, true)).await
+}
