@@ -215,7 +215,7 @@ impl Application {
         // the deliveries: with one shared pool, a claim or an outcome written at that moment
         // failed ("a Tokio context … is being shutdown"), leaving its deliveries leased. The
         // dispatcher and the delivery actors run on runtimes that outlive the drain. SQLite's
-        // connection is a thread of its own, and must stay one (one writer).
+        // connections are threads of their own, and its writes go through one writer.
         let webhook_db = match db.conn().get_database_backend() {
             sea_orm::DbBackend::Postgres => Db::connect(&settings.database).await?,
             _ => db.clone(),
@@ -384,6 +384,29 @@ impl Application {
         self.state.clone()
     }
 
+    /// On PostgreSQL, hears what other instances' commits queued (deliveries, jobs due at
+    /// once) and wakes this instance's dispatcher or scheduler for it.
+    fn listen_for_wakes(&self) -> Option<db::WakeListener> {
+        let settings = &self.state.settings.database;
+        if !settings.notify || settings.is_sqlite() {
+            return None;
+        }
+        let (dispatcher, scheduler) = (self.state.dispatcher.clone(), self.state.scheduler.clone());
+        let heard = move |what: &str| match what {
+            db::Wakes::DELIVERIES => dispatcher.wake(),
+            db::Wakes::JOBS => scheduler.wake(),
+            _ => {}
+        };
+        let url = settings.url.clone();
+        match db::listen_for_wakes(url, heard) {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for other instances' commits; polling");
+                None
+            }
+        }
+    }
+
     /// Stops the server (gracefully with `true`); `run_until_stopped` then returns.
     pub fn handle(&self) -> ServerHandle {
         self.server.handle()
@@ -400,19 +423,29 @@ impl Application {
         let invoice_sweeper = self.invoices.spawn_sweeper();
         let payout_sweeper = self.payouts.spawn_sweeper();
         let delivery_sweeper = self.state.dispatcher.deliveries().spawn_sweeper();
-        let mut dispatcher = actix_rt::spawn(self.state.dispatcher.clone().run());
+        // An API-only instance (`webhooks.dispatch = false`) leaves the sending to the others.
+        let mut dispatcher = self
+            .state
+            .settings
+            .webhooks
+            .dispatch
+            .then(|| actix_rt::spawn(self.state.dispatcher.clone().run()));
+        let wakes = self.listen_for_wakes();
         let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
         let result = self.server.await;
         signals.abort();
+        drop(wakes);
         scheduler.abort();
         // The claim under way completes, so its deliveries are queued (and handed back) rather
         // than left leased; a database that does not answer does not hold the exit.
         self.state.dispatcher.stop();
-        if tokio::time::timeout(DISPATCHER_STOP, &mut dispatcher)
-            .await
-            .is_err()
-        {
-            dispatcher.abort();
+        if let Some(dispatcher) = &mut dispatcher {
+            if tokio::time::timeout(DISPATCHER_STOP, &mut *dispatcher)
+                .await
+                .is_err()
+            {
+                dispatcher.abort();
+            }
         }
         self.state.dispatcher.drain().await;
         sweeper.abort();

@@ -42,8 +42,12 @@ pub async fn connect_with(
         .acquire_timeout(acquire_timeout);
     if url.starts_with("sqlite:") {
         ensure_sqlite_dir(url);
-        // Invariant: one connection, so there is one writer and no lock upgrade can fail.
-        opts.max_connections(max_connections.unwrap_or(1));
+        // Invariant: one writer. Transactions are the group writers' alone (one writer on
+        // SQLite), which take the write lock at BEGIN; every other write is a single statement
+        // that waits for it (busy timeout). The other connections read alongside (WAL). An
+        // in-memory database is one per connection, so it keeps one.
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        opts.max_connections(max_connections.unwrap_or(if in_memory { 1 } else { 4 }));
         opts.map_sqlx_sqlite_opts(|o: SqliteConnectOptions| {
             o.journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
@@ -119,4 +123,78 @@ pub async fn ping(db: &DatabaseConnection, within: Duration) -> bool {
         _ => {}
     }
     up
+}
+
+/// What commits announce to every instance on PostgreSQL (`NOTIFY payd_wake, '…'`), so that
+/// another instance's dispatcher or scheduler starts at once rather than at its next poll.
+pub struct Wakes;
+
+impl Wakes {
+    pub const CHANNEL: &'static str = "payd_wake";
+    /// Deliveries were queued.
+    pub const DELIVERIES: &'static str = "deliveries";
+    /// Jobs due at once were scheduled.
+    pub const JOBS: &'static str = "jobs";
+}
+
+/// Listens on PostgreSQL for [`Wakes`] on a thread of its own and hands each payload to
+/// `heard`; after a lost connection (whose announcements are lost) it hands `heard` every kind,
+/// then listens again. Stops when the returned handle is dropped. (Its own thread and runtime:
+/// the listener's connection must be dropped inside the runtime that opened it.)
+pub fn listen_for_wakes(
+    url: String,
+    heard: impl Fn(&str) + Send + 'static,
+) -> std::io::Result<WakeListener> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("payd-wakes".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the wake listener's runtime");
+            runtime.block_on(async move {
+                tokio::select! {
+                    _ = stopped => {}
+                    _ = listen(&url, &heard) => {}
+                }
+            });
+        })?;
+    Ok(WakeListener { _stop: stop })
+}
+
+/// Keeps [`listen_for_wakes`] listening while held.
+pub struct WakeListener {
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn listen(url: &str, heard: &impl Fn(&str)) {
+    let mut failures = 0u32;
+    loop {
+        let e = listen_once(url, heard, &mut failures).await;
+        failures += 1;
+        tracing::warn!(error = %e, "listening for other instances' commits failed; polling meanwhile");
+        heard(Wakes::DELIVERIES);
+        heard(Wakes::JOBS);
+        tokio::time::sleep(Duration::from_millis(200 * u64::from(failures.min(25)))).await;
+    }
+}
+
+async fn listen_once(url: &str, heard: &impl Fn(&str), failures: &mut u32) -> sea_orm::sqlx::Error {
+    let mut listener = match sea_orm::sqlx::postgres::PgListener::connect(url).await {
+        Ok(listener) => listener,
+        Err(e) => return e,
+    };
+    if let Err(e) = listener.listen(Wakes::CHANNEL).await {
+        return e;
+    }
+    loop {
+        match listener.recv().await {
+            Ok(n) => {
+                *failures = 0;
+                heard(n.payload());
+            }
+            Err(e) => return e,
+        }
+    }
 }

@@ -210,7 +210,8 @@ fn default_max_products_per_shop() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSettings {
     pub url: String,
-    /// Pool size; SQLite defaults to one connection (one writer, no lock upgrades).
+    /// Pool size: 4 on SQLite (one writer, the others read alongside; 1 in memory), 10 on
+    /// PostgreSQL.
     #[serde(default)]
     pub max_connections: Option<u32>,
     /// How long a request waits for a connection before it answers 503
@@ -224,6 +225,10 @@ pub struct DatabaseSettings {
     /// At most this many changes share a transaction.
     #[serde(default = "default_max_batch")]
     pub max_batch: usize,
+    /// PostgreSQL: announce commits to the other instances and hear theirs
+    /// (`NOTIFY`/`LISTEN`).
+    #[serde(default = "yes")]
+    pub notify: bool,
 }
 
 impl DatabaseSettings {
@@ -239,6 +244,10 @@ impl DatabaseSettings {
 
 fn default_max_batch() -> usize {
     64
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_acquire_timeout_ms() -> u64 {
@@ -398,6 +407,9 @@ pub struct WebhookSettings {
     /// The most events one `POST /events/{merchant_id}/replay` queues (never more than a
     /// merchant's queue takes: see [`WebhookSettings::replay_bound`]).
     pub replay_max: u64,
+    /// Whether this instance sends webhooks (false: an API-only node).
+    #[serde(default = "yes")]
+    pub dispatch: bool,
 }
 
 impl WebhookSettings {

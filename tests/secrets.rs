@@ -88,8 +88,9 @@ async fn stored_secrets_are_sealed_and_keep_working_across_a_master_key_rotation
 
     // The operator rotates: every row sealed again under the second key.
     let rotated = first.rotated_to(SECOND).unwrap();
-    let conn =
-        payd::commit::Db::new(payd::db::connect(&db.url, Some(1)).await.unwrap(), 1, 64).unwrap();
+    let conn = payd::commit::Db::connect(&common::settings(&db, &[]).database)
+        .await
+        .unwrap();
     assert_eq!(reseal(&conn, &rotated).await.unwrap(), 2);
     assert_eq!(
         reseal(&conn, &rotated).await.unwrap(),

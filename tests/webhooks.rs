@@ -944,3 +944,47 @@ async fn pausing_holds_back_what_waited_in_the_queue() {
     }
     assert_eq!(receiver.received().len(), 3, "each sent once");
 }
+
+/// On PostgreSQL a commit announces the deliveries it queued to every instance: an instance
+/// that sends no webhooks itself (`webhooks.dispatch = false`, an API node) commits the
+/// payments, and another instance, polling only once a minute, sends their events at once.
+/// Prints the event-to-receipt times, and those of the same run with announcements off (the
+/// other instance polling every second) for comparison.
+#[actix_rt::test]
+async fn another_instance_sends_at_once_what_an_api_node_committed() {
+    async fn receipt_times(notify: &str, poll_ms: &str) -> Vec<StdDuration> {
+        let db = Arc::new(TestDb::new().await);
+        let notify = ("PAYD_DATABASE__NOTIFY", notify);
+        let api = spawn_with(db.clone(), &[("PAYD_WEBHOOKS__DISPATCH", "false"), notify]).await;
+        let sender = spawn_with(
+            db.clone(),
+            &[("PAYD_WEBHOOKS__POLL_INTERVAL_MS", poll_ms), notify],
+        )
+        .await;
+        // The sender's listener connects as it starts; give it that moment.
+        actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+        let receiver = Receiver::start().await;
+        let m = api.create_merchant("api-node").await;
+        endpoint(&api, &m, &receiver.url).await;
+        let mut times = Vec::new();
+        for n in 1..=10 {
+            let sent = std::time::Instant::now();
+            paid(&api, &m, json!({})).await;
+            let got = receiver.wait_for(n).await;
+            times.push(got[n - 1].at.saturating_duration_since(sent));
+        }
+        receiver.stop().await;
+        drop(sender);
+        times.sort();
+        times
+    }
+    if !TestDb::new().await.is_postgres() {
+        return; // SQLite is one process's database: there is no other instance to tell.
+    }
+    let announced = receipt_times("true", "60000").await;
+    let polled = receipt_times("false", "1000").await;
+    eprintln!(
+        "event to receipt across two instances, median / max of 10: announced {:?} / {:?}; polled every second {:?} / {:?}",
+        announced[5], announced[9], polled[5], polled[9]
+    );
+}

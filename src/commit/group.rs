@@ -15,11 +15,17 @@
 
 use std::{sync::Arc, time::Instant};
 
-use sea_orm::{ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
+    SqliteTransactionMode, TransactionOptions, TransactionTrait,
+};
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::{write, Change, CommitError, Committed};
-use crate::clock::{self, Timeline};
+use super::{write, Change, CommitError, Committed, Job, Writers};
+use crate::{
+    clock::{self, Timeline},
+    db::Wakes,
+};
 
 pub(super) type Outcome = Result<Committed, CommitError>;
 
@@ -31,17 +37,18 @@ pub(super) struct Pending {
     pub reply: oneshot::Sender<Outcome>,
 }
 
-/// Starts `writers` writers on threads of their own (a connection a writer opens is bound to
-/// its runtime, which lives as long as the channel does) and returns their queue. They stop
-/// when the last sender is dropped.
+/// Starts the writers on threads of their own (a connection a writer opens is bound to its
+/// runtime, which lives as long as the channel does) and returns their queue. They stop when
+/// the last sender is dropped.
 pub(super) fn start(
     conn: DatabaseConnection,
-    writers: usize,
-    max_batch: usize,
+    writers: Writers,
 ) -> std::io::Result<mpsc::UnboundedSender<Pending>> {
     let (tx, rx) = mpsc::unbounded_channel();
     let rx = Arc::new(Mutex::new(rx));
-    for i in 0..writers.max(1) {
+    let announce = writers.announce && conn.get_database_backend() == DbBackend::Postgres;
+    let conn = Writer { conn, announce };
+    for i in 0..writers.count.max(1) {
         let (conn, rx) = (conn.clone(), rx.clone());
         std::thread::Builder::new()
             .name(format!("payd-writer-{i}"))
@@ -50,17 +57,21 @@ pub(super) fn start(
                     .enable_all()
                     .build()
                     .expect("a writer's runtime");
-                runtime.block_on(run(conn, rx, max_batch.max(1)));
+                runtime.block_on(run(conn, rx, writers.max_batch.max(1)));
             })?;
     }
     Ok(tx)
 }
 
-async fn run(
+/// What a writer writes with.
+#[derive(Clone)]
+struct Writer {
     conn: DatabaseConnection,
-    queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>,
-    max_batch: usize,
-) {
+    /// `NOTIFY` what a transaction queued (PostgreSQL, `database.notify`).
+    announce: bool,
+}
+
+async fn run(conn: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max_batch: usize) {
     loop {
         let batch = {
             let mut queue = queue.lock().await;
@@ -105,12 +116,12 @@ enum Together {
     CommitFailed(DbErr),
 }
 
-async fn write_batch(conn: &DatabaseConnection, changes: &[(Change, Timeline)]) -> Vec<Outcome> {
+async fn write_batch(w: &Writer, changes: &[(Change, Timeline)]) -> Vec<Outcome> {
     if let [change] = changes {
-        return vec![alone(conn, change).await];
+        return vec![alone(w, change).await];
     }
-    let together = match write_together(conn, changes, false).await {
-        Together::ChangeFailed => write_together(conn, changes, true).await,
+    let together = match write_together(w, changes, false).await {
+        Together::ChangeFailed => write_together(w, changes, true).await,
         other => other,
     };
     match together {
@@ -126,7 +137,7 @@ async fn write_batch(conn: &DatabaseConnection, changes: &[(Change, Timeline)]) 
         Together::ChangeFailed | Together::Broken => {
             let mut outcomes = Vec::with_capacity(changes.len());
             for change in changes {
-                outcomes.push(alone(conn, change).await);
+                outcomes.push(alone(w, change).await);
             }
             outcomes
         }
@@ -134,12 +145,16 @@ async fn write_batch(conn: &DatabaseConnection, changes: &[(Change, Timeline)]) 
 }
 
 /// One change in a transaction of its own.
-async fn alone(conn: &DatabaseConnection, change: &(Change, Timeline)) -> Outcome {
-    let txn = conn.begin().await?;
+async fn alone(w: &Writer, change: &(Change, Timeline)) -> Outcome {
+    let txn = begin(w).await?;
     match on_timeline(&txn, change).await {
         Ok(committed) => {
+            let committed = committed.unwrap_or_default();
+            if w.announce {
+                announce(&txn, std::slice::from_ref(change), committed.deliveries > 0).await?;
+            }
             txn.commit().await?;
-            Ok(committed.unwrap_or_default())
+            Ok(committed)
         }
         Err(e) => {
             txn.rollback().await?;
@@ -148,12 +163,8 @@ async fn alone(conn: &DatabaseConnection, change: &(Change, Timeline)) -> Outcom
     }
 }
 
-async fn write_together(
-    conn: &DatabaseConnection,
-    changes: &[(Change, Timeline)],
-    savepoints: bool,
-) -> Together {
-    let Ok(txn) = conn.begin().await else {
+async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: bool) -> Together {
+    let Ok(txn) = begin(w).await else {
         return Together::Broken;
     };
     let mut outcomes = Vec::with_capacity(changes.len());
@@ -171,8 +182,17 @@ async fn write_together(
         };
         outcomes.push(outcome);
     }
+    let deliveries = outcomes.iter().flatten().any(|c| c.deliveries > 0);
+    if w.announce && announce(&txn, changes, deliveries).await.is_err() {
+        return rolled_back(txn, Together::Broken).await;
+    }
     match txn.commit().await {
-        Ok(()) => Together::Done(outcomes),
+        Ok(()) => {
+            for committed in outcomes.iter_mut().flatten() {
+                committed.shared = changes.len();
+            }
+            Together::Done(outcomes)
+        }
         Err(e) => Together::CommitFailed(e),
     }
 }
@@ -196,11 +216,47 @@ async fn under_savepoint(
     }
 }
 
+/// On PostgreSQL, tells every instance what this transaction queued: deliveries for their
+/// dispatchers, jobs due at once for their schedulers (`NOTIFY`, sent at `COMMIT` and dropped
+/// with a rollback; [`crate::db::listen_for_wakes`] hears it). Their polls stay the fallback.
+async fn announce(
+    txn: &impl ConnectionTrait,
+    changes: &[(Change, Timeline)],
+    deliveries: bool,
+) -> Result<(), DbErr> {
+    let jobs_due = changes.iter().any(|(c, _)| {
+        c.jobs.iter().any(|j| match j {
+            Job::Schedule { at, .. } | Job::ScheduleIfAbsent { at, .. } => *at <= c.at,
+            Job::Cancel { .. } => false,
+        })
+    });
+    for (wanted, what) in [(deliveries, Wakes::DELIVERIES), (jobs_due, Wakes::JOBS)] {
+        if wanted {
+            txn.execute_unprepared(&format!("NOTIFY {}, '{what}'", Wakes::CHANNEL))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 async fn rolled_back(txn: DatabaseTransaction, then: Together) -> Together {
     match txn.rollback().await {
         Ok(()) => then,
         Err(_) => Together::Broken,
     }
+}
+
+/// A writer's transaction. On SQLite it takes the write lock at `BEGIN` (`IMMEDIATE`), so
+/// that a transaction that reads before it writes cannot find the database changed under it
+/// by another connection's single statement (a dispatcher's or scheduler's claim): the busy
+/// timeout makes it wait for the lock instead.
+async fn begin(w: &Writer) -> Result<DatabaseTransaction, DbErr> {
+    w.conn
+        .begin_with_options(TransactionOptions {
+            sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+            ..Default::default()
+        })
+        .await
 }
 
 /// Writes a change on the timeline of the task that made it.

@@ -266,6 +266,8 @@ where
 pub struct Committed {
     /// Webhook deliveries its events queued (the caller wakes the dispatcher when > 0).
     pub deliveries: usize,
+    /// How many changes its transaction wrote (1 when it was alone).
+    pub shared: usize,
 }
 
 /// The database as the stores use it: reads and single statements go to the connection pool,
@@ -277,14 +279,30 @@ pub struct Db {
     writers: mpsc::UnboundedSender<group::Pending>,
 }
 
+/// How many group writers a [`Db`] starts, and how they write.
+#[derive(Debug, Clone, Copy)]
+pub struct Writers {
+    pub count: usize,
+    /// At most this many changes share a transaction.
+    pub max_batch: usize,
+    /// On PostgreSQL, announce what a transaction queued to every instance (`NOTIFY`).
+    pub announce: bool,
+}
+
+impl Writers {
+    pub fn of(settings: &crate::settings::DatabaseSettings) -> Self {
+        Self {
+            count: settings.writers(),
+            max_batch: settings.max_batch,
+            announce: settings.notify,
+        }
+    }
+}
+
 impl Db {
-    /// Starts `writers` group writers of at most `max_batch` changes a transaction each.
-    pub fn new(
-        conn: DatabaseConnection,
-        writers: usize,
-        max_batch: usize,
-    ) -> std::io::Result<Self> {
-        let writers = group::start(conn.clone(), writers, max_batch)?;
+    /// Starts the group writers.
+    pub fn new(conn: DatabaseConnection, writers: Writers) -> std::io::Result<Self> {
+        let writers = group::start(conn.clone(), writers)?;
         Ok(Self { conn, writers })
     }
 
@@ -292,7 +310,7 @@ impl Db {
     /// migrations run on [`Db::conn`].
     pub async fn connect(settings: &crate::settings::DatabaseSettings) -> anyhow::Result<Self> {
         let conn = crate::db::connect_to(settings).await?;
-        Ok(Self::new(conn, settings.writers(), settings.max_batch)?)
+        Ok(Self::new(conn, Writers::of(settings))?)
     }
 
     /// The connection pool underneath (migrations, pings, the scheduler's claims).
@@ -435,5 +453,8 @@ async fn write(
             }
         }
     }
-    Ok(Some(Committed { deliveries }))
+    Ok(Some(Committed {
+        deliveries,
+        shared: 1,
+    }))
 }
