@@ -384,19 +384,15 @@ impl Application {
         self.state.clone()
     }
 
-    /// On PostgreSQL, hears what other instances' commits queued (deliveries, jobs due at
-    /// once) and wakes this instance's dispatcher or scheduler for it.
+    /// On PostgreSQL, hears that another instance's commit queued deliveries and wakes this
+    /// instance's dispatcher (if it sends webhooks).
     fn listen_for_wakes(&self) -> Option<db::WakeListener> {
         let settings = &self.state.settings.database;
-        if !settings.notify || settings.is_sqlite() {
+        if !settings.notify || settings.is_sqlite() || !self.state.settings.webhooks.dispatch {
             return None;
         }
-        let (dispatcher, scheduler) = (self.state.dispatcher.clone(), self.state.scheduler.clone());
-        let heard = move |what: &str| match what {
-            db::Wakes::DELIVERIES => dispatcher.wake(),
-            db::Wakes::JOBS => scheduler.wake(),
-            _ => {}
-        };
+        let dispatcher = self.state.dispatcher.clone();
+        let heard = move || dispatcher.wake();
         let url = settings.url.clone();
         match db::listen_for_wakes(url, heard) {
             Ok(listener) => Some(listener),

@@ -125,25 +125,18 @@ pub async fn ping(db: &DatabaseConnection, within: Duration) -> bool {
     up
 }
 
-/// What commits announce to every instance on PostgreSQL (`NOTIFY payd_wake, '…'`), so that
-/// another instance's dispatcher or scheduler starts at once rather than at its next poll.
-pub struct Wakes;
+/// The PostgreSQL channel on which a commit that queued webhook deliveries tells every
+/// instance (`NOTIFY payd_deliveries`), so that another instance's dispatcher starts them at
+/// once rather than at its next poll.
+pub const WAKE_CHANNEL: &str = "payd_deliveries";
 
-impl Wakes {
-    pub const CHANNEL: &'static str = "payd_wake";
-    /// Deliveries were queued.
-    pub const DELIVERIES: &'static str = "deliveries";
-    /// Jobs due at once were scheduled.
-    pub const JOBS: &'static str = "jobs";
-}
-
-/// Listens on PostgreSQL for [`Wakes`] on a thread of its own and hands each payload to
-/// `heard`; after a lost connection (whose announcements are lost) it hands `heard` every kind,
+/// Listens on PostgreSQL on [`WAKE_CHANNEL`] on a thread of its own and calls `heard` for each
+/// announcement; after a lost connection (whose announcements are lost) it calls `heard` once,
 /// then listens again. Stops when the returned handle is dropped. (Its own thread and runtime:
 /// the listener's connection must be dropped inside the runtime that opened it.)
 pub fn listen_for_wakes(
     url: String,
-    heard: impl Fn(&str) + Send + 'static,
+    heard: impl Fn() + Send + 'static,
 ) -> std::io::Result<WakeListener> {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     std::thread::Builder::new()
@@ -168,31 +161,30 @@ pub struct WakeListener {
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
-async fn listen(url: &str, heard: &impl Fn(&str)) {
+async fn listen(url: &str, heard: &impl Fn()) {
     let mut failures = 0u32;
     loop {
         let e = listen_once(url, heard, &mut failures).await;
         failures += 1;
-        tracing::warn!(error = %e, "listening for other instances' commits failed; polling meanwhile");
-        heard(Wakes::DELIVERIES);
-        heard(Wakes::JOBS);
+        tracing::warn!(error = %e, "listening for other instances' deliveries failed; polling meanwhile");
+        heard();
         tokio::time::sleep(Duration::from_millis(200 * u64::from(failures.min(25)))).await;
     }
 }
 
-async fn listen_once(url: &str, heard: &impl Fn(&str), failures: &mut u32) -> sea_orm::sqlx::Error {
+async fn listen_once(url: &str, heard: &impl Fn(), failures: &mut u32) -> sea_orm::sqlx::Error {
     let mut listener = match sea_orm::sqlx::postgres::PgListener::connect(url).await {
         Ok(listener) => listener,
         Err(e) => return e,
     };
-    if let Err(e) = listener.listen(Wakes::CHANNEL).await {
+    if let Err(e) = listener.listen(WAKE_CHANNEL).await {
         return e;
     }
     loop {
         match listener.recv().await {
-            Ok(n) => {
+            Ok(_) => {
                 *failures = 0;
-                heard(n.payload());
+                heard();
             }
             Err(e) => return e,
         }

@@ -225,8 +225,8 @@ pub struct DatabaseSettings {
     /// At most this many changes share a transaction.
     #[serde(default = "default_max_batch")]
     pub max_batch: usize,
-    /// PostgreSQL: announce commits to the other instances and hear theirs
-    /// (`NOTIFY`/`LISTEN`).
+    /// PostgreSQL: announce the deliveries a commit queued to the other instances and hear
+    /// theirs (`NOTIFY`/`LISTEN`).
     #[serde(default = "yes")]
     pub notify: bool,
 }

@@ -67,6 +67,19 @@ pub fn describe_metrics() {
         Unit::Seconds,
         "Time of one delivery attempt"
     );
+    describe_histogram!(
+        "payd_commit_batch_size",
+        "Changes written in one transaction by a group writer"
+    );
+    describe_histogram!(
+        "payd_commit_batch_seconds",
+        Unit::Seconds,
+        "Time a group writer took to write and commit one batch"
+    );
+    // Registered now, so the families are exported before the first batch (the writers start
+    // before the recorder is installed).
+    let _ = metrics::histogram!("payd_commit_batch_size");
+    let _ = metrics::histogram!("payd_commit_batch_seconds");
     describe_gauge!(
         "payd_database_up",
         "1 when the last readiness check reached the database, else 0"

@@ -21,10 +21,10 @@ use sea_orm::{
 };
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::{write, Change, CommitError, Committed, Job, Writers};
+use super::{write, Change, CommitError, Committed, Writers};
 use crate::{
     clock::{self, Timeline},
-    db::Wakes,
+    db,
 };
 
 pub(super) type Outcome = Result<Committed, CommitError>;
@@ -150,8 +150,8 @@ async fn alone(w: &Writer, change: &(Change, Timeline)) -> Outcome {
     match on_timeline(&txn, change).await {
         Ok(committed) => {
             let committed = committed.unwrap_or_default();
-            if w.announce {
-                announce(&txn, std::slice::from_ref(change), committed.deliveries > 0).await?;
+            if w.announce && committed.deliveries > 0 {
+                announce(&txn).await?;
             }
             txn.commit().await?;
             Ok(committed)
@@ -183,7 +183,7 @@ async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: 
         outcomes.push(outcome);
     }
     let deliveries = outcomes.iter().flatten().any(|c| c.deliveries > 0);
-    if w.announce && announce(&txn, changes, deliveries).await.is_err() {
+    if w.announce && deliveries && announce(&txn).await.is_err() {
         return rolled_back(txn, Together::Broken).await;
     }
     match txn.commit().await {
@@ -216,27 +216,15 @@ async fn under_savepoint(
     }
 }
 
-/// On PostgreSQL, tells every instance what this transaction queued: deliveries for their
-/// dispatchers, jobs due at once for their schedulers (`NOTIFY`, sent at `COMMIT` and dropped
-/// with a rollback; [`crate::db::listen_for_wakes`] hears it). Their polls stay the fallback.
-async fn announce(
-    txn: &impl ConnectionTrait,
-    changes: &[(Change, Timeline)],
-    deliveries: bool,
-) -> Result<(), DbErr> {
-    let jobs_due = changes.iter().any(|(c, _)| {
-        c.jobs.iter().any(|j| match j {
-            Job::Schedule { at, .. } | Job::ScheduleIfAbsent { at, .. } => *at <= c.at,
-            Job::Cancel { .. } => false,
-        })
-    });
-    for (wanted, what) in [(deliveries, Wakes::DELIVERIES), (jobs_due, Wakes::JOBS)] {
-        if wanted {
-            txn.execute_unprepared(&format!("NOTIFY {}, '{what}'", Wakes::CHANNEL))
-                .await?;
-        }
-    }
-    Ok(())
+/// On PostgreSQL, tells every instance's dispatcher that this transaction queued deliveries
+/// (`NOTIFY`, sent at `COMMIT` and dropped with a rollback; [`crate::db::listen_for_wakes`]
+/// hears it), so that another instance starts them at once; polls stay the fallback. Jobs are
+/// not announced: a job due at once is the safety net of work its caller does inline, and
+/// another instance's scheduler taking it at once would race that work.
+async fn announce(txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+    txn.execute_unprepared(&format!("NOTIFY {}", db::WAKE_CHANNEL))
+        .await
+        .map(drop)
 }
 
 async fn rolled_back(txn: DatabaseTransaction, then: Together) -> Together {
