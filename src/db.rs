@@ -13,11 +13,15 @@ use sea_orm::{
 /// Any fixed number: the key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK: i64 = 0x0070_6179_646d_6967; // "paydmig"
 
-/// Connects to the configured database (`database.*`).
-pub async fn connect_to(settings: &DatabaseSettings) -> Result<DatabaseConnection, DbErr> {
+/// Connects to the configured database (`database.*`) with a pool of `max_connections`
+/// (`database.max_connections` when `None`).
+pub async fn connect_to(
+    settings: &DatabaseSettings,
+    max_connections: Option<u32>,
+) -> Result<DatabaseConnection, DbErr> {
     connect_with(
         &settings.url,
-        settings.max_connections,
+        max_connections.or(settings.max_connections),
         Duration::from_millis(settings.acquire_timeout_ms),
     )
     .await
@@ -42,12 +46,8 @@ pub async fn connect_with(
         .acquire_timeout(acquire_timeout);
     if url.starts_with("sqlite:") {
         ensure_sqlite_dir(url);
-        // Invariant: one writer. Transactions are the group writers' alone (one writer on
-        // SQLite), which take the write lock at BEGIN; every other write is a single statement
-        // that waits for it (busy timeout). The other connections read alongside (WAL). An
-        // in-memory database is one per connection, so it keeps one.
-        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-        opts.max_connections(max_connections.unwrap_or(if in_memory { 1 } else { 4 }));
+        // One connection unless asked: `commit::Db` writes through one and reads through others.
+        opts.max_connections(max_connections.unwrap_or(1));
         opts.map_sqlx_sqlite_opts(|o: SqliteConnectOptions| {
             o.journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)

@@ -114,7 +114,7 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             .await?
         }
         Command::Migrate => {
-            let conn = db::connect_to(&settings.database).await?;
+            let conn = db::connect_to(&settings.database, None).await?;
             db::migrate(&settings.database.url, &conn).await?;
             println!("payd: migrations applied");
         }

@@ -210,8 +210,8 @@ fn default_max_products_per_shop() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSettings {
     pub url: String,
-    /// Pool size: 4 on SQLite (one writer, the others read alongside; 1 in memory), 10 on
-    /// PostgreSQL.
+    /// Pool size: 4 on SQLite (one connection writes, the others read alongside; 1 in
+    /// memory), 10 on PostgreSQL.
     #[serde(default)]
     pub max_connections: Option<u32>,
     /// How long a request waits for a connection before it answers 503
@@ -219,7 +219,7 @@ pub struct DatabaseSettings {
     #[serde(default = "default_acquire_timeout_ms")]
     pub acquire_timeout_ms: u64,
     /// Group writers: each writes the changes that arrive together in one transaction.
-    /// Defaults to 1 on SQLite (it has one writer anyway) and 4 on PostgreSQL.
+    /// Defaults to 1 on SQLite (it has one writer anyway) and to the pool size on PostgreSQL.
     #[serde(default)]
     pub writers: Option<usize>,
     /// At most this many changes share a transaction.

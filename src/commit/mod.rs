@@ -270,12 +270,16 @@ pub struct Committed {
     pub shared: usize,
 }
 
-/// The database as the stores use it: reads and single statements go to the connection pool,
-/// changes to the group writers ([`commit`]). Cloned freely; the writers stop when the last
-/// clone is dropped.
+/// The database as the stores use it: changes go to the group writers ([`commit`]), queries
+/// to the readers, other single statements to the writers' pool. On PostgreSQL the readers
+/// are the same pool; on SQLite the writers' pool is one connection (the one writer: a single
+/// statement waits there for the writer's transaction instead of for SQLite's lock) and the
+/// readers are the others, reading alongside it (WAL). Cloned freely; the writers stop when
+/// the last clone is dropped.
 #[derive(Clone)]
 pub struct Db {
     conn: DatabaseConnection,
+    reads: DatabaseConnection,
     writers: mpsc::UnboundedSender<group::Pending>,
 }
 
@@ -300,22 +304,57 @@ impl Writers {
 }
 
 impl Db {
-    /// Starts the group writers.
+    /// Starts the group writers on `conn`, which also serves the queries.
     pub fn new(conn: DatabaseConnection, writers: Writers) -> std::io::Result<Self> {
+        Self::with_readers(conn.clone(), conn, writers)
+    }
+
+    fn with_readers(
+        conn: DatabaseConnection,
+        reads: DatabaseConnection,
+        writers: Writers,
+    ) -> std::io::Result<Self> {
         let writers = group::start(conn.clone(), writers)?;
-        Ok(Self { conn, writers })
+        Ok(Self {
+            conn,
+            reads,
+            writers,
+        })
     }
 
     /// Connects to the configured database (`database.*`) and starts its writers; the
     /// migrations run on [`Db::conn`].
     pub async fn connect(settings: &crate::settings::DatabaseSettings) -> anyhow::Result<Self> {
-        let conn = crate::db::connect_to(settings).await?;
-        Ok(Self::new(conn, Writers::of(settings))?)
+        let in_memory = settings.url.contains(":memory:") || settings.url.contains("mode=memory");
+        if !settings.is_sqlite() || in_memory {
+            let conn = crate::db::connect_to(settings, None).await?;
+            return Ok(Self::new(conn, Writers::of(settings))?);
+        }
+        let conn = crate::db::connect_to(settings, Some(1)).await?;
+        let readers = settings
+            .max_connections
+            .unwrap_or(4)
+            .saturating_sub(1)
+            .max(1);
+        let reads = crate::db::connect_to(settings, Some(readers)).await?;
+        Ok(Self::with_readers(conn, reads, Writers::of(settings))?)
     }
 
-    /// The connection pool underneath (migrations, pings, the scheduler's claims).
+    /// The writers' pool (migrations, pings, the scheduler's claims).
     pub fn conn(&self) -> &DatabaseConnection {
         &self.conn
+    }
+}
+
+impl Db {
+    /// The readers for a `SELECT`; the writers' pool for a statement that writes and returns
+    /// rows (`UPDATE … RETURNING`, an insert that returns its row).
+    fn pool_for(&self, stmt: &Statement) -> &DatabaseConnection {
+        let sql = stmt.sql.trim_start();
+        match sql.get(..6) {
+            Some(head) if head.eq_ignore_ascii_case("SELECT") => &self.reads,
+            _ => &self.conn,
+        }
     }
 }
 
@@ -334,11 +373,11 @@ impl ConnectionTrait for Db {
     }
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
-        self.conn.query_one_raw(stmt).await
+        self.pool_for(&stmt).query_one_raw(stmt).await
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
-        self.conn.query_all_raw(stmt).await
+        self.pool_for(&stmt).query_all_raw(stmt).await
     }
 
     fn support_returning(&self) -> bool {
