@@ -21,13 +21,33 @@ use sea_orm::{
 };
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::{write, Change, CommitError, Committed, Writers};
+use super::change::{write, Change, CommitError, Committed};
 use crate::{
     clock::{self, Timeline},
     db,
 };
 
 pub(super) type Outcome = Result<Committed, CommitError>;
+
+/// How many group writers a [`super::Db`] starts, and how they write.
+#[derive(Debug, Clone, Copy)]
+pub struct Writers {
+    pub count: usize,
+    /// At most this many changes share a transaction.
+    pub max_batch: usize,
+    /// On PostgreSQL, announce what a transaction queued to every instance (`NOTIFY`).
+    pub announce: bool,
+}
+
+impl Writers {
+    pub fn of(settings: &crate::settings::DatabaseSettings) -> Self {
+        Self {
+            count: settings.writers(),
+            max_batch: settings.max_batch,
+            announce: settings.notify,
+        }
+    }
+}
 
 /// A change waiting for its writer, the timeline of the task that made it (its jobs are
 /// scheduled on it), and where its outcome goes.
