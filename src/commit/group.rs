@@ -35,7 +35,7 @@ pub struct Writers {
     pub count: usize,
     /// At most this many changes share a transaction.
     pub max_batch: usize,
-    /// On PostgreSQL, announce what a transaction queued to every instance (`NOTIFY`).
+    /// On PostgreSQL, tell every instance when a transaction queued deliveries (`NOTIFY`).
     pub announce: bool,
 }
 
@@ -67,9 +67,9 @@ pub(super) fn start(
     let (tx, rx) = mpsc::unbounded_channel();
     let rx = Arc::new(Mutex::new(rx));
     let announce = writers.announce && conn.get_database_backend() == DbBackend::Postgres;
-    let conn = Writer { conn, announce };
+    let w = Writer { conn, announce };
     for i in 0..writers.count.max(1) {
-        let (conn, rx) = (conn.clone(), rx.clone());
+        let (w, rx) = (w.clone(), rx.clone());
         std::thread::Builder::new()
             .name(format!("payd-writer-{i}"))
             .spawn(move || {
@@ -77,7 +77,7 @@ pub(super) fn start(
                     .enable_all()
                     .build()
                     .expect("a writer's runtime");
-                runtime.block_on(run(conn, rx, writers.max_batch.max(1)));
+                runtime.block_on(run(w, rx, writers.max_batch.max(1)));
             })?;
     }
     Ok(tx)
@@ -87,11 +87,11 @@ pub(super) fn start(
 #[derive(Clone)]
 struct Writer {
     conn: DatabaseConnection,
-    /// `NOTIFY` what a transaction queued (PostgreSQL, `database.notify`).
+    /// `NOTIFY` when a transaction queued deliveries (PostgreSQL, `database.notify`).
     announce: bool,
 }
 
-async fn run(conn: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max_batch: usize) {
+async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max_batch: usize) {
     loop {
         let batch = {
             let mut queue = queue.lock().await;
@@ -113,7 +113,7 @@ async fn run(conn: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, 
             .into_iter()
             .map(|p| ((p.change, p.timeline), p.reply))
             .unzip();
-        let outcomes = write_batch(&conn, &changes).await;
+        let outcomes = write_batch(&w, &changes).await;
         metrics::histogram!("payd_commit_batch_size").record(size as f64);
         metrics::histogram!("payd_commit_batch_seconds").record(started.elapsed().as_secs_f64());
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
@@ -146,13 +146,10 @@ async fn write_batch(w: &Writer, changes: &[(Change, Timeline)]) -> Vec<Outcome>
     };
     match together {
         Together::Done(outcomes) => outcomes,
+        // The database's own error, so that a database gone is a 503 for every caller.
         Together::CommitFailed(e) => changes
             .iter()
-            .map(|_| {
-                Err(CommitError::Db(DbErr::Custom(format!(
-                    "commit failed: {e}"
-                ))))
-            })
+            .map(|_| Err(CommitError::Db(e.clone())))
             .collect(),
         Together::ChangeFailed | Together::Broken => {
             let mut outcomes = Vec::with_capacity(changes.len());
