@@ -9,10 +9,11 @@
 //! (another writer got there first) rolls it back as [`CommitError::LostRace`]; a failed
 //! [`Write::Require`] rolls it back as [`CommitError::Refused`].
 //!
-//! Changes are written by group writers ([`group`]): the changes of many actors that arrive
+//! Changes are written by group writers (`group.rs`): the changes of many actors that arrive
 //! together share one transaction, each answered with its own outcome after that transaction
-//! commits. Stores reach the database through [`Db`]: reads go to the pool, changes to the
-//! writers.
+//! commits. Stores reach the database through [`Db`]: queries go to the readers, changes to
+//! the writers. What a change is, and how one is written, is `change.rs`.
+
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
 };
