@@ -79,6 +79,10 @@ struct Args {
     /// the memory the first actors held is reused).
     #[arg(long)]
     retouch: bool,
+    /// The paced phase's rate (payments/s) instead of half of the create+confirm rate: for
+    /// comparing the latency of two builds at one rate.
+    #[arg(long)]
+    paced_rate: Option<f64>,
     /// Run only these phases (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     phases: Vec<Phase>,

@@ -45,13 +45,8 @@ pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
     }
 
     if args.wants(Phase::Paced) {
-        if let Some(max) = report
-            .confirm
-            .as_ref()
-            .map(Stats::rate)
-            .filter(|r| *r > 0.0)
-        {
-            let rate = max / 2.0;
+        let half = report.confirm.as_ref().map(|s| s.rate() / 2.0);
+        if let Some(rate) = args.paced_rate.or(half).filter(|r| *r > 0.0) {
             eprintln!("payd-bench: create+confirm paced at {rate:.0}/s");
             let stats = drive(c, secs, Some(rate), create_confirm.clone()).await;
             eprintln!("payd-bench:   {}", stats.summary());
