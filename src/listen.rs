@@ -119,19 +119,18 @@ pub async fn run(listen: Listen) -> anyhow::Result<()> {
 async fn forward(client: &awc::Client, url: &str, secret: &str, event: &Event) {
     let body = event.envelope.get().as_bytes().to_vec();
     let timestamp = crate::clock::wall_now().timestamp();
-    let signature = signer::signature_header([secret], &event.event_id, timestamp, &body);
-    let answer = client
-        .post(url)
-        .insert_header(("content-type", "application/json"))
-        .insert_header((
-            "user-agent",
-            concat!("payd-listen/", env!("CARGO_PKG_VERSION")),
-        ))
-        .insert_header(("webhook-id", event.event_id.as_str()))
-        .insert_header(("webhook-timestamp", timestamp.to_string()))
-        .insert_header(("webhook-signature", signature))
-        .send_body(body)
-        .await;
+    let headers = signer::request_headers(
+        [secret],
+        &event.event_id,
+        timestamp,
+        &body,
+        concat!("payd-listen/", env!("CARGO_PKG_VERSION")),
+    );
+    let mut req = client.post(url);
+    for (name, value) in &headers {
+        req = req.insert_header((name.as_str(), value.as_str()));
+    }
+    let answer = req.send_body(body).await;
     let outcome = match answer {
         Ok(res) => format!("[{}]", res.status().as_u16()),
         Err(e) => format!("[error: {e}]"),

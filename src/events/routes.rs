@@ -221,12 +221,7 @@ pub async fn list_events(
         },
         "evt",
     )?;
-    let mut q = event::Entity::find()
-        .filter(event::Column::MerchantId.eq(caller.merchant_id.as_str()))
-        .filter(event::Column::TestMode.eq(caller.test_mode()));
-    if let Some(shop) = caller.scope().list_shop(req.profile_id.as_deref())? {
-        q = q.filter(event::Column::ProfileId.eq(shop));
-    }
+    let mut q = visible_events(&caller, req.profile_id.as_deref())?;
     let visible = q.clone();
     if let Some(o) = &req.object_id {
         q = q.filter(event::Column::ObjectId.eq(o.as_str()));
@@ -244,16 +239,14 @@ pub async fn list_events(
         // Delivered: at least one delivery, and every one of them delivered.
         let with = |delivered: bool| {
             let status = delivery::Column::Status;
-            sea_orm::sea_query::Query::select()
-                .column(delivery::Column::EventId)
-                .from(delivery::Entity)
-                .and_where(delivery::Column::MerchantId.eq(caller.merchant_id.as_str()))
-                .and_where(if delivered {
+            with_deliveries(
+                &caller,
+                if delivered {
                     status.eq("delivered")
                 } else {
                     status.ne("delivered")
-                })
-                .to_owned()
+                },
+            )
         };
         let done = sea_orm::Condition::all()
             .add(event::Column::Id.in_subquery(with(true)))
@@ -382,26 +375,16 @@ pub async fn replay_events(
             return Err(ApiError::invalid_param("starting_after", "not an event id"));
         }
     }
-    let mut q = event::Entity::find()
-        .filter(event::Column::MerchantId.eq(caller.merchant_id.as_str()))
-        .filter(event::Column::TestMode.eq(caller.test_mode()))
+    let mut q = visible_events(&caller, req.profile_id.as_deref())?
         .filter(event::Column::CreatedAt.gte(req.since));
     if let Some(until) = req.until {
         q = q.filter(event::Column::CreatedAt.lt(until));
-    }
-    if let Some(shop) = caller.scope().list_shop(req.profile_id.as_deref())? {
-        q = q.filter(event::Column::ProfileId.eq(shop));
     }
     if !types.is_empty() {
         q = q.filter(event::Column::EventType.is_in(types));
     }
     if req.only_failed {
-        let failed = sea_orm::sea_query::Query::select()
-            .column(delivery::Column::EventId)
-            .from(delivery::Entity)
-            .and_where(delivery::Column::MerchantId.eq(caller.merchant_id.as_str()))
-            .and_where(delivery::Column::Status.eq("failed"))
-            .to_owned();
+        let failed = with_deliveries(&caller, delivery::Column::Status.eq("failed"));
         q = q.filter(event::Column::Id.in_subquery(failed));
     }
     if let Some(after) = &req.starting_after {
@@ -448,6 +431,34 @@ pub async fn replay_events(
         return Err(too_many_retries());
     }
     Ok(HttpResponse::Accepted().json(queued))
+}
+
+/// The caller's events in its mode, of the shop it names or is scoped to (all its shops'
+/// otherwise).
+fn visible_events(
+    caller: &Caller,
+    profile_id: Option<&str>,
+) -> Result<sea_orm::Select<event::Entity>, ApiError> {
+    let mut q = event::Entity::find()
+        .filter(event::Column::MerchantId.eq(caller.merchant_id.as_str()))
+        .filter(event::Column::TestMode.eq(caller.test_mode()));
+    if let Some(shop) = caller.scope().list_shop(profile_id)? {
+        q = q.filter(event::Column::ProfileId.eq(shop));
+    }
+    Ok(q)
+}
+
+/// The ids of the caller's events with a delivery matching `status` (a subquery).
+fn with_deliveries(
+    caller: &Caller,
+    status: sea_orm::sea_query::SimpleExpr,
+) -> sea_orm::sea_query::SelectStatement {
+    sea_orm::sea_query::Query::select()
+        .column(delivery::Column::EventId)
+        .from(delivery::Entity)
+        .and_where(delivery::Column::MerchantId.eq(caller.merchant_id.as_str()))
+        .and_where(status)
+        .to_owned()
 }
 
 fn too_many_retries() -> ApiError {

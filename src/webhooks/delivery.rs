@@ -107,22 +107,13 @@ pub async fn attempt(
             };
         }
     };
-    let signature = signer::signature_header(
+    let headers = signer::request_headers(
         secrets.iter().map(String::as_str),
         &event.id,
         timestamp,
         event.payload.as_bytes(),
+        concat!("payd-webhooks/", env!("CARGO_PKG_VERSION")),
     );
-    let headers = vec![
-        ("content-type".to_owned(), "application/json".to_owned()),
-        (
-            "user-agent".to_owned(),
-            concat!("payd-webhooks/", env!("CARGO_PKG_VERSION")).to_owned(),
-        ),
-        ("webhook-id".to_owned(), event.id.clone()),
-        ("webhook-timestamp".to_owned(), timestamp.to_string()),
-        ("webhook-signature".to_owned(), signature),
-    ];
     let mut req = client.post(&endpoint.url).timeout(timeout);
     for (name, value) in &headers {
         req = req.insert_header((name.as_str(), value.as_str()));

@@ -46,6 +46,27 @@ pub fn signature_header<'a>(
         .join(" ")
 }
 
+/// The headers of a signed request, in the order sent: content type, `user_agent`, and the
+/// Standard Webhooks id, timestamp and signature.
+pub fn request_headers<'a>(
+    secrets: impl IntoIterator<Item = &'a str>,
+    id: &str,
+    timestamp: i64,
+    body: &[u8],
+    user_agent: &str,
+) -> Vec<(String, String)> {
+    vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        ("user-agent".to_owned(), user_agent.to_owned()),
+        ("webhook-id".to_owned(), id.to_owned()),
+        ("webhook-timestamp".to_owned(), timestamp.to_string()),
+        (
+            "webhook-signature".to_owned(),
+            signature_header(secrets, id, timestamp, body),
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
