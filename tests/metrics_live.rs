@@ -38,15 +38,7 @@ async fn passivation_and_the_retry_backlog_show_in_metrics() {
     let m = app.create_merchant("Acme").await;
     let receiver = Receiver::start().await;
     receiver.set_default(Reply::status(500));
-    let r = app
-        .call(
-            &m,
-            Method::PUT,
-            &format!("/account/shops/{}/webhook", m.profile_id),
-            Some(json!({"url": receiver.url})),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    app.set_webhook(&m, &receiver.url).await;
 
     // A payment's actor, idle past its timeout, is passivated and counted.
     let passivated = "payd_actor_passivations_total{kind=\"payment\"}";

@@ -250,15 +250,7 @@ async fn a_replay_queues_the_failed_events_of_a_range_within_its_bound() {
     let app = spawn_with(db, &[("PAYD_WEBHOOKS__REPLAY_MAX", "50")]).await;
     let receiver = Receiver::start().await;
     let m = app.create_merchant("Acme").await;
-    let r = app
-        .call(
-            &m,
-            Method::PUT,
-            &format!("/account/shops/{}/webhook", m.profile_id),
-            Some(json!({"url": receiver.url})),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    app.set_webhook(&m, &receiver.url).await;
     let since = app.clock.now() - Duration::minutes(1);
 
     // 30 events the receiver refuses (400: failed at once), then 70 it takes.

@@ -7,7 +7,6 @@ mod common;
 
 use std::sync::Arc;
 
-use actix_web::http::Method;
 use common::{card, receiver::Receiver, sim, spawn_with, Merchant, TestApp, TestDb};
 use payd::sealed::{reseal, Keyring};
 use payd_entity::{processor_account, webhook_endpoint};
@@ -25,21 +24,6 @@ async fn stored(db: &TestDb) -> (Vec<webhook_endpoint::Model>, Vec<processor_acc
         webhook_endpoint::Entity::find().all(&conn).await.unwrap(),
         processor_account::Entity::find().all(&conn).await.unwrap(),
     )
-}
-
-/// Points the shop's webhook at the receiver; returns the secret the answer showed (a new
-/// one when the endpoint is created, none when it is updated).
-async fn endpoint(app: &TestApp, m: &Merchant, receiver: &Receiver) -> String {
-    let r = app
-        .call(
-            m,
-            Method::PUT,
-            &format!("/account/shops/{}/webhook", m.profile_id),
-            Some(json!({"url": receiver.url})),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body["secret"].as_str().unwrap_or_default().to_owned()
 }
 
 /// A payment (through the shop's remote processor, if it has one); the delivery of its event,
@@ -67,7 +51,7 @@ async fn stored_secrets_are_sealed_and_keep_working_across_a_master_key_rotation
     let (_sim, sim_url) = sim::start_sim().await;
     sim::add_remote(&app, &m, &sim_url, 2_000).await;
     let receiver = Receiver::start().await;
-    let secret = endpoint(&app, &m, &receiver).await;
+    let secret = app.set_webhook(&m, &receiver.url).await;
     assert!(secret.starts_with("whsec_"));
 
     let (endpoints, accounts) = stored(&db).await;
@@ -103,7 +87,7 @@ async fn stored_secrets_are_sealed_and_keep_working_across_a_master_key_rotation
 
     let app = spawn_with(db.clone(), &[("PAYD_SECURITY__MASTER_KEY", SECOND)]).await;
     let receiver = Receiver::start().await;
-    endpoint(&app, &m, &receiver).await;
+    app.set_webhook(&m, &receiver.url).await;
     pay_and_verify(&app, &m, &receiver, &secret).await;
 }
 
@@ -114,7 +98,7 @@ async fn secrets_stored_in_plain_text_are_sealed_at_start_up() {
     let app = spawn_with(db.clone(), &[("PAYD_SECURITY__MASTER_KEY", FIRST)]).await;
     let m = app.create_merchant("Acme").await;
     let receiver = Receiver::start().await;
-    let secret = endpoint(&app, &m, &receiver).await;
+    let secret = app.set_webhook(&m, &receiver.url).await;
     // As an older payd stored it.
     let conn = payd::db::connect(&db.url, Some(1)).await.unwrap();
     webhook_endpoint::Entity::update_many()

@@ -344,6 +344,21 @@ impl TestApp {
         }
     }
 
+    /// Points the merchant's shop's webhook at `url`; returns the signing secret the answer
+    /// showed (a new one when the endpoint is created, empty when it is updated).
+    pub async fn set_webhook(&self, m: &Merchant, url: &str) -> String {
+        let r = self
+            .call(
+                m,
+                Method::PUT,
+                &format!("/account/shops/{}/webhook", m.profile_id),
+                Some(serde_json::json!({ "url": url })),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["secret"].as_str().unwrap_or_default().to_owned()
+    }
+
     /// A request as the merchant's server sends it: secret key and its default shop.
     pub async fn call(
         &self,
