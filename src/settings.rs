@@ -515,7 +515,7 @@ impl Settings {
         if std::net::SocketAddr::from_str(&self.listen).is_err() {
             return bad("listen", "expected host:port, e.g. 127.0.0.1:8080");
         }
-        if !(self.database.url.starts_with("sqlite:")
+        if !(self.database.is_sqlite()
             || self.database.url.starts_with("postgres://")
             || self.database.url.starts_with("postgresql://"))
         {
