@@ -635,6 +635,61 @@ async fn created_subscriptions_are_confirmed_on_the_checkout_or_by_the_merchant_
     );
 }
 
+/// A checkout paid just before the deadline for the first payment: the tick at the deadline
+/// finds the payment succeeded and settles the subscription `active`. It must never void a
+/// cycle the buyer paid and expire the subscription.
+#[actix_web::test]
+async fn a_first_payment_made_just_before_the_deadline_is_settled_not_voided() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let c = app
+        .call(&m, Method::POST, "/customers", Some(json!({"name": "Bo"})))
+        .await;
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    let price = monthly(&app, &m, 900).await;
+    let body = json!({"customer_id": cid, "items": [{"price_id": price}]});
+    let created = post(&app, &m, "/subscriptions/create", body).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["subscription_id"].as_str().unwrap().to_owned();
+    let pid = cycles(&app, &m, &id).await[0]["payment_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let start = app.clock.now();
+    app.clock
+        .set(start + Duration::hours(24) - Duration::seconds(10));
+    let secret = get(&app, &m, &format!("/payments/{pid}")).await.body["client_secret"].clone();
+    let paid = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{pid}/confirm"),
+            None,
+            Some(&json!({"client_secret": secret, "card": card("4242424242424242")["card"]})),
+            &[],
+        )
+        .await;
+    assert_eq!(paid.body["status"], "succeeded", "{}", paid.body);
+    // One step well past the deadline: the tick there is the first to look at the payment.
+    let s = until(&app, &m, &id, start + Duration::hours(30), |s, c| {
+        s["status"] != "created" && c[0]["status"] != "open"
+    })
+    .await;
+    assert_eq!(s["status"], "active", "{s}");
+    let c = cycles(&app, &m, &id).await;
+    assert_eq!(
+        (c[0]["status"].as_str(), c[0]["payment_id"].as_str()),
+        (Some("paid"), Some(pid.as_str()))
+    );
+    assert_eq!(
+        app.event_types(&m, &id).await,
+        [
+            "subscription_created",
+            "subscription_active",
+            "invoice_paid"
+        ]
+    );
+}
+
 /// `amount × remaining / total`, rounded half up: the documented rule, computed here on its own.
 fn prorate(amount: i64, remaining: i64, total: i64) -> i64 {
     (amount * remaining * 2 + total) / (2 * total)

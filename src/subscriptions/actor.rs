@@ -393,31 +393,9 @@ async fn step(
             let Some(c) = open_cycle(deps, s).await? else {
                 return Ok(s.clone());
             };
-            // The hosted checkout's payment must never be paid as well: it is cancelled first,
-            // unless the buyer paid it already (then that is the first cycle's payment).
-            if let Some(pid) = &c.payment_id {
-                if let Some(p) = payments::store::find(&deps.db, pid).await? {
-                    match p.status.as_str() {
-                        "requires_payment_method" | "requires_confirmation" => {
-                            let cancel = payments::actor::run(
-                                &deps.payments,
-                                pid,
-                                None,
-                                payments::actor::Command::Cancel,
-                                None,
-                            )
-                            .await;
-                            if let Err(e) = cancel {
-                                tracing::info!(subscription_id = %s.id, error = %e, "the checkout payment could not be cancelled");
-                                return settle(deps, s, c, now).await;
-                            }
-                        }
-                        "succeeded" | "processing" | "requires_customer_action" => {
-                            return settle(deps, s, c, now).await;
-                        }
-                        _ => {}
-                    }
-                }
+            // The hosted checkout's payment must never be paid as well.
+            if let Some(settled) = withdraw_first_charge(deps, s, &c, now).await? {
+                return Ok(settled);
             }
             let mut with = s.clone();
             with.mandate_id = Some(mandate.0.clone());
@@ -486,6 +464,48 @@ fn proration_lines(amount: i64) -> String {
     .to_string()
 }
 
+/// Withdraws the first charge of a `created` subscription before it is confirmed another way
+/// or expires: a payment still waiting for the buyer (the hosted checkout's) is cancelled, so
+/// it can no longer be paid; `None` then, or when there is none. A payment the buyer already
+/// paid, or one on its way, is the first cycle's payment: it is settled instead, and that is
+/// returned.
+async fn withdraw_first_charge(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    c: &subscription_cycle::Model,
+    now: DateTime<Utc>,
+) -> Result<Option<subscription::Model>, SubscriptionError> {
+    let Some(pid) = &c.payment_id else {
+        return Ok(None);
+    };
+    let Some(p) = payments::store::find(&deps.db, pid).await? else {
+        return Ok(None);
+    };
+    match p.status.as_str() {
+        "requires_payment_method" | "requires_confirmation" => {
+            let cancel = payments::actor::run(
+                &deps.payments,
+                pid,
+                None,
+                payments::actor::Command::Cancel,
+                None,
+            )
+            .await;
+            match cancel {
+                Ok(_) => Ok(None),
+                Err(e) => {
+                    tracing::info!(subscription_id = %s.id, error = %e, "the first charge's payment could not be cancelled");
+                    Ok(Some(settle(deps, s, c.clone(), now).await?))
+                }
+            }
+        }
+        "succeeded" | "processing" | "requires_customer_action" => {
+            Ok(Some(settle(deps, s, c.clone(), now).await?))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Whatever is due on the subscription now.
 async fn tick(
     deps: &SubscriptionDeps,
@@ -504,6 +524,12 @@ async fn tick(
     if status == Status::Created {
         if !expired {
             return Ok(s.clone());
+        }
+        // A first charge the buyer paid (or that is still on its way) is settled, never voided.
+        if let Some(c) = open.as_ref().filter(|c| c.charging) {
+            if let Some(settled) = withdraw_first_charge(deps, s, c, now).await? {
+                return Ok(settled);
+            }
         }
         let next = Next {
             status: Status::InActive,

@@ -303,14 +303,11 @@ async fn collect_first(
 ) -> Result<subscription::Model, ApiError> {
     let cycle = new_cycle(&s, 1, now);
     s.open_cycle_id = Some(cycle.id.clone());
-    store::insert(
-        &subscriptions.deps().db,
-        &s,
-        Some(&cycle),
-        vec![],
-        Some(now),
-    )
-    .await?;
+    // The job comes after the charge's check time: it settles the charge only if this
+    // request did not (a crash), so no other instance races the charge made here.
+    let deps = subscriptions.deps();
+    let due = store::next_due(&s, Some(&cycle), deps.confirm_within);
+    store::insert(&deps.db, &s, Some(&cycle), vec![], due).await?;
     let exec = Exec {
         scope: None,
         command: Command::Tick,

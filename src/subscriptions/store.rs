@@ -133,7 +133,15 @@ pub fn next_due(
         false => c.next_attempt_at,
     });
     let due = match status {
-        Status::Created => Some(s.created_at + confirm_within),
+        Status::Created => {
+            let deadline = s.created_at + confirm_within;
+            // Past its deadline, a first charge still on its way is checked, not expired (the
+            // tick at the deadline settles a paid one and withdraws one nobody paid).
+            match open {
+                Some(c) if c.charging && c.updated_at >= deadline => None,
+                _ => Some(deadline),
+            }
+        }
         // An unpaid subscription renews again once its open cycle is paid.
         Status::Unpaid => None,
         _ => Some(s.current_period_end),
