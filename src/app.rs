@@ -267,7 +267,12 @@ impl Application {
         });
         let scheduler = Arc::new(scheduler);
         let now = clock.now();
-        for job in [IDEMPOTENCY_PURGE, FILE_CHUNK_PURGE, risk::store::ASSESS_JOB] {
+        for job in [
+            IDEMPOTENCY_PURGE,
+            FILE_CHUNK_PURGE,
+            risk::store::ASSESS_JOB,
+            webhooks::retention::PURGE_JOB,
+        ] {
             scheduler::schedule_if_absent(&db, now, job, "all", now).await?;
         }
 
@@ -608,6 +613,18 @@ fn build_scheduler(
         async move {
             match idempotency::purge_expired(&db, clock.now(), ttl).await {
                 Ok(_) => Outcome::RunAt(clock.now() + ChronoDuration::hours(1)),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
+    let (purge_db, purge_clock) = (db.clone(), clock.clone());
+    let webhooks = Arc::new(settings.webhooks.clone());
+    scheduler.register(webhooks::retention::PURGE_JOB, move |_job| {
+        let (db, clock, webhooks) = (purge_db.clone(), purge_clock.clone(), webhooks.clone());
+        async move {
+            let every = ChronoDuration::seconds(webhooks.purge_interval_secs as i64);
+            match webhooks::retention::run(&db, &webhooks, clock.now()).await {
+                Ok(_) => Outcome::RunAt(clock.now() + every),
                 Err(e) => Outcome::Failed(e.to_string()),
             }
         }

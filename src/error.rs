@@ -141,6 +141,11 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, ErrorType::Conflict, code, message)
     }
 
+    /// 410: what was asked for existed and is gone for good (purged by retention).
+    pub fn gone(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::GONE, ErrorType::InvalidRequest, code, message)
+    }
+
     /// 409 `limit_reached`: the merchant is at one of its configured bounds, named here.
     pub fn limit_reached(limit: &str, max: impl std::fmt::Display) -> Self {
         Self::conflict(

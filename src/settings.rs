@@ -410,6 +410,14 @@ pub struct WebhookSettings {
     /// Whether this instance sends webhooks (false: an API-only node).
     #[serde(default = "yes")]
     pub dispatch: bool,
+    /// An endpoint that has failed without one success for this long is disabled.
+    pub disable_after_secs: u64,
+    /// How often the retention purge (and the sweep for failing endpoints) runs.
+    pub purge_interval_secs: u64,
+    /// Delivery attempts older than this are deleted.
+    pub attempt_retention_secs: u64,
+    /// Event payloads older than this are replaced with a tombstone (the event stays listed).
+    pub payload_retention_secs: u64,
 }
 
 impl WebhookSettings {
@@ -660,6 +668,17 @@ impl Settings {
         }
         if w.replay_max == 0 {
             return bad("webhooks.replay_max", "must be greater than 0");
+        }
+        for (name, secs) in [
+            ("webhooks.disable_after_secs", w.disable_after_secs),
+            ("webhooks.purge_interval_secs", w.purge_interval_secs),
+            ("webhooks.attempt_retention_secs", w.attempt_retention_secs),
+            ("webhooks.payload_retention_secs", w.payload_retention_secs),
+        ] {
+            // Beyond a century, the time arithmetic would overflow.
+            if secs == 0 || secs > 3_153_600_000 {
+                return bad(name, "must be between 1 second and 100 years");
+            }
         }
         let r = &self.risk;
         let bands = [r.elevated, r.high, r.critical];

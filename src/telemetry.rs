@@ -62,6 +62,18 @@ pub fn describe_metrics() {
         "payd_webhook_deliveries_total",
         "Delivery attempts by what they left the delivery: delivered, retrying, failed"
     );
+    describe_gauge!(
+        "payd_webhook_endpoints_disabled",
+        "Endpoints payd disabled because they failed without a success for webhooks.disable_after_secs"
+    );
+    describe_gauge!(
+        "payd_webhook_endpoints_failing",
+        "Enabled endpoints that have failed without a success for more than an hour"
+    );
+    describe_counter!(
+        "payd_webhook_purged_rows_total",
+        "Rows the retention purge removed: delivery attempts deleted (kind=attempt), event payloads replaced by a tombstone (kind=payload)"
+    );
     describe_histogram!(
         "payd_webhook_attempt_seconds",
         Unit::Seconds,

@@ -53,6 +53,8 @@ const NAMED: &[(&str, &str)] = &[
     ("scheduler", "store"),
     ("commit", "store"),
     ("events::outbox", "store"),
+    ("webhooks::health", "store"),
+    ("webhooks::retention", "store"),
     ("processors", "store"),
     ("outbound", "store"),
     ("sealed", "store"),

@@ -43,6 +43,10 @@ async fn every_actor_and_webhook_series_exists_at_zero_from_start_up() {
         "payd_webhook_deliveries_total{outcome=\"retrying\"}",
         "payd_webhook_deliveries_total{outcome=\"failed\"}",
         "payd_webhook_attempt_seconds_count",
+        "payd_webhook_endpoints_disabled",
+        "payd_webhook_endpoints_failing",
+        "payd_webhook_purged_rows_total{kind=\"attempt\"}",
+        "payd_webhook_purged_rows_total{kind=\"payload\"}",
     ] {
         assert_eq!(value(series).as_deref(), Some("0"), "{series} in:\n{text}");
     }

@@ -15,6 +15,8 @@ pub struct Model {
     /// The envelope's JSON text: the body of every delivery attempt, byte for byte.
     pub payload: String,
     pub created_at: DateTimeUtc,
+    /// When the retention purge replaced the payload with a tombstone (`null`).
+    pub purged_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

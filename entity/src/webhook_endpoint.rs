@@ -18,6 +18,17 @@ pub struct Model {
     pub enabled: bool,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+    /// Attempts failed since the last success.
+    pub consecutive_failures: i32,
+    /// The first failure after the last success; `None` while healthy.
+    pub failing_since: Option<DateTimeUtc>,
+    pub last_success_at: Option<DateTimeUtc>,
+    /// `failing` when payd disabled it, `merchant` when its shop's keys did.
+    pub disabled_reason: Option<String>,
+    /// The most requests a second payd sends it (per instance); `None`: no limit.
+    pub max_per_second: Option<i32>,
+    /// The mode of the keys that last configured it: its own events carry it.
+    pub test_mode: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

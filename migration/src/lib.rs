@@ -31,6 +31,7 @@ mod m20261124_000022_add_subscription_term;
 mod m20261124_000023_create_invoices;
 mod m20261124_000024_create_ledger_and_payouts;
 mod m20261124_000025_create_risk_assessments;
+mod m20261125_000026_add_webhook_operations;
 
 pub struct Migrator;
 
@@ -63,6 +64,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000023_create_invoices::Migration),
             Box::new(m20261124_000024_create_ledger_and_payouts::Migration),
             Box::new(m20261124_000025_create_risk_assessments::Migration),
+            Box::new(m20261125_000026_add_webhook_operations::Migration),
         ]
     }
 }

@@ -51,6 +51,9 @@ pub struct CustomerFields {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Customer {
     pub customer_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     pub name: Option<String>,
     pub email: Option<String>,
     pub phone: Option<String>,
@@ -69,6 +72,7 @@ impl From<&customer::Model> for Customer {
     fn from(c: &customer::Model) -> Self {
         Self {
             customer_id: c.id.clone(),
+            version: c.version,
             name: c.name.clone(),
             email: c.email.clone(),
             phone: c.phone.clone(),
@@ -125,6 +129,9 @@ impl SavedMethod {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Mandate {
     pub mandate_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     pub customer_id: String,
     pub payment_method_id: String,
     /// `single_use` or `multi_use`.
@@ -145,6 +152,7 @@ impl From<&mandate::Model> for Mandate {
     fn from(m: &mandate::Model) -> Self {
         Self {
             mandate_id: m.id.clone(),
+            version: m.version,
             customer_id: m.customer_id.clone(),
             payment_method_id: m.payment_method_id.clone(),
             mandate_type: m.mandate_type.clone(),

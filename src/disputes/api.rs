@@ -10,6 +10,9 @@ use crate::pagination::ListQuery;
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Dispute {
     pub dispute_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     pub payment_id: String,
     /// The amount the buyer disputes, in minor units.
     pub amount: i64,
@@ -39,6 +42,7 @@ impl Dispute {
     pub fn render(d: &payd_entity::dispute::Model) -> Self {
         Self {
             dispute_id: d.id.clone(),
+            version: d.version,
             payment_id: d.payment_id.clone(),
             amount: d.amount,
             currency: d.currency.clone(),

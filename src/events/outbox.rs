@@ -11,7 +11,10 @@ use sea_orm::{
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::{ids::new_id, webhooks::store::delivery_row};
+use crate::{
+    ids::new_id,
+    webhooks::store::{delivery_row, ENDPOINT_DISABLED},
+};
 
 /// An event about to be recorded. `object` is the object's JSON exactly as the API renders it.
 pub struct NewEvent<'a> {
@@ -73,10 +76,11 @@ pub async fn record(
         object_id: Set(e.object_id.to_owned()),
         payload: Set(payload),
         created_at: Set(now),
+        purged_at: Set(None),
     }
     .insert(db)
     .await?;
-    let Some(profile_id) = e.profile_id else {
+    let Some(profile_id) = e.profile_id.filter(|_| e.event_type != ENDPOINT_DISABLED) else {
         return Ok(0);
     };
     let endpoints = webhook_endpoint::Entity::find()

@@ -109,9 +109,12 @@ pub struct EventView {
     /// `delivered`, `pending`, `paused` (its endpoint is paused), `failed`, or `none` (no
     /// endpoint was configured).
     pub delivery_status: String,
-    /// The envelope exactly as posted.
-    #[schema(value_type = Object)]
+    /// The envelope exactly as posted; `null` once purged.
+    #[schema(value_type = Option<Object>)]
     pub envelope: Box<serde_json::value::RawValue>,
+    /// The payload is past `webhooks.payload_retention_secs` and was purged: the event stays
+    /// listed, and cannot be sent again (410 `event_payload_purged`).
+    pub purged: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -269,6 +272,7 @@ pub async fn list_events(
             envelope: serde_json::value::RawValue::from_string(e.payload).unwrap_or_else(|_| {
                 serde_json::value::RawValue::from_string("null".into()).expect("null is JSON")
             }),
+            purged: e.purged_at.is_some(),
             event_id: e.id,
             event_type: e.event_type,
             object_id: e.object_id,
@@ -309,7 +313,7 @@ pub async fn list_attempts(
 #[utoipa::path(post, path = "/events/{merchant_id}/{event_id}/retry", tag = "events",
     params(("merchant_id" = String, Path), ("event_id" = String, Path)),
     responses((status = 202, body = RetryQueued), (status = 404, body = crate::error::ErrorBody),
-        (status = 409, body = crate::error::ErrorBody)),
+        (status = 409, body = crate::error::ErrorBody), (status = 410, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn retry_event(
     SecretKey(caller): SecretKey,
@@ -405,8 +409,14 @@ pub async fn replay_events(
                 retries.extend(r);
                 event_ids.push(e.id.clone());
             }
-            // The shop has no endpoint to send to, or only a paused one.
-            Err(err) if matches!(err.code, "no_endpoint" | "endpoint_disabled") => {
+            // The shop has no endpoint to send to, or only a paused one; or the event is not
+            // to be sent (purged, or about the endpoint itself).
+            Err(err)
+                if matches!(
+                    err.code,
+                    "no_endpoint" | "endpoint_disabled" | "event_payload_purged" | "event_not_sent"
+                ) =>
+            {
                 skipped.push(e.id.clone())
             }
             Err(err) => return Err(err),

@@ -291,6 +291,9 @@ impl ListInvoicesQuery {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Invoice {
     pub invoice_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     /// `invoice` or `credit_note`.
     pub kind: String,
     /// `draft`, `open`, `paid`, `void`, `uncollectible`; a credit note is `issued`.
@@ -354,6 +357,7 @@ impl Invoice {
         };
         Self {
             invoice_id: m.id.clone(),
+            version: m.version,
             kind: m.kind.clone(),
             status: m.status.clone(),
             number: m.number.clone(),

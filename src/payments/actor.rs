@@ -683,6 +683,8 @@ async fn commit(
     {
         changes.dispute_due = Some(after.updated_at + deps.settle_delay());
     }
+    // The row as committed: the event's object carries the version this commit writes.
+    let after = store::raised(m, after);
     if let Some(event_type) = event_for(m, &after, changes.trigger) {
         changes.events.insert(
             0,
@@ -1559,7 +1561,9 @@ async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
     commit(deps, m, store::with_state(m, &next, now), plain("expire")).await
 }
 
-/// `refund_succeeded` or `refund_failed`, once a refund has settled either way.
+/// `refund_succeeded` or `refund_failed`, once a refund has settled either way. `r` is the
+/// refund before its commit; the event's object is the refund as that commit writes it (its
+/// version raised).
 fn refund_event(r: &refund::Model) -> Option<Announcement> {
     let event_type = match r.status.as_str() {
         "succeeded" => "refund_succeeded",
@@ -1570,7 +1574,8 @@ fn refund_event(r: &refund::Model) -> Option<Announcement> {
         event_type,
         content_type: "refund_details",
         object_id: r.id.clone(),
-        object: serde_json::to_string(&Refund::render(r)).unwrap_or_default(),
+        object: serde_json::to_string(&Refund::render(&store::refund_raised(r)))
+            .unwrap_or_default(),
     })
 }
 

@@ -258,6 +258,9 @@ pub struct RedirectToUrl {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Payment {
     pub payment_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     pub status: String,
     pub amount: i64,
     pub currency: String,
@@ -298,6 +301,7 @@ impl Payment {
         let base = public_url.trim_end_matches('/');
         Self {
             payment_id: m.id.clone(),
+            version: m.version,
             status: m.status.clone(),
             amount: m.amount,
             currency: m.currency.clone(),
@@ -346,6 +350,9 @@ impl Payment {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Refund {
     pub refund_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     pub payment_id: String,
     /// `pending`, `manual_review`, `succeeded` or `failed`.
     pub status: String,
@@ -366,6 +373,7 @@ impl Refund {
     pub fn render(r: &payd_entity::refund::Model) -> Self {
         Self {
             refund_id: r.id.clone(),
+            version: r.version,
             payment_id: r.payment_id.clone(),
             status: r.status.clone(),
             amount: r.amount,

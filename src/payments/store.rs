@@ -143,16 +143,23 @@ pub struct Committed {
     pub deliveries: usize,
 }
 
+/// The row as `commit` writes it: `after` one version above `before`. The payment's events
+/// are rendered from this, so that their object carries the version its change commits.
+pub fn raised(before: &payment::Model, mut after: payment::Model) -> payment::Model {
+    after.version = before.version + 1;
+    after
+}
+
 /// Replaces the row if nobody wrote since `before` (compare-and-set on `version`), with its
 /// history row, attempts, saved card, refund, dispute, events and jobs, in one commit.
 pub async fn commit(
     db: &Db,
     before: &payment::Model,
-    mut after: payment::Model,
+    after: payment::Model,
     changes: Changes,
     settle_delay: Duration,
 ) -> Result<Committed, CommitError> {
-    after.version = before.version + 1;
+    let mut after = raised(before, after);
     after.pending_operation = changes.intent.as_ref().map(Intent::to_json);
     let now = after.updated_at;
     let mut change = Change::at(now).write(Write::Cas(
@@ -266,19 +273,28 @@ async fn save_card(
     ))
 }
 
+/// The refund as `refund_change` writes it: version 1 when new (version 0), else one up.
+/// A refund's events are rendered from this, so that their object carries the version their
+/// change commits.
+pub fn refund_raised(r: &refund::Model) -> refund::Model {
+    refund::Model {
+        version: r.version + 1,
+        ..r.clone()
+    }
+}
+
 /// Inserts a new refund or updates a changed one (compare-and-set on its version), and keeps
 /// its settle job exactly while it is pending.
 fn refund_change(
-    mut r: refund::Model,
+    current: refund::Model,
     now: DateTime<Utc>,
     settle_delay: Duration,
 ) -> (Change, refund::Model) {
-    let write = if r.version == 0 {
-        r.version = 1;
+    let r = refund_raised(&current);
+    let write = if current.version == 0 {
         commit::insert(r.clone())
     } else {
-        let expected = r.version;
-        r.version += 1;
+        let expected = current.version;
         Write::Cas(
             refund::Entity::update_many()
                 .set(r.clone().into_active_model().reset_all())

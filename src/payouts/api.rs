@@ -251,6 +251,9 @@ pub struct Failure {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Payout {
     pub payout_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     pub status: String,
     pub amount: i64,
     pub currency: String,
@@ -270,6 +273,7 @@ impl Payout {
     pub fn render(m: &payout::Model) -> Self {
         Self {
             payout_id: m.id.clone(),
+            version: m.version,
             status: m.status.clone(),
             amount: m.amount,
             currency: m.currency.clone(),

@@ -190,6 +190,9 @@ pub struct Bundle {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Product {
     pub product_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     pub profile_id: String,
     pub name: String,
     pub description: Option<String>,

@@ -82,6 +82,7 @@ pub async fn render(
             let images = store::images(&p);
             Product {
                 product_id: p.id.clone(),
+                version: p.version,
                 profile_id: p.profile_id.clone(),
                 name: p.name.clone(),
                 description: p.description.clone(),

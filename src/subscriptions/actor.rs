@@ -234,15 +234,16 @@ async fn forward_status(
 }
 
 /// Commits `after` over `before` with the cycle's write and the events; wakes the webhook
-/// dispatcher when they queued deliveries.
+/// dispatcher when they queued deliveries. The events must be rendered from `after` as
+/// [`store::raised`] makes it (its version one up), which is what is committed.
 async fn save(
     deps: &SubscriptionDeps,
     before: &subscription::Model,
-    mut after: subscription::Model,
+    after: subscription::Model,
     cycle: CycleWrite,
     events: Vec<Event>,
 ) -> Result<subscription::Model, SubscriptionError> {
-    after.version = before.version + 1;
+    let after = store::raised(before, after);
     if after.billing != store::PAYD && after.status != before.status {
         forward_status(deps, &after, after.updated_at).await?;
     }
@@ -278,7 +279,8 @@ async fn sync(
     let Some(p) = found else {
         return Ok(s.clone());
     };
-    let mut after = s.clone();
+    // As committed: the events below carry the version this change writes.
+    let mut after = store::raised(s, s.clone());
     after.updated_at = now;
     let mut events = Vec::new();
     let next = match (p.status.as_str(), status) {
@@ -331,7 +333,7 @@ async fn step(
         }
         Command::Pause => {
             let next = machine::pause(status, s.cancel_at_period_end)?;
-            let after = moved(s, next, now);
+            let after = store::raised(s, moved(s, next, now));
             let events = vec![store::event(&after, next.event)];
             save(deps, s, after, CycleWrite::None, events).await
         }
@@ -348,7 +350,7 @@ async fn step(
         }
         Command::Resume { mandate } => {
             let next = machine::resume(status, s.cancel_at_period_end)?;
-            let mut after = moved(s, next, now);
+            let mut after = store::raised(s, moved(s, next, now));
             if let Some((m, pm)) = mandate {
                 after.mandate_id = Some(m.clone());
                 after.payment_method_id = Some(pm.clone());
@@ -365,7 +367,7 @@ async fn step(
             reason,
         } => {
             let next = machine::cancel(status, *at_period_end, s.cancel_at_period_end)?;
-            let mut after = moved(s, next, now);
+            let mut after = store::raised(s, moved(s, next, now));
             after.cancellation_reason = reason.clone();
             let mut cycle = CycleWrite::None;
             if !at_period_end {
@@ -536,7 +538,7 @@ async fn tick(
             cancel_at_period_end: false,
             event: "subscription_expired",
         };
-        let mut after = moved(s, next, now);
+        let mut after = store::raised(s, moved(s, next, now));
         after.open_cycle_id = None;
         let cycle = match open {
             Some(mut c) => {
@@ -565,17 +567,17 @@ async fn tick(
             cancel_at_period_end: false,
             event: "subscription_cancelled",
         };
-        let mut after = moved(s, next, now);
+        let mut after = store::raised(s, moved(s, next, now));
         after.cancelled_at = Some(s.current_period_end);
         let events = vec![store::event(&after, next.event)];
         return save(deps, s, after, CycleWrite::None, events).await;
     }
     if let Some(next) = machine::term_ended(status, s.period_index, s.term_cycles) {
-        let after = moved(s, next, now);
+        let after = store::raised(s, moved(s, next, now));
         let events = vec![store::event(&after, next.event)];
         return save(deps, s, after, CycleWrite::None, events).await;
     }
-    let Some(mut after) = next_period(s) else {
+    let Some(mut after) = next_period(s).map(|next| store::raised(s, next)) else {
         return Ok(s.clone());
     };
     after.updated_at = now;
@@ -705,7 +707,8 @@ async fn settle(
         store::PAYD => charge(deps, s, &c).await?,
         _ => collect(deps, s, &mut c, now).await?,
     };
-    let mut after = s.clone();
+    // As committed: the events below carry the version this change writes.
+    let mut after = store::raised(s, s.clone());
     after.updated_at = now;
     let json = |p: &payment::Model| {
         serde_json::to_value(payments::api::Payment::render(p, &deps.public_url)).ok()
@@ -754,17 +757,20 @@ async fn settle(
                 Status::Created => None,
                 _ => machine::retry_after(c.attempts, &deps.retry_days).map(|d| now + d),
             };
+            // Both events show the subscription as this change commits it (one version, one
+            // state): after retries ran out, already `unpaid`.
+            let past_due = machine::past_due(status).filter(|_| c.next_attempt_at.is_none());
+            if let Some(next) = past_due {
+                after = moved(&after, next, now);
+            }
             events.push(store::invoice_event(
                 &after,
                 &c,
                 p.as_ref().and_then(json),
                 "invoice_payment_failed",
             ));
-            if c.next_attempt_at.is_none() {
-                if let Some(next) = machine::past_due(status) {
-                    after = moved(&after, next, now);
-                    events.push(store::event(&after, next.event));
-                }
+            if let Some(next) = past_due {
+                events.push(store::event(&after, next.event));
             }
         }
     }

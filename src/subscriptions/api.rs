@@ -140,6 +140,9 @@ pub struct ResumeRequest {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Subscription {
     pub subscription_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     /// `created`, `active`, `paused`, `unpaid`, `cancelled` or `in_active`.
     pub status: String,
     /// New on every transition.
@@ -286,6 +289,7 @@ impl Subscription {
     pub fn render(s: &payd_entity::subscription::Model) -> Self {
         Self {
             subscription_id: s.id.clone(),
+            version: s.version,
             status: s.status.clone(),
             transition_id: s.transition_id.clone(),
             test_mode: s.test_mode,

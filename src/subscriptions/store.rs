@@ -213,8 +213,16 @@ pub async fn insert(
     Ok(())
 }
 
+/// The subscription as a change over `before` writes it: its version one up. A change's
+/// events are rendered from it, so that their object carries the version the change commits.
+pub fn raised(before: &subscription::Model, mut after: subscription::Model) -> subscription::Model {
+    after.version = before.version + 1;
+    after
+}
+
 /// Replaces the subscription if nobody wrote since `before`, with its cycle's write, its
-/// events and its job. Returns the webhook deliveries queued.
+/// events and its job (`after`: [`raised`] over `before`). Returns the webhook deliveries
+/// queued.
 pub async fn commit(
     db: &Db,
     before: &subscription::Model,

@@ -18,6 +18,9 @@ use crate::{
 pub struct Case {
     /// The processor's id of the case.
     pub case_id: String,
+    /// Rises by one with each committed change of this object: a receiver keeps, per object,
+    /// the highest it has seen.
+    pub version: i64,
     /// `INQUIRY`, `CHARGEBACK`, `PRE_ARBITRATION` or `ARBITRATION`.
     pub case_type: String,
     /// `WAITING_FOR_SELLER_RESPONSE`, `WAITING_FOR_BUYER_RESPONSE`, `UNDER_REVIEW`,
@@ -57,6 +60,7 @@ impl Case {
             .unwrap_or_default();
         Self {
             case_id: c.id.clone(),
+            version: c.version,
             case_type: c.case_type.clone(),
             status: c.status.clone(),
             stage: stage.to_owned(),

@@ -3,7 +3,7 @@
 //! endpoint fills only its own merchant's queue.
 
 use std::{
-    collections::VecDeque,
+    collections::{HashMap, VecDeque},
     future::Future,
     sync::{
         atomic::{AtomicI64, Ordering},
@@ -26,6 +26,7 @@ use sea_orm::{
 use tokio::sync::oneshot;
 
 use super::{
+    health,
     policy::{self, Answer},
     signer,
 };
@@ -190,12 +191,25 @@ pub struct ManualRetry {
 
 /// The manual retries of an event: one per delivery to the shop's endpoint (an event recorded
 /// before the shop had an endpoint gets a delivery to the one it has now). 409 when the shop
-/// has no endpoint, or only a paused one.
+/// has no endpoint, or only a paused one, or the event is one never sent; 410 when retention
+/// purged its payload.
 pub async fn manual_retries(
     db: &Db,
     event: &event::Model,
     now: DateTime<Utc>,
 ) -> Result<Vec<ManualRetry>, ApiError> {
+    if event.purged_at.is_some() {
+        return Err(ApiError::gone(
+            "event_payload_purged",
+            "the event's payload is past webhooks.payload_retention_secs and was purged; the event stays listed",
+        ));
+    }
+    if event.event_type == super::store::ENDPOINT_DISABLED {
+        return Err(ApiError::conflict(
+            "event_not_sent",
+            "webhook_endpoint_disabled is listed for the merchant and never sent to the endpoint it is about",
+        ));
+    }
     let endpoints = webhook_endpoint::Entity::find()
         .filter(
             webhook_endpoint::Column::ProfileId.eq(event.profile_id.clone().unwrap_or_default()),
@@ -293,7 +307,7 @@ async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRet
         &deps.keyring,
     )
     .await;
-    match record_manual(&deps.db, &retry.delivery, &outcome, deps.clock.now()).await {
+    match record_manual(deps, &retry, &outcome, deps.clock.now()).await {
         // A manual retry only counts when it delivered what was not delivered yet.
         Ok(true) => {
             metrics::counter!("payd_webhook_deliveries_total", "outcome" => "delivered")
@@ -306,13 +320,15 @@ async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRet
     }
 }
 
-/// Records a manual attempt; answers whether it delivered a delivery not delivered before.
+/// Records a manual attempt (and what it tells of its endpoint's health); answers whether it
+/// delivered a delivery not delivered before.
 async fn record_manual(
-    db: &Db,
-    d: &delivery::Model,
+    deps: &DeliveryDeps,
+    retry: &ManualRetry,
     outcome: &Outcome,
     now: DateTime<Utc>,
 ) -> Result<bool, CommitError> {
+    let (db, d) = (&deps.db, &retry.delivery);
     let number = delivery_attempt::Entity::find()
         .filter(delivery_attempt::Column::DeliveryId.eq(d.id.as_str()))
         .count(db)
@@ -335,7 +351,19 @@ async fn record_manual(
                 .into_query(),
         ));
     }
+    let answered = health::Answered {
+        endpoint_id: &retry.endpoint.id,
+        at: now,
+        delivered,
+    };
+    for w in health::streak_writes(&[answered]) {
+        change = change.write(w);
+    }
     commit::commit(db, change).await?;
+    let after = Duration::seconds(deps.settings.disable_after_secs as i64);
+    if !delivered && health::may_be_due(&retry.endpoint, after, now) {
+        health::disable_if_failing(db, &retry.endpoint, after, now).await?;
+    }
     Ok(delivered && d.status != "delivered")
 }
 
@@ -425,6 +453,21 @@ enum Work {
     Manual(ManualRetry),
 }
 
+impl Work {
+    fn endpoint(&self) -> &webhook_endpoint::Model {
+        match self {
+            Work::Claimed(c) => &c.endpoint,
+            Work::Manual(r) => &r.endpoint,
+        }
+    }
+}
+
+/// The time between two requests to an endpoint limited to `max_per_second`.
+fn spacing(endpoint: &webhook_endpoint::Model) -> Option<StdDuration> {
+    let rate = endpoint.max_per_second.filter(|r| *r > 0)?;
+    Some(StdDuration::from_secs(1) / rate as u32)
+}
+
 /// One merchant's queue: an actor of the registry, keyed by merchant id.
 pub struct MerchantDeliveries {
     deps: DeliveryDeps,
@@ -442,6 +485,10 @@ pub struct MerchantDeliveries {
     /// Set by `Drain`: nothing more is sent, and these are told once nothing is in flight or
     /// unwritten.
     draining: Option<Vec<oneshot::Sender<()>>>,
+    /// When each rate-limited endpoint may next be sent to (`max_per_second`).
+    next_slot: HashMap<String, Instant>,
+    /// A pump is scheduled for when the next slot opens.
+    waiting_for_slot: bool,
 }
 
 impl Actor for MerchantDeliveries {
@@ -468,15 +515,57 @@ impl KeyedActor for MerchantDeliveries {
             unwritten: Vec::new(),
             writing: false,
             draining: None,
+            next_slot: HashMap::new(),
+            waiting_for_slot: false,
         })
     }
 }
 
 impl MerchantDeliveries {
+    /// The first queued work whose endpoint may be sent to at `now`, taking its slot; or, if
+    /// every queued work waits for its endpoint's rate, how long until the first slot opens.
+    fn next_work(&mut self, now: Instant) -> Result<Work, Option<StdDuration>> {
+        let mut wait: Option<StdDuration> = None;
+        let ready = self.queue.iter().position(|w| {
+            let opens = self.next_slot.get(&w.endpoint().id).copied();
+            match opens.filter(|at| *at > now) {
+                Some(at) => {
+                    let left = at - now;
+                    wait = Some(wait.map_or(left, |w| w.min(left)));
+                    false
+                }
+                None => true,
+            }
+        });
+        let work = ready.and_then(|i| self.queue.remove(i)).ok_or(wait)?;
+        let endpoint = work.endpoint();
+        match spacing(endpoint) {
+            Some(gap) => {
+                self.next_slot.insert(endpoint.id.clone(), now + gap);
+            }
+            None => {
+                self.next_slot.remove(&endpoint.id);
+            }
+        }
+        Ok(work)
+    }
+
     fn pump(&mut self, ctx: &mut Context<Self>) {
         while self.in_flight < self.deps.settings.max_in_flight_per_endpoint {
-            let Some(work) = self.queue.pop_front() else {
-                break;
+            let work = match self.next_work(Instant::now()) {
+                Ok(work) => work,
+                Err(wait) => {
+                    // Everything queued waits for its endpoint's rate: pumped again when the
+                    // first slot opens.
+                    if let Some(wait) = wait.filter(|_| !self.waiting_for_slot) {
+                        self.waiting_for_slot = true;
+                        ctx.run_later(wait, |act, ctx| {
+                            act.waiting_for_slot = false;
+                            act.pump(ctx);
+                        });
+                    }
+                    break;
+                }
             };
             self.in_flight += 1;
             let deps = self.deps.clone();
@@ -530,12 +619,13 @@ impl MerchantDeliveries {
             .split_off(self.unwritten.len().min(WRITE_BATCH));
         let batch = std::mem::replace(&mut self.unwritten, rest);
         let written = batch.len();
-        let db = self.deps.db.clone();
+        let deps = self.deps.clone();
         ctx.spawn(
             async move {
-                if let Err(e) = write(&db, &batch).await {
-                    tracing::warn!(error = %e, deliveries = batch.len(),
-                        "could not record delivery attempts");
+                match write(&deps.db, &batch).await {
+                    Ok(()) => disable_failing(&deps, &batch).await,
+                    Err(e) => tracing::warn!(error = %e, deliveries = batch.len(),
+                        "could not record delivery attempts"),
                 }
             }
             .into_actor(self)
@@ -679,6 +769,8 @@ const WRITE_BATCH: usize = 200;
 /// A sent delivery whose outcome is still to be written.
 struct Finished {
     delivery: delivery::Model,
+    /// As claimed: its health as it stood then.
+    endpoint: webhook_endpoint::Model,
     lease: String,
     outcome: Outcome,
     next: policy::Next,
@@ -771,6 +863,7 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
     );
     let finished = Finished {
         delivery: item.delivery,
+        endpoint: item.endpoint,
         lease: item.lease,
         outcome,
         next,
@@ -858,10 +951,47 @@ async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
         .filter(delivery::Column::Status.is_in(["pending", "paused"]))
         .into_query();
     let at = batch.iter().map(|f| f.at).max().unwrap_or_default();
-    let change = Change::at(at)
+    let mut change = Change::at(at)
         .write(attempts)
         .write(Write::Update(deliveries));
+    for w in health::streak_writes(&answered(batch)) {
+        change = change.write(w);
+    }
     commit::commit(db, change).await.map(drop)
+}
+
+/// The batch's attempts as their endpoints' health counts them.
+fn answered(batch: &[Finished]) -> Vec<health::Answered<'_>> {
+    batch
+        .iter()
+        .map(|f| health::Answered {
+            endpoint_id: &f.endpoint.id,
+            at: f.at,
+            delivered: f.next.delivered,
+        })
+        .collect()
+}
+
+/// After a batch is written: disables the endpoints it left failing for longer than
+/// `webhooks.disable_after_secs` (judged first on the claimed copies, so a healthy batch costs
+/// no statement).
+async fn disable_failing(deps: &DeliveryDeps, batch: &[Finished]) {
+    let after = Duration::seconds(deps.settings.disable_after_secs as i64);
+    let now = deps.clock.now();
+    let failing = health::left_failing(&answered(batch));
+    let mut checked: Vec<&str> = Vec::new();
+    for f in batch {
+        let id = f.endpoint.id.as_str();
+        if !failing.contains(&id) || checked.contains(&id) {
+            continue;
+        }
+        checked.push(id);
+        if health::may_be_due(&f.endpoint, after, now) {
+            if let Err(e) = health::disable_if_failing(&deps.db, &f.endpoint, after, now).await {
+                tracing::warn!(error = %e, endpoint = id, "could not disable a failing endpoint");
+            }
+        }
+    }
 }
 
 /// The update also releases the rows' leases.

@@ -35,6 +35,11 @@ fn register_metrics() {
         metrics::counter!("payd_webhook_deliveries_total", "outcome" => outcome).increment(0);
     }
     let _ = metrics::histogram!("payd_webhook_attempt_seconds");
+    metrics::gauge!("payd_webhook_endpoints_disabled").increment(0.0);
+    metrics::gauge!("payd_webhook_endpoints_failing").increment(0.0);
+    for kind in ["attempt", "payload"] {
+        metrics::counter!("payd_webhook_purged_rows_total", "kind" => kind).increment(0);
+    }
 }
 
 pub struct Dispatcher {
@@ -193,8 +198,8 @@ impl Dispatcher {
     }
 
     /// The backlog, at most once a second: the deliveries not yet delivered or given up
-    /// (due, being sent, or waiting for their next retry), and how long the oldest has waited
-    /// since its event.
+    /// (due, being sent, or waiting for their next retry), how long the oldest has waited
+    /// since its event, and the endpoints' health gauges.
     async fn measure_backlog(&self, now: DateTime<Utc>) -> Result<(), DbErr> {
         {
             let mut measured = self.measured.lock().unwrap_or_else(|e| e.into_inner());
@@ -215,7 +220,7 @@ impl Dispatcher {
         let age = oldest.map_or(0, |t| Ord::max((now - t).num_milliseconds(), 0));
         metrics::gauge!("payd_webhook_queue_depth").set(count as f64);
         metrics::gauge!("payd_webhook_oldest_pending_seconds").set(age as f64 / 1000.0);
-        Ok(())
+        super::health::measure(&self.db, now).await
     }
 
     /// Runs until `stop` (or until the task is dropped).

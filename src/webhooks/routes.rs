@@ -1,16 +1,11 @@
 //! A shop's webhook endpoint: set its URL (the secret is shown once), rotate the secret
 //! (the old one keeps signing for 24 hours), and read its settings.
 
-use actix_web::{web, HttpResponse};
-use chrono::{DateTime, Duration, Utc};
-use payd_entity::webhook_endpoint;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryTrait,
+use super::{
+    api::{Endpoint, PutEndpointRequest, MERCHANT},
+    signer::new_secret,
+    store,
 };
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
-use super::{signer::new_secret, store};
 use crate::{
     accounts,
     auth::SecretKey,
@@ -21,6 +16,12 @@ use crate::{
     ids::{new_id, ProfileId},
     outbound::Policy,
     state::AppState,
+};
+use actix_web::{web, HttpResponse};
+use chrono::Duration;
+use payd_entity::webhook_endpoint;
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryTrait,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -33,45 +34,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/account/shops/{profile_id}/webhook/rotate")
             .route(web::post().to(rotate_secret)),
     );
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PutEndpointRequest {
-    /// http(s) URL events are posted to.
-    pub url: String,
-    #[serde(default)]
-    pub enabled: Option<bool>,
-}
-
-/// A shop's endpoint. `secret` appears only when it is created or rotated.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Endpoint {
-    pub endpoint_id: String,
-    pub profile_id: String,
-    pub url: String,
-    pub enabled: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<String>,
-    /// Until when the previous secret still signs, after a rotation.
-    pub previous_secret_expires_at: Option<DateTime<Utc>>,
-    pub created: DateTime<Utc>,
-    pub updated: DateTime<Utc>,
-}
-
-impl Endpoint {
-    fn of(m: &webhook_endpoint::Model, show_secret: bool) -> Self {
-        Self {
-            endpoint_id: m.id.clone(),
-            profile_id: m.profile_id.clone(),
-            url: m.url.clone(),
-            enabled: m.enabled,
-            secret: show_secret.then(|| m.secret.clone()),
-            previous_secret_expires_at: m.previous_secret_expires_at,
-            created: m.created_at,
-            updated: m.updated_at,
-        }
-    }
 }
 
 /// Checks a URL merchants give (webhook endpoints, remote processors): http(s), a host, no
@@ -156,6 +118,14 @@ pub async fn put_endpoint(
         &state.settings.security,
     );
     let url = check_url(&req.url, &policy)?;
+    if let Some(Some(rate)) = req.max_per_second {
+        if !(1..=1000).contains(&rate) {
+            return Err(ApiError::invalid_param(
+                "max_per_second",
+                "the rate is 1 to 1000 requests a second, or null for no limit",
+            ));
+        }
+    }
     let now = state.clock.base();
     let url_changed = |url: &str| {
         let audit = accounts::store::Audit {
@@ -169,12 +139,23 @@ pub async fn put_endpoint(
     };
     let (m, created) = match find(&state, &profile).await? {
         Some(existing) => {
-            let m = webhook_endpoint::Model {
+            let enabled = req.enabled.unwrap_or(existing.enabled);
+            let mut m = webhook_endpoint::Model {
                 url,
-                enabled: req.enabled.unwrap_or(existing.enabled),
+                enabled,
+                max_per_second: req.max_per_second.unwrap_or(existing.max_per_second),
+                test_mode: caller.test_mode(),
                 updated_at: now,
                 ..existing.clone()
             };
+            if enabled && !existing.enabled {
+                // Enabled again (also after payd disabled it): a fresh start for its health.
+                m.disabled_reason = None;
+                m.consecutive_failures = 0;
+                m.failing_since = None;
+            } else if !enabled && existing.enabled {
+                m.disabled_reason = Some(MERCHANT.to_owned());
+            }
             let mut change = Change::at(now).write(Write::Update(
                 webhook_endpoint::Entity::update_many()
                     .set(m.clone().into_active_model().reset_all())
@@ -206,6 +187,12 @@ pub async fn put_endpoint(
                 enabled: req.enabled.unwrap_or(true),
                 created_at: now,
                 updated_at: now,
+                consecutive_failures: 0,
+                failing_since: None,
+                last_success_at: None,
+                disabled_reason: (req.enabled == Some(false)).then(|| MERCHANT.to_owned()),
+                max_per_second: req.max_per_second.flatten(),
+                test_mode: caller.test_mode(),
             };
             // Stored sealed; the answer shows it once, as it is.
             let stored = webhook_endpoint::Model {

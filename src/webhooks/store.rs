@@ -11,6 +11,10 @@ use sea_orm::{
 
 use crate::ids::new_id;
 
+/// Recorded when payd disables an endpoint that kept failing: listed with the merchant's
+/// events, never posted (the endpoint it is about is the one not answering).
+pub const ENDPOINT_DISABLED: &str = "webhook_endpoint_disabled";
+
 /// The row of a pending delivery of `event` to an endpoint, due now.
 pub fn delivery_row(
     event: &event::Model,

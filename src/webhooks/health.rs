@@ -1,0 +1,273 @@
+//! An endpoint's health: its failure streak, brought up to date in the commit that records
+//! attempts, and the rule that disables an endpoint that has failed without one success for
+//! `webhooks.disable_after_secs` — checked with each failed attempt and by the retention
+//! sweep, so an endpoint whose deliveries only wait for their next retry is disabled on time.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::webhook_endpoint;
+use sea_orm::{
+    sea_query::{Expr, ExprTrait, Func},
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryTrait,
+};
+
+use super::{
+    api::{Endpoint, FAILING},
+    store,
+};
+use crate::commit::{self, Change, CommitError, Db, Event, Write};
+
+/// An endpoint failing for longer than this counts in `payd_webhook_endpoints_failing`.
+const FAILING_GAUGE_AFTER: i64 = 3600;
+
+/// One recorded attempt, as the endpoint's health counts it.
+#[derive(Debug, Clone, Copy)]
+pub struct Answered<'a> {
+    pub endpoint_id: &'a str,
+    pub at: DateTime<Utc>,
+    pub delivered: bool,
+}
+
+/// Where attempts leave each endpoint's streak.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Streak {
+    last_success: Option<DateTime<Utc>>,
+    /// Failures after the last success (all of them when none succeeded).
+    failures: i32,
+    first_failure: Option<DateTime<Utc>>,
+}
+
+fn streaks<'a>(answered: &[Answered<'a>]) -> BTreeMap<&'a str, Streak> {
+    let mut in_order = answered.to_vec();
+    in_order.sort_by_key(|a| a.at);
+    let mut streaks: BTreeMap<&str, Streak> = BTreeMap::new();
+    for a in in_order {
+        let s = streaks.entry(a.endpoint_id).or_default();
+        if a.delivered {
+            *s = Streak {
+                last_success: Some(a.at),
+                ..Streak::default()
+            };
+        } else {
+            s.failures += 1;
+            s.first_failure.get_or_insert(a.at);
+        }
+    }
+    streaks
+}
+
+/// The writes that bring each endpoint's streak up to date with these attempts, for the
+/// commit that records them. A success resets the streak; failures add to it (an addition, so
+/// two instances recording at once both count), and the first failure after a success starts
+/// `failing_since`.
+pub fn streak_writes(answered: &[Answered<'_>]) -> Vec<Write> {
+    streaks(answered)
+        .into_iter()
+        .map(|(id, s)| {
+            let update =
+                webhook_endpoint::Entity::update_many().filter(webhook_endpoint::Column::Id.eq(id));
+            let update = match s.last_success {
+                Some(at) => update
+                    .col_expr(
+                        webhook_endpoint::Column::ConsecutiveFailures,
+                        Expr::value(s.failures),
+                    )
+                    .col_expr(
+                        webhook_endpoint::Column::FailingSince,
+                        Expr::value(s.first_failure),
+                    )
+                    .col_expr(
+                        webhook_endpoint::Column::LastSuccessAt,
+                        Expr::value(Some(at)),
+                    ),
+                None => update
+                    .col_expr(
+                        webhook_endpoint::Column::ConsecutiveFailures,
+                        Expr::col(webhook_endpoint::Column::ConsecutiveFailures).add(s.failures),
+                    )
+                    .col_expr(
+                        webhook_endpoint::Column::FailingSince,
+                        Func::coalesce([
+                            Expr::col(webhook_endpoint::Column::FailingSince),
+                            Expr::value(s.first_failure),
+                        ])
+                        .into(),
+                    ),
+            };
+            Write::Update(update.into_query())
+        })
+        .collect()
+}
+
+/// The endpoints these attempts leave failing (a failure after their last success here): the
+/// ones whose disabling is checked in the same commit.
+pub fn left_failing<'a>(answered: &[Answered<'a>]) -> Vec<&'a str> {
+    streaks(answered)
+        .into_iter()
+        .filter(|(_, s)| s.failures > 0)
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Disables `endpoint` if it is enabled and has failed without a success since
+/// `now - disable_after` (as stored when the commit runs): `enabled: false`,
+/// `disabled_reason: failing`, its pending deliveries paused, and `webhook_endpoint_disabled`
+/// recorded, in one commit; then a warning is logged. `false` when it was not (or no longer)
+/// such an endpoint: then nothing was written.
+pub async fn disable_if_failing(
+    db: &Db,
+    endpoint: &webhook_endpoint::Model,
+    disable_after: Duration,
+    now: DateTime<Utc>,
+) -> Result<bool, CommitError> {
+    let disable = webhook_endpoint::Entity::update_many()
+        .col_expr(webhook_endpoint::Column::Enabled, Expr::value(false))
+        .col_expr(
+            webhook_endpoint::Column::DisabledReason,
+            Expr::value(Some(FAILING)),
+        )
+        .col_expr(webhook_endpoint::Column::UpdatedAt, Expr::value(now))
+        .filter(webhook_endpoint::Column::Id.eq(endpoint.id.as_str()))
+        .filter(webhook_endpoint::Column::Enabled.eq(true))
+        .filter(webhook_endpoint::Column::FailingSince.lte(now - disable_after))
+        .into_query();
+    // The event shows the endpoint as the commit leaves it (its streak as last read).
+    let disabled = webhook_endpoint::Model {
+        enabled: false,
+        disabled_reason: Some(FAILING.to_owned()),
+        updated_at: now,
+        ..endpoint.clone()
+    };
+    let event = Event {
+        merchant_id: endpoint.merchant_id.clone(),
+        profile_id: Some(endpoint.profile_id.clone()),
+        test_mode: endpoint.test_mode,
+        event_type: store::ENDPOINT_DISABLED.to_owned(),
+        object_id: endpoint.id.clone(),
+        content_type: "webhook_endpoint_details",
+        object: serde_json::to_string(&Endpoint::of(&disabled, false)).unwrap_or_default(),
+    };
+    let change = Change::at(now)
+        .write(Write::Cas(disable))
+        .write(Write::Update(store::follow_endpoint(&endpoint.id, false)))
+        .event(event);
+    match commit::or_retry(commit::commit(db, change).await)? {
+        Some(_) => {
+            warn_disabled(endpoint);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// Whether the stored endpoint may be due for disabling, judged on a copy read earlier (the
+/// claim's): failing since before `now - disable_after`. A copy that says no is right unless
+/// a failure older than the copy was recorded after it, which a later check or the sweep sees.
+pub fn may_be_due(
+    endpoint: &webhook_endpoint::Model,
+    disable_after: Duration,
+    now: DateTime<Utc>,
+) -> bool {
+    endpoint.enabled
+        && endpoint
+            .failing_since
+            .is_some_and(|since| since <= now - disable_after)
+}
+
+/// The sweep: disables every enabled endpoint failing since before `now - disable_after`
+/// (deliveries waiting hours for their next retry make no attempt that would check it).
+/// Returns how many it disabled.
+pub async fn sweep(db: &Db, disable_after: Duration, now: DateTime<Utc>) -> Result<usize, DbErr> {
+    let due = webhook_endpoint::Entity::find()
+        .filter(webhook_endpoint::Column::Enabled.eq(true))
+        .filter(webhook_endpoint::Column::FailingSince.lte(now - disable_after))
+        .all(db)
+        .await?;
+    let mut disabled = 0;
+    for endpoint in &due {
+        match disable_if_failing(db, endpoint, disable_after, now).await {
+            Ok(true) => disabled += 1,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, endpoint = %endpoint.id, "could not disable a failing endpoint")
+            }
+        }
+    }
+    Ok(disabled)
+}
+
+/// The warning an operator sees when payd disables an endpoint.
+fn warn_disabled(endpoint: &webhook_endpoint::Model) {
+    tracing::warn!(
+        endpoint = %endpoint.id,
+        merchant = %endpoint.merchant_id,
+        profile = %endpoint.profile_id,
+        failing_since = ?endpoint.failing_since,
+        "a webhook endpoint failing without a success was disabled; its deliveries wait until it is enabled again"
+    );
+}
+
+/// `payd_webhook_endpoints_disabled` (disabled by payd for failing, still disabled) and
+/// `payd_webhook_endpoints_failing` (enabled, failing for more than an hour).
+pub async fn measure(db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<(), DbErr> {
+    let disabled = webhook_endpoint::Entity::find()
+        .filter(webhook_endpoint::Column::Enabled.eq(false))
+        .filter(webhook_endpoint::Column::DisabledReason.eq(FAILING))
+        .count(db)
+        .await?;
+    let failing = webhook_endpoint::Entity::find()
+        .filter(webhook_endpoint::Column::Enabled.eq(true))
+        .filter(
+            webhook_endpoint::Column::FailingSince
+                .lte(now - Duration::seconds(FAILING_GAUGE_AFTER)),
+        )
+        .count(db)
+        .await?;
+    metrics::gauge!("payd_webhook_endpoints_disabled").set(disabled as f64);
+    metrics::gauge!("payd_webhook_endpoints_failing").set(failing as f64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_success_resets_the_streak_and_failures_after_it_start_another() {
+        let t = |s: i64| DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap();
+        let answered = [
+            Answered {
+                endpoint_id: "a",
+                at: t(3),
+                delivered: false,
+            },
+            Answered {
+                endpoint_id: "a",
+                at: t(1),
+                delivered: false,
+            },
+            Answered {
+                endpoint_id: "a",
+                at: t(2),
+                delivered: true,
+            },
+            Answered {
+                endpoint_id: "b",
+                at: t(5),
+                delivered: true,
+            },
+        ];
+        let s = streaks(&answered);
+        assert_eq!(
+            s["a"],
+            Streak {
+                last_success: Some(t(2)),
+                failures: 1,
+                first_failure: Some(t(3)),
+            }
+        );
+        assert_eq!(s["b"].failures, 0);
+        assert_eq!(left_failing(&answered), ["a"]);
+    }
+}
