@@ -378,3 +378,54 @@ async fn an_endpoint_rate_limit_spaces_its_requests() {
     .await;
     assert_eq!(r.body["max_per_second"], Value::Null);
 }
+
+/// Deleting a customer erases its personal data from the stored payloads of the events that
+/// name it; ids, and events that do not name it, are left as they were.
+#[actix_web::test]
+async fn deleting_a_customer_redacts_it_in_stored_event_payloads() {
+    let app = app_with(&[]).await;
+    let m = app.create_merchant("Acme").await;
+    let c = app
+        .call(
+            &m,
+            Method::POST,
+            "/customers",
+            Some(json!({"name": "Ana Lima", "email": "ana@example.com",
+                "address": {"line1": "Rua Augusta 12", "city": "Lisboa", "country": "PT"}})),
+        )
+        .await;
+    assert_eq!(c.status, 201, "{}", c.body);
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    let metadata = json!({"receipt_to": "ana@example.com", "note": "deliver to Rua Augusta 12"});
+    let with_customer = json!({"amount": 500, "currency": "USD", "confirm": true,
+        "customer_id": cid, "metadata": metadata,
+        "payment_method_data": card("4242424242424242")});
+    let r = app.create_payment(&m, with_customer).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let named = r.body["payment_id"].as_str().unwrap().to_owned();
+    let without = json!({"amount": 700, "currency": "USD", "confirm": true, "metadata": metadata,
+        "payment_method_data": card("4242424242424242")});
+    let r = app.create_payment(&m, without).await;
+    let unnamed = r.body["payment_id"].as_str().unwrap().to_owned();
+
+    let d = app
+        .call(&m, Method::DELETE, &format!("/customers/{cid}"), None)
+        .await;
+    assert_eq!(d.status, 200, "{}", d.body);
+
+    let redacted = events(&app, &m, json!({"object_id": named})).await;
+    assert!(!redacted.is_empty());
+    for e in &redacted {
+        let o = &e["envelope"]["content"]["object"];
+        assert_eq!(o["payment_id"], named.as_str(), "{o}");
+        assert_eq!(o["customer_id"], cid.as_str(), "{o}");
+        assert_eq!(o["metadata"]["receipt_to"], Value::Null, "{o}");
+        assert_eq!(o["metadata"]["note"], "deliver to [redacted]", "{o}");
+        assert_eq!(e["envelope"]["event_id"], e["event_id"]);
+    }
+    let kept = events(&app, &m, json!({"object_id": unnamed})).await;
+    assert_eq!(
+        kept[0]["envelope"]["content"]["object"]["metadata"],
+        metadata
+    );
+}

@@ -17,6 +17,7 @@ use crate::{
     pagination::{created_between, paginate, List, Page, PageError},
     processors::card::StoredCard,
     recovery::RequestKey,
+    webhooks::retention,
 };
 
 /// Inserts a customer (and, for a request with an `Idempotency-Key`, names it the key's
@@ -112,7 +113,7 @@ pub async fn redact(
         .filter(mandate::Column::Status.is_in(["pending", "active"]))
         .into_query();
     let (replace, after) = replacement(before, after);
-    let change = Change::at(after.updated_at)
+    let mut change = Change::at(after.updated_at)
         .write(Write::Require {
             query: live_mandate,
             exists: false,
@@ -124,8 +125,35 @@ pub async fn redact(
                 .into_query(),
         ))
         .and(replace);
+    // What its events and their attempts hold of it goes with it.
+    let stored =
+        retention::redaction_writes(db, &before.merchant_id, &before.id, &personal(before)).await?;
+    for w in stored {
+        change = change.write(Write::Update(w));
+    }
     commit::commit(db, change).await?;
     Ok((after, deleted))
+}
+
+/// The values of a customer's personal fields: name, email, phone and the lines of its
+/// address.
+fn personal(c: &customer::Model) -> Vec<String> {
+    let address: Option<serde_json::Value> = c
+        .address
+        .as_deref()
+        .and_then(|a| serde_json::from_str(a).ok());
+    let lines = address
+        .as_ref()
+        .and_then(|a| a.as_object())
+        .into_iter()
+        .flat_map(|a| a.values())
+        .filter_map(|v| v.as_str().map(str::to_owned));
+    [c.name.clone(), c.email.clone(), c.phone.clone()]
+        .into_iter()
+        .flatten()
+        .chain(lines)
+        .filter(|v| !v.trim().is_empty())
+        .collect()
 }
 
 pub fn apply(c: &customer::Model, f: &CustomerFields, now: DateTime<Utc>) -> customer::Model {

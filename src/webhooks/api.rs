@@ -16,7 +16,7 @@ pub struct PutEndpointRequest {
     /// The most requests a second payd sends it (1–1000); `null` (or absent on creation): no
     /// limit. Absent on a change: as it was.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i32>)]
+    #[schema(value_type = Option<i32>, minimum = 1, maximum = 1000)]
     pub max_per_second: Option<Option<i32>>,
 }
 
