@@ -511,6 +511,21 @@ async fn bad_subscriptions_name_their_field_and_others_are_404() {
     assert_eq!((bad.status, bad.param()), (400, Some("status")));
 }
 
+/// Pays a payment on the hosted checkout with the test card, as the buyer would.
+async fn pay_on_checkout(app: &TestApp, m: &Merchant, pid: &str) {
+    let secret = get(app, m, &format!("/payments/{pid}")).await.body["client_secret"].clone();
+    let paid = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{pid}/confirm"),
+            None,
+            Some(&json!({"client_secret": secret, "card": card("4242424242424242")["card"]})),
+            &[],
+        )
+        .await;
+    assert_eq!(paid.body["status"], "succeeded", "{}", paid.body);
+}
+
 /// `POST /subscriptions/create`: the buyer pays the first cycle on the hosted checkout (saving
 /// the card under a mandate), or the merchant confirms with a saved method, or it expires.
 #[actix_web::test]
@@ -539,17 +554,7 @@ async fn created_subscriptions_are_confirmed_on_the_checkout_or_by_the_merchant_
     assert!(url.contains("/checkout/pay_"), "{url}");
     let first = cycles(&app, &m, &id).await;
     let pid = first[0]["payment_id"].as_str().unwrap().to_owned();
-    let secret = get(&app, &m, &format!("/payments/{pid}")).await.body["client_secret"].clone();
-    let paid = app
-        .send(
-            Method::POST,
-            &format!("/checkout/{pid}/confirm"),
-            None,
-            Some(&json!({"client_secret": secret, "card": card("4242424242424242")["card"]})),
-            &[],
-        )
-        .await;
-    assert_eq!(paid.body["status"], "succeeded", "{}", paid.body);
+    pay_on_checkout(&app, &m, &pid).await;
     let now = app.clock.now();
     let s = until(&app, &m, &id, now + Duration::seconds(61), |s, _| {
         s["status"] == "active"
@@ -658,17 +663,7 @@ async fn a_first_payment_made_just_before_the_deadline_is_settled_not_voided() {
     let start = app.clock.now();
     app.clock
         .set(start + Duration::hours(24) - Duration::seconds(10));
-    let secret = get(&app, &m, &format!("/payments/{pid}")).await.body["client_secret"].clone();
-    let paid = app
-        .send(
-            Method::POST,
-            &format!("/checkout/{pid}/confirm"),
-            None,
-            Some(&json!({"client_secret": secret, "card": card("4242424242424242")["card"]})),
-            &[],
-        )
-        .await;
-    assert_eq!(paid.body["status"], "succeeded", "{}", paid.body);
+    pay_on_checkout(&app, &m, &pid).await;
     // One step well past the deadline: the tick there is the first to look at the payment.
     let s = until(&app, &m, &id, start + Duration::hours(30), |s, c| {
         s["status"] != "created" && c[0]["status"] != "open"

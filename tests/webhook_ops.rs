@@ -50,6 +50,11 @@ async fn events(app: &TestApp, m: &Merchant, filter: Value) -> Vec<Value> {
     r.body["data"].as_array().unwrap().clone()
 }
 
+async fn retry(app: &TestApp, m: &Merchant, event_id: &str) -> common::Answer {
+    let path = format!("/events/{}/{event_id}/retry", m.merchant_id);
+    app.call(m, Method::POST, &path, None).await
+}
+
 /// Polls (bounded: ten seconds) until `done` holds of what `read` reads.
 async fn until<T, F, Fut>(what: &str, mut read: F, done: impl Fn(&T) -> bool) -> T
 where
@@ -132,22 +137,8 @@ async fn a_failing_endpoint_is_disabled_and_gets_what_waited_once_enabled() {
     let object = &listed[0]["envelope"]["content"]["object"];
     assert_eq!(object["health"]["disabled_reason"], "failing");
     assert_eq!(object["endpoint_id"], disabled["endpoint_id"]);
-    let retry = app
-        .call(
-            &m,
-            Method::POST,
-            &format!(
-                "/events/{}/{}/retry",
-                m.merchant_id,
-                listed[0]["event_id"].as_str().unwrap()
-            ),
-            None,
-        )
-        .await;
-    assert_eq!(
-        (retry.status, retry.body["error"]["code"].as_str()),
-        (409, Some("event_not_sent"))
-    );
+    let retry = retry(&app, &m, listed[0]["event_id"].as_str().unwrap()).await;
+    assert_eq!((retry.status, retry.code()), (409, "event_not_sent"));
 
     // Disabled: new events and due retries wait.
     let second = pay(&app, &m).await;
@@ -298,17 +289,10 @@ async fn attempts_and_payloads_are_purged_and_the_events_stay_listed() {
     assert_eq!(purged[0]["envelope"], Value::Null);
     assert_eq!(purged[0]["event_id"], event_id.as_str());
     assert_eq!(purged[0]["delivery_status"], "delivered");
-    let retry = app
-        .call(
-            &m,
-            Method::POST,
-            &format!("/events/{}/{event_id}/retry", m.merchant_id),
-            None,
-        )
-        .await;
+    let retry = retry(&app, &m, &event_id).await;
     assert_eq!(
-        (retry.status, retry.body["error"]["code"].as_str()),
-        (410, Some("event_payload_purged")),
+        (retry.status, retry.code()),
+        (410, "event_payload_purged"),
         "{}",
         retry.body
     );

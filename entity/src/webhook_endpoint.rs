@@ -25,8 +25,10 @@ pub struct Model {
     pub last_success_at: Option<DateTimeUtc>,
     /// `failing` when payd disabled it, `merchant` when its shop's keys did.
     pub disabled_reason: Option<String>,
-    /// The most requests a second payd sends it (per instance); `None`: no limit.
+    /// The most requests a second payd sends it; `None`: no limit.
     pub max_per_second: Option<i32>,
+    /// The first moment (wall time) the next request to it may start, under `max_per_second`.
+    pub next_send_at: Option<DateTimeUtc>,
     /// The mode of the keys that last configured it: its own events carry it.
     pub test_mode: bool,
 }

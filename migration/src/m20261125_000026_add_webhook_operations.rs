@@ -1,7 +1,7 @@
 //! Webhook operations for the long run: each endpoint's health (its failure streak, its last
-//! success, why payd disabled it), its delivery rate limit and the mode of the keys that
-//! configured it; events whose payload the retention purge replaced (`purged_at`); and the
-//! indexes the purge reads by age.
+//! success, why payd disabled it), its delivery rate limit and the turn of its next request,
+//! and the mode of the keys that configured it; events whose payload the retention purge
+//! replaced (`purged_at`); and the indexes the purge reads by age.
 
 use sea_orm_migration::{prelude::*, schema::*};
 
@@ -20,6 +20,7 @@ impl MigrationTrait for Migration {
             timestamp_with_time_zone_null(WebhookEndpoints::LastSuccessAt),
             string_null(WebhookEndpoints::DisabledReason),
             integer_null(WebhookEndpoints::MaxPerSecond),
+            timestamp_with_time_zone_null(WebhookEndpoints::NextSendAt),
             boolean(WebhookEndpoints::TestMode)
                 .default(false)
                 .to_owned(),
@@ -93,6 +94,7 @@ impl MigrationTrait for Migration {
             WebhookEndpoints::LastSuccessAt,
             WebhookEndpoints::DisabledReason,
             WebhookEndpoints::MaxPerSecond,
+            WebhookEndpoints::NextSendAt,
             WebhookEndpoints::TestMode,
         ] {
             manager
@@ -120,6 +122,9 @@ enum WebhookEndpoints {
     DisabledReason,
     /// The most requests a second payd sends it; null: no limit.
     MaxPerSecond,
+    /// The first moment (wall time) the next request to it may start: every instance takes
+    /// its turn from here, so the rate holds across instances.
+    NextSendAt,
     /// The mode of the keys that last configured it (its own events carry it).
     TestMode,
 }

@@ -75,7 +75,7 @@ pub struct Endpoint {
     pub profile_id: String,
     pub url: String,
     pub enabled: bool,
-    /// The most requests a second payd sends it, per instance; `null`: no limit.
+    /// The most requests a second payd sends it (all instances together); `null`: no limit.
     pub max_per_second: Option<i32>,
     pub health: Health,
     #[serde(skip_serializing_if = "Option::is_none")]

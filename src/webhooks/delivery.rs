@@ -297,6 +297,7 @@ pub async fn park(
 /// Sends a manual retry and records it; a success marks the delivery delivered. The automatic
 /// schedule is left as it is.
 async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRetry) {
+    wait_turn(deps, &retry.endpoint).await;
     let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
     let outcome = attempt(
         client,
@@ -800,8 +801,29 @@ fn per_row<V: Into<sea_orm::Value>>(batch: &[Finished], value: impl Fn(&Finished
         .into()
 }
 
+/// Waits for the endpoint's turn under its `max_per_second`, taken in the database so that
+/// every instance sending to it keeps to the one rate together.
+async fn wait_turn(deps: &DeliveryDeps, endpoint: &webhook_endpoint::Model) {
+    let Some(gap) = spacing(endpoint).and_then(|g| Duration::from_std(g).ok()) else {
+        return;
+    };
+    match super::store::take_turn(&deps.db, &endpoint.id, gap).await {
+        Ok(Some(turn)) => {
+            if let Ok(wait) = (turn - crate::clock::wall_now()).to_std() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        // Contended past a few tries: this instance's own spacing still holds.
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, endpoint = %endpoint.id, "could not take a turn to send")
+        }
+    }
+}
+
 /// Sends one claimed delivery if the lease is still ours; `None` if it is not.
 async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Option<Finished> {
+    wait_turn(deps, &item.endpoint).await;
     let now = deps.clock.now();
     let timeout_secs = deps.settings.request_timeout_secs as i64;
     // Invariant: only the holder of the lease sends, and the lease outlasts the request, so no

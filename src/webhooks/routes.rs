@@ -20,9 +20,7 @@ use crate::{
 use actix_web::{web, HttpResponse};
 use chrono::Duration;
 use payd_entity::webhook_endpoint;
-use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryTrait,
-};
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryTrait};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -148,17 +146,33 @@ pub async fn put_endpoint(
                 updated_at: now,
                 ..existing.clone()
             };
+            // Only what this request sets is written: the health columns belong to the
+            // attempts recorded meanwhile, and `enabled` to payd's disabling unless the
+            // request names it.
+            let mut set = webhook_endpoint::ActiveModel {
+                url: Set(m.url.clone()),
+                max_per_second: Set(m.max_per_second),
+                test_mode: Set(m.test_mode),
+                updated_at: Set(now),
+                ..Default::default()
+            };
             if enabled && !existing.enabled {
                 // Enabled again (also after payd disabled it): a fresh start for its health.
                 m.disabled_reason = None;
                 m.consecutive_failures = 0;
                 m.failing_since = None;
+                set.enabled = Set(true);
+                set.disabled_reason = Set(None);
+                set.consecutive_failures = Set(0);
+                set.failing_since = Set(None);
             } else if !enabled && existing.enabled {
                 m.disabled_reason = Some(MERCHANT.to_owned());
+                set.enabled = Set(false);
+                set.disabled_reason = Set(m.disabled_reason.clone());
             }
             let mut change = Change::at(now).write(Write::Update(
                 webhook_endpoint::Entity::update_many()
-                    .set(m.clone().into_active_model().reset_all())
+                    .set(set)
                     .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
                     .into_query(),
             ));
@@ -192,6 +206,7 @@ pub async fn put_endpoint(
                 last_success_at: None,
                 disabled_reason: (req.enabled == Some(false)).then(|| MERCHANT.to_owned()),
                 max_per_second: req.max_per_second.flatten(),
+                next_send_at: None,
                 test_mode: caller.test_mode(),
             };
             // Stored sealed; the answer shows it once, as it is.
@@ -240,7 +255,13 @@ pub async fn rotate_secret(
         details: serde_json::json!({"previous_secret_expires_at": m.previous_secret_expires_at}),
     };
     let rotate = webhook_endpoint::Entity::update_many()
-        .set(m.clone().into_active_model().reset_all())
+        .set(webhook_endpoint::ActiveModel {
+            secret: Set(m.secret.clone()),
+            previous_secret: Set(m.previous_secret.clone()),
+            previous_secret_expires_at: Set(m.previous_secret_expires_at),
+            updated_at: Set(now),
+            ..Default::default()
+        })
         .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
         .into_query();
     let change = Change::at(now)

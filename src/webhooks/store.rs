@@ -1,12 +1,13 @@
 //! Rows of webhook deliveries that more than one writer makes: the outbox (a delivery per
 //! endpoint of a new event) and a manual retry (an event recorded before its shop had one);
-//! and what pausing or resuming an endpoint does to its deliveries.
+//! what pausing or resuming an endpoint does to its deliveries; and the turns of a
+//! rate-limited endpoint's requests.
 
-use chrono::{DateTime, Utc};
-use payd_entity::{delivery, event};
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::{delivery, event, webhook_endpoint};
 use sea_orm::{
     sea_query::{Expr, UpdateStatement},
-    ColumnTrait, EntityTrait, QueryFilter, QueryTrait,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, QueryTrait,
 };
 
 use crate::ids::new_id;
@@ -54,4 +55,46 @@ pub fn follow_endpoint(endpoint_id: &str, enabled: bool) -> UpdateStatement {
         .filter(delivery::Column::EndpointId.eq(endpoint_id))
         .filter(delivery::Column::Status.eq(from))
         .into_query()
+}
+
+/// Takes the next turn to send to a rate-limited endpoint, `gap` after the turn before it
+/// (or now, if that is past): a compare-and-set on `next_send_at`, so instances sending to
+/// one endpoint take turns and together keep to its rate. Wall time: a rate is real time,
+/// whatever a sandbox clock says. Returns when the request may start; `None` if the turn
+/// could not be taken in a few tries (the caller's own spacing still holds).
+pub async fn take_turn(
+    db: &impl ConnectionTrait,
+    endpoint_id: &str,
+    gap: Duration,
+) -> Result<Option<DateTime<Utc>>, DbErr> {
+    for _ in 0..8 {
+        let now = crate::clock::wall_now();
+        let Some(stored) = webhook_endpoint::Entity::find_by_id(endpoint_id)
+            .select_only()
+            .column(webhook_endpoint::Column::NextSendAt)
+            .into_tuple::<Option<DateTime<Utc>>>()
+            .one(db)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let turn = stored.map_or(now, |at| at.max(now));
+        let held = match stored {
+            Some(at) => webhook_endpoint::Column::NextSendAt.eq(at),
+            None => webhook_endpoint::Column::NextSendAt.is_null(),
+        };
+        let taken = webhook_endpoint::Entity::update_many()
+            .col_expr(
+                webhook_endpoint::Column::NextSendAt,
+                Expr::value(Some(turn + gap)),
+            )
+            .filter(webhook_endpoint::Column::Id.eq(endpoint_id))
+            .filter(held)
+            .exec(db)
+            .await?;
+        if taken.rows_affected == 1 {
+            return Ok(Some(turn));
+        }
+    }
+    Ok(None)
 }
