@@ -377,6 +377,19 @@ pub fn database_unavailable(e: &sea_orm::DbErr) -> bool {
     }
 }
 
+/// Whether PostgreSQL rolled the transaction back to break a deadlock (`40P01`) or a
+/// serialization failure (`40001`): nothing of it was written, and running it again may
+/// succeed.
+pub fn transaction_conflict(e: &sea_orm::DbErr) -> bool {
+    use sea_orm::{sqlx::Error as Sqlx, DbErr, RuntimeErr};
+    match e {
+        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => {
+            matches!(&**e, Sqlx::Database(db) if matches!(db.code().as_deref(), Some("40P01" | "40001")))
+        }
+        _ => false,
+    }
+}
+
 /// Pulls the field name out of a serde message such as "missing field `amount`".
 pub fn serde_field(message: &str) -> Option<&str> {
     ["missing field `", "unknown field `", "duplicate field `"]

@@ -155,3 +155,75 @@ async fn changes_arriving_together_share_a_transaction_and_fail_alone() {
     expected.sort();
     assert_eq!(ids, expected, "only the changes that succeeded left rows");
 }
+
+/// Two changes that lock the same two rows in opposite orders, on two writers: PostgreSQL
+/// breaks the deadlock by rolling one back, and the writer writes it again, so both commit.
+/// (SQLite has one writer: nothing to test there.)
+#[actix_rt::test]
+async fn a_change_rolled_back_for_a_deadlock_is_written_again() {
+    let test_db = TestDb::new().await;
+    if !test_db.is_postgres() {
+        return;
+    }
+    let conn = payd::db::connect(&test_db.url, None).await.unwrap();
+    conn.execute_raw(Statement::from_string(
+        conn.get_database_backend(),
+        format!("CREATE TABLE {TABLE} (id VARCHAR(64) PRIMARY KEY, version BIGINT NOT NULL)"),
+    ))
+    .await
+    .unwrap();
+    let db = Db::new(
+        conn,
+        Writers {
+            count: 2,
+            max_batch: 1,
+            announce: false,
+        },
+    )
+    .unwrap();
+    for id in ["a", "b"] {
+        let seed = Change::at(chrono::Utc::now()).write(Write::Insert(insert(id, false)));
+        commit::commit(&db, seed).await.unwrap();
+    }
+    let bump = |id: &str| {
+        Write::Update(
+            Query::update()
+                .table(Alias::new(TABLE))
+                .value(
+                    Alias::new("version"),
+                    Expr::col(Alias::new("version")).add(1),
+                )
+                .and_where(Expr::col(Alias::new("id")).eq(id))
+                .to_owned(),
+        )
+    };
+    // Holds the first row's lock long enough for the other change to take its first row.
+    let pause = || Write::Require {
+        query: Query::select().expr(Expr::cust("pg_sleep(0.3)")).to_owned(),
+        exists: true,
+        refusal: "slept",
+    };
+    let first = Change::at(chrono::Utc::now())
+        .write(bump("a"))
+        .write(pause())
+        .write(bump("b"));
+    let second = Change::at(chrono::Utc::now())
+        .write(bump("b"))
+        .write(pause())
+        .write(bump("a"));
+    let (one, two) =
+        futures_util::future::join(commit::commit(&db, first), commit::commit(&db, second)).await;
+    assert!(one.is_ok() && two.is_ok(), "{one:?} / {two:?}");
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            format!("SELECT version FROM {TABLE} ORDER BY id"),
+        ))
+        .await
+        .unwrap();
+    let versions: Vec<i64> = rows
+        .iter()
+        .map(|r| r.try_get::<i64>("", "version").unwrap())
+        .collect();
+    assert_eq!(versions, [3, 3], "each change bumped both rows once");
+}

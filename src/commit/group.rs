@@ -161,8 +161,30 @@ async fn write_batch(w: &Writer, changes: &[(Change, Timeline)]) -> Vec<Outcome>
     }
 }
 
-/// One change in a transaction of its own.
+/// How many times a change alone is written when PostgreSQL rolls it back to break a
+/// deadlock with another writer's transaction.
+const CONFLICT_TRIES: u32 = 3;
+
+/// One change in a transaction of its own; written again (a few times, after a short pause)
+/// when the database rolled it back for a deadlock or a serialization failure, which leaves
+/// nothing of it written. Changes of many objects in one transaction can take row locks in
+/// different orders: the database breaks the cycle by failing one of them.
 async fn alone(w: &Writer, change: &(Change, Timeline)) -> Outcome {
+    let mut tries = 1;
+    loop {
+        match alone_once(w, change).await {
+            Err(CommitError::Db(e))
+                if tries < CONFLICT_TRIES && crate::error::transaction_conflict(&e) =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(5 * u64::from(tries))).await;
+                tries += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+async fn alone_once(w: &Writer, change: &(Change, Timeline)) -> Outcome {
     let txn = begin(w).await?;
     match on_timeline(&txn, change).await {
         Ok(committed) => {

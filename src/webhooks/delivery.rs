@@ -973,12 +973,13 @@ async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
         .filter(delivery::Column::Status.is_in(["pending", "paused"]))
         .into_query();
     let at = batch.iter().map(|f| f.at).max().unwrap_or_default();
-    let mut change = Change::at(at)
-        .write(attempts)
-        .write(Write::Update(deliveries));
+    // The endpoints' rows first, then their deliveries: the order in which pausing, resuming
+    // and parking lock them too, so that these writers never wait on each other in a cycle.
+    let mut change = Change::at(at);
     for w in health::streak_writes(&answered(batch)) {
         change = change.write(w);
     }
+    let change = change.write(attempts).write(Write::Update(deliveries));
     commit::commit(db, change).await.map(drop)
 }
 
