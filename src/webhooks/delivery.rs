@@ -976,7 +976,7 @@ async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
     // The endpoints' rows first, then their deliveries: the order in which pausing, resuming
     // and parking lock them too, so that these writers never wait on each other in a cycle.
     let mut change = Change::at(at);
-    for w in health::streak_writes(&answered(batch)) {
+    for w in health::streak_writes(&to_record(batch)) {
         change = change.write(w);
     }
     let change = change.write(attempts).write(Write::Update(deliveries));
@@ -992,6 +992,28 @@ fn answered(batch: &[Finished]) -> Vec<health::Answered<'_>> {
             at: f.at,
             delivered: f.next.delivered,
         })
+        .collect()
+}
+
+/// The batch's attempts whose endpoints' health they change (see [`health::unchanged`]),
+/// judged once per endpoint on its claimed copy.
+fn to_record(batch: &[Finished]) -> Vec<health::Answered<'_>> {
+    let all = answered(batch);
+    let mut judged: HashMap<&str, bool> = HashMap::new();
+    batch
+        .iter()
+        .zip(&all)
+        .filter(|(f, a)| {
+            *judged.entry(a.endpoint_id).or_insert_with(|| {
+                let mine: Vec<_> = all
+                    .iter()
+                    .filter(|x| x.endpoint_id == a.endpoint_id)
+                    .copied()
+                    .collect();
+                !health::unchanged(&f.endpoint, &mine)
+            })
+        })
+        .map(|(_, a)| *a)
         .collect()
 }
 

@@ -100,6 +100,26 @@ pub fn streak_writes(answered: &[Answered<'_>]) -> Vec<Write> {
         .collect()
 }
 
+/// A healthy endpoint's `last_success_at` is written again only once it is this old: its
+/// successes cost no statement in between (the time is exact to within this).
+const SUCCESS_REFRESH_SECS: i64 = 60;
+
+/// Whether these attempts (all to `endpoint`) leave its stored health as it is, judged on a
+/// copy read earlier (the claim's): every one delivered, the copy healthy, and its last
+/// success recent. Then their commit skips the endpoint's row — the common case costs no
+/// statement. A copy stale about a failure recorded since is set right by the next failure
+/// or success written.
+pub fn unchanged(endpoint: &webhook_endpoint::Model, answered: &[Answered<'_>]) -> bool {
+    let latest = answered.iter().map(|a| a.at).max();
+    answered.iter().all(|a| a.delivered)
+        && endpoint.consecutive_failures == 0
+        && endpoint.failing_since.is_none()
+        && match (endpoint.last_success_at, latest) {
+            (Some(last), Some(latest)) => latest - last < Duration::seconds(SUCCESS_REFRESH_SECS),
+            _ => false,
+        }
+}
+
 /// The endpoints these attempts leave failing (a failure after their last success here): the
 /// ones whose disabling is checked in the same commit.
 pub fn left_failing<'a>(answered: &[Answered<'a>]) -> Vec<&'a str> {
@@ -269,5 +289,48 @@ mod tests {
         );
         assert_eq!(s["b"].failures, 0);
         assert_eq!(left_failing(&answered), ["a"]);
+    }
+
+    #[test]
+    fn successes_of_a_healthy_endpoint_skip_its_row_until_its_last_success_is_a_minute_old() {
+        let t = |s: i64| DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap();
+        let endpoint = webhook_endpoint::Model {
+            id: "whep_1".into(),
+            merchant_id: "mer_1".into(),
+            profile_id: "prof_1".into(),
+            url: "https://shop.example/hooks".into(),
+            secret: String::new(),
+            previous_secret: None,
+            previous_secret_expires_at: None,
+            enabled: true,
+            created_at: t(0),
+            updated_at: t(0),
+            consecutive_failures: 0,
+            failing_since: None,
+            last_success_at: Some(t(100)),
+            disabled_reason: None,
+            max_per_second: None,
+            next_send_at: None,
+            test_mode: true,
+        };
+        let at = |s: i64, delivered: bool| Answered {
+            endpoint_id: "whep_1",
+            at: t(s),
+            delivered,
+        };
+        assert!(unchanged(&endpoint, &[at(130, true), at(150, true)]));
+        assert!(!unchanged(&endpoint, &[at(130, true), at(161, true)]));
+        assert!(!unchanged(&endpoint, &[at(130, true), at(131, false)]));
+        let failing = webhook_endpoint::Model {
+            consecutive_failures: 2,
+            failing_since: Some(t(90)),
+            ..endpoint.clone()
+        };
+        assert!(!unchanged(&failing, &[at(130, true)]));
+        let never = webhook_endpoint::Model {
+            last_success_at: None,
+            ..endpoint
+        };
+        assert!(!unchanged(&never, &[at(130, true)]));
     }
 }
