@@ -113,11 +113,26 @@ async fn a_failing_endpoint_is_disabled_and_gets_what_waited_once_enabled() {
     let since = failing["health"]["failing_since"].clone();
     assert!(since.is_string(), "{failing}");
 
-    // Each retry fails; the one past the window disables it.
+    // Each retry fails; the one past the window disables it. The clock moves only once an
+    // attempt is recorded (its retry is scheduled from the time its answer was written).
+    let event_id = events(&app, &m, json!({"object_id": first})).await[0]["event_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let start = app.clock.now();
     for k in 1..=6 {
-        app.clock.set(start + Duration::seconds(10 * k + 1));
-        receiver.wait_for(1 + k as usize).await;
+        until(
+            "the attempt recorded",
+            || attempts_of(&app, &m, &event_id),
+            |a| a.len() == k,
+        )
+        .await;
+        assert_eq!(
+            endpoint(&app, &m).await["enabled"],
+            true,
+            "disabled too early"
+        );
+        app.clock.set(start + Duration::seconds(10 * k as i64 + 1));
     }
     let disabled = until("disabled", || endpoint(&app, &m), |e| e["enabled"] == false).await;
     assert_eq!(
