@@ -134,3 +134,68 @@ async fn made_up_methods_do_not_grow_the_metrics() {
     }
     app.stop().await;
 }
+
+/// OpenAPI schemas are named after their Rust type, and utoipa keeps only the last of two
+/// types with one name: the other's routes would then document the wrong body (an endpoint's
+/// `Health` once replaced the health check's). Every `ToSchema` type's name (or its
+/// `#[schema(as = …)]`) is unique across `src/`.
+#[test]
+fn every_schema_name_is_unique() {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut all,
+    );
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let mut clashes = Vec::new();
+    for path in all {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if !(line.trim_start().starts_with("#[derive(") && line.contains("ToSchema")) {
+                continue;
+            }
+            // The attributes and the item after the derive: a rename, then the type's name.
+            let mut renamed = None;
+            for next in lines.iter().skip(i + 1).take(12) {
+                let t = next.trim_start();
+                if let Some(rest) = t.strip_prefix("#[schema(as = ") {
+                    renamed = rest.split(')').next().map(str::to_owned);
+                }
+                let item = t
+                    .strip_prefix("pub struct ")
+                    .or_else(|| t.strip_prefix("pub enum "))
+                    .or_else(|| t.strip_prefix("struct "))
+                    .or_else(|| t.strip_prefix("enum "));
+                if let Some(item) = item {
+                    let name = item
+                        .split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let name = renamed.take().unwrap_or(name);
+                    let at = format!("{}:{}", path.display(), i + 1);
+                    if let Some(first) = seen.insert(name.clone(), at.clone()) {
+                        clashes.push(format!("{name}: {first} and {at}"));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    assert!(
+        clashes.is_empty(),
+        "schema names used twice (rename one, or #[schema(as = …)]):\n{}",
+        clashes.join("\n")
+    );
+}

@@ -27,7 +27,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<i32>>
 
 /// How the endpoint has answered lately.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Health {
+pub struct EndpointHealth {
     /// `healthy`, `failing` (no success since `failing_since`) or `disabled` (see
     /// `disabled_reason`).
     pub status: &'static str,
@@ -40,7 +40,7 @@ pub struct Health {
     pub disabled_reason: Option<String>,
 }
 
-impl Health {
+impl EndpointHealth {
     pub fn of(m: &webhook_endpoint::Model) -> Self {
         let status = if !m.enabled {
             "disabled"
@@ -77,7 +77,7 @@ pub struct Endpoint {
     pub enabled: bool,
     /// The most requests a second payd sends it (all instances together); `null`: no limit.
     pub max_per_second: Option<i32>,
-    pub health: Health,
+    pub health: EndpointHealth,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
     /// Until when the previous secret still signs, after a rotation.
@@ -94,7 +94,7 @@ impl Endpoint {
             url: m.url.clone(),
             enabled: m.enabled,
             max_per_second: m.max_per_second,
-            health: Health::of(m),
+            health: EndpointHealth::of(m),
             secret: show_secret.then(|| m.secret.clone()),
             previous_secret_expires_at: m.previous_secret_expires_at,
             created: m.created_at,
