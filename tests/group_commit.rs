@@ -83,9 +83,8 @@ fn change(i: usize) -> Change {
     }
 }
 
-#[actix_rt::test]
-async fn changes_arriving_together_share_a_transaction_and_fail_alone() {
-    let test_db = TestDb::new().await;
+/// A connection to the test database, with the table these tests write.
+async fn with_table(test_db: &TestDb) -> sea_orm::DatabaseConnection {
     let conn = payd::db::connect(&test_db.url, None).await.unwrap();
     conn.execute_raw(Statement::from_string(
         conn.get_database_backend(),
@@ -93,6 +92,13 @@ async fn changes_arriving_together_share_a_transaction_and_fail_alone() {
     ))
     .await
     .unwrap();
+    conn
+}
+
+#[actix_rt::test]
+async fn changes_arriving_together_share_a_transaction_and_fail_alone() {
+    let test_db = TestDb::new().await;
+    let conn = with_table(&test_db).await;
     let writers = if test_db.is_postgres() { 2 } else { 1 };
     let db = Db::new(
         conn,
@@ -165,13 +171,7 @@ async fn a_change_rolled_back_for_a_deadlock_is_written_again() {
     if !test_db.is_postgres() {
         return;
     }
-    let conn = payd::db::connect(&test_db.url, None).await.unwrap();
-    conn.execute_raw(Statement::from_string(
-        conn.get_database_backend(),
-        format!("CREATE TABLE {TABLE} (id VARCHAR(64) PRIMARY KEY, version BIGINT NOT NULL)"),
-    ))
-    .await
-    .unwrap();
+    let conn = with_table(&test_db).await;
     let db = Db::new(
         conn,
         Writers {

@@ -511,6 +511,18 @@ async fn bad_subscriptions_name_their_field_and_others_are_404() {
     assert_eq!((bad.status, bad.param()), (400, Some("status")));
 }
 
+/// A new customer (no saved method) and a monthly price of 9.00: the customer, the price and
+/// the body of `POST /subscriptions/create` for them.
+async fn checkout_body(app: &TestApp, m: &Merchant) -> (String, String, Value) {
+    let c = app
+        .call(m, Method::POST, "/customers", Some(json!({"name": "Bo"})))
+        .await;
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    let price = monthly(app, m, 900).await;
+    let body = json!({"customer_id": cid, "items": [{"price_id": price}]});
+    (cid, price, body)
+}
+
 /// Pays a payment on the hosted checkout with the test card, as the buyer would.
 async fn pay_on_checkout(app: &TestApp, m: &Merchant, pid: &str) {
     let secret = get(app, m, &format!("/payments/{pid}")).await.body["client_secret"].clone();
@@ -532,12 +544,7 @@ async fn pay_on_checkout(app: &TestApp, m: &Merchant, pid: &str) {
 async fn created_subscriptions_are_confirmed_on_the_checkout_or_by_the_merchant_or_expire() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
-    let c = app
-        .call(&m, Method::POST, "/customers", Some(json!({"name": "Bo"})))
-        .await;
-    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
-    let price = monthly(&app, &m, 900).await;
-    let body = json!({"customer_id": cid, "items": [{"price_id": price}]});
+    let (cid, price, body) = checkout_body(&app, &m).await;
 
     // On the hosted checkout.
     let created = post(&app, &m, "/subscriptions/create", body.clone()).await;
@@ -647,12 +654,7 @@ async fn created_subscriptions_are_confirmed_on_the_checkout_or_by_the_merchant_
 async fn a_first_payment_made_just_before_the_deadline_is_settled_not_voided() {
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
-    let c = app
-        .call(&m, Method::POST, "/customers", Some(json!({"name": "Bo"})))
-        .await;
-    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
-    let price = monthly(&app, &m, 900).await;
-    let body = json!({"customer_id": cid, "items": [{"price_id": price}]});
+    let (_, _, body) = checkout_body(&app, &m).await;
     let created = post(&app, &m, "/subscriptions/create", body).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let id = created.body["subscription_id"].as_str().unwrap().to_owned();
