@@ -1,6 +1,11 @@
 //! A shop's webhook endpoint: set its URL (the secret is shown once), rotate the secret
 //! (the old one keeps signing for 24 hours), and read its settings.
 
+use actix_web::{web, HttpResponse};
+use chrono::Duration;
+use payd_entity::webhook_endpoint;
+use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryTrait};
+
 use super::{
     api::{Endpoint, PutEndpointRequest, MERCHANT},
     signer::new_secret,
@@ -17,10 +22,6 @@ use crate::{
     outbound::Policy,
     state::AppState,
 };
-use actix_web::{web, HttpResponse};
-use chrono::Duration;
-use payd_entity::webhook_endpoint;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryTrait};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
