@@ -24,14 +24,6 @@ async fn put_endpoint(app: &TestApp, m: &Merchant, url: &str) -> common::Answer 
     .await
 }
 
-async fn pay(app: &TestApp, m: &Merchant) -> String {
-    let body = json!({"amount": 500, "currency": "USD", "confirm": true,
-        "payment_method_data": card("4242424242424242")});
-    let r = app.create_payment(m, body).await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    r.body["payment_id"].as_str().unwrap().to_owned()
-}
-
 /// The payment's event once its delivery has settled away from `pending` (bounded wait).
 async fn settled_event(app: &TestApp, m: &Merchant, payment_id: &str) -> Value {
     let deadline = std::time::Instant::now() + StdDuration::from_secs(10);
@@ -96,7 +88,7 @@ async fn a_host_name_that_resolves_to_loopback_is_never_connected_to() {
     let url = receiver.url.replace("127.0.0.1", "hooks.test");
     let r = put_endpoint(&app, &m, &url).await;
     assert_eq!(r.status, 200, "a host name passes the save: {}", r.body);
-    let payment_id = pay(&app, &m).await;
+    let payment_id = app.succeeded_payment(&m).await;
     let e = settled_event(&app, &m, &payment_id).await;
     assert_eq!(e["delivery_status"], "failed", "not retried: {e}");
     let attempts = app
@@ -131,7 +123,7 @@ async fn an_allow_listed_network_is_delivered_to() {
     let m = app.create_merchant("Acme").await;
     let r = put_endpoint(&app, &m, &receiver.url).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let payment_id = pay(&app, &m).await;
+    let payment_id = app.succeeded_payment(&m).await;
     assert_eq!(
         settled_event(&app, &m, &payment_id).await["delivery_status"],
         "delivered"

@@ -23,14 +23,6 @@ async fn app_with(extra: &[(&str, &str)]) -> TestApp {
     spawn_with(Arc::new(TestDb::new().await), extra).await
 }
 
-async fn pay(app: &TestApp, m: &Merchant) -> String {
-    let body = json!({"amount": 500, "currency": "USD", "confirm": true,
-        "payment_method_data": card("4242424242424242")});
-    let r = app.create_payment(m, body).await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    r.body["payment_id"].as_str().unwrap().to_owned()
-}
-
 async fn endpoint(app: &TestApp, m: &Merchant) -> Value {
     let path = format!("/account/shops/{}/webhook", m.profile_id);
     let r = app.call(m, Method::GET, &path, None).await;
@@ -100,7 +92,7 @@ async fn a_failing_endpoint_is_disabled_and_gets_what_waited_once_enabled() {
     app.set_webhook(&m, &receiver.url).await;
     assert_eq!(endpoint(&app, &m).await["health"]["status"], "healthy");
 
-    let first = pay(&app, &m).await;
+    let first = app.succeeded_payment(&m).await;
     receiver.wait_for(1).await;
     let failing = until(
         "failing",
@@ -156,7 +148,7 @@ async fn a_failing_endpoint_is_disabled_and_gets_what_waited_once_enabled() {
     assert_eq!((retry.status, retry.code()), (409, "event_not_sent"));
 
     // Disabled: new events and due retries wait.
-    let second = pay(&app, &m).await;
+    let second = app.succeeded_payment(&m).await;
     app.clock.set(start + Duration::seconds(200));
     actix_web::rt::time::sleep(StdDuration::from_millis(500)).await;
     assert_eq!(
@@ -216,7 +208,7 @@ async fn the_sweep_disables_an_endpoint_whose_retries_wait() {
     receiver.set_default(Reply::status(503));
     let m = app.create_merchant("Acme").await;
     app.set_webhook(&m, &receiver.url).await;
-    pay(&app, &m).await;
+    app.succeeded_payment(&m).await;
     receiver.wait_for(1).await;
     until(
         "failing",
@@ -267,7 +259,7 @@ async fn attempts_and_payloads_are_purged_and_the_events_stay_listed() {
     let receiver = Receiver::start().await;
     let m = app.create_merchant("Acme").await;
     app.set_webhook(&m, &receiver.url).await;
-    let delivered = pay(&app, &m).await;
+    let delivered = app.succeeded_payment(&m).await;
     receiver.wait_for(1).await;
     let event = until(
         "delivered",
@@ -280,7 +272,7 @@ async fn attempts_and_payloads_are_purged_and_the_events_stay_listed() {
     // Another shop's endpoint is paused: its event's delivery waits, and its payload with it.
     let other = app.create_merchant("Other").await;
     put_endpoint(&app, &other, json!({"url": receiver.url, "enabled": false})).await;
-    let waiting = pay(&app, &other).await;
+    let waiting = app.succeeded_payment(&other).await;
 
     let start = app.clock.now();
     app.clock.set(start + Duration::seconds(150));
@@ -354,7 +346,7 @@ async fn an_endpoint_rate_limit_spaces_its_requests() {
 
     let mut payments = 0;
     while events(&app, &m, json!({"limit": 100})).await.len() < 30 {
-        pay(&app, &m).await;
+        app.succeeded_payment(&m).await;
         payments += 1;
         assert!(payments <= 30, "no events");
     }

@@ -197,24 +197,19 @@ pub fn may_be_due(
 
 /// The sweep: disables every enabled endpoint failing since before `now - disable_after`
 /// (deliveries waiting hours for their next retry make no attempt that would check it).
-/// Returns how many it disabled.
-pub async fn sweep(db: &Db, disable_after: Duration, now: DateTime<Utc>) -> Result<usize, DbErr> {
+/// Each one it disables is logged there.
+pub async fn sweep(db: &Db, disable_after: Duration, now: DateTime<Utc>) -> Result<(), DbErr> {
     let due = webhook_endpoint::Entity::find()
         .filter(webhook_endpoint::Column::Enabled.eq(true))
         .filter(webhook_endpoint::Column::FailingSince.lte(now - disable_after))
         .all(db)
         .await?;
-    let mut disabled = 0;
     for endpoint in &due {
-        match disable_if_failing(db, endpoint, disable_after, now).await {
-            Ok(true) => disabled += 1,
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, endpoint = %endpoint.id, "could not disable a failing endpoint")
-            }
+        if let Err(e) = disable_if_failing(db, endpoint, disable_after, now).await {
+            tracing::warn!(error = %e, endpoint = %endpoint.id, "could not disable a failing endpoint");
         }
     }
-    Ok(disabled)
+    Ok(())
 }
 
 /// The warning an operator sees when payd disables an endpoint.

@@ -28,21 +28,12 @@ const BUDGET: StdDuration = StdDuration::from_secs(10);
 /// The payload of a purged event.
 pub const TOMBSTONE: &str = "null";
 
-/// What one run removed.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Purged {
-    pub attempts: u64,
-    pub payloads: u64,
-    /// Endpoints the sweep disabled.
-    pub disabled: usize,
-}
-
 fn secs(s: u64) -> Duration {
     Duration::seconds(s as i64)
 }
 
 /// One run of the purge and the sweep.
-pub async fn run(db: &Db, settings: &WebhookSettings, now: DateTime<Utc>) -> Result<Purged, DbErr> {
+pub async fn run(db: &Db, settings: &WebhookSettings, now: DateTime<Utc>) -> Result<(), DbErr> {
     let started = Instant::now();
     let attempts = in_batches(started, || {
         purge_attempts(db, now - secs(settings.attempt_retention_secs))
@@ -54,15 +45,12 @@ pub async fn run(db: &Db, settings: &WebhookSettings, now: DateTime<Utc>) -> Res
     .await?;
     metrics::counter!("payd_webhook_purged_rows_total", "kind" => "attempt").increment(attempts);
     metrics::counter!("payd_webhook_purged_rows_total", "kind" => "payload").increment(payloads);
-    let disabled = super::health::sweep(db, secs(settings.disable_after_secs), now).await?;
     if attempts + payloads > 0 {
         tracing::info!(attempts, payloads, "webhook retention purge");
     }
-    Ok(Purged {
-        attempts,
-        payloads,
-        disabled,
-    })
+    // Each endpoint it disables is logged where it is disabled.
+    super::health::sweep(db, secs(settings.disable_after_secs), now).await?;
+    Ok(())
 }
 
 /// Runs `batch` until it purges less than a whole batch or the run's budget is spent.

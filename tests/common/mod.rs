@@ -394,6 +394,15 @@ impl TestApp {
         .await
     }
 
+    /// A 5.00 USD payment confirmed with the test card …4242 (it succeeds); its id.
+    pub async fn succeeded_payment(&self, m: &Merchant) -> String {
+        let body = serde_json::json!({"amount": 500, "currency": "USD", "confirm": true,
+            "payment_method_data": card("4242424242424242")});
+        let r = self.create_payment(m, body).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body["payment_id"].as_str().unwrap().to_owned()
+    }
+
     pub async fn create_payment(&self, m: &Merchant, body: Value) -> Answer {
         self.call(m, Method::POST, "/payments", Some(body)).await
     }
