@@ -10,6 +10,11 @@ use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement,
 };
 
+/// At most this many rows in one multi-row `INSERT`: well under the bound parameters either
+/// database takes in a statement (32 766 for SQLite, 65 535 for PostgreSQL) at any width of
+/// payd's tables.
+pub const ROWS_PER_INSERT: usize = 500;
+
 /// Any fixed number: the key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK: i64 = 0x0070_6179_646d_6967; // "paydmig"
 

@@ -12,12 +12,13 @@ use payd_entity::scheduled_job::{self, Entity as Jobs};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query},
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
 };
 use tokio::sync::Notify;
 
 use crate::{
     clock::{self, SharedClock, Timeline},
+    db::ROWS_PER_INSERT,
     ids::new_id,
     settings::SchedulerSettings,
 };
@@ -60,9 +61,10 @@ where
     }
 }
 
-/// A new row, on the running task's timeline: a sandbox merchant's job is tagged with the
-/// merchant and kept in base time, so it moves when that merchant's test clock does.
-fn new_row(
+/// The row of a job due at `due_at`, on the running task's timeline: a
+/// sandbox merchant's job is tagged with the merchant and kept in base time, so it moves when
+/// that merchant's test clock does. The commit path writes it ([`write_jobs`]).
+pub fn row(
     now: DateTime<Utc>,
     kind: &str,
     entity_id: &str,
@@ -85,8 +87,108 @@ fn new_row(
     }
 }
 
-/// Schedules (or moves) the job of this kind for this entity. Pass the transaction that makes
-/// the state change, so the job exists exactly when the change does.
+/// A change to the scheduled jobs, written with the state change that makes it.
+#[derive(Debug, Clone)]
+pub enum JobWrite {
+    /// Schedules (or moves) the job of the row's kind for its entity.
+    Schedule(scheduled_job::ActiveModel),
+    /// Schedules the job unless one of its kind already exists for the entity.
+    IfAbsent(scheduled_job::ActiveModel),
+    /// Removes the entity's jobs of these kinds, if any.
+    Cancel {
+        kinds: Vec<&'static str>,
+        entity_id: String,
+    },
+}
+
+impl JobWrite {
+    /// The (kind, entity) of each job it writes.
+    fn keys(&self) -> Vec<(&str, &str)> {
+        fn key(row: &scheduled_job::ActiveModel) -> Vec<(&str, &str)> {
+            match (&row.kind, &row.entity_id) {
+                (Set(kind), Set(entity_id)) => vec![(kind.as_str(), entity_id.as_str())],
+                _ => Vec::new(),
+            }
+        }
+        match self {
+            JobWrite::Schedule(row) | JobWrite::IfAbsent(row) => key(row),
+            JobWrite::Cancel { kinds, entity_id } => {
+                kinds.iter().map(|k| (*k, entity_id.as_str())).collect()
+            }
+        }
+    }
+}
+
+/// On a (kind, entity) conflict, a schedule moves the job.
+fn moved() -> OnConflict {
+    OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
+        .update_columns([
+            scheduled_job::Column::DueAt,
+            scheduled_job::Column::MerchantId,
+            scheduled_job::Column::Payload,
+            scheduled_job::Column::Attempts,
+            scheduled_job::Column::LastError,
+            // The lease's end stays: a job rescheduled by its own running handler is not
+            // claimed again until that handler has finished (or its lease run out), so one
+            // job never runs twice at once.
+            scheduled_job::Column::LeaseOwner,
+        ])
+        .to_owned()
+}
+
+fn kept() -> OnConflict {
+    OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
+        .do_nothing()
+        .to_owned()
+}
+
+/// Writes job changes as if one after the other, in at most three statements when no two of
+/// them touch the same job (a schedule, a schedule-if-absent and a cancel of one job depend on
+/// their order; then they are written one by one, in order). Pass the transaction that makes
+/// the state change, so the jobs exist exactly when the change does.
+pub async fn write_jobs(db: &impl ConnectionTrait, jobs: &[JobWrite]) -> Result<(), DbErr> {
+    let mut keys = std::collections::HashSet::new();
+    let apart = jobs.iter().flat_map(JobWrite::keys).all(|k| keys.insert(k));
+    if !apart {
+        for job in jobs {
+            write_together(db, std::slice::from_ref(job)).await?;
+        }
+        return Ok(());
+    }
+    write_together(db, jobs).await
+}
+
+/// Writes job changes that touch different jobs, a statement per kind of change.
+async fn write_together(db: &impl ConnectionTrait, jobs: &[JobWrite]) -> Result<(), DbErr> {
+    let (mut schedules, mut if_absent, mut cancels) = (Vec::new(), Vec::new(), Vec::new());
+    for job in jobs {
+        match job {
+            JobWrite::Schedule(row) => schedules.push(row.clone()),
+            JobWrite::IfAbsent(row) => if_absent.push(row.clone()),
+            JobWrite::Cancel { kinds, entity_id } if !kinds.is_empty() => cancels.push(
+                Condition::all()
+                    .add(scheduled_job::Column::EntityId.eq(entity_id.as_str()))
+                    .add(scheduled_job::Column::Kind.is_in(kinds.iter().copied())),
+            ),
+            JobWrite::Cancel { .. } => {}
+        }
+    }
+    for (rows, on_conflict) in [(schedules, moved()), (if_absent, kept())] {
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            Jobs::insert_many(chunk.to_vec())
+                .on_conflict(on_conflict.clone())
+                .exec_without_returning(db)
+                .await?;
+        }
+    }
+    if !cancels.is_empty() {
+        let any = cancels.into_iter().fold(Condition::any(), Condition::add);
+        Jobs::delete_many().filter(any).exec(db).await?;
+    }
+    Ok(())
+}
+
+/// Schedules (or moves) the job of this kind for this entity.
 pub async fn schedule(
     db: &impl ConnectionTrait,
     now: DateTime<Utc>,
@@ -95,25 +197,8 @@ pub async fn schedule(
     due_at: DateTime<Utc>,
     payload: serde_json::Value,
 ) -> Result<(), DbErr> {
-    Jobs::insert(new_row(now, kind, entity_id, due_at, payload))
-        .on_conflict(
-            OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
-                .update_columns([
-                    scheduled_job::Column::DueAt,
-                    scheduled_job::Column::MerchantId,
-                    scheduled_job::Column::Payload,
-                    scheduled_job::Column::Attempts,
-                    scheduled_job::Column::LastError,
-                    // The lease's end stays: a job rescheduled by its own running handler is
-                    // not claimed again until that handler has finished (or its lease run
-                    // out), so one job never runs twice at once.
-                    scheduled_job::Column::LeaseOwner,
-                ])
-                .to_owned(),
-        )
-        .exec_without_returning(db)
-        .await?;
-    Ok(())
+    let row = row(now, kind, entity_id, due_at, payload);
+    write_jobs(db, &[JobWrite::Schedule(row)]).await
 }
 
 /// Schedules the job unless one of this kind already exists for the entity.
@@ -124,43 +209,21 @@ pub async fn schedule_if_absent(
     entity_id: &str,
     due_at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    Jobs::insert(new_row(
-        now,
-        kind,
-        entity_id,
-        due_at,
-        serde_json::Value::Null,
-    ))
-    .on_conflict(
-        OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
-            .do_nothing()
-            .to_owned(),
-    )
-    .exec_without_returning(db)
-    .await?;
-    Ok(())
+    let row = row(now, kind, entity_id, due_at, serde_json::Value::Null);
+    write_jobs(db, &[JobWrite::IfAbsent(row)]).await
 }
 
 /// Removes the job of this kind for this entity, if any.
-pub async fn cancel(db: &impl ConnectionTrait, kind: &str, entity_id: &str) -> Result<(), DbErr> {
-    cancel_kinds(db, &[kind], entity_id).await
-}
-
-/// Cancels the entity's jobs of these kinds, in one statement.
-pub async fn cancel_kinds(
+pub async fn cancel(
     db: &impl ConnectionTrait,
-    kinds: &[&str],
+    kind: &'static str,
     entity_id: &str,
 ) -> Result<(), DbErr> {
-    if kinds.is_empty() {
-        return Ok(());
-    }
-    Jobs::delete_many()
-        .filter(scheduled_job::Column::EntityId.eq(entity_id))
-        .filter(scheduled_job::Column::Kind.is_in(kinds.iter().copied()))
-        .exec(db)
-        .await?;
-    Ok(())
+    let cancel = JobWrite::Cancel {
+        kinds: vec![kind],
+        entity_id: entity_id.to_owned(),
+    };
+    write_jobs(db, &[cancel]).await
 }
 
 /// The `outcome` labels of `payd_scheduler_jobs_total`: done, run again later, failed.

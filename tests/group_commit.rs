@@ -4,7 +4,8 @@
 mod common;
 
 use common::TestDb;
-use payd::commit::{self, Change, CommitError, Db, Write, Writers};
+use payd::commit::{self, Change, CommitError, Db, Event, Job, Write, Writers};
+use payd_entity::{delivery_attempt, webhook_endpoint};
 use sea_orm::{
     sea_query::{Alias, Expr, ExprTrait, OnConflict, Query},
     ConnectionTrait, Statement,
@@ -226,4 +227,200 @@ async fn a_change_rolled_back_for_a_deadlock_is_written_again() {
         .map(|r| r.try_get::<i64>("", "version").unwrap())
         .collect();
     assert_eq!(versions, [3, 3], "each change bumped both rows once");
+}
+
+/// A column's values in `table`, sorted.
+async fn column(db: &Db, table: &str, column: &str) -> Vec<String> {
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            format!("SELECT {column} FROM {table}"),
+        ))
+        .await
+        .unwrap();
+    let mut values: Vec<String> = rows
+        .iter()
+        .map(|r| r.try_get::<String>("", column).unwrap())
+        .collect();
+    values.sort();
+    values
+}
+
+fn endpoint(id: &str, profile_id: &str) -> webhook_endpoint::Model {
+    let now = chrono::Utc::now();
+    webhook_endpoint::Model {
+        id: id.to_owned(),
+        merchant_id: "mer_group".to_owned(),
+        profile_id: profile_id.to_owned(),
+        url: "http://127.0.0.1:9/hook".to_owned(),
+        secret: "whsec_test".to_owned(),
+        previous_secret: None,
+        previous_secret_expires_at: None,
+        enabled: true,
+        created_at: now,
+        updated_at: now,
+        consecutive_failures: 0,
+        failing_since: None,
+        last_success_at: None,
+        disabled_reason: None,
+        max_per_second: None,
+        next_send_at: None,
+        test_mode: true,
+    }
+}
+
+/// The shop change `i` announces its event to: two shops with an endpoint each, one without.
+fn shop(i: usize) -> &'static str {
+    ["pro_a", "pro_b", "pro_none"][i % 3]
+}
+
+/// Change `i` of the first test, which also appends a row, announces an event to [`shop`]`(i)`
+/// and schedules a job.
+fn change_with_parts(i: usize) -> Change {
+    let now = chrono::Utc::now();
+    change(i)
+        .write(commit::append(delivery_attempt::Model {
+            id: format!("a{i}"),
+            delivery_id: format!("d{i}"),
+            event_id: format!("e{i}"),
+            number: 1,
+            trigger: "initial".to_owned(),
+            request_headers: "{}".to_owned(),
+            response_status: Some(200),
+            response_body: None,
+            error_kind: None,
+            duration_ms: 1,
+            next_attempt_at: None,
+            created_at: now,
+        }))
+        .event(Event {
+            merchant_id: "mer_group".to_owned(),
+            profile_id: Some(shop(i).to_owned()),
+            test_mode: true,
+            event_type: "group_test".to_owned(),
+            object_id: format!("o{i}"),
+            content_type: "group_details",
+            object: format!(r#"{{"n":{i}}}"#),
+        })
+        .job(Job::Schedule {
+            kind: "group_test",
+            entity_id: format!("j{i}"),
+            at: now,
+        })
+}
+
+/// The rows changes append, their events with the deliveries those queue, and their jobs are
+/// written after every change of the transaction, a table's rows together: a change's are
+/// there exactly when it committed, each caller is told its own deliveries, and two changes of
+/// one job in one change keep their order.
+#[actix_rt::test]
+async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
+    let test_db = TestDb::new().await;
+    let conn = with_table(&test_db).await;
+    payd::db::migrate(&test_db.url, &conn).await.unwrap();
+    let writers = if test_db.is_postgres() { 2 } else { 1 };
+    let db = Db::new(
+        conn,
+        Writers {
+            count: writers,
+            max_batch: 64,
+            announce: false,
+        },
+    )
+    .unwrap();
+    let seed = Change::at(chrono::Utc::now())
+        .write(Write::Insert(insert("seed", false)))
+        .write(commit::insert(endpoint("we_a", "pro_a")))
+        .write(commit::insert(endpoint("we_b", "pro_b")));
+    commit::commit(&db, seed).await.unwrap();
+
+    const N: usize = 300;
+    let outcomes =
+        futures_util::future::join_all((0..N).map(|i| commit::commit(&db, change_with_parts(i))))
+            .await;
+    let mut most_shared = 0;
+    for (i, outcome) in outcomes.iter().enumerate() {
+        match (kind(i), outcome) {
+            (Kind::Fresh, Ok(c)) => {
+                most_shared = Ord::max(most_shared, c.shared);
+                let expected = usize::from(shop(i) != "pro_none");
+                assert_eq!(c.deliveries, expected, "change {i}'s deliveries");
+            }
+            (Kind::Fresh, other) => panic!("change {i} answered {other:?}"),
+            (_, outcome) => assert!(outcome.is_err(), "change {i} answered {outcome:?}"),
+        }
+    }
+    assert!(most_shared > 1, "{N} changes were all written alone");
+
+    let fresh: Vec<usize> = (0..N).filter(|i| kind(*i) == Kind::Fresh).collect();
+    let named = |prefix: &str| {
+        let mut names: Vec<String> = fresh.iter().map(|i| format!("{prefix}{i}")).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(column(&db, "delivery_attempts", "id").await, named("a"));
+    assert_eq!(column(&db, "events", "object_id").await, named("o"));
+    assert_eq!(column(&db, "scheduled_jobs", "entity_id").await, named("j"));
+    let mut delivered: Vec<String> = fresh
+        .iter()
+        .filter(|i| shop(**i) != "pro_none")
+        .map(|i| format!("o{i} {}", shop(*i)))
+        .collect();
+    delivered.sort();
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT e.object_id || ' ' || w.profile_id AS object_id FROM deliveries d \
+             JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id"
+                .to_owned(),
+        ))
+        .await
+        .unwrap();
+    let mut got: Vec<String> = rows
+        .iter()
+        .map(|r| r.try_get::<String>("", "object_id").unwrap())
+        .collect();
+    got.sort();
+    assert_eq!(
+        got, delivered,
+        "one delivery of each event of a shop with an endpoint, to that shop's endpoint"
+    );
+
+    // Jobs of one job in one change are written in their order: cancel then schedule leaves
+    // it, schedule then cancel does not.
+    let now = chrono::Utc::now();
+    let schedule = |id: &str| Job::Schedule {
+        kind: "group_order",
+        entity_id: id.to_owned(),
+        at: now,
+    };
+    let cancel = |id: &str| Job::Cancel {
+        kinds: vec!["group_order"],
+        entity_id: id.to_owned(),
+    };
+    let (kept, gone) = futures_util::future::join(
+        commit::commit(
+            &db,
+            Change::at(now).job(cancel("kept")).job(schedule("kept")),
+        ),
+        commit::commit(
+            &db,
+            Change::at(now).job(schedule("gone")).job(cancel("gone")),
+        ),
+    )
+    .await;
+    kept.unwrap();
+    gone.unwrap();
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            "SELECT entity_id FROM scheduled_jobs WHERE kind = 'group_order'".to_owned(),
+        ))
+        .await
+        .unwrap();
+    let left: Vec<String> = rows
+        .iter()
+        .map(|r| r.try_get::<String>("", "entity_id").unwrap())
+        .collect();
+    assert_eq!(left, ["kept"]);
 }

@@ -3,16 +3,18 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    sea_query::{DeleteStatement, InsertStatement, SelectStatement, UpdateStatement},
+    sea_query::{DeleteStatement, InsertStatement, OnConflict, SelectStatement, UpdateStatement},
     ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel, QueryTrait,
 };
 
+use serde_json::Value::Null;
 use std::future::Future;
 
+use super::later::{Later, Row};
 use crate::{
     error::ApiError,
     events::outbox::{self, NewEvent},
-    scheduler,
+    scheduler::{self, JobWrite},
 };
 
 /// One statement of a change, in the order written.
@@ -24,6 +26,10 @@ pub enum Write {
     /// An insert: history, attempts, child objects. With `ON CONFLICT DO NOTHING` or an
     /// `INSERT … SELECT`, it may add nothing.
     Insert(InsertStatement),
+    /// A row nothing in its transaction reads or refers to (history, attempts): written after
+    /// every change of the transaction, with the other changes' rows of its table, as one
+    /// multi-row `INSERT` (`later.rs`). It may refer only to rows written before it.
+    Append(Row),
     /// An insert with `ON CONFLICT DO NOTHING` that must add its row: none added means
     /// another writer took its key first, and the whole change is a lost race.
     InsertNew(InsertStatement),
@@ -262,15 +268,44 @@ where
     Write::Insert(A::Entity::insert(row.into_active_model().reset_all()).into_query())
 }
 
-/// Writes one change inside `txn`; `None` when it is optional and its first write touched
-/// nothing (then nothing of it was written).
+/// The append of a whole row (every column set): see [`Write::Append`].
+pub fn append<M, A>(row: M) -> Write
+where
+    M: IntoActiveModel<A>,
+    A: ActiveModelTrait,
+{
+    Write::Append(Row::of(row, None))
+}
+
+/// The append of a whole row with a conflict clause (an upsert); `name` names the clause, and
+/// rows appended under one name must share it.
+pub fn append_upsert<M, A>(row: M, name: &'static str, conflict: OnConflict) -> Write
+where
+    M: IntoActiveModel<A>,
+    A: ActiveModelTrait,
+{
+    Write::Append(Row::of(row, Some((name, conflict))))
+}
+
+/// Writes one change inside `txn`, keeping its appended rows, events and jobs in `later`;
+/// `false` when it is optional and its first write touched nothing (then nothing of it was
+/// written).
 pub(super) async fn write(
     txn: &impl ConnectionTrait,
     change: &Change,
     required: bool,
-) -> Result<Option<Committed>, CommitError> {
+    later: &mut Later,
+) -> Result<bool, CommitError> {
     for (i, w) in change.writes.iter().enumerate() {
         let touched = match w {
+            // The first write of an optional part decides whether it is written: at once.
+            Write::Append(row) if i == 0 && !required => {
+                txn.execute(&row.statement()).await?.rows_affected()
+            }
+            Write::Append(row) => {
+                later.row(row.clone());
+                1
+            }
             Write::Cas(stmt) => {
                 if txn.execute(stmt).await?.rows_affected() != 1 {
                     return Err(CommitError::LostRace);
@@ -298,21 +333,17 @@ pub(super) async fn write(
             }
         };
         if i == 0 && touched == 0 && !required {
-            return Ok(None);
+            return Ok(false);
         }
     }
     let at = change.at;
-    let mut deliveries = 0;
     // Optional parts before this change's own events, so that their events come first (a
     // saved card's `mandate_active` before the `payment_succeeded` of the charge that made it).
     for part in &change.optional {
-        if let Some(c) = Box::pin(write(txn, part, false)).await? {
-            deliveries += c.deliveries;
-        }
+        Box::pin(write(txn, part, false, later)).await?;
     }
     for e in &change.events {
-        deliveries += outbox::record(
-            txn,
+        later.event(outbox::row(
             NewEvent {
                 merchant_id: &e.merchant_id,
                 profile_id: e.profile_id.as_deref(),
@@ -323,30 +354,26 @@ pub(super) async fn write(
                 object: e.object.clone(),
             },
             at,
-        )
-        .await?;
+        )?);
     }
+    // Job rows are made here, on the timeline of the task that made the change.
     for j in &change.jobs {
-        match j {
+        later.job(match j {
             Job::Schedule {
                 kind,
                 entity_id,
                 at: due,
-            } => {
-                scheduler::schedule(txn, at, kind, entity_id, *due, serde_json::Value::Null).await?
-            }
+            } => JobWrite::Schedule(scheduler::row(at, kind, entity_id, *due, Null)),
             Job::ScheduleIfAbsent {
                 kind,
                 entity_id,
                 at: due,
-            } => scheduler::schedule_if_absent(txn, at, kind, entity_id, *due).await?,
-            Job::Cancel { kinds, entity_id } => {
-                scheduler::cancel_kinds(txn, kinds, entity_id).await?
-            }
-        }
+            } => JobWrite::IfAbsent(scheduler::row(at, kind, entity_id, *due, Null)),
+            Job::Cancel { kinds, entity_id } => JobWrite::Cancel {
+                kinds: kinds.clone(),
+                entity_id: entity_id.clone(),
+            },
+        });
     }
-    Ok(Some(Committed {
-        deliveries,
-        shared: 1,
-    }))
+    Ok(true)
 }

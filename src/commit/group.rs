@@ -21,7 +21,10 @@ use sea_orm::{
 };
 use tokio::sync::{mpsc, oneshot, Mutex};
 
-use super::change::{write, Change, CommitError, Committed};
+use super::{
+    change::{write, Change, CommitError, Committed},
+    later::Later,
+};
 use crate::{
     clock::{self, Timeline},
     db,
@@ -186,9 +189,8 @@ async fn alone(w: &Writer, change: &(Change, Timeline)) -> Outcome {
 
 async fn alone_once(w: &Writer, change: &(Change, Timeline)) -> Outcome {
     let txn = begin(w).await?;
-    match on_timeline(&txn, change).await {
+    match by_itself(&txn, change).await {
         Ok(committed) => {
-            let committed = committed.unwrap_or_default();
             if w.announce && committed.deliveries > 0 {
                 announce(&txn).await?;
             }
@@ -207,19 +209,31 @@ async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: 
         return Together::Broken;
     };
     let mut outcomes = Vec::with_capacity(changes.len());
-    for change in changes {
-        let outcome = if savepoints {
+    if savepoints {
+        for change in changes {
             match under_savepoint(&txn, change).await {
-                Ok(outcome) => outcome,
+                Ok(outcome) => outcomes.push(outcome),
                 Err(_) => return rolled_back(txn, Together::Broken).await,
             }
-        } else {
-            match on_timeline(&txn, change).await {
-                Ok(committed) => Ok(committed.unwrap_or_default()),
-                Err(_) => return rolled_back(txn, Together::ChangeFailed).await,
+        }
+    } else {
+        // Every change's writes, then all their appended rows, events and jobs together.
+        let mut later = Later::default();
+        for (i, change) in changes.iter().enumerate() {
+            later.at(i);
+            if on_timeline(&txn, change, &mut later).await.is_err() {
+                return rolled_back(txn, Together::ChangeFailed).await;
             }
-        };
-        outcomes.push(outcome);
+        }
+        match later.write(&txn, changes.len()).await {
+            Ok(deliveries) => outcomes.extend(deliveries.into_iter().map(|deliveries| {
+                Ok(Committed {
+                    deliveries,
+                    shared: 1,
+                })
+            })),
+            Err(_) => return rolled_back(txn, Together::ChangeFailed).await,
+        }
     }
     let deliveries = outcomes.iter().flatten().any(|c| c.deliveries > 0);
     if w.announce && deliveries && announce(&txn).await.is_err() {
@@ -243,10 +257,10 @@ async fn under_savepoint(
     change: &(Change, Timeline),
 ) -> Result<Outcome, DbErr> {
     let savepoint = txn.begin().await?;
-    match on_timeline(&savepoint, change).await {
+    match by_itself(&savepoint, change).await {
         Ok(committed) => {
             savepoint.commit().await?;
-            Ok(Ok(committed.unwrap_or_default()))
+            Ok(Ok(committed))
         }
         Err(e) => {
             savepoint.rollback().await?;
@@ -286,10 +300,28 @@ async fn begin(w: &Writer) -> Result<DatabaseTransaction, DbErr> {
         .await
 }
 
-/// Writes a change on the timeline of the task that made it.
+/// Writes a change on the timeline of the task that made it, keeping its appended rows,
+/// events and jobs in `later`.
 async fn on_timeline(
     txn: &impl ConnectionTrait,
     (change, timeline): &(Change, Timeline),
-) -> Result<Option<Committed>, CommitError> {
-    clock::scoped(timeline.clone(), write(txn, change, true)).await
+    later: &mut Later,
+) -> Result<(), CommitError> {
+    clock::scoped(timeline.clone(), write(txn, change, true, later))
+        .await
+        .map(drop)
+}
+
+/// Writes a change whole, its appended rows, events and jobs included.
+async fn by_itself(
+    txn: &impl ConnectionTrait,
+    change: &(Change, Timeline),
+) -> Result<Committed, CommitError> {
+    let mut later = Later::default();
+    on_timeline(txn, change, &mut later).await?;
+    let deliveries = later.write(txn, 1).await?;
+    Ok(Committed {
+        deliveries: deliveries[0],
+        shared: 1,
+    })
 }

@@ -12,7 +12,9 @@
 //! Changes are written by group writers (`group.rs`): the changes of many actors that arrive
 //! together share one transaction, each answered with its own outcome after that transaction
 //! commits. Stores reach the database through [`Db`]: queries go to the readers, changes to
-//! the writers. What a change is, and how one is written, is `change.rs`.
+//! the writers. What a change is, and how one is written, is `change.rs`; the rows the
+//! changes of a transaction append, their events and their jobs are written after them, a
+//! table's rows together (`later.rs`).
 
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
@@ -21,12 +23,14 @@ use tokio::sync::{mpsc, oneshot};
 
 mod change;
 mod group;
+mod later;
 
 pub use change::{
-    decide_fresh, insert, or_retry, retrying, Change, CommitError, Committed, Event, Job,
-    Versioned, Write,
+    append, append_upsert, decide_fresh, insert, or_retry, retrying, Change, CommitError,
+    Committed, Event, Job, Versioned, Write,
 };
 pub use group::Writers;
+pub use later::Row;
 
 /// The database as the stores use it: changes go to the group writers ([`commit`]), queries
 /// to the readers, other single statements to the writers' pool. On PostgreSQL the readers

@@ -1,17 +1,21 @@
 //! The transactional outbox. `record` is called with the transaction that makes a state
-//! change: the event and one delivery per endpoint of its shop commit with the change or not at
-//! all, so a crash can neither lose an event nor announce a change that was rolled back.
+//! change (the commit path writes the events of all the changes of a transaction together,
+//! after them): the event and one delivery per endpoint of its shop commit with the change or
+//! not at all, so a crash can neither lose an event nor announce a change that was rolled back.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
+use std::collections::BTreeSet;
+
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    IntoActiveModel, QueryFilter,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::{
+    db::ROWS_PER_INSERT,
     ids::new_id,
     webhooks::store::{delivery_row, ENDPOINT_DISABLED},
 };
@@ -45,14 +49,8 @@ struct Content<'a> {
     object: &'a RawValue,
 }
 
-/// Records the event and its deliveries; returns how many deliveries it queued (the writer
-/// wakes the dispatcher only when there are some). A paused endpoint gets its delivery too: the
-/// dispatcher parks it when it claims it, and it is sent when the endpoint resumes.
-pub async fn record(
-    db: &impl ConnectionTrait,
-    e: NewEvent<'_>,
-    now: DateTime<Utc>,
-) -> Result<usize, DbErr> {
+/// The event's row: its envelope, stamped `now`, with a new id. Written by [`record`].
+pub fn row(e: NewEvent<'_>, now: DateTime<Utc>) -> Result<event::Model, DbErr> {
     let id = new_id("evt");
     let object = RawValue::from_string(e.object)
         .map_err(|err| DbErr::Custom(format!("event object is not JSON: {err}")))?;
@@ -67,41 +65,70 @@ pub async fn record(
         },
     };
     let payload = serde_json::to_string(&envelope).map_err(|err| DbErr::Custom(err.to_string()))?;
-    let row = event::ActiveModel {
-        id: Set(id.clone()),
-        merchant_id: Set(e.merchant_id.to_owned()),
-        profile_id: Set(e.profile_id.map(str::to_owned)),
-        test_mode: Set(e.test_mode),
-        event_type: Set(e.event_type.to_owned()),
-        object_id: Set(e.object_id.to_owned()),
-        payload: Set(payload),
-        created_at: Set(now),
-        purged_at: Set(None),
-    }
-    .insert(db)
-    .await?;
-    let Some(profile_id) = e.profile_id.filter(|_| e.event_type != ENDPOINT_DISABLED) else {
-        return Ok(0);
-    };
-    let endpoints = webhook_endpoint::Entity::find()
-        .filter(webhook_endpoint::Column::ProfileId.eq(profile_id))
-        .all(db)
-        .await?;
-    for endpoint in &endpoints {
-        insert_delivery(db, &row, &endpoint.id, now).await?;
-    }
-    Ok(endpoints.len())
+    Ok(event::Model {
+        id,
+        merchant_id: e.merchant_id.to_owned(),
+        profile_id: e.profile_id.map(str::to_owned),
+        test_mode: e.test_mode,
+        event_type: e.event_type.to_owned(),
+        object_id: e.object_id.to_owned(),
+        payload,
+        created_at: now,
+        purged_at: None,
+    })
 }
 
-/// A pending delivery of `event` to an endpoint, due now.
-async fn insert_delivery(
+/// Records events and one delivery of each per endpoint of its shop, due at the event's
+/// time, in three statements however many there are (the events, the shops' endpoints, the
+/// deliveries); answers how many deliveries each event queued (the writer wakes the
+/// dispatcher only when there are some). A paused endpoint gets its delivery too: the
+/// dispatcher parks it when it claims it, and it is sent when the endpoint resumes.
+pub async fn record(
     db: &impl ConnectionTrait,
-    event: &event::Model,
-    endpoint_id: &str,
-    now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    delivery::Entity::insert(delivery_row(event, endpoint_id, now).into_active_model())
-        .exec_without_returning(db)
+    events: &[event::Model],
+) -> Result<Vec<usize>, DbErr> {
+    for chunk in events.chunks(ROWS_PER_INSERT) {
+        let rows = chunk
+            .iter()
+            .cloned()
+            .map(IntoActiveModel::into_active_model);
+        event::Entity::insert_many(rows)
+            .exec_without_returning(db)
+            .await?;
+    }
+    let shop = |e: &event::Model| {
+        e.profile_id
+            .clone()
+            .filter(|_| e.event_type != ENDPOINT_DISABLED)
+    };
+    let shops: BTreeSet<String> = events.iter().filter_map(shop).collect();
+    if shops.is_empty() {
+        return Ok(vec![0; events.len()]);
+    }
+    let endpoints: Vec<(String, String)> = webhook_endpoint::Entity::find()
+        .select_only()
+        .column(webhook_endpoint::Column::Id)
+        .column(webhook_endpoint::Column::ProfileId)
+        .filter(webhook_endpoint::Column::ProfileId.is_in(shops))
+        .order_by_asc(webhook_endpoint::Column::Id)
+        .into_tuple()
+        .all(db)
         .await?;
-    Ok(())
+    let mut queued = Vec::with_capacity(events.len());
+    let mut deliveries = Vec::new();
+    for e in events {
+        let before = deliveries.len();
+        if let Some(profile_id) = shop(e) {
+            for (endpoint_id, _) in endpoints.iter().filter(|(_, p)| *p == profile_id) {
+                deliveries.push(delivery_row(e, endpoint_id, e.created_at).into_active_model());
+            }
+        }
+        queued.push(deliveries.len() - before);
+    }
+    for chunk in deliveries.chunks(ROWS_PER_INSERT) {
+        delivery::Entity::insert_many(chunk.to_vec())
+            .exec_without_returning(db)
+            .await?;
+    }
+    Ok(queued)
 }

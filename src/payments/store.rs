@@ -399,11 +399,7 @@ fn attempt(a: payment_attempt::Model) -> Write {
             Column::ErrorMessage,
         ])
         .to_owned();
-    Write::Insert(
-        payment_attempt::Entity::insert(a.into_active_model().reset_all())
-            .on_conflict(outcome)
-            .into_query(),
-    )
+    commit::append_upsert(a, "attempt_outcome", outcome)
 }
 
 fn history(
@@ -413,7 +409,7 @@ fn history(
     trigger: &str,
     now: DateTime<Utc>,
 ) -> Write {
-    commit::insert(payment_status_history::Model {
+    commit::append(payment_status_history::Model {
         id: new_id("psh"),
         payment_id: payment_id.to_owned(),
         from_status: from.map(str::to_owned),

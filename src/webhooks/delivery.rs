@@ -918,7 +918,7 @@ async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
             f.at,
         )
     });
-    let attempts = Write::Insert(delivery_attempt::Entity::insert_many(rows).into_query());
+    let attempts = rows.map(commit::append);
     // One UPDATE for the batch: each column is `CASE id WHEN … THEN …`, and a row is only
     // written under its own lease token and while still `pending` or `paused` (a manual retry
     // may have delivered it meanwhile: that stands). An attempt under way when its endpoint was
@@ -979,8 +979,10 @@ async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
     for w in health::streak_writes(&to_record(batch)) {
         change = change.write(w);
     }
-    let change = change.write(attempts).write(Write::Update(deliveries));
-    commit::commit(db, change).await.map(drop)
+    let change = attempts.fold(change, Change::write);
+    commit::commit(db, change.write(Write::Update(deliveries)))
+        .await
+        .map(drop)
 }
 
 /// The batch's attempts as their endpoints' health counts them.

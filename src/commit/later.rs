@@ -1,0 +1,147 @@
+//! What a transaction writes after its changes: the rows they append ([`super::Write::Append`]),
+//! their events with the deliveries those queue, and their jobs — the rows of every change of
+//! the transaction together, a table's rows as one multi-row statement. A batch of b changes
+//! writes its history rows, attempts, events, deliveries and jobs in a handful of statements
+//! instead of a few per change.
+//!
+//! Invariant: nothing a change writes or reads in the transaction depends on these rows (an
+//! appended row refers only to rows written before it, and no write reads an appended table,
+//! the events, the deliveries or the jobs). Writing them last is then the same as writing each
+//! change's in its place.
+
+use std::collections::HashSet;
+
+use sea_orm::{
+    sea_query::{Expr, InsertStatement, OnConflict, Query, TableRef},
+    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, DbErr, DynIden, EntityName,
+    EntityTrait, IdenStatic, IntoActiveModel, Iterable,
+};
+
+use crate::{db::ROWS_PER_INSERT, events::outbox, scheduler::JobWrite};
+
+/// A row a change appends: written after every change of its transaction, with the rows the
+/// other changes append to its table, as one `INSERT` of many rows.
+#[derive(Debug, Clone)]
+pub struct Row {
+    table: TableRef,
+    table_name: &'static str,
+    /// The name of its conflict clause ("" for none).
+    conflict_name: &'static str,
+    columns: Vec<DynIden>,
+    values: Vec<Expr>,
+    conflict: Option<OnConflict>,
+}
+
+impl Row {
+    /// The whole row (every column set); with `conflict`, an upsert named `name` (rows with
+    /// the same name share the clause of the first).
+    pub(super) fn of<M, A>(row: M, conflict: Option<(&'static str, OnConflict)>) -> Self
+    where
+        M: IntoActiveModel<A>,
+        A: ActiveModelTrait,
+    {
+        let mut model = row.into_active_model().reset_all();
+        let entity = A::Entity::default();
+        let (mut columns, mut values) = (Vec::new(), Vec::new());
+        for col in <A::Entity as EntityTrait>::Column::iter() {
+            if let ActiveValue::Set(v) | ActiveValue::Unchanged(v) = model.take(col) {
+                columns.push(DynIden::from(col.as_str()));
+                values.push(col.save_as(Expr::val(v)));
+            }
+        }
+        let (name, conflict) = conflict.unzip();
+        Self {
+            table: entity.table_ref(),
+            table_name: entity.table_name(),
+            conflict_name: name.unwrap_or(""),
+            columns,
+            values,
+            conflict,
+        }
+    }
+
+    /// Rows of one group share a statement: the same table, conflict clause and columns.
+    fn group(&self) -> (&'static str, &'static str, usize) {
+        (self.table_name, self.conflict_name, self.columns.len())
+    }
+
+    /// One `INSERT` of these rows (of one group), with the first one's columns and clause.
+    fn insert(rows: &[&Row]) -> InsertStatement {
+        let first = rows[0];
+        let mut stmt = Query::insert();
+        stmt.into_table(first.table.clone())
+            .columns(first.columns.clone());
+        for row in rows {
+            stmt.values_panic(row.values.clone());
+        }
+        if let Some(conflict) = &first.conflict {
+            stmt.on_conflict(conflict.clone());
+        }
+        stmt
+    }
+
+    /// This row alone.
+    pub(super) fn statement(&self) -> InsertStatement {
+        Self::insert(&[self])
+    }
+}
+
+/// The rows, events and jobs of a transaction's changes, kept until they are all written.
+#[derive(Default)]
+pub(super) struct Later {
+    /// The change being written (its events' deliveries are counted to it).
+    change: usize,
+    rows: Vec<Row>,
+    events: Vec<(usize, payd_entity::event::Model)>,
+    jobs: Vec<JobWrite>,
+}
+
+impl Later {
+    /// What follows is the change at `index` of the transaction.
+    pub fn at(&mut self, index: usize) {
+        self.change = index;
+    }
+
+    pub fn row(&mut self, row: Row) {
+        self.rows.push(row);
+    }
+
+    pub fn event(&mut self, event: payd_entity::event::Model) {
+        self.events.push((self.change, event));
+    }
+
+    pub fn job(&mut self, job: JobWrite) {
+        self.jobs.push(job);
+    }
+
+    /// Writes everything kept, and answers how many deliveries the events of each of the
+    /// first `changes` changes queued.
+    pub async fn write(
+        self,
+        txn: &impl ConnectionTrait,
+        changes: usize,
+    ) -> Result<Vec<usize>, DbErr> {
+        // Groups in the order their first row came; rows in the order they came.
+        let mut groups = Vec::new();
+        let mut seen = HashSet::new();
+        for row in &self.rows {
+            if seen.insert(row.group()) {
+                groups.push(row.group());
+            }
+        }
+        for group in groups {
+            let rows: Vec<&Row> = self.rows.iter().filter(|r| r.group() == group).collect();
+            for chunk in rows.chunks(ROWS_PER_INSERT) {
+                txn.execute(&Row::insert(chunk)).await?;
+            }
+        }
+        let (owners, events): (Vec<usize>, Vec<_>) = self.events.into_iter().unzip();
+        let queued = outbox::record(txn, &events).await?;
+        let mut deliveries = vec![0; changes];
+        for (owner, n) in owners.into_iter().zip(queued) {
+            deliveries[owner] += n;
+        }
+        crate::scheduler::write_jobs(txn, &self.jobs).await?;
+        Ok(deliveries)
+    }
+}
