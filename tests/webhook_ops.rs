@@ -351,14 +351,21 @@ async fn an_endpoint_rate_limit_spaces_its_requests() {
         assert!(payments <= 30, "no events");
     }
     let got = receiver.wait_for(30).await;
+    // Sends are 200 ms apart; arrival times carry the loopback's jitter (a loaded machine
+    // delays one request by tens of milliseconds), which 6 a second (833 ms for six) exceeds.
     let at: Vec<Instant> = got.iter().map(|r| r.at).collect();
     for w in at.windows(6) {
         let span = w[5] - w[0];
         assert!(
-            span >= StdDuration::from_millis(950),
+            span >= StdDuration::from_millis(870),
             "six requests within {span:?}: more than 5 a second"
         );
     }
+    let all = at[29] - at[0];
+    assert!(
+        all >= StdDuration::from_millis(5_700),
+        "thirty requests within {all:?}: more than 5 a second"
+    );
 
     // `null` lifts the limit.
     let r = put_endpoint(
