@@ -61,9 +61,9 @@ where
     }
 }
 
-/// The row of a job due at `due_at`, on the running task's timeline: a
-/// sandbox merchant's job is tagged with the merchant and kept in base time, so it moves when
-/// that merchant's test clock does. The commit path writes it ([`write_jobs`]).
+/// The row of a job due at `due_at`, on the running task's timeline: a sandbox merchant's job
+/// is tagged with the merchant and kept in base time, so it moves when that merchant's test
+/// clock does. The commit path writes it ([`write_jobs`]).
 pub fn row(
     now: DateTime<Utc>,
     kind: &str,
@@ -136,6 +136,7 @@ fn moved() -> OnConflict {
         .to_owned()
 }
 
+/// On a (kind, entity) conflict, a schedule-if-absent leaves the job there is.
 fn kept() -> OnConflict {
     OnConflict::columns([scheduled_job::Column::Kind, scheduled_job::Column::EntityId])
         .do_nothing()

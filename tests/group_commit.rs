@@ -96,20 +96,39 @@ async fn with_table(test_db: &TestDb) -> sea_orm::DatabaseConnection {
     conn
 }
 
+/// Writers that batch up to 64 changes: one on SQLite, two on PostgreSQL.
+fn batching(test_db: &TestDb, conn: sea_orm::DatabaseConnection) -> Db {
+    let count = if test_db.is_postgres() { 2 } else { 1 };
+    let writers = Writers {
+        count,
+        max_batch: 64,
+        announce: false,
+    };
+    Db::new(conn, writers).unwrap()
+}
+
+/// The text values of `column` in the rows `sql` selects, sorted.
+async fn strings(db: &Db, sql: &str, column: &str) -> Vec<String> {
+    let rows = db
+        .query_all_raw(Statement::from_string(
+            db.get_database_backend(),
+            sql.to_owned(),
+        ))
+        .await
+        .unwrap();
+    let mut values: Vec<String> = rows
+        .iter()
+        .map(|r| r.try_get::<String>("", column).unwrap())
+        .collect();
+    values.sort();
+    values
+}
+
 #[actix_rt::test]
 async fn changes_arriving_together_share_a_transaction_and_fail_alone() {
     let test_db = TestDb::new().await;
     let conn = with_table(&test_db).await;
-    let writers = if test_db.is_postgres() { 2 } else { 1 };
-    let db = Db::new(
-        conn,
-        Writers {
-            count: writers,
-            max_batch: 64,
-            announce: false,
-        },
-    )
-    .unwrap();
+    let db = batching(&test_db, conn);
     commit::commit(
         &db,
         Change::at(chrono::Utc::now()).write(Write::Insert(insert("seed", false))),
@@ -142,18 +161,7 @@ async fn changes_arriving_together_share_a_transaction_and_fail_alone() {
         "{N} changes sent at once were all written alone"
     );
 
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            format!("SELECT id FROM {TABLE}"),
-        ))
-        .await
-        .unwrap();
-    let mut ids: Vec<String> = rows
-        .iter()
-        .map(|r| r.try_get::<String>("", "id").unwrap())
-        .collect();
-    ids.sort();
+    let ids = strings(&db, &format!("SELECT id FROM {TABLE}"), "id").await;
     let mut expected: Vec<String> = (0..N)
         .filter(|i| kind(*i) == Kind::Fresh)
         .map(|i| format!("r{i}"))
@@ -229,23 +237,6 @@ async fn a_change_rolled_back_for_a_deadlock_is_written_again() {
     assert_eq!(versions, [3, 3], "each change bumped both rows once");
 }
 
-/// A column's values in `table`, sorted.
-async fn column(db: &Db, table: &str, column: &str) -> Vec<String> {
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            format!("SELECT {column} FROM {table}"),
-        ))
-        .await
-        .unwrap();
-    let mut values: Vec<String> = rows
-        .iter()
-        .map(|r| r.try_get::<String>("", column).unwrap())
-        .collect();
-    values.sort();
-    values
-}
-
 fn endpoint(id: &str, profile_id: &str) -> webhook_endpoint::Model {
     let now = chrono::Utc::now();
     webhook_endpoint::Model {
@@ -318,16 +309,7 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
     let test_db = TestDb::new().await;
     let conn = with_table(&test_db).await;
     payd::db::migrate(&test_db.url, &conn).await.unwrap();
-    let writers = if test_db.is_postgres() { 2 } else { 1 };
-    let db = Db::new(
-        conn,
-        Writers {
-            count: writers,
-            max_batch: 64,
-            announce: false,
-        },
-    )
-    .unwrap();
+    let db = batching(&test_db, conn);
     let seed = Change::at(chrono::Utc::now())
         .write(Write::Insert(insert("seed", false)))
         .write(commit::insert(endpoint("we_a", "pro_a")))
@@ -358,29 +340,31 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
         names.sort();
         names
     };
-    assert_eq!(column(&db, "delivery_attempts", "id").await, named("a"));
-    assert_eq!(column(&db, "events", "object_id").await, named("o"));
-    assert_eq!(column(&db, "scheduled_jobs", "entity_id").await, named("j"));
+    assert_eq!(
+        strings(&db, "SELECT id FROM delivery_attempts", "id").await,
+        named("a")
+    );
+    assert_eq!(
+        strings(&db, "SELECT object_id FROM events", "object_id").await,
+        named("o")
+    );
+    assert_eq!(
+        strings(&db, "SELECT entity_id FROM scheduled_jobs", "entity_id").await,
+        named("j")
+    );
     let mut delivered: Vec<String> = fresh
         .iter()
         .filter(|i| shop(**i) != "pro_none")
         .map(|i| format!("o{i} {}", shop(*i)))
         .collect();
     delivered.sort();
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT e.object_id || ' ' || w.profile_id AS object_id FROM deliveries d \
-             JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id"
-                .to_owned(),
-        ))
-        .await
-        .unwrap();
-    let mut got: Vec<String> = rows
-        .iter()
-        .map(|r| r.try_get::<String>("", "object_id").unwrap())
-        .collect();
-    got.sort();
+    let got = strings(
+        &db,
+        "SELECT e.object_id || ' ' || w.profile_id AS object_id FROM deliveries d \
+         JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id",
+        "object_id",
+    )
+    .await;
     assert_eq!(
         got, delivered,
         "one delivery of each event of a shop with an endpoint, to that shop's endpoint"
@@ -411,16 +395,11 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
     .await;
     kept.unwrap();
     gone.unwrap();
-    let rows = db
-        .query_all_raw(Statement::from_string(
-            db.get_database_backend(),
-            "SELECT entity_id FROM scheduled_jobs WHERE kind = 'group_order'".to_owned(),
-        ))
-        .await
-        .unwrap();
-    let left: Vec<String> = rows
-        .iter()
-        .map(|r| r.try_get::<String>("", "entity_id").unwrap())
-        .collect();
+    let left = strings(
+        &db,
+        "SELECT entity_id FROM scheduled_jobs WHERE kind = 'group_order'",
+        "entity_id",
+    )
+    .await;
     assert_eq!(left, ["kept"]);
 }
