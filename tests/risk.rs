@@ -12,7 +12,7 @@ use common::{
     receiver::{Receiver, Reply},
     spawn_with, Merchant, TestApp, TestDb, ADMIN_KEY,
 };
-use payd::clock::Clock;
+use payd::{clock::Clock, risk::store::ASSESS_JOB};
 use serde_json::{json, Value};
 
 const DISPUTED: &str = "4000000000000259";
@@ -91,6 +91,21 @@ async fn a_band_escalates_once_per_rise_and_never_when_it_stays_or_falls() {
         ],
     )
     .await;
+    // The schedule's start-up run finds no shop in use; on a loaded machine it could run after
+    // the payments below instead, and record a band before the operator's first assessment.
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    let started = app.clock.now();
+    while app
+        .state
+        .scheduler
+        .due_at(ASSESS_JOB, "all")
+        .await
+        .unwrap()
+        .is_none_or(|due| due <= started)
+    {
+        assert!(Instant::now() < deadline, "the start-up run never ran");
+        actix_web::rt::time::sleep(StdDuration::from_millis(10)).await;
+    }
     let m = app.create_merchant("Acme").await;
     let other = app.create_merchant("Other").await;
 
