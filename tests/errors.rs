@@ -256,7 +256,7 @@ async fn a_sane_incoming_request_id_is_kept() {
 #[actix_web::test]
 async fn each_key_is_rate_limited_on_its_own() {
     let db = std::sync::Arc::new(common::TestDb::new().await);
-    let app = common::spawn_with(
+    let app = common::spawn_one(
         db,
         &[
             ("PAYD_LIMITS__REQUESTS_PER_SECOND", "1"),
@@ -293,10 +293,11 @@ async fn each_key_is_rate_limited_on_its_own() {
     );
 }
 
-/// An instance with small buckets that takes the client address from `x-real-ip`.
+/// One instance (the buckets are per instance) with small buckets that takes the client
+/// address from `x-real-ip`.
 async fn limited_app(merchant_rate: &str) -> common::TestApp {
     let db = std::sync::Arc::new(common::TestDb::new().await);
-    common::spawn_with(
+    common::spawn_one(
         db,
         &[
             ("PAYD_LIMITS__REQUESTS_PER_SECOND", "1"),
