@@ -226,12 +226,7 @@ async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: 
             }
         }
         match later.write(&txn, changes.len()).await {
-            Ok(deliveries) => outcomes.extend(deliveries.into_iter().map(|deliveries| {
-                Ok(Committed {
-                    deliveries,
-                    shared: 1,
-                })
-            })),
+            Ok(committed) => outcomes.extend(committed.into_iter().map(Ok)),
             Err(_) => return rolled_back(txn, Together::ChangeFailed).await,
         }
     }
@@ -319,9 +314,6 @@ async fn by_itself(
 ) -> Result<Committed, CommitError> {
     let mut later = Later::default();
     on_timeline(txn, change, &mut later).await?;
-    let deliveries = later.write(txn, 1).await?;
-    Ok(Committed {
-        deliveries: deliveries[0],
-        shared: 1,
-    })
+    let committed = later.write(txn, 1).await?;
+    Ok(committed[0])
 }

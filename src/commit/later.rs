@@ -17,6 +17,7 @@ use sea_orm::{
     EntityTrait, IdenStatic, IntoActiveModel, Iterable,
 };
 
+use super::change::Committed;
 use crate::{db::ROWS_PER_INSERT, events::outbox, scheduler::JobWrite};
 
 /// A row a change appends: written after every change of its transaction, with the rows the
@@ -114,13 +115,13 @@ impl Later {
         self.jobs.push(job);
     }
 
-    /// Writes everything kept, and answers how many deliveries the events of each of the
-    /// first `changes` changes queued.
+    /// Writes everything kept, and answers what each of the first `changes` changes wrote
+    /// (the deliveries its events queued).
     pub async fn write(
         self,
         txn: &impl ConnectionTrait,
         changes: usize,
-    ) -> Result<Vec<usize>, DbErr> {
+    ) -> Result<Vec<Committed>, DbErr> {
         // Groups in the order their first row came; rows in the order they came.
         let mut groups = Vec::new();
         let mut seen = HashSet::new();
@@ -137,11 +138,17 @@ impl Later {
         }
         let (owners, events): (Vec<usize>, Vec<_>) = self.events.into_iter().unzip();
         let queued = outbox::record(txn, &events).await?;
-        let mut deliveries = vec![0; changes];
+        let mut committed = vec![
+            Committed {
+                deliveries: 0,
+                shared: 1,
+            };
+            changes
+        ];
         for (owner, n) in owners.into_iter().zip(queued) {
-            deliveries[owner] += n;
+            committed[owner].deliveries += n;
         }
         crate::scheduler::write_jobs(txn, &self.jobs).await?;
-        Ok(deliveries)
+        Ok(committed)
     }
 }
