@@ -250,15 +250,6 @@ where
     }
 }
 
-/// What a commit wrote.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Committed {
-    /// Webhook deliveries its events queued (the caller wakes the dispatcher when > 0).
-    pub deliveries: usize,
-    /// How many changes its transaction wrote (1 when it was alone).
-    pub shared: usize,
-}
-
 /// The insert of a whole row (every column set).
 pub fn insert<M, A>(row: M) -> Write
 where

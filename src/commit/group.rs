@@ -22,8 +22,8 @@ use sea_orm::{
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::{
-    change::{write, Change, CommitError, Committed},
-    later::Later,
+    change::{write, Change, CommitError},
+    later::{Committed, Later},
 };
 use crate::{
     clock::{self, Timeline},

@@ -17,8 +17,16 @@ use sea_orm::{
     EntityTrait, IdenStatic, IntoActiveModel, Iterable,
 };
 
-use super::change::Committed;
 use crate::{db::ROWS_PER_INSERT, events::outbox, scheduler::JobWrite};
+
+/// What a commit wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// Webhook deliveries its events queued (the caller wakes the dispatcher when > 0).
+    pub deliveries: usize,
+    /// How many changes its transaction wrote (1 when it was alone).
+    pub shared: usize,
+}
 
 /// A row a change appends: written after every change of its transaction, with the rows the
 /// other changes append to its table, as one `INSERT` of many rows.

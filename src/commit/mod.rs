@@ -26,11 +26,11 @@ mod group;
 mod later;
 
 pub use change::{
-    append, append_upsert, decide_fresh, insert, or_retry, retrying, Change, CommitError,
-    Committed, Event, Job, Versioned, Write,
+    append, append_upsert, decide_fresh, insert, or_retry, retrying, Change, CommitError, Event,
+    Job, Versioned, Write,
 };
 pub use group::Writers;
-pub use later::Row;
+pub use later::{Committed, Row};
 
 /// The database as the stores use it: changes go to the group writers ([`commit`]), queries
 /// to the readers, other single statements to the writers' pool. On PostgreSQL the readers
