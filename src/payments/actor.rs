@@ -1680,8 +1680,8 @@ async fn authorize(
     let first = store::next_attempt_number(&deps.db, m).await?;
     // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
     // without accounts nor a sandbox account a test key added.
-    let enabled: Vec<processor_account::Model> = store::accounts(&deps.db, &m.profile_id)
-        .await?
+    let (accounts, rules) = store::accounts_and_rules(&deps.db, &m.profile_id).await?;
+    let enabled: Vec<processor_account::Model> = accounts
         .into_iter()
         .filter(|a| a.enabled && a.approval == "approved")
         .filter(|a| m.test_mode || a.kind == "remote")
@@ -1718,7 +1718,6 @@ async fn authorize(
             declined.authorized(m, first, card, now, can_save),
         ));
     }
-    let rules = store::routing_rules(&deps.db, &m.profile_id).await?;
     let decision = routing::decide(
         &rules,
         &accounts,

@@ -3,14 +3,15 @@
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{
-    payment, payment_attempt, payment_status_history, processor_account, refund, routing_config,
+    payment, payment_attempt, payment_status_history, processor_account, profile, refund,
+    routing_config,
 };
 use sea_orm::{
-    sea_query::{Expr, OnConflict},
+    sea_query::{Alias, Expr, ExprTrait, OnConflict, Order, Query},
     ActiveModelTrait,
     ActiveValue::Set,
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter,
-    QueryOrder, QueryTrait,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, IdenStatic, IntoActiveModel,
+    Iterable, PaginatorTrait, QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
@@ -585,6 +586,59 @@ pub async fn accounts(
         .await
 }
 
+/// What routing a payment needs, in one read: the shop's processor accounts in creation order
+/// ([`accounts`]) and its routing rules ([`routing_rules`]). The shop's row anchors the query,
+/// so a shop without accounts or rules still answers one row.
+pub async fn accounts_and_rules(
+    db: &impl ConnectionTrait,
+    profile_id: &str,
+) -> Result<(Vec<processor_account::Model>, RoutingRules), DbErr> {
+    const ACCOUNT: &str = "account_";
+    const RULES: &str = "routing_rules";
+    let shop = (profile::Entity, profile::Column::Id);
+    let mut query = Query::select();
+    query
+        .expr_as(
+            Expr::col((routing_config::Entity, routing_config::Column::Rules)),
+            Alias::new(RULES),
+        )
+        .from(profile::Entity)
+        .left_join(
+            routing_config::Entity,
+            Expr::col((routing_config::Entity, routing_config::Column::ProfileId)).equals(shop),
+        )
+        .left_join(
+            processor_account::Entity,
+            Expr::col((
+                processor_account::Entity,
+                processor_account::Column::ProfileId,
+            ))
+            .equals(shop),
+        )
+        .and_where(Expr::col(shop).eq(profile_id))
+        .order_by(
+            (processor_account::Entity, processor_account::Column::Id),
+            Order::Asc,
+        );
+    for column in processor_account::Column::iter() {
+        query.expr_as(
+            Expr::col((processor_account::Entity, column)),
+            Alias::new(format!("{ACCOUNT}{}", column.as_str())),
+        );
+    }
+    let rows = db.query_all(&query).await?;
+    let rules = match rows.first() {
+        Some(row) => row.try_get::<Option<String>>("", RULES)?,
+        None => None,
+    };
+    let accounts = rows
+        .iter()
+        .map(|row| Option::<processor_account::Model>::from_query_result(row, ACCOUNT))
+        .filter_map(Result::transpose)
+        .collect::<Result<Vec<_>, DbErr>>()?;
+    Ok((accounts, parse_rules(rules.as_deref())))
+}
+
 /// Remote accounts waiting for an operator's approval, oldest first.
 pub async fn pending_accounts(
     db: &impl ConnectionTrait,
@@ -677,11 +731,17 @@ pub async fn routing_rules(
     db: &impl ConnectionTrait,
     profile_id: &str,
 ) -> Result<RoutingRules, DbErr> {
-    Ok(routing_config::Entity::find_by_id(profile_id)
+    let row = routing_config::Entity::find_by_id(profile_id)
         .one(db)
-        .await?
-        .and_then(|r| serde_json::from_str(&r.rules).ok())
-        .unwrap_or_default())
+        .await?;
+    Ok(parse_rules(row.as_ref().map(|r| r.rules.as_str())))
+}
+
+/// Stored routing rules; none (or unreadable ones) route by default.
+fn parse_rules(stored: Option<&str>) -> RoutingRules {
+    stored
+        .and_then(|r| serde_json::from_str(r).ok())
+        .unwrap_or_default()
 }
 
 pub async fn put_routing_rules(
