@@ -403,3 +403,81 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
     .await;
     assert_eq!(left, ["kept"]);
 }
+
+/// A shop's reservations written in one transaction see each other's debits (so they never
+/// spend the same money twice), while the credits committed with them are appended: every
+/// entry lands, and the balance never goes below zero.
+#[actix_rt::test]
+async fn reservations_in_one_transaction_see_each_others_debits() {
+    use payd::ledger::{machine, store as ledger};
+    let test_db = TestDb::new().await;
+    let conn = with_table(&test_db).await;
+    payd::db::migrate(&test_db.url, &conn).await.unwrap();
+    let db = batching(&test_db, conn);
+    let account = ledger::Account {
+        merchant_id: "mer_a",
+        profile_id: "pro_a",
+        test_mode: true,
+        currency: "USD",
+    };
+    let credit = |amount: i64, source: &str| {
+        let moves = machine::payment_moves((0, 0), (amount, 0), false);
+        ledger::writes(&account, &moves, source, chrono::Utc::now())
+    };
+    let mut seed = Change::at(chrono::Utc::now());
+    seed.writes = credit(10_000, "pay_seed");
+    commit::commit(&db, seed).await.unwrap();
+
+    // Twenty reservations of 700 and twenty credits of 100, all at once.
+    let changes = (0..40).map(|i| {
+        let mut change = Change::at(chrono::Utc::now());
+        change.writes = if i % 2 == 0 {
+            let mut writes = ledger::reserve(&account, 700);
+            let moves = machine::reserve_moves(700);
+            writes.extend(ledger::writes(
+                &account,
+                &moves,
+                &format!("po_{i}"),
+                change.at,
+            ));
+            writes
+        } else {
+            credit(100, &format!("pay_{i}"))
+        };
+        commit::commit(&db, change)
+    });
+    let outcomes = futures_util::future::join_all(changes).await;
+    let mut made = 0;
+    let mut most_shared = 0;
+    for (i, outcome) in outcomes.iter().enumerate() {
+        match outcome {
+            Ok(c) => {
+                most_shared = Ord::max(most_shared, c.shared);
+                made += usize::from(i % 2 == 0);
+            }
+            Err(CommitError::Refused(code)) if i % 2 == 0 => {
+                assert_eq!(*code, ledger::INSUFFICIENT)
+            }
+            Err(e) => panic!("change {i}: {e}"),
+        }
+    }
+    assert!(most_shared > 1, "the changes were all written alone");
+    let available = strings(
+        &db,
+        "SELECT CAST(SUM(amount) AS VARCHAR(32)) AS total FROM balance_transactions \
+         WHERE bucket = 'available'",
+        "total",
+    )
+    .await;
+    let expected = 10_000 + 20 * 100 - 700 * made as i64;
+    assert_eq!(
+        available,
+        [expected.to_string()],
+        "{made} reservations made"
+    );
+    assert!(expected >= 0, "{made} reservations of 700 overdrew 12 000");
+    assert!(
+        made >= 14,
+        "10 000 holds fourteen, credits aside; {made} made"
+    );
+}

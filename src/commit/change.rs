@@ -26,9 +26,11 @@ pub enum Write {
     /// An insert: history, attempts, child objects. With `ON CONFLICT DO NOTHING` or an
     /// `INSERT … SELECT`, it may add nothing.
     Insert(InsertStatement),
-    /// A row nothing in its transaction reads or refers to (history, attempts): written after
-    /// every change of the transaction, with the other changes' rows of its table, as one
-    /// multi-row `INSERT` (`later.rs`). It may refer only to rows written before it.
+    /// A row nothing in its transaction reads or refers to (history, attempts), or whose
+    /// absence a reader may only see as an earlier moment (a ledger credit: see
+    /// `ledger::store::writes`): written after every change of the transaction, with the other
+    /// changes' rows of its table, as one multi-row `INSERT` (`later.rs`). It may refer only to
+    /// rows written before it.
     Append(Row),
     /// An insert with `ON CONFLICT DO NOTHING` that must add its row: none added means
     /// another writer took its key first, and the whole change is a lost race.

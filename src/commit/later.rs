@@ -7,7 +7,10 @@
 //! Invariant: nothing a change writes or reads in the transaction depends on these rows (an
 //! appended row refers only to rows written before it, and no write reads an appended table,
 //! the events, the deliveries or the jobs). Writing them last is then the same as writing each
-//! change's in its place.
+//! change's in its place. One reader is allowed, because what it can miss is only a moment
+//! earlier: a payout's reservation sums the ledger, where credits are appended and debits
+//! written in place; one that is refused fails its change, and the batch is written again
+//! under savepoints, each change with its own rows.
 
 use std::collections::HashSet;
 

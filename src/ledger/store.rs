@@ -34,6 +34,13 @@ pub struct Account<'a> {
 }
 
 /// The inserts of `moves` of `account`, caused by `source_id`.
+///
+/// A debit is written in its place: a reservation later in the same transaction sums the
+/// entries and must see it, or two payouts could both spend the same money. A credit is
+/// appended (written after every change of the transaction, with the others' entries): a
+/// reservation that does not see it yet refuses no more than if the credit's change had
+/// come after it, which is as valid an order for changes committed together; and a refused
+/// reservation sends the batch again under savepoints, each change's entries in their place.
 pub fn writes(
     account: &Account,
     moves: &[Move],
@@ -43,7 +50,7 @@ pub fn writes(
     moves
         .iter()
         .map(|m| {
-            commit::insert(balance_transaction::Model {
+            let entry = balance_transaction::Model {
                 id: new_id("bt"),
                 merchant_id: account.merchant_id.to_owned(),
                 profile_id: account.profile_id.to_owned(),
@@ -54,7 +61,12 @@ pub fn writes(
                 kind: m.kind.as_str().to_owned(),
                 source_id: source_id.to_owned(),
                 created_at: now,
-            })
+            };
+            if m.amount > 0 {
+                commit::append(entry)
+            } else {
+                commit::insert(entry)
+            }
         })
         .collect()
 }
