@@ -119,6 +119,12 @@ impl TestApp {
     pub fn instances(&self) -> usize {
         self.bases.len()
     }
+
+    /// Whether `url` is on one of this test's instances (each builds its links, such as a
+    /// checkout URL, from its own address).
+    pub fn serves(&self, url: &str) -> bool {
+        self.bases.iter().any(|b| url.starts_with(&format!("{b}/")))
+    }
 }
 
 /// True when tests run against several instances (lost races then answer 409
