@@ -55,9 +55,10 @@ struct Args {
     /// Which database payd (and the raw-insert baseline) runs on.
     #[arg(long, value_enum, required_unless_present = "guard")]
     db: Option<DbKind>,
-    /// CI's guard: the webhook drain on SQLite and then on PostgreSQL (`--webhook-events`
-    /// each, `--db` and `--phases` ignored); exits 1 when PostgreSQL drains less than half of
-    /// SQLite's rate, or either less than 2 % of the raw awc rate (4 in flight) of its run.
+    /// CI's guard: the webhook drain on SQLite and then on PostgreSQL, three rounds
+    /// (`--webhook-events` each, `--db` and `--phases` ignored); exits 1 when PostgreSQL's best
+    /// drain is less than half of SQLite's, or either best less than 2 % of the raw awc rate (4
+    /// in flight) of its round.
     #[arg(long)]
     guard: bool,
     /// Length of each timed phase.
@@ -205,29 +206,42 @@ async fn run(args: Args) -> anyhow::Result<()> {
 const GUARD_PG_VS_SQLITE: f64 = 0.5;
 /// Either drain must reach this share of the raw awc rate (4 in flight) of its run.
 const GUARD_FLOOR: f64 = 0.02;
+/// Rounds of the guard (SQLite, then PostgreSQL, each round); each database is judged by its
+/// best round. One drain of 3 000 events lasts about a second, and on a shared 2-core VM one
+/// such run of either database can fall by a third (PostgreSQL / SQLite measured 45–75 % over
+/// six runs of one build); the regression the guard is for (#15) was a tenfold fall.
+const GUARD_ROUNDS: usize = 3;
 
 /// `--guard`: the webhook drain on both databases, judged by ratios of the same run only.
 async fn guard(args: &Args, bin: &Path) -> anyhow::Result<()> {
-    let mut drains = Vec::new();
-    for kind in [DbKind::Sqlite, DbKind::Postgres] {
-        let run = Args {
-            db: Some(kind),
-            phases: vec![Phase::Awc, Phase::Webhooks],
-            ..args.clone()
-        };
-        let db = TestDb::create(kind).await?;
-        let mut report = Report::default();
-        let result = measure(&run, bin, &db, &mut report).await;
-        db.remove().await;
-        result?;
-        let drained = report.webhooks.as_ref().map_or(0.0, |w| w.rate());
-        let awc = report.awc_4.as_ref().map_or(0.0, |s| s.rate());
-        println!(
-            "{}: webhook drain {drained:.0}/s = {:.1} % of raw awc (4 in flight) {awc:.0}/s",
-            kind.title(),
-            100.0 * drained / awc.max(1.0)
-        );
-        drains.push((kind, drained, awc));
+    // Per database: its best drain and the raw awc rate of that round.
+    let mut drains = [(DbKind::Sqlite, 0.0, 0.0), (DbKind::Postgres, 0.0, 0.0)];
+    for round in 1..=GUARD_ROUNDS {
+        for (kind, best_drain, best_awc) in &mut drains {
+            let run = Args {
+                db: Some(*kind),
+                phases: vec![Phase::Awc, Phase::Webhooks],
+                ..args.clone()
+            };
+            let db = TestDb::create(*kind).await?;
+            let mut report = Report::default();
+            let result = measure(&run, bin, &db, &mut report).await;
+            db.remove().await;
+            result?;
+            let drained = report.webhooks.as_ref().map_or(0.0, |w| w.rate());
+            let awc = report.awc_4.as_ref().map_or(0.0, |s| s.rate());
+            println!(
+                "round {round}, {}: webhook drain {drained:.0}/s = {:.1} % of raw awc (4 in flight) {awc:.0}/s",
+                kind.title(),
+                100.0 * drained / awc.max(1.0)
+            );
+            if drained > *best_drain {
+                (*best_drain, *best_awc) = (drained, awc);
+            }
+        }
+    }
+    for (kind, drained, _) in &drains {
+        println!("{}: best drain {drained:.0}/s", kind.title());
     }
     let mut failures = Vec::new();
     for (kind, drained, awc) in &drains {
