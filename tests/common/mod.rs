@@ -120,10 +120,13 @@ impl TestApp {
         self.bases.len()
     }
 
-    /// Whether `url` is on one of this test's instances (each builds its links, such as a
-    /// checkout URL, from its own address).
-    pub fn serves(&self, url: &str) -> bool {
-        self.bases.iter().any(|b| url.starts_with(&format!("{b}/")))
+    /// The path of `url` when it is on one of this test's instances (each builds its links,
+    /// such as a checkout URL, from its own address).
+    pub fn path_of<'u>(&self, url: &'u str) -> Option<&'u str> {
+        self.bases
+            .iter()
+            .find_map(|b| url.strip_prefix(b.as_str()))
+            .filter(|p| p.starts_with('/'))
     }
 }
 
