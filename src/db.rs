@@ -6,14 +6,36 @@ use payd_migration::{Migrator, MigratorTrait};
 
 use crate::settings::DatabaseSettings;
 use sea_orm::{
+    sea_query::OnConflict,
     sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, Statement,
+    ActiveModelTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
+    DbErr, EntityTrait, Statement,
 };
 
 /// At most this many rows in one multi-row `INSERT`: well under the bound parameters either
 /// database takes in a statement (32 766 for SQLite, 65 535 for PostgreSQL) at any width of
 /// payd's tables.
 pub const ROWS_PER_INSERT: usize = 500;
+
+/// Inserts `rows` as multi-row `INSERT`s of at most [`ROWS_PER_INSERT`] rows, each with
+/// `on_conflict` when given; nothing when there are none.
+pub async fn insert_rows<A>(
+    db: &impl ConnectionTrait,
+    rows: &[A],
+    on_conflict: Option<&OnConflict>,
+) -> Result<(), DbErr>
+where
+    A: ActiveModelTrait + Clone,
+{
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let mut insert = A::Entity::insert_many(chunk.to_vec());
+        if let Some(conflict) = on_conflict {
+            insert = insert.on_conflict(conflict.clone());
+        }
+        insert.exec_without_returning(db).await?;
+    }
+    Ok(())
+}
 
 /// Any fixed number: the key of the advisory lock that serializes migrations across instances.
 const MIGRATION_LOCK: i64 = 0x0070_6179_646d_6967; // "paydmig"

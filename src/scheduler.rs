@@ -18,7 +18,6 @@ use tokio::sync::Notify;
 
 use crate::{
     clock::{self, SharedClock, Timeline},
-    db::ROWS_PER_INSERT,
     ids::new_id,
     settings::SchedulerSettings,
 };
@@ -174,14 +173,8 @@ async fn write_together(db: &impl ConnectionTrait, jobs: &[JobWrite]) -> Result<
             JobWrite::Cancel { .. } => {}
         }
     }
-    for (rows, on_conflict) in [(schedules, moved()), (if_absent, kept())] {
-        for chunk in rows.chunks(ROWS_PER_INSERT) {
-            Jobs::insert_many(chunk.to_vec())
-                .on_conflict(on_conflict.clone())
-                .exec_without_returning(db)
-                .await?;
-        }
-    }
+    crate::db::insert_rows(db, &schedules, Some(&moved())).await?;
+    crate::db::insert_rows(db, &if_absent, Some(&kept())).await?;
     if !cancels.is_empty() {
         let any = cancels.into_iter().fold(Condition::any(), Condition::add);
         Jobs::delete_many().filter(any).exec(db).await?;

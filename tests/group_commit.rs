@@ -107,6 +107,13 @@ fn batching(test_db: &TestDb, conn: sea_orm::DatabaseConnection) -> Db {
     Db::new(conn, writers).unwrap()
 }
 
+/// Batching writers on a database with payd's tables and the table these tests write.
+async fn migrated(test_db: &TestDb) -> Db {
+    let conn = with_table(test_db).await;
+    payd::db::migrate(&test_db.url, &conn).await.unwrap();
+    batching(test_db, conn)
+}
+
 /// The text values of `column` in the rows `sql` selects, sorted.
 async fn strings(db: &Db, sql: &str, column: &str) -> Vec<String> {
     let rows = db
@@ -307,9 +314,7 @@ fn change_with_parts(i: usize) -> Change {
 #[actix_rt::test]
 async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
     let test_db = TestDb::new().await;
-    let conn = with_table(&test_db).await;
-    payd::db::migrate(&test_db.url, &conn).await.unwrap();
-    let db = batching(&test_db, conn);
+    let db = migrated(&test_db).await;
     let seed = Change::at(chrono::Utc::now())
         .write(Write::Insert(insert("seed", false)))
         .write(commit::insert(endpoint("we_a", "pro_a")))
@@ -411,9 +416,7 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
 async fn reservations_in_one_transaction_see_each_others_debits() {
     use payd::ledger::{machine, store as ledger};
     let test_db = TestDb::new().await;
-    let conn = with_table(&test_db).await;
-    payd::db::migrate(&test_db.url, &conn).await.unwrap();
-    let db = batching(&test_db, conn);
+    let db = migrated(&test_db).await;
     let account = ledger::Account {
         merchant_id: "mer_a",
         profile_id: "pro_a",

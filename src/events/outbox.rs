@@ -4,7 +4,7 @@
 //! not at all, so a crash can neither lose an event nor announce a change that was rolled back.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use payd_entity::{delivery, event, webhook_endpoint};
+use payd_entity::{event, webhook_endpoint};
 use std::collections::BTreeSet;
 
 use sea_orm::{
@@ -15,7 +15,6 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::{
-    db::ROWS_PER_INSERT,
     ids::new_id,
     webhooks::store::{delivery_row, ENDPOINT_DISABLED},
 };
@@ -87,15 +86,12 @@ pub async fn record(
     db: &impl ConnectionTrait,
     events: &[event::Model],
 ) -> Result<Vec<usize>, DbErr> {
-    for chunk in events.chunks(ROWS_PER_INSERT) {
-        let rows = chunk
-            .iter()
-            .cloned()
-            .map(IntoActiveModel::into_active_model);
-        event::Entity::insert_many(rows)
-            .exec_without_returning(db)
-            .await?;
-    }
+    let rows: Vec<event::ActiveModel> = events
+        .iter()
+        .cloned()
+        .map(IntoActiveModel::into_active_model)
+        .collect();
+    crate::db::insert_rows(db, &rows, None).await?;
     let shop = |e: &event::Model| {
         e.profile_id
             .clone()
@@ -125,10 +121,6 @@ pub async fn record(
         }
         queued.push(deliveries.len() - before);
     }
-    for chunk in deliveries.chunks(ROWS_PER_INSERT) {
-        delivery::Entity::insert_many(chunk.to_vec())
-            .exec_without_returning(db)
-            .await?;
-    }
+    crate::db::insert_rows(db, &deliveries, None).await?;
     Ok(queued)
 }
