@@ -173,6 +173,7 @@ impl Application {
                     settings.subscriptions.confirm_within_hours,
                 )),
                 billing: Arc::new(subscriptions::billing::SandboxBilling { db: db.clone() }),
+                sandbox_max: settings.sandbox.max_subscriptions,
             }),
             registry_config.clone(),
             arbiters.clone(),

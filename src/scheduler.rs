@@ -380,7 +380,16 @@ impl Scheduler {
             payload: serde_json::from_str(&row.payload).unwrap_or(serde_json::Value::Null),
             attempt: row.attempts,
         };
-        let outcome = handler.run(job).await;
+        let due_at = job.due_at;
+        let outcome = match handler.run(job).await {
+            // Invariant: a job never runs twice for one due time. A handler that asks to run
+            // again at or before the time it just ran for would be claimed again at once, and
+            // again (a spin): it is backed off as a failure instead, and logged.
+            Outcome::RunAt(at) if at <= due_at => Outcome::Failed(format!(
+                "asked to run again at {at}, not after the due time it ran for ({due_at})"
+            )),
+            other => other,
+        };
         let label = match &outcome {
             Outcome::Done => OUTCOMES[0],
             Outcome::RunAt(_) => OUTCOMES[1],

@@ -383,6 +383,21 @@ pub struct SandboxSettings {
     /// Refused in production mode.
     #[serde(default)]
     pub fail_outcome_commits: String,
+    /// The most subscriptions a sandbox merchant may have that have not ended (`created`,
+    /// `active`, `paused` or `unpaid`): the test clock renews every one of them.
+    #[serde(default = "max_sandbox_subscriptions")]
+    pub max_subscriptions: u64,
+    /// The most subscription charges (renewals) one advance of a test clock may make.
+    #[serde(default = "max_advance_charges")]
+    pub max_advance_charges: u64,
+}
+
+fn max_sandbox_subscriptions() -> u64 {
+    100
+}
+
+fn max_advance_charges() -> u64 {
+    1_000
 }
 
 /// Webhook delivery: schedules are seconds between attempts.

@@ -27,6 +27,12 @@ pub struct Model {
     pub anchor_at: DateTimeUtc,
     /// Which period is current (1 for the first).
     pub period_index: i64,
+    /// The period number at `anchor_at`: period `k` ends `k − anchor_index` intervals after
+    /// it (0 at creation; a resume that starts a new period anchors it there).
+    pub anchor_index: i64,
+    /// What a whole period is paid at for the current period: the plan's price when it was
+    /// charged, moved by plan changes that settle the rest of the period.
+    pub paid_rate: i64,
     /// A fixed term: it ends (`in_active`) when its period number `term_cycles` ends.
     pub term_cycles: Option<i64>,
     pub current_period_start: DateTimeUtc,

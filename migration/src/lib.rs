@@ -32,6 +32,7 @@ mod m20261124_000023_create_invoices;
 mod m20261124_000024_create_ledger_and_payouts;
 mod m20261124_000025_create_risk_assessments;
 mod m20261125_000026_add_webhook_operations;
+mod m20261127_000027_add_subscription_billing_anchor;
 
 pub struct Migrator;
 
@@ -65,6 +66,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000024_create_ledger_and_payouts::Migration),
             Box::new(m20261124_000025_create_risk_assessments::Migration),
             Box::new(m20261125_000026_add_webhook_operations::Migration),
+            Box::new(m20261127_000027_add_subscription_billing_anchor::Migration),
         ]
     }
 }

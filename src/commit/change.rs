@@ -335,6 +335,9 @@ pub(super) async fn write(
     for part in &change.optional {
         Box::pin(write(txn, part, false, later)).await?;
     }
+    // Events are stamped on the change's timeline (a sandbox merchant's test clock); their
+    // deliveries are due in base time, which the dispatcher keeps: at once.
+    let send_at = at - chrono::Duration::seconds(crate::clock::current().offset_seconds);
     for e in &change.events {
         later.event(outbox::row(
             NewEvent {
@@ -347,7 +350,7 @@ pub(super) async fn write(
                 object: e.object.clone(),
             },
             at,
-        )?);
+        )?, send_at);
     }
     // Job rows are made here, on the timeline of the task that made the change.
     for j in &change.jobs {

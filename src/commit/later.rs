@@ -14,6 +14,8 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, Utc};
+
 use sea_orm::{
     sea_query::{Expr, InsertStatement, OnConflict, Query, TableRef},
     ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, DbErr, DynIden, EntityName,
@@ -104,7 +106,8 @@ pub(super) struct Later {
     /// The change being written (its events' deliveries are counted to it).
     change: usize,
     rows: Vec<Row>,
-    events: Vec<(usize, payd_entity::event::Model)>,
+    /// Each event with its change and the (base) time its deliveries are due.
+    events: Vec<(usize, (payd_entity::event::Model, DateTime<Utc>))>,
     jobs: Vec<JobWrite>,
 }
 
@@ -118,8 +121,9 @@ impl Later {
         self.rows.push(row);
     }
 
-    pub fn event(&mut self, event: payd_entity::event::Model) {
-        self.events.push((self.change, event));
+    /// An event, its deliveries due at `send_at` (base time).
+    pub fn event(&mut self, event: payd_entity::event::Model, send_at: DateTime<Utc>) {
+        self.events.push((self.change, (event, send_at)));
     }
 
     pub fn job(&mut self, job: JobWrite) {

@@ -77,19 +77,22 @@ pub fn row(e: NewEvent<'_>, now: DateTime<Utc>) -> Result<event::Model, DbErr> {
     })
 }
 
-/// Records events and one delivery of each per endpoint of its shop, due at the event's
-/// time, in three statements however many there are (the events, the shops' endpoints, the
-/// deliveries); answers how many deliveries each event queued (the writer wakes the
+/// Records events and one delivery of each per endpoint of its shop, each due at its
+/// `send_at`, in three statements however many there are (the events, the shops' endpoints,
+/// the deliveries); answers how many deliveries each event queued (the writer wakes the
 /// dispatcher only when there are some). A paused endpoint gets its delivery too: the
 /// dispatcher parks it when it claims it, and it is sent when the endpoint resumes.
+///
+/// `send_at` is base time (the dispatcher's clock), while an event's `created_at` is the time
+/// on its merchant's timeline: a sandbox merchant whose test clock was advanced records its
+/// events in its own future, and they are still sent at once.
 pub async fn record(
     db: &impl ConnectionTrait,
-    events: &[event::Model],
+    events: &[(event::Model, DateTime<Utc>)],
 ) -> Result<Vec<usize>, DbErr> {
     let rows: Vec<event::ActiveModel> = events
         .iter()
-        .cloned()
-        .map(IntoActiveModel::into_active_model)
+        .map(|(e, _)| e.clone().into_active_model())
         .collect();
     crate::db::insert_rows(db, &rows, None).await?;
     let shop = |e: &event::Model| {
@@ -97,7 +100,7 @@ pub async fn record(
             .clone()
             .filter(|_| e.event_type != ENDPOINT_DISABLED)
     };
-    let shops: BTreeSet<String> = events.iter().filter_map(shop).collect();
+    let shops: BTreeSet<String> = events.iter().filter_map(|(e, _)| shop(e)).collect();
     if shops.is_empty() {
         return Ok(vec![0; events.len()]);
     }
@@ -112,11 +115,11 @@ pub async fn record(
         .await?;
     let mut queued = Vec::with_capacity(events.len());
     let mut deliveries = Vec::new();
-    for e in events {
+    for (e, send_at) in events {
         let before = deliveries.len();
         if let Some(profile_id) = shop(e) {
             for (endpoint_id, _) in endpoints.iter().filter(|(_, p)| *p == profile_id) {
-                deliveries.push(delivery_row(e, endpoint_id, e.created_at).into_active_model());
+                deliveries.push(delivery_row(e, endpoint_id, *send_at).into_active_model());
             }
         }
         queued.push(deliveries.len() - before);

@@ -27,16 +27,26 @@ use crate::{
     recovery::RequestKey,
 };
 
-/// Checks and inserts a new payment, and confirms it when asked (`confirm: true`). `id` is the
-/// new payment's id when its caller chose it (a subscription records the id of a cycle's
-/// charge before making it); `resume` continues an existing payment instead.
+/// Who makes a new payment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Maker {
+    /// The merchant, through the API: its lines must name what the shop sells now.
+    Merchant,
+    /// payd, for a subscription's cycle: the payment's id was chosen and recorded before it is
+    /// made (intent before effect), and its lines name the subscription's recurring prices,
+    /// which it bills as agreed even after the catalog archived them.
+    Subscription { payment_id: String },
+}
+
+/// Checks and inserts a new payment, and confirms it when asked (`confirm: true`); `resume`
+/// continues an existing payment instead.
 pub async fn create(
     payments: &Payments,
     caller: &Caller,
     req: CreatePaymentRequest,
     key: Option<RequestKey>,
     resume: Option<String>,
-    id: Option<String>,
+    maker: Maker,
 ) -> Result<payment::Model, ApiError> {
     let deps = payments.deps();
     let profile = caller.require_shop()?.clone();
@@ -62,10 +72,26 @@ pub async fn create(
         .transpose()?;
     check_metadata(req.metadata.as_ref())?;
     let now = deps.clock.now();
-    let id = id.unwrap_or_else(|| new_id("pay"));
-    let catalog = match &lines {
-        Some(lines) => check_catalog(&deps.db, &caller.scope(), &id, lines, &currency, now).await?,
-        None => Vec::new(),
+    let (id, catalog) = match maker {
+        Maker::Merchant => {
+            let id = new_id("pay");
+            let catalog = match &lines {
+                Some(lines) => {
+                    check_catalog(&deps.db, &caller.scope(), &id, lines, &currency, now).await?
+                }
+                None => Vec::new(),
+            };
+            (id, catalog)
+        }
+        // The subscription checked its prices when it was made: its lines are indexed for
+        // the sales report as they are.
+        Maker::Subscription { payment_id } => {
+            let index = lines.iter().flatten().flat_map(|l| {
+                products::store::line_index(&payment_id, &l.line_id, l.product_id.as_deref(), l.price_id.as_deref(), now)
+            });
+            let index = index.collect();
+            (payment_id, index)
+        }
     };
     let m = payment::Model {
         id,

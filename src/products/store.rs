@@ -333,14 +333,28 @@ pub fn line_writes(
                 .into_query(),
         ));
     }
-    writes.push(commit::insert(payment_line::Model {
-        payment_id: payment_id.to_owned(),
-        line_id: line_id.to_owned(),
-        product_id: product_id.map(str::to_owned),
-        price_id: price_id.map(str::to_owned),
-        created_at: now,
-    }));
+    writes.extend(line_index(payment_id, line_id, product_id, price_id, now));
     writes
+}
+
+/// The index row of a payment line that names the catalog (the sales report reads it); none
+/// for a line that names nothing of it.
+pub fn line_index(
+    payment_id: &str,
+    line_id: &str,
+    product_id: Option<&str>,
+    price_id: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<Write> {
+    (product_id.is_some() || price_id.is_some()).then(|| {
+        commit::insert(payment_line::Model {
+            payment_id: payment_id.to_owned(),
+            line_id: line_id.to_owned(),
+            product_id: product_id.map(str::to_owned),
+            price_id: price_id.map(str::to_owned),
+            created_at: now,
+        })
+    })
 }
 
 /// The payment lines naming the product or one of these prices.

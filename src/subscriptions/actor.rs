@@ -47,6 +47,8 @@ pub struct SubscriptionDeps {
     pub confirm_within: Duration,
     /// The billing processor that bills adopted subscriptions.
     pub billing: Arc<SandboxBilling>,
+    /// `sandbox.max_subscriptions`: a sandbox merchant's subscriptions that have not ended.
+    pub sandbox_max: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +59,8 @@ pub enum SubscriptionError {
     Refused(#[from] Refusal),
     #[error("the subscription was changed concurrently")]
     LostRace,
+    #[error("the subscription's next period is past the calendar's end")]
+    PastCalendar,
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -337,31 +341,7 @@ async fn step(
             let events = vec![store::event(&after, next.event)];
             save(deps, s, after, CycleWrite::None, events).await
         }
-        Command::Resume { mandate } if status == Status::Unpaid => {
-            let Some(c) = open_cycle(deps, s).await?.filter(|c| !c.charging) else {
-                return Ok(s.clone());
-            };
-            let mut with = s.clone();
-            if let Some((m, pm)) = mandate {
-                with.mandate_id = Some(m.clone());
-                with.payment_method_id = Some(pm.clone());
-            }
-            attempt(deps, s, with, c, now).await
-        }
-        Command::Resume { mandate } => {
-            let next = machine::resume(status, s.cancel_at_period_end)?;
-            let mut after = store::raised(s, moved(s, next, now));
-            if let Some((m, pm)) = mandate {
-                after.mandate_id = Some(m.clone());
-                after.payment_method_id = Some(pm.clone());
-            }
-            // Undoing a scheduled cancellation forgets its reason.
-            if s.cancel_at_period_end && status == Status::Active {
-                after.cancellation_reason = None;
-            }
-            let events = vec![store::event(&after, next.event)];
-            save(deps, s, after, CycleWrite::None, events).await
-        }
+        Command::Resume { mandate } => resume(deps, s, status, mandate.as_ref(), now).await,
         Command::Cancel {
             at_period_end,
             reason,
@@ -402,7 +382,7 @@ async fn step(
             let mut with = s.clone();
             with.mandate_id = Some(mandate.0.clone());
             with.payment_method_id = Some(mandate.1.clone());
-            attempt(deps, s, with, c, now).await
+            attempt(deps, s, with, c, None, now).await
         }
         Command::Update {
             items,
@@ -416,19 +396,25 @@ async fn step(
                 }
                 .into());
             }
-            let owed = match proration {
-                machine::Proration::None => 0,
-                _ => machine::proration(
-                    s.amount,
+            // Settled against what the period was paid at, never the plan's list price: an
+            // upgrade left unsettled (`none`) earns no credit when it is undone.
+            let (owed, paid_rate) = match proration {
+                machine::Proration::None => (0, s.paid_rate),
+                _ => (
+                    machine::proration(
+                        s.paid_rate,
+                        *amount,
+                        s.current_period_start,
+                        s.current_period_end,
+                        now,
+                    ),
                     *amount,
-                    s.current_period_start,
-                    s.current_period_end,
-                    now,
                 ),
             };
             let mut after = s.clone();
             after.items = serde_json::to_string(items).unwrap_or_else(|_| "[]".into());
             after.amount = *amount;
+            after.paid_rate = paid_rate;
             after.updated_at = now;
             if *proration == machine::Proration::AlwaysInvoice && owed > 0 {
                 // Charged now: a cycle for the rest of the period, collected like any other.
@@ -461,7 +447,7 @@ async fn next_seq(
 
 /// The one line of a cycle that charges prorations.
 fn proration_lines(amount: i64) -> String {
-    serde_json::json!([{"line_id": "proration", "name": "Prorations of plan changes",
+    serde_json::json!([{"line_id": super::api::PRORATION_LINE, "name": "Prorations of plan changes",
         "quantity": 1, "unit_amount": amount}])
     .to_string()
 }
@@ -552,44 +538,68 @@ async fn tick(
         let events = vec![store::event(&after, next.event)];
         return save(deps, s, after, cycle, events).await;
     }
-    if let Some(c) = open {
-        return match c.next_attempt_at {
-            Some(at) if at <= now => attempt(deps, s, s.clone(), c, now).await,
-            _ => Ok(s.clone()),
-        };
+    // A failed cycle's retry. Retries wait while the subscription is paused (the resume
+    // charges the cycle) and stop once it is unpaid.
+    if let Some(c) = open.as_ref().filter(|_| status == Status::Active) {
+        if c.next_attempt_at.is_some_and(|at| at <= now) {
+            return retry(deps, s, c.clone(), now).await;
+        }
     }
     if now < s.current_period_end || status == Status::Unpaid {
         return Ok(s.clone());
     }
-    if s.cancel_at_period_end {
-        let next = Next {
+    // The period ended. A cancellation at its end or a fixed term's last period ends the
+    // subscription; an open cycle is then not collected any more.
+    let ends = match s.cancel_at_period_end {
+        true => Some(Next {
             status: Status::Cancelled,
             cancel_at_period_end: false,
             event: "subscription_cancelled",
-        };
-        let mut after = store::raised(s, moved(s, next, now));
-        after.cancelled_at = Some(s.current_period_end);
+        }),
+        false => machine::term_ended(status, s.period_index, s.term_cycles),
+    };
+    if let Some(next) = ends {
+        let mut after = moved(s, next, now);
+        if next.status == Status::Cancelled {
+            after.cancelled_at = Some(s.current_period_end);
+        }
+        let cycle = void_open(&mut after, open, now);
+        let after = store::raised(s, after);
         let events = vec![store::event(&after, next.event)];
-        return save(deps, s, after, CycleWrite::None, events).await;
+        return save(deps, s, after, cycle, events).await;
     }
-    if let Some(next) = machine::term_ended(status, s.period_index, s.term_cycles) {
-        let after = store::raised(s, moved(s, next, now));
-        let events = vec![store::event(&after, next.event)];
-        return save(deps, s, after, CycleWrite::None, events).await;
+    // An active subscription does not renew while a cycle of it is being collected: its
+    // retries run (a retry after the period's end starts a new period), and renewals resume
+    // once it is paid. (`next_due` schedules no tick for this period's end.)
+    if status == Status::Active && open.is_some() {
+        return Ok(s.clone());
     }
-    let Some(mut after) = next_period(s).map(|next| store::raised(s, next)) else {
+    let Some(mut after) = next_period(s) else {
         return Ok(s.clone());
     };
     after.updated_at = now;
     if status == Status::Paused {
         // A paused subscription's period passes without a charge.
-        return save(deps, s, after, CycleWrite::None, vec![]).await;
+        return save(deps, s, store::raised(s, after), CycleWrite::None, vec![]).await;
     }
-    // The renewal: the next period's cycle, and its first attempt, recorded before charging.
-    // Prorations of plan changes are added to it (a credit is taken off it; one larger than
-    // the cycle pays it whole and carries the rest).
+    bill(deps, s, after, None, now).await
+}
+
+/// The renewal, or the period a resume starts: `after` (`s` in its new period) gets the
+/// period's cycle, with its first attempt recorded before it is charged, and `announce` (a
+/// transition made with it) is announced in the same commit. Prorations of plan changes are
+/// added to the cycle (a credit is taken off it; one larger than the cycle pays it whole and
+/// carries the rest).
+async fn bill(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    mut after: subscription::Model,
+    announce: Option<&'static str>,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
     let seq = next_seq(deps, s).await?;
     let mut cycle = new_cycle(&after, seq, now);
+    after.paid_rate = after.amount;
     let charge = after.amount.saturating_add(after.pending_adjustment);
     if after.pending_adjustment > 0 {
         let mut lines: Vec<serde_json::Value> =
@@ -609,25 +619,138 @@ async fn tick(
         cycle.attempts = 0;
         cycle.payment_id = None;
         after.pending_adjustment = charge;
-        let events = vec![store::invoice_event(&after, &cycle, None, "invoice_paid")];
+        let after = store::raised(s, after);
+        let mut events: Vec<Event> = announce.map(|e| store::event(&after, e)).into_iter().collect();
+        events.push(store::invoice_event(&after, &cycle, None, "invoice_paid"));
         return save(deps, s, after, CycleWrite::Insert(cycle), events).await;
     }
     cycle.amount = charge;
     after.pending_adjustment = 0;
     after.open_cycle_id = Some(cycle.id.clone());
-    let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), vec![]).await?;
+    let after = store::raised(s, after);
+    let events = announce.map(|e| store::event(&after, e)).into_iter().collect();
+    let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), events).await?;
     settle(deps, &after, cycle, now).await
+}
+
+/// `after`'s open cycle, if any, voided: a subscription that ends does not collect it.
+fn void_open(
+    after: &mut subscription::Model,
+    open: Option<subscription_cycle::Model>,
+    now: DateTime<Utc>,
+) -> CycleWrite {
+    after.open_cycle_id = None;
+    match open {
+        Some(mut c) => {
+            c.status = "void".into();
+            c.next_attempt_at = None;
+            c.updated_at = now;
+            CycleWrite::Update(c)
+        }
+        None => CycleWrite::None,
+    }
+}
+
+/// A failed cycle's retry, due now. One made after the cycle's period ended pays a period
+/// that starts now (the subscription starts it: the time the cycle went unpaid is not
+/// charged), so a late payment never makes the periods since owed at once.
+async fn retry(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    mut c: subscription_cycle::Model,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    let mut after = s.clone();
+    if now >= c.period_end {
+        after = restarted(s, now).ok_or(SubscriptionError::PastCalendar)?;
+        (c.period_start, c.period_end) = (after.current_period_start, after.current_period_end);
+    }
+    attempt(deps, s, after, c, None, now).await
+}
+
+/// `POST …/resume`. A paused subscription becomes active; an active one's cancellation at
+/// period end is undone; an unpaid one's open cycle is tried again (under `mandate` if
+/// given). A resume charges at most one period, the one that starts with it: the open cycle
+/// (moved to that period) if there is one, else a new cycle when the current period was not
+/// paid (it began while paused); the subscription's periods count from the resume from then
+/// on. Periods spent paused or unpaid are never charged.
+async fn resume(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    status: Status,
+    mandate: Option<&(String, String)>,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    let open = open_cycle(deps, s).await?;
+    if let Some(c) = open.as_ref().filter(|c| c.charging) {
+        // A charge already on its way (a resume sent twice): carried on, never made again.
+        return settle(deps, s, c.clone(), now).await;
+    }
+    let mut after = s.clone();
+    after.updated_at = now;
+    let mut announce = None;
+    if status != Status::Unpaid {
+        let next = machine::resume(status, s.cancel_at_period_end)?;
+        after = moved(&after, next, now);
+        announce = Some(next.event);
+        // Undoing a scheduled cancellation forgets its reason.
+        if s.cancel_at_period_end && status == Status::Active {
+            after.cancellation_reason = None;
+        }
+    }
+    if let Some((m, pm)) = mandate {
+        after.mandate_id = Some(m.clone());
+        after.payment_method_id = Some(pm.clone());
+    }
+    let owes = match status {
+        Status::Unpaid => true,
+        Status::Paused => open.is_some() || !store::period_paid(&deps.db, s).await?,
+        _ => false,
+    };
+    if !owes {
+        let after = store::raised(s, after);
+        let events = announce.map(|e| store::event(&after, e)).into_iter().collect();
+        return save(deps, s, after, CycleWrite::None, events).await;
+    }
+    let mut after = restarted(&after, now).ok_or(SubscriptionError::PastCalendar)?;
+    match open {
+        Some(mut c) => {
+            (c.period_start, c.period_end) =
+                (after.current_period_start, after.current_period_end);
+            after.paid_rate = after.amount;
+            attempt(deps, s, after, c, announce, now).await
+        }
+        None => bill(deps, s, after, announce, now).await,
+    }
 }
 
 /// `s` in its next period; `None` past the calendar's end.
 pub fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
     let interval = machine::Interval::parse(&s.interval)?;
     let k = s.period_index + 1;
-    let end = machine::period_end(s.anchor_at, interval, s.interval_count, k)?;
+    let end = machine::period_end(
+        s.anchor_at,
+        interval,
+        s.interval_count,
+        k - s.anchor_index,
+    )?;
     let mut after = s.clone();
     after.period_index = k;
     after.current_period_start = s.current_period_end;
     after.current_period_end = end;
+    Some(after)
+}
+
+/// `s` in a new period that starts `now`, its periods counted from there on (a resume, or a
+/// retry after its cycle's period ended); `None` past the calendar's end.
+pub fn restarted(s: &subscription::Model, now: DateTime<Utc>) -> Option<subscription::Model> {
+    let interval = machine::Interval::parse(&s.interval)?;
+    let mut after = s.clone();
+    after.period_index = s.period_index + 1;
+    after.anchor_index = s.period_index;
+    after.anchor_at = now;
+    after.current_period_start = now;
+    after.current_period_end = machine::period_end(now, interval, s.interval_count, 1)?;
     Some(after)
 }
 
@@ -638,13 +761,15 @@ pub fn new_cycle(
     now: DateTime<Utc>,
 ) -> subscription_cycle::Model {
     let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
+    // Each line names its product and price, so the sales report counts what cycles sold.
     let lines: Vec<serde_json::Value> = items
         .iter()
         .enumerate()
         .map(|(i, it)| {
             let name = it.price_id.as_ref().or(it.plan_id.as_ref());
             serde_json::json!({"line_id": format!("item_{}", i + 1), "name": name,
-                "quantity": it.quantity, "unit_amount": it.unit_amount})
+                "quantity": it.quantity, "unit_amount": it.unit_amount,
+                "product_id": it.product_id, "price_id": it.price_id})
         })
         .collect();
     subscription_cycle::Model {
@@ -667,13 +792,14 @@ pub fn new_cycle(
     }
 }
 
-/// A new attempt at an open cycle (`after`: the subscription it is made for): recorded, then
-/// made.
+/// A new attempt at an open cycle (`after`: the subscription it is made for, with
+/// `announce`, a transition made with it): recorded, then made.
 async fn attempt(
     deps: &SubscriptionDeps,
     s: &subscription::Model,
     mut after: subscription::Model,
     mut c: subscription_cycle::Model,
+    announce: Option<&'static str>,
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
     c.attempts += 1;
@@ -682,7 +808,10 @@ async fn attempt(
     c.next_attempt_at = None;
     c.updated_at = now;
     after.updated_at = now;
-    let after = save(deps, s, after, CycleWrite::Update(c.clone()), vec![]).await?;
+    after.open_cycle_id = Some(c.id.clone());
+    let after = store::raised(s, after);
+    let events = announce.map(|e| store::event(&after, e)).into_iter().collect();
+    let after = save(deps, s, after, CycleWrite::Update(c.clone()), events).await?;
     settle(deps, &after, c, now).await
 }
 
@@ -752,6 +881,11 @@ async fn settle(
         Outcome::Failed(p) => {
             c.charging = false;
             c.updated_at = now;
+            // Refused before a payment was made (a mandate revoked, a method gone): the cycle
+            // names no payment that does not exist.
+            if p.is_none() {
+                c.payment_id = None;
+            }
             c.next_attempt_at = match status {
                 // The first charge of a subscription is not retried: it waits, then expires.
                 Status::Created => None,
@@ -907,7 +1041,9 @@ async fn make(
         req,
         None,
         Some(pid.to_owned()),
-        Some(pid.to_owned()),
+        payments::create::Maker::Subscription {
+            payment_id: pid.to_owned(),
+        },
     )
     .await
 }

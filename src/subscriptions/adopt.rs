@@ -116,6 +116,7 @@ pub async fn adopt(
     if adopted_by(&deps.db, &p.id).await?.is_some() {
         return Err(already_adopted());
     }
+    super::create::check_sandbox_room(deps, caller).await?;
     let customer_id = match customer_id {
         Some(c) => {
             let found = match has_shape(c, "cus") {
@@ -133,14 +134,15 @@ pub async fn adopt(
     };
     let s = adopted(&p, &scope, customer_id, deps.clock.now())?;
     let status = Status::parse(&s.status).unwrap_or(Status::Active);
-    let mut events = vec![store::event(&s, "subscription_created")];
-    events.push(store::event(
+    // Announced in the state it is adopted in (`subscription_created` is for one that waits
+    // for its buyer).
+    let events = vec![store::event(
         &s,
         match status {
             Status::Paused => "subscription_paused",
             _ => "subscription_active",
         },
-    ));
+    )];
     let due = store::next_due(&s, None, deps.confirm_within);
     match store::insert(&deps.db, &s, None, events, due).await {
         Ok(()) => {}
@@ -225,6 +227,8 @@ pub fn adopted(
         status: status.as_str().to_owned(),
         anchor_at: p.current_period_start,
         period_index: 1,
+        anchor_index: 0,
+        paid_rate: item.unit_amount * item.quantity,
         term_cycles: None,
         current_period_start: p.current_period_start,
         current_period_end: p.current_period_end,

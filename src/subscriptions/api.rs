@@ -198,6 +198,10 @@ pub struct Cycle {
     pub attempts: i64,
     /// When the next attempt is due, while the cycle is open.
     pub next_attempt_at: Option<DateTime<Utc>>,
+    /// `period`: a whole period's charge; `proration`: what a plan change charged for the
+    /// rest of a period (`always_invoice`).
+    pub kind: String,
+    pub test_mode: bool,
 }
 
 /// The cycles of a subscription, newest first.
@@ -318,8 +322,17 @@ impl Subscription {
     }
 }
 
+/// The line id of a cycle's charge for plan changes.
+pub const PRORATION_LINE: &str = "proration";
+
 impl Cycle {
-    pub fn render(c: &payd_entity::subscription_cycle::Model) -> Self {
+    pub fn render(c: &payd_entity::subscription_cycle::Model, test_mode: bool) -> Self {
+        #[derive(Deserialize)]
+        struct LineId {
+            line_id: String,
+        }
+        let lines: Vec<LineId> = serde_json::from_str(&c.lines).unwrap_or_default();
+        let proration = matches!(&lines[..], [only] if only.line_id == PRORATION_LINE);
         Self {
             cycle_id: c.id.clone(),
             subscription_id: c.subscription_id.clone(),
@@ -332,6 +345,8 @@ impl Cycle {
             processor_invoice_id: c.processor_invoice_id.clone(),
             attempts: c.attempts,
             next_attempt_at: c.next_attempt_at,
+            kind: if proration { "proration" } else { "period" }.to_owned(),
+            test_mode,
         }
     }
 }

@@ -5,7 +5,7 @@
 use payd_entity::{mandate, price, subscription};
 
 use super::{
-    actor::{cycle_payment, new_cycle, Command, Exec, Subscriptions},
+    actor::{cycle_payment, new_cycle, Command, Exec, SubscriptionDeps, Subscriptions},
     adopt,
     api::{check_quantity, CreateSubscriptionRequest, Item, ItemInput},
     billing,
@@ -241,6 +241,8 @@ async fn new_subscription(
         status: Status::Created.as_str().to_owned(),
         anchor_at: now,
         period_index: 1,
+        anchor_index: 0,
+        paid_rate: plan.amount,
         term_cycles: req.term_cycles,
         current_period_start: now,
         current_period_end: plan.period_end,
@@ -259,6 +261,23 @@ async fn new_subscription(
     })
 }
 
+/// A sandbox merchant's clock renews every subscription it has: it may have at most
+/// `sandbox.max_subscriptions` that have not ended (409 `limit_reached` naming the setting).
+/// Live merchants are not bounded here. Checked before the subscription is made.
+pub async fn check_sandbox_room(deps: &SubscriptionDeps, caller: &Caller) -> Result<(), ApiError> {
+    if !caller.test_mode() {
+        return Ok(());
+    }
+    let live = store::count_live(&deps.db, caller.merchant_id.as_str(), true).await?;
+    if live >= deps.sandbox_max {
+        return Err(ApiError::limit_reached(
+            "sandbox.max_subscriptions",
+            deps.sandbox_max,
+        ));
+    }
+    Ok(())
+}
+
 /// `POST /subscriptions`: checks and inserts a subscription charged under `req`'s mandate,
 /// then collects its first cycle through its actor.
 pub async fn create(
@@ -267,6 +286,7 @@ pub async fn create(
     req: CreateSubscriptionRequest,
     max_amount: i64,
 ) -> Result<subscription::Model, ApiError> {
+    check_sandbox_room(subscriptions.deps(), caller).await?;
     if let Some(plan_id) = &req.plan_id {
         return create_at_processor(subscriptions, caller, &req, plan_id).await;
     }
@@ -386,14 +406,15 @@ pub async fn create_for_checkout(
         }
     }
     let deps = subscriptions.deps();
+    check_sandbox_room(deps, caller).await?;
     let db = &deps.db;
     let now = deps.clock.now();
     let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
     let cycle = new_cycle(&s, 1, now);
     let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
     let payment = cycle_payment(&s, &cycle, true);
-    let p =
-        payments::create::create(&deps.payments, caller, payment, None, None, Some(pid)).await?;
+    let maker = payments::create::Maker::Subscription { payment_id: pid };
+    let p = payments::create::create(&deps.payments, caller, payment, None, None, maker).await?;
     s.checkout_url = payments::api::Payment::render(&p, &deps.public_url).checkout_url;
     s.open_cycle_id = Some(cycle.id.clone());
     let created = vec![store::event(&s, "subscription_created")];

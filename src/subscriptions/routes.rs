@@ -77,6 +77,10 @@ impl From<SubscriptionError> for ApiError {
             }
             SubscriptionError::Refused(r) => ApiError::conflict("invalid_state", r.to_string()),
             SubscriptionError::LostRace => ApiError::concurrent_update("subscription"),
+            SubscriptionError::PastCalendar => ApiError::conflict(
+                "past_calendar",
+                "the subscription's next period would end past the calendar's end",
+            ),
             SubscriptionError::Db(e) => e.into(),
         }
     }
@@ -230,7 +234,7 @@ pub async fn estimate(
             if plan.currency != s.currency || plan.interval != s.interval || plan.interval_count != s.interval_count {
                 return Err(ApiError::invalid_param("price_id", "a plan change keeps the subscription's currency and interval"));
             }
-            let owed = super::machine::proration(s.amount, plan.amount, s.current_period_start, s.current_period_end, now);
+            let owed = super::machine::proration(s.paid_rate, plan.amount, s.current_period_start, s.current_period_end, now);
             let next = super::actor::next_period(&s)
                 .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
             Estimate {
@@ -487,7 +491,11 @@ pub async fn subscription_cycles(
 ) -> Result<HttpResponse, ApiError> {
     let s = owned(&state, &caller, &id).await?;
     let all = store::cycles(&state.db, &s.id).await?;
-    let data = all.iter().take(MAX_CYCLES).map(Cycle::render).collect();
+    let data = all
+        .iter()
+        .take(MAX_CYCLES)
+        .map(|c| Cycle::render(c, s.test_mode))
+        .collect();
     Ok(HttpResponse::Ok().json(Cycles {
         data,
         has_more: all.len() > MAX_CYCLES,

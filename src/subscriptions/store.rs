@@ -55,7 +55,7 @@ pub fn invoice_event(
 ) -> Event {
     let object = InvoicePaid {
         subscription: Subscription::render(s),
-        invoice: Cycle::render(c),
+        invoice: Cycle::render(c, s.test_mode),
         payment,
     };
     Event {
@@ -108,7 +108,6 @@ pub fn disputed_event(
         processor_invoice_id: invoice.id.clone(),
     };
     Event {
-        content_type: "invoice_disputed",
         object: serde_json::to_string(&object).unwrap_or_default(),
         ..event(s, "invoice_disputed")
     }
@@ -130,7 +129,8 @@ pub fn next_due(
         true => c
             .next_attempt_at
             .or(Some(c.updated_at + Duration::seconds(CHARGE_CHECK))),
-        false => c.next_attempt_at,
+        // A retry runs only while active (a paused subscription's waits for its resume).
+        false => c.next_attempt_at.filter(|_| status == Status::Active),
     });
     let due = match status {
         Status::Created => {
@@ -142,8 +142,17 @@ pub fn next_due(
                 _ => Some(deadline),
             }
         }
-        // An unpaid subscription renews again once its open cycle is paid.
+        // An unpaid subscription renews again once its open cycle is paid (on resume).
         Status::Unpaid => None,
+        // A paused one's periods pass (its retries wait for the resume).
+        Status::Paused => Some(s.current_period_end),
+        // An active one with a cycle being collected does not renew: its retries run, and
+        // the period's end matters only when it ends the subscription.
+        Status::Active if open.is_some() => {
+            let ends = s.cancel_at_period_end
+                || super::machine::term_ended(status, s.period_index, s.term_cycles).is_some();
+            ends.then_some(s.current_period_end)
+        }
         _ => Some(s.current_period_end),
     };
     [attempt, due].into_iter().flatten().min()
@@ -171,6 +180,67 @@ pub async fn open_cycle(
         Some(id) => find_cycle(db, id).await,
         None => Ok(None),
     }
+}
+
+/// Whether the subscription's current period is paid: a paid cycle covers it (a period that
+/// began while the subscription was paused is not).
+pub async fn period_paid(db: &impl ConnectionTrait, s: &subscription::Model) -> Result<bool, DbErr> {
+    Ok(subscription_cycle::Entity::find()
+        .filter(subscription_cycle::Column::SubscriptionId.eq(s.id.as_str()))
+        .filter(subscription_cycle::Column::Status.eq("paid"))
+        .filter(subscription_cycle::Column::PeriodEnd.gte(s.current_period_end))
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// How many subscriptions the merchant has in this mode that have not ended.
+pub async fn count_live(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    test_mode: bool,
+) -> Result<u64, DbErr> {
+    use sea_orm::PaginatorTrait;
+    let ended = Status::ALL.into_iter().filter(|s| s.is_final()).map(Status::as_str);
+    subscription::Entity::find()
+        .filter(subscription::Column::MerchantId.eq(merchant_id))
+        .filter(subscription::Column::TestMode.eq(test_mode))
+        .filter(subscription::Column::Status.is_not_in(ended))
+        .count(db)
+        .await
+}
+
+/// How many renewals the merchant's active subscriptions in this mode make from now until
+/// `until` (on the merchant's clock), counted up to `cap + 1`: what an advance of its test
+/// clock to `until` would charge.
+pub async fn renewals_until(
+    db: &impl ConnectionTrait,
+    merchant_id: &str,
+    until: DateTime<Utc>,
+    cap: u64,
+) -> Result<u64, DbErr> {
+    let active = subscription::Entity::find()
+        .filter(subscription::Column::MerchantId.eq(merchant_id))
+        .filter(subscription::Column::TestMode.eq(true))
+        .filter(subscription::Column::Status.eq(Status::Active.as_str()))
+        .filter(subscription::Column::CurrentPeriodEnd.lte(until))
+        .all(db)
+        .await?;
+    let mut n = 0;
+    for s in active {
+        let Some(interval) = super::machine::Interval::parse(&s.interval) else {
+            continue;
+        };
+        let (mut k, mut end) = (s.period_index, Some(s.current_period_end));
+        // Bounded: each turn counts one renewal, and the count stops past the cap.
+        while let Some(e) = end.filter(|e| *e <= until && n <= cap) {
+            n += 1;
+            k += 1;
+            end = super::machine::period_end(s.anchor_at, interval, s.interval_count, k - s.anchor_index)
+                .filter(|next| *next > e);
+        }
+    }
+    Ok(n)
 }
 
 /// What a change does to a cycle.

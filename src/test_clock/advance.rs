@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::store;
 use crate::commit::Db;
-use crate::{clock::SharedClock, commit::CommitError, scheduler::Scheduler};
+use crate::{clock::SharedClock, commit::CommitError, scheduler::Scheduler, subscriptions};
 
 /// The longest single advance: ten years.
 pub const MAX_SECONDS: i64 = 10 * 366 * 86_400;
@@ -37,15 +37,42 @@ pub async fn read(db: &Db, clock: &SharedClock, merchant_id: &str) -> Result<Rea
     })
 }
 
-/// Moves the merchant's clock `seconds` forward (1 to [`MAX_SECONDS`]; the route checks).
+/// Why an advance was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdvanceError {
+    /// It would renew the merchant's subscriptions more than `sandbox.max_advance_charges`
+    /// times (this many, or more).
+    #[error("the advance would make {renewals} subscription charges, more than {max}")]
+    TooMuchWork { renewals: u64, max: u64 },
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+}
+
+impl From<sea_orm::DbErr> for AdvanceError {
+    fn from(e: sea_orm::DbErr) -> Self {
+        AdvanceError::Commit(e.into())
+    }
+}
+
+/// Moves the merchant's clock `seconds` forward (1 to [`MAX_SECONDS`]; the route checks), if
+/// the renewals on the way are at most `max_charges`.
 pub async fn advance(
     db: &Db,
     scheduler: &Scheduler,
     clock: &SharedClock,
     merchant_id: &str,
     seconds: i64,
-) -> Result<Reading, CommitError> {
+    max_charges: u64,
+) -> Result<Reading, AdvanceError> {
     let target = read(db, clock, merchant_id).await?.now + Duration::seconds(seconds);
+    // One request must not make unbounded work: refused before anything moves.
+    let renewals = subscriptions::store::renewals_until(db, merchant_id, target, max_charges).await?;
+    if renewals > max_charges {
+        return Err(AdvanceError::TooMuchWork {
+            renewals,
+            max: max_charges,
+        });
+    }
     let started = Instant::now();
     let mut jobs_run = 0;
     for _ in 0..MAX_STEPS {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::advance::{self, Reading, MAX_SECONDS};
+use super::advance::{self, AdvanceError, Reading, MAX_SECONDS};
 use crate::{
     auth::{self, SecretKey},
     error::ApiError,
@@ -81,13 +81,24 @@ pub async fn advance_clock(
             ),
         ));
     }
+    let max = state.settings.sandbox.max_advance_charges;
     let reading = advance::advance(
         &state.db,
         &state.scheduler,
         &state.clock,
         caller.merchant_id.as_str(),
         req.seconds,
+        max,
     )
-    .await?;
+    .await
+    .map_err(|e| match e {
+        AdvanceError::TooMuchWork { renewals, max } => ApiError::invalid_param(
+            "seconds",
+            format!(
+                "this advance would charge subscriptions {renewals} times or more; one advance makes at most sandbox.max_advance_charges ({max}): advance in smaller steps"
+            ),
+        ),
+        AdvanceError::Commit(e) => e.into(),
+    })?;
     Ok(HttpResponse::Ok().json(TestClock::from(reading)))
 }

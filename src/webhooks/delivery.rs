@@ -303,12 +303,12 @@ async fn send_manual(deps: &DeliveryDeps, client: &awc::Client, retry: ManualRet
         client,
         &retry.endpoint,
         &retry.event,
-        deps.clock.now(),
+        deps.clock.base(),
         timeout,
         &deps.keyring,
     )
     .await;
-    match record_manual(deps, &retry, &outcome, deps.clock.now()).await {
+    match record_manual(deps, &retry, &outcome, deps.clock.base()).await {
         // A manual retry only counts when it delivered what was not delivered yet.
         Ok(true) => {
             metrics::counter!("payd_webhook_deliveries_total", "outcome" => "delivered")
@@ -824,7 +824,7 @@ async fn wait_turn(deps: &DeliveryDeps, endpoint: &webhook_endpoint::Model) {
 /// Sends one claimed delivery if the lease is still ours; `None` if it is not.
 async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Option<Finished> {
     wait_turn(deps, &item.endpoint).await;
-    let now = deps.clock.now();
+    let now = deps.clock.base();
     let timeout_secs = deps.settings.request_timeout_secs as i64;
     // Invariant: only the holder of the lease sends, and the lease outlasts the request, so no
     // other dispatcher can claim it mid-request. A claim's lease usually has that time left;
@@ -867,7 +867,7 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
         &deps.keyring,
     )
     .await;
-    let at = deps.clock.now();
+    let at = deps.clock.base();
     let d = &item.delivery;
     let jitter = if deps.settings.jitter {
         rand::rng().random_range(-0.1..=0.1)
@@ -1024,7 +1024,7 @@ fn to_record(batch: &[Finished]) -> Vec<health::Answered<'_>> {
 /// no statement).
 async fn disable_failing(deps: &DeliveryDeps, batch: &[Finished]) {
     let after = Duration::seconds(deps.settings.disable_after_secs as i64);
-    let now = deps.clock.now();
+    let now = deps.clock.base();
     let failing = health::left_failing(&answered(batch));
     let mut checked: Vec<&str> = Vec::new();
     for f in batch {

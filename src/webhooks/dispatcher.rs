@@ -111,7 +111,7 @@ impl Dispatcher {
 
     /// Claims what is due and queues it; returns how many deliveries were handed over.
     pub async fn tick(&self) -> Result<usize, DbErr> {
-        let now = self.clock.now();
+        let now = self.clock.base();
         self.measure_backlog(now).await?;
         let token = new_id("lease");
         let lease_until = now + Duration::seconds(self.settings.lease_secs as i64);
