@@ -386,6 +386,54 @@ async fn one_advance_and_one_sandbox_merchant_make_bounded_work() {
     assert_eq!(r.body["data"].as_array().unwrap().len(), 1 + 3 + 39, "{}", r.body);
 }
 
+#[actix_web::test]
+async fn the_sales_report_counts_what_cycles_sold() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let cid = customer(&app, &m).await;
+    let man = mandate(&app, &m, &cid, "4242424242424242").await;
+    let p = post(
+        &app,
+        &m,
+        "/products",
+        json!({"name": "Plan", "prices": [{"unit_amount": 1500, "currency": "EUR",
+            "recurring": {"interval": "month"}}]}),
+    )
+    .await;
+    let (product, price) = (
+        p.body["product_id"].as_str().unwrap().to_owned(),
+        p.body["prices"][0]["price_id"].as_str().unwrap().to_owned(),
+    );
+    let r = post(
+        &app,
+        &m,
+        "/subscriptions",
+        json!({"customer_id": cid, "mandate_id": man, "items": [{"price_id": price, "quantity": 2}]}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["subscription_id"].as_str().unwrap().to_owned();
+    advance(&app, &m, 5 * 31 * DAY).await;
+    let paid = cycles(&app, &m, &id).await;
+    assert_eq!(paid.len(), 6, "{paid:?}");
+    let lines = get(&app, &m, &format!("/payments/{}/lines", paid[0]["payment_id"].as_str().unwrap())).await;
+    assert_eq!(lines.body["data"][0]["price_id"], price.as_str(), "{}", lines.body);
+    let report = get(&app, &m, &format!("/products/{product}/sales")).await;
+    assert_eq!(report.status, 200, "{}", report.body);
+    assert_eq!(
+        (report.body["totals"]["units_sold"].as_i64(), report.body["totals"]["amount_sold"].as_i64()),
+        (Some(12), Some(6 * 3000)),
+        "{}",
+        report.body
+    );
+    // Archived, the plan still renews for the subscription that has it.
+    let r = post(&app, &m, &format!("/products/{product}/archive"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    advance(&app, &m, 31 * DAY).await;
+    let c = cycles(&app, &m, &id).await;
+    assert_eq!((c.len(), c[0]["status"].as_str()), (7, Some("paid")), "{c:?}");
+}
+
 /// One step of a random billing history.
 #[derive(Debug, Clone, Copy)]
 enum Step {
