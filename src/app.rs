@@ -174,6 +174,7 @@ impl Application {
                 )),
                 billing: Arc::new(subscriptions::billing::SandboxBilling { db: db.clone() }),
                 sandbox_max: settings.sandbox.max_subscriptions,
+                tax: Arc::new(invoices::settings::CycleTaxRules { db: db.clone() }),
             }),
             registry_config.clone(),
             arbiters.clone(),
@@ -767,9 +768,9 @@ async fn stop_on_signal(server: ServerHandle) {
 
 /// The invoice jobs: a PDF a crash kept finalize from rendering.
 fn invoice_jobs(scheduler: &mut Scheduler, invoices: &Invoices) {
-    let invoices = invoices.clone();
+    let pdf = invoices.clone();
     scheduler.register(invoices::store::PDF_JOB, move |job: Job| {
-        let invoices = invoices.clone();
+        let invoices = pdf.clone();
         async move {
             let exec = invoices::actor::Exec {
                 scope: None,
@@ -782,6 +783,16 @@ fn invoice_jobs(scheduler: &mut Scheduler, invoices: &Invoices) {
                     Outcome::Done
                 }
                 Ok(Err(e)) => Outcome::Failed(e.to_string()),
+                Err(e) => Outcome::Failed(e.to_string()),
+            }
+        }
+    });
+    let paid = invoices.clone();
+    scheduler.register(subscriptions::store::CYCLE_PAID_JOB, move |job: Job| {
+        let invoices = paid.clone();
+        async move {
+            match invoices::actor::cycle_paid(&invoices, &job.entity_id).await {
+                Ok(()) => Outcome::Done,
                 Err(e) => Outcome::Failed(e.to_string()),
             }
         }

@@ -434,6 +434,83 @@ async fn the_sales_report_counts_what_cycles_sold() {
     assert_eq!((c.len(), c[0]["status"].as_str()), (7, Some("paid")), "{c:?}");
 }
 
+/// Finalizes the invoice `id`.
+async fn finalize(app: &TestApp, m: &Merchant, id: &str) -> Value {
+    let r = post(app, m, &format!("/invoices/{id}/finalize"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body
+}
+
+#[actix_web::test]
+async fn a_cycle_is_taxed_when_charged_and_its_invoice_is_paid_with_it() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            "/invoice-settings/tax-rules",
+            Some(json!({"rules": [{"rate_bps": 1900, "country": "DE"}]})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let c = post(
+        &app,
+        &m,
+        "/customers",
+        json!({"name": "Jan", "address": {"line1": "Hauptstraße 5", "city": "Berlin", "country": "DE"}}),
+    )
+    .await;
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    let man = mandate(&app, &m, &cid, "4242424242424242").await;
+    let plan = price(&app, &m, 4500, "month", 1).await;
+    let s = subscribe(&app, &m, &cid, &man, &plan).await;
+    let id = s["subscription_id"].as_str().unwrap().to_owned();
+    // The first cycle charged the plan and the tax the shop's rules put on it.
+    let first = &cycles(&app, &m, &id).await[0];
+    assert_eq!(first["amount"], 5355, "{first}");
+    let paid = charges(&app, &m, &cid, &id).await;
+    assert_eq!(paid[0]["amount_captured"], 5355);
+    let lines = get(&app, &m, &format!("/payments/{}/lines", paid[0]["payment_id"].as_str().unwrap())).await;
+    assert_eq!(lines.body["data"][0]["tax_amount"], 855, "{}", lines.body);
+    // Its invoice totals what was charged, and is paid.
+    let d = post(&app, &m, "/invoices", json!({"subscription_id": id, "cycle_id": first["cycle_id"]})).await;
+    assert_eq!(d.status, 201, "{}", d.body);
+    let f = finalize(&app, &m, d.body["invoice_id"].as_str().unwrap()).await;
+    assert_eq!(
+        (f["total"].as_i64(), f["tax"].as_i64(), f["amount_due"].as_i64(), f["status"].as_str()),
+        (Some(5355), Some(855), Some(0), Some("paid")),
+        "{f}"
+    );
+
+    // A renewal that fails: its invoice is open; paid later (a resume), the invoice is paid.
+    let r = post(&app, &m, &format!("/mandates/revoke/{man}"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let end = time(&s["current_period_end"]);
+    advance(&app, &m, (end - now_of(&app, &m).await).num_seconds() + 60).await;
+    let open = &cycles(&app, &m, &id).await[0];
+    assert_eq!((open["status"].as_str(), open["amount"].as_i64()), (Some("open"), Some(5355)), "{open}");
+    let d = post(&app, &m, "/invoices", json!({"subscription_id": id, "cycle_id": open["cycle_id"]})).await;
+    let invoice = d.body["invoice_id"].as_str().unwrap().to_owned();
+    let f = finalize(&app, &m, &invoice).await;
+    assert_eq!((f["status"].as_str(), f["amount_due"].as_i64()), (Some("open"), Some(5355)), "{f}");
+    // Its retries fail too (unpaid); a resume with another card pays it.
+    advance(&app, &m, 10 * DAY).await;
+    let other = mandate(&app, &m, &cid, "5555555555554444").await;
+    let r = post(&app, &m, &format!("/subscriptions/{id}/resume"), json!({"mandate_id": other})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let inv = get(&app, &m, &format!("/invoices/{invoice}")).await.body;
+        if inv["status"] == "paid" {
+            assert_eq!((inv["amount_paid"].as_i64(), inv["amount_due"].as_i64()), (Some(5355), Some(0)), "{inv}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the paid cycle's invoice stayed {inv}");
+        actix_web::rt::time::sleep(StdDuration::from_millis(25)).await;
+    }
+}
+
 /// One step of a random billing history.
 #[derive(Debug, Clone, Copy)]
 enum Step {

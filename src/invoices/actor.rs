@@ -316,15 +316,16 @@ pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbEr
     }))
 }
 
-/// Prices a draft's lines by the tax rules (a payment's lines keep the tax as captured) and
-/// sums them.
+/// Prices a draft's lines by the tax rules (a payment's and a cycle's lines keep the tax they
+/// were charged with) and sums them.
 pub async fn price(
     db: &Db,
     after: &mut invoice::Model,
     at: DateTime<Utc>,
 ) -> Result<(), InvoiceError> {
     let mut lines = lines_of(after)?;
-    if after.payment_id.is_none() {
+    // A payment's and a cycle's lines keep the tax they were charged with.
+    if after.payment_id.is_none() && after.cycle_id.is_none() {
         let buyer = buyer_of(db, after).await?;
         let place = Place {
             country: buyer.as_ref().and_then(|b| b.country.clone()),
@@ -336,6 +337,25 @@ pub async fn price(
     let t = machine::totals(&lines).ok_or(InvoiceError::Overflow)?;
     after.lines = json(&lines);
     (after.subtotal, after.tax, after.total) = (t.subtotal, t.tax, t.total);
+    Ok(())
+}
+
+/// A billing cycle was paid (the `subscription_cycle_paid` job): its invoice, if one stands
+/// open or uncollectible, is paid, as `mark-paid` makes it.
+pub async fn cycle_paid(invoices: &Invoices, cycle_id: &str) -> Result<(), InvoiceError> {
+    for m in store::unpaid_of_cycle(&invoices.deps().db, cycle_id).await? {
+        let exec = Exec {
+            scope: None,
+            command: Command::MarkPaid,
+            timeline: crate::clock::current(),
+        };
+        match invoices.send(&m.id, exec).await {
+            // Paid or voided meanwhile: nothing left to do.
+            Ok(Ok(_)) | Ok(Err(InvoiceError::Refused(_))) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(e) => return Err(InvoiceError::Db(DbErr::Custom(e.to_string()))),
+        }
+    }
     Ok(())
 }
 

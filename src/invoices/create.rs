@@ -268,7 +268,7 @@ async fn source(
             .await?
             .filter(|c| c.subscription_id == s.id)
             .ok_or_else(|| ApiError::not_found("cycle").param("cycle_id"))?;
-        let paid: Vec<crate::payments::machine::Line> =
+        let paid: Vec<crate::subscriptions::api::CycleLine> =
             serde_json::from_str(&c.lines).unwrap_or_default();
         let lines = match paid.is_empty() {
             true => vec![one_line(
@@ -282,13 +282,27 @@ async fn source(
             )],
             false => paid
                 .into_iter()
+                // With the tax the cycle was charged with: the invoice totals what it charged.
                 .map(|l| {
-                    let mut line = one_line(l.name, l.unit_amount);
-                    line.line_id = l.line_id;
-                    line.quantity = l.quantity;
-                    line.product_id = l.product_id;
-                    line.price_id = l.price_id;
-                    line
+                    let total = l.total().unwrap_or(i64::MAX);
+                    Line {
+                        line_id: l.line_id,
+                        name: l.name,
+                        quantity: l.quantity,
+                        unit_amount: l.unit_amount,
+                        product_id: l.product_id,
+                        price_id: l.price_id,
+                        tax_category: None,
+                        tax_rule_id: l.tax_rule_id,
+                        tax_rate_bps: l.tax_rate_bps,
+                        tax_inclusive: l.tax_inclusive,
+                        tax_amount: l.tax_amount,
+                        amount: total - l.tax_amount,
+                        total,
+                        amount_credited: 0,
+                        quantity_credited: 0,
+                        tax_credited: 0,
+                    }
                 })
                 .collect(),
         };

@@ -177,3 +177,56 @@ pub async fn rules_for(
     }
     Ok(out)
 }
+
+/// The shop's tax rules for the subscriptions' cycles (`subscriptions::api::CycleTax`): a cycle
+/// is taxed when it is made, by the rules an invoice of it would use then, for the customer's
+/// country, so what it charges is what its invoice totals.
+pub struct CycleTaxRules {
+    pub db: Db,
+}
+
+impl crate::subscriptions::api::CycleTax for CycleTaxRules {
+    fn tax<'a>(
+        &'a self,
+        s: &'a payd_entity::subscription::Model,
+        lines: &'a [crate::subscriptions::api::CycleLine],
+        at: DateTime<Utc>,
+    ) -> futures_util::future::LocalBoxFuture<
+        'a,
+        Result<Vec<crate::subscriptions::api::LineTax>, DbErr>,
+    > {
+        Box::pin(async move {
+            let rules = rules_for(&self.db, &s.merchant_id, Some(&s.profile_id)).await?;
+            let customer = crate::customers::store::find_owned(
+                &self.db,
+                &s.customer_id,
+                &s.merchant_id,
+                s.test_mode,
+            )
+            .await?;
+            let address: Option<crate::customers::api::Address> = customer
+                .and_then(|c| c.address)
+                .and_then(|a| serde_json::from_str(&a).ok());
+            let place = super::tax::Place {
+                country: address.and_then(|a| a.country),
+                region: None,
+            };
+            let rule = super::tax::choose(&rules, &place, None, at);
+            lines
+                .iter()
+                .map(|l| {
+                    let base = l.quantity.checked_mul(l.unit_amount);
+                    let applied = base.and_then(|b| super::tax::apply(b, rule));
+                    let applied = applied
+                        .ok_or_else(|| DbErr::Custom("a cycle line's tax overflows".into()))?;
+                    Ok(crate::subscriptions::api::LineTax {
+                        rule_id: applied.rule_id,
+                        rate_bps: applied.rate_bps,
+                        inclusive: applied.inclusive,
+                        amount: applied.amounts.tax,
+                    })
+                })
+                .collect()
+        })
+    }
+}

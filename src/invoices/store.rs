@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     api::{Invoice, ListInvoicesQuery},
-    machine::Status,
+    machine::{Kind, Status},
 };
 use crate::commit::Db;
 use crate::{
@@ -122,6 +122,19 @@ pub fn pdf_job(invoice_id: &str, now: DateTime<Utc>) -> Job {
         entity_id: invoice_id.to_owned(),
         at: now + Duration::seconds(30),
     }
+}
+
+/// The invoices of a billing cycle that are open or uncollectible.
+pub async fn unpaid_of_cycle(
+    db: &impl ConnectionTrait,
+    cycle_id: &str,
+) -> Result<Vec<invoice::Model>, DbErr> {
+    invoice::Entity::find()
+        .filter(invoice::Column::CycleId.eq(cycle_id))
+        .filter(invoice::Column::Kind.eq(Kind::Invoice.as_str()))
+        .filter(invoice::Column::Status.is_in([Status::Open.as_str(), Status::Uncollectible.as_str()]))
+        .all(db)
+        .await
 }
 
 pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<invoice::Model>, DbErr> {

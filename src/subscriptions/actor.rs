@@ -16,6 +16,7 @@ use payd_entity::{payment, subscription, subscription_cycle};
 use sea_orm::DbErr;
 
 use super::{
+    api::{CycleLine, CycleTax},
     billing::SandboxBilling,
     machine::{self, Next, Refusal, Status},
     store::{self, CommitError, CycleWrite},
@@ -49,6 +50,8 @@ pub struct SubscriptionDeps {
     pub billing: Arc<SandboxBilling>,
     /// `sandbox.max_subscriptions`: a sandbox merchant's subscriptions that have not ended.
     pub sandbox_max: u64,
+    /// The shop's tax rules, put on each cycle payd charges when it is made.
+    pub tax: Arc<dyn CycleTax>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +64,8 @@ pub enum SubscriptionError {
     LostRace,
     #[error("the subscription's next period is past the calendar's end")]
     PastCalendar,
+    #[error("a cycle's amount overflows")]
+    Overflow,
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -421,8 +426,8 @@ async fn step(
                 let seq = next_seq(deps, s).await?;
                 let mut cycle = new_cycle(&after, seq, now);
                 cycle.period_start = now;
-                cycle.amount = owed;
                 cycle.lines = proration_lines(owed);
+                taxed(deps, &after, &mut cycle, now).await?;
                 after.open_cycle_id = Some(cycle.id.clone());
                 let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), vec![]).await?;
                 return settle(deps, &after, cycle, now).await;
@@ -443,6 +448,47 @@ async fn next_seq(
         .await?
         .first()
         .map_or(1, |c| c.seq + 1))
+}
+
+/// A cycle's lines.
+fn lines_of(c: &subscription_cycle::Model) -> Vec<CycleLine> {
+    serde_json::from_str(&c.lines).unwrap_or_default()
+}
+
+/// The one line of a cycle whose plan is charged less a credit of plan changes.
+fn credited_line(charge: i64) -> String {
+    serde_json::json!([{"line_id": "period", "name": "The plan, less the credit of plan changes",
+        "quantity": 1, "unit_amount": charge.max(0)}])
+    .to_string()
+}
+
+/// Puts the shop's tax rules on `cycle`'s lines (as they stand at `now`, for the customer),
+/// and makes its amount what they charge: the amount a cycle charges is what its invoice
+/// totals. A billing processor's cycle is taxed by the processor.
+pub(super) async fn taxed(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    cycle: &mut subscription_cycle::Model,
+    now: DateTime<Utc>,
+) -> Result<(), SubscriptionError> {
+    let mut lines = lines_of(cycle);
+    if s.billing != store::PAYD || lines.is_empty() {
+        return Ok(());
+    }
+    let taxes = deps.tax.tax(s, &lines, now).await?;
+    for (line, tax) in lines.iter_mut().zip(taxes) {
+        line.tax_rule_id = tax.rule_id;
+        line.tax_rate_bps = tax.rate_bps;
+        line.tax_inclusive = tax.inclusive;
+        line.tax_amount = tax.amount;
+    }
+    let total = lines
+        .iter()
+        .try_fold(0i64, |sum, l| sum.checked_add(l.total()?))
+        .ok_or(SubscriptionError::Overflow)?;
+    cycle.amount = total;
+    cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
+    Ok(())
 }
 
 /// The one line of a cycle that charges prorations.
@@ -602,15 +648,13 @@ async fn bill(
     after.paid_rate = after.amount;
     let charge = after.amount.saturating_add(after.pending_adjustment);
     if after.pending_adjustment > 0 {
-        let mut lines: Vec<serde_json::Value> =
-            serde_json::from_str(&cycle.lines).unwrap_or_default();
-        let extra: Vec<serde_json::Value> =
-            serde_json::from_str(&proration_lines(after.pending_adjustment)).unwrap_or_default();
-        lines.extend(extra);
+        let mut lines = lines_of(&cycle);
+        lines.extend(serde_json::from_str::<Vec<CycleLine>>(&proration_lines(after.pending_adjustment)).unwrap_or_default());
         cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
     } else if after.pending_adjustment < 0 {
-        // Lines cannot be negative: a credited cycle is charged as one amount.
-        cycle.lines = "[]".into();
+        // Lines cannot be negative: a credited cycle charges the plan less the credit as one
+        // line (taxed as such).
+        cycle.lines = credited_line(charge);
     }
     if charge <= 0 {
         cycle.amount = 0;
@@ -625,6 +669,7 @@ async fn bill(
         return save(deps, s, after, CycleWrite::Insert(cycle), events).await;
     }
     cycle.amount = charge;
+    taxed(deps, &after, &mut cycle, now).await?;
     after.pending_adjustment = 0;
     after.open_cycle_id = Some(cycle.id.clone());
     let after = store::raised(s, after);
@@ -762,14 +807,24 @@ pub fn new_cycle(
 ) -> subscription_cycle::Model {
     let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
     // Each line names its product and price, so the sales report counts what cycles sold.
-    let lines: Vec<serde_json::Value> = items
+    let lines: Vec<CycleLine> = items
         .iter()
         .enumerate()
-        .map(|(i, it)| {
-            let name = it.price_id.as_ref().or(it.plan_id.as_ref());
-            serde_json::json!({"line_id": format!("item_{}", i + 1), "name": name,
-                "quantity": it.quantity, "unit_amount": it.unit_amount,
-                "product_id": it.product_id, "price_id": it.price_id})
+        .map(|(i, it)| CycleLine {
+            line_id: format!("item_{}", i + 1),
+            name: it
+                .price_id
+                .clone()
+                .or_else(|| it.plan_id.clone())
+                .unwrap_or_default(),
+            quantity: it.quantity,
+            unit_amount: it.unit_amount,
+            product_id: it.product_id.clone(),
+            price_id: it.price_id.clone(),
+            tax_rule_id: None,
+            tax_rate_bps: 0,
+            tax_inclusive: false,
+            tax_amount: 0,
         })
         .collect();
     subscription_cycle::Model {
@@ -994,9 +1049,8 @@ pub fn cycle_payment(
         off_session: (!checkout).then_some(true),
         mandate_data: None,
         enable_partial_authorization: false,
-        lines: serde_json::from_str::<Vec<payments::api::LineInput>>(&c.lines)
-            .ok()
-            .filter(|l| !l.is_empty()),
+        lines: Some(lines_of(c).iter().map(CycleLine::payment_line).collect())
+            .filter(|l: &Vec<_>| !l.is_empty()),
         metadata: Some(
             [
                 ("subscription_id".to_owned(), s.id.clone().into()),

@@ -116,7 +116,7 @@ pub async fn adopt(
     if adopted_by(&deps.db, &p.id).await?.is_some() {
         return Err(already_adopted());
     }
-    super::create::check_sandbox_room(deps, caller).await?;
+    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
     let customer_id = match customer_id {
         Some(c) => {
             let found = match has_shape(c, "cus") {

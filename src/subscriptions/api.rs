@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{fields::Metadata, pagination::ListQuery};
+use crate::{fields::Metadata, pagination::ListQuery, payments::api::LineInput};
 
 /// An item as asked for: a recurring price of the shop's catalog, and how many.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -438,4 +438,76 @@ pub struct InvoicePaid {
     pub invoice: Cycle,
     /// `null` when a billing processor collected the cycle.
     pub payment: Option<serde_json::Value>,
+}
+
+/// A line of a billing cycle: an item (or the prorations of plan changes), with the tax the
+/// shop's rules put on it when the cycle was made. What it charges is [`CycleLine::total`]; a
+/// cycle charges the sum of its lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CycleLine {
+    pub line_id: String,
+    pub name: String,
+    pub quantity: i64,
+    pub unit_amount: i64,
+    #[serde(default)]
+    pub product_id: Option<String>,
+    #[serde(default)]
+    pub price_id: Option<String>,
+    /// The tax rule that applied; `None`: no tax.
+    #[serde(default)]
+    pub tax_rule_id: Option<String>,
+    #[serde(default)]
+    pub tax_rate_bps: i64,
+    /// The tax is part of `quantity × unit_amount` (else it is added to it).
+    #[serde(default)]
+    pub tax_inclusive: bool,
+    #[serde(default)]
+    pub tax_amount: i64,
+}
+
+impl CycleLine {
+    /// What the line charges: `quantity × unit_amount`, plus the tax when it is exclusive.
+    pub fn total(&self) -> Option<i64> {
+        let goods = self.quantity.checked_mul(self.unit_amount)?;
+        match self.tax_inclusive {
+            true => Some(goods),
+            false => goods.checked_add(self.tax_amount),
+        }
+    }
+
+    /// The line as the cycle's payment carries it (its total is the same: an inclusive tax
+    /// stays inside the unit price).
+    pub fn payment_line(&self) -> LineInput {
+        LineInput {
+            line_id: Some(self.line_id.clone()),
+            product_id: self.product_id.clone(),
+            price_id: self.price_id.clone(),
+            name: self.name.clone(),
+            quantity: self.quantity,
+            unit_amount: self.unit_amount,
+            tax_amount: if self.tax_inclusive { 0 } else { self.tax_amount },
+        }
+    }
+}
+
+/// The tax one rule puts on a line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LineTax {
+    pub rule_id: Option<String>,
+    pub rate_bps: i64,
+    pub inclusive: bool,
+    pub amount: i64,
+}
+
+/// What the shop's tax rules put on a cycle's lines for the subscription's customer at `at`
+/// (each line priced by `quantity × unit_amount`), one answer per line. The rules are the
+/// invoices' (`invoices::settings`), which implement this port; `app.rs` wires it, so
+/// subscriptions never import invoices.
+pub trait CycleTax: Send + Sync + 'static {
+    fn tax<'a>(
+        &'a self,
+        s: &'a payd_entity::subscription::Model,
+        lines: &'a [CycleLine],
+        at: DateTime<Utc>,
+    ) -> futures_util::future::LocalBoxFuture<'a, Result<Vec<LineTax>, sea_orm::DbErr>>;
 }

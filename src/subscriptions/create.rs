@@ -5,7 +5,7 @@
 use payd_entity::{mandate, price, subscription};
 
 use super::{
-    actor::{cycle_payment, new_cycle, Command, Exec, SubscriptionDeps, Subscriptions},
+    actor::{cycle_payment, new_cycle, Command, Exec, Subscriptions},
     adopt,
     api::{check_quantity, CreateSubscriptionRequest, Item, ItemInput},
     billing,
@@ -261,23 +261,6 @@ async fn new_subscription(
     })
 }
 
-/// A sandbox merchant's clock renews every subscription it has: it may have at most
-/// `sandbox.max_subscriptions` that have not ended (409 `limit_reached` naming the setting).
-/// Live merchants are not bounded here. Checked before the subscription is made.
-pub async fn check_sandbox_room(deps: &SubscriptionDeps, caller: &Caller) -> Result<(), ApiError> {
-    if !caller.test_mode() {
-        return Ok(());
-    }
-    let live = store::count_live(&deps.db, caller.merchant_id.as_str(), true).await?;
-    if live >= deps.sandbox_max {
-        return Err(ApiError::limit_reached(
-            "sandbox.max_subscriptions",
-            deps.sandbox_max,
-        ));
-    }
-    Ok(())
-}
-
 /// `POST /subscriptions`: checks and inserts a subscription charged under `req`'s mandate,
 /// then collects its first cycle through its actor.
 pub async fn create(
@@ -286,11 +269,11 @@ pub async fn create(
     req: CreateSubscriptionRequest,
     max_amount: i64,
 ) -> Result<subscription::Model, ApiError> {
-    check_sandbox_room(subscriptions.deps(), caller).await?;
+    let deps = subscriptions.deps();
+    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
     if let Some(plan_id) = &req.plan_id {
         return create_at_processor(subscriptions, caller, &req, plan_id).await;
     }
-    let deps = subscriptions.deps();
     let db = &deps.db;
     let now = deps.clock.now();
     let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
@@ -321,11 +304,12 @@ async fn collect_first(
     mut s: subscription::Model,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<subscription::Model, ApiError> {
-    let cycle = new_cycle(&s, 1, now);
+    let deps = subscriptions.deps();
+    let mut cycle = new_cycle(&s, 1, now);
+    super::actor::taxed(deps, &s, &mut cycle, now).await?;
     s.open_cycle_id = Some(cycle.id.clone());
     // The job comes after the charge's check time: it settles the charge only if this
     // request did not (a crash), so no other instance races the charge made here.
-    let deps = subscriptions.deps();
     let due = store::next_due(&s, Some(&cycle), deps.confirm_within);
     store::insert(&deps.db, &s, Some(&cycle), vec![], due).await?;
     let exec = Exec {
@@ -406,11 +390,12 @@ pub async fn create_for_checkout(
         }
     }
     let deps = subscriptions.deps();
-    check_sandbox_room(deps, caller).await?;
+    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
     let db = &deps.db;
     let now = deps.clock.now();
     let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
-    let cycle = new_cycle(&s, 1, now);
+    let mut cycle = new_cycle(&s, 1, now);
+    super::actor::taxed(deps, &s, &mut cycle, now).await?;
     let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
     let payment = cycle_payment(&s, &cycle, true);
     let maker = payments::create::Maker::Subscription { payment_id: pid };

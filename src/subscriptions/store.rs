@@ -25,6 +25,10 @@ pub use crate::commit::CommitError;
 /// in flight, a scheduled cancellation, the expiry of an unconfirmed one).
 pub const TICK_JOB: &str = "subscription_tick";
 
+/// Scheduled job: a cycle was paid; its invoice, if one stands open, is paid with it (the
+/// invoices register the handler: subscriptions never import invoices).
+pub const CYCLE_PAID_JOB: &str = "subscription_cycle_paid";
+
 /// `billing` of a subscription payd charges itself; any other value names the billing
 /// processor that collects it.
 pub const PAYD: &str = "payd";
@@ -194,6 +198,26 @@ pub async fn period_paid(db: &impl ConnectionTrait, s: &subscription::Model) -> 
         .is_some())
 }
 
+/// A sandbox merchant's clock renews every subscription it has: it may have at most
+/// `sandbox.max_subscriptions` that have not ended (409 `limit_reached` naming the setting).
+/// Live merchants are not bounded here. Checked before the subscription is made.
+pub async fn check_sandbox_room(
+    db: &impl ConnectionTrait,
+    caller: &crate::auth::keys::Caller,
+    max: u64,
+) -> Result<(), crate::error::ApiError> {
+    if !caller.test_mode() {
+        return Ok(());
+    }
+    if count_live(db, caller.merchant_id.as_str(), true).await? >= max {
+        return Err(crate::error::ApiError::limit_reached(
+            "sandbox.max_subscriptions",
+            max,
+        ));
+    }
+    Ok(())
+}
+
 /// How many subscriptions the merchant has in this mode that have not ended.
 pub async fn count_live(
     db: &impl ConnectionTrait,
@@ -308,6 +332,17 @@ pub async fn commit(
             .filter(subscription::Column::Version.eq(before.version))
             .into_query(),
     ));
+    let paid = match &cycle {
+        CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == "paid" => Some(c.id.clone()),
+        _ => None,
+    };
+    if let Some(cycle_id) = paid {
+        change = change.job(Job::Schedule {
+            kind: CYCLE_PAID_JOB,
+            entity_id: cycle_id,
+            at: after.updated_at,
+        });
+    }
     change = match cycle {
         CycleWrite::None => change,
         CycleWrite::Insert(c) => change.write(commit::insert(c)),
