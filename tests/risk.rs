@@ -29,6 +29,16 @@ async fn pay(app: &TestApp, m: &Merchant, number: &str, amount: i64) -> String {
     r.body["payment_id"].as_str().unwrap().to_owned()
 }
 
+async fn confirm(app: &TestApp, m: &Merchant, id: &str, number: &str) -> common::Answer {
+    app.call(
+        m,
+        Method::POST,
+        &format!("/payments/{id}/confirm"),
+        Some(json!({"payment_method_data": card(number)})),
+    )
+    .await
+}
+
 async fn assess(app: &TestApp, shop: &str) -> common::Answer {
     app.post(
         &format!("/admin/shops/{shop}/risk/assess"),
@@ -257,6 +267,46 @@ async fn a_band_escalates_once_per_rise_and_never_when_it_stays_or_falls() {
     assert_eq!((unknown.status, unknown.param()), (404, Some("profile_id")));
     let bad = risk(&app, &m, "?limit=0").await;
     assert_eq!((bad.status, bad.param()), (400, Some("limit")));
+}
+
+/// Issue 42, item 7: payments declined `card_declined` stay `declined` (retryable), and each
+/// declined attempt counts as a decline; the volume is authorized payments plus declines.
+#[actix_web::test]
+async fn declined_attempts_count_as_declines_and_raise_the_band() {
+    let app = common::spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    for _ in 0..2 {
+        pay(&app, &m, "4242424242424242", 1000).await;
+    }
+    let mut declined = Vec::new();
+    for _ in 0..13 {
+        let r = app
+            .create_payment(
+                &m,
+                json!({"amount": 1000, "currency": "EUR", "confirm": true,
+                    "payment_method_data": card("4000000000000002")}),
+            )
+            .await;
+        assert!(r.status == 201 || r.status == 402, "{}", r.body);
+        assert_eq!(r.body["status"], "declined", "{}", r.body);
+        declined.push(r.body["payment_id"].as_str().unwrap().to_owned());
+    }
+    // A second attempt of one of them is declined too, and one more is approved at last.
+    let again = confirm(&app, &m, &declined[0], "4000000000000002").await;
+    assert_eq!(again.body["status"], "declined", "{}", again.body);
+    let approved = confirm(&app, &m, &declined[1], "4242424242424242").await;
+    assert_eq!(approved.body["status"], "succeeded", "{}", approved.body);
+
+    let r = assess(&app, &m.profile_id).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // 3 authorized (two at once, one at its second attempt) and 14 declined attempts.
+    assert_eq!(r.body["figures"]["declines"], 14, "{}", r.body);
+    assert_eq!(r.body["figures"]["volume"], 17, "{}", r.body);
+    let rate = r.body["figures"]["decline_rate"].as_f64().unwrap();
+    assert!((rate - 0.8235).abs() < 1e-9 && rate <= 1.0, "{}", r.body);
+    assert_eq!(r.body["band"], "critical", "{}", r.body);
+    assert_eq!(escalations(&app, &m).await.len(), 1);
+    app.stop().await;
 }
 
 #[actix_web::test]

@@ -11,13 +11,13 @@ use crate::{pagination::List, settings::RiskThresholds};
 /// The figures of an assessment, counted over its window.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RiskFigures {
-    /// Disputes opened per payment decided.
+    /// Disputes opened per unit of volume.
     pub dispute_rate: f64,
-    /// Refunds made per payment decided.
+    /// Refunds made per unit of volume.
     pub refund_rate: f64,
-    /// Payments failed per payment decided.
+    /// Declined attempts per unit of volume.
     pub decline_rate: f64,
-    /// Payments decided (succeeded or failed) in the window.
+    /// Payments authorized plus attempts declined, of the payments created in the window.
     pub volume: i64,
     pub disputes: i64,
     pub refunds: i64,
@@ -51,7 +51,7 @@ pub struct Thresholds {
     pub high: RiskThresholds,
     #[schema(value_type = Object)]
     pub critical: RiskThresholds,
-    /// Below this many payments decided, the rates were not judged.
+    /// Below this volume, the rates were not judged.
     pub min_payments: u64,
 }
 

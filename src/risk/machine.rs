@@ -38,8 +38,10 @@ impl Band {
 /// What a shop did in the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Payments decided (succeeded or failed): the rates' denominator.
+    /// The volume, the rates' denominator: payments authorized plus attempts declined (so
+    /// `declines` ≤ `payments` and no rate of declines exceeds 1).
     pub payments: i64,
+    /// Attempts the processor declined.
     pub declines: i64,
     pub refunds: i64,
     pub disputes: i64,

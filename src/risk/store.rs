@@ -2,7 +2,7 @@
 //! assessments, and the commit of a new one with its escalation event.
 
 use chrono::{DateTime, Utc};
-use payd_entity::{dispute, payment, profile, refund, risk_assessment};
+use payd_entity::{dispute, payment, payment_attempt, profile, refund, risk_assessment};
 use sea_orm::{
     sea_query::OnConflict, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
     PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
@@ -17,11 +17,17 @@ use crate::{
 /// Scheduled job: assesses every shop, then runs again after `risk.assess_every`.
 pub const ASSESS_JOB: &str = "risk_assess";
 
+/// The status of an attempt the processor declined (`payments::actor` writes it).
+const DECLINED_ATTEMPT: &str = "declined";
+
 /// The event of a band that rose.
 pub const ESCALATED: &str = "shop_risk_band_escalated";
 
-/// What the shop did in this mode since `since`: payments decided (failed, or authorized),
-/// those that failed, refunds not failed, disputes opened.
+/// What the shop did in this mode since `since`, over the payments created since then: their
+/// attempts the processor declined (each confirm is an attempt, so a payment declined three
+/// times is three declines, whether it ended `declined` or `failed`), the payments authorized,
+/// refunds not failed and disputes opened. The volume is authorized payments plus declined
+/// attempts, so no rate exceeds 1.
 pub async fn counts(
     db: &impl ConnectionTrait,
     shop: &str,
@@ -34,8 +40,16 @@ pub async fn counts(
             .filter(payment::Column::TestMode.eq(test_mode))
             .filter(payment::Column::CreatedAt.gte(since))
     };
-    let declines = payments()
-        .filter(payment::Column::Status.eq("failed"))
+    let declines = payment_attempt::Entity::find()
+        .filter(payment_attempt::Column::Status.eq(DECLINED_ATTEMPT))
+        .filter(
+            payment_attempt::Column::PaymentId.in_subquery(
+                payments()
+                    .select_only()
+                    .column(payment::Column::Id)
+                    .into_query(),
+            ),
+        )
         .count(db)
         .await? as i64;
     let authorized = payments()
