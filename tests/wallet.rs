@@ -278,6 +278,49 @@ async fn import_opens_a_dispute_per_case_at_its_stage_and_twice_changes_nothing(
     );
 }
 
+/// Issue 42, item 11: imports of one new case at once (on two instances with
+/// `TEST_INSTANCES=2`) open one dispute, and exactly one of them reports it `created`.
+#[actix_web::test]
+async fn concurrent_imports_of_one_new_case_create_it_once() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    for round in 0..3 {
+        let p = paid(&app, &m, 1000).await;
+        let opened = open_case(&app, &m, &p, "CHARGEBACK").await;
+        let case_id = opened["case_id"].clone();
+        let reports = futures_util::future::join_all(
+            (0..4).map(|_| import(&app, &m, json!({"case_ids": [case_id.clone()]}))),
+        )
+        .await;
+        let results: Vec<&str> = reports
+            .iter()
+            .map(|r| r["data"][0]["result"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            results.iter().filter(|r| **r == "created").count(),
+            1,
+            "round {round}: {results:?}"
+        );
+        assert!(
+            results
+                .iter()
+                .all(|r| ["created", "updated", "unchanged"].contains(r)),
+            "{results:?}"
+        );
+        let created: u64 = reports.iter().map(|r| r["created"].as_u64().unwrap()).sum();
+        assert_eq!(created, 1, "{reports:?}");
+        let ids: std::collections::HashSet<&str> = reports
+            .iter()
+            .map(|r| r["data"][0]["dispute_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 1, "one dispute for the case: {ids:?}");
+        assert_eq!(count_disputes(&app, &m).await, round + 1);
+        let id = ids.into_iter().next().unwrap().to_owned();
+        assert_eq!(app.event_types(&m, &id).await, ["dispute_opened"]);
+    }
+    app.stop().await;
+}
+
 #[actix_web::test]
 async fn each_action_is_allowed_or_refused_by_the_cases_status() {
     let app = spawn_app().await;

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{dispute, dispute_evidence, file};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
-    QueryFilter, QueryOrder, QueryTrait,
+    sea_query::OnConflict, ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
 };
 
 use super::{
@@ -53,8 +53,17 @@ pub fn event(d: &dispute::Model, event_type: &str) -> Event {
 /// A new dispute with its `dispute_opened` event and deadline job: part of the payment's
 /// change (the payment's actor opens disputes).
 pub fn insert(d: &dispute::Model, now: DateTime<Utc>) -> Change {
+    // A case has one dispute (`case_id` is unique): the insert must add its row, else another
+    // writer opened the case's dispute first and this change is a lost race.
+    let insert = dispute::Entity::insert(d.clone().into_active_model().reset_all())
+        .on_conflict(
+            OnConflict::column(dispute::Column::CaseId)
+                .do_nothing()
+                .to_owned(),
+        )
+        .into_query();
     Change::at(now)
-        .write(commit::insert(d.clone()))
+        .write(Write::InsertNew(insert))
         .event(event(d, Status::Opened.event()))
         .and(jobs(d, now, Duration::zero()))
 }

@@ -294,11 +294,13 @@ pub enum Command {
     ImportCase(disputes::actor::CaseOpening),
 }
 
-/// A command's result: the payment as it now is, and the refund it made or changed.
+/// A command's result: the payment as it now is, the refund it made or changed, and the
+/// dispute it opened (committed by this command, not found there).
 #[derive(Debug, Clone)]
 pub struct Done {
     pub payment: payment::Model,
     pub refund: Option<refund::Model>,
+    pub dispute: Option<dispute::Model>,
 }
 
 impl Done {
@@ -306,6 +308,7 @@ impl Done {
         Self {
             payment: payment.clone(),
             refund: None,
+            dispute: None,
         }
     }
 
@@ -314,6 +317,7 @@ impl Done {
         Self {
             payment: payment.clone(),
             refund: Some(refund),
+            dispute: None,
         }
     }
 }
@@ -707,6 +711,7 @@ async fn commit(
     Ok(Done {
         payment: committed.payment,
         refund: committed.refund,
+        dispute: None,
     })
 }
 
@@ -1217,6 +1222,7 @@ async fn refund(
         Err(PaymentError::LostRace) => Ok(Done {
             payment: store::find(&deps.db, &m.id).await?.unwrap_or(m),
             refund: store::find_refund(&deps.db, &r.id).await?.or(Some(r)),
+            dispute: None,
         }),
         other => other,
     }
@@ -1541,10 +1547,14 @@ async fn open_dispute(
     after.updated_at = now;
     let changes = Changes {
         trigger: "dispute",
-        dispute: Some(dispute),
+        dispute: Some(dispute.clone()),
         ..Default::default()
     };
-    commit(deps, m, after, changes).await
+    // Committed means this command opened it: a case's dispute that another instance opened
+    // first makes the commit a lost race (the insert must add its row), decided again.
+    let mut done = commit(deps, m, after, changes).await?;
+    done.dispute = Some(dispute);
+    Ok(done)
 }
 
 /// Expires an unconfirmed payment or a lapsed authorization (releasing what is held).

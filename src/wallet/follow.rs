@@ -308,15 +308,21 @@ async fn follow(
                 processor: processor::NAME.to_owned(),
                 due_by: case.due_at.unwrap_or(case.updated_at),
             };
-            deps.payments
+            let done = deps
+                .payments
                 .send(
                     &case.payment_id,
                     PaymentExec::own(PaymentCommand::ImportCase(opening)),
                 )
                 .await??;
-            match disputes::store::by_case(db, &case.id).await? {
+            // Created only when this import's commit opened it; another import (on this
+            // instance or another) that opened it first leaves the one to follow.
+            match done.dispute {
                 Some(d) => (d, true),
-                None => return Ok((Mapping::Skipped, None)),
+                None => match disputes::store::by_case(db, &case.id).await? {
+                    Some(d) => (d, false),
+                    None => return Ok((Mapping::Skipped, None)),
+                },
             }
         }
     };
