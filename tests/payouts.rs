@@ -488,6 +488,104 @@ async fn twenty_concurrent_payouts_take_no_more_than_the_available_balance() {
     app.stop().await;
 }
 
+/// Issue 42, item 12: refunds may take the available balance below zero (the buyer is paid
+/// back whatever the shop paid out), payouts never: fired together, the payouts take no more
+/// than was available, the balance shows the negative number, and payouts are refused while
+/// it is negative.
+#[actix_web::test]
+async fn refunds_may_take_the_balance_below_zero_payouts_never_and_none_is_made_meanwhile() {
+    let app = spawn_app().await;
+    for round in 0..3 {
+        let m = app.create_merchant(&format!("Shop {round}")).await;
+        let mut payments = Vec::new();
+        for _ in 0..5 {
+            payments.push(capture(&app, &m, 1_000, "4242424242424242").await);
+        }
+        assert_eq!(balance(&app, &m).await, (5_000, 0));
+        // Five refunds and five payouts of 1 000 at once (ten requests in flight).
+        let refunds = futures_util::future::join_all(payments.iter().map(|p| {
+            let (app, m) = (&app, &m);
+            async move { post(app, m, "/refunds", json!({"payment_id": p["payment_id"]})).await }
+        }));
+        let payouts = futures_util::future::join_all((0..5).map(|_| {
+            let (app, m) = (&app, &m);
+            async move { payout(app, m, 1_000, "000123456789", json!({"confirm": true})).await }
+        }));
+        let (refunds, payouts) = futures_util::future::join(refunds, payouts).await;
+        for r in &refunds {
+            assert_eq!(
+                r.status, 201,
+                "a refund is never refused for the balance: {}",
+                r.body
+            );
+        }
+        for r in payouts.iter().filter(|r| r.status != 201) {
+            assert_eq!(
+                (r.status, r.code(), r.param()),
+                (400, "insufficient_balance", Some("amount")),
+                "{}",
+                r.body
+            );
+        }
+        let made = payouts.iter().filter(|r| r.status == 201).count() as i64;
+        assert!(made * 1_000 <= 5_000, "round {round}: {made} payouts");
+        // Each made payout holds its amount; the refunds took all 5 000 whatever came first.
+        let expected = (5_000 - 5_000 - made * 1_000, made * 1_000);
+        assert_eq!(balance(&app, &m).await, expected, "round {round}");
+        assert_eq!(ledger_sums(&app, &m).await, expected, "round {round}");
+
+        // However the race went: a capture that brings the balance to 1 000, a payout of it,
+        // then the capture refunded leave the balance negative for sure.
+        let p = capture(&app, &m, made * 1_000 + 1_000, "4242424242424242").await;
+        assert_eq!(balance(&app, &m).await.0, 1_000);
+        let held = payout(&app, &m, 1_000, "000123456789", json!({"confirm": true})).await;
+        assert_eq!(held.status, 201, "{}", held.body);
+        let r = post(&app, &m, "/refunds", json!({"payment_id": p["payment_id"]})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let negative = -(made + 1) * 1_000;
+        assert_eq!(
+            balance(&app, &m).await,
+            (negative, (made + 1) * 1_000),
+            "the balance shows the negative amount"
+        );
+
+        // While negative, no payout: created confirmed, or confirmed later.
+        let r = payout(&app, &m, 1, "000123456789", json!({"confirm": true})).await;
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (400, "insufficient_balance", Some("amount")),
+            "{}",
+            r.body
+        );
+        let waiting = payout(&app, &m, 1, "000123456789", json!({})).await;
+        assert_eq!(waiting.status, 201, "{}", waiting.body);
+        let r = post(
+            &app,
+            &m,
+            &format!("/payouts/{}/confirm", pid(&waiting.body)),
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (400, "insufficient_balance", Some("amount")),
+            "{}",
+            r.body
+        );
+        assert_eq!(balance(&app, &m).await.0, negative);
+
+        // New captures cover the debt first; then payouts resume.
+        capture(&app, &m, -negative + 300, "4242424242424242").await;
+        assert_eq!(balance(&app, &m).await.0, 300);
+        let r = payout(&app, &m, 301, "000123456789", json!({"confirm": true})).await;
+        assert_eq!((r.status, r.code()), (400, "insufficient_balance"));
+        let r = payout(&app, &m, 300, "000123456789", json!({"confirm": true})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        assert_eq!(balance(&app, &m).await, (0, (made + 1) * 1_000 + 300));
+    }
+    app.stop().await;
+}
+
 #[actix_web::test]
 async fn a_payout_left_unfulfilled_expires_and_gives_its_reservation_back() {
     let app = spawn_app().await;
