@@ -1169,3 +1169,76 @@ async fn fifty_concurrent_finalizes_take_fifty_numbers_without_gap_or_duplicate(
     }
     app.stop().await;
 }
+
+/// Issue 42, item 4: an invoice of a payment with any refund would show refunded money as
+/// paid; it is refused (409 `payment_refunded`) when made, and at finalize when the refund
+/// came after the draft.
+#[actix_web::test]
+async fn an_invoice_of_a_refunded_payment_is_refused_when_made_and_at_finalize() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let paid = |amount: i64| {
+        let (app, m) = (&app, &m);
+        async move {
+            let p = app
+                .create_payment(
+                    m,
+                    json!({"amount": amount, "currency": "EUR", "confirm": true,
+                        "payment_method_data": card("4242424242424242")}),
+                )
+                .await;
+            assert_eq!(p.status, 201, "{}", p.body);
+            p.body["payment_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let refund = |pid: String, amount: i64| {
+        let (app, m) = (&app, &m);
+        async move {
+            let r = post(
+                app,
+                m,
+                "/refunds",
+                json!({"payment_id": pid, "amount": amount}),
+            )
+            .await;
+            assert_eq!(r.status, 201, "{}", r.body);
+        }
+    };
+
+    // Refunded in full, then invoiced: refused.
+    let full = paid(3000).await;
+    refund(full.clone(), 3000).await;
+    let r = post(&app, &m, "/invoices", json!({"payment_id": full})).await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (409, "payment_refunded", Some("payment_id")),
+        "{}",
+        r.body
+    );
+
+    // Invoiced, then refunded in part before the draft is finalized: the finalize is refused
+    // and the draft stays a draft.
+    let later = paid(2000).await;
+    let d = post(&app, &m, "/invoices", json!({"payment_id": later})).await;
+    assert_eq!(d.status, 201, "{}", d.body);
+    let inv = id(&d.body);
+    refund(later, 500).await;
+    let r = post(&app, &m, &format!("/invoices/{inv}/finalize"), json!({})).await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (409, "payment_refunded", Some("payment_id")),
+        "{}",
+        r.body
+    );
+    let still = get(&app, &m, &format!("/invoices/{inv}")).await;
+    assert_eq!(
+        (
+            still.body["status"].as_str(),
+            still.body["amount_paid"].as_i64()
+        ),
+        (Some("draft"), Some(0)),
+        "{}",
+        still.body
+    );
+    app.stop().await;
+}

@@ -58,6 +58,7 @@ pub enum InvoiceError {
 impl From<CommitError> for InvoiceError {
     fn from(e: CommitError) -> Self {
         match e {
+            CommitError::Refused(store::PAYMENT_REFUNDED) => Refusal::PaymentRefunded.into(),
             CommitError::LostRace | CommitError::Refused(_) => InvoiceError::LostRace,
             CommitError::Db(e) => InvoiceError::Db(e),
         }
@@ -359,10 +360,12 @@ pub async fn cycle_paid(invoices: &Invoices, cycle_id: &str) -> Result<(), Invoi
     Ok(())
 }
 
-/// What was paid of an invoice's source: a payment's capture covers it; a paid billing cycle
-/// its amount.
+/// What was paid of an invoice's source: a payment's capture covers it (refused once anything
+/// of it is refunded); a paid billing cycle its amount.
 async fn paid_of(deps: &InvoiceDeps, m: &invoice::Model) -> Result<i64, InvoiceError> {
-    if m.payment_id.is_some() {
+    if let Some(payment_id) = &m.payment_id {
+        let payment = crate::payments::store::find(&deps.db, payment_id).await?;
+        machine::of_payment(payment.map_or(0, |p| p.amount_refunded))?;
         return Ok(m.total);
     }
     if let Some(cycle_id) = &m.cycle_id {
@@ -413,7 +416,10 @@ async fn finalize(
     let finalized = numbered(deps, m, &series, now, |n| {
         let mut after = after.clone();
         after.number = Some(store::number(&series, n));
-        let change = Change::at(now).write(store::cas(m, &mut after));
+        let mut change = Change::at(now).write(store::cas(m, &mut after));
+        if let Some(payment_id) = &after.payment_id {
+            change = change.write(store::unrefunded(payment_id));
+        }
         (after, change)
     })
     .await?;

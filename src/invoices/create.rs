@@ -207,6 +207,9 @@ async fn source(
             )
             .param("payment_id"));
         }
+        machine::of_payment(p.amount_refunded).map_err(|r| {
+            ApiError::conflict("payment_refunded", r.to_string()).param("payment_id")
+        })?;
         let lines = crate::payments::api::lines_of(&p)?;
         let lines = match lines.is_empty() {
             true => vec![one_line(

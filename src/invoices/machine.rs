@@ -98,6 +98,11 @@ pub enum Refusal {
     Nothing,
     #[error("the due date {0} is before the issue date")]
     DueBeforeIssue(chrono::NaiveDate),
+    #[error(
+        "the payment has refunds: an invoice of it would show refunded money as paid \
+         (invoice its lines as they stand instead)"
+    )]
+    PaymentRefunded,
 }
 
 /// What a change may do to an invoice in `status`.
@@ -118,6 +123,15 @@ fn invoice_only(kind: Kind, action: &'static str) -> Result<(), Refusal> {
 /// Edit or delete: drafts only.
 pub fn edit(status: Status, action: &'static str) -> Result<(), Refusal> {
     need(status, &[Status::Draft], action)
+}
+
+/// An invoice of a payment (made, or finalized): only while nothing of the payment is refunded,
+/// pending refunds included, so that what it shows paid is what the buyer paid and kept.
+pub fn of_payment(amount_refunded: i64) -> Result<(), Refusal> {
+    match amount_refunded {
+        0 => Ok(()),
+        _ => Err(Refusal::PaymentRefunded),
+    }
 }
 
 /// Finalize a draft: `paid` when what was paid covers the total, else `open`.
@@ -585,6 +599,12 @@ mod tests {
             ),
             Err(Refusal::Nothing)
         );
+    }
+
+    #[test]
+    fn an_invoice_of_a_refunded_payment_is_refused() {
+        assert_eq!(of_payment(0), Ok(()));
+        assert_eq!(of_payment(1), Err(Refusal::PaymentRefunded));
     }
 
     #[test]

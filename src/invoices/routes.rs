@@ -92,6 +92,9 @@ fn refusal(r: Refusal) -> ApiError {
         Refusal::DueBeforeIssue(_) => {
             ApiError::invalid("due_date_passed", message).param("due_date")
         }
+        Refusal::PaymentRefunded => {
+            ApiError::conflict("payment_refunded", message).param("payment_id")
+        }
     }
 }
 

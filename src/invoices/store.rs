@@ -4,11 +4,11 @@
 //! number is given exactly once and none is skipped.
 
 use chrono::{DateTime, Duration, Utc};
-use payd_entity::{invoice, invoice_counter, invoice_pdf, invoice_share_link};
+use payd_entity::{invoice, invoice_counter, invoice_pdf, invoice_share_link, payment};
 use sea_orm::{
     sea_query::{Expr, OnConflict},
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
-    QueryFilter, QueryTrait,
+    QueryFilter, QuerySelect, QueryTrait,
 };
 use sha2::{Digest, Sha256};
 
@@ -63,6 +63,24 @@ pub fn cas(before: &invoice::Model, after: &mut invoice::Model) -> Write {
             .filter(invoice::Column::Version.eq(before.version))
             .into_query(),
     )
+}
+
+/// The refusal of a finalize whose payment was refunded meanwhile.
+pub const PAYMENT_REFUNDED: &str = "payment_refunded";
+
+/// The condition that the payment has nothing refunded, checked inside the commit that
+/// finalizes its invoice (a refund committed before it refuses the finalize).
+pub fn unrefunded(payment_id: &str) -> Write {
+    Write::Require {
+        query: payment::Entity::find()
+            .select_only()
+            .column(payment::Column::Id)
+            .filter(payment::Column::Id.eq(payment_id))
+            .filter(payment::Column::AmountRefunded.eq(0))
+            .into_query(),
+        exists: true,
+        refusal: PAYMENT_REFUNDED,
+    }
 }
 
 /// A number of a series: its prefix and six digits at least.
