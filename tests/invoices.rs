@@ -1242,3 +1242,52 @@ async fn an_invoice_of_a_refunded_payment_is_refused_when_made_and_at_finalize()
     );
     app.stop().await;
 }
+
+/// Issue 42, item 11: each line of a credit note for an amount shows a quantity and a unit
+/// amount that give its amount before tax, as the invoice's own lines do.
+#[actix_web::test]
+async fn an_amount_credit_notes_lines_show_quantity_times_unit_amount_equal_to_the_amount() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    put(
+        &app,
+        &m,
+        "/invoice-settings/tax-rules",
+        json!({"rules": [{"rate_bps": 2000, "country": "FR"}]}),
+    )
+    .await;
+    let d = draft(
+        &app,
+        &m,
+        json!([{"line_id": "a", "name": "Chaise", "quantity": 3, "unit_amount": 1000},
+            {"line_id": "b", "name": "Livraison", "unit_amount": 500},
+            {"line_id": "c", "name": "Coussin", "quantity": 7, "unit_amount": 333}]),
+        "FR",
+    )
+    .await;
+    let inv = id(&d);
+    finalize(&app, &m, &inv).await;
+    for body in [
+        json!({"amount": 1234, "reason": "goodwill"}),
+        json!({"lines": [{"line_id": "c", "amount": 999}], "reason": "stained"}),
+    ] {
+        let cn = post(&app, &m, &format!("/invoices/{inv}/credit-note"), body).await;
+        assert_eq!(cn.status, 201, "{}", cn.body);
+        let lines = cn.body["lines"].as_array().unwrap();
+        assert!(!lines.is_empty());
+        for l in lines {
+            let (q, unit, amount) = (
+                l["quantity"].as_i64().unwrap(),
+                l["unit_amount"].as_i64().unwrap(),
+                l["amount"].as_i64().unwrap(),
+            );
+            assert!(l["tax_amount"].as_i64().unwrap() > 0, "{l}");
+            assert_eq!(q * unit, amount, "{l}");
+            assert_eq!(
+                amount + l["tax_amount"].as_i64().unwrap(),
+                l["total"].as_i64().unwrap()
+            );
+        }
+    }
+    app.stop().await;
+}

@@ -410,15 +410,19 @@ pub fn credit(
         l.amount_credited += amount;
         l.quantity_credited += units;
         l.tax_credited += tax;
-        let shown_units = units.max(1);
+        // An amount, not units: shown as one unit whose price gives the line's base as the
+        // invoice's lines do (quantity × unit_amount = the net under an exclusive rule, the
+        // total under an inclusive one).
+        let unit_amount = match (units, l.tax_inclusive) {
+            (0, true) => amount,
+            (0, false) => amount - tax,
+            _ => l.unit_amount,
+        };
         credit_lines.push(Line {
             line_id: l.line_id.clone(),
             name: l.name.clone(),
-            quantity: shown_units,
-            unit_amount: match units {
-                0 => amount,
-                _ => l.unit_amount,
-            },
+            quantity: units.max(1),
+            unit_amount,
             product_id: l.product_id.clone(),
             price_id: l.price_id.clone(),
             tax_category: l.tax_category.clone(),
@@ -599,6 +603,32 @@ mod tests {
             ),
             Err(Refusal::Nothing)
         );
+    }
+
+    #[test]
+    fn an_amount_credit_shows_units_that_price_its_lines() {
+        let mut lines = vec![line("a", 3, 1000, 2000), line("b", 1, 500, 700)];
+        let mut inclusive = line("c", 2, 610, 0);
+        (
+            inclusive.tax_inclusive,
+            inclusive.tax_amount,
+            inclusive.amount,
+        ) = (true, 110, 1110);
+        lines.push(inclusive);
+        for ask in [
+            CreditAsk::Amount(1234),
+            CreditAsk::Lines(vec![LineAsk {
+                line_id: "a".into(),
+                quantity: None,
+                amount: Some(777),
+            }]),
+        ] {
+            let p = credit(Kind::Invoice, Status::Paid, &lines, &ask).unwrap();
+            for l in &p.credit_lines {
+                let base = if l.tax_inclusive { l.total } else { l.amount };
+                assert_eq!(l.quantity * l.unit_amount, base, "{l:?}");
+            }
+        }
     }
 
     #[test]
