@@ -1291,3 +1291,34 @@ async fn an_amount_credit_notes_lines_show_quantity_times_unit_amount_equal_to_t
     }
     app.stop().await;
 }
+
+/// Issue 42, item 11: a share link carries `test_mode` like every sandbox object.
+#[actix_web::test]
+async fn a_share_link_carries_test_mode() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let d = draft(
+        &app,
+        &m,
+        json!([{"name": "Widget", "unit_amount": 4200}]),
+        "FR",
+    )
+    .await;
+    let inv = id(&d);
+    finalize(&app, &m, &inv).await;
+    let link = post(&app, &m, &format!("/invoices/{inv}/share-link"), json!({})).await;
+    assert_eq!(link.status, 201, "{}", link.body);
+    assert_eq!(link.body["test_mode"], true, "{}", link.body);
+    let link_id = link.body["link_id"].as_str().unwrap();
+    let revoked = app
+        .call(
+            &m,
+            Method::DELETE,
+            &format!("/invoices/{inv}/share-link/{link_id}"),
+            None,
+        )
+        .await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    assert_eq!(revoked.body["test_mode"], true, "{}", revoked.body);
+    app.stop().await;
+}

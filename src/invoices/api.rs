@@ -243,6 +243,8 @@ pub struct ShareLink {
     pub url: String,
     pub expires_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The invoice's mode: true for a sandbox invoice's link.
+    pub test_mode: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]

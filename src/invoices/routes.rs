@@ -517,16 +517,17 @@ pub async fn create_share_link(
     };
     store::insert_link(&state.db, &link).await?;
     let url = format!("{}/invoice-links/{token}", state.public_url);
-    Ok(HttpResponse::Created().json(shown_link(&link, url)))
+    Ok(HttpResponse::Created().json(shown_link(&link, url, m.test_mode)))
 }
 
-fn shown_link(link: &invoice_share_link::Model, url: String) -> ShareLink {
+fn shown_link(link: &invoice_share_link::Model, url: String, test_mode: bool) -> ShareLink {
     ShareLink {
         link_id: link.id.clone(),
         invoice_id: link.invoice_id.clone(),
         url,
         expires_at: link.expires_at,
         revoked_at: link.revoked_at,
+        test_mode,
     }
 }
 
@@ -549,7 +550,7 @@ pub async fn revoke_share_link(
     let link = store::find_link(&state.db, &m.id, &link_id)
         .await?
         .ok_or_else(|| ApiError::not_found("share link").param("link_id"))?;
-    Ok(HttpResponse::Ok().json(shown_link(&link, String::new())))
+    Ok(HttpResponse::Ok().json(shown_link(&link, String::new(), m.test_mode)))
 }
 
 /// The invoice a live link shows; an unknown, expired or revoked link is 404. A sandbox
