@@ -943,3 +943,40 @@ async fn count(app: &TestApp, m: &Merchant) -> usize {
         .unwrap()
         .len()
 }
+
+#[actix_web::test]
+async fn a_free_price_is_accepted_and_a_negative_one_is_refused_saying_so() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let free = product(&app, &m, "Sticker", 0).await;
+    assert_eq!(free["prices"][0]["unit_amount"], 0);
+    let pid = id(&free, "product_id");
+
+    for (path, body, param) in [
+        (
+            "/products".to_owned(),
+            json!({"name": "X", "prices": [{"unit_amount": -1, "currency": "EUR"}]}),
+            "prices[0].unit_amount",
+        ),
+        (
+            format!("/products/{pid}/prices"),
+            json!({"unit_amount": -250, "currency": "EUR"}),
+            "unit_amount",
+        ),
+    ] {
+        let r = post(&app, &m, &path, body).await;
+        assert_eq!((r.status, r.param()), (400, Some(param)), "{}", r.body);
+        // The message states the rule that holds: 0 is allowed.
+        let message = r.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("0 or more"), "{message}");
+        assert!(!message.contains("greater than 0"), "{message}");
+    }
+    let added = post(
+        &app,
+        &m,
+        &format!("/products/{pid}/prices"),
+        json!({"unit_amount": 0, "currency": "USD"}),
+    )
+    .await;
+    assert_eq!(added.status, 201, "{}", added.body);
+}

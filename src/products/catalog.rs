@@ -149,7 +149,8 @@ fn check_name(param: &str, name: &str, max: usize) -> Result<String, ApiError> {
     Ok(n.to_owned())
 }
 
-/// A new price row of `p` from its input (`param`: where it is in the request).
+/// A new price row of `p` from its input (`param`: where it is in the request, `""` when it is
+/// the whole body).
 pub fn new_price(
     p: &product::Model,
     input: &PriceInput,
@@ -157,15 +158,20 @@ pub fn new_price(
     max_amount: i64,
     now: DateTime<Utc>,
 ) -> Result<price::Model, ApiError> {
-    let at = |f: &str| format!("{param}.{f}");
-    if input.unit_amount != 0 {
-        parse_amount(&at("unit_amount"), input.unit_amount, max_amount)?;
-    }
+    let at = |f: &str| match param {
+        "" => f.to_owned(),
+        _ => format!("{param}.{f}"),
+    };
+    // A free price (0) is a price, as in Stripe's catalog: the rule is 0 to the maximum, and
+    // the refusal says so (`parse_amount` alone would refuse 0 and say "greater than 0").
     if input.unit_amount < 0 {
         return Err(ApiError::invalid_param(
             &at("unit_amount"),
-            "unit_amount must be 0 or more",
+            format!("unit_amount must be 0 or more (0 to {max_amount} minor units)"),
         ));
+    }
+    if input.unit_amount != 0 {
+        parse_amount(&at("unit_amount"), input.unit_amount, max_amount)?;
     }
     let currency = parse_currency(&at("currency"), &input.currency)?;
     let recurring = match &input.recurring {
@@ -437,12 +443,13 @@ pub async fn add_price(
                 MAX_PRICES * 5,
             ));
         }
-        let row = new_price(p, input, "price", max_amount, now)?;
+        // The request body is the price itself: its fields are named as they are.
+        let row = new_price(p, input, "", max_amount, now)?;
         let mut after = p.clone();
         if input.default == Some(true) || p.default_price_id.is_none() {
             after.default_price_id = Some(row.id.clone());
         }
-        Ok((after, vec![PriceWrite::Insert(row.clone())], row))
+        Ok((after, vec![commit::insert(row.clone())], row))
     })
     .await
 }
