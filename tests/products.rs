@@ -980,3 +980,47 @@ async fn a_free_price_is_accepted_and_a_negative_one_is_refused_saying_so() {
     .await;
     assert_eq!(added.status, 201, "{}", added.body);
 }
+
+#[actix_web::test]
+async fn a_sandbox_catalog_shows_test_mode_on_prices_categories_and_groups() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let cat = post(&app, &m, "/products/categories", json!({"name": "Drinks"})).await;
+    assert_eq!(cat.status, 201, "{}", cat.body);
+    assert_eq!(cat.body["test_mode"], true, "{}", cat.body);
+    let listed = get(&app, &m, "/products/categories/list").await;
+    assert_eq!(listed.body["data"][0]["test_mode"], true, "{}", listed.body);
+
+    let tea = product(&app, &m, "Tea", 400).await;
+    let milk = product(&app, &m, "Milk", 50).await;
+    let tea_id = id(&tea, "product_id");
+    assert_eq!(tea["prices"][0]["test_mode"], true, "{tea}");
+    let added = post(
+        &app,
+        &m,
+        &format!("/products/{tea_id}/prices"),
+        json!({"unit_amount": 500, "currency": "EUR"}),
+    )
+    .await;
+    assert_eq!(added.body["test_mode"], true, "{}", added.body);
+    let group = post(
+        &app,
+        &m,
+        &format!("/products/{tea_id}/addon-groups"),
+        json!({"name": "Extras", "min_selections": 0, "max_selections": 1,
+        "products": [milk["product_id"]]}),
+    )
+    .await;
+    assert_eq!(group.status, 201, "{}", group.body);
+    assert_eq!(group.body["test_mode"], true, "{}", group.body);
+
+    let shown = get(&app, &m, &format!("/products/{tea_id}")).await;
+    assert_eq!(shown.body["addon_groups"][0]["test_mode"], true);
+    for price in shown.body["prices"].as_array().unwrap() {
+        assert_eq!(price["test_mode"], true, "{price}");
+    }
+    let list = get(&app, &m, "/products/list").await;
+    for p in list.body["data"].as_array().unwrap() {
+        assert_eq!(p["prices"][0]["test_mode"], true, "{p}");
+    }
+}

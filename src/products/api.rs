@@ -165,6 +165,8 @@ pub struct Price {
     pub default: bool,
     /// Its id at the catalog processor it was imported from.
     pub external_id: Option<String>,
+    /// A sandbox object (made with a test key).
+    pub test_mode: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -178,6 +180,11 @@ pub struct AddonGroup {
     pub max_selections: i64,
     pub products: Vec<String>,
     pub prices: Vec<String>,
+    /// A sandbox object: always its product's mode.
+    // Set from the product when read (`store::groups`): groups stored before the field
+    // existed read as well.
+    #[serde(default)]
+    pub test_mode: bool,
 }
 
 /// A bundle's components.
@@ -225,6 +232,8 @@ pub struct Category {
     pub profile_id: String,
     pub name: String,
     pub parent_id: Option<String>,
+    /// A sandbox object (made with a test key).
+    pub test_mode: bool,
     pub created_at: DateTime<Utc>,
 }
 

@@ -122,6 +122,7 @@ pub fn render_price(p: &price::Model, default: Option<&str>) -> Price {
         active: p.active,
         default: default == Some(p.id.as_str()),
         external_id: p.external_id.clone(),
+        test_mode: p.test_mode,
         created_at: p.created_at,
         updated_at: p.updated_at,
     }
@@ -618,6 +619,7 @@ pub async fn put_group(
             max_selections: input.max_selections,
             products: input.products.clone(),
             prices: input.prices.clone(),
+            test_mode: p.test_mode,
         };
         match group_id {
             Some(g) => {

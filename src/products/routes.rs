@@ -390,6 +390,7 @@ fn render_category(c: payd_entity::product_category::Model) -> Category {
         profile_id: c.profile_id,
         name: c.name,
         parent_id: c.parent_id,
+        test_mode: c.test_mode,
         created_at: c.created_at,
     }
 }

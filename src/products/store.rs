@@ -59,9 +59,13 @@ pub async fn prices_of(
         .await
 }
 
-/// The add-on groups stored on a product.
+/// The add-on groups stored on a product, in the product's mode.
 pub fn groups(p: &product::Model) -> Vec<AddonGroup> {
-    serde_json::from_str(&p.addon_groups).unwrap_or_default()
+    let mut groups: Vec<AddonGroup> = serde_json::from_str(&p.addon_groups).unwrap_or_default();
+    for g in &mut groups {
+        g.test_mode = p.test_mode;
+    }
+    groups
 }
 
 /// A bundle's components; `None` for a product that is not a bundle.
