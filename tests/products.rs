@@ -1024,3 +1024,25 @@ async fn a_sandbox_catalog_shows_test_mode_on_prices_categories_and_groups() {
         assert_eq!(p["prices"][0]["test_mode"], true, "{p}");
     }
 }
+
+#[actix_web::test]
+async fn concurrent_applies_of_one_preview_all_answer_the_first_apply() {
+    let app = spawn_app().await;
+    // The race is a matter of timing: several rounds, each a shop of its own.
+    for round in 0..8 {
+        let m = app.create_merchant(&format!("Shop {round}")).await;
+        let preview = post(&app, &m, "/products/import/preview", json!({})).await;
+        assert_eq!(preview.status, 201, "{}", preview.body);
+        let body = json!({"preview_id": preview.body["preview_id"]});
+        let answers = futures_util::future::join_all(
+            (0..8).map(|_| post(&app, &m, "/products/import/apply", body.clone())),
+        )
+        .await;
+        for a in &answers {
+            assert_eq!(a.status, 200, "round {round}: {}", a.body);
+            assert_eq!(a.raw, answers[0].raw, "every apply answers the first one");
+        }
+        assert_eq!(answers[0].body["created"].as_array().unwrap().len(), 3);
+        assert_eq!(count(&app, &m).await, 3, "the products are created once");
+    }
+}

@@ -374,11 +374,16 @@ pub async fn apply_preview(
     }
     let (_, fingerprint) = local(db, caller, &preview.profile_id, max_products).await?;
     if fingerprint != preview.fingerprint {
-        return Err(ApiError::conflict(
-            "preview_stale",
-            "the shop's catalog changed after this preview: preview the import again",
-        )
-        .param("preview_id"));
+        // The catalog may have changed by this very preview, applied by a concurrent request
+        // since it was read above: then its recorded answer is the answer.
+        return match find().await?.and_then(|p| p.result) {
+            Some(first) => Ok(first),
+            None => Err(ApiError::conflict(
+                "preview_stale",
+                "the shop's catalog changed after this preview: preview the import again",
+            )
+            .param("preview_id")),
+        };
     }
     let steps: Vec<Step> = serde_json::from_str(&preview.plan).unwrap_or_default();
     let (change, applied) = apply(db, &preview, &steps, now).await?;
