@@ -339,17 +339,21 @@ async fn addon_groups_and_bundles_keep_their_bounds() {
         assert_eq!(r.param(), Some(param), "{body}: {} {}", r.status, r.body);
         assert!(r.status == 400 || r.status == 404, "{}", r.status);
     }
-    // An archived member is refused.
-    post(&app, &m, &format!("/products/{s}/archive"), json!({})).await;
+    // An archived member is refused (the sauce itself is held by the group through its price,
+    // so it cannot be archived: another product is).
+    let ketchup = id(&product(&app, &m, "Ketchup", 40).await, "product_id");
+    let r = post(&app, &m, &format!("/products/{ketchup}/archive"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
     let r = post(
         &app,
         &m,
         &groups,
-        json!({"name": "X", "min_selections": 0, "max_selections": 1, "products": [s]}),
+        json!({"name": "X", "min_selections": 0, "max_selections": 1, "products": [ketchup]}),
     )
     .await;
     assert_eq!((r.status, r.code()), (400, "archived"), "{}", r.body);
-    post(&app, &m, &format!("/products/{s}/restore"), json!({})).await;
+    let r = post(&app, &m, &format!("/products/{s}/archive"), json!({})).await;
+    assert_eq!((r.status, r.code()), (409, "product_in_use"), "{}", r.body);
 
     // Replace and remove.
     let r = post(
@@ -1044,5 +1048,176 @@ async fn concurrent_applies_of_one_preview_all_answer_the_first_apply() {
         }
         assert_eq!(answers[0].body["created"].as_array().unwrap().len(), 3);
         assert_eq!(count(&app, &m).await, 3, "the products are created once");
+    }
+}
+
+#[actix_web::test]
+async fn what_a_bundle_or_an_addon_group_holds_stays_on_sale() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let menu = id(&product(&app, &m, "Menu", 1100).await, "product_id");
+    let burger = id(&product(&app, &m, "Burger", 900).await, "product_id");
+    let fries = product(&app, &m, "Fries", 300).await;
+    let (fries_id, fries_price) = (
+        id(&fries, "product_id"),
+        id(&fries["prices"][0], "price_id"),
+    );
+    let sauce = id(&product(&app, &m, "Sauce", 50).await, "product_id");
+    let dip = post(
+        &app,
+        &m,
+        &format!("/products/{sauce}/prices"),
+        json!({"unit_amount": 80, "currency": "EUR"}),
+    )
+    .await;
+    let dip_price = id(&dip.body, "price_id");
+    let r = post(&app, &m, &format!("/products/{menu}/bundle"),
+        json!({"components": [{"product_id": burger, "quantity": 1}, {"price_id": fries_price, "quantity": 1}]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let g = post(
+        &app,
+        &m,
+        &format!("/products/{burger}/addon-groups"),
+        json!({"name": "Sauces", "min_selections": 0, "max_selections": 1, "prices": [dip_price]}),
+    )
+    .await;
+    assert_eq!(g.status, 201, "{}", g.body);
+    let group = id(&g.body, "group_id");
+
+    // A component, by product or by one of its prices, and an add-on member are not archived
+    // nor deleted: the answer names who holds them.
+    let archive = |p: &str| format!("/products/{p}/archive");
+    for (product_id, holder) in [
+        (&burger, format!("bundle {menu}")),
+        (&fries_id, format!("bundle {menu}")),
+        (&sauce, format!("add-on group {group} of {burger}")),
+    ] {
+        let r = post(&app, &m, &archive(product_id), json!({})).await;
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (409, "product_in_use", Some("product_id")),
+            "{}",
+            r.body
+        );
+        let message = r.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&holder), "{message}");
+        let d = app
+            .call(&m, Method::DELETE, &format!("/products/{product_id}"), None)
+            .await;
+        assert_eq!((d.status, d.code()), (409, "product_in_use"), "{}", d.body);
+    }
+    let r = post(
+        &app,
+        &m,
+        &format!("/products/{sauce}/prices/{dip_price}/archive"),
+        json!({}),
+    )
+    .await;
+    assert_eq!((r.status, r.code()), (409, "price_in_use"), "{}", r.body);
+    assert!(r.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains(&group));
+    for p in [&burger, &fries_id, &sauce] {
+        assert_eq!(
+            get(&app, &m, &format!("/products/{p}")).await.body["active"],
+            true
+        );
+    }
+
+    // Taken out of them, they can be archived.
+    let r = post(
+        &app,
+        &m,
+        &format!("/products/{menu}/bundle"),
+        json!({"components": []}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app
+        .call(
+            &m,
+            Method::DELETE,
+            &format!("/products/{burger}/addon-groups/{group}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for p in [&burger, &fries_id, &sauce] {
+        let r = post(&app, &m, &archive(p), json!({})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    // A price of an archived product is not a component or a member either.
+    let r = post(
+        &app,
+        &m,
+        &format!("/products/{menu}/bundle"),
+        json!({"components": [{"price_id": fries_price, "quantity": 1}]}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "archived", Some("components[0].price_id")),
+        "{}",
+        r.body
+    );
+    let r = post(
+        &app,
+        &m,
+        &format!("/products/{menu}/addon-groups"),
+        json!({"name": "Sauces", "min_selections": 0, "max_selections": 1, "prices": [dip_price]}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "archived", Some("prices[0]")),
+        "{}",
+        r.body
+    );
+}
+
+#[actix_web::test]
+async fn an_archive_racing_a_bundle_or_group_edit_never_leaves_it_holding_an_archived_product() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    for round in 0..6 {
+        let holder = id(&product(&app, &m, "Holder", 1000).await, "product_id");
+        let part = id(&product(&app, &m, "Part", 100).await, "product_id");
+        let (edit_path, edit) = match round % 2 {
+            0 => (
+                format!("/products/{holder}/bundle"),
+                json!({"components": [{"product_id": part, "quantity": 1}]}),
+            ),
+            _ => (
+                format!("/products/{holder}/addon-groups"),
+                json!({"name": "Extras", "min_selections": 0, "max_selections": 1, "products": [part]}),
+            ),
+        };
+        let archive_path = format!("/products/{part}/archive");
+        let (archived, edited) = futures_util::join!(
+            post(&app, &m, &archive_path, json!({})),
+            post(&app, &m, &edit_path, edit),
+        );
+        for r in [&archived, &edited] {
+            assert!(
+                [200, 201, 400, 409].contains(&r.status),
+                "{} {}",
+                r.status,
+                r.body
+            );
+        }
+        let part_active = get(&app, &m, &format!("/products/{part}")).await.body["active"] == true;
+        let shown = get(&app, &m, &format!("/products/{holder}")).await.body;
+        let holds =
+            !shown["bundle"].is_null() || !shown["addon_groups"].as_array().unwrap().is_empty();
+        assert!(
+            part_active || !holds,
+            "round {round}: archive {} {}, edit {} {}: {shown}",
+            archived.status,
+            archived.body,
+            edited.status,
+            edited.body
+        );
+        assert!(archived.status == 200 || edited.status < 300);
     }
 }

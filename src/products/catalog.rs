@@ -11,12 +11,12 @@ use super::{
         PriceInput, Product, Recurring, UpdatePriceRequest, UpdateProductRequest,
     },
     machine::{self, Refusal},
-    store::{self, PriceWrite, HAS_SALES},
+    store::{self, HAS_SALES, PRICE_IN_USE, PRODUCT_IN_USE},
 };
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
-    commit::{self, CommitError},
+    commit::{self, CommitError, Write},
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
     ids::{has_shape, new_id},
@@ -43,6 +43,12 @@ impl From<Refusal> for ApiError {
             Refusal::HasSales => ApiError::conflict(HAS_SALES, r.to_string()),
             Refusal::BundleCycle(_) => {
                 ApiError::invalid("bundle_cycle", r.to_string()).param("components")
+            }
+            Refusal::InUse { what: "price", .. } => {
+                ApiError::conflict(PRICE_IN_USE, r.to_string()).param("price_id")
+            }
+            Refusal::InUse { .. } => {
+                ApiError::conflict(PRODUCT_IN_USE, r.to_string()).param("product_id")
             }
         }
     }
@@ -316,16 +322,66 @@ async fn change<T>(
     decide: impl AsyncFn(
         &product::Model,
         &[price::Model],
-    ) -> Result<(product::Model, Vec<PriceWrite>, T), ApiError>,
+    ) -> Result<(product::Model, Vec<Write>, T), ApiError>,
 ) -> Result<(product::Model, T), ApiError> {
     commit::retrying(TRIES, || async {
         let before = owned(db, scope, id).await?;
         let prices = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
         let (mut after, writes, out) = decide(&before, &prices).await?;
         after.updated_at = now;
-        Ok(commit::or_retry(store::commit(db, &before, after, writes).await)?.map(|p| (p, out)))
+        match store::commit(db, &before, after, writes).await {
+            Ok(p) => Ok(Some((p, out))),
+            // A lost race, or a condition of the change that no longer holds (a bundle took
+            // the product meanwhile): decide again on what is there now, which names why.
+            Err(CommitError::LostRace | CommitError::Refused(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     })
     .await
+}
+
+/// Refuses to take `id` (`p` or one of its prices) off sale while a bundle or an add-on group
+/// of the shop holds one of `ids`, naming them.
+async fn check_not_held(
+    db: &Db,
+    p: &product::Model,
+    what: &'static str,
+    id: &str,
+    ids: &[String],
+) -> Result<(), ApiError> {
+    let holders = store::holders(db, p, ids).await?;
+    if holders.is_empty() {
+        return Ok(());
+    }
+    let named = |x: &Option<String>| x.as_ref().is_some_and(|x| ids.contains(x));
+    let mut described = Vec::new();
+    for h in &holders {
+        let components = store::components(h).unwrap_or_default();
+        if components
+            .iter()
+            .any(|c| named(&c.product_id) || named(&c.price_id))
+        {
+            described.push(format!("bundle {}", h.id));
+        }
+        for g in store::groups(h) {
+            if g.products.iter().chain(&g.prices).any(|m| ids.contains(m)) {
+                described.push(format!("add-on group {} of {}", g.group_id, h.id));
+            }
+        }
+    }
+    Err(Refusal::InUse {
+        what,
+        id: id.to_owned(),
+        holders: described,
+    }
+    .into())
+}
+
+/// The product's id and its prices' ids: what a bundle or add-on group may name of it.
+fn own_ids(p: &product::Model, prices: &[price::Model]) -> Vec<String> {
+    std::iter::once(p.id.clone())
+        .chain(prices.iter().map(|x| x.id.clone()))
+        .collect()
 }
 
 /// The price of this product, or 404.
@@ -408,10 +464,15 @@ pub async fn set_active(
     active: bool,
     now: DateTime<Utc>,
 ) -> Result<product::Model, ApiError> {
-    let (p, ()) = change(db, scope, id, now, async |p, _| {
+    let (p, ()) = change(db, scope, id, now, async |p, prices| {
         let mut after = p.clone();
         after.active = active;
-        Ok((after, vec![], ()))
+        if active {
+            return Ok((after, vec![], ()));
+        }
+        let ids = own_ids(p, prices);
+        check_not_held(db, p, "product", &p.id, &ids).await?;
+        Ok((after, vec![store::not_held(p, &ids, PRODUCT_IN_USE)], ()))
     })
     .await?;
     Ok(p)
@@ -419,11 +480,19 @@ pub async fn set_active(
 
 /// `DELETE /products/{product_id}`: only a product no payment line names.
 pub async fn delete(db: &Db, scope: &Scope, id: &str, now: DateTime<Utc>) -> Result<(), ApiError> {
-    // The store's commit refuses a product on a payment line: the one check, inside it.
+    // The store's commit refuses a product on a payment line or held by a bundle or an
+    // add-on group: the checks that hold, inside it; the read before only names the holders.
     let p = owned(db, scope, id).await?;
-    match store::delete(db, &p, now).await {
+    let prices = store::prices_of(db, std::slice::from_ref(&p.id)).await?;
+    let ids = own_ids(&p, &prices);
+    check_not_held(db, &p, "product", &p.id, &ids).await?;
+    match store::delete(db, &p, &ids[1..], now).await {
         Ok(()) => Ok(()),
         Err(CommitError::Refused(HAS_SALES)) => Err(Refusal::HasSales.into()),
+        Err(CommitError::Refused(PRODUCT_IN_USE)) => {
+            check_not_held(db, &p, "product", &p.id, &ids).await?;
+            Err(CommitError::Refused(PRODUCT_IN_USE).into())
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -489,7 +558,7 @@ pub async fn update_price(
             row.metadata = metadata.clone();
         }
         row.updated_at = now;
-        Ok((after, vec![PriceWrite::Update(row.clone())], row))
+        Ok((after, vec![store::price_update(row.clone())], row))
     })
     .await
 }
@@ -505,21 +574,29 @@ pub async fn archive_price(
     change(db, scope, id, now, async |p, prices| {
         let mut row = price_of(prices, price_id)?.clone();
         machine::archive_price(p.default_price_id.as_deref() == Some(price_id))?;
+        let ids = [row.id.clone()];
+        check_not_held(db, p, "price", &row.id, &ids).await?;
         row.active = false;
         row.updated_at = now;
-        Ok((p.clone(), vec![PriceWrite::Update(row.clone())], row))
+        let writes = vec![
+            store::price_update(row.clone()),
+            store::not_held(p, &ids, PRICE_IN_USE),
+        ];
+        Ok((p.clone(), writes, row))
     })
     .await
 }
 
-/// The members of an add-on group: active products and prices of the same shop, never the
-/// product itself or its own prices.
+/// The members of an add-on group: active products and prices (of active products) of the same
+/// shop, never the product itself or its own prices. Returns the writes that hold them on sale
+/// until the group is committed.
 async fn check_members(
     db: &Db,
     scope: &Scope,
     p: &product::Model,
     input: &AddonGroupInput,
-) -> Result<(), ApiError> {
+) -> Result<Vec<Write>, ApiError> {
+    let mut held = Vec::new();
     machine::check_addon_group(
         &input.name,
         input.min_selections,
@@ -539,6 +616,7 @@ async fn check_members(
         if !member.active {
             return Err(archived_product(&member, "an add-on", &param));
         }
+        held.extend(store::on_sale(Some(&member.id), None));
     }
     for (i, m) in input.prices.iter().enumerate() {
         let param = format!("prices[{i}]");
@@ -552,8 +630,24 @@ async fn check_members(
         if !price.active {
             return Err(archived_price(&price, "an add-on", &param));
         }
+        owner_on_sale(db, &price, "an add-on", &param).await?;
+        held.extend(store::on_sale(Some(&price.product_id), Some(&price.id)));
     }
-    Ok(())
+    Ok(held)
+}
+
+/// A price's product must be on sale for the price to be a member or component.
+async fn owner_on_sale(
+    db: &Db,
+    price: &price::Model,
+    use_: &'static str,
+    param: &str,
+) -> Result<(), ApiError> {
+    match store::find(db, &price.product_id).await? {
+        Some(owner) if !owner.active => Err(archived_product(&owner, use_, param)),
+        Some(_) => Ok(()),
+        None => Err(not_found("price", param)),
+    }
 }
 
 fn archived_product(p: &product::Model, use_: &'static str, param: &str) -> ApiError {
@@ -610,7 +704,7 @@ pub async fn put_group(
     now: DateTime<Utc>,
 ) -> Result<AddonGroup, ApiError> {
     let (_, group) = change(db, scope, id, now, async |p, _| {
-        check_members(db, scope, p, input).await?;
+        let held = check_members(db, scope, p, input).await?;
         let mut groups = store::groups(p);
         let group = AddonGroup {
             group_id: group_id.map_or_else(|| new_id("grp"), str::to_owned),
@@ -639,7 +733,7 @@ pub async fn put_group(
         }
         let mut after = p.clone();
         after.addon_groups = serde_json::to_string(&groups).unwrap_or_else(|_| "[]".into());
-        Ok((after, vec![], group))
+        Ok((after, held, group))
     })
     .await?;
     Ok(group)
@@ -685,6 +779,7 @@ pub async fn set_bundle(
     }
     let (p, ()) = change(db, scope, id, now, async |p, _| {
         let mut targets = Vec::with_capacity(components.len());
+        let mut held = Vec::new();
         for (i, c) in components.iter().enumerate() {
             let param = |f: &str| format!("components[{i}].{f}");
             if !(1..=1000).contains(&c.quantity) {
@@ -706,6 +801,7 @@ pub async fn set_bundle(
                             &param("product_id"),
                         ));
                     }
+                    held.extend(store::on_sale(Some(&member.id), None));
                     member.id
                 }
                 (None, Some(price)) => {
@@ -713,6 +809,8 @@ pub async fn set_bundle(
                     if !price.active {
                         return Err(archived_price(&price, "a component", &param("price_id")));
                     }
+                    owner_on_sale(db, &price, "a component", &param("price_id")).await?;
+                    held.extend(store::on_sale(Some(&price.product_id), Some(&price.id)));
                     price.product_id
                 }
                 _ => {
@@ -731,7 +829,7 @@ pub async fn set_bundle(
         let mut after = p.clone();
         after.bundle = (!components.is_empty())
             .then(|| serde_json::to_string(components).unwrap_or_else(|_| "[]".into()));
-        Ok((after, vec![], ()))
+        Ok((after, held, ()))
     })
     .await?;
     Ok(p)

@@ -410,6 +410,13 @@ pub async fn apply_preview(
             )
             .param("preview_id")),
         },
+        // What the preview archives is held by a bundle or an add-on group (see catalog.rs).
+        Err(CommitError::Refused(code)) => Err(ApiError::conflict(
+            code,
+            "the import would archive a product or price that a bundle or an add-on group \
+             holds: take it out of them, then preview the import again",
+        )
+        .param("preview_id")),
         Err(e) => Err(e.into()),
     }
 }
@@ -516,6 +523,13 @@ async fn apply(
                     });
                 }
                 change = change.write(store::cas(&before, &after));
+                if !archive_prices.is_empty() {
+                    change = change.write(store::not_held(
+                        &before,
+                        archive_prices,
+                        store::PRICE_IN_USE,
+                    ));
+                }
                 for x in added {
                     change = change.write(commit::insert(x));
                 }
@@ -542,7 +556,16 @@ async fn apply(
                 after.active = false;
                 after.version = before.version + 1;
                 after.updated_at = now;
-                change = change.write(store::cas(&before, &after));
+                let mut held = vec![before.id.clone()];
+                held.extend(
+                    store::prices_of(db, std::slice::from_ref(&before.id))
+                        .await?
+                        .into_iter()
+                        .map(|x| x.id),
+                );
+                change = change
+                    .write(store::cas(&before, &after))
+                    .write(store::not_held(&before, &held, store::PRODUCT_IN_USE));
                 applied.archived.push(AppliedProduct {
                     external_id: external_id.clone(),
                     product_id: before.id,

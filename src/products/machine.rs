@@ -5,7 +5,9 @@
 //! update, so there is nothing here to refuse them with. An archived product or price cannot be
 //! sold, made the default, or become a member or component; the default price cannot be
 //! archived until another price is the default; a product named on a payment line is never
-//! deleted (archive it): the store's delete checks it inside its commit.
+//! deleted (archive it): the store's delete checks it inside its commit. A product or price
+//! that a bundle or an add-on group holds is neither archived nor deleted (`InUse`), so what a
+//! bundle or group offers stays on sale: take it out of them first.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,6 +60,18 @@ pub enum Refusal {
     HasSales,
     #[error("a bundle cannot contain itself: {}", .0.join(" → "))]
     BundleCycle(Vec<String>),
+    /// Taking a product or price off sale (archive, delete) while bundles or add-on groups
+    /// hold it: they would go on offering it.
+    #[error(
+        "{what} {id} is held by {}: take it out of them before archiving or deleting it",
+        .holders.join(", ")
+    )]
+    InUse {
+        what: &'static str,
+        id: String,
+        /// `bundle prod_…`, `add-on group grp_… of prod_…`.
+        holders: Vec<String>,
+    },
 }
 
 fn invalid(param: impl Into<String>, message: impl Into<String>) -> Refusal {

@@ -24,6 +24,10 @@ pub use crate::commit::CommitError;
 
 /// The refusal of a delete whose product is on a payment line.
 pub const HAS_SALES: &str = "product_has_sales";
+/// The refusal of an archive or delete of a product a bundle or an add-on group holds.
+pub const PRODUCT_IN_USE: &str = "product_in_use";
+/// The refusal of an archive of a price a bundle or an add-on group holds.
+pub const PRICE_IN_USE: &str = "price_in_use";
 
 pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<product::Model>, DbErr> {
     product::Entity::find_by_id(id).one(db).await
@@ -106,12 +110,6 @@ pub fn cas(before: &product::Model, after: &product::Model) -> Write {
     )
 }
 
-/// What a product's change does to its prices.
-pub enum PriceWrite {
-    Insert(price::Model),
-    Update(price::Model),
-}
-
 /// The write of a price's new row (its product's compare-and-set guards it).
 pub fn price_update(p: price::Model) -> Write {
     Write::Update(
@@ -122,33 +120,119 @@ pub fn price_update(p: price::Model) -> Write {
     )
 }
 
-/// Replaces the product (version bumped) with the writes of its prices, in one commit.
+/// Replaces the product (version bumped) and then makes the other writes of its change (its
+/// prices, the conditions it needs), in one commit.
 pub async fn commit(
     db: &Db,
     before: &product::Model,
     mut after: product::Model,
-    prices: Vec<PriceWrite>,
+    writes: Vec<Write>,
 ) -> Result<product::Model, CommitError> {
     after.version = before.version + 1;
+    // Invariant: the compare-and-set comes first, so the product's row is held (PostgreSQL:
+    // locked) before any condition of the change is read.
     let mut change = Change::at(after.updated_at).write(cas(before, &after));
-    for w in prices {
-        change = change.write(match w {
-            PriceWrite::Insert(p) => commit::insert(p),
-            PriceWrite::Update(p) => price_update(p),
-        });
+    for w in writes {
+        change = change.write(w);
     }
     commit::commit(db, change).await?;
     Ok(after)
 }
 
-/// Deletes a product and its prices if nobody wrote since and no payment line names it or
-/// one of its prices (checked inside the commit, after the compare-and-set holds the row, so
-/// a payment naming it cannot slip in between).
+/// The shop's other products whose bundle or add-on groups name one of `ids` (product or price
+/// ids of `p`). Components and members are stored as JSON arrays of ids, so an id is found as
+/// the quoted string `"id"` (ids never hold a quote or a backslash).
+fn holders_query(p: &product::Model, ids: &[String]) -> sea_orm::Select<product::Entity> {
+    let mut named = Condition::any();
+    for id in ids {
+        let pattern = format!(
+            "%\"{}\"%",
+            id.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        );
+        for column in [product::Column::Bundle, product::Column::AddonGroups] {
+            named = named.add(
+                Expr::col(column)
+                    .like(sea_orm::sea_query::LikeExpr::new(pattern.clone()).escape('\\')),
+            );
+        }
+    }
+    product::Entity::find()
+        .filter(product::Column::MerchantId.eq(p.merchant_id.as_str()))
+        .filter(product::Column::TestMode.eq(p.test_mode))
+        .filter(product::Column::ProfileId.eq(p.profile_id.as_str()))
+        .filter(product::Column::Id.ne(p.id.as_str()))
+        .filter(named)
+}
+
+/// The products holding one of `ids` in a bundle or an add-on group (at most 20, oldest first).
+pub async fn holders(
+    db: &impl ConnectionTrait,
+    p: &product::Model,
+    ids: &[String],
+) -> Result<Vec<product::Model>, DbErr> {
+    holders_query(p, ids)
+        .order_by_asc(product::Column::Id)
+        .limit(20)
+        .all(db)
+        .await
+}
+
+/// The condition that no bundle or add-on group holds one of `ids`, checked inside the commit
+/// (after the product's compare-and-set): a bundle or group edit naming one of them touches
+/// its row while it is on sale (`on_sale`), so either that edit commits first and this
+/// condition sees it, or the edit finds it archived.
+pub fn not_held(p: &product::Model, ids: &[String], refusal: &'static str) -> Write {
+    Write::Require {
+        query: holders_query(p, ids)
+            .select_only()
+            .expr(Expr::val(1))
+            .limit(1)
+            .into_query(),
+        exists: false,
+        refusal,
+    }
+}
+
+/// Writes that hold a product and a price on sale until the change carrying them commits: an
+/// update of the row by itself that must touch it while it is active, so a concurrent archive
+/// or delete waits for the change or makes it lose.
+pub fn on_sale(product_id: Option<&str>, price_id: Option<&str>) -> Vec<Write> {
+    let mut writes = Vec::new();
+    if let Some(p) = product_id {
+        writes.push(Write::Cas(
+            product::Entity::update_many()
+                .col_expr(product::Column::Active, Expr::col(product::Column::Active))
+                .filter(product::Column::Id.eq(p))
+                .filter(product::Column::Active.eq(true))
+                .into_query(),
+        ));
+    }
+    if let Some(p) = price_id {
+        writes.push(Write::Cas(
+            price::Entity::update_many()
+                .col_expr(price::Column::Active, Expr::col(price::Column::Active))
+                .filter(price::Column::Id.eq(p))
+                .filter(price::Column::Active.eq(true))
+                .into_query(),
+        ));
+    }
+    writes
+}
+
+/// Deletes a product and its prices if nobody wrote since, no payment line names it or one of
+/// its prices, and no bundle or add-on group holds it or one of `prices` (its price ids); both
+/// checked inside the commit, after the compare-and-set holds the row, so a payment or an edit
+/// naming it cannot slip in between.
 pub async fn delete(
     db: &Db,
     before: &product::Model,
+    prices: &[String],
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
+    let mut held_ids = vec![before.id.clone()];
+    held_ids.extend_from_slice(prices);
     let mut held = before.clone();
     held.version = before.version + 1;
     held.updated_at = now;
@@ -177,6 +261,7 @@ pub async fn delete(
             exists: false,
             refusal: HAS_SALES,
         })
+        .write(not_held(before, &held_ids, PRODUCT_IN_USE))
         .write(Write::Delete(
             price::Entity::delete_many()
                 .filter(price::Column::ProductId.eq(before.id.as_str()))
@@ -318,25 +403,7 @@ pub fn line_writes(
     price_id: Option<&str>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
-    let mut writes = Vec::new();
-    if let Some(p) = product_id {
-        writes.push(Write::Cas(
-            product::Entity::update_many()
-                .col_expr(product::Column::Active, Expr::col(product::Column::Active))
-                .filter(product::Column::Id.eq(p))
-                .filter(product::Column::Active.eq(true))
-                .into_query(),
-        ));
-    }
-    if let Some(p) = price_id {
-        writes.push(Write::Cas(
-            price::Entity::update_many()
-                .col_expr(price::Column::Active, Expr::col(price::Column::Active))
-                .filter(price::Column::Id.eq(p))
-                .filter(price::Column::Active.eq(true))
-                .into_query(),
-        ));
-    }
+    let mut writes = on_sale(product_id, price_id);
     writes.extend(line_index(payment_id, line_id, product_id, price_id, now));
     writes
 }
