@@ -427,3 +427,49 @@ async fn deleting_a_customer_redacts_it_in_stored_event_payloads() {
         metadata
     );
 }
+
+/// An event recorded before its shop had an endpoint, retried and replayed several times at
+/// once (on every instance the test runs): one delivery to the endpoint, sent once.
+#[actix_web::test]
+async fn racing_retries_of_an_event_from_before_the_endpoint_send_it_once() {
+    let app = app_with(&[]).await;
+    let m = app.create_merchant("Acme").await;
+    let since = app.clock.now() - Duration::seconds(1);
+    let pid = app.succeeded_payment(&m).await;
+    let receiver = Receiver::start().await;
+    app.set_webhook(&m, &receiver.url).await;
+    let event = events(&app, &m, json!({"object_id": pid, "event_type": "payment_succeeded"})).await;
+    let event_id = event[0]["event_id"].as_str().unwrap().to_owned();
+    let replay = format!("/events/{}/replay", m.merchant_id);
+    let calls = (0..6).map(|i| {
+        let (app, m, event_id, replay) = (&app, &m, &event_id, &replay);
+        async move {
+            match i % 2 {
+                0 => retry(app, m, event_id).await,
+                _ => {
+                    let body = json!({"since": since, "event_types": ["payment_succeeded"]});
+                    app.call(m, Method::POST, replay, Some(body)).await
+                }
+            }
+        }
+    });
+    for r in futures_util::future::join_all(calls).await {
+        assert_eq!(r.status, 202, "{}", r.body);
+    }
+    until(
+        "the event delivered",
+        || async { receiver.received().len() },
+        |n| *n >= 1,
+    )
+    .await;
+    // Time for a second send, if any were made.
+    actix_web::rt::time::sleep(StdDuration::from_millis(500)).await;
+    let got: Vec<String> = receiver
+        .received()
+        .iter()
+        .map(|r| r.header("webhook-id").to_owned())
+        .collect();
+    assert_eq!(got, [event_id.clone()], "sent once");
+    let attempts = attempts_of(&app, &m, &event_id).await;
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+}

@@ -21,7 +21,8 @@ use rand::Rng;
 use sea_orm::{
     sea_query::{CaseStatement, Expr, ExprTrait, LockType, Query},
     ActiveValue::Set,
-    ColumnTrait, Condition, EntityTrait, PaginatorTrait, QueryFilter, QueryTrait, UpdateMany,
+    ColumnTrait, Condition, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect, QueryTrait,
+    UpdateMany,
 };
 use tokio::sync::oneshot;
 
@@ -229,18 +230,40 @@ pub async fn manual_retries(
             "the shop's webhook endpoint is paused; enable it to send events",
         ));
     }
-    let mut deliveries = delivery::Entity::find()
-        .filter(delivery::Column::EventId.eq(event.id.as_str()))
-        .all(db)
-        .await?;
+    let of_event = || {
+        delivery::Entity::find().filter(delivery::Column::EventId.eq(event.id.as_str()))
+    };
+    let mut deliveries = of_event().all(db).await?;
     if deliveries.is_empty() {
-        let mut new = Change::at(now);
+        // Invariant: an event has one delivery per endpoint, even when retries race (on two
+        // instances): the event's row is locked first, and the deliveries are added only if it
+        // still has none; the loser reads the winner's.
+        let lock_event = Query::select()
+            .column(event::Column::Id)
+            .from(event::Entity)
+            .and_where(event::Column::Id.eq(event.id.as_str()))
+            .lock(LockType::Update)
+            .to_owned();
+        let mut new = Change::at(now)
+            .write(Write::Require {
+                query: lock_event,
+                exists: true,
+                refusal: "event_missing",
+            })
+            .write(Write::Require {
+                query: of_event().select_only().column(delivery::Column::Id).into_query(),
+                exists: false,
+                refusal: "deliveries_made",
+            });
         for endpoint in &endpoints {
             let d = super::store::delivery_row(event, &endpoint.id, now);
-            new = new.write(commit::insert(d.clone()));
-            deliveries.push(d);
+            new = new.write(commit::insert(d));
         }
-        commit::commit(db, new).await?;
+        match commit::commit(db, new).await {
+            Ok(_) | Err(CommitError::Refused("deliveries_made")) => {}
+            Err(e) => return Err(e.into()),
+        }
+        deliveries = of_event().all(db).await?;
     }
     Ok(deliveries
         .into_iter()

@@ -96,11 +96,23 @@ impl Dispatcher {
     }
 
     /// Queues manual retries with the merchant's delivery actor (see `DeliveryPool::retry`).
+    /// A delivery never attempted (one a retry made for an event recorded before its shop had
+    /// an endpoint, or one about to go) is not sent by hand as well: it is due now, and this
+    /// dispatcher is woken to send it once, as its initial attempt.
     pub async fn retry(
         &self,
         merchant_id: &str,
         retries: Vec<super::delivery::ManualRetry>,
     ) -> Result<bool, crate::error::ApiError> {
+        let (fresh, retries): (Vec<_>, Vec<_>) = retries
+            .into_iter()
+            .partition(|r| r.delivery.status == "pending" && r.delivery.attempts == 0);
+        if !fresh.is_empty() {
+            self.wake();
+        }
+        if retries.is_empty() {
+            return Ok(true);
+        }
         self.pool.retry(merchant_id, retries).await
     }
 
