@@ -78,7 +78,13 @@ async fn subscribe(app: &TestApp, m: &Merchant, cid: &str, mandate: &str, price:
 }
 
 async fn advance(app: &TestApp, m: &Merchant, seconds: i64) -> Value {
-    let r = post(app, m, "/sandbox/clock/advance", json!({ "seconds": seconds })).await;
+    let r = post(
+        app,
+        m,
+        "/sandbox/clock/advance",
+        json!({ "seconds": seconds }),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body
 }
@@ -293,7 +299,12 @@ async fn webhooks_leave_at_once_after_the_test_clock_moved() {
 async fn update(app: &TestApp, m: &Merchant, id: &str, price: &str, proration: &str) -> Value {
     let body = json!({"items": [{"price_id": price}], "proration": proration});
     let r = app
-        .call(m, Method::PUT, &format!("/subscriptions/{id}/update"), Some(body))
+        .call(
+            m,
+            Method::PUT,
+            &format!("/subscriptions/{id}/update"),
+            Some(body),
+        )
         .await;
     assert_eq!(r.status, 200, "{proration}: {}", r.body);
     r.body
@@ -322,7 +333,10 @@ async fn plan_changes_never_credit_more_than_was_paid() {
     // Up, paid now for the rest of the period, then down at once: the credit is what was paid.
     update(&app, &m, &id, &large, "always_invoice").await;
     let c = cycles(&app, &m, &id).await;
-    assert_eq!((c[0]["kind"].as_str(), c[0]["status"].as_str()), (Some("proration"), Some("paid")));
+    assert_eq!(
+        (c[0]["kind"].as_str(), c[0]["status"].as_str()),
+        (Some("proration"), Some("paid"))
+    );
     let paid_now = c[0]["amount"].as_i64().unwrap();
     assert!(paid_now > 0 && paid_now < 3000, "{c:?}");
     let down = update(&app, &m, &id, &small, "create_prorations").await;
@@ -367,23 +381,49 @@ async fn one_advance_and_one_sandbox_merchant_make_bounded_work() {
     .await;
     assert_eq!((r.status, r.code()), (409, "limit_reached"), "{}", r.body);
     assert!(
-        r.body["error"]["message"].as_str().unwrap().contains("sandbox.max_subscriptions"),
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sandbox.max_subscriptions"),
         "{}",
         r.body
     );
     // Three daily subscriptions for 14 days: 42 renewals, over the bound; nothing moved.
-    let r = post(&app, &m, "/sandbox/clock/advance", json!({"seconds": 14 * DAY})).await;
+    let r = post(
+        &app,
+        &m,
+        "/sandbox/clock/advance",
+        json!({"seconds": 14 * DAY}),
+    )
+    .await;
     assert_eq!((r.status, r.param()), (400, Some("seconds")), "{}", r.body);
     assert!(
-        r.body["error"]["message"].as_str().unwrap().contains("sandbox.max_advance_charges"),
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sandbox.max_advance_charges"),
         "{}",
         r.body
     );
-    assert_eq!(get(&app, &m, "/sandbox/clock").await.body["offset_seconds"], 0);
+    assert_eq!(
+        get(&app, &m, "/sandbox/clock").await.body["offset_seconds"],
+        0
+    );
     // Within it, in steps: 39 renewals.
     advance(&app, &m, 13 * DAY).await;
-    let r = post(&app, &m, "/payments/list", json!({"customer_id": cid, "status": "succeeded", "limit": 100})).await;
-    assert_eq!(r.body["data"].as_array().unwrap().len(), 1 + 3 + 39, "{}", r.body);
+    let r = post(
+        &app,
+        &m,
+        "/payments/list",
+        json!({"customer_id": cid, "status": "succeeded", "limit": 100}),
+    )
+    .await;
+    assert_eq!(
+        r.body["data"].as_array().unwrap().len(),
+        1 + 3 + 39,
+        "{}",
+        r.body
+    );
 }
 
 #[actix_web::test]
@@ -416,12 +456,28 @@ async fn the_sales_report_counts_what_cycles_sold() {
     advance(&app, &m, 5 * 31 * DAY).await;
     let paid = cycles(&app, &m, &id).await;
     assert_eq!(paid.len(), 6, "{paid:?}");
-    let lines = get(&app, &m, &format!("/payments/{}/lines", paid[0]["payment_id"].as_str().unwrap())).await;
-    assert_eq!(lines.body["data"][0]["price_id"], price.as_str(), "{}", lines.body);
+    let lines = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/lines",
+            paid[0]["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(
+        lines.body["data"][0]["price_id"],
+        price.as_str(),
+        "{}",
+        lines.body
+    );
     let report = get(&app, &m, &format!("/products/{product}/sales")).await;
     assert_eq!(report.status, 200, "{}", report.body);
     assert_eq!(
-        (report.body["totals"]["units_sold"].as_i64(), report.body["totals"]["amount_sold"].as_i64()),
+        (
+            report.body["totals"]["units_sold"].as_i64(),
+            report.body["totals"]["amount_sold"].as_i64()
+        ),
         (Some(12), Some(6 * 3000)),
         "{}",
         report.body
@@ -431,7 +487,11 @@ async fn the_sales_report_counts_what_cycles_sold() {
     assert_eq!(r.status, 200, "{}", r.body);
     advance(&app, &m, 31 * DAY).await;
     let c = cycles(&app, &m, &id).await;
-    assert_eq!((c.len(), c[0]["status"].as_str()), (7, Some("paid")), "{c:?}");
+    assert_eq!(
+        (c.len(), c[0]["status"].as_str()),
+        (7, Some("paid")),
+        "{c:?}"
+    );
 }
 
 /// Finalizes the invoice `id`.
@@ -471,14 +531,33 @@ async fn a_cycle_is_taxed_when_charged_and_its_invoice_is_paid_with_it() {
     assert_eq!(first["amount"], 5355, "{first}");
     let paid = charges(&app, &m, &cid, &id).await;
     assert_eq!(paid[0]["amount_captured"], 5355);
-    let lines = get(&app, &m, &format!("/payments/{}/lines", paid[0]["payment_id"].as_str().unwrap())).await;
+    let lines = get(
+        &app,
+        &m,
+        &format!(
+            "/payments/{}/lines",
+            paid[0]["payment_id"].as_str().unwrap()
+        ),
+    )
+    .await;
     assert_eq!(lines.body["data"][0]["tax_amount"], 855, "{}", lines.body);
     // Its invoice totals what was charged, and is paid.
-    let d = post(&app, &m, "/invoices", json!({"subscription_id": id, "cycle_id": first["cycle_id"]})).await;
+    let d = post(
+        &app,
+        &m,
+        "/invoices",
+        json!({"subscription_id": id, "cycle_id": first["cycle_id"]}),
+    )
+    .await;
     assert_eq!(d.status, 201, "{}", d.body);
     let f = finalize(&app, &m, d.body["invoice_id"].as_str().unwrap()).await;
     assert_eq!(
-        (f["total"].as_i64(), f["tax"].as_i64(), f["amount_due"].as_i64(), f["status"].as_str()),
+        (
+            f["total"].as_i64(),
+            f["tax"].as_i64(),
+            f["amount_due"].as_i64(),
+            f["status"].as_str()
+        ),
         (Some(5355), Some(855), Some(0), Some("paid")),
         "{f}"
     );
@@ -489,24 +568,51 @@ async fn a_cycle_is_taxed_when_charged_and_its_invoice_is_paid_with_it() {
     let end = time(&s["current_period_end"]);
     advance(&app, &m, (end - now_of(&app, &m).await).num_seconds() + 60).await;
     let open = &cycles(&app, &m, &id).await[0];
-    assert_eq!((open["status"].as_str(), open["amount"].as_i64()), (Some("open"), Some(5355)), "{open}");
-    let d = post(&app, &m, "/invoices", json!({"subscription_id": id, "cycle_id": open["cycle_id"]})).await;
+    assert_eq!(
+        (open["status"].as_str(), open["amount"].as_i64()),
+        (Some("open"), Some(5355)),
+        "{open}"
+    );
+    let d = post(
+        &app,
+        &m,
+        "/invoices",
+        json!({"subscription_id": id, "cycle_id": open["cycle_id"]}),
+    )
+    .await;
     let invoice = d.body["invoice_id"].as_str().unwrap().to_owned();
     let f = finalize(&app, &m, &invoice).await;
-    assert_eq!((f["status"].as_str(), f["amount_due"].as_i64()), (Some("open"), Some(5355)), "{f}");
+    assert_eq!(
+        (f["status"].as_str(), f["amount_due"].as_i64()),
+        (Some("open"), Some(5355)),
+        "{f}"
+    );
     // Its retries fail too (unpaid); a resume with another card pays it.
     advance(&app, &m, 10 * DAY).await;
     let other = mandate(&app, &m, &cid, "5555555555554444").await;
-    let r = post(&app, &m, &format!("/subscriptions/{id}/resume"), json!({"mandate_id": other})).await;
+    let r = post(
+        &app,
+        &m,
+        &format!("/subscriptions/{id}/resume"),
+        json!({"mandate_id": other}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let deadline = Instant::now() + StdDuration::from_secs(10);
     loop {
         let inv = get(&app, &m, &format!("/invoices/{invoice}")).await.body;
         if inv["status"] == "paid" {
-            assert_eq!((inv["amount_paid"].as_i64(), inv["amount_due"].as_i64()), (Some(5355), Some(0)), "{inv}");
+            assert_eq!(
+                (inv["amount_paid"].as_i64(), inv["amount_due"].as_i64()),
+                (Some(5355), Some(0)),
+                "{inv}"
+            );
             break;
         }
-        assert!(Instant::now() < deadline, "the paid cycle's invoice stayed {inv}");
+        assert!(
+            Instant::now() < deadline,
+            "the paid cycle's invoice stayed {inv}"
+        );
         actix_web::rt::time::sleep(StdDuration::from_millis(25)).await;
     }
 }
@@ -519,7 +625,10 @@ enum Step {
     Resume,
     /// The mandate is revoked: charges fail until a resume gives a new one.
     CardFails,
-    Update { amount: i64, proration: &'static str },
+    Update {
+        amount: i64,
+        proration: &'static str,
+    },
 }
 
 fn step(rng: &mut StdRng) -> Step {
@@ -542,10 +651,20 @@ fn step(rng: &mut StdRng) -> Step {
 fn status_at(history: &[Value], at: DateTime<Utc>) -> String {
     history
         .iter()
-        .filter(|e| e["event_type"].as_str().unwrap().starts_with("subscription_"))
+        .filter(|e| {
+            e["event_type"]
+                .as_str()
+                .unwrap()
+                .starts_with("subscription_")
+        })
         .filter(|e| time(&e["created"]) <= at)
         .last()
-        .map(|e| e["envelope"]["content"]["object"]["status"].as_str().unwrap().to_owned())
+        .map(|e| {
+            e["envelope"]["content"]["object"]["status"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .unwrap_or_default()
 }
 
@@ -577,10 +696,15 @@ async fn random_histories_charge_each_active_period_once() {
                     // each declined charge expires once a day later.
                     let days = secs / DAY + 2;
                     let ran = moved["jobs_run"].as_i64().unwrap();
-                    assert!(ran <= 3 * days + 8, "seed {seed}: {ran} jobs for {secs} s {trail:?}");
+                    assert!(
+                        ran <= 3 * days + 8,
+                        "seed {seed}: {ran} jobs for {secs} s {trail:?}"
+                    );
                     continue;
                 }
-                Step::Pause => post(&app, &m, &format!("/subscriptions/{id}/pause"), json!({})).await,
+                Step::Pause => {
+                    post(&app, &m, &format!("/subscriptions/{id}/pause"), json!({})).await
+                }
                 Step::Resume => {
                     if revoked {
                         current = mandate(&app, &m, &cid, "4242424242424242").await;
@@ -594,9 +718,15 @@ async fn random_histories_charge_each_active_period_once() {
                     post(&app, &m, &format!("/mandates/revoke/{current}"), json!({})).await
                 }
                 Step::Update { amount, proration } => {
-                    let body = json!({"items": [{"price_id": prices[&amount]}], "proration": proration});
-                    app.call(&m, Method::PUT, &format!("/subscriptions/{id}/update"), Some(body))
-                        .await
+                    let body =
+                        json!({"items": [{"price_id": prices[&amount]}], "proration": proration});
+                    app.call(
+                        &m,
+                        Method::PUT,
+                        &format!("/subscriptions/{id}/update"),
+                        Some(body),
+                    )
+                    .await
                 }
             };
             assert!(
@@ -624,7 +754,10 @@ async fn random_histories_charge_each_active_period_once() {
             .collect();
         periods.sort();
         for w in periods.windows(2) {
-            assert!(w[0].1 <= w[1].0, "seed {seed}: {w:?} overlap {trail:?}\n{cycles:?}");
+            assert!(
+                w[0].1 <= w[1].0,
+                "seed {seed}: {w:?} overlap {trail:?}\n{cycles:?}"
+            );
         }
         for (start, _) in &periods {
             assert_eq!(

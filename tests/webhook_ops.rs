@@ -438,7 +438,12 @@ async fn racing_retries_of_an_event_from_before_the_endpoint_send_it_once() {
     let pid = app.succeeded_payment(&m).await;
     let receiver = Receiver::start().await;
     app.set_webhook(&m, &receiver.url).await;
-    let event = events(&app, &m, json!({"object_id": pid, "event_type": "payment_succeeded"})).await;
+    let event = events(
+        &app,
+        &m,
+        json!({"object_id": pid, "event_type": "payment_succeeded"}),
+    )
+    .await;
     let event_id = event[0]["event_id"].as_str().unwrap().to_owned();
     let replay = format!("/events/{}/replay", m.merchant_id);
     let calls = (0..6).map(|i| {

@@ -26,10 +26,7 @@ impl MigrationTrait for Migration {
             .exec_stmt(
                 Query::update()
                     .table(Subscriptions::Table)
-                    .value(
-                        Subscriptions::PaidRate,
-                        Expr::col(Subscriptions::Amount),
-                    )
+                    .value(Subscriptions::PaidRate, Expr::col(Subscriptions::Amount))
                     .to_owned(),
             )
             .await

@@ -339,18 +339,21 @@ pub(super) async fn write(
     // deliveries are due in base time, which the dispatcher keeps: at once.
     let send_at = at - chrono::Duration::seconds(crate::clock::current().offset_seconds);
     for e in &change.events {
-        later.event(outbox::row(
-            NewEvent {
-                merchant_id: &e.merchant_id,
-                profile_id: e.profile_id.as_deref(),
-                test_mode: e.test_mode,
-                event_type: &e.event_type,
-                object_id: &e.object_id,
-                content_type: e.content_type,
-                object: e.object.clone(),
-            },
-            at,
-        )?, send_at);
+        later.event(
+            outbox::row(
+                NewEvent {
+                    merchant_id: &e.merchant_id,
+                    profile_id: e.profile_id.as_deref(),
+                    test_mode: e.test_mode,
+                    event_type: &e.event_type,
+                    object_id: &e.object_id,
+                    content_type: e.content_type,
+                    object: e.object.clone(),
+                },
+                at,
+            )?,
+            send_at,
+        );
     }
     // Job rows are made here, on the timeline of the task that made the change.
     for j in &change.jobs {

@@ -150,7 +150,9 @@ pub async fn unpaid_of_cycle(
     invoice::Entity::find()
         .filter(invoice::Column::CycleId.eq(cycle_id))
         .filter(invoice::Column::Kind.eq(Kind::Invoice.as_str()))
-        .filter(invoice::Column::Status.is_in([Status::Open.as_str(), Status::Uncollectible.as_str()]))
+        .filter(
+            invoice::Column::Status.is_in([Status::Open.as_str(), Status::Uncollectible.as_str()]),
+        )
         .all(db)
         .await
 }

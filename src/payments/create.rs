@@ -87,7 +87,13 @@ pub async fn create(
         // the sales report as they are.
         Maker::Subscription { payment_id } => {
             let index = lines.iter().flatten().flat_map(|l| {
-                products::store::line_index(&payment_id, &l.line_id, l.product_id.as_deref(), l.price_id.as_deref(), now)
+                products::store::line_index(
+                    &payment_id,
+                    &l.line_id,
+                    l.product_id.as_deref(),
+                    l.price_id.as_deref(),
+                    now,
+                )
             });
             let index = index.collect();
             (payment_id, index)

@@ -96,7 +96,15 @@ pub async fn create_payment(
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::request_key(&http);
     let resume = idempotency::resumed(&http, "pay");
-    let m = create::create(&payments, &caller, req, key, resume, create::Maker::Merchant).await?;
+    let m = create::create(
+        &payments,
+        &caller,
+        req,
+        key,
+        resume,
+        create::Maker::Merchant,
+    )
+    .await?;
     Ok(HttpResponse::Created().json(Payment::render(&m, public_url(&state))))
 }
 

@@ -649,7 +649,10 @@ async fn bill(
     let charge = after.amount.saturating_add(after.pending_adjustment);
     if after.pending_adjustment > 0 {
         let mut lines = lines_of(&cycle);
-        lines.extend(serde_json::from_str::<Vec<CycleLine>>(&proration_lines(after.pending_adjustment)).unwrap_or_default());
+        lines.extend(
+            serde_json::from_str::<Vec<CycleLine>>(&proration_lines(after.pending_adjustment))
+                .unwrap_or_default(),
+        );
         cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
     } else if after.pending_adjustment < 0 {
         // Lines cannot be negative: a credited cycle charges the plan less the credit as one
@@ -664,7 +667,10 @@ async fn bill(
         cycle.payment_id = None;
         after.pending_adjustment = charge;
         let after = store::raised(s, after);
-        let mut events: Vec<Event> = announce.map(|e| store::event(&after, e)).into_iter().collect();
+        let mut events: Vec<Event> = announce
+            .map(|e| store::event(&after, e))
+            .into_iter()
+            .collect();
         events.push(store::invoice_event(&after, &cycle, None, "invoice_paid"));
         return save(deps, s, after, CycleWrite::Insert(cycle), events).await;
     }
@@ -673,7 +679,10 @@ async fn bill(
     after.pending_adjustment = 0;
     after.open_cycle_id = Some(cycle.id.clone());
     let after = store::raised(s, after);
-    let events = announce.map(|e| store::event(&after, e)).into_iter().collect();
+    let events = announce
+        .map(|e| store::event(&after, e))
+        .into_iter()
+        .collect();
     let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), events).await?;
     settle(deps, &after, cycle, now).await
 }
@@ -754,14 +763,16 @@ async fn resume(
     };
     if !owes {
         let after = store::raised(s, after);
-        let events = announce.map(|e| store::event(&after, e)).into_iter().collect();
+        let events = announce
+            .map(|e| store::event(&after, e))
+            .into_iter()
+            .collect();
         return save(deps, s, after, CycleWrite::None, events).await;
     }
     let mut after = restarted(&after, now).ok_or(SubscriptionError::PastCalendar)?;
     match open {
         Some(mut c) => {
-            (c.period_start, c.period_end) =
-                (after.current_period_start, after.current_period_end);
+            (c.period_start, c.period_end) = (after.current_period_start, after.current_period_end);
             after.paid_rate = after.amount;
             attempt(deps, s, after, c, announce, now).await
         }
@@ -773,12 +784,7 @@ async fn resume(
 pub fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
     let interval = machine::Interval::parse(&s.interval)?;
     let k = s.period_index + 1;
-    let end = machine::period_end(
-        s.anchor_at,
-        interval,
-        s.interval_count,
-        k - s.anchor_index,
-    )?;
+    let end = machine::period_end(s.anchor_at, interval, s.interval_count, k - s.anchor_index)?;
     let mut after = s.clone();
     after.period_index = k;
     after.current_period_start = s.current_period_end;
@@ -865,7 +871,10 @@ async fn attempt(
     after.updated_at = now;
     after.open_cycle_id = Some(c.id.clone());
     let after = store::raised(s, after);
-    let events = announce.map(|e| store::event(&after, e)).into_iter().collect();
+    let events = announce
+        .map(|e| store::event(&after, e))
+        .into_iter()
+        .collect();
     let after = save(deps, s, after, CycleWrite::Update(c.clone()), events).await?;
     settle(deps, &after, c, now).await
 }

@@ -485,7 +485,11 @@ impl CycleLine {
             name: self.name.clone(),
             quantity: self.quantity,
             unit_amount: self.unit_amount,
-            tax_amount: if self.tax_inclusive { 0 } else { self.tax_amount },
+            tax_amount: if self.tax_inclusive {
+                0
+            } else {
+                self.tax_amount
+            },
         }
     }
 }

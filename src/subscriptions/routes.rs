@@ -77,10 +77,9 @@ impl From<SubscriptionError> for ApiError {
             }
             SubscriptionError::Refused(r) => ApiError::conflict("invalid_state", r.to_string()),
             SubscriptionError::LostRace => ApiError::concurrent_update("subscription"),
-            SubscriptionError::Overflow => ApiError::invalid_param(
-                "items",
-                "what a cycle charges, tax included, overflows",
-            ),
+            SubscriptionError::Overflow => {
+                ApiError::invalid_param("items", "what a cycle charges, tax included, overflows")
+            }
             SubscriptionError::PastCalendar => ApiError::conflict(
                 "past_calendar",
                 "the subscription's next period would end past the calendar's end",

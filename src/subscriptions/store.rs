@@ -188,7 +188,10 @@ pub async fn open_cycle(
 
 /// Whether the subscription's current period is paid: a paid cycle covers it (a period that
 /// began while the subscription was paused is not).
-pub async fn period_paid(db: &impl ConnectionTrait, s: &subscription::Model) -> Result<bool, DbErr> {
+pub async fn period_paid(
+    db: &impl ConnectionTrait,
+    s: &subscription::Model,
+) -> Result<bool, DbErr> {
     Ok(subscription_cycle::Entity::find()
         .filter(subscription_cycle::Column::SubscriptionId.eq(s.id.as_str()))
         .filter(subscription_cycle::Column::Status.eq("paid"))
@@ -225,7 +228,10 @@ pub async fn count_live(
     test_mode: bool,
 ) -> Result<u64, DbErr> {
     use sea_orm::PaginatorTrait;
-    let ended = Status::ALL.into_iter().filter(|s| s.is_final()).map(Status::as_str);
+    let ended = Status::ALL
+        .into_iter()
+        .filter(|s| s.is_final())
+        .map(Status::as_str);
     subscription::Entity::find()
         .filter(subscription::Column::MerchantId.eq(merchant_id))
         .filter(subscription::Column::TestMode.eq(test_mode))
@@ -260,8 +266,13 @@ pub async fn renewals_until(
         while let Some(e) = end.filter(|e| *e <= until && n <= cap) {
             n += 1;
             k += 1;
-            end = super::machine::period_end(s.anchor_at, interval, s.interval_count, k - s.anchor_index)
-                .filter(|next| *next > e);
+            end = super::machine::period_end(
+                s.anchor_at,
+                interval,
+                s.interval_count,
+                k - s.anchor_index,
+            )
+            .filter(|next| *next > e);
         }
     }
     Ok(n)

@@ -66,7 +66,8 @@ pub async fn advance(
 ) -> Result<Reading, AdvanceError> {
     let target = read(db, clock, merchant_id).await?.now + Duration::seconds(seconds);
     // One request must not make unbounded work: refused before anything moves.
-    let renewals = subscriptions::store::renewals_until(db, merchant_id, target, max_charges).await?;
+    let renewals =
+        subscriptions::store::renewals_until(db, merchant_id, target, max_charges).await?;
     if renewals > max_charges {
         return Err(AdvanceError::TooMuchWork {
             renewals,

@@ -230,9 +230,8 @@ pub async fn manual_retries(
             "the shop's webhook endpoint is paused; enable it to send events",
         ));
     }
-    let of_event = || {
-        delivery::Entity::find().filter(delivery::Column::EventId.eq(event.id.as_str()))
-    };
+    let of_event =
+        || delivery::Entity::find().filter(delivery::Column::EventId.eq(event.id.as_str()));
     let mut deliveries = of_event().all(db).await?;
     if deliveries.is_empty() {
         // Invariant: an event has one delivery per endpoint, even when retries race (on two
@@ -251,7 +250,10 @@ pub async fn manual_retries(
                 refusal: "event_missing",
             })
             .write(Write::Require {
-                query: of_event().select_only().column(delivery::Column::Id).into_query(),
+                query: of_event()
+                    .select_only()
+                    .column(delivery::Column::Id)
+                    .into_query(),
                 exists: false,
                 refusal: "deliveries_made",
             });
