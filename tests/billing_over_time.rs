@@ -657,8 +657,7 @@ fn status_at(history: &[Value], at: DateTime<Utc>) -> String {
                 .unwrap()
                 .starts_with("subscription_")
         })
-        .filter(|e| time(&e["created"]) <= at)
-        .last()
+        .rfind(|e| time(&e["created"]) <= at)
         .map(|e| {
             e["envelope"]["content"]["object"]["status"]
                 .as_str()

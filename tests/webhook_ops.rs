@@ -474,7 +474,7 @@ async fn racing_retries_of_an_event_from_before_the_endpoint_send_it_once() {
         .iter()
         .map(|r| r.header("webhook-id").to_owned())
         .collect();
-    assert_eq!(got, [event_id.clone()], "sent once");
+    assert_eq!(got, std::slice::from_ref(&event_id), "sent once");
     let attempts = attempts_of(&app, &m, &event_id).await;
     assert_eq!(attempts.len(), 1, "{attempts:?}");
 }
