@@ -42,7 +42,7 @@ use crate::{
     scheduler::{self, Job, Outcome, Scheduler},
     settings::{DeploymentMode, Settings},
     state::AppState,
-    subscriptions::{self, actor::SubscriptionDeps, Subscriptions},
+    subscriptions::{self, cycles::SubscriptionDeps, Subscriptions},
     test_clock,
     wallet::{self, processor::SandboxWallet, WalletDeps},
     webhooks::{
@@ -557,7 +557,7 @@ fn build_scheduler(
                     }
                 }
                 Err(payd_actors::ActorError::Load(
-                    subscriptions::actor::SubscriptionError::NotFound,
+                    subscriptions::cycles::SubscriptionError::NotFound,
                 )) => Outcome::Done,
                 Ok(Err(e)) => Outcome::Failed(e.to_string()),
                 Err(e) => Outcome::Failed(e.to_string()),

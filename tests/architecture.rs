@@ -68,6 +68,7 @@ const NAMED: &[(&str, &str)] = &[
     ("wallet::follow", "runtime"),
     ("products::catalog", "runtime"),
     ("subscriptions::create", "runtime"),
+    ("subscriptions::cycles", "runtime"),
     ("subscriptions::adopt", "runtime"),
     ("subscriptions::billing", "store"),
     ("subscriptions::plans", "domain"),

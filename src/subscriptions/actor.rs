@@ -1,83 +1,28 @@
 //! The subscription actor: one per subscription id. It serializes every change of its
-//! subscription — pause, resume, cancel, and its due moments (renewals, retries, a scheduled
-//! cancellation, an expiry) — and commits each under the subscription's version.
-//!
-//! Charging a cycle is intent before effect: an attempt is committed first, with the id of the
-//! payment it will make; the payment is made with that id; its outcome is committed after. A
-//! crash or a lost race in between finds the attempt still `charging` and settles it with the
-//! same payment id — made now if it never was, read if it was — so no cycle is charged twice,
-//! whatever instance runs next.
-
-use std::sync::Arc;
+//! subscription — pause, resume, cancel, a plan change, and its due moments (renewals,
+//! retries, a scheduled cancellation, an expiry) — and commits each under the subscription's
+//! version. How a cycle is billed and collected is `cycles.rs`.
 
 use actix::Message;
-use chrono::{DateTime, Duration, Utc};
-use payd_entity::{payment, subscription, subscription_cycle};
+use chrono::{DateTime, Utc};
+use payd_entity::{subscription, subscription_cycle};
 use sea_orm::DbErr;
 
 use super::{
-    api::{CycleLine, CycleTax},
-    billing::SandboxBilling,
+    cycles::{
+        attempt, bill, moved, new_cycle, next_period, next_seq, open_cycle, proration_lines,
+        restarted, retry, save, settle, taxed, void_open, SubscriptionDeps, SubscriptionError,
+    },
     machine::{self, Next, Refusal, Status},
-    store::{self, CommitError, CycleWrite},
+    store::{self, CycleWrite},
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::{Caller, KeyKind, Mode, Scope},
-    clock::{SharedClock, Timeline},
-    commit::{self, Event},
-    error::ApiError,
-    ids::{new_id, KeyId, MerchantId, ProfileId},
-    payments::{self, actor::Payments, api::CreatePaymentRequest},
+    auth::keys::Scope,
+    clock::Timeline,
+    commit, payments,
     row_actor::{Row, RowActor},
-    webhooks::wake::Wake,
 };
-
-/// What the subscription actors need.
-#[derive(Clone)]
-pub struct SubscriptionDeps {
-    pub db: Db,
-    pub clock: SharedClock,
-    pub payments: Payments,
-    pub wake: Wake,
-    /// Where payd is reached (payments in events render their URLs with it).
-    pub public_url: String,
-    /// Days to wait before each retry of a failed cycle.
-    pub retry_days: Vec<u32>,
-    /// How long a `created` subscription waits for its first payment.
-    pub confirm_within: Duration,
-    /// The billing processor that bills adopted subscriptions.
-    pub billing: Arc<SandboxBilling>,
-    /// `sandbox.max_subscriptions`: a sandbox merchant's subscriptions that have not ended.
-    pub sandbox_max: u64,
-    /// The shop's tax rules, put on each cycle payd charges when it is made.
-    pub tax: Arc<dyn CycleTax>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum SubscriptionError {
-    #[error("no such subscription")]
-    NotFound,
-    #[error(transparent)]
-    Refused(#[from] Refusal),
-    #[error("the subscription was changed concurrently")]
-    LostRace,
-    #[error("the subscription's next period is past the calendar's end")]
-    PastCalendar,
-    #[error("a cycle's amount overflows")]
-    Overflow,
-    #[error("database: {0}")]
-    Db(#[from] DbErr),
-}
-
-impl From<CommitError> for SubscriptionError {
-    fn from(e: CommitError) -> Self {
-        match e {
-            CommitError::LostRace | CommitError::Refused(_) => SubscriptionError::LostRace,
-            CommitError::Db(e) => SubscriptionError::Db(e),
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub enum Command {
@@ -199,76 +144,6 @@ impl commit::Versioned for subscription::Model {
     }
 }
 
-/// `s` moved by a transition: a new status or cancellation flag, and a new transition id.
-fn moved(s: &subscription::Model, next: Next, now: DateTime<Utc>) -> subscription::Model {
-    let mut after = s.clone();
-    after.status = next.status.as_str().to_owned();
-    after.cancel_at_period_end = next.cancel_at_period_end;
-    after.transition_id = new_id("tr");
-    after.updated_at = now;
-    after
-}
-
-/// The subscription's open cycle, if any.
-async fn open_cycle(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-) -> Result<Option<subscription_cycle::Model>, SubscriptionError> {
-    Ok(store::open_cycle(&deps.db, s).await?)
-}
-
-/// A status change of a processor-billed subscription made in payd is made at the processor
-/// too, before it is committed here (the processor's change is idempotent; if the commit then
-/// fails, a sync brings payd to what the processor holds).
-async fn forward_status(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    now: DateTime<Utc>,
-) -> Result<(), SubscriptionError> {
-    let at_processor = match Status::parse(&s.status) {
-        Some(Status::Active) => "active",
-        Some(Status::Paused) => "paused",
-        Some(Status::Cancelled | Status::InActive) => "cancelled",
-        _ => return Ok(()),
-    };
-    let found = deps.billing.of(s).await?;
-    if let Some(p) = found.filter(|p| p.status != at_processor) {
-        let change = super::billing::ProcessorChange {
-            status: Some(at_processor),
-            ..Default::default()
-        };
-        deps.billing.change(&p, &change, now).await?;
-    }
-    Ok(())
-}
-
-/// Commits `after` over `before` with the cycle's write and the events; wakes the webhook
-/// dispatcher when they queued deliveries. The events must be rendered from `after` as
-/// [`store::raised`] makes it (its version one up), which is what is committed.
-async fn save(
-    deps: &SubscriptionDeps,
-    before: &subscription::Model,
-    after: subscription::Model,
-    cycle: CycleWrite,
-    events: Vec<Event>,
-) -> Result<subscription::Model, SubscriptionError> {
-    let after = store::raised(before, after);
-    if after.billing != store::PAYD && after.status != before.status {
-        forward_status(deps, &after, after.updated_at).await?;
-    }
-    let open = match &cycle {
-        CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == "open" => Some(c.clone()),
-        CycleWrite::Insert(_) | CycleWrite::Update(_) => None,
-        CycleWrite::None => open_cycle(deps, &after).await?,
-    };
-    let due = store::next_due(&after, open.as_ref(), deps.confirm_within);
-    let deliveries = store::commit(&deps.db, before, &after, cycle, events, due).await?;
-    if deliveries > 0 {
-        deps.wake.now();
-    }
-    Ok(after)
-}
-
 /// `Command::Sync`: a processor-billed subscription takes the processor's status, plan and
 /// quantity where they differ (each status change announced as if made here); a payd-billed
 /// one settles a charge in flight.
@@ -358,12 +233,9 @@ async fn step(
             if !at_period_end {
                 after.cancelled_at = Some(now);
                 // An open cycle is not collected any more.
-                if let Some(mut c) = open_cycle(deps, s).await?.filter(|c| !c.charging) {
-                    c.status = "void".into();
-                    c.next_attempt_at = None;
-                    c.updated_at = now;
-                    after.open_cycle_id = None;
-                    cycle = CycleWrite::Update(c);
+                let open = open_cycle(deps, s).await?.filter(|c| !c.charging);
+                if open.is_some() {
+                    cycle = void_open(&mut after, open, now);
                 }
             }
             let events = vec![store::event(&after, next.event)];
@@ -439,65 +311,6 @@ async fn step(
     }
 }
 
-/// The sequence number of the subscription's next cycle.
-async fn next_seq(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-) -> Result<i64, SubscriptionError> {
-    Ok(store::cycles(&deps.db, &s.id)
-        .await?
-        .first()
-        .map_or(1, |c| c.seq + 1))
-}
-
-/// A cycle's lines.
-fn lines_of(c: &subscription_cycle::Model) -> Vec<CycleLine> {
-    serde_json::from_str(&c.lines).unwrap_or_default()
-}
-
-/// The one line of a cycle whose plan is charged less a credit of plan changes.
-fn credited_line(charge: i64) -> String {
-    serde_json::json!([{"line_id": "period", "name": "The plan, less the credit of plan changes",
-        "quantity": 1, "unit_amount": charge.max(0)}])
-    .to_string()
-}
-
-/// Puts the shop's tax rules on `cycle`'s lines (as they stand at `now`, for the customer),
-/// and makes its amount what they charge: the amount a cycle charges is what its invoice
-/// totals. A billing processor's cycle is taxed by the processor.
-pub(super) async fn taxed(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    cycle: &mut subscription_cycle::Model,
-    now: DateTime<Utc>,
-) -> Result<(), SubscriptionError> {
-    let mut lines = lines_of(cycle);
-    if s.billing != store::PAYD || lines.is_empty() {
-        return Ok(());
-    }
-    let taxes = deps.tax.tax(s, &lines, now).await?;
-    for (line, tax) in lines.iter_mut().zip(taxes) {
-        line.tax_rule_id = tax.rule_id;
-        line.tax_rate_bps = tax.rate_bps;
-        line.tax_inclusive = tax.inclusive;
-        line.tax_amount = tax.amount;
-    }
-    let total = lines
-        .iter()
-        .try_fold(0i64, |sum, l| sum.checked_add(l.total()?))
-        .ok_or(SubscriptionError::Overflow)?;
-    cycle.amount = total;
-    cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
-    Ok(())
-}
-
-/// The one line of a cycle that charges prorations.
-fn proration_lines(amount: i64) -> String {
-    serde_json::json!([{"line_id": super::api::PRORATION_LINE, "name": "Prorations of plan changes",
-        "quantity": 1, "unit_amount": amount}])
-    .to_string()
-}
-
 /// Withdraws the first charge of a `created` subscription before it is confirmed another way
 /// or expires: a payment still waiting for the buyer (the hosted checkout's) is cancelled, so
 /// it can no longer be paid; `None` then, or when there is none. A payment the buyer already
@@ -571,16 +384,7 @@ async fn tick(
             event: "subscription_expired",
         };
         let mut after = store::raised(s, moved(s, next, now));
-        after.open_cycle_id = None;
-        let cycle = match open {
-            Some(mut c) => {
-                c.status = "void".into();
-                c.next_attempt_at = None;
-                c.updated_at = now;
-                CycleWrite::Update(c)
-            }
-            None => CycleWrite::None,
-        };
+        let cycle = void_open(&mut after, open, now);
         let events = vec![store::event(&after, next.event)];
         return save(deps, s, after, cycle, events).await;
     }
@@ -629,97 +433,6 @@ async fn tick(
         return save(deps, s, store::raised(s, after), CycleWrite::None, vec![]).await;
     }
     bill(deps, s, after, None, now).await
-}
-
-/// The renewal, or the period a resume starts: `after` (`s` in its new period) gets the
-/// period's cycle, with its first attempt recorded before it is charged, and `announce` (a
-/// transition made with it) is announced in the same commit. Prorations of plan changes are
-/// added to the cycle (a credit is taken off it; one larger than the cycle pays it whole and
-/// carries the rest).
-async fn bill(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    mut after: subscription::Model,
-    announce: Option<&'static str>,
-    now: DateTime<Utc>,
-) -> Result<subscription::Model, SubscriptionError> {
-    let seq = next_seq(deps, s).await?;
-    let mut cycle = new_cycle(&after, seq, now);
-    after.paid_rate = after.amount;
-    let charge = after.amount.saturating_add(after.pending_adjustment);
-    if after.pending_adjustment > 0 {
-        let mut lines = lines_of(&cycle);
-        lines.extend(
-            serde_json::from_str::<Vec<CycleLine>>(&proration_lines(after.pending_adjustment))
-                .unwrap_or_default(),
-        );
-        cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
-    } else if after.pending_adjustment < 0 {
-        // Lines cannot be negative: a credited cycle charges the plan less the credit as one
-        // line (taxed as such).
-        cycle.lines = credited_line(charge);
-    }
-    if charge <= 0 {
-        cycle.amount = 0;
-        cycle.status = "paid".into();
-        cycle.charging = false;
-        cycle.attempts = 0;
-        cycle.payment_id = None;
-        after.pending_adjustment = charge;
-        let after = store::raised(s, after);
-        let mut events: Vec<Event> = announce
-            .map(|e| store::event(&after, e))
-            .into_iter()
-            .collect();
-        events.push(store::invoice_event(&after, &cycle, None, "invoice_paid"));
-        return save(deps, s, after, CycleWrite::Insert(cycle), events).await;
-    }
-    cycle.amount = charge;
-    taxed(deps, &after, &mut cycle, now).await?;
-    after.pending_adjustment = 0;
-    after.open_cycle_id = Some(cycle.id.clone());
-    let after = store::raised(s, after);
-    let events = announce
-        .map(|e| store::event(&after, e))
-        .into_iter()
-        .collect();
-    let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), events).await?;
-    settle(deps, &after, cycle, now).await
-}
-
-/// `after`'s open cycle, if any, voided: a subscription that ends does not collect it.
-fn void_open(
-    after: &mut subscription::Model,
-    open: Option<subscription_cycle::Model>,
-    now: DateTime<Utc>,
-) -> CycleWrite {
-    after.open_cycle_id = None;
-    match open {
-        Some(mut c) => {
-            c.status = "void".into();
-            c.next_attempt_at = None;
-            c.updated_at = now;
-            CycleWrite::Update(c)
-        }
-        None => CycleWrite::None,
-    }
-}
-
-/// A failed cycle's retry, due now. One made after the cycle's period ended pays a period
-/// that starts now (the subscription starts it: the time the cycle went unpaid is not
-/// charged), so a late payment never makes the periods since owed at once.
-async fn retry(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    mut c: subscription_cycle::Model,
-    now: DateTime<Utc>,
-) -> Result<subscription::Model, SubscriptionError> {
-    let mut after = s.clone();
-    if now >= c.period_end {
-        after = restarted(s, now).ok_or(SubscriptionError::PastCalendar)?;
-        (c.period_start, c.period_end) = (after.current_period_start, after.current_period_end);
-    }
-    attempt(deps, s, after, c, None, now).await
 }
 
 /// `POST …/resume`. A paused subscription becomes active; an active one's cancellation at
@@ -778,335 +491,4 @@ async fn resume(
         }
         None => bill(deps, s, after, announce, now).await,
     }
-}
-
-/// `s` in its next period; `None` past the calendar's end.
-pub fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
-    let interval = machine::Interval::parse(&s.interval)?;
-    let k = s.period_index + 1;
-    let end = machine::period_end(s.anchor_at, interval, s.interval_count, k - s.anchor_index)?;
-    let mut after = s.clone();
-    after.period_index = k;
-    after.current_period_start = s.current_period_end;
-    after.current_period_end = end;
-    Some(after)
-}
-
-/// `s` in a new period that starts `now`, its periods counted from there on (a resume, or a
-/// retry after its cycle's period ended); `None` past the calendar's end.
-pub fn restarted(s: &subscription::Model, now: DateTime<Utc>) -> Option<subscription::Model> {
-    let interval = machine::Interval::parse(&s.interval)?;
-    let mut after = s.clone();
-    after.period_index = s.period_index + 1;
-    after.anchor_index = s.period_index;
-    after.anchor_at = now;
-    after.current_period_start = now;
-    after.current_period_end = machine::period_end(now, interval, s.interval_count, 1)?;
-    Some(after)
-}
-
-/// A cycle for `s`'s current period, with its first attempt recorded (`charging`).
-pub fn new_cycle(
-    s: &subscription::Model,
-    seq: i64,
-    now: DateTime<Utc>,
-) -> subscription_cycle::Model {
-    let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
-    // Each line names its product and price, so the sales report counts what cycles sold.
-    let lines: Vec<CycleLine> = items
-        .iter()
-        .enumerate()
-        .map(|(i, it)| CycleLine {
-            line_id: format!("item_{}", i + 1),
-            name: it
-                .price_id
-                .clone()
-                .or_else(|| it.plan_id.clone())
-                .unwrap_or_default(),
-            quantity: it.quantity,
-            unit_amount: it.unit_amount,
-            product_id: it.product_id.clone(),
-            price_id: it.price_id.clone(),
-            tax_rule_id: None,
-            tax_rate_bps: 0,
-            tax_inclusive: false,
-            tax_amount: 0,
-        })
-        .collect();
-    subscription_cycle::Model {
-        id: new_id("cyc"),
-        subscription_id: s.id.clone(),
-        seq,
-        period_start: s.current_period_start,
-        period_end: s.current_period_end,
-        amount: s.amount,
-        currency: s.currency.clone(),
-        lines: serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into()),
-        status: "open".into(),
-        attempts: 1,
-        charging: true,
-        payment_id: (s.billing == store::PAYD).then(|| new_id("pay")),
-        processor_invoice_id: None,
-        next_attempt_at: None,
-        created_at: now,
-        updated_at: now,
-    }
-}
-
-/// A new attempt at an open cycle (`after`: the subscription it is made for, with
-/// `announce`, a transition made with it): recorded, then made.
-async fn attempt(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    mut after: subscription::Model,
-    mut c: subscription_cycle::Model,
-    announce: Option<&'static str>,
-    now: DateTime<Utc>,
-) -> Result<subscription::Model, SubscriptionError> {
-    c.attempts += 1;
-    c.charging = true;
-    c.payment_id = (s.billing == store::PAYD).then(|| new_id("pay"));
-    c.next_attempt_at = None;
-    c.updated_at = now;
-    after.updated_at = now;
-    after.open_cycle_id = Some(c.id.clone());
-    let after = store::raised(s, after);
-    let events = announce
-        .map(|e| store::event(&after, e))
-        .into_iter()
-        .collect();
-    let after = save(deps, s, after, CycleWrite::Update(c.clone()), events).await?;
-    settle(deps, &after, c, now).await
-}
-
-/// How an attempt ended.
-enum Outcome {
-    /// Paid: by this payment, or (`None`) collected by the billing processor.
-    Paid(Option<payment::Model>),
-    Failed(Option<payment::Model>),
-    /// The payment is still on its way (`processing`): checked again later.
-    Pending,
-}
-
-/// Makes (or reads) the attempt's payment and commits its outcome.
-async fn settle(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    mut c: subscription_cycle::Model,
-    now: DateTime<Utc>,
-) -> Result<subscription::Model, SubscriptionError> {
-    let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
-    let outcome = match s.billing.as_str() {
-        store::PAYD => charge(deps, s, &c).await?,
-        _ => collect(deps, s, &mut c, now).await?,
-    };
-    // As committed: the events below carry the version this change writes.
-    let mut after = store::raised(s, s.clone());
-    after.updated_at = now;
-    let json = |p: &payment::Model| {
-        serde_json::to_value(payments::api::Payment::render(p, &deps.public_url)).ok()
-    };
-    let mut events = Vec::new();
-    match outcome {
-        Outcome::Pending => {
-            c.next_attempt_at = Some(now + machine::charge_check(status, now - c.created_at));
-            c.updated_at = now;
-            return save(deps, s, after, CycleWrite::Update(c), events).await;
-        }
-        Outcome::Paid(p) => {
-            c.status = "paid".into();
-            c.charging = false;
-            c.next_attempt_at = None;
-            c.updated_at = now;
-            after.open_cycle_id = None;
-            // Paid on the hosted checkout: the card it saved, under its mandate, is charged
-            // from now on.
-            if after.mandate_id.is_none() && after.billing == store::PAYD {
-                if let Some(m) = p.as_ref().and_then(|p| p.mandate_id.as_ref()) {
-                    if let Some(found) = crate::customers::store::find_mandate(&deps.db, m).await? {
-                        after.payment_method_id = Some(found.payment_method_id);
-                    }
-                    after.mandate_id = Some(m.clone());
-                }
-                after.checkout_url = None;
-            }
-            if let Some(next) = machine::paid(status, s.ever_active) {
-                after = moved(&after, next, now);
-                after.ever_active = true;
-                events.push(store::event(&after, next.event));
-            }
-            events.push(store::invoice_event(
-                &after,
-                &c,
-                p.as_ref().and_then(json),
-                "invoice_paid",
-            ));
-        }
-        Outcome::Failed(p) => {
-            c.charging = false;
-            c.updated_at = now;
-            // Refused before a payment was made (a mandate revoked, a method gone): the cycle
-            // names no payment that does not exist.
-            if p.is_none() {
-                c.payment_id = None;
-            }
-            c.next_attempt_at = match status {
-                // The first charge of a subscription is not retried: it waits, then expires.
-                Status::Created => None,
-                _ => machine::retry_after(c.attempts, &deps.retry_days).map(|d| now + d),
-            };
-            // Both events show the subscription as this change commits it (one version, one
-            // state): after retries ran out, already `unpaid`.
-            let past_due = machine::past_due(status).filter(|_| c.next_attempt_at.is_none());
-            if let Some(next) = past_due {
-                after = moved(&after, next, now);
-            }
-            events.push(store::invoice_event(
-                &after,
-                &c,
-                p.as_ref().and_then(json),
-                "invoice_payment_failed",
-            ));
-            if let Some(next) = past_due {
-                events.push(store::event(&after, next.event));
-            }
-        }
-    }
-    save(deps, s, after, CycleWrite::Update(c), events).await
-}
-
-/// The attempt's payment, made with the recorded id — or, if it was made already (by this
-/// instance before a crash, or by another), carried on: confirmed if it still waits for
-/// that, else read as it stands. Never a second payment.
-async fn charge(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    c: &subscription_cycle::Model,
-) -> Result<Outcome, SubscriptionError> {
-    let Some(pid) = c.payment_id.clone() else {
-        return Ok(Outcome::Failed(None));
-    };
-    let payment = match make(deps, s, c, &pid).await {
-        Ok(p) => p,
-        // Refused (a mandate revoked, a method gone: a failed attempt, like a decline), or
-        // settled meanwhile by another instance (then its state is the answer).
-        Err(e) => match payments::store::find(&deps.db, &pid).await? {
-            Some(p) => p,
-            None => {
-                tracing::info!(subscription_id = %s.id, cycle_id = %c.id, error = %e, "a subscription charge was refused");
-                return Ok(Outcome::Failed(None));
-            }
-        },
-    };
-    Ok(match payment.status.as_str() {
-        "succeeded" => Outcome::Paid(Some(payment)),
-        "declined" | "failed" | "cancelled" | "expired" => Outcome::Failed(Some(payment)),
-        // On its way (processing, or confirming elsewhere): looked at again later.
-        _ => Outcome::Pending,
-    })
-}
-
-/// The attempt collected by the billing processor, under the attempt's key (the processor
-/// makes one invoice per key, so an attempt retried after a crash is not collected twice).
-/// A subscription whose processor record is gone fails the attempt.
-async fn collect(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    c: &mut subscription_cycle::Model,
-    now: DateTime<Utc>,
-) -> Result<Outcome, SubscriptionError> {
-    let found = deps.billing.of(s).await?;
-    let Some(at_processor) = found else {
-        return Ok(Outcome::Failed(None));
-    };
-    let key = format!("{}:{}", c.id, c.attempts);
-    let invoice = deps
-        .billing
-        .collect(
-            &at_processor,
-            &key,
-            c.amount,
-            &c.currency,
-            (c.period_start, c.period_end),
-            now,
-        )
-        .await?;
-    c.processor_invoice_id = Some(invoice.id);
-    Ok(match invoice.status.as_str() {
-        "paid" => Outcome::Paid(None),
-        _ => Outcome::Failed(None),
-    })
-}
-
-/// The payment of a cycle's attempt: off-session under the subscription's mandate, or, for
-/// `checkout`, one the buyer pays on the hosted checkout, saving the card for later.
-pub fn cycle_payment(
-    s: &subscription::Model,
-    c: &subscription_cycle::Model,
-    checkout: bool,
-) -> CreatePaymentRequest {
-    CreatePaymentRequest {
-        amount: c.amount,
-        currency: c.currency.clone(),
-        capture_method: None,
-        confirm: !checkout,
-        payment_method_data: None,
-        payment_method_id: s.payment_method_id.clone().filter(|_| !checkout),
-        customer_id: Some(s.customer_id.clone()),
-        setup_future_usage: checkout.then(|| "off_session".to_owned()),
-        mandate_id: s.mandate_id.clone().filter(|_| !checkout),
-        off_session: (!checkout).then_some(true),
-        mandate_data: None,
-        enable_partial_authorization: false,
-        lines: Some(lines_of(c).iter().map(CycleLine::payment_line).collect())
-            .filter(|l: &Vec<_>| !l.is_empty()),
-        metadata: Some(
-            [
-                ("subscription_id".to_owned(), s.id.clone().into()),
-                ("cycle_id".to_owned(), c.id.clone().into()),
-            ]
-            .into_iter()
-            .collect(),
-        ),
-        description: Some(format!("Subscription {} cycle {}", s.id, c.seq)),
-        return_url: None,
-        hosted_checkout: checkout,
-    }
-}
-
-/// The off-session payment of an attempt, as payd itself, in the subscription's shop.
-async fn make(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    c: &subscription_cycle::Model,
-    pid: &str,
-) -> Result<payment::Model, ApiError> {
-    let (merchant, profile) = (
-        MerchantId::parse(&s.merchant_id),
-        ProfileId::parse(&s.profile_id),
-    );
-    let (Some(merchant_id), Some(profile)) = (merchant, profile) else {
-        return Err(ApiError::internal("a subscription with malformed ids"));
-    };
-    let caller = Caller {
-        merchant_id,
-        key_id: KeyId::new(),
-        mode: if s.test_mode { Mode::Test } else { Mode::Live },
-        kind: KeyKind::Secret,
-        bound_profile: Some(profile.clone()),
-        profile: Some(profile),
-        clock_offset: crate::clock::current().offset_seconds,
-    };
-    let req = cycle_payment(s, c, false);
-    payments::create::create(
-        &deps.payments,
-        &caller,
-        req,
-        None,
-        Some(pid.to_owned()),
-        payments::create::Maker::Subscription {
-            payment_id: pid.to_owned(),
-        },
-    )
-    .await
 }

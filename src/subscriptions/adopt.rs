@@ -170,7 +170,7 @@ fn already_adopted() -> ApiError {
 }
 
 async fn new_customer(
-    deps: &super::actor::SubscriptionDeps,
+    deps: &super::cycles::SubscriptionDeps,
     scope: &Scope,
     p: &billing_subscription::Model,
 ) -> Result<String, ApiError> {

@@ -5,10 +5,11 @@
 use payd_entity::{mandate, price, subscription};
 
 use super::{
-    actor::{cycle_payment, new_cycle, Command, Exec, Subscriptions},
+    actor::{Command, Exec, Subscriptions},
     adopt,
     api::{check_quantity, CreateSubscriptionRequest, Item, ItemInput},
     billing,
+    cycles::{cycle_payment, new_cycle},
     machine::{self, Interval, Status},
     plans, store,
 };
@@ -306,7 +307,7 @@ async fn collect_first(
 ) -> Result<subscription::Model, ApiError> {
     let deps = subscriptions.deps();
     let mut cycle = new_cycle(&s, 1, now);
-    super::actor::taxed(deps, &s, &mut cycle, now).await?;
+    super::cycles::taxed(deps, &s, &mut cycle, now).await?;
     s.open_cycle_id = Some(cycle.id.clone());
     // The job comes after the charge's check time: it settles the charge only if this
     // request did not (a crash), so no other instance races the charge made here.
@@ -395,7 +396,7 @@ pub async fn create_for_checkout(
     let now = deps.clock.now();
     let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
     let mut cycle = new_cycle(&s, 1, now);
-    super::actor::taxed(deps, &s, &mut cycle, now).await?;
+    super::cycles::taxed(deps, &s, &mut cycle, now).await?;
     let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
     let payment = cycle_payment(&s, &cycle, true);
     let maker = payments::create::Maker::Subscription { payment_id: pid };

@@ -9,6 +9,7 @@ pub mod adopt;
 pub mod api;
 pub mod billing;
 pub mod create;
+pub mod cycles;
 pub mod machine;
 pub mod plans;
 pub mod processor_routes;

@@ -4,13 +4,14 @@
 use actix_web::{web, HttpResponse};
 
 use super::{
-    actor::{Command, Exec, SubscriptionError, Subscriptions},
+    actor::{Command, Exec, Subscriptions},
     api::{
         check_quantity, CancelRequest, Capabilities, ConfirmRequest, CreateSubscriptionRequest,
         Cycle, Cycles, Estimate, EstimateQuery, Item, ItemInput, ListSubscriptionsQuery,
         ResumeRequest, Subscription, UpdateRequest,
     },
     create,
+    cycles::SubscriptionError,
     machine::{Proration, Status},
     plans, store,
 };
@@ -238,7 +239,7 @@ pub async fn estimate(
                 return Err(ApiError::invalid_param("price_id", "a plan change keeps the subscription's currency and interval"));
             }
             let owed = super::machine::proration(s.paid_rate, plan.amount, s.current_period_start, s.current_period_end, now);
-            let next = super::actor::next_period(&s)
+            let next = super::cycles::next_period(&s)
                 .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
             Estimate {
                 amount: plan.amount + s.pending_adjustment + owed,
@@ -265,7 +266,7 @@ pub async fn estimate(
         },
         (None, Some(id)) => {
             let s = owned(&state, &caller, id).await?;
-            let next = super::actor::next_period(&s)
+            let next = super::cycles::next_period(&s)
                 .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
             Estimate {
                 amount: s.amount + s.pending_adjustment,
