@@ -13,7 +13,7 @@ use crate::{
     http::ApiJson,
     pagination::{created_between, paginate, List, ListQuery, Page},
     state::AppState,
-    webhooks::delivery::manual_retries,
+    webhooks::store::manual_retries,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

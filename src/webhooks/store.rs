@@ -6,11 +6,12 @@
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
 use sea_orm::{
-    sea_query::{Expr, UpdateStatement},
+    sea_query::{Expr, LockType, Query, UpdateStatement},
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, QueryTrait,
 };
 
-use crate::ids::new_id;
+use crate::commit::{self, Change, CommitError, Db, Write};
+use crate::{error::ApiError, ids::new_id};
 
 /// Recorded when payd disables an endpoint that kept failing: listed with the merchant's
 /// events, never posted (the endpoint it is about is the one not answering).
@@ -97,4 +98,103 @@ pub async fn take_turn(
         }
     }
     Ok(None)
+}
+
+/// A manual retry of one delivery: one attempt to its endpoint, sent by the merchant's
+/// delivery actor within its in-flight bound, recorded as a `manual` attempt.
+#[derive(Debug, Clone)]
+pub struct ManualRetry {
+    pub delivery: delivery::Model,
+    pub event: event::Model,
+    pub endpoint: webhook_endpoint::Model,
+}
+
+/// The manual retries of an event: one per delivery to the shop's endpoint (an event recorded
+/// before the shop had an endpoint gets a delivery to the one it has now). 409 when the shop
+/// has no endpoint, or only a paused one, or the event is one never sent; 410 when retention
+/// purged its payload.
+pub async fn manual_retries(
+    db: &Db,
+    event: &event::Model,
+    now: DateTime<Utc>,
+) -> Result<Vec<ManualRetry>, ApiError> {
+    if event.purged_at.is_some() {
+        return Err(ApiError::gone(
+            "event_payload_purged",
+            "the event's payload is past webhooks.payload_retention_secs and was purged; the event stays listed",
+        ));
+    }
+    if event.event_type == ENDPOINT_DISABLED {
+        return Err(ApiError::conflict(
+            "event_not_sent",
+            "webhook_endpoint_disabled is listed for the merchant and never sent to the endpoint it is about",
+        ));
+    }
+    let endpoints = webhook_endpoint::Entity::find()
+        .filter(
+            webhook_endpoint::Column::ProfileId.eq(event.profile_id.clone().unwrap_or_default()),
+        )
+        .all(db)
+        .await?;
+    if endpoints.is_empty() {
+        return Err(ApiError::conflict(
+            "no_endpoint",
+            "the shop has no webhook endpoint",
+        ));
+    }
+    let endpoints: Vec<_> = endpoints.into_iter().filter(|e| e.enabled).collect();
+    if endpoints.is_empty() {
+        return Err(ApiError::conflict(
+            "endpoint_disabled",
+            "the shop's webhook endpoint is paused; enable it to send events",
+        ));
+    }
+    let of_event =
+        || delivery::Entity::find().filter(delivery::Column::EventId.eq(event.id.as_str()));
+    let mut deliveries = of_event().all(db).await?;
+    if deliveries.is_empty() {
+        // Invariant: an event has one delivery per endpoint, even when retries race (on two
+        // instances): the event's row is locked first, and the deliveries are added only if it
+        // still has none; the loser reads the winner's.
+        let lock_event = Query::select()
+            .column(event::Column::Id)
+            .from(event::Entity)
+            .and_where(event::Column::Id.eq(event.id.as_str()))
+            .lock(LockType::Update)
+            .to_owned();
+        let mut new = Change::at(now)
+            .write(Write::Require {
+                query: lock_event,
+                exists: true,
+                refusal: "event_missing",
+            })
+            .write(Write::Require {
+                query: of_event()
+                    .select_only()
+                    .column(delivery::Column::Id)
+                    .into_query(),
+                exists: false,
+                refusal: "deliveries_made",
+            });
+        for endpoint in &endpoints {
+            let d = delivery_row(event, &endpoint.id, now);
+            new = new.write(commit::insert(d));
+        }
+        match commit::commit(db, new).await {
+            Ok(_) | Err(CommitError::Refused("deliveries_made")) => {}
+            Err(e) => return Err(e.into()),
+        }
+        deliveries = of_event().all(db).await?;
+    }
+    Ok(deliveries
+        .into_iter()
+        .filter_map(|delivery| {
+            let endpoint = endpoints.iter().find(|e| e.id == delivery.endpoint_id)?;
+            Some(ManualRetry {
+                delivery,
+                event: event.clone(),
+                endpoint: endpoint.clone(),
+            })
+        })
+        .collect())
 }
