@@ -264,3 +264,46 @@ pub async fn evidence(
     }
     Ok(out)
 }
+
+/// What a processor says of a dispute it opens on a payment.
+pub struct Opening {
+    pub stage: super::machine::Stage,
+    pub amount: i64,
+    pub reason: String,
+    pub processor: Option<String>,
+    pub processor_reference: Option<String>,
+    pub evidence_due_by: DateTime<Utc>,
+    /// The wallet case it follows, if any.
+    pub case_id: Option<String>,
+}
+
+/// The row of a dispute opened on `payment` at `now` (`opened`, version 1), as the payment's
+/// commit inserts it.
+pub fn opened(
+    payment: &payd_entity::payment::Model,
+    o: Opening,
+    now: DateTime<Utc>,
+) -> dispute::Model {
+    dispute::Model {
+        id: crate::ids::new_id("dp"),
+        payment_id: payment.id.clone(),
+        merchant_id: payment.merchant_id.clone(),
+        profile_id: payment.profile_id.clone(),
+        test_mode: payment.test_mode,
+        stage: o.stage.as_str().to_owned(),
+        status: Status::Opened.as_str().to_owned(),
+        amount: o.amount,
+        currency: payment.currency.clone(),
+        reason: o.reason,
+        processor: o.processor,
+        processor_reference: o.processor_reference,
+        evidence_due_by: o.evidence_due_by,
+        evidence_submitted_at: None,
+        explanation: None,
+        case_id: o.case_id,
+        case_version: None,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    }
+}

@@ -1501,48 +1501,30 @@ async fn open_dispute(
     {
         return Ok(Done::unchanged(m));
     }
-    let (stage, amount, reason, processor, reference, due) = match case {
-        Some(c) => (
-            c.stage,
-            c.amount.min(left),
-            c.reason.clone(),
-            Some(c.processor.clone()),
-            Some(c.case_id.clone()),
-            c.due_by,
-        ),
-        None => (
-            disputes::machine::Stage::Dispute,
-            left,
-            "fraudulent".to_owned(),
-            m.processor.clone(),
-            m.processor_reference
+    let opening = match case {
+        Some(c) => disputes::store::Opening {
+            stage: c.stage,
+            amount: c.amount.min(left),
+            reason: c.reason.clone(),
+            processor: Some(c.processor.clone()),
+            processor_reference: Some(c.case_id.clone()),
+            evidence_due_by: c.due_by,
+            case_id: Some(c.case_id.clone()),
+        },
+        None => disputes::store::Opening {
+            stage: disputes::machine::Stage::Dispute,
+            amount: left,
+            reason: "fraudulent".to_owned(),
+            processor: m.processor.clone(),
+            processor_reference: m
+                .processor_reference
                 .as_ref()
                 .map(|r| format!("{r}.dispute")),
-            disputes::actor::due_by(now),
-        ),
+            evidence_due_by: disputes::actor::due_by(now),
+            case_id: None,
+        },
     };
-    let dispute = dispute::Model {
-        id: new_id("dp"),
-        payment_id: m.id.clone(),
-        merchant_id: m.merchant_id.clone(),
-        profile_id: m.profile_id.clone(),
-        test_mode: m.test_mode,
-        stage: stage.as_str().to_owned(),
-        status: disputes::machine::Status::Opened.as_str().to_owned(),
-        amount,
-        currency: m.currency.clone(),
-        reason,
-        processor,
-        processor_reference: reference,
-        evidence_due_by: due,
-        evidence_submitted_at: None,
-        explanation: None,
-        case_id: case.map(|c| c.case_id.clone()),
-        case_version: None,
-        version: 1,
-        created_at: now,
-        updated_at: now,
-    };
+    let dispute = disputes::store::opened(m, opening, now);
     let mut after = m.clone();
     after.updated_at = now;
     let changes = Changes {
