@@ -1322,3 +1322,54 @@ async fn a_share_link_carries_test_mode() {
     assert_eq!(revoked.body["test_mode"], true, "{}", revoked.body);
     app.stop().await;
 }
+
+/// A number prefix is a safe file-name part: `/`, `.` and quotes are refused when saved, and
+/// the PDF's `Content-Disposition` names the number as it is.
+#[actix_web::test]
+async fn a_number_prefix_cannot_make_the_pdf_name_a_path() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    for (field, bad) in [
+        ("number_prefix", "../../../../tmp/"),
+        ("number_prefix", "A.B"),
+        ("credit_note_prefix", "CN/"),
+        ("number_prefix", "A\"B"),
+    ] {
+        let r = put(&app, &m, "/invoice-settings", json!({ field: bad })).await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(field)),
+            "{bad}: {}",
+            r.body
+        );
+        let shop = format!("/invoice-settings/profiles/{}", m.profile_id);
+        let r = put(&app, &m, &shop, json!({ field: bad })).await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(field)),
+            "{bad}: {}",
+            r.body
+        );
+    }
+    let r = put(
+        &app,
+        &m,
+        "/invoice-settings",
+        json!({"number_prefix": "ACME_2026-"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let d = draft(
+        &app,
+        &m,
+        json!([{"name": "Widget", "unit_amount": 1000}]),
+        "DE",
+    )
+    .await;
+    let f = finalize(&app, &m, &id(&d)).await;
+    let pdf = pdf_of(&app, &m, &id(&f)).await;
+    assert_eq!(
+        pdf.header("content-disposition"),
+        Some("inline; filename=\"ACME_2026-000001.pdf\"")
+    );
+}

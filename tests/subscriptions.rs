@@ -948,6 +948,8 @@ async fn the_test_clock_renews_a_year_in_one_advance_for_its_merchant_only() {
         (json!({"seconds": 0}), "seconds"),
         (json!({"seconds": -5}), "seconds"),
         (json!({"seconds": "soon"}), "seconds"),
+        // Ten years of 365 days, as documented, and not a second more.
+        (json!({"seconds": 315_360_001}), "seconds"),
         (json!({}), "seconds"),
     ] {
         let r = post(&app, &a, "/sandbox/clock/advance", body.clone()).await;

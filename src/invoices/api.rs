@@ -432,14 +432,15 @@ impl SettingsInput {
             ("number_prefix", &self.number_prefix),
             ("credit_note_prefix", &self.credit_note_prefix),
         ] {
+            // A number names the PDF's file too: no path separators, no dots.
             if let Some(p) = prefix {
                 let ok = (1..=20).contains(&p.len())
                     && p.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-_/.".contains(&b));
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
                 if !ok {
                     return Err(ApiError::invalid_param(
                         param,
-                        "1 to 20 of the characters A-Z a-z 0-9 - _ / .",
+                        "1 to 20 of the characters A-Z a-z 0-9 - _",
                     ));
                 }
             }

@@ -418,8 +418,21 @@ pub async fn credit_note(
     Ok(HttpResponse::Created().json(Invoice::render(&note)))
 }
 
+/// A file name made only of `A-Z a-z 0-9 - _` (anything else becomes `_`), so a
+/// `Content-Disposition` can name no path and break out of no quotes, whatever was stored.
+fn safe_file_name(name: &str) -> String {
+    name.chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect()
+}
+
 fn pdf_response(m: &invoice::Model, kept: &invoice_pdf::Model) -> HttpResponse {
-    let name = m.number.clone().unwrap_or_else(|| m.id.clone());
+    let name = safe_file_name(m.number.as_deref().unwrap_or(&m.id));
     HttpResponse::Ok()
         .content_type("application/pdf")
         .insert_header((
@@ -671,4 +684,17 @@ fn page(m: &invoice::Model, token: &str) -> String {
         due_amount = money(shown.amount_due),
         token = esc(token),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn file_names_keep_no_path_and_no_quote() {
+        assert_eq!(super::safe_file_name("INV-000001"), "INV-000001");
+        assert_eq!(
+            super::safe_file_name("../../tmp/000001"),
+            "______tmp_000001"
+        );
+        assert_eq!(super::safe_file_name("a\"b;c.pdf"), "a_b_c_pdf");
+    }
 }

@@ -10,8 +10,8 @@ use super::store;
 use crate::commit::Db;
 use crate::{clock::SharedClock, commit::CommitError, scheduler::Scheduler, subscriptions};
 
-/// The longest single advance: ten years.
-pub const MAX_SECONDS: i64 = 10 * 366 * 86_400;
+/// The longest single advance: ten years of 365 days (315 360 000 s, as documented).
+pub const MAX_SECONDS: i64 = 10 * 365 * 86_400;
 
 /// At most this many steps in one advance, and at most this long: past either, the clock goes
 /// straight to its target and the jobs still due run in the background, in due order, at the
