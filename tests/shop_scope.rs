@@ -675,3 +675,80 @@ async fn every_operation_with_an_object_id_keeps_shops_and_merchants_apart() {
         "something changed"
     );
 }
+
+/// A shop named in the path and another chosen with `x-profile-id` contradict each other: 403
+/// `profile_mismatch`, as for lists, on every `/account/shops/{profile_id}/…` route; nothing
+/// of either shop is read or changed.
+#[actix_web::test]
+async fn a_path_shop_and_another_header_shop_are_a_mismatch() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let (shop_b, _) = two_shops(&app, &m).await;
+    let a = m.profile_id.clone();
+    let header = [("x-profile-id", shop_b.as_str())];
+    let put_hook = json!({"url": "https://shop-a.example/hooks"});
+    let rules = json!({"rules": []});
+    let settings = json!({"number_prefix": "B-"});
+    for (method, path, body) in [
+        (Method::GET, format!("/account/shops/{a}/balance"), None),
+        (
+            Method::GET,
+            format!("/account/shops/{a}/balance-transactions"),
+            None,
+        ),
+        (
+            Method::PUT,
+            format!("/account/shops/{a}/webhook"),
+            Some(&put_hook),
+        ),
+        (Method::GET, format!("/account/shops/{a}/webhook"), None),
+        (Method::GET, format!("/account/shops/{a}/processors"), None),
+        (Method::GET, format!("/account/shops/{a}/risk"), None),
+        (Method::GET, format!("/invoice-settings/profiles/{a}"), None),
+        (
+            Method::PUT,
+            format!("/invoice-settings/profiles/{a}"),
+            Some(&settings),
+        ),
+        (
+            Method::PUT,
+            format!("/invoice-settings/profiles/{a}/tax-rules"),
+            Some(&rules),
+        ),
+    ] {
+        let r = app
+            .send(method.clone(), &path, Some(&m.secret_key), body, &header)
+            .await;
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (403, "profile_mismatch", Some("x-profile-id")),
+            "{method} {path}: {}",
+            r.body
+        );
+        // The same shop in both places, or no header, is answered as before.
+        let same = [("x-profile-id", a.as_str())];
+        let r = app
+            .send(method.clone(), &path, Some(&m.secret_key), body, &same)
+            .await;
+        assert!(
+            r.status < 300,
+            "{method} {path} with its own shop: {} {}",
+            r.status,
+            r.body
+        );
+    }
+    let hook = app
+        .send(
+            Method::GET,
+            &format!("/account/shops/{a}/webhook"),
+            Some(&m.secret_key),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(
+        hook.body["url"], "https://shop-a.example/hooks",
+        "{}",
+        hook.body
+    );
+}

@@ -299,7 +299,8 @@ pub async fn revoke_api_key(
 }
 
 /// The shop named in a path (`/account/shops/{profile_id}/…`): the caller's own, and the
-/// bound one for a shop-bound key; anything else is 404.
+/// bound one for a shop-bound key; anything else is 404. A request that chose another shop
+/// with `x-profile-id` contradicts itself: 403 `profile_mismatch`, as a list answers.
 pub async fn shop_in_path(
     state: &AppState,
     caller: &Caller,
@@ -312,6 +313,13 @@ pub async fn shop_in_path(
     }
     if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
         return Err(not_found());
+    }
+    if caller.profile.as_ref().is_some_and(|p| *p != id) {
+        return Err(ApiError::forbidden(
+            "profile_mismatch",
+            "x-profile-id names another shop than the path",
+        )
+        .param("x-profile-id"));
     }
     Ok(id)
 }
