@@ -133,6 +133,11 @@ impl Application {
         let sandbox = Arc::new(Sandbox {
             async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
         });
+        let connections = Arc::new(crate::processors::connect::Connections::new(
+            sandbox.clone(),
+            keyring.clone(),
+            settings.clone(),
+        ));
         let payments: Payments = Registry::new(
             Arc::new(PaymentDeps {
                 db: db.clone(),
@@ -141,9 +146,8 @@ impl Application {
                 sandbox: sandbox.clone(),
                 public_url: public_url.clone(),
                 wake: wake.clone(),
-                remotes: Default::default(),
+                connections: connections.clone(),
                 fresh: Default::default(),
-                keyring: keyring.clone(),
                 fail_outcomes: Arc::new(payments::store::FailOutcomes::new(
                     &settings.sandbox.fail_outcome_commits,
                 )),
@@ -297,6 +301,7 @@ impl Application {
         let payouts = web::Data::new(payouts);
         let app_payouts = payouts.clone();
         let app_assessor = web::Data::from(assessor);
+        let app_connections = web::Data::from(connections);
 
         let (app_state, app_payments, app_disputes) =
             (state.clone(), payments.clone(), disputes.clone());
@@ -313,6 +318,7 @@ impl Application {
                 .app_data(app_invoices.clone())
                 .app_data(app_payouts.clone())
                 .app_data(app_assessor.clone())
+                .app_data(app_connections.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -334,6 +340,7 @@ impl Application {
                         .configure(payments::configure)
                         .configure(payments::shop_routes::configure)
                         .configure(payments::checkout::configure)
+                        .configure(payments::stripe_events::configure)
                         .configure(refunds::configure)
                         .configure(disputes::configure)
                         .configure(wallet::configure)

@@ -55,6 +55,7 @@ use crate::{
         payments::shop_routes::put_routing,
         payments::shop_routes::pending_processors,
         payments::shop_routes::approve_processor,
+        payments::stripe_events::receive,
         payments::checkout::page,
         payments::checkout::status,
         payments::checkout::confirm,
@@ -202,6 +203,7 @@ use crate::{
         (name = "events", description = "Events, their delivery attempts, and replays"),
         (name = "webhooks", description = "A shop's webhook endpoint and signing secret"),
         (name = "account", description = "The merchant's shops, API keys, processors and routing"),
+        (name = "processors", description = "What a connected processor (Stripe) tells payd: its signed events"),
         (name = "admin", description = "Operator routes (admin key)"),
         (name = "operations", description = "Health, metrics and version"),
     )

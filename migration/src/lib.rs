@@ -33,6 +33,7 @@ mod m20261124_000024_create_ledger_and_payouts;
 mod m20261124_000025_create_risk_assessments;
 mod m20261125_000026_add_webhook_operations;
 mod m20261127_000027_add_subscription_billing_anchor;
+mod m20261127_000028_add_payment_processor_reference_index;
 
 pub struct Migrator;
 
@@ -67,6 +68,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261124_000025_create_risk_assessments::Migration),
             Box::new(m20261125_000026_add_webhook_operations::Migration),
             Box::new(m20261127_000027_add_subscription_billing_anchor::Migration),
+            Box::new(m20261127_000028_add_payment_processor_reference_index::Migration),
         ]
     }
 }

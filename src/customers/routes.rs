@@ -18,6 +18,7 @@ use crate::{
     http::{ApiJson, ApiQuery},
     idempotency,
     pagination::{List, ListQuery, Page},
+    processors::connect::Connections,
     state::AppState,
 };
 
@@ -246,6 +247,7 @@ pub async fn set_default_method(
 pub async fn delete_method(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    connections: web::Data<Connections>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let pm = store::find_method(&state.db, &id)
@@ -260,6 +262,7 @@ pub async fn delete_method(
         Ok::<_, ApiError>(commit::or_retry(deleted)?)
     })
     .await?;
+    store::forget_at_processor(&state.db, &connections, &pm).await;
     Ok(HttpResponse::Ok().json(SavedMethod::of(&pm, None)))
 }
 

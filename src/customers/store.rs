@@ -2,7 +2,7 @@
 //! a compare-and-set on their version, so a revoke and a charge (or a delete) cannot both win.
 
 use chrono::{DateTime, Utc};
-use payd_entity::{customer, mandate, payment_method};
+use payd_entity::{customer, mandate, payment_method, processor_account};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, Func, OnConflict, Query, SelectStatement},
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
@@ -15,7 +15,7 @@ use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
     ids::new_id,
     pagination::{created_between, paginate, List, Page, PageError},
-    processors::card::StoredCard,
+    processors::{card::StoredCard, connect::Connections},
     recovery::RequestKey,
     webhooks::retention,
 };
@@ -217,6 +217,19 @@ pub async fn methods(
         .await
 }
 
+/// The customer's customer at a processor account that keeps cards (Stripe): the one its
+/// cards saved there are filed under, so that every card of one customer is under one.
+pub async fn processor_customer(
+    db: &impl ConnectionTrait,
+    customer_id: &str,
+    account_id: &str,
+) -> Result<Option<String>, DbErr> {
+    Ok(methods(db, customer_id).await?.iter().find_map(|pm| {
+        let card: StoredCard = serde_json::from_str(&pm.card).ok()?;
+        card.token_at(account_id).map(|t| t.customer.clone())
+    }))
+}
+
 pub async fn find_method(
     db: &impl ConnectionTrait,
     id: &str,
@@ -263,6 +276,33 @@ pub async fn delete_method(
                 .into_query(),
         ));
     commit::commit(db, change).await.map(drop)
+}
+
+/// Detaches a deleted saved card from the processor that keeps it (Stripe), after payd has
+/// forgotten it. A processor that cannot be reached now keeps it attached there, logged: payd
+/// never charges it again either way.
+pub async fn forget_at_processor(
+    db: &impl ConnectionTrait,
+    connections: &Connections,
+    pm: &payment_method::Model,
+) {
+    let Some(token) = serde_json::from_str::<StoredCard>(&pm.card)
+        .ok()
+        .and_then(|card| card.token)
+    else {
+        return;
+    };
+    let account = processor_account::Entity::find_by_id(token.account.as_str())
+        .one(db)
+        .await
+        .ok()
+        .flatten();
+    let Some(processor) = account.as_ref().and_then(|a| connections.resolve(Some(a))) else {
+        return;
+    };
+    if let Err(e) = processor.forget(&token).await {
+        tracing::warn!(payment_method = %pm.id, account = %token.account, error = %e, "a deleted card could not be detached at its processor");
+    }
 }
 
 /// The saved method of this card for the customer, if it is saved already.

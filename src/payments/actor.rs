@@ -34,12 +34,11 @@ use crate::{
     error::{ApiError, ErrorType},
     fields::{parse_stored, Metadata},
     ids::new_id,
-    outbound::Policy,
     processors::{
-        remote::{RemoteConfig, RemoteProcessor},
+        connect::{self, Connections},
         sandbox::Sandbox,
         AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
-        RefundStatus, SecretCard, StoredCard,
+        RefundStatus, SaveFor, SecretCard, StoredCard,
     },
     recovery::RequestKey,
     settings::Settings,
@@ -56,14 +55,12 @@ pub struct PaymentDeps {
     /// The base of `checkout_url` in the payment object (events carry the same object).
     pub public_url: String,
     pub wake: Wake,
-    /// Remote processors by account id: each keeps its own circuit breaker.
-    pub remotes: Arc<DashMap<String, Arc<RemoteProcessor>>>,
+    /// The processors behind the shops' accounts.
+    pub connections: Arc<Connections>,
     /// Rows a handler has just inserted and is about to send a command for: the actor takes
     /// its first state from here instead of reading the row back. The handler removes what
     /// was not taken, so nothing stays.
     pub fresh: DashMap<String, payment::Model>,
-    /// Opens the processor accounts' sealed connection settings.
-    pub keyring: Arc<crate::sealed::Keyring>,
     /// The test-only fault of `sandbox.fail_outcome_commits`.
     pub fail_outcomes: Arc<store::FailOutcomes>,
 }
@@ -80,9 +77,9 @@ impl PaymentDeps {
             .await?
             .into_iter()
             .find(|a| a.name == name);
-        if !m.test_mode && account.as_ref().is_none_or(|a| a.kind != "remote") {
+        if !m.test_mode && account.as_ref().is_none_or(|a| !connect::serves_live(&a.kind)) {
             return Err(ProcessorError::Unavailable(
-                "a live payment's processor account is gone or not remote".into(),
+                "a live payment's processor account is gone or is a sandbox".into(),
             )
             .into());
         }
@@ -94,37 +91,8 @@ impl PaymentDeps {
         })
     }
 
-    /// The sandbox for a sandbox account (or none); the remote processor of a remote account,
-    /// or `None` when its configuration cannot be read: never the sandbox in its place.
     fn resolve(&self, account: Option<&processor_account::Model>) -> Option<Arc<dyn Processor>> {
-        let Some(account) = account.filter(|a| a.kind == "remote") else {
-            return Some(self.sandbox.clone());
-        };
-        let opened = self.keyring.open(account.config.as_deref()?);
-        let config: RemoteConfig = match opened {
-            Ok(json) => serde_json::from_str(&json).ok()?,
-            Err(e) => {
-                tracing::error!(account = %account.id, error = %e, "a processor account's settings cannot be opened");
-                return None;
-            }
-        };
-        let p = &self.settings.processors;
-        let remote = self
-            .remotes
-            .entry(account.id.clone())
-            .or_insert_with(|| {
-                Arc::new(RemoteProcessor::new(
-                    config,
-                    p.circuit_failure_threshold,
-                    std::time::Duration::from_secs(p.circuit_cooldown_secs),
-                    Arc::new(Policy::from_settings(
-                        p.allow_private_urls,
-                        &self.settings.security,
-                    )),
-                ))
-            })
-            .clone();
-        Some(remote)
+        self.connections.resolve(account)
     }
 
     fn settle_delay(&self) -> Duration {
@@ -818,10 +786,15 @@ async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Payme
                 // Pending, or no trace yet of a request that may still arrive.
                 _ => return keep_waiting(deps, m).await,
             };
+            let found = match error {
+                Some(("processor_unavailable", _)) => reference.clone(),
+                _ => processor.locate(&reference).await?,
+            };
             let result = AuthResult {
-                reference: Some(reference),
+                reference: Some(found),
                 outcome,
                 error: error.map(|(c, msg)| (c.to_owned(), msg.to_owned())),
+                token: None,
             };
             let card = card_of(m).ok_or_else(|| {
                 PaymentError::Invalid(ApiError::internal("an authorization's card is not stored"))
@@ -925,6 +898,11 @@ async fn confirmed(
     let next = machine::confirm(&state, result.outcome, now);
     let mut after = store::with_state(m, &next, now);
     let approved = matches!(result.outcome, Authorization::Approved { .. });
+    // Saved at the processor too: the saved card charges there by its token.
+    let card = StoredCard {
+        token: result.token.clone().or(card.token),
+        ..card
+    };
     let save = match (&m.customer_id, &m.setup_future_usage) {
         (Some(customer_id), Some(_)) if can_save => {
             let mandate: Option<MandateRequest> = m
@@ -1135,11 +1113,39 @@ async fn update(
     commit(deps, m, apply_patch(m, patch, now)?, plain("update")).await
 }
 
-/// Asks the processor where the payment stands, and records the refunds it applied that payd
-/// lacks.
+/// Asks the processor where the payment stands, records the refunds it applied that payd
+/// lacks, and settles payd's refunds still pending there.
 async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
     let synced = sync_status(deps, m).await?;
-    adopt_refunds(deps, &synced.payment).await
+    let adopted = adopt_refunds(deps, &synced.payment).await?;
+    settle_pending_refunds(deps, adopted).await
+}
+
+/// Asks the processor about each of the payment's refunds still pending that it acknowledged
+/// (the others are asked again by their settle jobs, with their idempotency keys).
+async fn settle_pending_refunds(deps: &PaymentDeps, done: Done) -> Result<Done, PaymentError> {
+    let m = &done.payment;
+    let Ok((account, _)) = processor_of(m) else {
+        return Ok(done);
+    };
+    let pending: Vec<refund::Model> = store::refunds_of(&deps.db, &m.id)
+        .await?
+        .into_iter()
+        .filter(|r| r.status == "pending" && r.processor_reference.is_some())
+        .collect();
+    if pending.is_empty() {
+        return Ok(done);
+    }
+    let processor = deps.processor_for(m, &account).await?;
+    let mut payment = m.clone();
+    for r in pending {
+        let Some(reference) = r.processor_reference.clone() else {
+            continue;
+        };
+        let answer = processor.sync_refund(&reference, deps.clock.now()).await;
+        payment = record_refund_outcome(deps, &payment, r, answer).await?.payment;
+    }
+    Ok(Done::unchanged(&payment))
 }
 
 /// Asks the processor where a pending payment stands.
@@ -1639,6 +1645,7 @@ impl Declined<'_> {
                 retryable: self.retryable,
             },
             error: Some((self.code.into(), self.message.into())),
+            token: None,
         };
         let decision = RoutingDecision {
             algorithm: "none".into(),
@@ -1676,7 +1683,7 @@ async fn authorize(
     let enabled: Vec<processor_account::Model> = accounts
         .into_iter()
         .filter(|a| a.enabled && a.approval == "approved")
-        .filter(|a| m.test_mode || a.kind == "remote")
+        .filter(|a| m.test_mode || connect::serves_live(&a.kind))
         .collect();
     if enabled.is_empty() && !m.test_mode {
         let declined = Declined {
@@ -1684,7 +1691,7 @@ async fn authorize(
             retryable: false,
             code: "no_processor",
             message: "the shop has no processor for live payments",
-            reason: "no remote processor account is enabled for live payments",
+            reason: "no processor account that serves live payments is enabled",
         };
         return Ok((m.clone(), declined.authorized(m, first, card, now, false)));
     }
@@ -1726,7 +1733,8 @@ async fn authorize(
     let mut last = None;
     for candidate in &decision.candidates {
         // Candidates were routed among the accounts that resolve.
-        let Some(processor) = deps.resolve(enabled.iter().find(|a| &a.name == candidate)) else {
+        let account = enabled.iter().find(|a| &a.name == candidate);
+        let Some(processor) = deps.resolve(account) else {
             continue;
         };
         // Each attempt its own number, and so its own processor reference.
@@ -1756,6 +1764,8 @@ async fn authorize(
             partial_allowed: m.enable_partial_authorization,
             card: card.clone(),
             secret: secret.clone(),
+            save: save_for(deps, m, account).await?,
+            off_session: m.off_session,
             now,
         };
         let result = match processor.authorize(request).await {
@@ -1764,6 +1774,7 @@ async fn authorize(
                 reference: None,
                 outcome: Authorization::Declined { retryable: true },
                 error: Some(("processor_unavailable".into(), why)),
+                token: None,
             },
             Err(e) => return Err(e.into()),
         };
@@ -1786,6 +1797,26 @@ async fn authorize(
         intent,
     };
     Ok((base, authorized))
+}
+
+/// The customer a payment saves its card for, with the customer it already has at the
+/// account (a processor that keeps cards files them all under one).
+async fn save_for(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    account: Option<&processor_account::Model>,
+) -> Result<Option<SaveFor>, PaymentError> {
+    let (Some(customer_id), Some(_)) = (&m.customer_id, &m.setup_future_usage) else {
+        return Ok(None);
+    };
+    let known_customer = match account {
+        Some(a) => customers::store::processor_customer(&deps.db, customer_id, &a.id).await?,
+        None => None,
+    };
+    Ok(Some(SaveFor {
+        customer_id: customer_id.clone(),
+        known_customer,
+    }))
 }
 
 fn apply_patch(

@@ -13,7 +13,10 @@ use crate::{
     error::ApiError,
     fields::Metadata,
     pagination::ListQuery,
-    processors::card::{CardInput, StoredCard},
+    processors::{
+        card::{CardInput, StoredCard},
+        model::shown_reference,
+    },
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, Default)]
@@ -364,6 +367,8 @@ pub struct Refund {
     #[schema(value_type = Object)]
     pub metadata: Metadata,
     pub failure_reason: Option<String>,
+    /// The processor's id of the refund (Stripe's `re_…`); null for the sandbox.
+    pub processor_reference: Option<String>,
     pub test_mode: bool,
     pub created: DateTime<Utc>,
     pub updated: DateTime<Utc>,
@@ -382,6 +387,7 @@ impl Refund {
             reason: r.reason.clone(),
             metadata: serde_json::from_str(&r.metadata).unwrap_or_default(),
             failure_reason: r.failure_reason.clone(),
+            processor_reference: shown_reference(r.processor_reference.as_deref()),
             test_mode: r.test_mode,
             created: r.created_at,
             updated: r.updated_at,
@@ -395,6 +401,9 @@ pub struct Attempt {
     pub attempt_id: String,
     pub number: i32,
     pub processor: String,
+    /// The processor's id of this attempt (Stripe's PaymentIntent `pi_…`, a remote
+    /// processor's reference); null for the sandbox.
+    pub processor_reference: Option<String>,
     pub status: String,
     pub amount: i64,
     pub error: Option<LastError>,
@@ -412,6 +421,7 @@ impl From<&payment_attempt::Model> for Attempt {
             attempt_id: a.id.clone(),
             number: a.number,
             processor: a.processor.clone(),
+            processor_reference: shown_reference(a.processor_reference.as_deref()),
             status: a.status.clone(),
             amount: a.amount,
             error: a.error_code.clone().map(|code| LastError {

@@ -385,9 +385,11 @@ pub fn cancel(state: &State, now: DateTime<Utc>, disputed: &Disputed) -> Result<
 /// transition explains makes the payment `conflicted`.
 pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
     let mut next = state.clone();
+    // A challenge may also end at the processor (3-D Secure run by the processor's own
+    // script): its outcome settles the payment as an answer would.
     let pending = matches!(
         state.status,
-        Status::Processing | Status::RequiresMerchantAction
+        Status::Processing | Status::RequiresMerchantAction | Status::RequiresCustomerAction
     );
     match view {
         ProcessorView::Pending | ProcessorView::Unchanged | ProcessorView::Unknown => {}
@@ -404,6 +406,17 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
             apply_authorization(&mut next, Authorization::Declined { retryable }, now);
         }
         ProcessorView::Voided if pending => next.status = Status::Cancelled,
+        // Captured at the processor (its dashboard) and not yet here: the capture is
+        // recorded, final (the rest of the authorization is released there).
+        ProcessorView::Captured { amount }
+            if state.status.is_capturable()
+                && amount > state.captured
+                && amount <= state.authorized =>
+        {
+            if let Ok(captured) = capture(state, amount - state.captured, true, now) {
+                next = captured;
+            }
+        }
         // The processor agrees with a settled record: nothing to do.
         ProcessorView::Authorized { amount }
             if state.status.is_capturable() && amount == state.authorized => {}

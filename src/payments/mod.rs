@@ -12,6 +12,7 @@ pub mod routes;
 pub mod routing;
 pub mod shop_routes;
 pub mod store;
+pub mod stripe_events;
 
 pub use actor::Payments;
 pub use routes::configure;

@@ -11,7 +11,11 @@ use crate::{
     fields::Items,
     http::ApiJson,
     outbound::Policy,
-    processors::remote::RemoteConfig,
+    processors::{
+        connect,
+        remote::RemoteConfig,
+        stripe::{self, StripeConfig},
+    },
     state::AppState,
     webhooks::routes::check_url,
 };
@@ -69,7 +73,7 @@ impl From<processor_account::Model> for ProcessorAccount {
 pub struct AddProcessorRequest {
     /// Unique within the shop: letters, digits, `-` and `_`.
     pub name: String,
-    /// `sandbox` (default) or `remote`.
+    /// `sandbox` (default), `remote` or `stripe` (`docs/processors/stripe.md`).
     #[serde(default)]
     pub kind: Option<String>,
     /// `remote`: the processor's base URL (`docs/processor-protocol.md`).
@@ -78,9 +82,21 @@ pub struct AddProcessorRequest {
     /// `remote`: the secret shared with the processor (16 to 200 characters); signs requests.
     #[serde(default)]
     pub secret: Option<String>,
-    /// `remote`: per-request timeout (default `processors.default_timeout_ms`).
+    /// `remote` and `stripe`: per-request timeout (default `processors.default_timeout_ms`).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// `stripe`: the account's secret key, `sk_test_…` for a test-mode shop, `sk_live_…` for
+    /// a live one (a restricted `rk_…` key likewise). Stored sealed; never shown again.
+    #[serde(default)]
+    pub secret_key: Option<String>,
+    /// `stripe`: the signing secret of the webhook endpoint set up at Stripe (`whsec_…`);
+    /// verifies the events Stripe posts to `/processor-webhooks/{processor_account_id}`.
+    #[serde(default)]
+    pub webhook_secret: Option<String>,
+    /// `stripe`: the scheme and host of Stripe's API (default `https://api.stripe.com`), for a
+    /// regional proxy or a test server; plain `http` only for a loopback address.
+    #[serde(default)]
+    pub api_base: Option<String>,
 }
 
 /// The shop's processor accounts (a shop without any uses one named `sandbox`).
@@ -101,7 +117,7 @@ pub async fn list_processors(
     Ok(HttpResponse::Ok().json(Items { data }))
 }
 
-/// Add a sandbox processor account to a shop.
+/// Add a processor account to a shop: the sandbox, a remote processor, or a Stripe account.
 #[utoipa::path(post, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)), request_body = AddProcessorRequest,
     responses((status = 201, body = ProcessorAccount), (status = 409, body = crate::error::ErrorBody)),
@@ -125,50 +141,26 @@ pub async fn add_processor(
             "1 to 40 letters, digits, - or _",
         ));
     }
-    let config =
-        match req.kind.as_deref().unwrap_or("sandbox") {
-            // Live payments never reach the sandbox: a live key cannot add one.
-            "sandbox" if !caller.test_mode() => return Err(ApiError::invalid_param(
+    let kind = req.kind.as_deref().unwrap_or(connect::SANDBOX);
+    let config = match kind {
+        // Live payments never reach the sandbox: a live key cannot add one.
+        connect::SANDBOX if !caller.test_mode() => {
+            return Err(ApiError::invalid_param(
                 "kind",
-                "a live key adds remote processors only; sandbox processors answer test payments",
-            )),
-            "sandbox" => None,
-            "remote" => {
-                let settings = &state.settings.processors;
-                let url = req.url.as_deref().ok_or_else(|| {
-                    ApiError::invalid("parameter_missing", "a remote processor needs a url")
-                        .param("url")
-                })?;
-                let policy =
-                    Policy::from_settings(settings.allow_private_urls, &state.settings.security);
-                let url = check_url(url, &policy)?;
-                let secret = req
-                    .secret
-                    .clone()
-                    .filter(|s| (16..=200).contains(&s.len()))
-                    .ok_or_else(|| {
-                        ApiError::invalid_param(
-                            "secret",
-                            "a remote processor needs a shared secret of 16 to 200 characters",
-                        )
-                    })?;
-                let timeout_ms = req.timeout_ms.unwrap_or(settings.default_timeout_ms);
-                if !(100..=120_000).contains(&timeout_ms) {
-                    return Err(ApiError::invalid_param(
-                        "timeout_ms",
-                        "timeout_ms must be 100 to 120000",
-                    ));
-                }
-                serde_json::to_string(&RemoteConfig {
-                    url,
-                    secret,
-                    timeout_ms,
-                })
-                .ok()
-            }
-            _ => return Err(ApiError::invalid_param("kind", "kind is sandbox or remote")),
-        };
-    // A remote processor receives card data: the operator may want to see it first.
+                "a live key adds remote or stripe processors only; sandbox processors answer test payments",
+            ))
+        }
+        connect::SANDBOX => None,
+        connect::REMOTE => Some(remote_config(&state, &req)?),
+        connect::STRIPE => Some(stripe_config(&state, &req, caller.test_mode())?),
+        _ => {
+            return Err(ApiError::invalid_param(
+                "kind",
+                "kind is sandbox, remote or stripe",
+            ))
+        }
+    };
+    // A remote or Stripe processor receives card data: the operator may want to see it first.
     let approval = if config.is_some() && state.settings.processors.require_operator_approval {
         "pending"
     } else {
@@ -179,7 +171,8 @@ pub async fn add_processor(
         caller.merchant_id.as_str(),
         shop.as_str(),
         name,
-        // The connection (with its shared secret) is stored sealed.
+        kind,
+        // The connection (with its secrets) is stored sealed.
         config.map(|c| state.keyring.seal(&c)),
         approval,
         state.clock.now(),
@@ -194,6 +187,110 @@ pub async fn add_processor(
         .param("name")
     })?;
     Ok(HttpResponse::Created().json(ProcessorAccount::from(row)))
+}
+
+/// The connection settings of a `remote` account, checked.
+fn remote_config(state: &AppState, req: &AddProcessorRequest) -> Result<String, ApiError> {
+    let settings = &state.settings.processors;
+    let url = req.url.as_deref().ok_or_else(|| {
+        ApiError::invalid("parameter_missing", "a remote processor needs a url").param("url")
+    })?;
+    let policy = Policy::from_settings(settings.allow_private_urls, &state.settings.security);
+    let url = check_url(url, &policy)?;
+    let secret = req
+        .secret
+        .clone()
+        .filter(|s| (16..=200).contains(&s.len()))
+        .ok_or_else(|| {
+            ApiError::invalid_param(
+                "secret",
+                "a remote processor needs a shared secret of 16 to 200 characters",
+            )
+        })?;
+    let config = RemoteConfig {
+        url,
+        secret,
+        timeout_ms: timeout_ms(state, req)?,
+    };
+    serde_json::to_string(&config).map_err(ApiError::internal)
+}
+
+fn timeout_ms(state: &AppState, req: &AddProcessorRequest) -> Result<u64, ApiError> {
+    let timeout_ms = req
+        .timeout_ms
+        .unwrap_or(state.settings.processors.default_timeout_ms);
+    if !(100..=120_000).contains(&timeout_ms) {
+        return Err(ApiError::invalid_param(
+            "timeout_ms",
+            "timeout_ms must be 100 to 120000",
+        ));
+    }
+    Ok(timeout_ms)
+}
+
+/// The connection settings of a `stripe` account, checked: a key of the shop's mode, a
+/// webhook secret, and an API base that is a scheme and host the outbound guard lets through.
+fn stripe_config(
+    state: &AppState,
+    req: &AddProcessorRequest,
+    test_mode: bool,
+) -> Result<String, ApiError> {
+    let key = req.secret_key.as_deref().unwrap_or("").trim();
+    let (fits, mode) = if test_mode {
+        (StripeConfig::is_test_key(key), "a test-mode shop takes a test key (sk_test_…)")
+    } else {
+        (StripeConfig::is_live_key(key), "a live shop takes a live key (sk_live_…)")
+    };
+    if !fits || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(ApiError::invalid_param(
+            "secret_key",
+            format!("a Stripe secret key is needed; {mode}"),
+        ));
+    }
+    let webhook_secret = req.webhook_secret.as_deref().unwrap_or("").trim();
+    if !(8..=255).contains(&webhook_secret.len()) || webhook_secret.chars().any(char::is_whitespace) {
+        return Err(ApiError::invalid_param(
+            "webhook_secret",
+            "the signing secret of the account's webhook endpoint at Stripe (whsec_…) is needed",
+        ));
+    }
+    let api_base = api_base(state, req.api_base.as_deref().unwrap_or(stripe::API_BASE))?;
+    let config = StripeConfig {
+        secret_key: key.to_owned(),
+        webhook_secret: webhook_secret.to_owned(),
+        api_base,
+        timeout_ms: timeout_ms(state, req)?,
+    };
+    serde_json::to_string(&config).map_err(ApiError::internal)
+}
+
+/// A Stripe API base: `https://host[:port]`, or `http://` to a loopback address (a test
+/// server); no path, and through the same outbound guard as every outgoing request.
+fn api_base(state: &AppState, raw: &str) -> Result<String, ApiError> {
+    let settings = &state.settings.processors;
+    let policy = Policy::from_settings(settings.allow_private_urls, &state.settings.security);
+    let url = check_url(raw, &policy).map_err(|mut e| {
+        e.param = Some("api_base".into());
+        e
+    })?;
+    let bad = |why: &str| ApiError::invalid("invalid_url", why.to_owned()).param("api_base");
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", &url));
+    let rest = rest.trim_end_matches('/');
+    if rest.contains(['/', '?', '#']) {
+        return Err(bad("api_base is a scheme and host only (payd adds /v1/…)"));
+    }
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => rest.split(':').next().unwrap_or(""),
+    };
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if scheme != "https" && !loopback {
+        return Err(bad("api_base must use https (http only for a loopback test server)"));
+    }
+    Ok(format!("{scheme}://{rest}"))
 }
 
 /// Remote processor accounts waiting for the operator's approval (every merchant's).

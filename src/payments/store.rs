@@ -574,6 +574,29 @@ pub async fn history_of(
         .await
 }
 
+/// A processor account by its id.
+pub async fn find_account(
+    db: &impl ConnectionTrait,
+    id: &str,
+) -> Result<Option<processor_account::Model>, DbErr> {
+    processor_account::Entity::find_by_id(id).one(db).await
+}
+
+/// The shop's payment that a processor account knows by this reference (a processor's event
+/// names its own payment).
+pub async fn by_processor_reference(
+    db: &impl ConnectionTrait,
+    account: &processor_account::Model,
+    reference: &str,
+) -> Result<Option<payment::Model>, DbErr> {
+    payment::Entity::find()
+        .filter(payment::Column::ProcessorReference.eq(reference))
+        .filter(payment::Column::ProfileId.eq(account.profile_id.as_str()))
+        .filter(payment::Column::Processor.eq(account.name.as_str()))
+        .one(db)
+        .await
+}
+
 /// The shop's processor accounts, in creation order.
 pub async fn accounts(
     db: &impl ConnectionTrait,
@@ -665,14 +688,15 @@ pub async fn approve_account(
 }
 
 /// Adds a processor account, with its audit row (`processor_account.added` by `actor`);
-/// `None` when the shop has one of that name. `config` is the JSON of a remote account's
-/// connection.
+/// `None` when the shop has one of that name. `config` is the sealed JSON of a remote or
+/// Stripe account's connection.
 #[allow(clippy::too_many_arguments)]
 pub async fn insert_account(
     db: &Db,
     merchant_id: &str,
     profile_id: &str,
     name: &str,
+    kind: &str,
     config: Option<String>,
     approval: &str,
     now: DateTime<Utc>,
@@ -683,12 +707,7 @@ pub async fn insert_account(
         merchant_id: merchant_id.to_owned(),
         profile_id: profile_id.to_owned(),
         name: name.to_owned(),
-        kind: if config.is_some() {
-            "remote"
-        } else {
-            "sandbox"
-        }
-        .to_owned(),
+        kind: kind.to_owned(),
         enabled: true,
         config,
         approval: approval.to_owned(),

@@ -92,6 +92,26 @@ pub struct StoredCard {
     /// Sandbox payments only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_behaviour: Option<TestBehaviour>,
+    /// Where a processor that keeps cards (Stripe) keeps this one, once saved there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<ProcessorToken>,
+}
+
+/// A card saved at a processor: its customer and payment method there, valid at one
+/// processor account only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessorToken {
+    /// payd's processor account id.
+    pub account: String,
+    pub customer: String,
+    pub method: String,
+}
+
+impl StoredCard {
+    /// The card's token at this processor account, if it was saved there.
+    pub fn token_at(&self, account: &str) -> Option<&ProcessorToken> {
+        self.token.as_ref().filter(|t| t.account == account)
+    }
 }
 
 pub fn luhn_valid(digits: &str) -> bool {
@@ -200,6 +220,7 @@ pub fn parse_card(
         fingerprint,
         holder_name: input.holder_name.clone().filter(|n| !n.trim().is_empty()),
         test_behaviour: test_mode.then(|| TestBehaviour::of(&number)),
+        token: None,
     })
 }
 

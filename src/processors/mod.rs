@@ -6,15 +6,17 @@
 //! tables.
 
 pub mod card;
+pub mod connect;
 pub mod model;
 pub mod remote;
 pub mod sandbox;
 pub mod sim;
+pub mod stripe;
 
 use chrono::{DateTime, Utc};
 use futures_util::future::LocalBoxFuture;
 
-pub use card::{CardInput, SecretCard, StoredCard};
+pub use card::{CardInput, ProcessorToken, SecretCard, StoredCard};
 use model::{Authorization, ProcessorView};
 
 /// An authorization request.
@@ -32,7 +34,21 @@ pub struct AuthRequest {
     pub card: StoredCard,
     /// Present when the buyer just entered the card.
     pub secret: Option<SecretCard>,
+    /// The payment saves the card for a customer (a processor that keeps cards itself, like
+    /// Stripe, files it under its own customer).
+    pub save: Option<SaveFor>,
+    /// A merchant-initiated charge of a saved card (a mandate's).
+    pub off_session: bool,
     pub now: DateTime<Utc>,
+}
+
+/// The customer a card is saved for.
+#[derive(Debug, Clone)]
+pub struct SaveFor {
+    /// payd's customer id.
+    pub customer_id: String,
+    /// The processor's customer this customer already has there (from a card saved before).
+    pub known_customer: Option<String>,
 }
 
 /// The processor's answer to an authorization.
@@ -42,6 +58,8 @@ pub struct AuthResult {
     pub outcome: Authorization,
     /// Code and message of a decline.
     pub error: Option<(String, String)>,
+    /// Where the processor keeps the card it saved (`AuthRequest::save`), if it keeps cards.
+    pub token: Option<ProcessorToken>,
 }
 
 /// Where a refund stands at the processor.
@@ -105,6 +123,12 @@ pub trait Processor: Send + Sync + 'static {
         std::time::Duration::ZERO
     }
     fn authorize(&self, req: AuthRequest) -> Answer<AuthResult>;
+    /// The processor's own reference for payd's `reference` of an authorization (the same,
+    /// for a processor that takes payd's): asked once an authorization whose answer was lost
+    /// is found again, so the payment shows the processor's reference.
+    fn locate(&self, reference: &str) -> Answer<String> {
+        Box::pin(futures_util::future::ready(Ok(reference.to_owned())))
+    }
     /// The buyer finished (or failed) the challenge of a `ChallengeRequired` authorization.
     fn complete_challenge(
         &self,
@@ -130,5 +154,9 @@ pub trait Processor: Send + Sync + 'static {
     /// outside payd. The sandbox's refunds are all payd's own: it lists none.
     fn refunds(&self, _reference: &str) -> Answer<Vec<AppliedRefund>> {
         Box::pin(futures_util::future::ready(Ok(Vec::new())))
+    }
+    /// Forgets a card it saved (its saved method was deleted at payd).
+    fn forget(&self, _token: &ProcessorToken) -> Answer<()> {
+        Box::pin(futures_util::future::ready(Ok(())))
     }
 }

@@ -59,3 +59,12 @@ pub enum Verdict {
     Won,
     Lost,
 }
+
+/// A processor's reference as the API shows it: the processor's own id (Stripe's `pi_…` and
+/// `re_…`, a remote processor's reference). The sandbox's references encode its test
+/// behaviour for itself and name nothing outside payd: never shown.
+pub fn shown_reference(reference: Option<&str>) -> Option<String> {
+    reference
+        .filter(|r| !r.starts_with("sbx_") && !r.starts_with("sbxr_"))
+        .map(str::to_owned)
+}

@@ -287,6 +287,7 @@ impl AuthAnswer {
             reference: Some(reference),
             outcome,
             error,
+            token: None,
         })
     }
 }
@@ -374,6 +375,7 @@ impl Processor for RemoteProcessor {
                     reference: Some(req.reference),
                     outcome: Authorization::Pending,
                     error: None,
+                    token: None,
                 }),
                 Err(e) => Err(e),
             }

@@ -69,6 +69,7 @@ fn declined(code: &str, message: &str, retryable: bool) -> AuthResult {
         reference: None,
         outcome: Authorization::Declined { retryable },
         error: Some((code.to_owned(), message.to_owned())),
+        token: None,
     }
 }
 
@@ -107,6 +108,7 @@ impl Sandbox {
             reference: reference(amount),
             outcome,
             error: None,
+            token: None,
         };
         match behaviour {
             TestBehaviour::Decline | TestBehaviour::ChargesDeclined => {
@@ -177,6 +179,7 @@ impl Processor for Sandbox {
                 reference: Some(reference.to_owned()),
                 outcome: Authorization::Approved { amount: r.amount },
                 error: None,
+                token: None,
             }),
             Some(_) => Ok(declined(
                 "authentication_failed",

@@ -1,0 +1,226 @@
+//! Stripe's events for a `stripe` processor account: `POST
+//! /processor-webhooks/{processor_account_id}`, signed with the account's webhook secret.
+//!
+//! An event is a prompt, not a record: a payment's events make its actor ask Stripe where the
+//! PaymentIntent stands (`force_sync`), so an event sent twice, late or out of order changes
+//! nothing twice and never moves a payment backwards. A dispute's events carry the dispute
+//! itself (Stripe's disputes are read from the event): the first opens the payment's dispute
+//! through its actor, and every one brings it up to the dispute's status, as a wallet case's
+//! changes do; the event's `created` orders them. Each effect is committed before the answer.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Duration, Utc};
+use payd_entity::processor_account;
+use serde_json::Value;
+
+use super::{
+    actor::{self, Command, Payments},
+    store,
+};
+use crate::{
+    clock,
+    disputes::{
+        self,
+        actor::{CaseOpening, Command as DisputeCommand, Exec as DisputeExec, Followed},
+        machine::{Stage, Status as DisputeStatus},
+        Disputes,
+    },
+    error::ApiError,
+    processors::{
+        connect::{Connections, STRIPE},
+        stripe,
+    },
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/processor-webhooks/{processor_account_id}").route(web::post().to(receive)),
+    );
+}
+
+/// What payd made of an accepted event.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Received {
+    pub received: bool,
+    /// `handled`, or `ignored` (an event type payd does not follow, or one about a payment
+    /// payd does not hold).
+    pub outcome: &'static str,
+}
+
+/// Receive an event from Stripe for a `stripe` processor account (no api-key: the
+/// `Stripe-Signature` header, made with the account's webhook secret, authenticates it).
+#[utoipa::path(post, path = "/processor-webhooks/{processor_account_id}", tag = "processors",
+    params(("processor_account_id" = String, Path),
+        ("Stripe-Signature" = String, Header, description = "t=…,v1=…: HMAC-SHA256 of t.body")),
+    request_body(content = Object, content_type = "application/json"),
+    responses((status = 200, body = Received), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)))]
+pub async fn receive(
+    state: web::Data<AppState>,
+    payments: web::Data<Payments>,
+    disputes: web::Data<Disputes>,
+    connections: web::Data<Connections>,
+    id: web::Path<String>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let account = store::find_account(&state.db, &id)
+        .await?
+        .filter(|a| a.kind == STRIPE)
+        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
+    let config = connections
+        .stripe(&account)
+        .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
+    let signature = req
+        .headers()
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    stripe::verify(
+        &config.webhook_secret,
+        signature,
+        &body,
+        clock::wall_now().timestamp(),
+    )
+    .map_err(|e| ApiError::invalid("invalid_signature", e.to_string()).param("Stripe-Signature"))?;
+    let event: Value = serde_json::from_slice(&body)
+        .ok()
+        .filter(|e: &Value| e["type"].is_string() && e["data"]["object"].is_object())
+        .ok_or_else(|| {
+            ApiError::invalid("invalid_event", "the body is not a Stripe event").param("body")
+        })?;
+    let handled = handle(&state.db, &payments, &disputes, &account, &event).await?;
+    let outcome = if handled { "handled" } else { "ignored" };
+    Ok(HttpResponse::Ok().json(Received {
+        received: true,
+        outcome,
+    }))
+}
+
+/// Handles one verified event; whether it concerned a payment payd holds.
+async fn handle(
+    db: &crate::commit::Db,
+    payments: &Payments,
+    disputes: &Disputes,
+    account: &processor_account::Model,
+    event: &Value,
+) -> Result<bool, ApiError> {
+    let object = &event["data"]["object"];
+    let kind = event["type"].as_str().unwrap_or("");
+    let intent = match kind {
+        k if k.starts_with("payment_intent.") => object["id"].as_str(),
+        "charge.refunded" | "charge.captured" | "charge.refund.updated" | "refund.created"
+        | "refund.updated" | "refund.failed" => object["payment_intent"].as_str(),
+        k if k.starts_with("charge.dispute.") => object["payment_intent"].as_str(),
+        _ => return Ok(false),
+    };
+    let Some(intent) = intent.filter(|i| i.starts_with("pi_")) else {
+        return Ok(false);
+    };
+    let Some(payment) = find_payment(db, account, intent, object).await? else {
+        tracing::info!(account = %account.id, event_type = kind, "a Stripe event about a payment payd does not hold");
+        return Ok(false);
+    };
+    if kind.starts_with("charge.dispute.") {
+        follow_dispute(db, payments, disputes, account, &payment.id, event).await?;
+    } else {
+        actor::run(payments, &payment.id, None, Command::Sync, None).await?;
+    }
+    Ok(true)
+}
+
+/// The payment of a PaymentIntent: by the `payd_payment_id` payd put in its metadata, or by
+/// the PaymentIntent id payd recorded; in the account's shop, at this account.
+async fn find_payment(
+    db: &crate::commit::Db,
+    account: &processor_account::Model,
+    intent: &str,
+    object: &Value,
+) -> Result<Option<payd_entity::payment::Model>, ApiError> {
+    let ours = |m: &payd_entity::payment::Model| {
+        m.profile_id == account.profile_id && m.processor.as_deref() == Some(&account.name)
+    };
+    if let Some(id) = object["metadata"]["payd_payment_id"].as_str() {
+        if let Some(m) = store::find(db, id).await?.filter(ours) {
+            return Ok(Some(m));
+        }
+    }
+    Ok(store::by_processor_reference(db, account, intent).await?)
+}
+
+/// Opens the payment's dispute for a Stripe dispute (once: one Stripe dispute is one payd
+/// dispute), then brings it up to the dispute's status as of the event.
+async fn follow_dispute(
+    db: &crate::commit::Db,
+    payments: &Payments,
+    disputes: &Disputes,
+    account: &processor_account::Model,
+    payment_id: &str,
+    event: &Value,
+) -> Result<(), ApiError> {
+    let object = &event["data"]["object"];
+    let case_id = object["id"].as_str().unwrap_or_default().to_owned();
+    if !case_id.starts_with("dp_") {
+        return Err(ApiError::invalid("invalid_event", "a dispute event without a dispute id")
+            .param("data.object.id"));
+    }
+    let (stage, status) = dispute_status(object["status"].as_str().unwrap_or(""));
+    let at = |field: &Value| field.as_i64().and_then(|t| DateTime::<Utc>::from_timestamp(t, 0));
+    let created = at(&event["created"]).unwrap_or_else(clock::wall_now);
+    let due_by = at(&object["evidence_details"]["due_by"]);
+    let amount = object["amount"].as_i64().unwrap_or(0).max(0);
+    let dispute = match disputes::store::by_case(db, &case_id).await? {
+        Some(d) => d,
+        None => {
+            let opening = CaseOpening {
+                case_id: case_id.clone(),
+                stage,
+                reason: object["reason"].as_str().unwrap_or("general").to_owned(),
+                amount,
+                processor: account.name.clone(),
+                due_by: due_by.unwrap_or(created + Duration::days(7)),
+            };
+            let command = Command::ImportCase(opening);
+            let done = actor::run(payments, payment_id, None, command, None).await?;
+            match done.dispute {
+                Some(d) => d,
+                // Opened meanwhile by the same event on another instance, or the payment has
+                // nothing left to dispute.
+                None => match disputes::store::by_case(db, &case_id).await? {
+                    Some(d) => d,
+                    None => return Ok(()),
+                },
+            }
+        }
+    };
+    let followed = Followed {
+        case_version: created.timestamp(),
+        stage,
+        status,
+        amount,
+        note: None,
+        due_by: (status == DisputeStatus::Opened).then_some(due_by).flatten(),
+    };
+    let exec = DisputeExec {
+        access: None,
+        command: DisputeCommand::Follow(followed),
+        timeline: clock::current(),
+    };
+    disputes.send(&dispute.id, exec).await??;
+    Ok(())
+}
+
+/// payd's stage and status of a Stripe dispute status: an inquiry (`warning_…`) is a
+/// pre-dispute; evidence under review is `challenged`.
+fn dispute_status(status: &str) -> (Stage, DisputeStatus) {
+    match status {
+        "warning_needs_response" => (Stage::PreDispute, DisputeStatus::Opened),
+        "warning_under_review" => (Stage::PreDispute, DisputeStatus::Challenged),
+        "warning_closed" => (Stage::PreDispute, DisputeStatus::Cancelled),
+        "under_review" => (Stage::Dispute, DisputeStatus::Challenged),
+        "won" => (Stage::Dispute, DisputeStatus::Won),
+        "lost" => (Stage::Dispute, DisputeStatus::Lost),
+        _ => (Stage::Dispute, DisputeStatus::Opened),
+    }
+}

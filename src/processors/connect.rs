@@ -1,0 +1,111 @@
+//! The processor behind a processor account: the sandbox for a sandbox account, and for a
+//! `remote` or `stripe` account a client built once from its sealed connection settings and
+//! kept (each with its own circuit breaker) for the life of the process.
+//!
+//! Invariant: an account whose settings cannot be opened or read resolves to nothing, never
+//! to the sandbox in its place.
+
+use std::{sync::Arc, time::Duration};
+
+use dashmap::DashMap;
+use payd_entity::processor_account;
+
+use super::{
+    remote::RemoteProcessor,
+    sandbox::Sandbox,
+    stripe::{StripeConfig, StripeProcessor},
+    Processor,
+};
+use crate::{outbound::Policy, sealed::Keyring, settings::Settings};
+
+/// Account kinds: the sandbox, a processor speaking payd's protocol, Stripe.
+pub const SANDBOX: &str = "sandbox";
+pub const REMOTE: &str = "remote";
+pub const STRIPE: &str = "stripe";
+
+/// Whether an account of this kind may serve live payments (any kind but the sandbox).
+pub fn serves_live(kind: &str) -> bool {
+    kind != SANDBOX
+}
+
+pub struct Connections {
+    sandbox: Arc<Sandbox>,
+    keyring: Arc<Keyring>,
+    settings: Arc<Settings>,
+    /// The connected processors by account id.
+    connected: DashMap<String, Arc<dyn Processor>>,
+}
+
+impl Connections {
+    pub fn new(sandbox: Arc<Sandbox>, keyring: Arc<Keyring>, settings: Arc<Settings>) -> Self {
+        Self {
+            sandbox,
+            keyring,
+            settings,
+            connected: DashMap::new(),
+        }
+    }
+
+    /// The sandbox for a sandbox account (or none); the connected processor of any other, or
+    /// `None` when its settings cannot be read.
+    pub fn resolve(&self, account: Option<&processor_account::Model>) -> Option<Arc<dyn Processor>> {
+        let Some(account) = account.filter(|a| a.kind != SANDBOX) else {
+            return Some(self.sandbox.clone());
+        };
+        if let Some(found) = self.connected.get(&account.id) {
+            return Some(found.clone());
+        }
+        let p = &self.settings.processors;
+        let (threshold, cooldown) = (
+            p.circuit_failure_threshold,
+            Duration::from_secs(p.circuit_cooldown_secs),
+        );
+        let policy = Arc::new(Policy::from_settings(
+            p.allow_private_urls,
+            &self.settings.security,
+        ));
+        let processor: Arc<dyn Processor> = match account.kind.as_str() {
+            REMOTE => Arc::new(RemoteProcessor::new(
+                self.settings_of(account)?,
+                threshold,
+                cooldown,
+                policy,
+            )),
+            STRIPE => Arc::new(StripeProcessor::new(
+                account.id.clone(),
+                self.settings_of(account)?,
+                threshold,
+                cooldown,
+                policy,
+            )),
+            _ => return None,
+        };
+        Some(
+            self.connected
+                .entry(account.id.clone())
+                .or_insert(processor)
+                .clone(),
+        )
+    }
+
+    /// A Stripe account's settings (its webhook secret verifies the events Stripe posts).
+    pub fn stripe(&self, account: &processor_account::Model) -> Option<StripeConfig> {
+        (account.kind == STRIPE)
+            .then(|| self.settings_of(account))
+            .flatten()
+    }
+
+    /// An account's connection settings, opened and read.
+    fn settings_of<T: serde::de::DeserializeOwned>(
+        &self,
+        account: &processor_account::Model,
+    ) -> Option<T> {
+        match self.keyring.open(account.config.as_deref()?) {
+            Ok(json) => serde_json::from_str(&json).ok(),
+            Err(e) => {
+                tracing::error!(account = %account.id, error = %e, "a processor account's settings cannot be opened");
+                None
+            }
+        }
+    }
+}
