@@ -5,6 +5,7 @@
 
 pub mod receiver;
 pub mod sim;
+pub mod stripe;
 
 use std::{sync::Arc, time::Duration};
 
