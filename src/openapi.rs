@@ -55,7 +55,7 @@ use crate::{
         payments::shop_routes::put_routing,
         payments::shop_routes::pending_processors,
         payments::shop_routes::approve_processor,
-        payments::stripe_events::receive,
+        payments::stripe_events::receive_processor_event,
         payments::checkout::page,
         payments::checkout::status,
         payments::checkout::confirm,

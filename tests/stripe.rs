@@ -32,7 +32,13 @@ async fn pay(app: &TestApp, m: &Merchant, number: &str, extra: Value) -> Value {
     r.body
 }
 
-async fn call(app: &TestApp, m: &Merchant, method: Method, path: &str, body: Option<Value>) -> Value {
+async fn call(
+    app: &TestApp,
+    m: &Merchant,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
     let r = app.call(m, method, path, body).await;
     assert!(r.status < 300, "{path}: {} {}", r.status, r.body);
     r.body
@@ -40,10 +46,20 @@ async fn call(app: &TestApp, m: &Merchant, method: Method, path: &str, body: Opt
 
 /// The PaymentIntent id of the payment's last attempt.
 async fn intent_of(app: &TestApp, m: &Merchant, id: &str) -> String {
-    let attempts = call(app, m, Method::GET, &format!("/payments/{id}/attempts"), None).await;
+    let attempts = call(
+        app,
+        m,
+        Method::GET,
+        &format!("/payments/{id}/attempts"),
+        None,
+    )
+    .await;
     let last = attempts["data"].as_array().unwrap().last().unwrap().clone();
     let pi = last["processor_reference"].as_str().unwrap_or_default();
-    assert!(pi.starts_with("pi_"), "the attempt shows the PaymentIntent: {last}");
+    assert!(
+        pi.starts_with("pi_"),
+        "the attempt shows the PaymentIntent: {last}"
+    );
     pi.to_owned()
 }
 
@@ -72,36 +88,86 @@ async fn automatic_and_partial_manual_capture_and_cancel_agree_with_stripe() {
     let p = pay(&app, &m, "4242424242424242", json!({})).await;
     assert_eq!(p["status"], "succeeded", "{p}");
     let id = p["payment_id"].as_str().unwrap();
-    let pi = ls.get(&format!("/v1/payment_intents/{}", intent_of(&app, &m, id).await)).await;
+    let pi = ls
+        .get(&format!(
+            "/v1/payment_intents/{}",
+            intent_of(&app, &m, id).await
+        ))
+        .await;
     assert_eq!(pi["status"], "succeeded");
     assert_eq!(pi["amount"], 1000);
     assert_eq!(pi["currency"], "usd");
     assert_eq!(pi["metadata"]["payd_payment_id"], id);
 
-    let p = pay(&app, &m, "4242424242424242", json!({"capture_method": "manual"})).await;
+    let p = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
     assert_eq!(p["status"], "requires_capture", "{p}");
     let id = p["payment_id"].as_str().unwrap();
     let intent = intent_of(&app, &m, id).await;
-    assert_eq!(ls.get(&format!("/v1/payment_intents/{intent}")).await["status"], "requires_capture");
-    let captured = call(&app, &m, Method::POST, &format!("/payments/{id}/capture"),
-        Some(json!({"amount": 600}))).await;
+    assert_eq!(
+        ls.get(&format!("/v1/payment_intents/{intent}")).await["status"],
+        "requires_capture"
+    );
+    let captured = call(
+        &app,
+        &m,
+        Method::POST,
+        &format!("/payments/{id}/capture"),
+        Some(json!({"amount": 600})),
+    )
+    .await;
     assert_eq!(captured["amount_captured"], 600, "{captured}");
     assert_eq!(captured["status"], "partially_captured");
-    assert_eq!(ls.get(&format!("/v1/payment_intents/{intent}")).await["status"], "succeeded");
-    // localstripe records the uncaptured 400 as a refund: a sync must not book it as one.
-    let synced = call(&app, &m, Method::GET, &format!("/payments/{id}?force_sync=true"), None).await;
     assert_eq!(
-        (synced["status"].as_str(), synced["amount_captured"].as_i64(), synced["amount_refunded"].as_i64()),
+        ls.get(&format!("/v1/payment_intents/{intent}")).await["status"],
+        "succeeded"
+    );
+    // localstripe records the uncaptured 400 as a refund: a sync must not book it as one.
+    let synced = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/payments/{id}?force_sync=true"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (
+            synced["status"].as_str(),
+            synced["amount_captured"].as_i64(),
+            synced["amount_refunded"].as_i64()
+        ),
         (Some("partially_captured"), Some(600), Some(0)),
         "{synced}"
     );
 
-    let p = pay(&app, &m, "4242424242424242", json!({"capture_method": "manual"})).await;
+    let p = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
     let id = p["payment_id"].as_str().unwrap();
     let intent = intent_of(&app, &m, id).await;
-    let cancelled = call(&app, &m, Method::POST, &format!("/payments/{id}/cancel"), Some(json!({}))).await;
+    let cancelled = call(
+        &app,
+        &m,
+        Method::POST,
+        &format!("/payments/{id}/cancel"),
+        Some(json!({})),
+    )
+    .await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
-    assert_eq!(ls.get(&format!("/v1/payment_intents/{intent}")).await["status"], "canceled");
+    assert_eq!(
+        ls.get(&format!("/v1/payment_intents/{intent}")).await["status"],
+        "canceled"
+    );
 }
 
 #[actix_web::test]
@@ -113,19 +179,36 @@ async fn a_decline_keeps_stripes_code_and_stripe_down_is_no_5xx() {
     assert_eq!(p["status"], "declined", "{p}");
     assert_eq!(p["last_error"]["code"], "card_declined");
     let pis = ls.get("/v1/payment_intents?limit=100").await;
-    let declined: Vec<&Value> = pis["data"].as_array().unwrap().iter()
-        .filter(|pi| pi["metadata"]["payd_payment_id"] == p["payment_id"]).collect();
+    let declined: Vec<&Value> = pis["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|pi| pi["metadata"]["payd_payment_id"] == p["payment_id"])
+        .collect();
     assert_eq!(declined.len(), 1);
     assert_eq!(declined[0]["status"], "requires_payment_method");
     assert_eq!(declined[0]["last_payment_error"]["code"], "card_declined");
 
     // Stripe unreachable: the attempt fails as processor_unavailable, never a 5xx.
     drop(ls);
-    let r = app.create_payment(&m, json!({"amount": 1000, "currency": "USD", "confirm": true,
-        "payment_method_data": card("4242424242424242")})).await;
+    let r = app
+        .create_payment(
+            &m,
+            json!({"amount": 1000, "currency": "USD", "confirm": true,
+        "payment_method_data": card("4242424242424242")}),
+        )
+        .await;
     assert_eq!(r.status, 201, "{}", r.body);
-    assert_eq!(r.body["last_error"]["code"], "processor_unavailable", "{}", r.body);
-    assert!(matches!(r.body["status"].as_str(), Some("declined" | "failed")), "{}", r.body);
+    assert_eq!(
+        r.body["last_error"]["code"], "processor_unavailable",
+        "{}",
+        r.body
+    );
+    assert!(
+        matches!(r.body["status"].as_str(), Some("declined" | "failed")),
+        "{}",
+        r.body
+    );
 }
 
 #[actix_web::test]
@@ -136,20 +219,38 @@ async fn three_d_secure_finished_at_stripe_is_learnt_from_the_webhook_alone() {
     let p = pay(&app, &m, "4000000000003220", json!({})).await;
     assert_eq!(p["status"], "requires_customer_action", "{p}");
     let url = p["next_action"]["redirect_to_url"]["url"].as_str().unwrap();
-    assert!(app.path_of(url).is_some(), "the buyer goes to payd's challenge page: {url}");
+    assert!(
+        app.path_of(url).is_some(),
+        "the buyer goes to payd's challenge page: {url}"
+    );
     let id = p["payment_id"].as_str().unwrap();
     let intent = intent_of(&app, &m, id).await;
     let pi = ls.get(&format!("/v1/payment_intents/{intent}")).await;
     assert_eq!(pi["status"], "requires_action");
     assert_eq!(pi["next_action"]["type"], "use_stripe_sdk");
     // The buyer completes 3-D Secure at Stripe (Stripe.js in production).
-    let (status, done) = ls.post(&format!("/v1/payment_intents/{intent}/_authenticate"),
-        &[("client_secret", pi["client_secret"].as_str().unwrap()), ("success", "true")]).await;
-    assert_eq!((status, done["status"].as_str()), (200, Some("succeeded")), "{done}");
+    let (status, done) = ls
+        .post(
+            &format!("/v1/payment_intents/{intent}/_authenticate"),
+            &[
+                ("client_secret", pi["client_secret"].as_str().unwrap()),
+                ("success", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, done["status"].as_str()),
+        (200, Some("succeeded")),
+        "{done}"
+    );
     let p = wait_until(&app, &m, id, |p| p["status"] == "succeeded").await;
     assert_eq!(p["amount_captured"], 1000);
     let events = app.event_types(&m, id).await;
-    assert_eq!(events.iter().filter(|e| *e == "payment_succeeded").count(), 1, "{events:?}");
+    assert_eq!(
+        events.iter().filter(|e| *e == "payment_succeeded").count(),
+        1,
+        "{events:?}"
+    );
 }
 
 #[actix_web::test]
@@ -160,36 +261,110 @@ async fn refunds_partial_and_full_and_a_capture_made_at_stripe() {
     let p = pay(&app, &m, "4242424242424242", json!({})).await;
     let id = p["payment_id"].as_str().unwrap();
     let intent = intent_of(&app, &m, id).await;
-    let partial = call(&app, &m, Method::POST, "/refunds", Some(json!({"payment_id": id, "amount": 300}))).await;
+    let partial = call(
+        &app,
+        &m,
+        Method::POST,
+        "/refunds",
+        Some(json!({"payment_id": id, "amount": 300})),
+    )
+    .await;
     assert_eq!(partial["status"], "succeeded", "{partial}");
     let re = partial["processor_reference"].as_str().unwrap();
     assert!(re.starts_with("re_"), "{partial}");
-    let rest = call(&app, &m, Method::POST, "/refunds", Some(json!({"payment_id": id}))).await;
-    assert_eq!((rest["status"].as_str(), rest["amount"].as_i64()), (Some("succeeded"), Some(700)), "{rest}");
-    let at_stripe = ls.get(&format!("/v1/refunds?payment_intent={intent}&limit=100")).await;
-    let mut amounts: Vec<i64> = at_stripe["data"].as_array().unwrap().iter()
-        .map(|r| r["amount"].as_i64().unwrap()).collect();
+    let rest = call(
+        &app,
+        &m,
+        Method::POST,
+        "/refunds",
+        Some(json!({"payment_id": id})),
+    )
+    .await;
+    assert_eq!(
+        (rest["status"].as_str(), rest["amount"].as_i64()),
+        (Some("succeeded"), Some(700)),
+        "{rest}"
+    );
+    let at_stripe = ls
+        .get(&format!("/v1/refunds?payment_intent={intent}&limit=100"))
+        .await;
+    let mut amounts: Vec<i64> = at_stripe["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["amount"].as_i64().unwrap())
+        .collect();
     amounts.sort();
     assert_eq!(amounts, [300, 700]);
-    let synced = call(&app, &m, Method::GET, &format!("/payments/{id}?force_sync=true"), None).await;
-    assert_eq!((synced["status"].as_str(), synced["amount_refunded"].as_i64()), (Some("succeeded"), Some(1000)), "{synced}");
-    let events = app.event_types(&m, partial["refund_id"].as_str().unwrap()).await;
+    let synced = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/payments/{id}?force_sync=true"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (
+            synced["status"].as_str(),
+            synced["amount_refunded"].as_i64()
+        ),
+        (Some("succeeded"), Some(1000)),
+        "{synced}"
+    );
+    let events = app
+        .event_types(&m, partial["refund_id"].as_str().unwrap())
+        .await;
     assert_eq!(events, ["refund_succeeded"]);
 
     // A capture made directly at Stripe (its dashboard) is seen by force_sync.
-    let p = pay(&app, &m, "4242424242424242", json!({"capture_method": "manual"})).await;
+    let p = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"capture_method": "manual"}),
+    )
+    .await;
     let id = p["payment_id"].as_str().unwrap();
     let intent = intent_of(&app, &m, id).await;
-    let (status, _) = ls.post(&format!("/v1/payment_intents/{intent}/capture"), &[]).await;
+    let (status, _) = ls
+        .post(&format!("/v1/payment_intents/{intent}/capture"), &[])
+        .await;
     assert_eq!(status, 200);
-    let synced = call(&app, &m, Method::GET, &format!("/payments/{id}?force_sync=true"), None).await;
-    assert_eq!((synced["status"].as_str(), synced["amount_captured"].as_i64()), (Some("succeeded"), Some(1000)), "{synced}");
+    let synced = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/payments/{id}?force_sync=true"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (
+            synced["status"].as_str(),
+            synced["amount_captured"].as_i64()
+        ),
+        (Some("succeeded"), Some(1000)),
+        "{synced}"
+    );
 
     // A refund made in Stripe's dashboard is recorded once, with refund_succeeded.
-    let (status, _) = ls.post("/v1/refunds", &[("payment_intent", &intent), ("amount", "250")]).await;
+    let (status, _) = ls
+        .post(
+            "/v1/refunds",
+            &[("payment_intent", &intent), ("amount", "250")],
+        )
+        .await;
     assert_eq!(status, 200);
     for _ in 0..2 {
-        let synced = call(&app, &m, Method::GET, &format!("/payments/{id}?force_sync=true"), None).await;
+        let synced = call(
+            &app,
+            &m,
+            Method::GET,
+            &format!("/payments/{id}?force_sync=true"),
+            None,
+        )
+        .await;
         assert_eq!(synced["amount_refunded"], 250, "{synced}");
     }
 }
@@ -199,18 +374,40 @@ async fn a_saved_card_charges_off_session_on_one_stripe_customer_and_is_detached
     let Some((app, m, ls, _)) = setup().await else {
         return;
     };
-    let c = call(&app, &m, Method::POST, "/customers", Some(json!({"name": "Ana"}))).await;
+    let c = call(
+        &app,
+        &m,
+        Method::POST,
+        "/customers",
+        Some(json!({"name": "Ana"})),
+    )
+    .await;
     let cid = c["customer_id"].as_str().unwrap();
-    let first = pay(&app, &m, "4242424242424242",
-        json!({"customer_id": cid, "setup_future_usage": "off_session"})).await;
+    let first = pay(
+        &app,
+        &m,
+        "4242424242424242",
+        json!({"customer_id": cid, "setup_future_usage": "off_session"}),
+    )
+    .await;
     assert_eq!(first["status"], "succeeded", "{first}");
     let mandate = first["mandate_id"].as_str().expect("a mandate");
-    let charge = app.create_payment(&m, json!({"amount": 700, "currency": "USD", "confirm": true,
-        "customer_id": cid, "mandate_id": mandate, "off_session": true})).await;
+    let charge = app
+        .create_payment(
+            &m,
+            json!({"amount": 700, "currency": "USD", "confirm": true,
+        "customer_id": cid, "mandate_id": mandate, "off_session": true}),
+        )
+        .await;
     assert_eq!(charge.status, 201, "{}", charge.body);
     assert_eq!(charge.body["status"], "succeeded", "{}", charge.body);
-    let second = pay(&app, &m, "5555555555554444",
-        json!({"customer_id": cid, "setup_future_usage": "on_session"})).await;
+    let second = pay(
+        &app,
+        &m,
+        "5555555555554444",
+        json!({"customer_id": cid, "setup_future_usage": "on_session"}),
+    )
+    .await;
     assert_eq!(second["status"], "succeeded", "{second}");
 
     let intents = [
@@ -222,21 +419,53 @@ async fn a_saved_card_charges_off_session_on_one_stripe_customer_and_is_detached
     for pi in &intents {
         customers.push(ls.get(&format!("/v1/payment_intents/{pi}")).await["customer"].clone());
     }
-    assert!(customers[0].as_str().is_some_and(|c| c.starts_with("cus_")), "{customers:?}");
-    assert!(customers.iter().all(|c| *c == customers[0]), "one Stripe customer: {customers:?}");
+    assert!(
+        customers[0].as_str().is_some_and(|c| c.starts_with("cus_")),
+        "{customers:?}"
+    );
+    assert!(
+        customers.iter().all(|c| *c == customers[0]),
+        "one Stripe customer: {customers:?}"
+    );
     let stripe_customer = customers[0].as_str().unwrap();
-    let methods = ls.get(&format!("/v1/payment_methods?customer={stripe_customer}&type=card")).await;
+    let methods = ls
+        .get(&format!(
+            "/v1/payment_methods?customer={stripe_customer}&type=card"
+        ))
+        .await;
     assert_eq!(methods["data"].as_array().unwrap().len(), 2, "{methods}");
 
-    let saved = call(&app, &m, Method::GET, &format!("/customers/{cid}/payment-methods"), None).await;
+    let saved = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/customers/{cid}/payment-methods"),
+        None,
+    )
+    .await;
     let saved = saved["data"].as_array().unwrap().clone();
     assert_eq!(saved.len(), 2);
     for pm in &saved {
         let pm_id = pm["payment_method_id"].as_str().unwrap();
-        call(&app, &m, Method::DELETE, &format!("/payment-methods/{pm_id}"), None).await;
+        call(
+            &app,
+            &m,
+            Method::DELETE,
+            &format!("/payment-methods/{pm_id}"),
+            None,
+        )
+        .await;
     }
-    let methods = ls.get(&format!("/v1/payment_methods?customer={stripe_customer}&type=card")).await;
-    assert_eq!(methods["data"].as_array().unwrap().len(), 0, "detached: {methods}");
+    let methods = ls
+        .get(&format!(
+            "/v1/payment_methods?customer={stripe_customer}&type=card"
+        ))
+        .await;
+    assert_eq!(
+        methods["data"].as_array().unwrap().len(),
+        0,
+        "detached: {methods}"
+    );
 }
 
 async fn post_event(app: &TestApp, account: &str, event: &Value, signature: &str) -> (u16, Value) {
@@ -248,7 +477,10 @@ async fn post_event(app: &TestApp, account: &str, event: &Value, signature: &str
         .send_body(body)
         .await
         .unwrap();
-    (res.status().as_u16(), res.json().await.unwrap_or(Value::Null))
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
 }
 
 fn dispute_event(id: &str, kind: &str, intent: &str, status: &str, created: i64) -> Value {
@@ -267,16 +499,37 @@ async fn a_dispute_is_opened_and_lost_by_signed_events_sent_twice() {
     let id = p["payment_id"].as_str().unwrap();
     let intent = intent_of(&app, &m, id).await;
     let now = chrono::Utc::now().timestamp();
-    let opened = dispute_event("evt_dp1", "charge.dispute.created", &intent, "needs_response", now - 10);
+    let opened = dispute_event(
+        "evt_dp1",
+        "charge.dispute.created",
+        &intent,
+        "needs_response",
+        now - 10,
+    );
     let lost = dispute_event("evt_dp2", "charge.dispute.closed", &intent, "lost", now - 5);
     for event in [&opened, &opened, &lost, &lost, &opened] {
         let body = serde_json::to_vec(event).unwrap();
         let (status, answer) = post_event(&app, &account, event, &signature(&body)).await;
-        assert_eq!((status, answer["outcome"].as_str()), (200, Some("handled")), "{answer}");
+        assert_eq!(
+            (status, answer["outcome"].as_str()),
+            (200, Some("handled")),
+            "{answer}"
+        );
     }
-    let disputes = call(&app, &m, Method::GET, &format!("/disputes/list?payment_id={id}"), None).await;
+    let disputes = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/disputes/list?payment_id={id}"),
+        None,
+    )
+    .await;
     let disputes = disputes["data"].as_array().unwrap().clone();
-    assert_eq!(disputes.len(), 1, "one Stripe dispute is one payd dispute: {disputes:?}");
+    assert_eq!(
+        disputes.len(),
+        1,
+        "one Stripe dispute is one payd dispute: {disputes:?}"
+    );
     assert_eq!(disputes[0]["status"], "lost", "{:?}", disputes[0]);
     let dispute_id = disputes[0]["dispute_id"].as_str().unwrap();
     let events = app.event_types(&m, dispute_id).await;
@@ -297,7 +550,13 @@ async fn bad_or_stale_signatures_are_refused_and_change_nothing() {
     let p = pay(&app, &m, "4242424242424242", json!({})).await;
     let intent = intent_of(&app, &m, p["payment_id"].as_str().unwrap()).await;
     let now = chrono::Utc::now().timestamp();
-    let event = dispute_event("evt_bad", "charge.dispute.created", &intent, "needs_response", now);
+    let event = dispute_event(
+        "evt_bad",
+        "charge.dispute.created",
+        &intent,
+        "needs_response",
+        now,
+    );
     let body = serde_json::to_vec(&event).unwrap();
     let stale = payd::processors::stripe::sign(WEBHOOK_SECRET, now - 600, &body);
     let forged = payd::processors::stripe::sign("whsec_someone_else", now, &body);
@@ -309,7 +568,11 @@ async fn bad_or_stale_signatures_are_refused_and_change_nothing() {
     let (status, _) = post_event(&app, "proc_unknown", &event, &signature(&body)).await;
     assert_eq!(status, 404);
     let disputes = call(&app, &m, Method::GET, "/disputes/list", None).await;
-    assert_eq!(disputes["data"].as_array().unwrap().len(), 0, "nothing changed");
+    assert_eq!(
+        disputes["data"].as_array().unwrap().len(),
+        0,
+        "nothing changed"
+    );
 }
 
 #[actix_web::test]
@@ -321,25 +584,71 @@ async fn keys_are_checked_against_the_shops_mode_and_secrets_never_leave_sealed(
         let app = &app;
         let m = &m;
         async move {
-            app.post(&format!("/account/shops/{}/processors", m.profile_id), &m.secret_key, body).await
+            app.post(
+                &format!("/account/shops/{}/processors", m.profile_id),
+                &m.secret_key,
+                body,
+            )
+            .await
         }
     };
-    for (key, param) in [("sk_live_0000000000000000001", "secret_key"), ("pk_test_1", "secret_key"), ("", "secret_key")] {
+    for (key, param) in [
+        ("sk_live_0000000000000000001", "secret_key"),
+        ("pk_test_1", "secret_key"),
+        ("", "secret_key"),
+    ] {
         let r = add(json!({"name": "live", "kind": "stripe", "secret_key": key,
-            "webhook_secret": WEBHOOK_SECRET, "api_base": ls.base})).await;
-        assert_eq!((r.status, r.param()), (400, Some(param)), "{key}: {}", r.body);
+            "webhook_secret": WEBHOOK_SECRET, "api_base": ls.base}))
+        .await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some(param)),
+            "{key}: {}",
+            r.body
+        );
     }
-    let r = add(json!({"name": "nohook", "kind": "stripe", "secret_key": SECRET_KEY, "api_base": ls.base})).await;
-    assert_eq!((r.status, r.param()), (400, Some("webhook_secret")), "{}", r.body);
-    for base in ["ftp://127.0.0.1:1", "http://127.0.0.1:1/v1", "http://example.com"] {
-        let r = add(json!({"name": "base", "kind": "stripe", "secret_key": SECRET_KEY,
-            "webhook_secret": WEBHOOK_SECRET, "api_base": base})).await;
-        assert_eq!((r.status, r.param()), (400, Some("api_base")), "{base}: {}", r.body);
+    let r = add(
+        json!({"name": "nohook", "kind": "stripe", "secret_key": SECRET_KEY, "api_base": ls.base}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.param()),
+        (400, Some("webhook_secret")),
+        "{}",
+        r.body
+    );
+    for base in [
+        "ftp://127.0.0.1:1",
+        "http://127.0.0.1:1/v1",
+        "http://example.com",
+    ] {
+        let r = add(
+            json!({"name": "base", "kind": "stripe", "secret_key": SECRET_KEY,
+            "webhook_secret": WEBHOOK_SECRET, "api_base": base}),
+        )
+        .await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some("api_base")),
+            "{base}: {}",
+            r.body
+        );
     }
-    let listed = app.get(&format!("/account/shops/{}/processors", m.profile_id), &m.secret_key).await;
+    let listed = app
+        .get(
+            &format!("/account/shops/{}/processors", m.profile_id),
+            &m.secret_key,
+        )
+        .await;
     let text = listed.raw.iter().map(|b| *b as char).collect::<String>();
-    assert!(text.contains(&account) && text.contains("\"stripe\""), "{text}");
-    assert!(!text.contains(&SECRET_KEY[8..]) && !text.contains(&WEBHOOK_SECRET[6..]), "{text}");
+    assert!(
+        text.contains(&account) && text.contains("\"stripe\""),
+        "{text}"
+    );
+    assert!(
+        !text.contains(&SECRET_KEY[8..]) && !text.contains(&WEBHOOK_SECRET[6..]),
+        "{text}"
+    );
 
     let stored = payd_entity::processor_account::Entity::find_by_id(account.as_str());
     use sea_orm::EntityTrait;
@@ -347,12 +656,154 @@ async fn keys_are_checked_against_the_shops_mode_and_secrets_never_leave_sealed(
     let config = row.config.unwrap_or_default();
     assert!(config.starts_with("sealed:v1:"), "{config}");
     assert!(!config.contains(&SECRET_KEY[8..]) && !config.contains(&WEBHOOK_SECRET[6..]));
-    if let Some(file) = app.db.url.strip_prefix("sqlite://").and_then(|u| u.split('?').next()) {
+    if let Some(file) = app
+        .db
+        .url
+        .strip_prefix("sqlite://")
+        .and_then(|u| u.split('?').next())
+    {
         for path in [file.to_owned(), format!("{file}-wal")] {
             let bytes = std::fs::read(&path).unwrap_or_default();
             let haystack = String::from_utf8_lossy(&bytes);
-            assert!(!haystack.contains(&SECRET_KEY[8..]), "{path} holds the secret key");
-            assert!(!haystack.contains(&WEBHOOK_SECRET[6..]), "{path} holds the webhook secret");
+            assert!(
+                !haystack.contains(&SECRET_KEY[8..]),
+                "{path} holds the secret key"
+            );
+            assert!(
+                !haystack.contains(&WEBHOOK_SECRET[6..]),
+                "{path} holds the webhook secret"
+            );
         }
     }
+}
+
+#[actix_web::test]
+async fn a_refused_key_fails_the_attempt_naming_the_account() {
+    let Some(ls) = LocalStripe::start().await else {
+        return;
+    };
+    let app = spawn_with(Arc::new(TestDb::new().await), &[]).await;
+    let m = app.create_merchant("Acme").await;
+    // localstripe takes only `sk_` keys: a restricted key is refused with a 401.
+    let r = app
+        .post(
+            &format!("/account/shops/{}/processors", m.profile_id),
+            &m.secret_key,
+            json!({"name": "restricted", "kind": "stripe", "secret_key": "rk_test_payd000000000001",
+                "webhook_secret": WEBHOOK_SECRET, "api_base": ls.base}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let account = r.body["processor_account_id"].as_str().unwrap().to_owned();
+    let p = pay(&app, &m, "4242424242424242", json!({})).await;
+    assert_eq!(p["status"], "declined", "{p}");
+    assert_eq!(p["last_error"]["code"], "processor_authentication_failed");
+    assert!(
+        p["last_error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&account),
+        "{p}"
+    );
+}
+
+/// A Stripe in front of which the answers to PaymentIntent creations arrive late: the
+/// request reaches localstripe at once, its answer after payd gave up waiting.
+struct SlowCreates {
+    target: String,
+    late: std::sync::atomic::AtomicU32,
+}
+
+async fn forward(
+    req: actix_web::HttpRequest,
+    body: actix_web::web::Bytes,
+    proxy: actix_web::web::Data<SlowCreates>,
+) -> actix_web::HttpResponse {
+    use std::sync::atomic::Ordering;
+    let mut sent = client().request(
+        req.method().clone(),
+        format!("{}{}", proxy.target, req.uri()),
+    );
+    for (name, value) in req.headers() {
+        if name != "host" && name != "content-length" {
+            sent = sent.insert_header((name.clone(), value.clone()));
+        }
+    }
+    let mut res = sent.send_body(body).await.expect("localstripe answers");
+    let bytes = res.body().limit(1 << 22).await.expect("a body");
+    let create = req.method() == Method::POST && req.path() == "/v1/payment_intents";
+    if create
+        && proxy
+            .late
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    {
+        actix_web::rt::time::sleep(Duration::from_millis(1_500)).await;
+    }
+    actix_web::HttpResponse::build(res.status())
+        .content_type("application/json")
+        .body(bytes)
+}
+
+#[actix_web::test]
+async fn an_authorization_whose_answer_was_lost_is_found_by_its_metadata_and_charged_once() {
+    let Some(ls) = LocalStripe::start().await else {
+        return;
+    };
+    let proxy = actix_web::web::Data::new(SlowCreates {
+        target: ls.base.clone(),
+        late: 1.into(),
+    });
+    let data = proxy.clone();
+    let server = actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(data.clone())
+            .default_service(actix_web::web::to(forward))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .unwrap();
+    let proxy_base = format!("http://{}", server.addrs()[0]);
+    actix_web::rt::spawn(server.run());
+
+    let app = spawn_with(Arc::new(TestDb::new().await), &[]).await;
+    let m = app.create_merchant("Acme").await;
+    let r = app
+        .post(
+            &format!("/account/shops/{}/processors", m.profile_id),
+            &m.secret_key,
+            json!({"name": "stripe", "kind": "stripe", "secret_key": SECRET_KEY,
+                "webhook_secret": WEBHOOK_SECRET, "api_base": proxy_base, "timeout_ms": 500}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let p = pay(&app, &m, "4242424242424242", json!({})).await;
+    assert_eq!(p["status"], "processing", "never failed on a guess: {p}");
+    let id = p["payment_id"].as_str().unwrap();
+    let synced = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/payments/{id}?force_sync=true"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (
+            synced["status"].as_str(),
+            synced["amount_captured"].as_i64()
+        ),
+        (Some("succeeded"), Some(1000)),
+        "{synced}"
+    );
+    let intent = intent_of(&app, &m, id).await;
+    let pis = ls.get("/v1/payment_intents?limit=100").await;
+    let ours: Vec<&Value> = pis["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|pi| pi["metadata"]["payd_payment_id"] == id)
+        .collect();
+    assert_eq!(ours.len(), 1, "charged once: {ours:?}");
+    assert_eq!(ours[0]["id"], intent.as_str());
 }

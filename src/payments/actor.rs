@@ -77,7 +77,11 @@ impl PaymentDeps {
             .await?
             .into_iter()
             .find(|a| a.name == name);
-        if !m.test_mode && account.as_ref().is_none_or(|a| !connect::serves_live(&a.kind)) {
+        if !m.test_mode
+            && account
+                .as_ref()
+                .is_none_or(|a| !connect::serves_live(&a.kind))
+        {
             return Err(ProcessorError::Unavailable(
                 "a live payment's processor account is gone or is a sandbox".into(),
             )
@@ -1143,7 +1147,9 @@ async fn settle_pending_refunds(deps: &PaymentDeps, done: Done) -> Result<Done, 
             continue;
         };
         let answer = processor.sync_refund(&reference, deps.clock.now()).await;
-        payment = record_refund_outcome(deps, &payment, r, answer).await?.payment;
+        payment = record_refund_outcome(deps, &payment, r, answer)
+            .await?
+            .payment;
     }
     Ok(Done::unchanged(&payment))
 }

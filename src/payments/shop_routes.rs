@@ -237,9 +237,15 @@ fn stripe_config(
 ) -> Result<String, ApiError> {
     let key = req.secret_key.as_deref().unwrap_or("").trim();
     let (fits, mode) = if test_mode {
-        (StripeConfig::is_test_key(key), "a test-mode shop takes a test key (sk_test_…)")
+        (
+            StripeConfig::is_test_key(key),
+            "a test-mode shop takes a test key (sk_test_…)",
+        )
     } else {
-        (StripeConfig::is_live_key(key), "a live shop takes a live key (sk_live_…)")
+        (
+            StripeConfig::is_live_key(key),
+            "a live shop takes a live key (sk_live_…)",
+        )
     };
     if !fits || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return Err(ApiError::invalid_param(
@@ -248,7 +254,8 @@ fn stripe_config(
         ));
     }
     let webhook_secret = req.webhook_secret.as_deref().unwrap_or("").trim();
-    if !(8..=255).contains(&webhook_secret.len()) || webhook_secret.chars().any(char::is_whitespace) {
+    if !(8..=255).contains(&webhook_secret.len()) || webhook_secret.chars().any(char::is_whitespace)
+    {
         return Err(ApiError::invalid_param(
             "webhook_secret",
             "the signing secret of the account's webhook endpoint at Stripe (whsec_…) is needed",
@@ -288,7 +295,9 @@ fn api_base(state: &AppState, raw: &str) -> Result<String, ApiError> {
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
     if scheme != "https" && !loopback {
-        return Err(bad("api_base must use https (http only for a loopback test server)"));
+        return Err(bad(
+            "api_base must use https (http only for a loopback test server)",
+        ));
     }
     Ok(format!("{scheme}://{rest}"))
 }

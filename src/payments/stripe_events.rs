@@ -35,7 +35,8 @@ use crate::{
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        web::resource("/processor-webhooks/{processor_account_id}").route(web::post().to(receive)),
+        web::resource("/processor-webhooks/{processor_account_id}")
+            .route(web::post().to(receive_processor_event)),
     );
 }
 
@@ -55,8 +56,9 @@ pub struct Received {
         ("Stripe-Signature" = String, Header, description = "t=…,v1=…: HMAC-SHA256 of t.body")),
     request_body(content = Object, content_type = "application/json"),
     responses((status = 200, body = Received), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody)))]
-pub async fn receive(
+        (status = 404, body = crate::error::ErrorBody),
+        (status = 502, description = "Stripe could not be asked now: Stripe sends the event again", body = crate::error::ErrorBody)))]
+pub async fn receive_processor_event(
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
     disputes: web::Data<Disputes>,
@@ -110,8 +112,12 @@ async fn handle(
     let kind = event["type"].as_str().unwrap_or("");
     let intent = match kind {
         k if k.starts_with("payment_intent.") => object["id"].as_str(),
-        "charge.refunded" | "charge.captured" | "charge.refund.updated" | "refund.created"
-        | "refund.updated" | "refund.failed" => object["payment_intent"].as_str(),
+        "charge.refunded"
+        | "charge.captured"
+        | "charge.refund.updated"
+        | "refund.created"
+        | "refund.updated"
+        | "refund.failed" => object["payment_intent"].as_str(),
         k if k.starts_with("charge.dispute.") => object["payment_intent"].as_str(),
         _ => return Ok(false),
     };
@@ -162,11 +168,17 @@ async fn follow_dispute(
     let object = &event["data"]["object"];
     let case_id = object["id"].as_str().unwrap_or_default().to_owned();
     if !case_id.starts_with("dp_") {
-        return Err(ApiError::invalid("invalid_event", "a dispute event without a dispute id")
-            .param("data.object.id"));
+        return Err(
+            ApiError::invalid("invalid_event", "a dispute event without a dispute id")
+                .param("data.object.id"),
+        );
     }
     let (stage, status) = dispute_status(object["status"].as_str().unwrap_or(""));
-    let at = |field: &Value| field.as_i64().and_then(|t| DateTime::<Utc>::from_timestamp(t, 0));
+    let at = |field: &Value| {
+        field
+            .as_i64()
+            .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
+    };
     let created = at(&event["created"]).unwrap_or_else(clock::wall_now);
     let due_by = at(&object["evidence_details"]["due_by"]);
     let amount = object["amount"].as_i64().unwrap_or(0).max(0);
@@ -200,7 +212,9 @@ async fn follow_dispute(
         status,
         amount,
         note: None,
-        due_by: (status == DisputeStatus::Opened).then_some(due_by).flatten(),
+        due_by: (status == DisputeStatus::Opened)
+            .then_some(due_by)
+            .flatten(),
     };
     let exec = DisputeExec {
         access: None,

@@ -48,7 +48,10 @@ impl Connections {
 
     /// The sandbox for a sandbox account (or none); the connected processor of any other, or
     /// `None` when its settings cannot be read.
-    pub fn resolve(&self, account: Option<&processor_account::Model>) -> Option<Arc<dyn Processor>> {
+    pub fn resolve(
+        &self,
+        account: Option<&processor_account::Model>,
+    ) -> Option<Arc<dyn Processor>> {
         let Some(account) = account.filter(|a| a.kind != SANDBOX) else {
             return Some(self.sandbox.clone());
         };

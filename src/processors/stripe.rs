@@ -62,7 +62,10 @@ impl StripeConfig {
 #[derive(Debug, Clone)]
 enum Failure {
     /// A card error (402): the card was declined.
-    Card { code: String, message: String },
+    Card {
+        code: String,
+        message: String,
+    },
     /// The secret key was refused (401, 403).
     Key,
     Processor(ProcessorError),
@@ -71,8 +74,12 @@ enum Failure {
 impl From<Failure> for ProcessorError {
     fn from(f: Failure) -> Self {
         match f {
-            Failure::Card { code, message } => ProcessorError::Refused(format!("{code}: {message}")),
-            Failure::Key => ProcessorError::Refused("Stripe refused the account's secret key".into()),
+            Failure::Card { code, message } => {
+                ProcessorError::Refused(format!("{code}: {message}"))
+            }
+            Failure::Key => {
+                ProcessorError::Refused("Stripe refused the account's secret key".into())
+            }
             Failure::Processor(e) => e,
         }
     }
@@ -244,7 +251,10 @@ impl Inner {
             return Ok(amount);
         };
         let refunds = self
-            .get("refunds", vec![pair("charge", charge_id), pair("limit", 100)])
+            .get(
+                "refunds",
+                vec![pair("charge", charge_id), pair("limit", 100)],
+            )
             .await?;
         let released: i64 = items(&refunds)
             .iter()
@@ -255,11 +265,7 @@ impl Inner {
     }
 
     /// The Stripe Customer a card is saved under, and the PaymentMethod attached to it.
-    async fn save(
-        &self,
-        req: &AuthRequest,
-        method: &str,
-    ) -> Result<ProcessorToken, Failure> {
+    async fn save(&self, req: &AuthRequest, method: &str) -> Result<ProcessorToken, Failure> {
         let customer = match &req.save {
             Some(save) => match &save.known_customer {
                 Some(known) => known.clone(),
@@ -358,7 +364,10 @@ impl Inner {
             "processing" | "requires_confirmation" => (Authorization::Pending, None),
             "canceled" => (
                 Authorization::Declined { retryable: false },
-                Some(("card_declined".to_owned(), "the payment was canceled at Stripe".to_owned())),
+                Some((
+                    "card_declined".to_owned(),
+                    "the payment was canceled at Stripe".to_owned(),
+                )),
             ),
             _ => {
                 let error = &pi["last_payment_error"];
@@ -556,9 +565,7 @@ impl Processor for StripeProcessor {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());
         Box::pin(async move {
             let id = inner.intent_id(&reference).await?;
-            let mut pi = inner
-                .get(&format!("payment_intents/{id}"), vec![])
-                .await?;
+            let mut pi = inner.get(&format!("payment_intents/{id}"), vec![]).await?;
             if !approved && pi["status"] == "requires_action" {
                 let key = format!("{id}.challenge");
                 pi = inner
@@ -708,7 +715,9 @@ pub fn verify(secret: &str, header: &str, body: &[u8], now: i64) -> Result<(), S
     for part in header.split(',') {
         match part.trim().split_once('=') {
             Some(("t", t)) => timestamp = t.parse::<i64>().ok(),
-            Some(("v1", s)) => signatures.push(hex::decode(s).map_err(|_| SignatureError::Malformed)?),
+            Some(("v1", s)) => {
+                signatures.push(hex::decode(s).map_err(|_| SignatureError::Malformed)?)
+            }
             _ => {}
         }
     }
@@ -741,7 +750,10 @@ pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    format!("t={timestamp},v1={}", hex::encode(mac.finalize().into_bytes()))
+    format!(
+        "t={timestamp},v1={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
 }
 
 #[cfg(test)]
@@ -762,21 +774,30 @@ mod tests {
             Err(SignatureError::Mismatch)
         );
         assert_eq!(
-            verify("whsec_test", &header, body, 1_000 + SIGNATURE_TOLERANCE_SECS + 1),
+            verify(
+                "whsec_test",
+                &header,
+                body,
+                1_000 + SIGNATURE_TOLERANCE_SECS + 1
+            ),
             Err(SignatureError::Stale)
         );
         assert_eq!(
             verify("whsec_test", "v1=00", body, 1_000),
             Err(SignatureError::Malformed)
         );
-        let rolled = format!("t=1000,v1={},v1=00", &header[header.find("v1=").unwrap() + 3..]);
+        let rolled = format!(
+            "t=1000,v1={},v1=00",
+            &header[header.find("v1=").unwrap() + 3..]
+        );
         assert_eq!(verify("whsec_test", &rolled, body, 1_000), Ok(()));
     }
 
     #[test]
     fn declines_keep_stripes_code_and_the_sandboxs_classes() {
         let generic = serde_json::json!({"code": "card_declined"});
-        let issuer = serde_json::json!({"code": "card_declined", "decline_code": "insufficient_funds"});
+        let issuer =
+            serde_json::json!({"code": "card_declined", "decline_code": "insufficient_funds"});
         assert_eq!(decline_code(&generic), "card_declined");
         assert_eq!(decline_code(&issuer), "insufficient_funds");
         assert_eq!(decline_code(&Value::Null), "card_declined");

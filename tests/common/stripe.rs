@@ -115,7 +115,10 @@ impl LocalStripe {
             .await
             .expect("localstripe answers");
         let status = res.status().as_u16();
-        (status, res.json().limit(1 << 22).await.unwrap_or(Value::Null))
+        (
+            status,
+            res.json().limit(1 << 22).await.unwrap_or(Value::Null),
+        )
     }
 
     /// Makes localstripe post its events to payd's endpoint for the account, signed with the
