@@ -254,8 +254,8 @@ async fn three_d_secure_finished_at_stripe_is_learnt_from_the_webhook_alone() {
 }
 
 #[actix_web::test]
-async fn refunds_partial_and_full_and_a_capture_made_at_stripe() {
-    let Some((app, m, ls, _)) = setup().await else {
+async fn refunds_partial_and_full_and_a_capture_and_a_refund_made_at_stripe() {
+    let Some((app, m, ls, account)) = setup().await else {
         return;
     };
     let p = pay(&app, &m, "4242424242424242", json!({})).await;
@@ -348,25 +348,54 @@ async fn refunds_partial_and_full_and_a_capture_made_at_stripe() {
         "{synced}"
     );
 
-    // A refund made in Stripe's dashboard is recorded once, with refund_succeeded.
-    let (status, _) = ls
+    // A refund made in Stripe's dashboard is recorded once, with refund_succeeded, from
+    // Stripe's `charge.refunded` event (localstripe sends none: signed here as Stripe would)
+    // however often it arrives, and a sync after it changes nothing.
+    let (status, re) = ls
         .post(
             "/v1/refunds",
             &[("payment_intent", &intent), ("amount", "250")],
         )
         .await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 200, "{re}");
+    let event = json!({"id": "evt_refunded", "object": "event", "type": "charge.refunded",
+        "created": chrono::Utc::now().timestamp(), "data": {"object": {"id": re["charge"], "object": "charge",
+        "payment_intent": intent, "amount": 1000, "amount_refunded": 250, "refunded": false}}});
+    let body = serde_json::to_vec(&event).unwrap();
     for _ in 0..2 {
-        let synced = call(
-            &app,
-            &m,
-            Method::GET,
-            &format!("/payments/{id}?force_sync=true"),
-            None,
-        )
-        .await;
-        assert_eq!(synced["amount_refunded"], 250, "{synced}");
+        let (status, answer) = post_event(&app, &account, &event, &signature(&body)).await;
+        assert_eq!(
+            (status, answer["outcome"].as_str()),
+            (200, Some("handled")),
+            "{answer}"
+        );
+        let p = call(&app, &m, Method::GET, &format!("/payments/{id}"), None).await;
+        assert_eq!(p["amount_refunded"], 250, "{p}");
     }
+    let synced = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/payments/{id}?force_sync=true"),
+        None,
+    )
+    .await;
+    assert_eq!(synced["amount_refunded"], 250, "{synced}");
+    let refunds = call(
+        &app,
+        &m,
+        Method::POST,
+        "/refunds/list",
+        Some(json!({"payment_id": id})),
+    )
+    .await;
+    let refunds = refunds["data"].as_array().unwrap().clone();
+    assert_eq!(refunds.len(), 1, "{refunds:?}");
+    assert_eq!(refunds[0]["processor_reference"], re["id"]);
+    let events = app
+        .event_types(&m, refunds[0]["refund_id"].as_str().unwrap())
+        .await;
+    assert_eq!(events, ["refund_succeeded"]);
 }
 
 #[actix_web::test]
@@ -712,6 +741,9 @@ async fn a_refused_key_fails_the_attempt_naming_the_account() {
 struct SlowCreates {
     target: String,
     late: std::sync::atomic::AtomicU32,
+    /// POSTs seen, and those without an `Idempotency-Key` or the pinned `Stripe-Version`.
+    posts: std::sync::atomic::AtomicU32,
+    unkeyed: std::sync::atomic::AtomicU32,
 }
 
 async fn forward(
@@ -720,6 +752,18 @@ async fn forward(
     proxy: actix_web::web::Data<SlowCreates>,
 ) -> actix_web::HttpResponse {
     use std::sync::atomic::Ordering;
+    if req.method() == Method::POST {
+        proxy.posts.fetch_add(1, Ordering::SeqCst);
+        let header = |name| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+        };
+        if header("idempotency-key").is_empty() || header("stripe-version") != "2022-11-15" {
+            proxy.unkeyed.fetch_add(1, Ordering::SeqCst);
+        }
+    }
     let mut sent = client().request(
         req.method().clone(),
         format!("{}{}", proxy.target, req.uri()),
@@ -753,6 +797,8 @@ async fn an_authorization_whose_answer_was_lost_is_found_by_its_metadata_and_cha
     let proxy = actix_web::web::Data::new(SlowCreates {
         target: ls.base.clone(),
         late: 1.into(),
+        posts: 0.into(),
+        unkeyed: 0.into(),
     });
     let data = proxy.clone();
     let server = actix_web::HttpServer::new(move || {
@@ -806,4 +852,21 @@ async fn an_authorization_whose_answer_was_lost_is_found_by_its_metadata_and_cha
         .collect();
     assert_eq!(ours.len(), 1, "charged once: {ours:?}");
     assert_eq!(ours[0]["id"], intent.as_str());
+    // A refund through the same Stripe: every POST carried its key and the pinned version.
+    let refund = call(
+        &app,
+        &m,
+        Method::POST,
+        "/refunds",
+        Some(json!({"payment_id": id, "amount": 100})),
+    )
+    .await;
+    assert_eq!(refund["status"], "succeeded", "{refund}");
+    use std::sync::atomic::Ordering;
+    assert!(proxy.posts.load(Ordering::SeqCst) >= 3);
+    assert_eq!(
+        proxy.unkeyed.load(Ordering::SeqCst),
+        0,
+        "every POST is keyed and pinned"
+    );
 }

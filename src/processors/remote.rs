@@ -145,12 +145,14 @@ impl RemoteProcessor {
 /// failed otherwise, not sent (circuit open).
 const OUTCOMES: [&str; 5] = ["ok", "refused", "timeout", "error", "circuit_open"];
 
-/// Makes the remote processors' series exist at 0 from start-up.
+/// Makes the remote and Stripe processors' series exist at 0 from start-up.
 pub fn register_metrics() {
     metrics::gauge!("payd_processor_circuits_open").increment(0.0);
-    for outcome in OUTCOMES {
-        metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => outcome)
-            .increment(0);
+    for kind in ["remote", "stripe"] {
+        for outcome in OUTCOMES {
+            metrics::counter!("payd_processor_requests_total", "kind" => kind, "outcome" => outcome)
+                .increment(0);
+        }
     }
 }
 

@@ -23,7 +23,7 @@ use super::model::{Authorization, ProcessorView};
 use super::remote::CircuitBreaker;
 use super::{
     Answer, AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, ProcessorToken,
-    RefundResult, RefundStatus,
+    RefundResult, RefundStatus, SaveFor,
 };
 use crate::outbound::{self, Blocked, Policy};
 
@@ -173,18 +173,19 @@ impl Inner {
         if matches!(outcome, Err(Failure::Key)) {
             tracing::error!(account = %self.account_id, "Stripe refused the processor account's secret key");
         }
-        let label = match &outcome {
-            Ok(_) => "ok",
-            Err(Failure::Card { .. } | Failure::Key) => "refused",
-            Err(Failure::Processor(ProcessorError::Refused(_))) => "refused",
-            Err(Failure::Processor(ProcessorError::Timeout)) => "timeout",
-            Err(Failure::Processor(ProcessorError::Unavailable(_))) => "error",
+        // Stripe answered (a refusal included): the circuit stays closed.
+        let (label, answered) = match &outcome {
+            Ok(_) => ("ok", true),
+            Err(Failure::Card { .. } | Failure::Key) => ("refused", true),
+            Err(Failure::Processor(ProcessorError::Refused(_))) => ("refused", true),
+            Err(Failure::Processor(ProcessorError::Timeout)) => ("timeout", false),
+            Err(Failure::Processor(ProcessorError::Unavailable(_))) => ("error", false),
         };
         count(label);
-        match &outcome {
-            Ok(_) | Err(Failure::Card { .. } | Failure::Key) => self.breaker.success(),
-            Err(Failure::Processor(ProcessorError::Refused(_))) => self.breaker.success(),
-            Err(Failure::Processor(_)) => self.breaker.failure(),
+        if answered {
+            self.breaker.success();
+        } else {
+            self.breaker.failure();
         }
         outcome
     }
@@ -264,20 +265,21 @@ impl Inner {
         Ok(amount - released)
     }
 
-    /// The Stripe Customer a card is saved under, and the PaymentMethod attached to it.
-    async fn save(&self, req: &AuthRequest, method: &str) -> Result<ProcessorToken, Failure> {
-        let customer = match &req.save {
-            Some(save) => match &save.known_customer {
-                Some(known) => known.clone(),
-                None => {
-                    let form = vec![pair("metadata[payd_customer_id]", &save.customer_id)];
-                    let created = self
-                        .post("customers", &format!("{}.customer", req.reference), form)
-                        .await?;
-                    str_of(&created, "id")
-                }
-            },
-            None => String::new(),
+    /// Saves a card at Stripe: attaches its PaymentMethod to the customer's Stripe Customer
+    /// (made now for a customer who has none at this account).
+    async fn save(
+        &self,
+        req: &AuthRequest,
+        save: &SaveFor,
+        method: &str,
+    ) -> Result<ProcessorToken, Failure> {
+        let customer = match &save.known_customer {
+            Some(known) => known.clone(),
+            None => {
+                let form = vec![pair("metadata[payd_customer_id]", &save.customer_id)];
+                let key = format!("{}.customer", req.reference);
+                str_of(&self.post("customers", &key, form).await?, "id")
+            }
         };
         let form = vec![pair("customer", &customer)];
         let key = format!("{}.attach", req.reference);
@@ -312,7 +314,7 @@ impl Inner {
             .await?;
         let method = str_of(&created, "id");
         let token = match &req.save {
-            Some(_) => Some(self.save(req, &method).await?),
+            Some(save) => Some(self.save(req, save, &method).await?),
             None => None,
         };
         Ok((method, token))
@@ -437,7 +439,8 @@ fn outcome(status: u16, body: Value) -> Result<Value, Failure> {
         // Too many requests, and Stripe's own failures: not done, ask again later.
         429 | 500..=599 => Err(unavailable(format!("Stripe answered {status}: {message}"))),
         _ => Err(Failure::Processor(ProcessorError::Refused(format!(
-            "Stripe answered {status}: {message}"
+            "Stripe answered {status} ({}): {message}",
+            error["code"].as_str().unwrap_or("no code")
         )))),
     }
 }
@@ -539,6 +542,14 @@ impl Processor for StripeProcessor {
                             inner.account_id
                         ),
                     )),
+                    token: None,
+                }),
+                // Stripe refused the request itself (an amount it does not take, a card saved
+                // at another processor): this attempt fails, routing may try the next one.
+                Err(Failure::Processor(ProcessorError::Refused(why))) => Ok(AuthResult {
+                    reference: None,
+                    outcome: Authorization::Declined { retryable: true },
+                    error: Some(("processor_refused".into(), why)),
                     token: None,
                 }),
                 // No answer: the outcome is unknown, never a failure on a guess. A sync finds
