@@ -437,6 +437,10 @@ async fn racing_retries_of_an_event_from_before_the_endpoint_send_it_once() {
     let since = app.clock.now() - Duration::seconds(1);
     let pid = app.succeeded_payment(&m).await;
     let receiver = Receiver::start().await;
+    // The first send stays in flight until every racing call has answered: a retry asked
+    // after a send has finished is a new retry, and sends again (on a loaded machine the
+    // calls could otherwise straddle the first send).
+    receiver.set_default(Reply::slow(StdDuration::from_secs(3)));
     app.set_webhook(&m, &receiver.url).await;
     let event = events(
         &app,
@@ -475,6 +479,12 @@ async fn racing_retries_of_an_event_from_before_the_endpoint_send_it_once() {
         .map(|r| r.header("webhook-id").to_owned())
         .collect();
     assert_eq!(got, std::slice::from_ref(&event_id), "sent once");
-    let attempts = attempts_of(&app, &m, &event_id).await;
+    let attempts = until(
+        "the attempt recorded",
+        || attempts_of(&app, &m, &event_id),
+        |a| !a.is_empty(),
+    )
+    .await;
     assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(receiver.received().len(), 1, "sent once");
 }

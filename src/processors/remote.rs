@@ -116,12 +116,20 @@ struct Inner {
 
 /// Signs a request body: `v1=<hex HMAC-SHA256(secret, "{timestamp}.{body}")>`.
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
+    format!(
+        "v1={}",
+        hex::encode(mac(secret, timestamp, body).finalize().into_bytes())
+    )
+}
+
+/// The HMAC-SHA256 of `"{timestamp}.{body}"`: this protocol's signature, and Stripe's.
+pub(super) fn mac(secret: &str, timestamp: i64, body: &[u8]) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes())
         .expect("HMAC takes keys of any length");
     mac.update(timestamp.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    format!("v1={}", hex::encode(mac.finalize().into_bytes()))
+    mac
 }
 
 impl RemoteProcessor {
