@@ -85,6 +85,9 @@ impl Application {
                 "stored secrets are sealed with the built-in sandbox master key, which is public: set security.master_key (PAYD_SECURITY__MASTER_KEY) outside the sandbox"
             );
         }
+        for warning in settings.production_warnings() {
+            tracing::warn!("production guard off: {warning}");
+        }
         // Secrets stored before sealing, or under an older master key, are sealed now.
         let resealed = crate::sealed::reseal(&db, &keyring).await?;
         if resealed > 0 {
@@ -717,6 +720,7 @@ async fn bootstrap_demo(db: &Db, clock: &SharedClock, settings: &Settings) -> an
         clock.now(),
         &settings.security.key_pepper,
         shop_key,
+        None,
         None,
     )
     .await?;

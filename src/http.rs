@@ -35,6 +35,32 @@ fn incoming_request_id(req: &ServiceRequest) -> Option<String> {
     sane.then(|| value.to_owned())
 }
 
+/// The path segments that precede a credential: the segment after one of these is a secret
+/// the caller holds (a share link's token), never to be logged. A route that takes a credential
+/// in its path names its segment here (tests/log_hygiene.rs checks every such route).
+pub const CREDENTIAL_SEGMENTS: &[&str] = &["invoice-links"];
+
+/// A request path as logs may show it: each credential segment replaced by `[redacted]`.
+pub fn redacted_path(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.split('/').any(|s| CREDENTIAL_SEGMENTS.contains(&s)) {
+        return path.into();
+    }
+    let mut credential_next = false;
+    let shown: Vec<&str> = path
+        .split('/')
+        .map(|segment| {
+            let shown = if credential_next {
+                "[redacted]"
+            } else {
+                segment
+            };
+            credential_next = CREDENTIAL_SEGMENTS.contains(&segment);
+            shown
+        })
+        .collect();
+    shown.join("/").into()
+}
+
 /// Gives every request an id (the caller's `x-request-id` if sane), a tracing span, the
 /// response header, and a timeline (the base one, until authentication enters its key's).
 pub async fn request_id(
@@ -42,7 +68,9 @@ pub async fn request_id(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let id = incoming_request_id(&req).unwrap_or_else(|| new_id("req"));
-    let span = tracing::info_span!("request", request_id = %id, method = %req.method(), path = %req.path());
+    let path = redacted_path(req.path());
+    let span =
+        tracing::info_span!("request", request_id = %id, method = %req.method(), path = %path);
     // The request runs on the base timeline until its key names a sandbox merchant's.
     let run = crate::clock::scoped(crate::clock::Timeline::default(), next.call(req));
     let mut res = REQUEST_ID.scope(id.clone(), run.instrument(span)).await?;
@@ -370,6 +398,19 @@ pub fn esc(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credential_segments_never_reach_a_log() {
+        assert_eq!(
+            redacted_path("/invoice-links/isl_secret"),
+            "/invoice-links/[redacted]"
+        );
+        assert_eq!(
+            redacted_path("/invoice-links/isl_secret/pdf"),
+            "/invoice-links/[redacted]/pdf"
+        );
+        assert_eq!(redacted_path("/payments/pay_1"), "/payments/pay_1");
+    }
 
     #[derive(serde::Deserialize, Debug)]
     #[serde(deny_unknown_fields)]

@@ -8,6 +8,10 @@ use serde::Deserialize;
 /// The defaults, compiled in so the binary runs with nothing beside it.
 const DEFAULTS: &str = include_str!("../config/default.toml");
 
+/// What production mode changes in the defaults: every guard on (applied before the
+/// operator's file and variables, which may still turn one off).
+const PRODUCTION_DEFAULTS: &str = include_str!("../config/production-defaults.toml");
+
 /// The pepper shipped in `config/default.toml`; production refuses to run with it.
 const SANDBOX_PEPPER: &str = "payd-sandbox-pepper-change-me";
 
@@ -484,8 +488,46 @@ impl Settings {
         Self::load_from(std::env::vars().collect())
     }
 
-    /// Reads the layers from the given variables (tests pass their own).
+    /// Reads the layers from the given variables (tests pass their own). Production mode's
+    /// defaults follow the mode: the layers are read once to learn the mode, and again with
+    /// [`PRODUCTION_DEFAULTS`] over the built-in ones when it is production.
     pub fn load_from(vars: Vec<(String, String)>) -> Result<Self, SettingsError> {
+        let mut settings = Self::layered(&vars, false)?;
+        if settings.mode == DeploymentMode::Production {
+            settings = Self::layered(&vars, true)?;
+        }
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// The guards that are off in production mode, each with what that lets through: logged
+    /// as a warning at every start. Empty in the sandbox.
+    pub fn production_warnings(&self) -> Vec<String> {
+        if self.mode != DeploymentMode::Production {
+            return Vec::new();
+        }
+        let off = [
+            (
+                self.webhooks.allow_private_urls,
+                "webhooks.allow_private_urls is on: merchants' webhook URLs may name loopback, private and link-local addresses",
+            ),
+            (
+                self.processors.allow_private_urls,
+                "processors.allow_private_urls is on: remote processors and Stripe api_base may name loopback, private and link-local addresses",
+            ),
+            (
+                !self.processors.require_operator_approval,
+                "processors.require_operator_approval is off: a processor account a merchant adds receives card data without the operator's approval",
+            ),
+        ];
+        off.iter()
+            .filter(|(is_off, _)| *is_off)
+            .map(|(_, warning)| (*warning).to_owned())
+            .collect()
+    }
+
+    /// The layers, unchecked: defaults (and production's over them), the file, the variables.
+    fn layered(vars: &[(String, String)], production: bool) -> Result<Self, SettingsError> {
         let get = |name: &str| {
             // The last occurrence wins, as when a variable is set twice.
             vars.iter()
@@ -495,6 +537,9 @@ impl Settings {
                 .filter(|v| !v.is_empty())
         };
         let mut builder = Config::builder().add_source(File::from_str(DEFAULTS, FileFormat::Toml));
+        if production {
+            builder = builder.add_source(File::from_str(PRODUCTION_DEFAULTS, FileFormat::Toml));
+        }
         if let Some(path) = get("PAYD_CONFIG") {
             builder = builder.add_source(File::with_name(&path).required(true));
         }
@@ -523,9 +568,7 @@ impl Settings {
         if let Some(v) = get("PAYD_MODE") {
             builder = builder.set_override("mode", v)?;
         }
-        let settings: Settings = builder.build()?.try_deserialize()?;
-        settings.validate()?;
-        Ok(settings)
+        Ok(builder.build()?.try_deserialize()?)
     }
 
     fn validate(&self) -> Result<(), SettingsError> {
@@ -833,5 +876,52 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("mode"), "{err}");
+    }
+
+    /// Production with only the settings it requires: every guard the sandbox leaves off is
+    /// on, and nothing is warned about; each one an operator turns off stays off, and is
+    /// warned about by name.
+    #[test]
+    fn production_turns_every_guard_on_unless_the_operator_turns_one_off() {
+        let required = [
+            ("PAYD_MODE", "production"),
+            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
+            (
+                "PAYD_SECURITY__MASTER_KEY",
+                "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            ),
+        ];
+        let s = Settings::load_from(vars(&required)).unwrap();
+        assert!(!s.webhooks.allow_private_urls);
+        assert!(!s.processors.allow_private_urls);
+        assert!(s.processors.require_operator_approval);
+        assert_eq!(s.production_warnings(), Vec::<String>::new());
+        let sandbox = Settings::load_from(vars(&[])).unwrap();
+        assert!(sandbox.webhooks.allow_private_urls && sandbox.production_warnings().is_empty());
+        for (var, value, named) in [
+            (
+                "PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS",
+                "true",
+                "webhooks.allow_private_urls",
+            ),
+            (
+                "PAYD_PROCESSORS__ALLOW_PRIVATE_URLS",
+                "true",
+                "processors.allow_private_urls",
+            ),
+            (
+                "PAYD_PROCESSORS__REQUIRE_OPERATOR_APPROVAL",
+                "false",
+                "processors.require_operator_approval",
+            ),
+        ] {
+            let mut asked = required.to_vec();
+            asked.push((var, value));
+            let warnings = Settings::load_from(vars(&asked))
+                .unwrap()
+                .production_warnings();
+            assert_eq!(warnings.len(), 1, "{var}: {warnings:?}");
+            assert!(warnings[0].starts_with(named), "{warnings:?}");
+        }
     }
 }

@@ -638,3 +638,102 @@ async fn the_audit_log_records_each_security_action_for_its_merchant_only() {
         (403, Some("unbound_key_required"))
     );
 }
+
+/// Every per-merchant bound holds under concurrency, on both databases: three times the room
+/// left is sent at once, and exactly the room is taken (the count is made inside the commit
+/// that adds the row, under a lock on the merchant's or the shop's row).
+#[actix_web::test]
+async fn bounds_hold_when_three_times_the_room_arrives_at_once() {
+    use actix_web::http::Method;
+    use futures_util::future::join_all;
+    let app = spawn_with(
+        Arc::new(TestDb::new().await),
+        &[
+            ("PAYD_LIMITS__MAX_API_KEYS_PER_MERCHANT", "6"),
+            ("PAYD_LIMITS__MAX_SHOPS_PER_MERCHANT", "5"),
+            ("PAYD_LIMITS__MAX_FILES_PER_MERCHANT", "4"),
+            ("PAYD_LIMITS__MAX_FILE_BYTES_PER_MERCHANT", "1000"),
+            ("PAYD_LIMITS__MAX_PRODUCTS_PER_SHOP", "3"),
+        ],
+    )
+    .await;
+    let tally = |answers: Vec<common::Answer>, bound: &str| {
+        let mut made = 0;
+        for a in &answers {
+            match a.status {
+                201 => made += 1,
+                409 => {
+                    assert_eq!(a.code(), "limit_reached", "{}", a.body);
+                    assert!(
+                        a.body["error"]["message"].as_str().unwrap().contains(bound),
+                        "{}",
+                        a.body
+                    );
+                }
+                other => panic!("{bound}: {other} {}", a.body),
+            }
+        }
+        made
+    };
+
+    // Keys: two exist, room for four; twelve asked.
+    let m = app.create_merchant("Keys").await;
+    let asks = (0..12).map(|_| {
+        app.post(
+            "/account/api-keys",
+            &m.secret_key,
+            json!({"kind": "secret"}),
+        )
+    });
+    assert_eq!(
+        tally(join_all(asks).await, "limits.max_api_keys_per_merchant"),
+        4
+    );
+
+    // Shops: one exists, room for four; twelve asked.
+    let asks = (0..12).map(|i| {
+        app.post(
+            "/account/shops",
+            &m.secret_key,
+            json!({"name": format!("Shop {i}")}),
+        )
+    });
+    assert_eq!(
+        tally(join_all(asks).await, "limits.max_shops_per_merchant"),
+        4
+    );
+
+    // Files: room for four; twelve sent.
+    let m = app.create_merchant("Files").await;
+    let names: Vec<String> = (0..12).map(|i| format!("f{i}.txt")).collect();
+    let asks = names.iter().map(|name| app.upload(&m, name, b"hello"));
+    assert_eq!(
+        tally(join_all(asks).await, "limits.max_files_per_merchant"),
+        4
+    );
+
+    // Bytes: room for three files of 300 bytes in 1 000; nine sent.
+    let m = app.create_merchant("Bytes").await;
+    let bytes = [b'a'; 300];
+    let names: Vec<String> = (0..9).map(|i| format!("b{i}.txt")).collect();
+    let asks = names.iter().map(|name| app.upload(&m, name, &bytes));
+    assert_eq!(
+        tally(join_all(asks).await, "limits.max_file_bytes_per_merchant"),
+        3
+    );
+
+    // Products of one shop: room for three; nine asked.
+    let asks = (0..9).map(|i| {
+        app.call(
+            &m,
+            Method::POST,
+            "/products",
+            Some(json!({"name": format!("Mug {i}"),
+            "prices": [{"unit_amount": 500, "currency": "EUR"}]})),
+        )
+    });
+    assert_eq!(
+        tally(join_all(asks).await, "limits.max_products_per_shop"),
+        3
+    );
+}

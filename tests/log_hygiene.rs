@@ -489,6 +489,48 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
     .await;
     assert_eq!(status, 404);
 
+    // A share link's token is the credential of a public route: its requests are logged with
+    // the token redacted, found or not (this one is made up, as a guess would be), and when
+    // they fail: with the share links' table gone, each is a 5xx, logged at WARN or ERROR
+    // with the request's path.
+    let token = "isl_Zr4Tx8NQh7Vw2Lp9Kd3Mb6Yc1Gs5Fj0W";
+    secrets.push(("share-link token", token.to_owned()));
+    let paths = [
+        format!("/invoice-links/{token}"),
+        format!("/invoice-links/{token}/pdf"),
+    ];
+    for path in &paths {
+        let (status, _) = call(port, Method::GET, path, "", None, None).await;
+        assert_eq!(status, 404, "{path}");
+    }
+    let conn = sea_orm::Database::connect(&db.url).await.unwrap();
+    sea_orm::ConnectionTrait::execute_unprepared(
+        &conn,
+        "ALTER TABLE invoice_share_links RENAME TO invoice_share_links_gone",
+    )
+    .await
+    .unwrap();
+    for path in &paths {
+        let (status, e) = call(port, Method::GET, path, "", None, None).await;
+        assert!(status >= 500, "{path}: {status} {e}");
+    }
+
+    // Every route that takes a credential in its path has it redacted from the logs.
+    let (status, doc) = call(port, Method::GET, "/openapi.json", "", None, None).await;
+    assert_eq!(status, 200);
+    for template in doc["paths"].as_object().unwrap().keys() {
+        let segments: Vec<&str> = template.split('/').collect();
+        for (i, s) in segments.iter().enumerate() {
+            let credential = s.starts_with('{') && (s.contains("token") || s.contains("secret"));
+            if credential {
+                assert!(
+                    payd::http::CREDENTIAL_SEGMENTS.contains(&segments[i - 1]),
+                    "{template}: add its segment to http::CREDENTIAL_SEGMENTS"
+                );
+            }
+        }
+    }
+
     // The webhook deliveries (one failed once and was retried) have happened.
     let got = receiver.wait_for(8).await;
     assert!(got

@@ -158,3 +158,99 @@ async fn a_processor_url_that_resolves_to_loopback_is_never_called() {
     );
     assert_eq!(sim.authorizations.load(Ordering::SeqCst), 0);
 }
+
+/// A production instance started with only the settings production requires (mode, pepper,
+/// master key) refuses private and link-local addresses for webhooks, remote processors and
+/// Stripe's `api_base`, and holds a processor account a merchant adds for the operator.
+#[actix_web::test]
+async fn production_with_only_its_required_settings_refuses_private_addresses() {
+    let app = spawn_with(
+        Arc::new(TestDb::new().await),
+        &[
+            ("PAYD_MODE", "production"),
+            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
+            (
+                "PAYD_SECURITY__MASTER_KEY",
+                "cGF5ZC1wcm9kdWN0aW9uLXRlc3QtbWFzdGVyLWtleSE=",
+            ),
+        ],
+    )
+    .await;
+    let live = app
+        .post(
+            "/admin/merchants",
+            common::ADMIN_KEY,
+            json!({"name": "Acme", "mode": "production"}),
+        )
+        .await;
+    assert_eq!(live.status, 201, "{}", live.body);
+    let m = Merchant {
+        merchant_id: live.body["merchant_id"].as_str().unwrap().to_owned(),
+        profile_id: live.body["profile_id"].as_str().unwrap().to_owned(),
+        secret_key: live.body["secret_key"].as_str().unwrap().to_owned(),
+        publishable_key: live.body["publishable_key"].as_str().unwrap().to_owned(),
+    };
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.5/hook",
+        "http://[::1]/hook",
+    ] {
+        let r = put_endpoint(&app, &m, url).await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some("url")),
+            "{url}: {}",
+            r.body
+        );
+    }
+    let processors = format!("/account/shops/{}/processors", m.profile_id);
+    for url in ["http://127.0.0.1:9", "http://169.254.169.254"] {
+        let r = app
+            .call(
+                &m,
+                Method::POST,
+                &processors,
+                Some(json!({"name": "acme-pay", "kind": "remote",
+                "url": url, "secret": "a-shared-secret-of-enough-length"})),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some("url")),
+            "{url}: {}",
+            r.body
+        );
+        let r = app
+            .call(
+                &m,
+                Method::POST,
+                &processors,
+                Some(json!({"name": "stripe", "kind": "stripe",
+                "secret_key": "sk_live_payd0000000000000001", "webhook_secret": "whsec_0000000001",
+                "api_base": url})),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.param()),
+            (400, Some("api_base")),
+            "{url}: {}",
+            r.body
+        );
+    }
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &processors,
+            Some(json!({"name": "stripe", "kind": "stripe",
+            "secret_key": "sk_live_payd0000000000000001", "webhook_secret": "whsec_0000000001"})),
+        )
+        .await;
+    assert_eq!(
+        (r.status, r.body["approval"].as_str()),
+        (201, Some("pending")),
+        "{}",
+        r.body
+    );
+}

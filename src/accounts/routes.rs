@@ -12,6 +12,7 @@ use super::{
 };
 use crate::{
     auth::{Admin, Caller, KeyKind, Mode, SecretKey},
+    commit::CommitError,
     error::ApiError,
     http::{ApiJson, ApiQuery},
     idempotency,
@@ -152,6 +153,14 @@ pub async fn list_shops(
     Ok(HttpResponse::Ok().json(shops.map(Shop::from)))
 }
 
+/// A merchant bound refused inside the commit is 409 `limit_reached` naming its setting.
+fn bound_reached(e: CommitError, max: u64) -> ApiError {
+    match e {
+        CommitError::Refused(bound) => ApiError::limit_reached(bound, max),
+        other => other.into(),
+    }
+}
+
 /// Create a shop.
 #[utoipa::path(post, path = "/account/shops", tag = "account", request_body = CreateShopRequest,
     responses((status = 201, body = Shop)), security(("api_key" = [])))]
@@ -163,14 +172,10 @@ pub async fn create_shop(
     caller.refuse_bound("a key bound to one shop cannot manage the merchant's other shops")?;
     let name = parse_name("name", &body.0.name)?;
     let max = state.settings.limits.max_shops_per_merchant;
-    if store::count_profiles(&state.db, &caller.merchant_id).await? >= max {
-        return Err(ApiError::limit_reached(
-            "limits.max_shops_per_merchant",
-            max,
-        ));
-    }
-    let shop =
-        store::insert_profile(&state.db, state.clock.now(), &caller.merchant_id, &name).await?;
+    let now = state.clock.now();
+    let shop = store::insert_profile(&state.db, now, &caller.merchant_id, &name, max)
+        .await
+        .map_err(|e| bound_reached(e, max))?;
     Ok(HttpResponse::Created().json(Shop::from(shop)))
 }
 
@@ -247,13 +252,6 @@ pub async fn create_api_key(
         (Some(bound), _) => Some(bound.clone()),
         (None, asked) => asked,
     };
-    let max = state.settings.limits.max_api_keys_per_merchant;
-    if store::count_live_keys(&state.db, &caller.merchant_id).await? >= max {
-        return Err(ApiError::limit_reached(
-            "limits.max_api_keys_per_merchant",
-            max,
-        ));
-    }
     let new = store::NewKey {
         merchant_id: &caller.merchant_id,
         kind,
@@ -263,7 +261,11 @@ pub async fn create_api_key(
     };
     let pepper = &state.settings.security.key_pepper;
     let now = state.clock.now();
-    let (row, key) = store::insert_key(&state.db, now, pepper, new, Some(&caller.key_id)).await?;
+    let max = state.settings.limits.max_api_keys_per_merchant;
+    let (row, key) =
+        store::insert_key(&state.db, now, pepper, new, Some(&caller.key_id), Some(max))
+            .await
+            .map_err(|e| bound_reached(e, max))?;
     Ok(idempotency::one_time_secret(HttpResponse::Created().json(
         CreatedApiKey {
             api_key: row.into(),

@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{api_key, audit_entry, merchant, profile};
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryTrait,
+    sea_query::{Expr, ExprTrait, Func, Query, SelectStatement, UpdateStatement},
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryTrait,
 };
 
 use crate::commit::Db;
@@ -111,15 +111,44 @@ pub async fn find_merchant(
     merchant::Entity::find_by_id(id.as_str()).one(db).await
 }
 
+/// Adds a shop to a merchant that has fewer than `max` (`limits.max_shops_per_merchant`),
+/// counted inside the commit: concurrent adds never pass the bound.
 pub async fn insert_profile(
     db: &Db,
     now: DateTime<Utc>,
     merchant_id: &MerchantId,
     name: &str,
+    max: u64,
 ) -> Result<profile::Model, CommitError> {
     let row = profile_row(now, merchant_id, name);
-    commit::commit(db, Change::at(now).write(commit::insert(row.clone()))).await?;
+    let within = Query::select()
+        .expr(Func::count(Expr::col(profile::Column::Id)))
+        .from(profile::Entity)
+        .and_where(profile::Column::MerchantId.eq(merchant_id.as_str()))
+        .and_having(Expr::expr(Func::count(Expr::col(profile::Column::Id))).lte(max as i64))
+        .to_owned();
+    let change = Change::at(now)
+        .write(commit::insert(row.clone()))
+        .write_all(commit::bounded(
+            merchant_lock(merchant_id.as_str()),
+            within,
+            SHOPS_BOUND,
+        ));
+    commit::commit(db, change).await?;
     Ok(row)
+}
+
+/// The refusals of the merchant's bounds: each names its setting.
+pub const SHOPS_BOUND: &str = "limits.max_shops_per_merchant";
+pub const KEYS_BOUND: &str = "limits.max_api_keys_per_merchant";
+
+/// Locks the merchant's row until the change commits: the changes that add to the merchant's
+/// bounded rows (shops, keys, files) follow one another ([`commit::bounded`]).
+pub fn merchant_lock(merchant_id: &str) -> UpdateStatement {
+    merchant::Entity::update_many()
+        .col_expr(merchant::Column::Id, Expr::col(merchant::Column::Id))
+        .filter(merchant::Column::Id.eq(merchant_id))
+        .into_query()
 }
 
 fn profile_row(now: DateTime<Utc>, merchant_id: &MerchantId, name: &str) -> profile::Model {
@@ -157,29 +186,6 @@ pub async fn list_profiles(
     paginate(db, select.clone(), select, profile::Column::Id, page).await
 }
 
-/// How many shops the merchant has.
-pub async fn count_profiles(
-    db: &impl ConnectionTrait,
-    merchant_id: &MerchantId,
-) -> Result<u64, DbErr> {
-    profile::Entity::find()
-        .filter(profile::Column::MerchantId.eq(merchant_id.as_str()))
-        .count(db)
-        .await
-}
-
-/// How many keys the merchant holds, of either mode; revoked keys do not count.
-pub async fn count_live_keys(
-    db: &impl ConnectionTrait,
-    merchant_id: &MerchantId,
-) -> Result<u64, DbErr> {
-    api_key::Entity::find()
-        .filter(api_key::Column::MerchantId.eq(merchant_id.as_str()))
-        .filter(api_key::Column::RevokedAt.is_null())
-        .count(db)
-        .await
-}
-
 /// A key to make.
 pub struct NewKey<'a> {
     pub merchant_id: &'a MerchantId,
@@ -198,6 +204,7 @@ pub async fn insert_key(
     pepper: &str,
     new: NewKey<'_>,
     actor: Option<&KeyId>,
+    max: Option<u64>,
 ) -> Result<(api_key::Model, String), CommitError> {
     let (row, key) = key_row(now, pepper, new);
     let audit = Audit {
@@ -208,11 +215,30 @@ pub async fn insert_key(
         details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4,
             "profile_id": row.profile_id, "name": row.name}),
     };
-    let change = Change::at(now)
+    let mut change = Change::at(now)
         .write(commit::insert(row.clone()))
         .write(audited(audit, now));
+    if let Some(max) = max {
+        let within = live_keys(&row.merchant_id, max);
+        change = change.write_all(commit::bounded(
+            merchant_lock(&row.merchant_id),
+            within,
+            KEYS_BOUND,
+        ));
+    }
     commit::commit(db, change).await?;
     Ok((row, key))
+}
+
+/// Finds a row while the merchant holds at most `max` live keys (revoked keys do not count).
+fn live_keys(merchant_id: &str, max: u64) -> SelectStatement {
+    Query::select()
+        .expr(Func::count(Expr::col(api_key::Column::Id)))
+        .from(api_key::Entity)
+        .and_where(api_key::Column::MerchantId.eq(merchant_id))
+        .and_where(api_key::Column::RevokedAt.is_null())
+        .and_having(Expr::expr(Func::count(Expr::col(api_key::Column::Id))).lte(max as i64))
+        .to_owned()
 }
 
 /// A new key's row and the key itself.

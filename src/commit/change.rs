@@ -123,6 +123,14 @@ impl Change {
     }
 
     /// Appends another change's parts (written in the same transaction, after these).
+    /// Adds these writes, in order.
+    pub fn write_all(mut self, writes: impl IntoIterator<Item = Write>) -> Self {
+        for w in writes {
+            self = self.write(w);
+        }
+        self
+    }
+
     pub fn and(mut self, other: Change) -> Self {
         self.writes.extend(other.writes);
         self.events.extend(other.events);
@@ -259,6 +267,26 @@ where
     A: ActiveModelTrait,
 {
     Write::Insert(A::Entity::insert(row.into_active_model().reset_all()).into_query())
+}
+
+/// Keeps an owner (a merchant) within a bound on what a change adds to it: `lock` updates the
+/// owner's row, so that the changes adding to one owner follow one another on PostgreSQL
+/// (SQLite has one writer), and `within` — written after the change's own rows, over the
+/// owner's rows with a `HAVING` that holds inside the bound — must find its row, or the whole
+/// change is refused with `refusal` (the bound's setting).
+pub fn bounded(
+    lock: UpdateStatement,
+    within: SelectStatement,
+    refusal: &'static str,
+) -> [Write; 2] {
+    [
+        Write::Update(lock),
+        Write::Require {
+            query: within,
+            exists: true,
+            refusal,
+        },
+    ]
 }
 
 /// The append of a whole row (every column set): see [`Write::Append`].

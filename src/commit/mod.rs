@@ -26,8 +26,8 @@ mod group;
 mod later;
 
 pub use change::{
-    append, append_upsert, decide_fresh, insert, or_retry, retrying, Change, CommitError, Event,
-    Job, Versioned, Write,
+    append, append_upsert, bounded, decide_fresh, insert, or_retry, retrying, Change, CommitError,
+    Event, Job, Versioned, Write,
 };
 pub use group::Writers;
 pub use later::{Committed, Row};

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use super::{clean_filename, store, File, Kind, Sniffer, EVIDENCE};
 use crate::{
     auth::{Caller, SecretKey},
+    commit::CommitError,
     error::{ApiError, ErrorType},
     idempotency,
     ids::new_id,
@@ -195,7 +196,36 @@ pub async fn upload(
         bytes: Vec::new(),
         created_at: state.clock.now(),
     };
-    Ok(store::insert(&state.db, row, idempotency::request_key(req).as_ref()).await?)
+    let bounds = store::Bounds {
+        files: limits.max_files_per_merchant,
+        bytes: limits.max_file_bytes_per_merchant,
+    };
+    let file_id = row.id.clone();
+    match store::insert(
+        &state.db,
+        row,
+        idempotency::request_key(req).as_ref(),
+        bounds,
+    )
+    .await
+    {
+        Ok(row) => Ok(row),
+        Err(e) => {
+            // A refused file leaves nothing behind; a failed commit's chunks go to the purge.
+            if let Err(drop) = store::drop_chunks(&state.db, state.clock.now(), &file_id).await {
+                tracing::warn!(error = %drop, file_id = %file_id, "could not drop the chunks of a refused upload");
+            }
+            Err(match e {
+                CommitError::Refused(store::FILES_BOUND) => {
+                    ApiError::limit_reached(store::FILES_BOUND, bounds.files)
+                }
+                CommitError::Refused(store::BYTES_BOUND) => {
+                    ApiError::limit_reached(store::BYTES_BOUND, bounds.bytes)
+                }
+                other => other.into(),
+            })
+        }
+    }
 }
 
 /// Reads the form, writing the file's bytes as they come; its filename and type.

@@ -4,13 +4,14 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{file, file_chunk};
 use sea_orm::{
-    sea_query::{Expr, Query},
+    sea_query::{Expr, ExprTrait, Func, Query, SimpleExpr},
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
     QueryTrait,
 };
 
 use crate::commit::Db;
 use crate::{
+    accounts,
     commit::{self, Change, CommitError, Write},
     recovery::RequestKey,
 };
@@ -54,7 +55,7 @@ pub async fn usage(db: &impl ConnectionTrait, merchant_id: &str) -> Result<(u64,
         .one(db)
         .await?
         .unwrap_or((0, 0));
-    Ok((count.max(0) as u64, bytes.max(0) as u64))
+    Ok((Ord::max(count, 0) as u64, Ord::max(bytes, 0) as u64))
 }
 
 /// Stores the `seq`th piece of file `file_id`'s bytes.
@@ -84,14 +85,46 @@ pub async fn drop_chunks(db: &Db, now: DateTime<Utc>, file_id: &str) -> Result<(
     Ok(())
 }
 
+/// The refusals of the merchant's file bounds.
+pub const FILES_BOUND: &str = "limits.max_files_per_merchant";
+pub const BYTES_BOUND: &str = "limits.max_file_bytes_per_merchant";
+
+/// What a merchant may store: how many files, and their bytes together.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub files: u64,
+    pub bytes: u64,
+}
+
 /// Stores a file's row once its chunks are all written (and, for a request with an
-/// `Idempotency-Key`, names it the key's recovery point in the same transaction).
+/// `Idempotency-Key`, names it the key's recovery point in the same transaction), if the
+/// merchant stays within its bounds with it: counted inside the commit, so concurrent uploads
+/// never pass them (refused with [`FILES_BOUND`] or [`BYTES_BOUND`]).
 pub async fn insert(
     db: &Db,
     f: file::Model,
     key: Option<&RequestKey>,
+    bounds: Bounds,
 ) -> Result<file::Model, CommitError> {
-    let mut change = Change::at(f.created_at).write(commit::insert(f.clone()));
+    let usage = |having: SimpleExpr| {
+        Query::select()
+            .expr(Func::count(Expr::col(file::Column::Id)))
+            .from(file::Entity)
+            .and_where(file::Column::MerchantId.eq(f.merchant_id.as_str()))
+            .and_having(having)
+            .to_owned()
+    };
+    let count = Expr::expr(Func::count(Expr::col(file::Column::Id))).lte(bounds.files as i64);
+    let bytes = Expr::expr(Func::coalesce([
+        Expr::from(Func::sum(Expr::col(file::Column::Size))),
+        Expr::val(0i64),
+    ]))
+    .lte(bounds.bytes as i64);
+    let lock = || accounts::store::merchant_lock(&f.merchant_id);
+    let mut change = Change::at(f.created_at)
+        .write(commit::insert(f.clone()))
+        .write_all(commit::bounded(lock(), usage(count), FILES_BOUND))
+        .write_all(commit::bounded(lock(), usage(bytes), BYTES_BOUND));
     if let Some(key) = key {
         change = change.write(key.bind(&f.id));
     }

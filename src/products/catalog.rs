@@ -262,14 +262,6 @@ pub async fn create(
             format!("a product has 1 to {MAX_PRICES} prices"),
         ));
     }
-    let count =
-        store::count_of_shop(db, scope.merchant_id.as_str(), scope.test_mode, &shop).await?;
-    if count >= max_products {
-        return Err(ApiError::limit_reached(
-            "limits.max_products_per_shop",
-            max_products,
-        ));
-    }
     if let Some(c) = &req.category_id {
         check_category(db, &scope, &shop, c).await?;
     }
@@ -308,7 +300,12 @@ pub async fn create(
         prices.push(row);
     }
     p.default_price_id = default.or_else(|| prices.first().map(|x| x.id.clone()));
-    store::insert(db, &p, &prices, now).await?;
+    store::insert(db, &p, &prices, now, max_products)
+        .await
+        .map_err(|e| match e {
+            CommitError::Refused(bound) => ApiError::limit_reached(bound, max_products),
+            other => other.into(),
+        })?;
     Ok(p)
 }
 

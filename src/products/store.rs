@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use payd_entity::{payment_line, price, product, product_category, product_image};
+use payd_entity::{payment_line, price, product, product_category, product_image, profile};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, Func, Query},
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
@@ -90,13 +90,42 @@ pub async fn insert(
     p: &product::Model,
     prices: &[price::Model],
     now: DateTime<Utc>,
+    max: u64,
 ) -> Result<(), CommitError> {
-    let mut change = Change::at(now).write(commit::insert(p.clone()));
-    for price in prices {
-        change = change.write(commit::insert(price.clone()));
-    }
+    let change = Change::at(now)
+        .write(commit::insert(p.clone()))
+        .write_all(prices.iter().map(|price| commit::insert(price.clone())))
+        .write_all(commit::bounded(
+            shop_lock(&p.profile_id),
+            within(p, max),
+            PRODUCTS_BOUND,
+        ));
     commit::commit(db, change).await?;
     Ok(())
+}
+
+/// The refusal of `limits.max_products_per_shop`.
+pub const PRODUCTS_BOUND: &str = "limits.max_products_per_shop";
+
+/// Locks the shop's row until the change commits: products added to one shop follow one
+/// another ([`commit::bounded`]).
+fn shop_lock(profile_id: &str) -> sea_orm::sea_query::UpdateStatement {
+    profile::Entity::update_many()
+        .col_expr(profile::Column::Id, Expr::col(profile::Column::Id))
+        .filter(profile::Column::Id.eq(profile_id))
+        .into_query()
+}
+
+/// Finds a row while the product's shop (in its mode) holds at most `max` products.
+fn within(p: &product::Model, max: u64) -> sea_orm::sea_query::SelectStatement {
+    Query::select()
+        .expr(Func::count(Expr::col(product::Column::Id)))
+        .from(product::Entity)
+        .and_where(product::Column::MerchantId.eq(p.merchant_id.as_str()))
+        .and_where(product::Column::TestMode.eq(p.test_mode))
+        .and_where(product::Column::ProfileId.eq(p.profile_id.as_str()))
+        .and_having(Expr::expr(Func::count(Expr::col(product::Column::Id))).lte(max as i64))
+        .to_owned()
 }
 
 /// The compare-and-set of a product's row: `after` replaces `before` if nobody wrote since.
@@ -330,22 +359,6 @@ pub async fn of_shop(
         .order_by_asc(product::Column::Id)
         .limit(limit)
         .all(db)
-        .await
-}
-
-/// How many products a shop holds.
-pub async fn count_of_shop(
-    db: &impl ConnectionTrait,
-    merchant_id: &str,
-    test_mode: bool,
-    profile_id: &str,
-) -> Result<u64, DbErr> {
-    use sea_orm::PaginatorTrait;
-    product::Entity::find()
-        .filter(product::Column::MerchantId.eq(merchant_id))
-        .filter(product::Column::TestMode.eq(test_mode))
-        .filter(product::Column::ProfileId.eq(profile_id))
-        .count(db)
         .await
 }
 
