@@ -9,8 +9,10 @@ use sea_orm::{
     sea_query::OnConflict,
     sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
     ActiveModelTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
-    DbErr, EntityTrait, Statement,
+    DbErr, EntityTrait, RuntimeErr, Statement,
 };
+
+use crate::telemetry::redact_credentials;
 
 /// At most this many rows in one multi-row `INSERT`: well under the bound parameters either
 /// database takes in a statement (32 766 for SQLite, 65 535 for PostgreSQL) at any width of
@@ -85,7 +87,16 @@ pub async fn connect_with(
     } else {
         opts.max_connections(max_connections.unwrap_or(10));
     }
-    Database::connect(opts).await
+    // An error may quote the connection string: never its password.
+    Database::connect(opts).await.map_err(|e| match e {
+        DbErr::Conn(RuntimeErr::Internal(text)) => {
+            DbErr::Conn(RuntimeErr::Internal(redact_credentials(&text)))
+        }
+        DbErr::Conn(other) => {
+            DbErr::Conn(RuntimeErr::Internal(redact_credentials(&other.to_string())))
+        }
+        other => other,
+    })
 }
 
 /// Creates the directory of a file-backed SQLite URL (`sqlite://data/payd.db?mode=rwc`).
@@ -127,29 +138,48 @@ pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
     result.and(unlocked.map(|_| ()))
 }
 
-/// Whether the database answers within `within`: PostgreSQL a ping; SQLite a write of its
-/// one probe row, since a file on a full or read-only disk still answers reads. Readiness asks
-/// this; the answer is also the `payd_database_up` gauge, and a change is logged.
+/// Whether the database takes writes, answering within `within`: on PostgreSQL a server that
+/// is not in recovery and whose sessions are not read-only (a standby or a demoted primary
+/// answers, but takes no write); on SQLite a write of its one probe row, since a file on a
+/// full or read-only disk still answers reads. Readiness asks this; an outage's start and end
+/// are logged once each (`telemetry::database_outage`).
 pub async fn ping(db: &DatabaseConnection, within: Duration) -> bool {
-    static LAST: std::sync::atomic::AtomicI8 = std::sync::atomic::AtomicI8::new(-1);
     let check = async {
         match db.get_database_backend() {
             DbBackend::Sqlite => db
                 .execute_unprepared("UPDATE readiness_probe SET checks = checks + 1 WHERE id = 1")
                 .await
-                .map(|_| ()),
-            _ => db.ping().await,
+                .map(|_| true),
+            _ => {
+                let writable = Statement::from_string(
+                    DbBackend::Postgres,
+                    "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable",
+                );
+                let row = db.query_one_raw(writable).await?;
+                Ok(row.and_then(|r| r.try_get::<bool>("", "writable").ok()) == Some(true))
+            }
         }
     };
-    let up = matches!(tokio::time::timeout(within, check).await, Ok(Ok(())));
-    metrics::gauge!("payd_database_up").set(if up { 1.0 } else { 0.0 });
-    let before = LAST.swap(i8::from(up), std::sync::atomic::Ordering::Relaxed);
-    match (before, up) {
-        (1, false) => tracing::error!("the database stopped answering: readiness is 503"),
-        (0, true) => tracing::info!("the database answers again: readiness is 200"),
-        _ => {}
+    match tokio::time::timeout(within, check).await {
+        Ok(Ok(true)) => {
+            crate::telemetry::database_answered();
+            true
+        }
+        Ok(Ok(false)) => {
+            crate::telemetry::database_outage(
+                &"no writable PostgreSQL: the server is in recovery or read-only",
+            );
+            false
+        }
+        Ok(Err(e)) => {
+            crate::telemetry::database_outage(&e);
+            false
+        }
+        Err(_) => {
+            crate::telemetry::database_outage(&format!("no answer within {within:?}"));
+            false
+        }
     }
-    up
 }
 
 /// The PostgreSQL channel on which a commit that queued webhook deliveries tells every
@@ -193,7 +223,8 @@ async fn listen(url: &str, heard: &impl Fn()) {
     loop {
         let e = listen_once(url, heard, &mut failures).await;
         failures += 1;
-        tracing::warn!(error = %e, "listening for other instances' deliveries failed; polling meanwhile");
+        let error = redact_credentials(&e.to_string());
+        tracing::warn!(%error, "listening for other instances' deliveries failed; polling meanwhile");
         heard();
         tokio::time::sleep(Duration::from_millis(200 * u64::from(failures.min(25)))).await;
     }

@@ -302,7 +302,9 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        if self.status.is_server_error() {
+        // An unavailable database is logged once per outage (`telemetry::database_outage`),
+        // not once per request it fails.
+        if self.status.is_server_error() && self.code != "database_unavailable" {
             tracing::error!(
                 code = %self.code,
                 cause = self.internal.as_ref().map_or("-", |i| i.cause.as_str()),
@@ -331,7 +333,7 @@ impl From<sea_orm::DbErr> for ApiError {
         if !database_unavailable(&e) {
             return ApiError::internal(format!("database: {e}"));
         }
-        tracing::warn!(error = %e, "database unavailable");
+        crate::telemetry::database_outage(&e);
         let mut unavailable = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorType::Unavailable,
@@ -345,8 +347,8 @@ impl From<sea_orm::DbErr> for ApiError {
 
 /// Whether an error says the database cannot be reached or written, rather than that a
 /// statement was wrong: no connection within the acquire timeout, a connection lost mid-way,
-/// PostgreSQL's connection-exception and shutdown states, SQLite's full, read-only or failing
-/// disk.
+/// PostgreSQL's connection-exception, shutdown and read-only states, SQLite's full, read-only
+/// or failing disk.
 pub fn database_unavailable(e: &sea_orm::DbErr) -> bool {
     use sea_orm::{sqlx::Error as Sqlx, DbErr, RuntimeErr};
     match e {
@@ -361,8 +363,11 @@ pub fn database_unavailable(e: &sea_orm::DbErr) -> bool {
                 | Sqlx::WorkerCrashed => true,
                 Sqlx::Database(db) => {
                     let code = db.code().unwrap_or_default();
-                    // PostgreSQL: class 08 (connection exception), 57P01–57P03 (shutdown).
-                    let postgres = code.starts_with("08") || code.starts_with("57P0");
+                    // PostgreSQL: class 08 (connection exception), 57P01–57P03 (shutdown),
+                    // 25006 (a read-only transaction: a standby, a demoted primary, or
+                    // `default_transaction_read_only`; "cannot execute … during recovery").
+                    let postgres =
+                        code.starts_with("08") || code.starts_with("57P0") || code == "25006";
                     // SQLite (primary code of an extended one): READONLY 8, IOERR 10, FULL 13,
                     // CANTOPEN 14.
                     let sqlite = code

@@ -286,7 +286,7 @@ pub async fn idempotency(
 
 /// Stores (or releases) the key with the request's answer, and returns the answer.
 async fn finish(
-    state: &AppState,
+    state: &web::Data<AppState>,
     store: &KeyStore,
     caller_key: &str,
     res: ServiceResponse<impl MessageBody + 'static>,
@@ -322,7 +322,15 @@ async fn finish(
                 .complete(&state.db, status, head.headers(), text, owner)
                 .await
         }
-        None => store.release(&state.db).await,
+        None => match store.release(&state.db).await {
+            // The database is gone (the answer is most likely its 503): the key is released as
+            // soon as it answers again, not when its lock lapses.
+            Err(e) if crate::error::database_unavailable(&e) => {
+                release_later(state.clone(), store.clone());
+                Ok(())
+            }
+            other => other,
+        },
     };
     if let Err(e) = saved {
         // The answer stands; only its replay is lost, and the key is released after its lock.
@@ -333,6 +341,20 @@ async fn finish(
         req,
         head.set_body(BoxBody::new(bytes)),
     ))
+}
+
+/// Releases a key whose release the database refused, as soon as it answers again: tried
+/// every half second until the key's lock would have lapsed anyway (bounded).
+fn release_later(state: web::Data<AppState>, store: KeyStore) {
+    let tries = (store.lock.num_milliseconds() / 500).max(1);
+    actix_rt::spawn(async move {
+        for _ in 0..tries {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            if store.release(&state.db).await.is_ok() {
+                return;
+            }
+        }
+    });
 }
 
 fn replay(row: &idempotency_key::Model) -> HttpResponse {
@@ -355,6 +377,7 @@ fn replay(row: &idempotency_key::Model) -> HttpResponse {
 }
 
 /// One key's row, addressed by merchant, mode, scope and key.
+#[derive(Clone)]
 struct KeyStore {
     key: RequestKey,
     now: DateTime<Utc>,

@@ -76,7 +76,7 @@ fn main() -> ExitCode {
     let settings = match Settings::load() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("payd: {e}");
+            eprintln!("payd: {}", telemetry::redact_credentials(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -85,7 +85,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("payd: {e:#}");
+            // A connection string in an error never shows its password.
+            eprintln!("payd: {}", telemetry::redact_credentials(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }

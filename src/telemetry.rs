@@ -1,6 +1,8 @@
 //! Structured logs through `tracing`: pretty for people, JSON for machines. Nothing logged
 //! carries a key, a secret or a card number: requests are logged by method, path and id only.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tracing_subscriber::{fmt, EnvFilter};
 
 use crate::settings::{LogFormat, LogSettings};
@@ -97,6 +99,11 @@ pub fn describe_metrics() {
         "1 when the last readiness check reached the database, else 0"
     );
     describe_counter!(
+        "payd_database_outages_total",
+        "Database outages this instance saw begin (each logged once at its start and once at its end)"
+    );
+    metrics::counter!("payd_database_outages_total").increment(0);
+    describe_counter!(
         "payd_processor_requests_total",
         "Requests to remote processors by outcome"
     );
@@ -105,4 +112,95 @@ pub fn describe_metrics() {
         "Remote processor accounts whose circuit breaker is open"
     );
     metrics::counter!("payd_http_rate_limited_total").increment(0);
+}
+
+/// Whether this instance is in a database outage: it found the database unreachable (or not
+/// taking writes) and has not seen it answer since.
+static DATABASE_OUTAGE: AtomicBool = AtomicBool::new(false);
+
+/// The database could not be reached or written. The outage this begins is logged once (warn)
+/// and counted in `payd_database_outages_total`; the requests it fails are not logged one by
+/// one (each answers 503 `database_unavailable`).
+pub fn database_outage(cause: &dyn std::fmt::Display) {
+    if !DATABASE_OUTAGE.swap(true, Ordering::AcqRel) {
+        metrics::counter!("payd_database_outages_total").increment(1);
+        metrics::gauge!("payd_database_up").set(0.0);
+        tracing::warn!(%cause, "database outage: requests answer 503 database_unavailable and readiness 503 until the database takes writes again");
+    }
+}
+
+/// The database took a write or answered the readiness check: an outage under way is over
+/// (logged once, warn).
+pub fn database_answered() {
+    if DATABASE_OUTAGE.load(Ordering::Acquire) && DATABASE_OUTAGE.swap(false, Ordering::AcqRel) {
+        metrics::gauge!("payd_database_up").set(1.0);
+        tracing::warn!("database outage over: the database takes writes again");
+    }
+}
+
+/// `text` with the password of every URL in it replaced (`postgres://payd:[redacted]@db/…`):
+/// for errors and log lines that can carry a connection string.
+pub fn redact_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        // The authority ends at the first `/`, `?`, `#`, quote or space; its userinfo at its
+        // last `@`.
+        let end = tail
+            .find(['/', '?', '#', '\'', '"', ' '])
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(userinfo_end) => {
+                let userinfo = &authority[..userinfo_end];
+                let user = userinfo.split(':').next().unwrap_or("");
+                if userinfo.contains(':') {
+                    out.push_str(user);
+                    out.push_str(":[redacted]");
+                } else {
+                    out.push_str(userinfo);
+                }
+                out.push_str(&authority[userinfo_end..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    // The key/value form: `password=…` up to the next space.
+    match out.find("password=") {
+        None => out,
+        Some(_) => out
+            .split(' ')
+            .map(|word| match word.split_once("password=") {
+                Some((lead, _)) => format!("{lead}password=[redacted]"),
+                None => word.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_credentials;
+
+    #[test]
+    fn passwords_in_connection_strings_are_redacted() {
+        assert_eq!(
+            redact_credentials("The connection string 'postgres://payd:s3cret@h1:5432,h2:5432/payd?target_session_attrs=read-write' cannot be parsed"),
+            "The connection string 'postgres://payd:[redacted]@h1:5432,h2:5432/payd?target_session_attrs=read-write' cannot be parsed"
+        );
+        assert_eq!(
+            redact_credentials("postgres://payd@db/payd"),
+            "postgres://payd@db/payd"
+        );
+        assert_eq!(
+            redact_credentials("host=a,b user=payd password=s3cret dbname=payd"),
+            "host=a,b user=payd password=[redacted] dbname=payd"
+        );
+        assert_eq!(redact_credentials("no url here"), "no url here");
+    }
 }

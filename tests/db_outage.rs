@@ -465,3 +465,178 @@ async fn a_full_sqlite_disk_answers_503_readiness_follows_and_writes_resume() {
         );
     }
 }
+
+/// A PostgreSQL whose sessions are read-only — as a standby or a demoted primary's are — is an
+/// unavailable database: writes answer 503 `database_unavailable` with `Retry-After` (never
+/// 500) and readiness 503, and the instance takes writes again by itself, without a restart,
+/// once the database does. (PostgreSQL only.)
+#[actix_web::test]
+async fn a_read_only_postgres_answers_503_and_readiness_follows_without_a_restart() {
+    let db = Arc::new(TestDb::new().await);
+    if !db.is_postgres() {
+        return;
+    }
+    let app = spawn_with(db.clone(), &[("PAYD_DATABASE__ACQUIRE_TIMEOUT_MS", "500")]).await;
+    let m = app.create_merchant("Acme").await;
+    let pay = || {
+        app.create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "confirm": true,
+                "payment_method_data": card("4242424242424242")}),
+        )
+    };
+    assert_eq!(pay().await.status, 201);
+    let name = db
+        .url
+        .rsplit('/')
+        .next()
+        .and_then(|n| n.split('?').next())
+        .unwrap()
+        .to_owned();
+    // Another database of the server: its sessions stay writable.
+    let server = db.url.rsplit_once('/').unwrap().0;
+    let admin = sea_orm::Database::connect(format!("{server}/postgres"))
+        .await
+        .unwrap();
+    // New sessions of the database are read-only; the instance's sessions are ended, so the
+    // ones it opens next are too.
+    let read_only = |on: bool| {
+        let (admin, name) = (&admin, &name);
+        async move {
+            let set = if on {
+                format!("ALTER DATABASE {name} SET default_transaction_read_only = on")
+            } else {
+                format!("ALTER DATABASE {name} RESET default_transaction_read_only")
+            };
+            sea_orm::ConnectionTrait::execute_unprepared(admin, &set)
+                .await
+                .unwrap();
+            let end = format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()");
+            sea_orm::ConnectionTrait::execute_unprepared(admin, &end)
+                .await
+                .unwrap();
+        }
+    };
+    read_only(true).await;
+    let since = Instant::now();
+    readiness_turns(&app, 503, since).await;
+    for _ in 0..5 {
+        let r = pay().await;
+        assert_eq!(
+            (r.status, r.code(), r.header("retry-after").is_some()),
+            (503, "database_unavailable", true),
+            "{}",
+            r.body
+        );
+    }
+    read_only(false).await;
+    let since = Instant::now();
+    let turned = readiness_turns(&app, 200, since).await;
+    assert!(turned < Duration::from_secs(2), "{turned:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = pay().await;
+        if r.status == 201 {
+            break;
+        }
+        assert!(
+            r.status == 503 && Instant::now() < deadline,
+            "{} {}",
+            r.status,
+            r.body
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    let metrics = app.send(Method::GET, "/metrics", None, None, &[]).await;
+    let text = String::from_utf8_lossy(&metrics.raw).into_owned();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("payd_database_outages_total") && !l.ends_with(" 0")),
+        "the outage is counted"
+    );
+}
+
+/// A key whose request the database failed under (503) is free as soon as the database
+/// answers again, not when its lock lapses: the request's instance releases it then. Here the
+/// database goes away while a confirm waits for its processor; the retry under the same key,
+/// once it is back, runs (and resumes from what the first try committed) well before the
+/// key's 60 s lock would have lapsed. (PostgreSQL only.)
+#[actix_web::test]
+async fn a_key_failed_by_an_outage_is_free_as_soon_as_the_database_answers() {
+    let db = Arc::new(TestDb::new().await);
+    if !db.is_postgres() {
+        return;
+    }
+    let (head, rest) = db.url.split_once("@").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let proxy = Proxy::start(host.to_owned()).await;
+    let proxied = format!("{head}@127.0.0.1:{}/{path}", proxy.port);
+    let app = spawn_with(
+        db.clone(),
+        &[
+            ("PAYD_DATABASE_URL", proxied.as_str()),
+            ("PAYD_DATABASE__ACQUIRE_TIMEOUT_MS", "500"),
+            ("PAYD_IDEMPOTENCY__LOCK_SECS", "60"),
+        ],
+    )
+    .await;
+    let m = app.create_merchant("Acme").await;
+    let (_sim, sim_url) = common::sim::start_sim().await;
+    common::sim::add_remote(&app, &m, &sim_url, 5_000).await;
+    // The processor answers the confirm after 1.5 s; the database goes away meanwhile.
+    common::sim::fault(
+        &sim_url,
+        json!({"kind": "timeout", "delay_ms": 1500, "count": 1}),
+    )
+    .await;
+    let body = json!({"amount": 500, "currency": "USD", "confirm": true,
+        "payment_method_data": card("4242424242424242")});
+    let headers = [
+        ("x-profile-id", m.profile_id.as_str()),
+        ("idempotency-key", "outage-1"),
+    ];
+    let send = || {
+        app.send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(&body),
+            &headers,
+        )
+    };
+    let (first, ()) = futures_util::join!(send(), async {
+        actix_web::rt::time::sleep(Duration::from_millis(700)).await;
+        proxy.down();
+    });
+    assert_eq!(
+        (first.status, first.code()),
+        (503, "database_unavailable"),
+        "{}",
+        first.body
+    );
+    proxy.back();
+    let back = Instant::now();
+    let answer = loop {
+        let r = send().await;
+        if r.status < 300 {
+            break r;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(5),
+            "the key stays taken: {} {}",
+            r.status,
+            r.body
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(answer.body["status"], "succeeded", "{}", answer.body);
+    let payments = payd_entity::payment::Entity::find()
+        .all(&db_conn(&db).await)
+        .await
+        .unwrap();
+    assert_eq!(payments.len(), 1, "one key, one payment");
+}
+
+async fn db_conn(db: &TestDb) -> sea_orm::DatabaseConnection {
+    sea_orm::Database::connect(&db.url).await.unwrap()
+}

@@ -575,3 +575,39 @@ fn a_cvc_is_found_only_as_a_number_of_its_own() {
     assert!(!contains_cvc("2026-11-22T04:37:39.173912Z", "7391"));
     assert!(!contains_cvc(r#""port":47391"#, "7391"));
 }
+
+/// A connection string's password reaches neither the error payd exits with nor any log line,
+/// whether the string cannot be parsed or its server cannot be reached.
+#[test]
+fn a_bad_database_url_never_prints_its_password() {
+    let password = "s3cretPassw0rdQh7V";
+    for url in [
+        format!("postgres://payd:{password}@127.0.0.1:notaport/payd"),
+        format!("postgres://payd:{password}@127.0.0.1:1/payd"),
+    ] {
+        let out = Command::new(BIN)
+            .arg("migrate")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PAYD_DATABASE_URL", &url)
+            .env("PAYD_DATABASE__ACQUIRE_TIMEOUT_MS", "1000")
+            .env("PAYD_LOG__FORMAT", "json")
+            .env("PAYD_LOG__FILTER", "debug")
+            .output()
+            .expect("payd runs");
+        assert!(!out.status.success(), "{url}: payd cannot connect");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains(password),
+            "{url}: the password is printed: {text}"
+        );
+        assert!(
+            text.contains("payd:"),
+            "{url}: the error is printed: {text}"
+        );
+    }
+}

@@ -236,6 +236,7 @@ async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: 
     }
     match txn.commit().await {
         Ok(()) => {
+            crate::telemetry::database_answered();
             for committed in outcomes.iter_mut().flatten() {
                 committed.shared = changes.len();
             }
