@@ -9,7 +9,7 @@ use sea_orm::{
     sea_query::OnConflict,
     sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
     ActiveModelTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
-    DbErr, EntityTrait, RuntimeErr, Statement,
+    DbErr, EntityTrait, RuntimeErr, SqlxPostgresConnector, Statement,
 };
 
 use crate::telemetry::redact_credentials;
@@ -62,31 +62,34 @@ pub async fn connect(url: &str, max_connections: Option<u32>) -> Result<Database
 }
 
 /// Connects with the settings payd relies on: SQLite in WAL mode with a busy timeout and
-/// foreign keys, its directory created; PostgreSQL with a bounded pool. A statement waits at
-/// most `acquire_timeout` for a connection (then the request answers 503).
+/// foreign keys, its directory created; PostgreSQL with a bounded pool on the writable host of
+/// its URL (`failover`). A statement waits at most `acquire_timeout` for a connection (then
+/// the request answers 503).
 pub async fn connect_with(
     url: &str,
     max_connections: Option<u32>,
     acquire_timeout: Duration,
 ) -> Result<DatabaseConnection, DbErr> {
+    if !url.starts_with("sqlite:") {
+        // One host or several (a failover pair): `failover` chooses, and follows a failover.
+        let pool =
+            crate::failover::pool(url, max_connections.unwrap_or(10), acquire_timeout).await?;
+        return Ok(SqlxPostgresConnector::from_sqlx_postgres_pool(pool));
+    }
+    ensure_sqlite_dir(url);
     let mut opts = ConnectOptions::new(url.to_owned());
     opts.sqlx_logging(false)
         .connect_timeout(acquire_timeout)
-        .acquire_timeout(acquire_timeout);
-    if url.starts_with("sqlite:") {
-        ensure_sqlite_dir(url);
+        .acquire_timeout(acquire_timeout)
         // One connection unless asked: `commit::Db` writes through one and reads through others.
-        opts.max_connections(max_connections.unwrap_or(1));
-        opts.map_sqlx_sqlite_opts(|o: SqliteConnectOptions| {
+        .max_connections(max_connections.unwrap_or(1))
+        .map_sqlx_sqlite_opts(|o: SqliteConnectOptions| {
             o.journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true)
                 .create_if_missing(true)
         });
-    } else {
-        opts.max_connections(max_connections.unwrap_or(10));
-    }
     // An error may quote the connection string: never its password.
     Database::connect(opts).await.map_err(|e| match e {
         DbErr::Conn(RuntimeErr::Internal(text)) => {
@@ -223,20 +226,29 @@ async fn listen(url: &str, heard: &impl Fn()) {
     loop {
         let e = listen_once(url, heard, &mut failures).await;
         failures += 1;
-        let error = redact_credentials(&e.to_string());
+        let error = redact_credentials(&e);
         tracing::warn!(%error, "listening for other instances' deliveries failed; polling meanwhile");
         heard();
         tokio::time::sleep(Duration::from_millis(200 * u64::from(failures.min(25)))).await;
     }
 }
 
-async fn listen_once(url: &str, heard: &impl Fn(), failures: &mut u32) -> sea_orm::sqlx::Error {
-    let mut listener = match sea_orm::sqlx::postgres::PgListener::connect(url).await {
-        Ok(listener) => listener,
+async fn listen_once(url: &str, heard: &impl Fn(), failures: &mut u32) -> String {
+    // On the writable host of a failover pair's URL, as the pools are.
+    let hosts = match crate::failover::Hosts::parse(url) {
+        Ok(hosts) => hosts,
         Err(e) => return e,
     };
+    let url = match hosts.choose(Duration::from_secs(5)).await {
+        Ok(url) => url,
+        Err(e) => return e.to_string(),
+    };
+    let mut listener = match sea_orm::sqlx::postgres::PgListener::connect(&url).await {
+        Ok(listener) => listener,
+        Err(e) => return e.to_string(),
+    };
     if let Err(e) = listener.listen(WAKE_CHANNEL).await {
-        return e;
+        return e.to_string();
     }
     loop {
         match listener.recv().await {
@@ -244,7 +256,7 @@ async fn listen_once(url: &str, heard: &impl Fn(), failures: &mut u32) -> sea_or
                 *failures = 0;
                 heard();
             }
-            Err(e) => return e,
+            Err(e) => return e.to_string(),
         }
     }
 }

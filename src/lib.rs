@@ -12,6 +12,7 @@ pub mod db;
 pub mod disputes;
 pub mod error;
 pub mod events;
+pub mod failover;
 pub mod fields;
 pub mod files;
 pub mod http;

@@ -129,6 +129,11 @@ pub fn database_outage(cause: &dyn std::fmt::Display) {
     }
 }
 
+/// Whether this instance is in a database outage now.
+pub fn database_unavailable_now() -> bool {
+    DATABASE_OUTAGE.load(Ordering::Acquire)
+}
+
 /// The database took a write or answered the readiness check: an outage under way is over
 /// (logged once, warn).
 pub fn database_answered() {

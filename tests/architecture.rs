@@ -50,6 +50,7 @@ const NAMED: &[(&str, &str)] = &[
     ("pagination", "types"),
     ("auth::keys", "types"),
     ("db", "store"),
+    ("failover", "store"),
     ("scheduler", "store"),
     ("commit", "store"),
     ("events::outbox", "store"),

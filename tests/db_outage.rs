@@ -61,6 +61,15 @@ impl Proxy {
         Self { port, up, links }
     }
 
+    /// A proxy to the test database's server, and the database's URL through it.
+    async fn before(db: &TestDb) -> (Self, String) {
+        let (head, rest) = db.url.split_once('@').unwrap();
+        let (host, path) = rest.split_once('/').unwrap();
+        let proxy = Proxy::start(host.to_owned()).await;
+        let url = format!("{head}@127.0.0.1:{}/{path}", proxy.port);
+        (proxy, url)
+    }
+
     fn down(&self) {
         self.up.store(false, Ordering::SeqCst);
         for link in self.links.lock().unwrap().drain(..) {
@@ -106,10 +115,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
     if !db.is_postgres() {
         return;
     }
-    let (head, rest) = db.url.split_once("@").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let proxy = Proxy::start(host.to_owned()).await;
-    let proxied = format!("{head}@127.0.0.1:{}/{path}", proxy.port);
+    let (proxy, proxied) = Proxy::before(&db).await;
     let app = spawn_with(
         db.clone(),
         &[
@@ -567,10 +573,7 @@ async fn a_key_failed_by_an_outage_is_free_as_soon_as_the_database_answers() {
     if !db.is_postgres() {
         return;
     }
-    let (head, rest) = db.url.split_once("@").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let proxy = Proxy::start(host.to_owned()).await;
-    let proxied = format!("{head}@127.0.0.1:{}/{path}", proxy.port);
+    let (proxy, proxied) = Proxy::before(&db).await;
     let app = spawn_with(
         db.clone(),
         &[
@@ -639,4 +642,78 @@ async fn a_key_failed_by_an_outage_is_free_as_soon_as_the_database_answers() {
 
 async fn db_conn(db: &TestDb) -> sea_orm::DatabaseConnection {
     sea_orm::Database::connect(&db.url).await.unwrap()
+}
+
+/// A failover pair's URL (`h1,h2` with `target_session_attrs=read-write`, as `pg_autoctl show
+/// uri` prints it): payd starts on the first host that takes writes, passing over one that
+/// refuses connections, and when its host goes away it follows to the next one by itself —
+/// no restart, no new configuration. Two TCP fronts to one PostgreSQL stand for the pair.
+/// (PostgreSQL only.)
+#[actix_web::test]
+async fn a_multi_host_url_starts_on_a_writable_host_and_follows_a_failover() {
+    let db = Arc::new(TestDb::new().await);
+    if !db.is_postgres() {
+        return;
+    }
+    let ((first, one), (second, two)) = (Proxy::before(&db).await, Proxy::before(&db).await);
+    // Both fronts' hosts in one URL: `…@127.0.0.1:p1,127.0.0.1:p2/db…`.
+    let host_of = |url: &str| {
+        url.split_once('@')
+            .unwrap()
+            .1
+            .split_once('/')
+            .unwrap()
+            .0
+            .to_owned()
+    };
+    let pair = one.replacen(
+        &host_of(&one),
+        &format!("{},{}", host_of(&one), host_of(&two)),
+        1,
+    );
+    let query = if pair.contains('?') { "&" } else { "?" };
+    let pair = format!("{pair}{query}target_session_attrs=read-write");
+    // The first host is down at start: payd starts on the second.
+    first.down();
+    let app = spawn_with(
+        db.clone(),
+        &[
+            ("PAYD_DATABASE_URL", pair.as_str()),
+            ("PAYD_DATABASE__ACQUIRE_TIMEOUT_MS", "500"),
+        ],
+    )
+    .await;
+    let m = app.create_merchant("Acme").await;
+    let pay = || {
+        app.create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "confirm": true,
+                "payment_method_data": card("4242424242424242")}),
+        )
+    };
+    assert_eq!(pay().await.status, 201);
+    // The second host goes away; the first is back: payd follows to it.
+    first.back();
+    second.down();
+    let lost = Instant::now();
+    loop {
+        let r = pay().await;
+        if r.status == 201 {
+            break;
+        }
+        assert_eq!(
+            (r.status, r.code()),
+            (503, "database_unavailable"),
+            "{}",
+            r.body
+        );
+        assert!(
+            lost.elapsed() < Duration::from_secs(10),
+            "never followed the failover"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    let followed = lost.elapsed();
+    assert!(followed < Duration::from_secs(5), "{followed:?}");
+    readiness_turns(&app, 200, Instant::now()).await;
 }

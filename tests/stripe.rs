@@ -44,6 +44,18 @@ async fn call(
     r.body
 }
 
+/// `GET /payments/{id}?force_sync=true`.
+async fn force_sync(app: &TestApp, m: &Merchant, id: &str) -> Value {
+    call(
+        app,
+        m,
+        Method::GET,
+        &format!("/payments/{id}?force_sync=true"),
+        None,
+    )
+    .await
+}
+
 /// The PaymentIntent id of the payment's last attempt.
 async fn intent_of(app: &TestApp, m: &Merchant, id: &str) -> String {
     let attempts = call(
@@ -128,14 +140,7 @@ async fn automatic_and_partial_manual_capture_and_cancel_agree_with_stripe() {
         "succeeded"
     );
     // localstripe records the uncaptured 400 as a refund: a sync must not book it as one.
-    let synced = call(
-        &app,
-        &m,
-        Method::GET,
-        &format!("/payments/{id}?force_sync=true"),
-        None,
-    )
-    .await;
+    let synced = force_sync(&app, &m, id).await;
     assert_eq!(
         (
             synced["status"].as_str(),
@@ -296,14 +301,7 @@ async fn refunds_partial_and_full_and_a_capture_and_a_refund_made_at_stripe() {
         .collect();
     amounts.sort();
     assert_eq!(amounts, [300, 700]);
-    let synced = call(
-        &app,
-        &m,
-        Method::GET,
-        &format!("/payments/{id}?force_sync=true"),
-        None,
-    )
-    .await;
+    let synced = force_sync(&app, &m, id).await;
     assert_eq!(
         (
             synced["status"].as_str(),
@@ -331,14 +329,7 @@ async fn refunds_partial_and_full_and_a_capture_and_a_refund_made_at_stripe() {
         .post(&format!("/v1/payment_intents/{intent}/capture"), &[])
         .await;
     assert_eq!(status, 200);
-    let synced = call(
-        &app,
-        &m,
-        Method::GET,
-        &format!("/payments/{id}?force_sync=true"),
-        None,
-    )
-    .await;
+    let synced = force_sync(&app, &m, id).await;
     assert_eq!(
         (
             synced["status"].as_str(),
@@ -372,14 +363,7 @@ async fn refunds_partial_and_full_and_a_capture_and_a_refund_made_at_stripe() {
         let p = call(&app, &m, Method::GET, &format!("/payments/{id}"), None).await;
         assert_eq!(p["amount_refunded"], 250, "{p}");
     }
-    let synced = call(
-        &app,
-        &m,
-        Method::GET,
-        &format!("/payments/{id}?force_sync=true"),
-        None,
-    )
-    .await;
+    let synced = force_sync(&app, &m, id).await;
     assert_eq!(synced["amount_refunded"], 250, "{synced}");
     let refunds = call(
         &app,
@@ -826,14 +810,7 @@ async fn an_authorization_whose_answer_was_lost_is_found_by_its_metadata_and_cha
     let p = pay(&app, &m, "4242424242424242", json!({})).await;
     assert_eq!(p["status"], "processing", "never failed on a guess: {p}");
     let id = p["payment_id"].as_str().unwrap();
-    let synced = call(
-        &app,
-        &m,
-        Method::GET,
-        &format!("/payments/{id}?force_sync=true"),
-        None,
-    )
-    .await;
+    let synced = force_sync(&app, &m, id).await;
     assert_eq!(
         (
             synced["status"].as_str(),
