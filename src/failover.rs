@@ -155,14 +155,18 @@ pub async fn pool(
     // before it may reach the previous host, and is closed when it is next taken.
     let switched = Arc::new(AtomicU64::new(epoch().elapsed().as_millis() as u64));
     let opened_before_switch = switched.clone();
-    let pool = PgPoolOptions::new()
+    let mut options_of_pool = PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(acquire_timeout)
-        .before_acquire(move |_, meta: PoolConnectionMetadata| {
+        .acquire_timeout(acquire_timeout);
+    // Only a pool that can switch host checks its connections' age (one host: no hook at all).
+    if hosts.urls.len() > 1 {
+        options_of_pool = options_of_pool.before_acquire(move |_, meta: PoolConnectionMetadata| {
             let switched_at = Duration::from_millis(opened_before_switch.load(Ordering::Acquire));
             let opened_at = epoch().elapsed().saturating_sub(meta.age);
             Box::pin(async move { Ok(opened_at >= switched_at) })
-        })
+        });
+    }
+    let pool = options_of_pool
         .connect_with(options(&chosen)?)
         .await
         .map_err(|e| {
