@@ -94,6 +94,8 @@ const NAMED: &[(&str, &str)] = &[
     ("ops", "routes"),
     ("payments::checkout", "routes"),
     ("payments::stripe_events", "routes"),
+    ("payments::commands", "runtime"),
+    ("payments::rows", "runtime"),
     ("app", "app"),
     ("openapi", "app"),
     ("", "app"),

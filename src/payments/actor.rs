@@ -10,28 +10,29 @@ use actix::{
 use chrono::{DateTime, Duration, Utc};
 use dashmap::DashMap;
 use payd_actors::KeyedActor;
-use payd_entity::{dispute, mandate, payment, payment_attempt, processor_account, refund};
+use payd_entity::{mandate, payment, payment_attempt, processor_account, refund};
 use sea_orm::DbErr;
 
+pub use super::commands::{same_secret, Access, Command, Done, Patch, PaymentError};
+use super::rows::{
+    answered, apply_patch, attempt_row, card_of, event_for, last_error, op_key, processor_of,
+    refund_event,
+};
 use super::{
-    api::{
-        lines_of, parse_lines, LastError, LineInput, MandateRequest, Payment, Refund,
-        RoutingDecision,
-    },
+    api::{lines_of, MandateRequest, Payment, RoutingDecision},
     intent::Intent,
-    machine::{self, Authorization, CancelKind, ProcessorView, Refusal, Status},
+    machine::{self, Authorization, CancelKind, ProcessorView, Status},
     refunds,
     routing::{self, Facts},
-    store::{self, Announcement, Changes, CommitError, SaveCard},
+    store::{self, Announcement, Changes, SaveCard},
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::{Caller, KeyKind, Scope},
     clock::{self, SharedClock, Timeline},
     commit,
     customers::{self, api::check_mandate},
     disputes,
-    error::{ApiError, ErrorType},
+    error::ApiError,
     fields::{parse_stored, Metadata},
     ids::new_id,
     processors::{
@@ -109,227 +110,8 @@ impl PaymentDeps {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum PaymentError {
-    #[error("no such payment")]
-    NotFound,
-    #[error("the client_secret does not match this payment")]
-    Forbidden,
-    #[error("no such refund")]
-    RefundNotFound,
-    #[error(transparent)]
-    RefundRefused(#[from] refunds::Refusal),
-    #[error(transparent)]
-    Refused(#[from] Refusal),
-    #[error("invalid request: {0}")]
-    Invalid(ApiError),
-    #[error("the payment was changed concurrently")]
-    LostRace,
-    #[error(transparent)]
-    Processor(#[from] ProcessorError),
-    #[error("database: {0}")]
-    Db(#[from] DbErr),
-}
-
-impl From<ApiError> for PaymentError {
-    fn from(e: ApiError) -> Self {
-        PaymentError::Invalid(e)
-    }
-}
-
-impl From<CommitError> for PaymentError {
-    fn from(e: CommitError) -> Self {
-        match e {
-            CommitError::LostRace | CommitError::Refused(_) => PaymentError::LostRace,
-            CommitError::Db(e) => PaymentError::Db(e),
-        }
-    }
-}
-
-impl From<PaymentError> for ApiError {
-    #[track_caller]
-    fn from(e: PaymentError) -> Self {
-        match e {
-            PaymentError::NotFound => ApiError::not_found("payment"),
-            PaymentError::Forbidden => ApiError::forbidden(
-                "client_secret_mismatch",
-                "the client_secret does not belong to this payment",
-            )
-            .param("client_secret"),
-            PaymentError::Refused(r) => match r {
-                super::machine::Refusal::InvalidState(_) => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-                super::machine::Refusal::AmountNotPositive => {
-                    ApiError::invalid("amount_not_positive", r.to_string()).param("amount")
-                }
-                super::machine::Refusal::AmountExceedsCapturable(_) => {
-                    ApiError::invalid("amount_exceeds_capturable", r.to_string()).param("amount")
-                }
-                super::machine::Refusal::DisputeOpen(_) => {
-                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
-                }
-                super::machine::Refusal::RefundExists => {
-                    ApiError::conflict("refund_exists", r.to_string()).param("payment_id")
-                }
-                super::machine::Refusal::VoidWindowClosed => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-            },
-            PaymentError::Invalid(e) => e,
-            PaymentError::RefundNotFound => ApiError::not_found("refund"),
-            PaymentError::RefundRefused(r) => match r {
-                super::refunds::Refusal::InvalidState(_) => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-                super::refunds::Refusal::DisputeOpen { .. } => {
-                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
-                }
-                super::refunds::Refusal::ExceedsRefundable { .. }
-                | super::refunds::Refusal::LineAmountExceeded { .. } => {
-                    let mut e = ApiError::invalid("amount_exceeds_refundable", r.to_string());
-                    e.param = r.param().map(str::to_owned);
-                    e
-                }
-                _ => {
-                    let mut e = ApiError::invalid("parameter_invalid", r.to_string());
-                    e.param = r.param().map(str::to_owned);
-                    e
-                }
-            },
-            PaymentError::LostRace => ApiError::concurrent_update("payment"),
-            PaymentError::Processor(p) => ApiError::new(
-                actix_web::http::StatusCode::BAD_GATEWAY,
-                ErrorType::Processor,
-                "processor_error",
-                p.to_string(),
-            ),
-            PaymentError::Db(e) => e.into(),
-        }
-    }
-}
-
-/// Who asks. `None` on a message means payd itself (a scheduled job).
-#[derive(Debug, Clone)]
-pub struct Access {
-    /// The merchant, mode and shop the caller reaches.
-    pub scope: Scope,
-    /// Set for browser callers (publishable key or hosted checkout): must match.
-    pub client_secret: Option<String>,
-}
-
-/// Fields of an update, already checked at the edge.
-#[derive(Debug, Clone, Default)]
-pub struct Patch {
-    pub amount: Option<i64>,
-    pub currency: Option<String>,
-    pub manual_capture: Option<bool>,
-    pub card: Option<StoredCard>,
-    pub lines: Option<Vec<LineInput>>,
-    pub metadata: Option<Metadata>,
-    pub description: Option<String>,
-    pub return_url: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub enum Command {
-    Confirm {
-        card: Option<StoredCard>,
-        /// The number and CVC the buyer just entered, for a processor that needs them.
-        secret: Option<SecretCard>,
-        return_url: Option<String>,
-    },
-    Update(Box<Patch>),
-    Capture {
-        amount: Option<i64>,
-        final_capture: bool,
-    },
-    Cancel,
-    Sync,
-    Expire,
-    CompleteChallenge {
-        approve: bool,
-    },
-    /// Refund part or all of what was captured.
-    Refund {
-        ask: refunds::Ask,
-        reason: Option<String>,
-        metadata: Metadata,
-    },
-    /// Ask the processor where a pending refund stands.
-    SettleRefund {
-        refund_id: String,
-    },
-    /// The processor reports the buyer's dispute of what was captured.
-    OpenDispute,
-    /// A wallet processor's case against the payment is imported: its dispute is opened.
-    ImportCase(disputes::actor::CaseOpening),
-}
-
-/// A command's result: the payment as it now is, the refund it made or changed, and the
-/// dispute it opened (committed by this command, not found there).
-#[derive(Debug, Clone)]
-pub struct Done {
-    pub payment: payment::Model,
-    pub refund: Option<refund::Model>,
-    pub dispute: Option<dispute::Model>,
-}
-
-impl Done {
-    fn unchanged(payment: &payment::Model) -> Self {
-        Self {
-            payment: payment.clone(),
-            refund: None,
-            dispute: None,
-        }
-    }
-
-    /// The payment as it is, and this refund.
-    fn refund(payment: &payment::Model, refund: refund::Model) -> Self {
-        Self {
-            payment: payment.clone(),
-            refund: Some(refund),
-            dispute: None,
-        }
-    }
-}
-
 /// The registry of payment actors.
 pub type Payments = payd_actors::Registry<PaymentActor>;
-
-/// Whether two client secrets are the same, compared in constant time (a caller learns
-/// nothing from how long a wrong one takes to refuse).
-pub fn same_secret(a: &str, b: &str) -> bool {
-    subtle::ConstantTimeEq::ct_eq(a.as_bytes(), b.as_bytes()).into()
-}
-
-impl Access {
-    /// Whether the caller may act on a payment with this `client_secret`: a server key always,
-    /// a browser caller only with that secret.
-    pub fn shows(&self, client_secret: &str) -> bool {
-        self.client_secret
-            .as_deref()
-            .is_none_or(|s| same_secret(s, client_secret))
-    }
-
-    /// What this caller may do: a publishable key must show the payment's `client_secret`.
-    pub fn of(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
-        let client_secret = match caller.kind {
-            KeyKind::Secret => None,
-            KeyKind::Publishable => Some(client_secret.ok_or_else(|| {
-                ApiError::forbidden(
-                    "client_secret_required",
-                    "a publishable key needs the payment's client_secret",
-                )
-                .param("client_secret")
-            })?),
-        };
-        Ok(Access {
-            scope: caller.scope(),
-            client_secret,
-        })
-    }
-}
 
 /// Runs a command through the payment's actor; an id that is not a payment's reads as "no
 /// such payment". Handlers of every resource that moves a payment's money call this, with the
@@ -505,69 +287,6 @@ async fn exec(
         || PaymentError::NotFound,
     )
     .await
-}
-
-fn card_of(m: &payment::Model) -> Option<StoredCard> {
-    m.payment_method
-        .as_deref()
-        .and_then(|s| serde_json::from_str(s).ok())
-}
-
-/// An attempt about to be sent: `pending` until `answered` records the processor's answer.
-fn attempt_row(
-    m: &payment::Model,
-    number: i32,
-    processor: &str,
-    card: &StoredCard,
-    decision: &RoutingDecision,
-    now: DateTime<Utc>,
-) -> payment_attempt::Model {
-    payment_attempt::Model {
-        id: new_id("att"),
-        payment_id: m.id.clone(),
-        number,
-        processor: processor.to_owned(),
-        processor_reference: None,
-        status: "pending".to_owned(),
-        amount: m.amount,
-        error_code: None,
-        error_message: None,
-        payment_method: serde_json::to_string(card).ok(),
-        routing: serde_json::to_string(decision).unwrap_or_default(),
-        created_at: now,
-    }
-}
-
-/// The attempt with the processor's answer.
-fn answered(
-    mut a: payment_attempt::Model,
-    m: &payment::Model,
-    result: &AuthResult,
-) -> payment_attempt::Model {
-    let status = match result.outcome {
-        Authorization::Approved { amount } if amount < m.amount => "partially_authorized",
-        Authorization::Approved { .. } if m.capture_method == "automatic" => "captured",
-        Authorization::Approved { .. } => "authorized",
-        Authorization::Declined { .. } => "declined",
-        Authorization::ChallengeRequired => "challenge_required",
-        Authorization::ReviewRequired => "review_required",
-        Authorization::Pending => "pending",
-    };
-    a.status = status.to_owned();
-    a.processor_reference = result.reference.clone();
-    a.error_code = result.error.as_ref().map(|(c, _)| c.clone());
-    a.error_message = result.error.as_ref().map(|(_, msg)| msg.clone());
-    a
-}
-
-fn last_error(result: &AuthResult) -> Option<String> {
-    result.error.as_ref().and_then(|(code, message)| {
-        serde_json::to_string(&LastError {
-            code: code.clone(),
-            message: message.clone(),
-        })
-        .ok()
-    })
 }
 
 /// Runs one command: one function each, below. A payment whose processor operation has no
@@ -1565,53 +1284,6 @@ async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentE
     commit(deps, m, store::with_state(m, &next, now), plain("expire")).await
 }
 
-/// `refund_succeeded` or `refund_failed`, once a refund has settled either way. `r` is the
-/// refund before its commit; the event's object is the refund as that commit writes it (its
-/// version raised).
-fn refund_event(r: &refund::Model) -> Option<Announcement> {
-    let event_type = match r.status.as_str() {
-        "succeeded" => "refund_succeeded",
-        "failed" => "refund_failed",
-        _ => return None,
-    };
-    Some(Announcement {
-        event_type,
-        content_type: "refund_details",
-        object_id: r.id.clone(),
-        object: serde_json::to_string(&Refund::render(&store::refund_raised(r)))
-            .unwrap_or_default(),
-    })
-}
-
-/// The event a change announces: the spec's event for the new status, on every status change
-/// and on every confirm or capture (a second decline, a further partial capture).
-fn event_for(
-    before: &payment::Model,
-    after: &payment::Model,
-    trigger: &str,
-) -> Option<&'static str> {
-    let changed = before.status != after.status || matches!(trigger, "confirm" | "capture");
-    if !changed {
-        return None;
-    }
-    Status::parse(&after.status).and_then(Status::event)
-}
-
-/// The idempotency key of a money-moving operation: the same for a retry of the same
-/// decision (the payment's version has not moved), new for the next one.
-fn op_key(m: &payment::Model, op: &str) -> String {
-    format!("{}.{op}.{}", m.id, m.version)
-}
-
-fn processor_of(m: &payment::Model) -> Result<(String, String), PaymentError> {
-    match (&m.processor, &m.processor_reference) {
-        (Some(a), Some(r)) => Ok((a.clone(), r.clone())),
-        _ => Err(PaymentError::Refused(Refusal::InvalidState(
-            Status::parse(&m.status).unwrap_or(Status::Conflicted),
-        ))),
-    }
-}
-
 /// What routing and the processors decided about a confirm.
 struct Authorized {
     /// The account whose answer counts.
@@ -1823,81 +1495,4 @@ async fn save_for(
         customer_id: customer_id.clone(),
         known_customer,
     }))
-}
-
-fn apply_patch(
-    m: &payment::Model,
-    p: &Patch,
-    now: DateTime<Utc>,
-) -> Result<payment::Model, PaymentError> {
-    let mut after = m.clone();
-    if let Some(a) = p.amount {
-        after.amount = a;
-    }
-    if let Some(c) = &p.currency {
-        after.currency = c.clone();
-    }
-    if let Some(manual) = p.manual_capture {
-        after.capture_method = if manual { "manual" } else { "automatic" }.to_owned();
-    }
-    if let Some(card) = &p.card {
-        after.payment_method = serde_json::to_string(card).ok();
-        if after.status == Status::RequiresPaymentMethod.as_str() {
-            after.status = Status::RequiresConfirmation.as_str().to_owned();
-        }
-    }
-    // Lines that name the catalog were checked against it, and indexed for the sales report,
-    // when the payment was created: they, and the currency they were checked in, stay.
-    let stored_catalog = after.lines.is_some()
-        && lines_of(&after)?
-            .iter()
-            .any(|l| l.product_id.is_some() || l.price_id.is_some());
-    let fixed = |param: &str| {
-        PaymentError::Invalid(ApiError::invalid_param(
-            param,
-            "lines that name catalog products or prices are set when the payment is created",
-        ))
-    };
-    if stored_catalog && (p.lines.is_some() || p.currency.is_some() || p.amount.is_some()) {
-        return Err(fixed("lines"));
-    }
-    if let Some(i) = p.lines.as_ref().and_then(|lines| {
-        lines
-            .iter()
-            .position(|l| l.product_id.is_some() || l.price_id.is_some())
-    }) {
-        return Err(fixed(&format!("lines[{i}].product_id")));
-    }
-    match &p.lines {
-        Some(lines) => {
-            let parsed = parse_lines(lines, after.amount).map_err(PaymentError::Invalid)?;
-            after.lines = serde_json::to_string(&parsed).ok();
-        }
-        // Stored lines must still add up when only the amount changes.
-        None if p.amount.is_some() && after.lines.is_some() => {
-            let lines = lines_of(&after)?;
-            let total: i64 = lines.iter().map(|l| l.amount).sum();
-            if total != after.amount {
-                return Err(PaymentError::Invalid(
-                    ApiError::invalid(
-                        "lines_amount_mismatch",
-                        format!("the payment's lines add up to {total}; send new lines with the new amount"),
-                    )
-                    .param("amount"),
-                ));
-            }
-        }
-        None => {}
-    }
-    if let Some(md) = &p.metadata {
-        after.metadata = serde_json::to_string(md).unwrap_or_else(|_| "{}".into());
-    }
-    if let Some(d) = &p.description {
-        after.description = Some(d.clone());
-    }
-    if let Some(u) = &p.return_url {
-        after.return_url = Some(u.clone());
-    }
-    after.updated_at = now;
-    Ok(after)
 }

@@ -4,12 +4,14 @@
 pub mod actor;
 pub mod api;
 pub mod checkout;
+pub mod commands;
 pub mod create;
 pub mod intent;
 pub mod machine;
 pub mod refunds;
 pub mod routes;
 pub mod routing;
+mod rows;
 pub mod shop_routes;
 pub mod store;
 pub mod stripe_events;

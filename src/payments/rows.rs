@@ -1,0 +1,205 @@
+//! The rows a payment's commands write, made from what they decided: a processor attempt and
+//! its answer, a patched payment, the event a change announces, the keys of its operations.
+//! Pure functions of their arguments: the actor decides and commits; these only shape.
+
+use chrono::{DateTime, Utc};
+use payd_entity::{payment, payment_attempt, refund};
+
+use super::{
+    api::{lines_of, parse_lines, LastError, Refund, RoutingDecision},
+    commands::{Patch, PaymentError},
+    machine::{Authorization, Refusal, Status},
+    store::{self, Announcement},
+};
+use crate::{
+    error::ApiError,
+    ids::new_id,
+    processors::{AuthResult, StoredCard},
+};
+
+pub(super) fn card_of(m: &payment::Model) -> Option<StoredCard> {
+    m.payment_method
+        .as_deref()
+        .and_then(|s| serde_json::from_str(s).ok())
+}
+
+/// An attempt about to be sent: `pending` until `answered` records the processor's answer.
+pub(super) fn attempt_row(
+    m: &payment::Model,
+    number: i32,
+    processor: &str,
+    card: &StoredCard,
+    decision: &RoutingDecision,
+    now: DateTime<Utc>,
+) -> payment_attempt::Model {
+    payment_attempt::Model {
+        id: new_id("att"),
+        payment_id: m.id.clone(),
+        number,
+        processor: processor.to_owned(),
+        processor_reference: None,
+        status: "pending".to_owned(),
+        amount: m.amount,
+        error_code: None,
+        error_message: None,
+        payment_method: serde_json::to_string(card).ok(),
+        routing: serde_json::to_string(decision).unwrap_or_default(),
+        created_at: now,
+    }
+}
+
+/// The attempt with the processor's answer.
+pub(super) fn answered(
+    mut a: payment_attempt::Model,
+    m: &payment::Model,
+    result: &AuthResult,
+) -> payment_attempt::Model {
+    let status = match result.outcome {
+        Authorization::Approved { amount } if amount < m.amount => "partially_authorized",
+        Authorization::Approved { .. } if m.capture_method == "automatic" => "captured",
+        Authorization::Approved { .. } => "authorized",
+        Authorization::Declined { .. } => "declined",
+        Authorization::ChallengeRequired => "challenge_required",
+        Authorization::ReviewRequired => "review_required",
+        Authorization::Pending => "pending",
+    };
+    a.status = status.to_owned();
+    a.processor_reference = result.reference.clone();
+    a.error_code = result.error.as_ref().map(|(c, _)| c.clone());
+    a.error_message = result.error.as_ref().map(|(_, msg)| msg.clone());
+    a
+}
+
+pub(super) fn last_error(result: &AuthResult) -> Option<String> {
+    result.error.as_ref().and_then(|(code, message)| {
+        serde_json::to_string(&LastError {
+            code: code.clone(),
+            message: message.clone(),
+        })
+        .ok()
+    })
+}
+
+/// `refund_succeeded` or `refund_failed`, once a refund has settled either way. `r` is the
+/// refund before its commit; the event's object is the refund as that commit writes it (its
+/// version raised).
+pub(super) fn refund_event(r: &refund::Model) -> Option<Announcement> {
+    let event_type = match r.status.as_str() {
+        "succeeded" => "refund_succeeded",
+        "failed" => "refund_failed",
+        _ => return None,
+    };
+    Some(Announcement {
+        event_type,
+        content_type: "refund_details",
+        object_id: r.id.clone(),
+        object: serde_json::to_string(&Refund::render(&store::refund_raised(r)))
+            .unwrap_or_default(),
+    })
+}
+
+/// The event a change announces: the spec's event for the new status, on every status change
+/// and on every confirm or capture (a second decline, a further partial capture).
+pub(super) fn event_for(
+    before: &payment::Model,
+    after: &payment::Model,
+    trigger: &str,
+) -> Option<&'static str> {
+    let changed = before.status != after.status || matches!(trigger, "confirm" | "capture");
+    if !changed {
+        return None;
+    }
+    Status::parse(&after.status).and_then(Status::event)
+}
+
+/// The idempotency key of a money-moving operation: the same for a retry of the same
+/// decision (the payment's version has not moved), new for the next one.
+pub(super) fn op_key(m: &payment::Model, op: &str) -> String {
+    format!("{}.{op}.{}", m.id, m.version)
+}
+
+pub(super) fn processor_of(m: &payment::Model) -> Result<(String, String), PaymentError> {
+    match (&m.processor, &m.processor_reference) {
+        (Some(a), Some(r)) => Ok((a.clone(), r.clone())),
+        _ => Err(PaymentError::Refused(Refusal::InvalidState(
+            Status::parse(&m.status).unwrap_or(Status::Conflicted),
+        ))),
+    }
+}
+
+pub(super) fn apply_patch(
+    m: &payment::Model,
+    p: &Patch,
+    now: DateTime<Utc>,
+) -> Result<payment::Model, PaymentError> {
+    let mut after = m.clone();
+    if let Some(a) = p.amount {
+        after.amount = a;
+    }
+    if let Some(c) = &p.currency {
+        after.currency = c.clone();
+    }
+    if let Some(manual) = p.manual_capture {
+        after.capture_method = if manual { "manual" } else { "automatic" }.to_owned();
+    }
+    if let Some(card) = &p.card {
+        after.payment_method = serde_json::to_string(card).ok();
+        if after.status == Status::RequiresPaymentMethod.as_str() {
+            after.status = Status::RequiresConfirmation.as_str().to_owned();
+        }
+    }
+    // Lines that name the catalog were checked against it, and indexed for the sales report,
+    // when the payment was created: they, and the currency they were checked in, stay.
+    let stored_catalog = after.lines.is_some()
+        && lines_of(&after)?
+            .iter()
+            .any(|l| l.product_id.is_some() || l.price_id.is_some());
+    let fixed = |param: &str| {
+        PaymentError::Invalid(ApiError::invalid_param(
+            param,
+            "lines that name catalog products or prices are set when the payment is created",
+        ))
+    };
+    if stored_catalog && (p.lines.is_some() || p.currency.is_some() || p.amount.is_some()) {
+        return Err(fixed("lines"));
+    }
+    if let Some(i) = p.lines.as_ref().and_then(|lines| {
+        lines
+            .iter()
+            .position(|l| l.product_id.is_some() || l.price_id.is_some())
+    }) {
+        return Err(fixed(&format!("lines[{i}].product_id")));
+    }
+    match &p.lines {
+        Some(lines) => {
+            let parsed = parse_lines(lines, after.amount).map_err(PaymentError::Invalid)?;
+            after.lines = serde_json::to_string(&parsed).ok();
+        }
+        // Stored lines must still add up when only the amount changes.
+        None if p.amount.is_some() && after.lines.is_some() => {
+            let lines = lines_of(&after)?;
+            let total: i64 = lines.iter().map(|l| l.amount).sum();
+            if total != after.amount {
+                return Err(PaymentError::Invalid(
+                    ApiError::invalid(
+                        "lines_amount_mismatch",
+                        format!("the payment's lines add up to {total}; send new lines with the new amount"),
+                    )
+                    .param("amount"),
+                ));
+            }
+        }
+        None => {}
+    }
+    if let Some(md) = &p.metadata {
+        after.metadata = serde_json::to_string(md).unwrap_or_else(|_| "{}".into());
+    }
+    if let Some(d) = &p.description {
+        after.description = Some(d.clone());
+    }
+    if let Some(u) = &p.return_url {
+        after.return_url = Some(u.clone());
+    }
+    after.updated_at = now;
+    Ok(after)
+}
