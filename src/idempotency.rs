@@ -196,9 +196,14 @@ pub async fn idempotency(
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
         return Ok(req.error_response(ApiError::internal("AppState missing")));
     };
-    // Without a valid key there is no merchant to scope the key to: the route answers 401.
-    let Ok(caller) = auth::authenticate(req.request(), &state).await else {
-        return Ok(next.call(req).await?.map_into_boxed_body());
+    let caller = match auth::authenticate(req.request(), &state).await {
+        Ok(caller) => caller,
+        // The caller could not be told (the database is unavailable): answered here, never
+        // passed on, or the route might authenticate a moment later and run the request
+        // without its key — a second payment for a retried one.
+        Err(e) if e.status.is_server_error() => return Ok(req.error_response(e)),
+        // Without a valid key there is no merchant to scope the key to: the route answers 401.
+        Err(_) => return Ok(next.call(req).await?.map_into_boxed_body()),
     };
     // An upload goes to storage as it arrives and is never held here: its fingerprint leaves
     // the body out (a retried upload's form boundary differs anyway).

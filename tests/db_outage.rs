@@ -13,7 +13,6 @@
 mod common;
 
 use std::{
-    collections::{HashMap, HashSet},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
@@ -22,7 +21,12 @@ use std::{
 };
 
 use actix_web::http::Method;
-use common::{card, receiver::Receiver, spawn_with, TestDb};
+use common::{
+    card,
+    keyed_load::{self, KeyedLoad},
+    receiver::Receiver,
+    spawn_with, TestDb,
+};
 use sea_orm::EntityTrait;
 use serde_json::json;
 use tokio::{
@@ -82,15 +86,6 @@ impl Proxy {
     }
 }
 
-/// What one try of a create+confirm got.
-struct Answer {
-    at: Instant,
-    status: u16,
-    code: String,
-    retry_after: bool,
-    payment: Option<(String, String)>,
-}
-
 /// How long after `since` readiness answers `status` (polled every 100 ms, at most 3 s).
 async fn readiness_turns(app: &common::TestApp, status: u16, since: Instant) -> Duration {
     loop {
@@ -137,71 +132,11 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
 
-    // The test's clock keeps pace with the wall clock, so that a key whose holder could not
-    // release it (the database was gone) is taken over once its lock lapses.
-    let clock = app.clock.clone();
-    let ticker = actix_web::rt::spawn(async move {
-        loop {
-            actix_web::rt::time::sleep(Duration::from_millis(100)).await;
-            clock.advance(chrono::Duration::milliseconds(100));
-        }
-    });
-
+    let ticker = keyed_load::tick_with_wall_clock(&app);
     // Four clients create and confirm payments for 14 s, each retrying with the same key until
     // it is answered; the database is away from 2 s to 12 s.
     let start = Instant::now();
-    let answers: Arc<Mutex<Vec<Answer>>> = Arc::default();
-    let mut clients = Vec::new();
-    for c in 0..4 {
-        let (base, key, answers) = (app.base.clone(), m.secret_key.clone(), answers.clone());
-        let shop = m.profile_id.clone();
-        clients.push(actix_web::rt::spawn(async move {
-            let client = common::client();
-            for n in 0.. {
-                if start.elapsed() >= Duration::from_secs(14) {
-                    break;
-                }
-                let idempotency_key = format!("client-{c}-payment-{n}");
-                let body = json!({"amount": 500, "currency": "USD", "confirm": true,
-                    "payment_method_data": card("4242424242424242"),
-                    "metadata": {"key": idempotency_key}});
-                // Tries of one payment: bounded by the 14 s, then by a minute in all.
-                while start.elapsed() < Duration::from_secs(60) {
-                    let sent = client
-                        .post(format!("{base}/payments"))
-                        .insert_header(("api-key", key.as_str()))
-                        .insert_header(("x-profile-id", shop.as_str()))
-                        .insert_header(("idempotency-key", idempotency_key.as_str()))
-                        .timeout(Duration::from_secs(10))
-                        .send_json(&body)
-                        .await;
-                    let Ok(mut res) = sent else { continue };
-                    let status = res.status().as_u16();
-                    let retry_after = res.headers().contains_key("retry-after");
-                    let body: serde_json::Value = res.json().await.unwrap_or_default();
-                    let payment = (status == 201).then(|| {
-                        let id = body["payment_id"].as_str().unwrap_or_default().to_owned();
-                        (id, body["status"].as_str().unwrap_or_default().to_owned())
-                    });
-                    answers.lock().unwrap().push(Answer {
-                        at: Instant::now(),
-                        status,
-                        code: body["error"]["code"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_owned(),
-                        retry_after,
-                        payment,
-                    });
-                    if !retry_after {
-                        break;
-                    }
-                    // As a client honouring Retry-After would, only sooner.
-                    actix_web::rt::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }));
-    }
+    let load = KeyedLoad::start(&[app.base.clone()], &m, 4, Duration::ZERO);
     let at = |offset: Duration| async move {
         let deadline = start + offset;
         actix_web::rt::time::sleep(deadline.saturating_duration_since(Instant::now())).await;
@@ -222,105 +157,24 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
         first_200 <= Duration::from_secs(2),
         "readiness 200 after {first_200:?}"
     );
-    for c in clients {
-        c.await.unwrap();
-    }
+    at(Duration::from_secs(14)).await;
+    let tries = load.finish().await;
     ticker.abort();
 
-    let answers = std::mem::take(&mut *answers.lock().unwrap());
-    let errors: HashMap<u16, usize> =
-        answers
-            .iter()
-            .filter(|a| a.status != 201)
-            .fold(HashMap::new(), |mut n, a| {
-                *n.entry(a.status).or_default() += 1;
-                n
-            });
-    assert!(
-        answers
-            .iter()
-            .filter(|a| a.status != 201)
-            .all(|a| a.retry_after
-                && ((a.status, a.code.as_str()) == (503, "database_unavailable")
-                    || (a.status, a.code.as_str()) == (409, "idempotency_key_in_use"))),
-        "every error a 503 (or a held key's 409) with Retry-After: {errors:?}"
-    );
-    assert!(
-        errors.get(&503).is_some_and(|n| *n > 0),
-        "the outage was felt: {errors:?}"
-    );
-    let back_ok = answers
+    keyed_load::assert_only_retryable_errors(&tries);
+    let back_ok = tries
         .iter()
-        .filter(|a| a.status == 201 && a.at > returned)
-        .map(|a| a.at - returned)
+        .filter(|t| t.status == 201 && t.at > returned)
+        .map(|t| t.at - returned)
         .min()
         .expect("payments succeeded after the return");
     assert!(
         back_ok <= Duration::from_secs(1),
         "first success {back_ok:?} after the return"
     );
-
-    let acknowledged: Vec<(String, String)> =
-        answers.into_iter().filter_map(|a| a.payment).collect();
-    for (id, status) in &acknowledged {
-        let p = app.get(&format!("/payments/{id}"), &m.secret_key).await;
-        assert_eq!(p.body["status"], status.as_str(), "{id}: {}", p.body);
-    }
-    // No key made two payments.
-    let mut made: HashMap<String, usize> = HashMap::new();
-    let mut after: Option<String> = None;
-    for _ in 0..1000 {
-        let mut query = json!({"limit": 100});
-        if let Some(last) = &after {
-            query["starting_after"] = json!(last);
-        }
-        let page = app
-            .call(&m, Method::POST, "/payments/list", Some(query))
-            .await;
-        assert_eq!(page.status, 200, "{}", page.body);
-        let data = page.body["data"].as_array().unwrap();
-        for p in data {
-            let key = p["metadata"]["key"].as_str().unwrap_or_default().to_owned();
-            *made.entry(key).or_default() += 1;
-        }
-        after = data
-            .last()
-            .map(|p| p["payment_id"].as_str().unwrap().to_owned());
-        if page.body["has_more"] != true {
-            break;
-        }
-    }
-    let twice: Vec<_> = made.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(twice.is_empty(), "keys that made two payments: {twice:?}");
-    // Deliveries whose outcome could not be written keep their lease until it runs out: time
-    // passes (the test's clock stands still otherwise), and they are claimed and sent again.
-    app.clock.advance(chrono::Duration::minutes(10));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let delivered: HashSet<String> = receiver
-            .received()
-            .iter()
-            .filter_map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
-            .filter_map(|e| {
-                e["content"]["object"]["payment_id"]
-                    .as_str()
-                    .map(str::to_owned)
-            })
-            .collect();
-        let missing = acknowledged
-            .iter()
-            .filter(|(id, _)| !delivered.contains(id))
-            .count();
-        if missing == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{missing} of {} acknowledged payments never announced",
-            acknowledged.len()
-        );
-        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
-    }
+    let acked = keyed_load::acknowledged(&tries);
+    keyed_load::assert_kept_and_made_once(&app, &m, &acked).await;
+    keyed_load::assert_all_announced(&app, &receiver, &acked).await;
 }
 
 /// A tmpfs mounted over a directory for the test's life (root only), detached at the end.

@@ -3,6 +3,8 @@
 //! clock the test moves, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod formation;
+pub mod keyed_load;
 pub mod receiver;
 pub mod sim;
 pub mod stripe;
@@ -38,6 +40,11 @@ impl TestDb {
                 }
             }
         }
+    }
+
+    /// A database the test did not make (a failover pair's URL).
+    pub fn at(url: String) -> Self {
+        Self { url, _dir: None }
     }
 
     pub fn is_postgres(&self) -> bool {
@@ -119,6 +126,11 @@ impl TestApp {
     /// How many instances serve this test (`TEST_INSTANCES`).
     pub fn instances(&self) -> usize {
         self.bases.len()
+    }
+
+    /// Every instance's address.
+    pub fn bases(&self) -> &[String] {
+        &self.bases
     }
 
     /// The path of `url` when it is on one of this test's instances (each builds its links,
@@ -207,8 +219,13 @@ pub async fn spawn_with_clock(
 /// One instance whatever `TEST_INSTANCES` asks: for what is per instance by design (the rate
 /// limits' buckets live in an instance's memory).
 pub async fn spawn_one(db: Arc<TestDb>, extra: &[(&str, &str)]) -> TestApp {
+    spawn_instances(db, extra, 1).await
+}
+
+/// `count` instances whatever `TEST_INSTANCES` asks.
+pub async fn spawn_instances(db: Arc<TestDb>, extra: &[(&str, &str)], count: usize) -> TestApp {
     init_logs();
-    start(db, extra, ManualClock::new(), 1).await
+    start(db, extra, ManualClock::new(), count).await
 }
 
 async fn start(
