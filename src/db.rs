@@ -145,8 +145,10 @@ pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
 /// is not in recovery and whose sessions are not read-only (a standby or a demoted primary
 /// answers, but takes no write); on SQLite a write of its one probe row, since a file on a
 /// full or read-only disk still answers reads. Readiness asks this; an outage's start and end
-/// are logged once each (`telemetry::database_outage`).
-pub async fn ping(db: &DatabaseConnection, within: Duration) -> bool {
+/// are logged once each (`telemetry::database_outage`). `Err` names the cause: on PostgreSQL,
+/// when no host of `url` takes writes, each host's own answer (the pool's error says only that
+/// it timed out).
+pub async fn ping(db: &DatabaseConnection, url: &str, within: Duration) -> Result<(), String> {
     let check = async {
         match db.get_database_backend() {
             DbBackend::Sqlite => db
@@ -154,36 +156,37 @@ pub async fn ping(db: &DatabaseConnection, within: Duration) -> bool {
                 .await
                 .map(|_| true),
             _ => {
-                let writable = Statement::from_string(
-                    DbBackend::Postgres,
-                    "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable",
-                );
+                let writable =
+                    Statement::from_string(DbBackend::Postgres, crate::failover::WRITABLE);
                 let row = db.query_one_raw(writable).await?;
                 Ok(row.and_then(|r| r.try_get::<bool>("", "writable").ok()) == Some(true))
             }
         }
     };
-    match tokio::time::timeout(within, check).await {
+    let failed = match tokio::time::timeout(within, check).await {
         Ok(Ok(true)) => {
             crate::telemetry::database_answered();
-            true
+            return Ok(());
         }
         Ok(Ok(false)) => {
-            crate::telemetry::database_outage(
-                &"no writable PostgreSQL: the server is in recovery or read-only",
-            );
-            false
+            "no writable PostgreSQL: the server is in recovery or read-only".to_owned()
         }
-        Ok(Err(e)) => {
-            crate::telemetry::database_outage(&e);
-            false
-        }
-        Err(_) => {
-            crate::telemetry::database_outage(&format!("no answer within {within:?}"));
-            false
-        }
-    }
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer within {within:?}"),
+    };
+    let cause = match db.get_database_backend() {
+        DbBackend::Postgres => crate::failover::diagnose(url, DIAGNOSIS_TIMEOUT)
+            .await
+            .unwrap_or(failed),
+        _ => failed,
+    };
+    let cause = crate::failover::cause(&cause);
+    crate::telemetry::database_outage(&cause);
+    Err(cause)
 }
+
+/// How long each host is given to answer when readiness asks why the database does not.
+const DIAGNOSIS_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// The PostgreSQL channel on which a commit that queued webhook deliveries tells every
 /// instance (`NOTIFY payd_deliveries`), so that another instance's dispatcher starts them at
@@ -250,12 +253,16 @@ async fn listen_once(url: &str, heard: &impl Fn(), failures: &mut u32) -> String
     if let Err(e) = listener.listen(WAKE_CHANNEL).await {
         return e.to_string();
     }
+    // `try_recv`, not `recv`: on a lost connection `recv` reconnects by itself, to the same
+    // host, and after a failover waits out its pool's timeout; this looks for the writable
+    // host again instead.
     loop {
-        match listener.recv().await {
-            Ok(_) => {
+        match listener.try_recv().await {
+            Ok(Some(_)) => {
                 *failures = 0;
                 heard();
             }
+            Ok(None) => return "the connection was lost".to_owned(),
             Err(e) => return e.to_string(),
         }
     }

@@ -4,11 +4,14 @@
 //!
 //! The hosts are tried in order; with `target_session_attrs=read-write` (or `primary`) a host
 //! that answers but is in recovery or read-only is passed over. The pool connects to the chosen
-//! host only. While the database is unavailable (`telemetry`), a watcher looks for the writable
-//! host every half second; when it is another, the pool's new connections go there, and every
-//! connection opened before the switch is closed when it is next taken (it may still reach the
-//! demoted primary, which answers but refuses writes). An instance follows a failover without a
-//! restart or a new configuration.
+//! host only. Every half second a watcher asks the pool, on one of its own connections,
+//! whether its host still takes writes; when it does not (or gives no connection, or the
+//! instance is in a database outage, `telemetry`), the watcher looks for the writable host.
+//! When that is another, the pool's new connections go there, and every connection opened
+//! before the switch is closed when it is next taken (it may still reach the demoted primary,
+//! which answers but refuses writes). Each pool watches for itself: an instance's other pools
+//! (the webhook side's) recovering says nothing of this one. An instance follows a failover
+//! without a restart or a new configuration.
 //!
 //! Invariant: with `read-write`, payd never serves writes from a host it found in recovery or
 //! read-only; a host found writable later (the old primary come back) is used again only after
@@ -106,32 +109,81 @@ impl Hosts {
         for (i, url) in self.urls.iter().enumerate() {
             match probe(url, timeout).await {
                 Ok(writable) if writable || self.target == Target::Any => return Ok(url.clone()),
-                Ok(_) => seen.push(format!("host {}: in recovery or read-only", i + 1)),
-                Err(e) => seen.push(format!("host {}: {e}", i + 1)),
+                answer => seen.push(reason(i, answer)),
             }
         }
-        Err(DbErr::Conn(RuntimeErr::Internal(format!(
-            "no writable PostgreSQL reachable ({})",
-            seen.join("; ")
-        ))))
+        Err(DbErr::Conn(RuntimeErr::Internal(none_writable(&seen))))
     }
 }
+
+/// Why no host of `url` takes writes, asking each directly within `timeout`; `None` when one
+/// does (the trouble is then the caller's own connection, not the servers).
+pub async fn diagnose(url: &str, timeout: Duration) -> Option<String> {
+    let hosts = match Hosts::parse(url) {
+        Ok(hosts) => hosts,
+        Err(e) => return Some(e),
+    };
+    let mut seen = Vec::new();
+    for (i, url) in hosts.urls.iter().enumerate() {
+        match probe(url, timeout).await {
+            Ok(true) => return None,
+            answer => seen.push(reason(i, answer)),
+        }
+    }
+    Some(none_writable(&seen))
+}
+
+fn reason(host: usize, answer: Result<bool, String>) -> String {
+    match answer {
+        Ok(_) => format!("host {}: in recovery or read-only", host + 1),
+        Err(e) => format!("host {}: {e}", host + 1),
+    }
+}
+
+fn none_writable(reasons: &[String]) -> String {
+    format!("no writable PostgreSQL reachable ({})", reasons.join("; "))
+}
+
+/// A connection error as logs and readiness name it: credentials redacted, and what
+/// `sslmode=prefer` makes of a TCP front (HAProxy) with no server behind it said plainly. The
+/// front accepts and closes the connection; sqlx, which asks for TLS first, reports the missing
+/// answer as "unexpected response from SSLRequest: 0x00".
+pub fn cause(error: &str) -> String {
+    const SSL_ANSWER: &str = "unexpected response from SSLRequest: 0x";
+    let error = crate::telemetry::redact_credentials(error);
+    let Some(byte) = error
+        .find(SSL_ANSWER)
+        .map(|at| &error[at + SSL_ANSWER.len()..])
+    else {
+        return error;
+    };
+    match byte.get(..2) {
+        Some("00") => "the connection was closed before PostgreSQL answered (a TCP front with \
+                       no server behind it?)"
+            .to_owned(),
+        Some(byte) => format!("something other than PostgreSQL answered (first byte 0x{byte})"),
+        None => error,
+    }
+}
+
+/// The question whether a PostgreSQL server takes writes: not in recovery (a standby, a
+/// primary being demoted) and its sessions not read-only. One column, `writable`.
+pub const WRITABLE: &str =
+    "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off' AS writable";
 
 /// Whether a host takes writes (it answered within `timeout`).
 async fn probe(url: &str, timeout: Duration) -> Result<bool, String> {
     let check = async {
         let mut conn = PgConnection::connect(url).await?;
-        let writable: bool = sea_orm::sqlx::query_scalar(
-            "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'",
-        )
-        .fetch_one(&mut conn)
-        .await?;
+        let writable: bool = sea_orm::sqlx::query_scalar(WRITABLE)
+            .fetch_one(&mut conn)
+            .await?;
         let _ = conn.close().await;
         Ok::<bool, sea_orm::sqlx::Error>(writable)
     };
     match tokio::time::timeout(timeout, check).await {
         Ok(Ok(writable)) => Ok(writable),
-        Ok(Err(e)) => Err(crate::telemetry::redact_credentials(&e.to_string())),
+        Ok(Err(e)) => Err(cause(&e.to_string())),
         Err(_) => Err(format!("no answer within {timeout:?}")),
     }
 }
@@ -196,8 +248,20 @@ fn options(url: &str) -> Result<PgConnectOptions, DbErr> {
         })
 }
 
-/// While the database is unavailable, looks for the writable host every half second and moves
-/// the pool to it; ends with the pool.
+/// Whether the pool's host takes writes, asked on one of the pool's connections within
+/// `timeout`.
+async fn still_writable(pool: &PgPool, timeout: Duration) -> bool {
+    let check = async {
+        let mut conn = pool.acquire().await?;
+        sea_orm::sqlx::query_scalar::<_, bool>(WRITABLE)
+            .fetch_one(&mut *conn)
+            .await
+    };
+    matches!(tokio::time::timeout(timeout, check).await, Ok(Ok(true)))
+}
+
+/// Every half second, unless the pool's host still takes writes, looks for the writable host
+/// and moves the pool to it; ends with the pool.
 async fn follow(
     pool: PgPool,
     hosts: Hosts,
@@ -207,7 +271,7 @@ async fn follow(
 ) {
     while !pool.is_closed() {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        if !crate::telemetry::database_unavailable_now() {
+        if !crate::telemetry::database_unavailable_now() && still_writable(&pool, timeout).await {
             continue;
         }
         let Ok(chosen) = hosts.choose(timeout).await else {
@@ -252,5 +316,21 @@ mod tests {
         assert_eq!((one.urls.len(), one.target), (1, Target::Any));
         assert!(Hosts::parse("postgres://h1,,h2/payd").is_err());
         assert!(Hosts::parse("postgres://h1/payd?target_session_attrs=standby").is_err());
+    }
+
+    #[test]
+    fn a_tcp_front_closing_the_connection_is_named_not_reported_as_an_ssl_answer() {
+        assert_eq!(
+            cause("error communicating with database: unexpected response from SSLRequest: 0x00"),
+            "the connection was closed before PostgreSQL answered (a TCP front with no server behind it?)"
+        );
+        assert_eq!(
+            cause("unexpected response from SSLRequest: 0x48"),
+            "something other than PostgreSQL answered (first byte 0x48)"
+        );
+        assert_eq!(
+            cause("connection to postgres://payd:s3cret@h1/payd refused"),
+            "connection to postgres://payd:[redacted]@h1/payd refused"
+        );
     }
 }

@@ -59,15 +59,15 @@ pub async fn live() -> HttpResponse {
 #[utoipa::path(get, path = "/health/ready", tag = "operations",
     responses((status = 200, body = Health), (status = 503, description = "the database does not answer")))]
 pub async fn ready(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    if db::ping(state.db.conn(), std::time::Duration::from_millis(900)).await {
-        Ok(HttpResponse::Ok().json(Health { status: "ok" }))
-    } else {
-        Err(ApiError::new(
+    let within = std::time::Duration::from_millis(900);
+    match db::ping(state.db.conn(), &state.settings.database.url, within).await {
+        Ok(()) => Ok(HttpResponse::Ok().json(Health { status: "ok" })),
+        Err(cause) => Err(ApiError::new(
             actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
             crate::error::ErrorType::Unavailable,
             "database_unavailable",
-            "the database does not answer",
-        ))
+            format!("the database does not take writes: {cause}"),
+        )),
     }
 }
 

@@ -136,7 +136,7 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
     // Four clients create and confirm payments for 14 s, each retrying with the same key until
     // it is answered; the database is away from 2 s to 12 s.
     let start = Instant::now();
-    let load = KeyedLoad::start(&[app.base.clone()], &m, 4, Duration::ZERO);
+    let load = KeyedLoad::start(std::slice::from_ref(&app.base), &m, 4, Duration::ZERO);
     let at = |offset: Duration| async move {
         let deadline = start + offset;
         actix_web::rt::time::sleep(deadline.saturating_duration_since(Instant::now())).await;
@@ -148,6 +148,17 @@ async fn a_postgres_outage_answers_503_readiness_follows_and_nothing_acknowledge
     assert!(
         first_503 <= Duration::from_secs(2),
         "readiness 503 after {first_503:?}"
+    );
+    // The proxy accepts and closes, as a TCP front with no server behind it does; with
+    // `sslmode=prefer` the driver's own words for that are "unexpected response from
+    // SSLRequest". Readiness names the cause.
+    let ready = app
+        .send(Method::GET, "/health/ready", None, None, &[])
+        .await;
+    let said = ready.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("no writable PostgreSQL reachable (host 1: the connection was closed before PostgreSQL answered"),
+        "{said}"
     );
     at(Duration::from_secs(12)).await;
     proxy.back();

@@ -53,7 +53,7 @@ async fn readiness_turns(base: &str, status: u16, since: Instant, within: Durati
 
 #[actix_web::test]
 async fn the_primary_lost_under_load_fails_over_without_losing_or_doubling_a_payment() {
-    let Some(mut formation) = Formation::start_if_possible().await else {
+    let Some(mut formation) = Formation::start_if_asked().await else {
         return;
     };
     let primary = formation.primary().await;

@@ -5,8 +5,8 @@
 //! a minute. `pg_autoctl` refuses to run as root: as root (CI), the nodes run as the user
 //! `PAYD_FAILOVER_USER` (default `paydha`, made by `.ci/failover-setup.sh`) through `runuser`.
 //!
-//! Where pg_auto_failover is not installed the test is skipped with a line saying why, unless
-//! `PAYD_REQUIRE_FAILOVER=1` (CI), which makes that a failure.
+//! It runs only when asked (`PAYD_FAILOVER_TESTS=1`, as `.ci/run` does): it takes about a
+//! minute and a machine set up for it.
 
 use std::{
     fs::File,
@@ -48,19 +48,20 @@ pub struct Formation {
 }
 
 impl Formation {
-    /// A formation with a primary and a synchronous standby, or `None` (a line on stderr says
-    /// why) where this machine cannot make one and none is required.
-    pub async fn start_if_possible() -> Option<Formation> {
-        match Self::requirements() {
-            Ok((bin, run_as, db_user)) => Some(Self::start(bin, run_as, db_user).await),
-            Err(why) if std::env::var("PAYD_REQUIRE_FAILOVER").as_deref() == Ok("1") => {
-                panic!("PAYD_REQUIRE_FAILOVER=1 but {why}")
-            }
-            Err(why) => {
-                eprintln!("skipped: {why} (.ci/failover-setup.sh installs it)");
-                None
-            }
+    /// A formation with a primary and a synchronous standby when `PAYD_FAILOVER_TESTS=1`
+    /// (CI); otherwise `None`, with a line on stderr saying how to run it. Asked for on a
+    /// machine that cannot make one, it fails saying why.
+    pub async fn start_if_asked() -> Option<Formation> {
+        if std::env::var("PAYD_FAILOVER_TESTS").as_deref() != Ok("1") {
+            eprintln!(
+                "skipped: PAYD_FAILOVER_TESTS=1 runs it (as root, .ci/failover-setup.sh \
+                 installs what it needs)"
+            );
+            return None;
         }
+        let (bin, run_as, db_user) =
+            Self::requirements().unwrap_or_else(|why| panic!("PAYD_FAILOVER_TESTS=1 but {why}"));
+        Some(Self::start(bin, run_as, db_user).await)
     }
 
     /// The PostgreSQL binaries, the user to run as (root only) and the database user.
