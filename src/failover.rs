@@ -105,43 +105,36 @@ impl Hosts {
         if self.urls.len() == 1 && self.target == Target::Any {
             return Ok(self.urls[0].clone());
         }
+        self.first(self.target, timeout)
+            .await
+            .map_err(|e| DbErr::Conn(RuntimeErr::Internal(e)))
+    }
+
+    /// The first host that answers for `target`, each asked within `timeout`; else each host's
+    /// answer.
+    async fn first(&self, target: Target, timeout: Duration) -> Result<String, String> {
         let mut seen = Vec::new();
         for (i, url) in self.urls.iter().enumerate() {
             match probe(url, timeout).await {
-                Ok(writable) if writable || self.target == Target::Any => return Ok(url.clone()),
-                answer => seen.push(reason(i, answer)),
+                Ok(writable) if writable || target == Target::Any => return Ok(url.clone()),
+                Ok(_) => seen.push(format!("host {}: in recovery or read-only", i + 1)),
+                Err(e) => seen.push(format!("host {}: {e}", i + 1)),
             }
         }
-        Err(DbErr::Conn(RuntimeErr::Internal(none_writable(&seen))))
+        Err(format!(
+            "no writable PostgreSQL reachable ({})",
+            seen.join("; ")
+        ))
     }
 }
 
 /// Why no host of `url` takes writes, asking each directly within `timeout`; `None` when one
 /// does (the trouble is then the caller's own connection, not the servers).
 pub async fn diagnose(url: &str, timeout: Duration) -> Option<String> {
-    let hosts = match Hosts::parse(url) {
-        Ok(hosts) => hosts,
-        Err(e) => return Some(e),
-    };
-    let mut seen = Vec::new();
-    for (i, url) in hosts.urls.iter().enumerate() {
-        match probe(url, timeout).await {
-            Ok(true) => return None,
-            answer => seen.push(reason(i, answer)),
-        }
+    match Hosts::parse(url) {
+        Ok(hosts) => hosts.first(Target::Writable, timeout).await.err(),
+        Err(e) => Some(e),
     }
-    Some(none_writable(&seen))
-}
-
-fn reason(host: usize, answer: Result<bool, String>) -> String {
-    match answer {
-        Ok(_) => format!("host {}: in recovery or read-only", host + 1),
-        Err(e) => format!("host {}: {e}", host + 1),
-    }
-}
-
-fn none_writable(reasons: &[String]) -> String {
-    format!("no writable PostgreSQL reachable ({})", reasons.join("; "))
 }
 
 /// A connection error as logs and readiness name it: credentials redacted, and what

@@ -11,7 +11,8 @@ use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
 use serde_json::json;
 
 use crate::{
-    load::{drive, outcome, payment_body, send, Stats},
+    cpu::Meter,
+    load::{drive, metered, outcome, payment_body, send, Stats},
     server::serve_local,
 };
 
@@ -82,7 +83,10 @@ async fn raw_inserts(
     };
     let payload = Rc::new("x".repeat(600));
     let (conn2, sql) = (conn.clone(), Rc::new(sql));
-    let stats = drive(concurrency, limit, None, move |_| {
+    // The inserting client is this process: its CPU is the baseline's own (the load
+    // generator's column), beside the database's.
+    let meter = Meter::new(None, url).await?;
+    let phase = drive(concurrency, limit, None, move |_| {
         let (conn, sql, payload) = (conn2.clone(), sql.clone(), payload.clone());
         async move {
             let stmt = Statement::from_sql_and_values(
@@ -105,8 +109,8 @@ async fn raw_inserts(
             .await;
             outcome(r.map_err(|e| e.to_string()))
         }
-    })
-    .await;
+    });
+    let stats = metered(&meter, phase).await;
     conn.execute_raw(Statement::from_string(
         backend,
         format!("DROP TABLE {RAW_TABLE}"),
@@ -129,11 +133,12 @@ pub(crate) async fn empty_route(
     })
     .workers(cores));
     let (client2, url, body) = (client.clone(), local.url.clone(), payment_body(true, false));
-    let stats = drive(c, secs, None, move |_| {
+    // Server and client are both this process: its CPU is the whole baseline's.
+    let phase = drive(c, secs, None, move |_| {
         let (client, url, body) = (client2.clone(), url.clone(), body.clone());
         async move { outcome(send(&client, Method::POST, &url, &[], Some(body)).await) }
-    })
-    .await;
+    });
+    let stats = metered(&Meter::load_only(), phase).await;
     local.stop().await;
     Ok(stats)
 }
@@ -170,7 +175,9 @@ pub(crate) async fn raw_awc(
             }
         })
     };
-    let full = run(c, secs).await;
-    let four = run(4, secs / 2).await;
+    // The receiver runs in this process: its CPU is the whole baseline's.
+    let meter = Meter::load_only();
+    let full = metered(&meter, run(c, secs)).await;
+    let four = metered(&meter, run(4, secs / 2)).await;
     Ok((full, four))
 }

@@ -13,7 +13,10 @@ use anyhow::{anyhow, Context as _};
 use awc::http::Method;
 use serde_json::{json, Value};
 
-use crate::server::ADMIN_KEY;
+use crate::{
+    cpu::{Meter, PerOp},
+    server::ADMIN_KEY,
+};
 
 /// What one operation of a phase came to.
 pub(crate) enum Outcome {
@@ -32,6 +35,8 @@ pub(crate) struct Stats {
     pub(crate) elapsed: Duration,
     /// Latencies of the successful operations, in microseconds, sorted.
     pub(crate) lat_us: Vec<u64>,
+    /// The CPU each successful operation cost, when the phase was metered.
+    pub(crate) cpu: Option<PerOp>,
 }
 
 impl Stats {
@@ -62,8 +67,19 @@ impl Stats {
                 self.first_error.as_deref().unwrap_or("")
             ));
         }
+        if let Some(cpu) = &self.cpu {
+            s.push_str(&format!("; {}", cpu.summary()));
+        }
         s
     }
+}
+
+/// Runs a phase under `meter`: its stats with the CPU each successful operation cost.
+pub(crate) async fn metered(meter: &Meter, phase: impl Future<Output = Stats>) -> Stats {
+    let mark = meter.mark().await;
+    let mut stats = phase.await;
+    stats.cpu = Some(meter.per_op(&mark, stats.ok).await);
+    stats
 }
 
 /// Runs `op` from `concurrency` tasks on this thread until `limit` has passed (or every task

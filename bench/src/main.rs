@@ -21,6 +21,7 @@
 //! `report` renders and writes the markdown.
 
 mod baselines;
+mod cpu;
 mod load;
 mod memory;
 mod payments;
@@ -341,7 +342,8 @@ async fn measure_payd(
     }
     let api = Api::create_merchant(client, &base, "bench").await?;
 
-    payments::measure(args, &api, report).await;
+    let meter = cpu::Meter::new(Some(payd.pid()), &db.url).await?;
+    payments::measure(args, &api, &meter, report).await;
 
     if args.wants(Phase::Webhooks) {
         eprintln!(
@@ -350,7 +352,7 @@ async fn measure_payd(
         );
         let c = args.concurrency;
         report.webhooks =
-            Some(webhooks::drain(&api, c, args.webhook_events, receiver, received).await?);
+            Some(webhooks::drain(&api, c, args.webhook_events, receiver, received, &meter).await?);
     }
 
     if args.wants(Phase::EndToEnd) {

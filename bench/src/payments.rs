@@ -8,13 +8,15 @@ use actix_web::web;
 use awc::http::Method;
 
 use crate::{
-    load::{drive, outcome, payment_body, Api, Outcome, Stats},
+    cpu::Meter,
+    load::{drive, metered, outcome, payment_body, Api, Outcome, Stats},
     report::Report,
     Args, Phase,
 };
 
-/// Runs the payment phases `args` asks for, as the merchant `api`, into `report`.
-pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
+/// Runs the payment phases `args` asks for, as the merchant `api`, into `report`, each under
+/// `meter`.
+pub(crate) async fn measure(args: &Args, api: &Api, meter: &Meter, report: &mut Report) {
     let secs = Duration::from_secs(args.seconds);
     let c = args.concurrency;
     // Captured payments, for the refund phase.
@@ -39,7 +41,7 @@ pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
 
     if args.wants(Phase::Confirm) {
         eprintln!("payd-bench: create+confirm");
-        let stats = drive(c, secs, None, create_confirm.clone()).await;
+        let stats = metered(meter, drive(c, secs, None, create_confirm.clone())).await;
         eprintln!("payd-bench:   {}", stats.summary());
         report.confirm = Some(stats);
     }
@@ -48,7 +50,7 @@ pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
         let half = report.confirm.as_ref().map(|s| s.rate() / 2.0);
         if let Some(rate) = args.paced_rate.or(half).filter(|r| *r > 0.0) {
             eprintln!("payd-bench: create+confirm paced at {rate:.0}/s");
-            let stats = drive(c, secs, Some(rate), create_confirm.clone()).await;
+            let stats = metered(meter, drive(c, secs, Some(rate), create_confirm.clone())).await;
             eprintln!("payd-bench:   {}", stats.summary());
             report.paced = Some((rate, stats));
         }
@@ -57,7 +59,7 @@ pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
     if args.wants(Phase::Manual) {
         eprintln!("payd-bench: manual capture (create+confirm, then capture)");
         let (api2, body, captured2) = (api.clone(), payment_body(true, true), captured.clone());
-        let stats = drive(c, secs, None, move |_| {
+        let phase = drive(c, secs, None, move |_| {
             let (api, body, captured) = (api2.clone(), body.clone(), captured2.clone());
             async move {
                 let r = async {
@@ -71,8 +73,8 @@ pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
                 .await;
                 outcome(r)
             }
-        })
-        .await;
+        });
+        let stats = metered(meter, phase).await;
         eprintln!("payd-bench:   {}", stats.summary());
         report.manual = Some(stats);
     }
@@ -100,7 +102,7 @@ pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
             captured.borrow().len()
         );
         let (api2, captured2) = (api.clone(), captured.clone());
-        let stats = drive(c, secs, None, move |_| {
+        let phase = drive(c, secs, None, move |_| {
             let (api, id) = (api2.clone(), captured2.borrow_mut().pop());
             async move {
                 let Some(id) = id else {
@@ -109,15 +111,15 @@ pub(crate) async fn measure(args: &Args, api: &Api, report: &mut Report) {
                 let body = format!(r#"{{"payment_id":"{id}"}}"#);
                 outcome(api.call(Method::POST, "/refunds", Some(body.into())).await)
             }
-        })
-        .await;
+        });
+        let stats = metered(meter, phase).await;
         eprintln!("payd-bench:   {}", stats.summary());
         report.refund = Some(stats);
     }
 
     if args.wants(Phase::Mixed) {
         eprintln!("payd-bench: mixed workload");
-        report.mixed = Some(mixed(api, c, secs).await);
+        report.mixed = Some(metered(meter, mixed(api, c, secs)).await);
         eprintln!(
             "payd-bench:   {}",
             report

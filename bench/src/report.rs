@@ -8,6 +8,7 @@ use payd::clock::{Clock, SystemClock};
 
 use crate::{
     baselines::RawInserts,
+    cpu::PerOp,
     load::Stats,
     memory::{MemoryRun, WARM_READS},
     webhooks::WebhookRun,
@@ -327,6 +328,9 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
             verdict(m.returned() >= 0.5 && m.live_after == 0)
         ));
     }
+    for l in cpu_table(r) {
+        line(l);
+    }
     line(String::new());
     line("Baselines and details:".into());
     line(String::new());
@@ -450,4 +454,82 @@ pub(crate) fn write_section(path: &Path, db: DbKind, section: &str) -> anyhow::R
     }
     std::fs::write(path, doc)?;
     Ok(())
+}
+
+/// The CPU each operation cost, per phase and process, beside the raw insert's.
+fn cpu_table(r: &Report) -> Vec<String> {
+    let us = |v: Option<f64>| v.map_or("—".to_owned(), |us| format!("{us:.0} µs"));
+    // What a raw insert cost in all: its client (this process) and the database.
+    let insert = r
+        .raw_inserts
+        .as_ref()
+        .and_then(|i| i.best.cpu)
+        .map(|c| c.load + c.database.unwrap_or(0.0));
+    let mut rows = Vec::new();
+    let mut row = |name: &str, cpu: Option<PerOp>, service: bool| {
+        let Some(c) = cpu else { return };
+        let total = if service {
+            c.service()
+        } else {
+            c.load + c.database.unwrap_or(0.0)
+        };
+        let ratio = insert.map_or("—".to_owned(), |i| {
+            format!("{:.1} ×", total / i.max(1e-9))
+        });
+        rows.push(format!(
+            "| {name} | {} | {} | {} | {:.0} µs | {ratio} |",
+            us(c.payd),
+            us(c.database),
+            us(Some(total)),
+            c.load,
+        ));
+    };
+    if let Some(i) = &r.raw_inserts {
+        row(
+            "raw single-row insert (client: this process)",
+            i.best.cpu,
+            false,
+        );
+    }
+    if let Some(s) = &r.empty_route {
+        row(
+            "empty actix-web route (client and server: this process)",
+            s.cpu,
+            false,
+        );
+    }
+    if let Some(s) = &r.awc_4 {
+        row(
+            "raw awc POST, 4 in flight (client and receiver: this process)",
+            s.cpu,
+            false,
+        );
+    }
+    for (name, stats) in [
+        ("create+confirm", r.confirm.as_ref()),
+        ("create+confirm, paced", r.paced.as_ref().map(|(_, s)| s)),
+        ("manual capture flow", r.manual.as_ref()),
+        ("refund", r.refund.as_ref()),
+        ("mixed (per request)", r.mixed.as_ref()),
+    ] {
+        row(name, stats.and_then(|s| s.cpu), true);
+    }
+    if let Some(w) = &r.webhooks {
+        row("webhook delivery (per event, the drain)", w.cpu, true);
+    }
+    if rows.is_empty() {
+        return rows;
+    }
+    let mut out = vec![
+        String::new(),
+        "CPU per operation (user + system from `/proc/<pid>/stat`; the database is PostgreSQL's \
+         backends for the bench's database, or, on SQLite, inside payd; the load generator's is \
+         reported apart and never counted as payd's):"
+            .to_owned(),
+        String::new(),
+        "| operation | payd | database | in all (payd + database; a baseline: all of it) | load generator | in all vs a raw insert |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- |".to_owned(),
+    ];
+    out.extend(rows);
+    out
 }

@@ -113,7 +113,8 @@ impl Payd {
         Ok(payd)
     }
 
-    fn pid(&self) -> u32 {
+    /// payd's process id.
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 

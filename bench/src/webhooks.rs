@@ -17,6 +17,7 @@ use awc::http::Method;
 use serde_json::json;
 
 use crate::{
+    cpu::{Meter, PerOp},
     load::{drive, outcome, payment_body, Api, Outcome},
     server::{serve_local, Local},
 };
@@ -40,6 +41,8 @@ pub(crate) struct WebhookRun {
     pub(crate) drain_secs: f64,
     /// Payments created at once.
     pub(crate) concurrency: usize,
+    /// The CPU each event received cost while the queue drained (the drain only).
+    pub(crate) cpu: Option<PerOp>,
 }
 
 impl WebhookRun {
@@ -134,6 +137,7 @@ pub(crate) async fn drain(
     events: usize,
     receiver: &str,
     received: &web::Data<Received>,
+    meter: &Meter,
 ) -> anyhow::Result<WebhookRun> {
     endpoint(api, receiver, true).await?;
     // The receiver holds its answers while the payments are created, so their events queue
@@ -148,6 +152,7 @@ pub(crate) async fn drain(
         "payd-bench:   created {} ({} errors) in {create_secs:.1} s; opening the receiver",
         created.ok, created.errors
     );
+    let mark = meter.mark().await;
     let opened = Instant::now();
     received.release();
     let run = finish(
@@ -160,12 +165,18 @@ pub(crate) async fn drain(
         opened,
     )
     .await?;
-    let run = WebhookRun { create_secs, ..run };
+    let cpu = Some(meter.per_op(&mark, run.received as u64).await);
+    let run = WebhookRun {
+        create_secs,
+        cpu,
+        ..run
+    };
     eprintln!(
-        "payd-bench:   {} events received in {:.1} s ({:.0}/s)",
+        "payd-bench:   {} events received in {:.1} s ({:.0}/s); {}",
         run.received,
         run.drain_secs,
-        run.rate()
+        run.rate(),
+        cpu.map(|c| c.summary()).unwrap_or_default()
     );
     Ok(run)
 }
@@ -250,5 +261,6 @@ async fn finish(
         create_secs: 0.0,
         drain_secs: last.saturating_duration_since(from).as_secs_f64(),
         concurrency,
+        cpu: None,
     })
 }
