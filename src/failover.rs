@@ -151,9 +151,7 @@ pub fn cause(error: &str) -> String {
         return error;
     };
     match byte.get(..2) {
-        Some("00") => "the connection was closed before PostgreSQL answered (a TCP front with \
-                       no server behind it?)"
-            .to_owned(),
+        Some("00") => CLOSED_UNANSWERED.to_owned(),
         Some(byte) => format!("something other than PostgreSQL answered (first byte 0x{byte})"),
         None => error,
     }
@@ -167,19 +165,35 @@ pub const WRITABLE: &str =
 /// Whether a host takes writes (it answered within `timeout`).
 async fn probe(url: &str, timeout: Duration) -> Result<bool, String> {
     let check = async {
-        let mut conn = PgConnection::connect(url).await?;
+        let mut conn = PgConnection::connect(url).await.map_err(|e| {
+            // Closed or reset before the server said anything: whether the front's close
+            // came before or after the driver's first bytes decides which the driver sees.
+            let closed = matches!(&e, sea_orm::sqlx::Error::Io(io) if matches!(io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::BrokenPipe));
+            if closed {
+                CLOSED_UNANSWERED.to_owned()
+            } else {
+                cause(&e.to_string())
+            }
+        })?;
         let writable: bool = sea_orm::sqlx::query_scalar(WRITABLE)
             .fetch_one(&mut conn)
-            .await?;
+            .await
+            .map_err(|e| cause(&e.to_string()))?;
         let _ = conn.close().await;
-        Ok::<bool, sea_orm::sqlx::Error>(writable)
+        Ok::<bool, String>(writable)
     };
     match tokio::time::timeout(timeout, check).await {
-        Ok(Ok(writable)) => Ok(writable),
-        Ok(Err(e)) => Err(cause(&e.to_string())),
+        Ok(answer) => answer,
         Err(_) => Err(format!("no answer within {timeout:?}")),
     }
 }
+
+/// What a connection closed before PostgreSQL said anything is named.
+const CLOSED_UNANSWERED: &str =
+    "the connection was closed before PostgreSQL answered (a TCP front with no server behind it?)";
 
 /// The instant pools measure switches of host from (the first call).
 fn epoch() -> Instant {

@@ -74,15 +74,7 @@ async fn the_primary_lost_under_load_fails_over_without_losing_or_doubling_a_pay
     .await;
     let m = app.create_merchant("Acme").await;
     let receiver = Receiver::start().await;
-    let r = app
-        .call(
-            &m,
-            actix_web::http::Method::PUT,
-            &format!("/account/shops/{}/webhook", m.profile_id),
-            Some(json!({"url": receiver.url})),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
+    app.set_webhook(&m, &receiver.url).await;
     let ticker = keyed_load::tick_with_wall_clock(&app);
 
     // Steady load over both instances, then the primary's node is killed.
