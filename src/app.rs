@@ -623,10 +623,10 @@ fn build_scheduler(
     scheduler.register(IDEMPOTENCY_PURGE, move |_job| {
         let (db, clock) = (keys_db.clone(), keys_clock.clone());
         async move {
-            match idempotency::purge_expired(&db, clock.now(), ttl).await {
-                Ok(_) => Outcome::RunAt(clock.now() + ChronoDuration::hours(1)),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
+            scheduler::periodic(&clock, ChronoDuration::hours(1), |now| async move {
+                idempotency::purge_expired(&db, now, ttl).await.map(drop)
+            })
+            .await
         }
     });
     let (purge_db, purge_clock) = (db.clone(), clock.clone());
@@ -635,22 +635,24 @@ fn build_scheduler(
         let (db, clock, webhooks) = (purge_db.clone(), purge_clock.clone(), webhooks.clone());
         async move {
             let every = ChronoDuration::seconds(webhooks.purge_interval_secs as i64);
-            match webhooks::retention::run(&db, &webhooks, clock.now()).await {
-                Ok(_) => Outcome::RunAt(clock.now() + every),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
+            scheduler::periodic(&clock, every, |now| async move {
+                webhooks::retention::run(&db, &webhooks, now).await
+            })
+            .await
         }
     });
     let (db, clock) = (db.clone(), clock.clone());
     scheduler.register(FILE_CHUNK_PURGE, move |_job| {
         let (db, clock) = (db.clone(), clock.clone());
         async move {
-            // An upload outlives no request deadline; a day is far beyond any.
-            let before = clock.now() - ChronoDuration::days(1);
-            match files::store::purge_orphan_chunks(&db, before).await {
-                Ok(_) => Outcome::RunAt(clock.now() + ChronoDuration::hours(1)),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
+            scheduler::periodic(&clock, ChronoDuration::hours(1), |now| async move {
+                // An upload outlives no request deadline; a day is far beyond any.
+                let before = now - ChronoDuration::days(1);
+                files::store::purge_orphan_chunks(&db, before)
+                    .await
+                    .map(drop)
+            })
+            .await
         }
     });
     scheduler

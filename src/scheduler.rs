@@ -60,6 +60,26 @@ where
     }
 }
 
+/// One round of periodic work, run for the time read once before it starts, and the next
+/// round asked for `every` after that time. Read again after the work, the clock may have
+/// jumped meanwhile (a test clock's `set`): the next round would be due only `every` after
+/// the jump, and the work owed at the jumped-to time would be skipped.
+pub async fn periodic<Fut, E>(
+    clock: &SharedClock,
+    every: Duration,
+    work: impl FnOnce(DateTime<Utc>) -> Fut,
+) -> Outcome
+where
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let now = clock.now();
+    match work(now).await {
+        Ok(()) => Outcome::RunAt(now + every),
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
 /// The row of a job due at `due_at`, on the running task's timeline: a sandbox merchant's job
 /// is tagged with the merchant and kept in base time, so it moves when that merchant's test
 /// clock does. The commit path writes it ([`write_jobs`]).
@@ -490,4 +510,44 @@ fn release(at: DateTime<Utc>, error: Option<String>) -> sea_orm::UpdateMany<Jobs
             scheduled_job::Column::LeaseUntil,
             Expr::value(Option::<DateTime<Utc>>::None),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    /// The clock jumps while a round works (as a test clock's `set` does between the purge's
+    /// statements): the next round is due after the time the round worked for, so a tick at
+    /// the jumped-to time runs it.
+    #[actix_web::test]
+    async fn a_periodic_round_is_next_due_after_the_time_it_worked_for() {
+        let manual = ManualClock::new();
+        let clock: SharedClock = manual.clone();
+        let start = clock.now();
+        let every = Duration::seconds(5);
+        let outcome = periodic(&clock, every, |now| async move {
+            assert_eq!(now, start);
+            manual.set(start + Duration::seconds(100));
+            Ok::<(), DbErr>(())
+        })
+        .await;
+        assert!(
+            matches!(outcome, Outcome::RunAt(at) if at == start + every),
+            "{outcome:?}"
+        );
+    }
+
+    #[actix_web::test]
+    async fn a_periodic_round_that_fails_is_retried_as_a_failure() {
+        let clock: SharedClock = ManualClock::new();
+        let outcome = periodic(&clock, Duration::seconds(5), |_| async {
+            Err::<(), _>(DbErr::Custom("down".into()))
+        })
+        .await;
+        assert!(
+            matches!(&outcome, Outcome::Failed(e) if e.contains("down")),
+            "{outcome:?}"
+        );
+    }
 }

@@ -18,7 +18,7 @@ use crate::{
     clock::SharedClock,
     commit::{self, or_retry, CommitError},
     ids::new_id,
-    scheduler::Outcome,
+    scheduler::{self, Outcome},
     settings::RiskSettings,
     webhooks::wake::Wake,
 };
@@ -128,12 +128,16 @@ impl Assessor {
     /// The scheduled run: every shop, in each mode it has used; then again after
     /// `risk.assess_every`. A shop that fails is logged and the others go on.
     pub async fn assess_all(self: Arc<Self>) -> Outcome {
+        let every = Duration::seconds(self.settings.assess_every.as_secs() as i64);
+        scheduler::periodic(&self.clock, every, |_| self.assess_each()).await
+    }
+
+    /// Assesses every shop in use, page by page; a shop whose assessment fails is logged and
+    /// the others go on.
+    async fn assess_each(&self) -> Result<(), sea_orm::DbErr> {
         let mut after: Option<String> = None;
         loop {
-            let shops = match store::shops_after(&self.db, after.as_deref(), PAGE).await {
-                Ok(shops) => shops,
-                Err(e) => return Outcome::Failed(e.to_string()),
-            };
+            let shops = store::shops_after(&self.db, after.as_deref(), PAGE).await?;
             for shop in &shops {
                 for test_mode in [true, false] {
                     let result = match store::in_use(&self.db, &shop.id, test_mode).await {
@@ -148,10 +152,8 @@ impl Assessor {
             }
             match shops.last() {
                 Some(last) if shops.len() as u64 == PAGE => after = Some(last.id.clone()),
-                _ => break,
+                _ => return Ok(()),
             }
         }
-        let every = Duration::seconds(self.settings.assess_every.as_secs() as i64);
-        Outcome::RunAt(self.clock.base() + every)
     }
 }
