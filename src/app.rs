@@ -44,12 +44,12 @@ use crate::{
     state::AppState,
     subscriptions::{self, cycles::SubscriptionDeps, Subscriptions},
     test_clock,
+    wake::Wake,
     wallet::{self, processor::SandboxWallet, WalletDeps},
     webhooks::{
         self,
         delivery::{DeliveryDeps, DeliveryPool},
         dispatcher::Dispatcher,
-        wake::Wake,
     },
 };
 
@@ -58,6 +58,7 @@ pub struct Application {
     port: u16,
     server: Server,
     state: web::Data<AppState>,
+    dispatcher: web::Data<Dispatcher>,
     payments: web::Data<Payments>,
     disputes: web::Data<Disputes>,
     subscriptions: web::Data<Subscriptions>,
@@ -257,7 +258,7 @@ impl Application {
             clock.clone(),
             webhook_settings,
             pool,
-            wake,
+            wake.clone(),
         ));
         let mut scheduler = build_scheduler(
             &db,
@@ -292,7 +293,7 @@ impl Application {
             scheduler,
             arbiters,
             public_url: public_url.clone(),
-            dispatcher,
+            wake,
             keyring,
             shops: Default::default(),
         });
@@ -305,6 +306,8 @@ impl Application {
         let app_payouts = payouts.clone();
         let app_assessor = web::Data::from(assessor);
         let app_connections = web::Data::from(connections);
+        let dispatcher = web::Data::from(dispatcher);
+        let app_dispatcher = dispatcher.clone();
 
         let (app_state, app_payments, app_disputes) =
             (state.clone(), payments.clone(), disputes.clone());
@@ -322,6 +325,7 @@ impl Application {
                 .app_data(app_payouts.clone())
                 .app_data(app_assessor.clone())
                 .app_data(app_connections.clone())
+                .app_data(app_dispatcher.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(limiter.clone())
                 .app_data(timeout)
@@ -385,6 +389,7 @@ impl Application {
             port,
             server: server.run(),
             state,
+            dispatcher,
             payments,
             disputes,
             subscriptions,
@@ -401,6 +406,11 @@ impl Application {
         self.state.clone()
     }
 
+    /// The webhook dispatcher (tests tick it by hand).
+    pub fn dispatcher(&self) -> web::Data<Dispatcher> {
+        self.dispatcher.clone()
+    }
+
     /// On PostgreSQL, hears that another instance's commit queued deliveries and wakes this
     /// instance's dispatcher (if it sends webhooks).
     fn listen_for_wakes(&self) -> Option<db::WakeListener> {
@@ -408,8 +418,8 @@ impl Application {
         if !settings.notify || settings.is_sqlite() || !self.state.settings.webhooks.dispatch {
             return None;
         }
-        let dispatcher = self.state.dispatcher.clone();
-        let heard = move || dispatcher.wake();
+        let wake = self.state.wake.clone();
+        let heard = move || wake.now();
         let url = settings.url.clone();
         match db::listen_for_wakes(url, heard) {
             Ok(listener) => Some(listener),
@@ -435,14 +445,14 @@ impl Application {
         let subscription_sweeper = self.subscriptions.spawn_sweeper();
         let invoice_sweeper = self.invoices.spawn_sweeper();
         let payout_sweeper = self.payouts.spawn_sweeper();
-        let delivery_sweeper = self.state.dispatcher.deliveries().spawn_sweeper();
+        let delivery_sweeper = self.dispatcher.deliveries().spawn_sweeper();
         // An API-only instance (`webhooks.dispatch = false`) leaves the sending to the others.
         let mut dispatcher = self
             .state
             .settings
             .webhooks
             .dispatch
-            .then(|| actix_rt::spawn(self.state.dispatcher.clone().run()));
+            .then(|| actix_rt::spawn(self.dispatcher.clone().into_inner().run()));
         let wakes = self.listen_for_wakes();
         let signals = actix_rt::spawn(stop_on_signal(self.server.handle()));
         let result = self.server.await;
@@ -451,7 +461,7 @@ impl Application {
         scheduler.abort();
         // The claim under way completes, so its deliveries are queued (and handed back) rather
         // than left leased; a database that does not answer does not hold the exit.
-        self.state.dispatcher.stop();
+        self.dispatcher.stop();
         if let Some(dispatcher) = &mut dispatcher {
             if tokio::time::timeout(DISPATCHER_STOP, &mut *dispatcher)
                 .await
@@ -460,7 +470,7 @@ impl Application {
                 dispatcher.abort();
             }
         }
-        self.state.dispatcher.drain().await;
+        self.dispatcher.drain().await;
         sweeper.abort();
         dispute_sweeper.abort();
         subscription_sweeper.abort();
@@ -472,7 +482,7 @@ impl Application {
         self.subscriptions.passivate_all();
         self.invoices.passivate_all();
         self.payouts.passivate_all();
-        self.state.dispatcher.deliveries().passivate_all();
+        self.dispatcher.deliveries().passivate_all();
         self.state.arbiters.stop();
         tracing::info!("payd stopped");
         result

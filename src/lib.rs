@@ -24,6 +24,7 @@ pub mod listen;
 pub mod openapi;
 pub mod ops;
 pub mod outbound;
+pub mod outbox;
 pub mod pagination;
 pub mod payments;
 pub mod payouts;
@@ -42,6 +43,7 @@ pub mod state;
 pub mod subscriptions;
 pub mod telemetry;
 pub mod test_clock;
+pub mod wake;
 pub mod wallet;
 pub mod webhooks;
 

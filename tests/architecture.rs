@@ -1,15 +1,19 @@
 //! The architecture test: reads the imports of `src/` as text and holds them to the layers
 //! that ARCHITECTURE.md states ("Layers"). It fails, naming the file and line, when
 //!
+//! - a module has no layer (neither its name nor its file's name places it);
 //! - a module imports one of a higher layer;
 //! - two resource folders import each other;
+//! - modules import each other in a circle, or top-level modules (a folder counting as one)
+//!   do;
 //! - a pure module reaches actix, actix-web, awc, SeaORM or the entities, directly or through
 //!   the modules it imports;
 //! - the `actors/` crate depends on anything of payd's.
 //!
-//! An import is a `use crate::…` / `use super::…` tree or a `crate::…` path in the code (also
-//! inside attributes), resolved to the deepest module file it names; a name brought in by a
-//! `use` of a module (`use crate::customers;` then `customers::store::find`) is followed.
+//! An import is a `use crate::…` / `use super::…` / `use child::…` tree or a `crate::…` path
+//! in the code (also inside attributes), resolved to the deepest module file it names; a name
+//! brought in by a `use` of a module (`use crate::customers;` then `customers::store::find`)
+//! is followed.
 
 use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
@@ -37,7 +41,7 @@ const NAMED: &[(&str, &str)] = &[
     ("ids", "primitives"),
     ("settings", "primitives"),
     ("telemetry", "primitives"),
-    ("webhooks::wake", "primitives"),
+    ("wake", "primitives"),
     ("payments::refunds", "domain"),
     ("payments::intent", "domain"),
     ("payments::routing", "domain"),
@@ -53,7 +57,10 @@ const NAMED: &[(&str, &str)] = &[
     ("failover", "store"),
     ("scheduler", "store"),
     ("commit", "store"),
-    ("events::outbox", "store"),
+    ("commit::change", "store"),
+    ("commit::group", "store"),
+    ("commit::later", "store"),
+    ("outbox", "store"),
     ("webhooks::health", "store"),
     ("webhooks::retention", "store"),
     ("processors", "store"),
@@ -97,6 +104,7 @@ const NAMED: &[(&str, &str)] = &[
     ("payments::commands", "runtime"),
     ("payments::rows", "runtime"),
     ("app", "app"),
+    ("listen", "app"),
     ("openapi", "app"),
     ("", "app"),
 ];
@@ -414,6 +422,13 @@ fn edges_of(name: &str, m: &Module, modules: &BTreeMap<String, Module>) -> Vec<E
             .collect::<Vec<_>>()
             .join(" ");
         let tree = tree.replace(":: ", "::").replace(" ::", "::");
+        // A path from a child module (`use change::Change;` beside `mod change;`) is `self::`.
+        let head = tree.split("::").next().unwrap_or_default();
+        let tree = if modules.contains_key(&join(name, head)) {
+            format!("self::{tree}")
+        } else {
+            tree
+        };
         if !(tree.starts_with("crate::")
             || tree.starts_with("super::")
             || tree.starts_with("self::"))
@@ -465,6 +480,8 @@ fn edges_of(name: &str, m: &Module, modules: &BTreeMap<String, Module>) -> Vec<E
         let head = path.split("::").next().unwrap_or_default();
         let abs = if head == "crate" || head == "super" || head == "self" {
             absolute(&path, name)
+        } else if path.contains("::") && modules.contains_key(&join(name, head)) {
+            Some(join(name, &path))
         } else if path.contains("::") {
             aliases
                 .get(head)
@@ -492,22 +509,27 @@ fn edges_of(name: &str, m: &Module, modules: &BTreeMap<String, Module>) -> Vec<E
     edges
 }
 
-fn layer_of(name: &str, file: &Path) -> usize {
+/// The layer a module is placed in: by its name in [`NAMED`], else by its file's name; none
+/// for a module neither tells.
+fn placed(name: &str, file: &Path) -> Option<&'static str> {
     let named = NAMED.iter().find(|(m, _)| *m == name).map(|(_, l)| *l);
     let by_file = || match file.file_name().and_then(|f| f.to_str()) {
-        Some("machine.rs") => "domain",
-        Some("api.rs") => "types",
-        Some("store.rs") => "store",
-        Some("actor.rs") => "runtime",
-        Some("mod.rs") => "routes",
-        Some(f) if f.ends_with("routes.rs") => "routes",
-        _ => "app",
+        Some("machine.rs") => Some("domain"),
+        Some("api.rs") => Some("types"),
+        Some("store.rs") => Some("store"),
+        Some("actor.rs") => Some("runtime"),
+        Some("mod.rs") => Some("routes"),
+        Some(f) if f.ends_with("routes.rs") => Some("routes"),
+        _ => None,
     };
-    let layer = named.unwrap_or_else(by_file);
-    LAYERS
-        .iter()
-        .position(|l| *l == layer)
-        .expect("a known layer")
+    named.or_else(by_file)
+}
+
+/// The layer's rank; an unplaced module (reported apart) counts as the top.
+fn layer_of(name: &str, file: &Path) -> usize {
+    placed(name, file)
+        .and_then(|layer| LAYERS.iter().position(|l| *l == layer))
+        .unwrap_or(LAYERS.len() - 1)
 }
 
 fn folder(name: &str) -> &str {
@@ -543,6 +565,15 @@ fn check(modules: &BTreeMap<String, Module>) -> Vec<String> {
         .map(|(n, m)| (n.as_str(), edges_of(n, m, modules)))
         .collect();
     let mut problems = Vec::new();
+    // 0. Every module has a layer: one the checker cannot place could import anything.
+    for (name, m) in modules {
+        if placed(name, &m.file).is_none() {
+            problems.push(format!(
+                "{}: `{name}` has no layer: name it in the architecture test's NAMED table",
+                rel(&m.file)
+            ));
+        }
+    }
     // 1. No import of a higher layer.
     for (name, edges) in &graph {
         let m = &modules[*name];
@@ -644,6 +675,37 @@ fn check(modules: &BTreeMap<String, Module>) -> Vec<String> {
             cycle[0]
         ));
     }
+    // 4b. No cycle between top-level modules either (a folder and what is in it count as
+    //     one): files may be acyclic while their folders import each other in a knot.
+    let mut folders: BTreeMap<&str, Vec<Edge>> = BTreeMap::new();
+    for (name, edges) in &graph {
+        let from = folders.entry(folder(name)).or_default();
+        for e in edges.iter().filter(|e| folder(&e.to) != folder(name)) {
+            from.push(Edge {
+                to: folder(&e.to).to_owned(),
+                line: e.line,
+                path: format!(
+                    "{}:{}: {name} → {}",
+                    rel(&modules[*name].file),
+                    e.line,
+                    e.path
+                ),
+            });
+        }
+    }
+    for knot in knots(&folders) {
+        let ties: Vec<&str> = knot
+            .iter()
+            .flat_map(|f| &folders[f.as_str()])
+            .filter(|e| knot.contains(&e.to))
+            .map(|e| e.path.as_str())
+            .collect();
+        problems.push(format!(
+            "folders that import each other in a circle: {} (cut one of: {})",
+            knot.iter().cloned().collect::<Vec<_>>().join(", "),
+            ties.join("; ")
+        ));
+    }
     // 5. The system clock is read in clock.rs only: domain code asks its `Clock` (so tests and
     //    sandbox time travel move it), and what other systems read uses `clock::wall_now`.
     // 6. Every outgoing HTTP client is built in outbound.rs, where its connector holds the
@@ -725,6 +787,34 @@ fn cycles(graph: &BTreeMap<&str, Vec<Edge>>) -> Vec<Vec<String>> {
             done.insert(m.to_string());
         }
         out.push(path);
+    }
+    out
+}
+
+/// The sets of more than one module that all reach each other (strongly connected).
+fn knots(graph: &BTreeMap<&str, Vec<Edge>>) -> Vec<BTreeSet<String>> {
+    let reach = |from: &str| {
+        let (mut seen, mut stack) = (BTreeSet::new(), vec![from.to_owned()]);
+        while let Some(cur) = stack.pop() {
+            for e in graph.get(cur.as_str()).into_iter().flatten() {
+                if seen.insert(e.to.clone()) {
+                    stack.push(e.to.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&str, BTreeSet<String>> = graph.keys().map(|m| (*m, reach(m))).collect();
+    let mut out: Vec<BTreeSet<String>> = Vec::new();
+    for m in graph.keys() {
+        let knot: BTreeSet<String> = reached[m]
+            .iter()
+            .filter(|o| reached.get(o.as_str()).is_some_and(|r| r.contains(*m)))
+            .cloned()
+            .collect();
+        if knot.len() > 1 && !out.contains(&knot) {
+            out.push(knot);
+        }
     }
     out
 }
@@ -831,6 +921,8 @@ fn the_checker_finds_what_it_is_for() {
             "use crate::payments::api::Line;",
         ),
         ("app", "src/app.rs", ""),
+        ("db", "src/db/mod.rs", "mod pool;\npub use pool::Pool;"),
+        ("db::pool", "src/db/pool.rs", ""),
     ]
     .into_iter()
     .map(|(name, file, code)| (name.to_owned(), module(file, code)))
@@ -857,6 +949,24 @@ fn the_checker_finds_what_it_is_for() {
     );
     assert!(
         problems.contains("src/payments/api.rs:3: `payments::api` builds an HTTP client"),
+        "{problems}"
+    );
+    // A child module named from its parent without `self::` is an import too, and a module
+    // the table does not place is reported (and counted as the top layer).
+    assert!(
+        problems.contains("src/db/pool.rs: `db::pool` has no layer"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains(
+            "src/db/mod.rs:2: `db` (store) imports `crate::db::pool::Pool` (app), a higher layer"
+        ),
+        "{problems}"
+    );
+    // The clock's file imports no file that imports it back, yet its folder and the payments
+    // folder (tied to customers) import each other.
+    assert!(
+        problems.contains("folders that import each other in a circle: clock, customers, payments"),
         "{problems}"
     );
 }

@@ -234,7 +234,7 @@ pub async fn create_api_key(
         Some(raw) => {
             let id = ProfileId::parse(raw)
                 .ok_or_else(|| ApiError::not_found("shop").param("profile_id"))?;
-            store::find_profile(&state.db, &caller.merchant_id, &id)
+            crate::auth::store::find_profile(&state.db, &caller.merchant_id, &id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("shop").param("profile_id"))?;
             Some(id)

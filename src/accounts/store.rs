@@ -160,18 +160,6 @@ fn profile_row(now: DateTime<Utc>, merchant_id: &MerchantId, name: &str) -> prof
     }
 }
 
-/// A shop of this merchant; `None` for another merchant's shop, so that its existence stays hidden.
-pub async fn find_profile(
-    db: &impl ConnectionTrait,
-    merchant_id: &MerchantId,
-    profile_id: &ProfileId,
-) -> Result<Option<profile::Model>, DbErr> {
-    profile::Entity::find_by_id(profile_id.as_str())
-        .filter(profile::Column::MerchantId.eq(merchant_id.as_str()))
-        .one(db)
-        .await
-}
-
 pub async fn list_profiles(
     db: &impl ConnectionTrait,
     merchant_id: &MerchantId,
@@ -285,20 +273,6 @@ pub async fn timeline_for(
             sent.clone()
         }
     }
-}
-
-/// The key with this hash, and its merchant's sandbox clock offset (read in the same query:
-/// every request on a sandbox key runs on that clock).
-pub async fn find_key_by_hash(
-    db: &impl ConnectionTrait,
-    hash: &str,
-) -> Result<Option<(api_key::Model, i64)>, DbErr> {
-    Ok(api_key::Entity::find()
-        .filter(api_key::Column::KeyHash.eq(hash))
-        .find_also_related(merchant::Entity)
-        .one(db)
-        .await?
-        .map(|(key, merchant)| (key, merchant.map_or(0, |m| m.sandbox_clock_offset))))
 }
 
 fn merchant_keys(merchant_id: &MerchantId, mode: Mode) -> sea_orm::Select<api_key::Entity> {

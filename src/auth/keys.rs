@@ -194,24 +194,3 @@ impl Caller {
         })
     }
 }
-
-/// The shops seen to belong to their merchants. A shop is never deleted nor moved to another
-/// merchant, so what this holds never goes stale on any instance, and a request naming a shop
-/// it knows needs no query to check `x-profile-id`. Only shops that exist are learnt, and at
-/// most `CAPACITY` of them (beyond it, the query answers as before).
-#[derive(Debug, Default)]
-pub struct KnownShops(dashmap::DashMap<ProfileId, MerchantId>);
-
-impl KnownShops {
-    const CAPACITY: usize = 100_000;
-
-    pub fn knows(&self, merchant: &MerchantId, shop: &ProfileId) -> bool {
-        self.0.get(shop).is_some_and(|owner| *owner == *merchant)
-    }
-
-    pub fn learn(&self, merchant: &MerchantId, shop: &ProfileId) {
-        if self.0.len() < Self::CAPACITY {
-            self.0.insert(shop.clone(), merchant.clone());
-        }
-    }
-}

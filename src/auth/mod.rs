@@ -7,11 +7,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub mod keys;
+pub mod store;
 
-pub use keys::{generate_key, hash_key, parse_key, Caller, KeyKind, KnownShops, Mode, Scope};
+pub use keys::{generate_key, hash_key, parse_key, Caller, KeyKind, Mode, Scope};
 
 use crate::{
-    accounts::store,
     error::ApiError,
     ids::{KeyId, MerchantId, ProfileId},
     state::AppState,
@@ -89,7 +89,7 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
     Ok(caller)
 }
 
-/// Whether the shop is the merchant's: known already (see [`KnownShops`]), or looked up once
+/// Whether the shop is the merchant's: known already (see [`KnownShops`](crate::state::KnownShops)), or looked up once
 /// and then known.
 pub async fn owns_shop(
     state: &AppState,

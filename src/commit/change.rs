@@ -13,7 +13,7 @@ use std::future::Future;
 use super::later::{Later, Row};
 use crate::{
     error::ApiError,
-    events::outbox::{self, NewEvent},
+    outbox::{self, NewEvent},
     scheduler::{self, JobWrite},
 };
 

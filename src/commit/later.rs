@@ -22,7 +22,7 @@ use sea_orm::{
     EntityTrait, IdenStatic, IntoActiveModel, Iterable,
 };
 
-use crate::{db::ROWS_PER_INSERT, events::outbox, scheduler::JobWrite};
+use crate::{db::ROWS_PER_INSERT, outbox, scheduler::JobWrite};
 
 /// What a commit wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

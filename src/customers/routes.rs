@@ -371,7 +371,7 @@ pub async fn revoke_mandate(
     let now = state.clock.now();
     let (revoked, deliveries) = store::revoke_mandate(&state.db, &m, now).await?;
     if deliveries > 0 {
-        state.dispatcher.wake();
+        state.wake.now();
     }
     Ok(HttpResponse::Ok().json(Mandate::from(&revoked)))
 }

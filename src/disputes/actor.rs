@@ -20,7 +20,7 @@ use crate::{
     commit,
     processors::sandbox::Sandbox,
     row_actor::{Row, RowActor},
-    webhooks::wake::Wake,
+    wake::Wake,
 };
 
 /// What the dispute actors need.

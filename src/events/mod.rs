@@ -1,7 +1,6 @@
-//! Events: the outbox that records an event (and its deliveries) in the transaction of the
-//! change it announces, and the routes that list events, show their attempts and replay them.
+//! Events: the routes that list events, show their attempts and replay them. Events are
+//! recorded by the outbox (`crate::outbox`), in the transaction of the change they announce.
 
-pub mod outbox;
 pub mod routes;
 
 pub use routes::configure;

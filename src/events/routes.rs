@@ -13,7 +13,7 @@ use crate::{
     http::ApiJson,
     pagination::{created_between, paginate, List, ListQuery, Page},
     state::AppState,
-    webhooks::store::manual_retries,
+    webhooks::{dispatcher::Dispatcher, store::manual_retries},
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -318,6 +318,7 @@ pub async fn list_attempts(
 pub async fn retry_event(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    dispatcher: web::Data<Dispatcher>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (merchant_id, event_id) = path.into_inner();
@@ -328,8 +329,7 @@ pub async fn retry_event(
         event_id: event.id.clone(),
         delivery_ids: retries.iter().map(|r| r.delivery.id.clone()).collect(),
     };
-    if !state
-        .dispatcher
+    if !dispatcher
         .retry(caller.merchant_id.as_str(), retries)
         .await?
     {
@@ -349,6 +349,7 @@ pub async fn retry_event(
 pub async fn replay_events(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    dispatcher: web::Data<Dispatcher>,
     merchant_id: web::Path<String>,
     ApiJson(req): ApiJson<ReplayRequest>,
 ) -> Result<HttpResponse, ApiError> {
@@ -433,8 +434,7 @@ pub async fn replay_events(
             .flatten(),
     };
     if !retries.is_empty()
-        && !state
-            .dispatcher
+        && !dispatcher
             .retry(caller.merchant_id.as_str(), retries)
             .await?
     {

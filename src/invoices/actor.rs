@@ -27,7 +27,7 @@ use crate::{
     commit::{self, Change},
     ids::new_id,
     row_actor::{Row, RowActor},
-    webhooks::wake::Wake,
+    wake::Wake,
 };
 
 /// How often finalize reads the counter again after losing its number to another invoice.

@@ -43,7 +43,7 @@ use crate::{
     },
     recovery::RequestKey,
     settings::Settings,
-    webhooks::wake::Wake,
+    wake::Wake,
 };
 
 /// What the payment actors need.

@@ -151,7 +151,7 @@ pub async fn page(
         crate::ids::ProfileId::parse(&m.profile_id),
     ) {
         (Some(merchant), Some(profile)) => {
-            crate::accounts::store::find_profile(&state.db, &merchant, &profile).await?
+            crate::auth::store::find_profile(&state.db, &merchant, &profile).await?
         }
         _ => None,
     };

@@ -22,7 +22,7 @@ use crate::{
     clock::{SharedClock, Timeline},
     commit,
     row_actor::{Row, RowActor},
-    webhooks::wake::Wake,
+    wake::Wake,
 };
 
 pub struct PayoutDeps {

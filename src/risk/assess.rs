@@ -20,7 +20,7 @@ use crate::{
     ids::new_id,
     scheduler::{self, Outcome},
     settings::RiskSettings,
-    webhooks::wake::Wake,
+    wake::Wake,
 };
 
 /// How an assessment was asked for.

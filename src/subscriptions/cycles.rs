@@ -30,7 +30,7 @@ use crate::{
     error::ApiError,
     ids::{new_id, KeyId, MerchantId, ProfileId},
     payments::{self, actor::Payments, api::CreatePaymentRequest},
-    webhooks::wake::Wake,
+    wake::Wake,
 };
 
 /// What the subscription actors need.

@@ -340,7 +340,7 @@ pub struct DeliveryDeps {
     pub depth: Arc<AtomicI64>,
     /// Wakes the dispatcher when a full queue drains below its limit, so the merchant's
     /// waiting deliveries are claimed at once rather than at the next poll.
-    pub wake: super::wake::Wake,
+    pub wake: crate::wake::Wake,
     /// Each merchant's backlog (queued, in flight, or sent with the outcome not yet
     /// written), so the dispatcher can skip merchants whose queue is full.
     pub backlogs: Arc<DashMap<String, Arc<AtomicI64>>>,

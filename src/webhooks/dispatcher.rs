@@ -18,12 +18,9 @@ use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, QueryFilter, QuerySelect,
 };
 
-use super::{
-    delivery::{park, Claimed, DeliveryPool, MerchantDeliveries},
-    wake::Wake,
-};
+use super::delivery::{park, Claimed, DeliveryPool, MerchantDeliveries};
 use crate::commit::Db;
-use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings};
+use crate::{clock::SharedClock, ids::new_id, settings::WebhookSettings, wake::Wake};
 
 /// Makes every webhook series exist at 0 from start-up (adding 0 changes no value that another
 /// instance in the same process recorded), so dashboards and alerts read 0, not "no data".

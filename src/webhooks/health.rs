@@ -163,7 +163,7 @@ pub async fn disable_if_failing(
         merchant_id: endpoint.merchant_id.clone(),
         profile_id: Some(endpoint.profile_id.clone()),
         test_mode: endpoint.test_mode,
-        event_type: store::ENDPOINT_DISABLED.to_owned(),
+        event_type: crate::outbox::ENDPOINT_DISABLED.to_owned(),
         object_id: endpoint.id.clone(),
         content_type: "webhook_endpoint_details",
         object: serde_json::to_string(&Endpoint::of(&disabled, false)).unwrap_or_default(),

@@ -10,6 +10,5 @@ pub mod retention;
 pub mod routes;
 pub mod signer;
 pub mod store;
-pub mod wake;
 
 pub use routes::configure;

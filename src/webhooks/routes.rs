@@ -186,7 +186,7 @@ pub async fn put_endpoint(
             commit::commit(&state.db, change).await?;
             if m.enabled && !existing.enabled {
                 // What waited is due now (or when its schedule says).
-                state.dispatcher.wake();
+                state.wake.now();
             }
             (m, false)
         }

@@ -1,7 +1,6 @@
-//! Rows of webhook deliveries that more than one writer makes: the outbox (a delivery per
-//! endpoint of a new event) and a manual retry (an event recorded before its shop had one);
-//! what pausing or resuming an endpoint does to its deliveries; and the turns of a
-//! rate-limited endpoint's requests.
+//! Rows of webhook deliveries beyond the outbox's: a manual retry's (an event recorded before
+//! its shop had an endpoint); what pausing or resuming an endpoint does to its deliveries;
+//! and the turns of a rate-limited endpoint's requests.
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
@@ -11,36 +10,10 @@ use sea_orm::{
 };
 
 use crate::commit::{self, Change, CommitError, Db, Write};
-use crate::{error::ApiError, ids::new_id};
-
-/// Recorded when payd disables an endpoint that kept failing: listed with the merchant's
-/// events, never posted (the endpoint it is about is the one not answering).
-pub const ENDPOINT_DISABLED: &str = "webhook_endpoint_disabled";
-
-/// The row of a pending delivery of `event` to an endpoint, due now.
-pub fn delivery_row(
-    event: &event::Model,
-    endpoint_id: &str,
-    now: DateTime<Utc>,
-) -> delivery::Model {
-    delivery::Model {
-        id: new_id("dlv"),
-        event_id: event.id.clone(),
-        merchant_id: event.merchant_id.clone(),
-        endpoint_id: endpoint_id.to_owned(),
-        status: "pending".to_owned(),
-        attempts: 0,
-        transient_failures: 0,
-        auth_failures: 0,
-        next_attempt_at: now,
-        lease_owner: None,
-        lease_until: None,
-        last_status_code: None,
-        last_error: None,
-        delivered_at: None,
-        created_at: now,
-    }
-}
+use crate::{
+    error::ApiError,
+    outbox::{delivery_row, ENDPOINT_DISABLED},
+};
 
 /// An endpoint's deliveries follow it: pausing parks those still pending (their attempts and
 /// next attempt as they stand; a lease held by a sender stays with it), resuming makes the

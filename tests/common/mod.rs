@@ -12,7 +12,7 @@ pub mod stripe;
 use std::{sync::Arc, time::Duration};
 
 use actix_web::{dev::ServerHandle, http::Method, web};
-use payd::{clock::ManualClock, AppState, Application, Settings};
+use payd::{clock::ManualClock, webhooks::dispatcher::Dispatcher, AppState, Application, Settings};
 use sea_orm::{ConnectionTrait, Database, DbBackend, Statement};
 use serde_json::Value;
 
@@ -118,6 +118,7 @@ pub struct TestApp {
     next: std::sync::atomic::AtomicUsize,
     pub clock: Arc<ManualClock>,
     pub state: web::Data<AppState>,
+    pub dispatcher: web::Data<Dispatcher>,
     pub db: Arc<TestDb>,
     handles: Vec<ServerHandle>,
 }
@@ -236,22 +237,24 @@ async fn start(
 ) -> TestApp {
     let mut bases = Vec::new();
     let mut handles = Vec::new();
-    let mut state = None;
+    let mut first = None;
     for _ in 0..count {
         let app = Application::build(settings(&db, extra), clock.clone())
             .await
             .expect("build app");
         bases.push(format!("http://127.0.0.1:{}", app.port()));
-        state.get_or_insert_with(|| app.state());
+        first.get_or_insert_with(|| (app.state(), app.dispatcher()));
         handles.push(app.handle());
         actix_web::rt::spawn(app.run_until_stopped());
     }
+    let (state, dispatcher) = first.expect("one instance at least");
     TestApp {
         base: bases[0].clone(),
         bases,
         next: Default::default(),
         clock,
-        state: state.expect("one instance at least"),
+        state,
+        dispatcher,
         db,
         handles,
     }

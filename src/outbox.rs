@@ -2,9 +2,11 @@
 //! change (the commit path writes the events of all the changes of a transaction together,
 //! after them): the event and one delivery per endpoint of its shop commit with the change or
 //! not at all, so a crash can neither lose an event nor announce a change that was rolled back.
+//! It sits below the commit path and imports nothing of the resources: the webhook module
+//! writes its manual retries' delivery rows with [`delivery_row`] too.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use payd_entity::{event, webhook_endpoint};
+use payd_entity::{delivery, event, webhook_endpoint};
 use std::collections::BTreeSet;
 
 use sea_orm::{
@@ -14,10 +16,36 @@ use sea_orm::{
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::{
-    ids::new_id,
-    webhooks::store::{delivery_row, ENDPOINT_DISABLED},
-};
+use crate::ids::new_id;
+
+/// Recorded when payd disables an endpoint that kept failing: listed with the merchant's
+/// events, never posted (the endpoint it is about is the one not answering).
+pub const ENDPOINT_DISABLED: &str = "webhook_endpoint_disabled";
+
+/// The row of a pending delivery of `event` to an endpoint, due now.
+pub fn delivery_row(
+    event: &event::Model,
+    endpoint_id: &str,
+    now: DateTime<Utc>,
+) -> delivery::Model {
+    delivery::Model {
+        id: new_id("dlv"),
+        event_id: event.id.clone(),
+        merchant_id: event.merchant_id.clone(),
+        endpoint_id: endpoint_id.to_owned(),
+        status: "pending".to_owned(),
+        attempts: 0,
+        transient_failures: 0,
+        auth_failures: 0,
+        next_attempt_at: now,
+        lease_owner: None,
+        lease_until: None,
+        last_status_code: None,
+        last_error: None,
+        delivered_at: None,
+        created_at: now,
+    }
+}
 
 /// An event about to be recorded. `object` is the object's JSON exactly as the API renders it.
 pub struct NewEvent<'a> {
