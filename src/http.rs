@@ -370,10 +370,12 @@ pub fn path_config() -> web::PathConfig {
         .error_handler(|err, _req| ApiError::invalid("parameter_invalid", err.to_string()).into())
 }
 
-/// A hosted page (checkout, challenge, shared invoice): never cached, never framed, scripts
-/// and styles only its own.
-pub fn html(body: String) -> HttpResponse {
-    HttpResponse::Ok()
+/// A hosted page (checkout, challenge, shared invoice), rendered from its template (in
+/// `src/templates/`, every value HTML-escaped unless the template says otherwise): never
+/// cached, never framed, scripts and styles only its own.
+pub fn html(page: &impl askama::Template) -> Result<HttpResponse, ApiError> {
+    let body = page.render().map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok()
         .content_type(ContentType::html())
         .insert_header(("cache-control", "no-store"))
         .insert_header((
@@ -383,16 +385,7 @@ pub fn html(body: String) -> HttpResponse {
         ))
         // Another site must not frame the buyer's card form or challenge (clickjacking).
         .insert_header(("x-frame-options", "DENY"))
-        .body(body)
-}
-
-/// Minimal HTML escaping for values placed in a page.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
+        .body(body))
 }
 
 #[cfg(test)]

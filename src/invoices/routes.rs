@@ -21,7 +21,7 @@ use crate::{
     clock::{self, Timeline},
     error::ApiError,
     fields::{check_metadata, check_text, parse_currency},
-    http::{esc, html, ApiJson, ApiQuery},
+    http::{html, ApiJson, ApiQuery},
     ids::{has_shape, new_id},
     pagination::{List, Page},
     state::AppState,
@@ -604,7 +604,7 @@ pub async fn shared_page(
     token: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let m = shared(&state, &token).await?;
-    Ok(html(page(&m, &token)))
+    html(&page(&m, &token))
 }
 
 /// The PDF of a shared invoice.
@@ -622,68 +622,77 @@ pub async fn shared_pdf(
     Ok(pdf_response(&m, &kept))
 }
 
-fn page(m: &invoice::Model, token: &str) -> String {
+/// The buyer's page of a shared invoice.
+#[derive(askama::Template)]
+#[template(path = "invoice.html", config = "src/templates/askama.toml")]
+struct InvoicePage<'a> {
+    title: &'static str,
+    number: String,
+    status: String,
+    due_date: Option<String>,
+    /// The parties' lines: name, address, email, tax id.
+    seller: Vec<String>,
+    buyer: Vec<String>,
+    rows: Vec<PageRow>,
+    subtotal: String,
+    tax: String,
+    total: String,
+    amount_paid: String,
+    amount_due: String,
+    token: &'a str,
+}
+
+/// A line of the invoice as its page shows it (amounts formatted for its locale).
+struct PageRow {
+    name: String,
+    quantity: i64,
+    unit_amount: String,
+    tax_rate: String,
+    amount: String,
+}
+
+fn page<'a>(m: &invoice::Model, token: &'a str) -> InvoicePage<'a> {
     let shown = Invoice::render(m);
     let locale = shown.locale.clone().unwrap_or_else(|| "en".into());
-    let money = |v: i64| esc(&pdf::money(v, &shown.currency, &locale));
-    let title = match shown.kind.as_str() {
-        "credit_note" => "Credit note",
-        _ => "Invoice",
-    };
-    let number = esc(shown.number.as_deref().unwrap_or_default());
+    let money = |v: i64| pdf::money(v, &shown.currency, &locale);
     let party = |p: &Option<api::Party>| {
-        p.as_ref().map_or_else(String::new, |p| {
+        p.as_ref().map_or_else(Vec::new, |p| {
             std::iter::once(p.name.clone())
                 .chain(p.address_lines())
                 .chain(p.email.clone())
                 .chain(p.tax_id.as_ref().map(|t| format!("Tax ID: {t}")))
-                .map(|l| esc(&l))
-                .collect::<Vec<_>>()
-                .join("<br>")
+                .collect()
         })
     };
-    let rows: String = shown
+    let rows = shown
         .lines
         .iter()
-        .map(|l| {
-            format!(
-                "<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td>\
-                 <td class=n>{}</td></tr>",
-                esc(&l.name),
-                l.quantity,
-                money(l.unit_amount),
-                esc(&pdf::percent(l.tax_rate_bps, &locale)),
-                money(l.amount)
-            )
+        .map(|l| PageRow {
+            name: l.name.clone(),
+            quantity: l.quantity,
+            unit_amount: money(l.unit_amount),
+            tax_rate: pdf::percent(l.tax_rate_bps, &locale),
+            amount: money(l.amount),
         })
         .collect();
-    let due = shown
-        .due_date
-        .as_deref()
-        .map_or_else(String::new, |d| format!("<p>Due {}</p>", esc(d)));
-    format!(
-        "<!doctype html><html><head><meta charset=utf-8>\
-         <meta name=viewport content=\"width=device-width\"><title>{title} {number}</title>\
-         <style>body{{font-family:sans-serif;max-width:760px;margin:2em auto;padding:0 1em}}\
-         table{{width:100%;border-collapse:collapse}}td,th{{padding:.3em;border-bottom:1px solid #ddd;text-align:left}}\
-         .n{{text-align:right}}.parties{{display:flex;gap:3em}}</style></head><body>\
-         <h1>{title} {number}</h1><p>Status: {status}</p>{due}\
-         <div class=parties><div><h3>From</h3>{seller}</div><div><h3>Bill to</h3>{buyer}</div></div>\
-         <table><tr><th>Description</th><th class=n>Qty</th><th class=n>Unit price</th>\
-         <th class=n>Tax</th><th class=n>Amount</th></tr>{rows}</table>\
-         <p class=n>Subtotal {subtotal}<br>Tax {tax}<br><b>Total {total}</b><br>\
-         Amount paid {paid}<br>Amount due {due_amount}</p>\
-         <p><a href=\"/invoice-links/{token}/pdf\">Download the PDF</a></p></body></html>",
-        status = esc(&shown.status),
-        seller = party(&shown.seller),
-        buyer = party(&shown.buyer),
-        subtotal = money(shown.subtotal),
-        tax = money(shown.tax),
-        total = money(shown.total),
-        paid = money(shown.amount_paid),
-        due_amount = money(shown.amount_due),
-        token = esc(token),
-    )
+    InvoicePage {
+        title: match shown.kind.as_str() {
+            "credit_note" => "Credit note",
+            _ => "Invoice",
+        },
+        number: shown.number.clone().unwrap_or_default(),
+        status: shown.status.clone(),
+        due_date: shown.due_date.clone(),
+        seller: party(&shown.seller),
+        buyer: party(&shown.buyer),
+        rows,
+        subtotal: money(shown.subtotal),
+        tax: money(shown.tax),
+        total: money(shown.total),
+        amount_paid: money(shown.amount_paid),
+        amount_due: money(shown.amount_due),
+        token,
+    }
 }
 
 #[cfg(test)]

@@ -16,13 +16,39 @@ use crate::{
     auth::keys::Scope,
     error::ApiError,
     fields::display_amount,
-    http::{esc, html, ApiJson, ApiQuery},
+    http::{html, ApiJson, ApiQuery},
     processors::{card::parse_card, CardInput, SecretCard},
     state::AppState,
 };
 
-const PAGE: &str = include_str!("assets/checkout.html");
-const CHALLENGE: &str = include_str!("assets/challenge.html");
+/// The checkout page.
+#[derive(askama::Template)]
+#[template(path = "checkout.html", config = "src/templates/askama.toml")]
+struct CheckoutPage<'a> {
+    shop_name: &'a str,
+    description: Option<&'a str>,
+    amount: i64,
+    display_amount: String,
+    currency: &'a str,
+    payment_id: &'a str,
+    client_secret: &'a str,
+    /// What the page's script starts from (as `GET …/status` answers).
+    status: CheckoutStatus,
+}
+
+/// The sandbox 3-D Secure challenge page.
+#[derive(askama::Template)]
+#[template(path = "challenge.html", config = "src/templates/askama.toml")]
+struct ChallengePage<'a> {
+    /// Whether the payment waits for the challenge (only then are its answers offered).
+    waiting: bool,
+    /// The payment's status, in words.
+    status: String,
+    display_amount: String,
+    currency: &'a str,
+    payment_id: &'a str,
+    client_secret: &'a str,
+}
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/checkout/{payment_id}").route(web::get().to(page)))
@@ -155,30 +181,16 @@ pub async fn page(
         }
         _ => None,
     };
-    let description = m
-        .description
-        .as_deref()
-        .map(|d| format!("<p id=\"description\">{}</p>", esc(d)))
-        .unwrap_or_default();
-    // The page reads this JSON from inside a JavaScript string literal, which consumes one level
-    // of backslashes: double them, or a `"` or `\` in a value (say the return_url) breaks the
-    // page's script.
-    let status_json = serde_json::to_string(&status)
-        .unwrap_or_default()
-        .replace('\\', "\\\\");
-    Ok(html(
-        PAGE.replace("{{payment_id}}", &esc(&m.id))
-            .replace(
-                "{{shop_name}}",
-                &esc(shop.as_ref().map_or("", |p| p.name.as_str())),
-            )
-            .replace("{{description}}", &description)
-            .replace("{{amount}}", &m.amount.to_string())
-            .replace("{{display_amount}}", &display_amount(m.amount, &m.currency))
-            .replace("{{currency}}", &esc(&m.currency))
-            .replace("{{client_secret}}", &esc(&m.client_secret))
-            .replace("{{status_json}}", &esc(&status_json)),
-    ))
+    html(&CheckoutPage {
+        shop_name: shop.as_ref().map_or("", |p| p.name.as_str()),
+        description: m.description.as_deref(),
+        amount: m.amount,
+        display_amount: display_amount(m.amount, &m.currency),
+        currency: &m.currency,
+        payment_id: &m.id,
+        client_secret: &m.client_secret,
+        status,
+    })
 }
 
 /// The payment's status as the buyer's page sees it.
@@ -231,30 +243,14 @@ pub async fn challenge_page(
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
-    // Only a payment that waits for the challenge offers its answers.
-    let actions = if m.status == super::machine::Status::RequiresCustomerAction.as_str() {
-        "<p>This is the sandbox's 3-D Secure challenge. Choose how the buyer's bank answers.</p>\n\
-         <button id=\"approve\">Complete authentication</button>\n\
-         <button id=\"reject\">Fail authentication</button>"
-            .to_owned()
-    } else {
-        format!(
-            "<p id=\"closed\">This payment no longer waits for authentication: it is {}. \
-             <a href=\"/checkout/{}?client_secret={}\">Back to the payment</a></p>",
-            esc(&m.status.replace('_', " ")),
-            esc(&m.id),
-            esc(&m.client_secret)
-        )
-    };
-    Ok(html(
-        CHALLENGE
-            .replace("{{actions}}", &actions)
-            .replace("{{payment_id}}", &esc(&m.id))
-            .replace("{{amount}}", &m.amount.to_string())
-            .replace("{{display_amount}}", &display_amount(m.amount, &m.currency))
-            .replace("{{currency}}", &esc(&m.currency))
-            .replace("{{client_secret}}", &esc(&m.client_secret)),
-    ))
+    html(&ChallengePage {
+        waiting: m.status == super::machine::Status::RequiresCustomerAction.as_str(),
+        status: m.status.replace('_', " "),
+        display_amount: display_amount(m.amount, &m.currency),
+        currency: &m.currency,
+        payment_id: &m.id,
+        client_secret: &m.client_secret,
+    })
 }
 
 /// The buyer passes or fails the challenge.
@@ -272,4 +268,65 @@ pub async fn complete_challenge(
         approve: req.result == ChallengeResult::Approve,
     };
     as_buyer(&state, &payments, &m, req.client_secret, command).await
+}
+
+#[cfg(test)]
+mod tests {
+    use askama::Template;
+
+    use super::*;
+
+    /// Each value is escaped for where it lands: text in the page, a string the script reads,
+    /// a link's query. A value that closes the script, quotes or tags changes none of them.
+    #[test]
+    fn the_pages_escape_each_value_for_its_place() {
+        let hostile = "x\"</script><script>alert(1)</script>&'";
+        let status = CheckoutStatus {
+            payment_id: "pay_1".into(),
+            status: "declined".into(),
+            amount: 100,
+            currency: "EUR".into(),
+            test_mode: true,
+            last_error: None,
+            next_action_url: None,
+            return_url: Some(hostile.into()),
+        };
+        let page = CheckoutPage {
+            shop_name: hostile,
+            description: Some(hostile),
+            amount: 100,
+            display_amount: "1.00".into(),
+            currency: "EUR",
+            payment_id: "pay_1",
+            client_secret: hostile,
+            status,
+        }
+        .render()
+        .unwrap();
+        assert_eq!(page.matches("<script>").count(), 1, "{page}");
+        assert_eq!(page.matches("</script>").count(), 1, "{page}");
+        assert!(
+            page.contains("<p id=\"description\">x&#34;&#60;/script&#62;"),
+            "{page}"
+        );
+        assert!(
+            page.contains(r#"var secret = "x\"\u003c/script\u003e\u003cscript\u003ealert(1)"#),
+            "{page}"
+        );
+        let challenge = ChallengePage {
+            waiting: false,
+            status: "succeeded".into(),
+            display_amount: "1.00".into(),
+            currency: "EUR",
+            payment_id: "pay_1",
+            client_secret: "a&b c",
+        }
+        .render()
+        .unwrap();
+        assert!(
+            challenge.contains("href=\"/checkout/pay_1?client_secret=a%26b%20c\""),
+            "{challenge}"
+        );
+        assert!(!challenge.contains("id=\"approve\""), "{challenge}");
+    }
 }
