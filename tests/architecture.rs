@@ -84,6 +84,8 @@ const NAMED: &[(&str, &str)] = &[
     ("subscriptions::plans", "domain"),
     ("invoices::tax", "domain"),
     ("invoices::pdf", "domain"),
+    ("invoices::pdf::fonts", "domain"),
+    ("invoices::pdf::layout", "domain"),
     ("invoices::settings", "store"),
     ("invoices::create", "runtime"),
     ("payouts::processor", "domain"),
@@ -132,6 +134,8 @@ const RESOURCES: &[&str] = &[
 /// Pure modules besides every `machine.rs`.
 const PURE: &[&str] = &[
     "invoices::pdf",
+    "invoices::pdf::fonts",
+    "invoices::pdf::layout",
     "payouts::processor",
     "invoices::tax",
     "payments::refunds",
