@@ -93,6 +93,7 @@ const NAMED: &[(&str, &str)] = &[
     ("row_actor", "runtime"),
     ("products::import", "runtime"),
     ("test_clock::advance", "runtime"),
+    ("webhooks::attempt", "runtime"),
     ("webhooks::delivery", "runtime"),
     ("webhooks::dispatcher", "runtime"),
     ("state", "edge"),

@@ -2,6 +2,7 @@
 //! dispatcher that feeds them, and the routes that configure a shop's endpoint.
 
 pub mod api;
+pub mod attempt;
 pub mod delivery;
 pub mod dispatcher;
 pub mod health;
