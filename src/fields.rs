@@ -9,20 +9,6 @@ use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
-/// Parses JSON payd stored itself (a payment's lines, a refund's lines). A row that does not
-/// parse is corrupt: it is logged and answered 500, never read as an empty default, since
-/// money decided on a silently emptied row is money lost.
-pub fn parse_stored<T: serde::de::DeserializeOwned>(
-    what: &'static str,
-    id: &str,
-    raw: &str,
-) -> Result<T, ApiError> {
-    serde_json::from_str(raw).map_err(|e| {
-        tracing::error!(what, id, error = %e, "stored data does not parse");
-        ApiError::internal(format!("the stored {what} of {id} do not parse"))
-    })
-}
-
 /// Free key-value data set by the merchant.
 pub type Metadata = BTreeMap<String, serde_json::Value>;
 

@@ -239,7 +239,10 @@ pub async fn idempotency(
                 .as_deref()
                 .is_none_or(|owner| owner == caller.key_id.as_str()) =>
         {
-            return Ok(req.into_response(replay(&row)))
+            return Ok(match replay(&row) {
+                Ok(replayed) => req.into_response(replayed),
+                Err(e) => req.error_response(ApiError::from(e)),
+            });
         }
         Begin::Replay(_) => {
             return Ok(req.error_response(
@@ -362,23 +365,25 @@ fn release_later(state: web::Data<AppState>, store: KeyStore) {
     });
 }
 
-fn replay(row: &idempotency_key::Model) -> HttpResponse {
+/// The answer stored under the key, as it was sent.
+fn replay(row: &idempotency_key::Model) -> Result<HttpResponse, sea_orm::DbErr> {
     let status = row
         .response_status
         .and_then(|s| u16::try_from(s).ok())
         .and_then(|s| StatusCode::from_u16(s).ok())
         .unwrap_or(StatusCode::OK);
     let mut res = HttpResponse::build(status);
-    let headers: Vec<(String, String)> = row
-        .response_headers
-        .as_deref()
-        .and_then(|h| serde_json::from_str(h).ok())
-        .unwrap_or_default();
+    let headers: Vec<(String, String)> = crate::stored::json_opt(
+        "response_headers",
+        &row.merchant_id,
+        row.response_headers.as_deref(),
+    )?
+    .unwrap_or_default();
     for (name, value) in headers {
         res.insert_header((name, value));
     }
     res.insert_header(("idempotent-replayed", "true"));
-    res.body(row.response_body.clone().unwrap_or_default())
+    Ok(res.body(row.response_body.clone().unwrap_or_default()))
 }
 
 /// One key's row, addressed by merchant, mode, scope and key.

@@ -40,6 +40,7 @@ pub mod scheduler;
 pub mod sealed;
 pub mod settings;
 pub mod state;
+pub mod stored;
 pub mod subscriptions;
 pub mod telemetry;
 pub mod test_clock;

@@ -102,6 +102,14 @@ impl<T> List<T> {
             has_more: self.has_more,
         }
     }
+
+    /// [`List::map`] with a conversion that can fail (a stored value that does not decode).
+    pub fn try_map<U, E>(self, f: impl FnMut(T) -> Result<U, E>) -> Result<List<U>, E> {
+        Ok(List {
+            data: self.data.into_iter().map(f).collect::<Result<_, E>>()?,
+            has_more: self.has_more,
+        })
+    }
 }
 
 /// The `created_after` / `created_before` filter of every list (both bounds exclusive).

@@ -391,13 +391,19 @@ impl Scheduler {
                 .finish(&row, Outcome::RunAt(self.clock.base() + Duration::hours(1)))
                 .await;
         };
+        // A corrupt payload fails the job (retried with backoff, logged), not the tick: the
+        // other jobs claimed with it still run.
+        let payload = match crate::stored::json("payload", &row.id, &row.payload) {
+            Ok(payload) => payload,
+            Err(e) => return self.finish(&row, Outcome::Failed(e.to_string())).await,
+        };
         // Handlers see times on the job's timeline; the row keeps base time.
         let offset = Duration::seconds(clock::current().offset_seconds);
         let job = Job {
             kind: row.kind.clone(),
             entity_id: row.entity_id.clone(),
             due_at: row.due_at + offset,
-            payload: serde_json::from_str(&row.payload).unwrap_or(serde_json::Value::Null),
+            payload,
             attempt: row.attempts,
         };
         let due_at = job.due_at;

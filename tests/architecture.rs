@@ -52,6 +52,7 @@ const NAMED: &[(&str, &str)] = &[
     ("error", "types"),
     ("fields", "types"),
     ("pagination", "types"),
+    ("stored", "types"),
     ("auth::keys", "types"),
     ("db", "store"),
     ("failover", "store"),

@@ -1221,3 +1221,65 @@ async fn an_archive_racing_a_bundle_or_group_edit_never_leaves_it_holding_an_arc
         assert!(archived.status == 200 || edited.status < 300);
     }
 }
+
+/// A stored value that does not decode is a fault, never an empty default: the product reads
+/// as a 500 whose body names no cause, and deleting one of its add-on groups answers 500 and
+/// writes nothing (an empty default would have been stored over every group).
+#[actix_web::test]
+async fn a_corrupt_stored_value_answers_500_and_nothing_is_written() {
+    use payd_entity::product;
+    use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
+
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let burger = id(&product(&app, &m, "Burger", 900).await, "product_id");
+    let fries = id(&product(&app, &m, "Fries", 300).await, "product_id");
+    let g = post(
+        &app,
+        &m,
+        &format!("/products/{burger}/addon-groups"),
+        json!({"name": "Sides", "min_selections": 0, "max_selections": 1, "products": [fries]}),
+    )
+    .await;
+    assert_eq!(g.status, 201, "{}", g.body);
+    let group = id(&g.body, "group_id");
+    let stored = || async {
+        product::Entity::find_by_id(burger.as_str())
+            .one(&app.state.db)
+            .await
+            .unwrap()
+            .unwrap()
+            .addon_groups
+    };
+    let corrupt = stored().await.replace('}', "");
+    product::Entity::update_many()
+        .col_expr(product::Column::AddonGroups, Expr::value(corrupt.clone()))
+        .filter(product::Column::Id.eq(burger.as_str()))
+        .exec(&app.state.db)
+        .await
+        .unwrap();
+
+    let read = get(&app, &m, &format!("/products/{burger}")).await;
+    assert_eq!(
+        (read.status, read.code()),
+        (500, "internal_error"),
+        "{}",
+        read.body
+    );
+    assert!(
+        !read.body.to_string().contains("addon_groups"),
+        "{}",
+        read.body
+    );
+    let delete = app
+        .call(
+            &m,
+            Method::DELETE,
+            &format!("/products/{burger}/addon-groups/{group}"),
+            None,
+        )
+        .await;
+    assert_eq!(delete.status, 500, "{}", delete.body);
+    assert_eq!(stored().await, corrupt, "nothing was written");
+    app.stop().await;
+}

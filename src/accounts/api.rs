@@ -168,15 +168,17 @@ pub struct AuditEntry {
     pub created: DateTime<Utc>,
 }
 
-impl From<audit_entry::Model> for AuditEntry {
-    fn from(m: audit_entry::Model) -> Self {
-        Self {
+impl TryFrom<audit_entry::Model> for AuditEntry {
+    type Error = sea_orm::DbErr;
+
+    fn try_from(m: audit_entry::Model) -> Result<Self, Self::Error> {
+        Ok(Self {
+            details: crate::stored::json("details", &m.id, &m.details)?,
             audit_id: m.id,
             action: m.action,
             actor_key_id: m.actor_key_id,
             target_id: m.target_id,
-            details: serde_json::from_str(&m.details).unwrap_or_default(),
             created: m.created_at,
-        }
+        })
     }
 }

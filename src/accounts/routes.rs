@@ -60,7 +60,7 @@ pub async fn list_audit_log(
     }
     let page = Page::parse(&query, "aud")?;
     let entries = store::list_audit(&state.db, &caller.merchant_id, &page).await?;
-    Ok(HttpResponse::Ok().json(entries.map(AuditEntry::from)))
+    Ok(HttpResponse::Ok().json(entries.try_map(AuditEntry::try_from)?))
 }
 
 /// Resolves the mode a new merchant asks for against what the deployment allows.

@@ -68,26 +68,25 @@ pub struct Customer {
     pub updated: DateTime<Utc>,
 }
 
-impl From<&customer::Model> for Customer {
-    fn from(c: &customer::Model) -> Self {
-        Self {
+impl TryFrom<&customer::Model> for Customer {
+    type Error = sea_orm::DbErr;
+
+    fn try_from(c: &customer::Model) -> Result<Self, Self::Error> {
+        Ok(Self {
             customer_id: c.id.clone(),
             version: c.version,
             name: c.name.clone(),
             email: c.email.clone(),
             phone: c.phone.clone(),
             description: c.description.clone(),
-            address: c
-                .address
-                .as_deref()
-                .and_then(|a| serde_json::from_str(a).ok()),
-            metadata: serde_json::from_str(&c.metadata).unwrap_or_default(),
+            address: crate::stored::json_opt("address", &c.id, c.address.as_deref())?,
+            metadata: crate::stored::json("metadata", &c.id, &c.metadata)?,
             default_payment_method_id: c.default_payment_method_id.clone(),
             redacted: c.redacted_at.is_some(),
             test_mode: c.test_mode,
             created: c.created_at,
             updated: c.updated_at,
-        }
+        })
     }
 }
 
@@ -112,16 +111,16 @@ pub struct SavedMethod {
 }
 
 impl SavedMethod {
-    pub fn of(pm: &payment_method::Model, default: Option<&str>) -> Self {
-        let card: Option<StoredCard> = serde_json::from_str(&pm.card).ok();
-        Self {
+    pub fn of(pm: &payment_method::Model, default: Option<&str>) -> Result<Self, sea_orm::DbErr> {
+        let card: StoredCard = crate::stored::json("card", &pm.id, &pm.card)?;
+        Ok(Self {
             payment_method_id: pm.id.clone(),
             customer_id: pm.customer_id.clone(),
-            card: card.as_ref().map(PaymentMethodView::from),
+            card: Some(PaymentMethodView::from(&card)),
             is_default: default == Some(pm.id.as_str()),
             test_mode: pm.test_mode,
             created: pm.created_at,
-        }
+        })
     }
 }
 

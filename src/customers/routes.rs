@@ -86,7 +86,7 @@ pub async fn create_customer(
     // customer, not a second one.
     if let Some(id) = idempotency::resumed(&http, "cus") {
         if let Ok(c) = owned(&state, &caller, &id).await {
-            return Ok(HttpResponse::Created().json(Customer::from(&c)));
+            return Ok(HttpResponse::Created().json(Customer::try_from(&c)?));
         }
     }
     check_fields(&f)?;
@@ -99,7 +99,7 @@ pub async fn create_customer(
         idempotency::request_key(&http).as_ref(),
     )
     .await?;
-    Ok(HttpResponse::Created().json(Customer::from(&c)))
+    Ok(HttpResponse::Created().json(Customer::try_from(&c)?))
 }
 
 /// List customers, newest first.
@@ -126,7 +126,7 @@ pub async fn list_customers(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(list.map(|c| Customer::from(&c))))
+    Ok(HttpResponse::Ok().json(list.try_map(|c| Customer::try_from(&c))?))
 }
 
 /// Retrieve a customer (a deleted one reads as redacted).
@@ -137,7 +137,7 @@ pub async fn retrieve_customer(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(Customer::from(&owned(&state, &caller, &id).await?)))
+    Ok(HttpResponse::Ok().json(Customer::try_from(&owned(&state, &caller, &id).await?)?))
 }
 
 /// Update a customer.
@@ -153,7 +153,7 @@ pub async fn update_customer(
     check_fields(&f)?;
     let now = state.clock.now();
     let updated = change(&state, &caller, &id, |c| store::apply(c, &f, now)).await?;
-    Ok(HttpResponse::Ok().json(Customer::from(&updated)))
+    Ok(HttpResponse::Ok().json(Customer::try_from(&updated)?))
 }
 
 /// Applies `edit` to a live (not redacted) customer under its version compare-and-set,
@@ -192,7 +192,7 @@ pub async fn delete_customer(
     let (after, erased) = redaction(&c, state.clock.now());
     let (after, deleted) = store::redact(&state.db, &c, after).await?;
     Ok(HttpResponse::Ok().json(Redaction {
-        customer: Customer::from(&after),
+        customer: Customer::try_from(&after)?,
         erased_fields: erased,
         deleted_payment_methods: deleted,
     }))
@@ -211,7 +211,7 @@ pub async fn list_methods(
         .await?
         .iter()
         .map(|pm| SavedMethod::of(pm, c.default_payment_method_id.as_deref()))
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok(HttpResponse::Ok().json(Items { data }))
 }
 
@@ -238,7 +238,7 @@ pub async fn set_default_method(
         after
     })
     .await?;
-    Ok(HttpResponse::Ok().json(Customer::from(&updated)))
+    Ok(HttpResponse::Ok().json(Customer::try_from(&updated)?))
 }
 
 /// Delete a saved method (and clear it as the default).
@@ -263,7 +263,7 @@ pub async fn delete_method(
     })
     .await?;
     store::forget_at_processor(&state.db, &connections, &pm).await;
-    Ok(HttpResponse::Ok().json(SavedMethod::of(&pm, None)))
+    Ok(HttpResponse::Ok().json(SavedMethod::of(&pm, None)?))
 }
 
 fn mandate_page(q: &ListMandatesQuery) -> Result<Page, ApiError> {

@@ -224,10 +224,13 @@ pub async fn processor_customer(
     customer_id: &str,
     account_id: &str,
 ) -> Result<Option<String>, DbErr> {
-    Ok(methods(db, customer_id).await?.iter().find_map(|pm| {
-        let card: StoredCard = serde_json::from_str(&pm.card).ok()?;
-        card.token_at(account_id).map(|t| t.customer.clone())
-    }))
+    for pm in methods(db, customer_id).await? {
+        let card: StoredCard = crate::stored::json("card", &pm.id, &pm.card)?;
+        if let Some(token) = card.token_at(account_id) {
+            return Ok(Some(token.customer.clone()));
+        }
+    }
+    Ok(None)
 }
 
 pub async fn find_method(

@@ -134,21 +134,23 @@ pub struct AttemptView {
     pub created: DateTime<Utc>,
 }
 
-impl From<delivery_attempt::Model> for AttemptView {
-    fn from(a: delivery_attempt::Model) -> Self {
-        Self {
+impl TryFrom<delivery_attempt::Model> for AttemptView {
+    type Error = sea_orm::DbErr;
+
+    fn try_from(a: delivery_attempt::Model) -> Result<Self, Self::Error> {
+        Ok(Self {
+            request_headers: crate::stored::json("request_headers", &a.id, &a.request_headers)?,
             attempt_id: a.id,
             delivery_id: a.delivery_id,
             number: a.number,
             trigger: a.trigger,
-            request_headers: serde_json::from_str(&a.request_headers).unwrap_or_default(),
             response_status: a.response_status,
             response_body: a.response_body,
             error_kind: a.error_kind,
             duration_ms: a.duration_ms,
             next_attempt_at: a.next_attempt_at,
             created: a.created_at,
-        }
+        })
     }
 }
 
@@ -303,8 +305,8 @@ pub async fn list_attempts(
         .all(&state.db)
         .await?
         .into_iter()
-        .map(AttemptView::from)
-        .collect();
+        .map(AttemptView::try_from)
+        .collect::<Result<_, _>>()?;
     Ok(HttpResponse::Ok().json(Attempts { data }))
 }
 

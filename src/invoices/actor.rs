@@ -253,7 +253,7 @@ async fn step(
     }
     let mut change = Change::at(now).write(store::cas(m, &mut after));
     if after.status != m.status && after.status == Status::Void.as_str() {
-        change = change.event(store::event(&after, "merchant_invoice_voided"));
+        change = change.event(store::event(&after, "merchant_invoice_voided")?);
     }
     let committed = commit::commit(&deps.db, change).await?;
     if committed.deliveries > 0 {
@@ -292,7 +292,7 @@ fn apply(after: &mut invoice::Model, patch: &Patch) {
 
 /// The buyer an invoice bills: the one given, else its customer's name, email and address.
 pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbErr> {
-    if let Some(b) = Party::parse(m.buyer.as_deref()) {
+    if let Some(b) = Party::stored("buyer", &m.id, m.buyer.as_deref())? {
         return Ok(Some(b));
     }
     let Some(customer_id) = &m.customer_id else {
@@ -301,19 +301,18 @@ pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbEr
     let c = crate::customers::store::find_owned(db, customer_id, &m.merchant_id, m.test_mode)
         .await?
         .filter(|c| c.redacted_at.is_none());
-    Ok(c.map(|c| {
-        let address: Option<crate::customers::api::Address> = c
-            .address
-            .as_deref()
-            .and_then(|a| serde_json::from_str(a).ok());
-        Party {
-            name: c.name.unwrap_or_default(),
-            email: c.email,
-            country: address.as_ref().and_then(|a| a.country.clone()),
-            address,
-            region: None,
-            tax_id: None,
-        }
+    let Some(c) = c else {
+        return Ok(None);
+    };
+    let address: Option<crate::customers::api::Address> =
+        crate::stored::json_opt("address", &c.id, c.address.as_deref())?;
+    Ok(Some(Party {
+        name: c.name.unwrap_or_default(),
+        email: c.email,
+        country: address.as_ref().and_then(|a| a.country.clone()),
+        address,
+        region: None,
+        tax_id: None,
     }))
 }
 
@@ -466,7 +465,7 @@ async fn numbered(
         }
         change = change
             .and(around.clone())
-            .event(store::event(&bearer, "merchant_invoice_finalized"))
+            .event(store::event(&bearer, "merchant_invoice_finalized")?)
             .job(store::pdf_job(&bearer.id, now));
         match commit::commit(&deps.db, change).await {
             Ok(committed) => {
@@ -582,7 +581,7 @@ async fn render(
         Some(id) => store::find(&deps.db, id).await?.and_then(|o| o.number),
         None => None,
     };
-    let doc = api::document(m, original);
+    let doc = api::document(m, original)?;
     let bytes = tokio::task::spawn_blocking(move || pdf::render(&doc))
         .await
         .map_err(|e| InvoiceError::Render(e.to_string()))?

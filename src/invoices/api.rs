@@ -76,9 +76,13 @@ impl Party {
         Ok(self)
     }
 
-    /// A party as stored (JSON); `None` when absent or not one.
-    pub fn parse(raw: Option<&str>) -> Option<Self> {
-        raw.and_then(|s| serde_json::from_str(s).ok())
+    /// A party as stored (JSON) in `column` of the row `id`; `None` when absent.
+    pub fn stored(
+        column: &'static str,
+        id: &str,
+        raw: Option<&str>,
+    ) -> Result<Option<Self>, sea_orm::DbErr> {
+        crate::stored::json_opt(column, id, raw)
     }
 
     /// Address lines as printed.
@@ -342,10 +346,9 @@ pub struct Invoice {
 }
 
 impl Invoice {
-    /// The object as the API shows it; a part that does not parse (never written by payd)
-    /// shows as empty.
-    pub fn render(m: &invoice::Model) -> Self {
-        let lines: Vec<Line> = serde_json::from_str(&m.lines).unwrap_or_default();
+    /// The object as the API shows it.
+    pub fn render(m: &invoice::Model) -> Result<Self, sea_orm::DbErr> {
+        let lines: Vec<Line> = crate::stored::json("lines", &m.id, &m.lines)?;
         let is_invoice = m.kind == machine::Kind::Invoice.as_str();
         let status = machine::Status::parse(&m.status);
         let due = match (is_invoice, status) {
@@ -357,7 +360,7 @@ impl Invoice {
             ) => machine::amount_due(m.total, m.amount_paid, m.amount_credited),
             _ => 0,
         };
-        Self {
+        Ok(Self {
             invoice_id: m.id.clone(),
             version: m.version,
             kind: m.kind.clone(),
@@ -378,14 +381,14 @@ impl Invoice {
             amount_paid: m.amount_paid,
             amount_credited: m.amount_credited,
             amount_due: due,
-            buyer: Party::parse(m.buyer.as_deref()),
-            seller: Party::parse(m.seller.as_deref()),
+            buyer: Party::stored("buyer", &m.id, m.buyer.as_deref())?,
+            seller: Party::stored("seller", &m.id, m.seller.as_deref())?,
             memo: m.memo.clone(),
             footer: m.footer.clone(),
             reason: m.reason.clone(),
             locale: m.locale.clone(),
             due_date: m.due_date.clone(),
-            metadata: serde_json::from_str(&m.metadata).unwrap_or_else(|_| serde_json::json!({})),
+            metadata: crate::stored::json("metadata", &m.id, &m.metadata)?,
             pdf_url: m.finalized_at.map(|_| format!("/invoices/{}/pdf", m.id)),
             test_mode: m.test_mode,
             created: m.created_at,
@@ -393,7 +396,7 @@ impl Invoice {
             paid_at: m.paid_at,
             voided_at: m.voided_at,
             updated: m.updated_at,
-        }
+        })
     }
 }
 
@@ -467,15 +470,16 @@ impl SettingsInput {
         Ok(self)
     }
 
-    pub fn of(m: &invoice_setting::Model) -> Self {
-        Self {
+    pub fn of(m: &invoice_setting::Model) -> Result<Self, sea_orm::DbErr> {
+        let id = format!("{}/{}", m.merchant_id, m.profile_id);
+        Ok(Self {
             number_prefix: m.number_prefix.clone(),
             credit_note_prefix: m.credit_note_prefix.clone(),
-            seller: Party::parse(m.seller.as_deref()),
+            seller: Party::stored("seller", &id, m.seller.as_deref())?,
             footer: m.footer.clone(),
             payment_terms_days: m.payment_terms_days,
             locale: m.locale.clone(),
-        }
+        })
     }
 
     /// These settings with the unset fields taken from `fallback`.
@@ -640,9 +644,12 @@ pub struct Evaluation {
 
 /// The printed form of a finalized invoice or credit note (`original_number`: a credit
 /// note's invoice).
-pub fn document(m: &invoice::Model, original_number: Option<String>) -> super::pdf::Document {
+pub fn document(
+    m: &invoice::Model,
+    original_number: Option<String>,
+) -> Result<super::pdf::Document, sea_orm::DbErr> {
     use super::pdf;
-    let shown = Invoice::render(m);
+    let shown = Invoice::render(m)?;
     let printed = |p: Option<Party>| {
         p.map(|p| pdf::Party {
             address: p.address_lines(),
@@ -653,7 +660,7 @@ pub fn document(m: &invoice::Model, original_number: Option<String>) -> super::p
         .unwrap_or_default()
     };
     let issued = m.finalized_at.unwrap_or(m.created_at).date_naive();
-    pdf::Document {
+    Ok(pdf::Document {
         kind: match shown.kind.as_str() {
             "credit_note" => pdf::Kind::CreditNote,
             _ => pdf::Kind::Invoice,
@@ -696,7 +703,7 @@ pub fn document(m: &invoice::Model, original_number: Option<String>) -> super::p
         memo: shown.memo,
         footer: shown.footer,
         reason: shown.reason,
-    }
+    })
 }
 
 /// Checks lines as given (1 to 100) and returns them unpriced: the tax rules price them.

@@ -272,7 +272,7 @@ async fn source(
             .filter(|c| c.subscription_id == s.id)
             .ok_or_else(|| ApiError::not_found("cycle").param("cycle_id"))?;
         let paid: Vec<crate::subscriptions::api::CycleLine> =
-            serde_json::from_str(&c.lines).unwrap_or_default();
+            crate::stored::json("lines", &c.id, &c.lines)?;
         let lines = match paid.is_empty() {
             true => vec![one_line(
                 format!(

@@ -129,8 +129,8 @@ async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<invoice::M
         .ok_or_else(missing)
 }
 
-fn ok(m: &invoice::Model) -> HttpResponse {
-    HttpResponse::Ok().json(Invoice::render(m))
+fn ok(m: &invoice::Model) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(Invoice::render(m)?))
 }
 
 /// Create a draft invoice from a captured payment (its lines, tax as captured), from a
@@ -148,7 +148,7 @@ pub async fn create_invoice(
     let now = state.clock.now();
     let max = state.settings.limits.max_amount;
     let m = create::create(&state.db, &caller, req, max, now).await?;
-    Ok(HttpResponse::Created().json(Invoice::render(&m)))
+    Ok(HttpResponse::Created().json(Invoice::render(&m)?))
 }
 
 /// List invoices and credit notes, newest first.
@@ -184,7 +184,7 @@ pub async fn list_invoices(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(list.map(|m| Invoice::render(&m))))
+    Ok(HttpResponse::Ok().json(list.try_map(|m| Invoice::render(&m))?))
 }
 
 /// Retrieve an invoice or a credit note.
@@ -197,7 +197,7 @@ pub async fn retrieve_invoice(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(ok(&owned(&state, &caller, &id).await?))
+    ok(&owned(&state, &caller, &id).await?)
 }
 
 /// Edit a draft (else 409). Lines only on a draft made from lines.
@@ -248,13 +248,15 @@ pub async fn update_invoice(
         metadata: check_metadata(req.metadata.as_ref())?,
     };
     if patch.lines.is_some() || patch.currency.is_some() {
-        let stored = || serde_json::from_str(&m.lines).unwrap_or_default();
-        let lines = patch.lines.clone().unwrap_or_else(stored);
+        let lines = match patch.lines.clone() {
+            Some(lines) => lines,
+            None => crate::stored::json("lines", &m.id, &m.lines)?,
+        };
         let currency = patch.currency.as_deref().unwrap_or(&m.currency);
         create::check_catalog(&state.db, &caller.scope(), &lines, currency).await?;
     }
     let done = run(&invoices, &caller, &id, Command::Update(Box::new(patch))).await?;
-    Ok(ok(&done.invoice))
+    ok(&done.invoice)
 }
 
 /// Delete a draft (else 409).
@@ -269,7 +271,7 @@ pub async fn delete_invoice(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::Delete).await?;
-    Ok(ok(&done.invoice))
+    ok(&done.invoice)
 }
 
 /// Finalize a draft: the next number of the shop's series, taxes, seller and buyer frozen,
@@ -286,7 +288,7 @@ pub async fn finalize(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::Finalize).await?;
-    Ok(ok(&done.invoice))
+    ok(&done.invoice)
 }
 
 /// Void an open or uncollectible invoice with nothing paid and no credit note. Emits
@@ -302,7 +304,7 @@ pub async fn void_invoice(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::Void).await?;
-    Ok(ok(&done.invoice))
+    ok(&done.invoice)
 }
 
 /// Record an open or uncollectible invoice as paid outside payd.
@@ -317,7 +319,7 @@ pub async fn mark_paid(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::MarkPaid).await?;
-    Ok(ok(&done.invoice))
+    ok(&done.invoice)
 }
 
 /// Write an open invoice off as uncollectible (it can still be marked paid or voided).
@@ -332,7 +334,7 @@ pub async fn mark_uncollectible(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::MarkUncollectible).await?;
-    Ok(ok(&done.invoice))
+    ok(&done.invoice)
 }
 
 /// Issue a credit note against an open or paid invoice: by lines (units or an amount each, at
@@ -415,7 +417,7 @@ pub async fn credit_note(
     };
     let done = run(&invoices, &caller, &id, command).await?;
     let note = done.credit_note.ok_or_else(missing)?;
-    Ok(HttpResponse::Created().json(Invoice::render(&note)))
+    Ok(HttpResponse::Created().json(Invoice::render(&note)?))
 }
 
 /// A file name made only of `A-Z a-z 0-9 - _` (anything else becomes `_`), so a
@@ -604,7 +606,7 @@ pub async fn shared_page(
     token: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let m = shared(&state, &token).await?;
-    html(&page(&m, &token))
+    html(&page(&m, &token)?)
 }
 
 /// The PDF of a shared invoice.
@@ -651,8 +653,8 @@ struct PageRow {
     amount: String,
 }
 
-fn page<'a>(m: &invoice::Model, token: &'a str) -> InvoicePage<'a> {
-    let shown = Invoice::render(m);
+fn page<'a>(m: &invoice::Model, token: &'a str) -> Result<InvoicePage<'a>, ApiError> {
+    let shown = Invoice::render(m)?;
     let locale = shown.locale.clone().unwrap_or_else(|| "en".into());
     let money = |v: i64| pdf::money(v, &shown.currency, &locale);
     let party = |p: &Option<api::Party>| {
@@ -675,7 +677,7 @@ fn page<'a>(m: &invoice::Model, token: &'a str) -> InvoicePage<'a> {
             amount: money(l.amount),
         })
         .collect();
-    InvoicePage {
+    Ok(InvoicePage {
         title: match shown.kind.as_str() {
             "credit_note" => "Credit note",
             _ => "Invoice",
@@ -692,7 +694,7 @@ fn page<'a>(m: &invoice::Model, token: &'a str) -> InvoicePage<'a> {
         amount_paid: money(shown.amount_paid),
         amount_due: money(shown.amount_due),
         token,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub async fn stored(
             .one(db)
             .await?
             .map(|m| SettingsInput::of(&m))
+            .transpose()?
             .unwrap_or_default(),
     )
 }
@@ -204,9 +205,10 @@ impl crate::subscriptions::api::CycleTax for CycleTaxRules {
                 s.test_mode,
             )
             .await?;
-            let address: Option<crate::customers::api::Address> = customer
-                .and_then(|c| c.address)
-                .and_then(|a| serde_json::from_str(&a).ok());
+            let address: Option<crate::customers::api::Address> = match customer {
+                Some(c) => crate::stored::json_opt("address", &c.id, c.address.as_deref())?,
+                None => None,
+            };
             let place = super::tax::Place {
                 country: address.and_then(|a| a.country),
                 region: None,

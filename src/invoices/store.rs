@@ -30,16 +30,16 @@ pub use crate::commit::CommitError;
 pub const PDF_JOB: &str = "invoice_pdf";
 
 /// The event of an invoice or credit note.
-pub fn event(m: &invoice::Model, event_type: &str) -> Event {
-    Event {
+pub fn event(m: &invoice::Model, event_type: &str) -> Result<Event, DbErr> {
+    Ok(Event {
         merchant_id: m.merchant_id.clone(),
         profile_id: Some(m.profile_id.clone()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
         object_id: m.id.clone(),
         content_type: "merchant_invoice_details",
-        object: serde_json::to_string(&Invoice::render(m)).unwrap_or_default(),
-    }
+        object: serde_json::to_string(&Invoice::render(m)?).unwrap_or_default(),
+    })
 }
 
 /// A new draft.

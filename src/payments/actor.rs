@@ -33,7 +33,7 @@ use crate::{
     customers::{self, api::check_mandate},
     disputes,
     error::ApiError,
-    fields::{parse_stored, Metadata},
+    fields::Metadata,
     ids::new_id,
     processors::{
         connect::{self, Connections},
@@ -387,7 +387,7 @@ async fn commit(
                 event_type,
                 content_type: "payment_details",
                 object_id: after.id.clone(),
-                object: serde_json::to_string(&Payment::render(&after, &deps.public_url))
+                object: serde_json::to_string(&Payment::render(&after, &deps.public_url)?)
                     .unwrap_or_default(),
             },
         );
@@ -440,7 +440,7 @@ async fn record_outcome(
     changes: Changes,
 ) -> Result<Done, PaymentError> {
     let op = match &base.pending_operation {
-        Some(raw) => Some(parse_stored::<Intent>("pending operation", &base.id, raw)?.op()),
+        Some(raw) => Some(crate::stored::json::<Intent>("pending_operation", &base.id, raw)?.op()),
         None => None,
     };
     if let Some(op) = op {
@@ -479,7 +479,7 @@ async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Payme
     let Some(raw) = &m.pending_operation else {
         return Ok(Done::unchanged(m));
     };
-    let intent = parse_stored::<Intent>("pending operation", &m.id, raw)?;
+    let intent = crate::stored::json::<Intent>("pending_operation", &m.id, raw)?;
     let now = deps.clock.now();
     let (account, reference) = match &intent {
         Intent::Authorize {
@@ -519,7 +519,7 @@ async fn reconcile(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, Payme
                 error: error.map(|(c, msg)| (c.to_owned(), msg.to_owned())),
                 token: None,
             };
-            let card = card_of(m).ok_or_else(|| {
+            let card = card_of(m)?.ok_or_else(|| {
                 PaymentError::Invalid(ApiError::internal("an authorization's card is not stored"))
             })?;
             let attempt = store::find_attempt(&deps.db, &attempt_id)
@@ -577,7 +577,11 @@ async fn confirm(
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), super::api::state_of(m));
     machine::check_confirm(&state)?;
-    let card = card.clone().or_else(|| card_of(m)).ok_or_else(|| {
+    let card = match card {
+        Some(card) => Some(card.clone()),
+        None => card_of(m)?,
+    };
+    let card = card.ok_or_else(|| {
         PaymentError::Invalid(
             ApiError::invalid("payment_method_required", "confirm needs a payment method")
                 .param("payment_method_data"),
@@ -628,10 +632,8 @@ async fn confirmed(
     };
     let save = match (&m.customer_id, &m.setup_future_usage) {
         (Some(customer_id), Some(_)) if can_save => {
-            let mandate: Option<MandateRequest> = m
-                .mandate_request
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok());
+            let mandate: Option<MandateRequest> =
+                crate::stored::json_opt("mandate_request", &m.id, m.mandate_request.as_deref())?;
             let mandate_id = mandate.as_ref().map(|_| new_id("man"));
             if mandate_id.is_some() {
                 after.mandate_id = mandate_id.clone();
@@ -1020,7 +1022,7 @@ async fn refund_answered(
     };
     let changes = Changes {
         trigger: "refund",
-        events: refund_event(&r).into_iter().collect(),
+        events: refund_event(&r)?,
         refund: Some(r),
         ..Default::default()
     };
@@ -1093,7 +1095,7 @@ async fn record_refund_outcome(
         RefundStatus::Failed(why) => {
             let plan = refunds::Plan {
                 amount: r.amount,
-                lines: parse_stored("refund lines", &r.id, &r.lines)?,
+                lines: crate::stored::json("lines", &r.id, &r.lines)?,
             };
             let (next, next_lines) = refunds::release(&state, &lines_of(m)?, &plan);
             after = store::with_state(m, &next, now);
@@ -1112,7 +1114,7 @@ async fn record_refund_outcome(
     r.updated_at = now;
     if r.status != "failed" {
         // The payment already holds the refund's balance: only the refund changes.
-        let events = refund_event(&r).into_iter().collect();
+        let events = refund_event(&r)?;
         let (r, deliveries) =
             store::commit_refund(&deps.db, r, events, now, deps.settle_delay()).await?;
         if deliveries > 0 {
@@ -1123,7 +1125,7 @@ async fn record_refund_outcome(
     after.updated_at = now;
     let changes = Changes {
         trigger: "refund_settled",
-        events: refund_event(&r).into_iter().collect(),
+        events: refund_event(&r)?,
         refund: Some(r),
         ..Default::default()
     };
@@ -1206,7 +1208,7 @@ async fn adopt_refund(
     refund.processor_reference = Some(applied.reference);
     let changes = Changes {
         trigger: "refund_adopted",
-        events: refund_event(&refund).into_iter().collect(),
+        events: refund_event(&refund)?,
         refund: Some(refund),
         ..Default::default()
     };

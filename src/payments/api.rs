@@ -17,6 +17,7 @@ use crate::{
         card::{CardInput, StoredCard},
         model::shown_reference,
     },
+    stored,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, Default)]
@@ -295,21 +296,19 @@ pub struct Payment {
 
 impl Payment {
     /// Renders a stored payment; `public_url` is the base of `checkout_url`.
-    pub fn render(m: &payment::Model, public_url: &str) -> Self {
-        let card: Option<StoredCard> = m
-            .payment_method
-            .as_deref()
-            .and_then(|s| serde_json::from_str(s).ok());
+    pub fn render(m: &payment::Model, public_url: &str) -> Result<Self, sea_orm::DbErr> {
+        let card: Option<StoredCard> =
+            stored::json_opt("payment_method", &m.id, m.payment_method.as_deref())?;
         let capturable = state_of(m).capturable();
         let base = public_url.trim_end_matches('/');
-        Self {
+        Ok(Self {
             payment_id: m.id.clone(),
             version: m.version,
             status: m.status.clone(),
             amount: m.amount,
             currency: m.currency.clone(),
             test_mode: m.test_mode,
-            metadata: serde_json::from_str(&m.metadata).unwrap_or_default(),
+            metadata: stored::json("metadata", &m.id, &m.metadata)?,
             client_secret: m.client_secret.clone(),
             capture_method: if m.capture_method == "manual" {
                 CaptureMethodDto::Manual
@@ -323,10 +322,7 @@ impl Payment {
             customer_id: m.customer_id.clone(),
             payment_method: card.as_ref().map(PaymentMethodView::from),
             mandate_id: m.mandate_id.clone(),
-            last_error: m
-                .last_error
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok()),
+            last_error: stored::json_opt("last_error", &m.id, m.last_error.as_deref())?,
             description: m.description.clone(),
             return_url: m.return_url.clone(),
             checkout_url: m
@@ -345,7 +341,7 @@ impl Payment {
             capture_before: m.capture_before,
             created: m.created_at,
             updated: m.updated_at,
-        }
+        })
     }
 }
 
@@ -375,23 +371,23 @@ pub struct Refund {
 }
 
 impl Refund {
-    pub fn render(r: &payd_entity::refund::Model) -> Self {
-        Self {
+    pub fn render(r: &payd_entity::refund::Model) -> Result<Self, sea_orm::DbErr> {
+        Ok(Self {
             refund_id: r.id.clone(),
             version: r.version,
             payment_id: r.payment_id.clone(),
             status: r.status.clone(),
             amount: r.amount,
             currency: r.currency.clone(),
-            lines: serde_json::from_str(&r.lines).unwrap_or_default(),
+            lines: stored::json("lines", &r.id, &r.lines)?,
             reason: r.reason.clone(),
-            metadata: serde_json::from_str(&r.metadata).unwrap_or_default(),
+            metadata: stored::json("metadata", &r.id, &r.metadata)?,
             failure_reason: r.failure_reason.clone(),
             processor_reference: shown_reference(r.processor_reference.as_deref()),
             test_mode: r.test_mode,
             created: r.created_at,
             updated: r.updated_at,
-        }
+        })
     }
 }
 
@@ -411,13 +407,13 @@ pub struct Attempt {
     pub created: DateTime<Utc>,
 }
 
-impl From<&payment_attempt::Model> for Attempt {
-    fn from(a: &payment_attempt::Model) -> Self {
-        let card: Option<StoredCard> = a
-            .payment_method
-            .as_deref()
-            .and_then(|s| serde_json::from_str(s).ok());
-        Self {
+impl TryFrom<&payment_attempt::Model> for Attempt {
+    type Error = sea_orm::DbErr;
+
+    fn try_from(a: &payment_attempt::Model) -> Result<Self, Self::Error> {
+        let card: Option<StoredCard> =
+            stored::json_opt("payment_method", &a.id, a.payment_method.as_deref())?;
+        Ok(Self {
             attempt_id: a.id.clone(),
             number: a.number,
             processor: a.processor.clone(),
@@ -430,7 +426,7 @@ impl From<&payment_attempt::Model> for Attempt {
             }),
             payment_method: card.as_ref().map(PaymentMethodView::from),
             created: a.created_at,
-        }
+        })
     }
 }
 
@@ -551,12 +547,8 @@ pub fn challenge_path(payment_id: &str, client_secret: &str) -> String {
 }
 
 /// The payment's stored lines (none when it has none); a corrupt row is an error.
-pub fn lines_of(m: &payment::Model) -> Result<Vec<Line>, ApiError> {
-    m.lines
-        .as_deref()
-        .map(|s| crate::fields::parse_stored("payment lines", &m.id, s))
-        .transpose()
-        .map(Option::unwrap_or_default)
+pub fn lines_of(m: &payment::Model) -> Result<Vec<Line>, sea_orm::DbErr> {
+    stored::json_opt("lines", &m.id, m.lines.as_deref()).map(Option::unwrap_or_default)
 }
 
 /// The machine's view of a stored payment.

@@ -103,9 +103,9 @@ pub struct CheckoutStatus {
 }
 
 impl CheckoutStatus {
-    fn of(m: &payment::Model, public_url: &str) -> Self {
-        let p = Payment::render(m, public_url);
-        Self {
+    fn of(m: &payment::Model, public_url: &str) -> Result<Self, sea_orm::DbErr> {
+        let p = Payment::render(m, public_url)?;
+        Ok(Self {
             next_action_url: (p.status == "requires_customer_action")
                 .then(|| super::api::challenge_path(&p.payment_id, &p.client_secret)),
             payment_id: p.payment_id,
@@ -115,7 +115,7 @@ impl CheckoutStatus {
             test_mode: p.test_mode,
             last_error: p.last_error,
             return_url: p.return_url,
-        }
+        })
     }
 }
 
@@ -146,7 +146,7 @@ async fn as_buyer(
     )
     .await?
     .payment;
-    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)?))
 }
 
 fn buyer(m: &payment::Model, secret: String) -> Access {
@@ -170,7 +170,7 @@ pub async fn page(
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
-    let status = CheckoutStatus::of(&m, &state.public_url);
+    let status = CheckoutStatus::of(&m, &state.public_url)?;
     // The buyer sees whom they pay, and for what.
     let shop = match (
         crate::ids::MerchantId::parse(&m.merchant_id),
@@ -203,7 +203,7 @@ pub async fn status(
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
-    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)))
+    Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)?))
 }
 
 /// The buyer pays with a card.

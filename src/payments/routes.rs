@@ -60,8 +60,8 @@ fn public_url(state: &AppState) -> &str {
     &state.public_url
 }
 
-fn render(state: &AppState, m: &payment::Model) -> HttpResponse {
-    HttpResponse::Ok().json(Payment::render(m, public_url(state)))
+fn render(state: &AppState, m: &payment::Model) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(Payment::render(m, public_url(state))?))
 }
 
 /// Runs a command and answers with the payment. The retry of a request whose first run
@@ -105,7 +105,7 @@ pub async fn create_payment(
         create::Maker::Merchant,
     )
     .await?;
-    Ok(HttpResponse::Created().json(Payment::render(&m, public_url(&state))))
+    Ok(HttpResponse::Created().json(Payment::render(&m, public_url(&state))?))
 }
 
 /// Retrieve a payment; `force_sync=true` asks the processor first.
@@ -124,7 +124,7 @@ pub async fn retrieve_payment(
     let access = Access::of(&caller, q.client_secret)?;
     if q.force_sync == Some(true) {
         let m = send(&payments, &http, &id, Some(access), Command::Sync).await?;
-        return Ok(render(&state, &m));
+        return render(&state, &m);
     }
     let m = store::find_owned(&state.db, &id, &access.scope)
         .await?
@@ -132,7 +132,7 @@ pub async fn retrieve_payment(
     if !access.shows(&m.client_secret) {
         return Err(PaymentError::Forbidden.into());
     }
-    Ok(render(&state, &m))
+    render(&state, &m)
 }
 
 /// Update a payment before it is confirmed.
@@ -174,7 +174,7 @@ pub async fn update_payment(
         Command::Update(Box::new(patch)),
     )
     .await?;
-    Ok(render(&state, &m))
+    render(&state, &m)
 }
 
 /// Confirm a payment with a payment method (publishable keys need the `client_secret`).
@@ -222,7 +222,7 @@ pub async fn confirm_payment(
         },
     )
     .await?;
-    Ok(render(&state, &m))
+    render(&state, &m)
 }
 
 /// Capture an authorization, whole or in part.
@@ -253,7 +253,7 @@ pub async fn capture_payment(
         command,
     )
     .await?;
-    Ok(render(&state, &m))
+    render(&state, &m)
 }
 
 /// Cancel a payment or release its authorization.
@@ -278,7 +278,7 @@ pub async fn cancel_payment(
         Command::Cancel,
     )
     .await?;
-    Ok(render(&state, &m))
+    render(&state, &m)
 }
 
 /// Filter and page through payments, newest first.
@@ -309,7 +309,7 @@ pub async fn list_payments(
     )
     .await?;
     let url = public_url(&state).to_owned();
-    Ok(HttpResponse::Ok().json(list.map(|m| Payment::render(&m, &url))))
+    Ok(HttpResponse::Ok().json(list.try_map(|m| Payment::render(&m, &url))?))
 }
 
 async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<payment::Model, ApiError> {
@@ -331,8 +331,8 @@ pub async fn list_attempts(
     let data: Vec<Attempt> = store::attempts(&state.db, &m.id)
         .await?
         .iter()
-        .map(Attempt::from)
-        .collect();
+        .map(Attempt::try_from)
+        .collect::<Result<_, _>>()?;
     Ok(HttpResponse::Ok().json(Items { data }))
 }
 

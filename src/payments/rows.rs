@@ -17,10 +17,9 @@ use crate::{
     processors::{AuthResult, StoredCard},
 };
 
-pub(super) fn card_of(m: &payment::Model) -> Option<StoredCard> {
-    m.payment_method
-        .as_deref()
-        .and_then(|s| serde_json::from_str(s).ok())
+/// The card stored on the payment, if one is.
+pub(super) fn card_of(m: &payment::Model) -> Result<Option<StoredCard>, sea_orm::DbErr> {
+    crate::stored::json_opt("payment_method", &m.id, m.payment_method.as_deref())
 }
 
 /// An attempt about to be sent: `pending` until `answered` records the processor's answer.
@@ -83,19 +82,19 @@ pub(super) fn last_error(result: &AuthResult) -> Option<String> {
 /// `refund_succeeded` or `refund_failed`, once a refund has settled either way. `r` is the
 /// refund before its commit; the event's object is the refund as that commit writes it (its
 /// version raised).
-pub(super) fn refund_event(r: &refund::Model) -> Option<Announcement> {
+pub(super) fn refund_event(r: &refund::Model) -> Result<Vec<Announcement>, sea_orm::DbErr> {
     let event_type = match r.status.as_str() {
         "succeeded" => "refund_succeeded",
         "failed" => "refund_failed",
-        _ => return None,
+        _ => return Ok(Vec::new()),
     };
-    Some(Announcement {
+    Ok(vec![Announcement {
         event_type,
         content_type: "refund_details",
         object_id: r.id.clone(),
-        object: serde_json::to_string(&Refund::render(&store::refund_raised(r)))
+        object: serde_json::to_string(&Refund::render(&store::refund_raised(r))?)
             .unwrap_or_default(),
-    })
+    }])
 }
 
 /// The event a change announces: the spec's event for the new status, on every status change

@@ -659,7 +659,7 @@ pub async fn accounts_and_rules(
         .map(|row| Option::<processor_account::Model>::from_query_result(row, ACCOUNT))
         .filter_map(Result::transpose)
         .collect::<Result<Vec<_>, DbErr>>()?;
-    Ok((accounts, parse_rules(rules.as_deref())))
+    Ok((accounts, parse_rules(profile_id, rules.as_deref())?))
 }
 
 /// Remote accounts waiting for an operator's approval, oldest first.
@@ -753,14 +753,12 @@ pub async fn routing_rules(
     let row = routing_config::Entity::find_by_id(profile_id)
         .one(db)
         .await?;
-    Ok(parse_rules(row.as_ref().map(|r| r.rules.as_str())))
+    parse_rules(profile_id, row.as_ref().map(|r| r.rules.as_str()))
 }
 
-/// Stored routing rules; none (or unreadable ones) route by default.
-fn parse_rules(stored: Option<&str>) -> RoutingRules {
-    stored
-        .and_then(|r| serde_json::from_str(r).ok())
-        .unwrap_or_default()
+/// A shop's stored routing rules; none route by default.
+fn parse_rules(shop: &str, stored: Option<&str>) -> Result<RoutingRules, DbErr> {
+    crate::stored::json_opt("rules", shop, stored).map(Option::unwrap_or_default)
 }
 
 pub async fn put_routing_rules(

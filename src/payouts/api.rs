@@ -270,17 +270,17 @@ pub struct Payout {
 }
 
 impl Payout {
-    pub fn render(m: &payout::Model) -> Self {
-        Self {
+    pub fn render(m: &payout::Model) -> Result<Self, sea_orm::DbErr> {
+        Ok(Self {
             payout_id: m.id.clone(),
             version: m.version,
             status: m.status.clone(),
             amount: m.amount,
             currency: m.currency.clone(),
-            destination: serde_json::from_str(&m.destination).unwrap_or_default(),
+            destination: crate::stored::json("destination", &m.id, &m.destination)?,
             auto_fulfill: m.auto_fulfill,
             description: m.description.clone(),
-            metadata: serde_json::from_str(&m.metadata).unwrap_or_else(|_| serde_json::json!({})),
+            metadata: crate::stored::json("metadata", &m.id, &m.metadata)?,
             failure: m.failure_code.as_ref().map(|code| Failure {
                 code: code.clone(),
                 message: m.failure_message.clone().unwrap_or_default(),
@@ -289,6 +289,6 @@ impl Payout {
             test_mode: m.test_mode,
             created: m.created_at,
             updated: m.updated_at,
-        }
+        })
     }
 }

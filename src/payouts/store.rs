@@ -31,16 +31,16 @@ pub const SYNC_JOB: &str = "payout_sync";
 /// Scheduled job: expires a payout that never went to the processor.
 pub const EXPIRY_JOB: &str = "payout_expiry";
 
-pub fn event(m: &payout::Model, event_type: &str) -> Event {
-    Event {
+pub fn event(m: &payout::Model, event_type: &str) -> Result<Event, DbErr> {
+    Ok(Event {
         merchant_id: m.merchant_id.clone(),
         profile_id: Some(m.profile_id.clone()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
         object_id: m.id.clone(),
         content_type: "payout_details",
-        object: serde_json::to_string(&Payout::render(m)).unwrap_or_default(),
-    }
+        object: serde_json::to_string(&Payout::render(m)?).unwrap_or_default(),
+    })
 }
 
 /// What a change from `before` (none: a new payout) to `after` writes besides the row: the
@@ -50,7 +50,7 @@ fn around(
     after: &payout::Model,
     next_sync: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
-) -> Change {
+) -> Result<Change, DbErr> {
     let account = ledger::store::Account {
         merchant_id: &after.merchant_id,
         profile_id: &after.profile_id,
@@ -81,7 +81,7 @@ fn around(
     }
     if before.is_none_or(|b| b.status != after.status) {
         if let Some(e) = status.and_then(Status::event) {
-            change = change.event(event(after, e));
+            change = change.event(event(after, e)?);
         }
     }
     let expires = status.and_then(machine::expire).is_some();
@@ -96,7 +96,7 @@ fn around(
             entity_id: after.id.clone(),
         },
     });
-    change.job(match next_sync {
+    Ok(change.job(match next_sync {
         Some(at) => Job::Schedule {
             kind: SYNC_JOB,
             entity_id: after.id.clone(),
@@ -106,7 +106,7 @@ fn around(
             kinds: vec![SYNC_JOB],
             entity_id: after.id.clone(),
         },
-    })
+    }))
 }
 
 /// A new payout (reserved already when created confirmed).
@@ -117,7 +117,7 @@ pub async fn insert(
 ) -> Result<usize, CommitError> {
     let change = Change::at(m.created_at)
         .write(commit::insert(m.clone()))
-        .and(around(None, m, next_sync, m.created_at));
+        .and(around(None, m, next_sync, m.created_at)?);
     Ok(commit::commit(db, change).await?.deliveries)
 }
 
@@ -139,7 +139,7 @@ pub async fn commit(
                 .filter(payout::Column::Version.eq(before.version))
                 .into_query(),
         ))
-        .and(around(Some(before), &after, next_sync, now));
+        .and(around(Some(before), &after, next_sync, now)?);
     let committed = commit::commit(db, change).await?;
     Ok((after, committed.deliveries))
 }

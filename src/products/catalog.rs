@@ -77,16 +77,16 @@ pub async fn render(
 ) -> Result<Vec<Product>, ApiError> {
     let ids: Vec<String> = products.iter().map(|p| p.id.clone()).collect();
     let prices = store::prices_of(db, &ids).await?;
-    Ok(products
+    products
         .into_iter()
         .map(|p| {
             let own = prices
                 .iter()
                 .filter(|x| x.product_id == p.id && (x.active || !active_only))
                 .map(|x| render_price(x, p.default_price_id.as_deref()))
-                .collect();
-            let images = store::images(&p);
-            Product {
+                .collect::<Result<_, _>>()?;
+            let images = store::images(&p)?;
+            Ok(Product {
                 product_id: p.id.clone(),
                 version: p.version,
                 profile_id: p.profile_id.clone(),
@@ -96,25 +96,25 @@ pub async fn render(
                 category_id: p.category_id.clone(),
                 default_price_id: p.default_price_id.clone(),
                 prices: own,
-                addon_groups: store::groups(&p),
-                bundle: store::components(&p).map(|components| super::api::Bundle { components }),
+                addon_groups: store::groups(&p)?,
+                bundle: store::components(&p)?.map(|components| super::api::Bundle { components }),
                 image_urls: images
                     .iter()
                     .map(|i| format!("{public_url}/products/images/{i}"))
                     .collect(),
                 images,
-                metadata: parse_metadata(p.metadata.as_deref()),
+                metadata: parse_metadata(&p.id, p.metadata.as_deref())?,
                 external_id: p.external_id.clone(),
                 test_mode: p.test_mode,
                 created_at: p.created_at,
                 updated_at: p.updated_at,
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
-pub fn render_price(p: &price::Model, default: Option<&str>) -> Price {
-    Price {
+pub fn render_price(p: &price::Model, default: Option<&str>) -> Result<Price, sea_orm::DbErr> {
+    Ok(Price {
         price_id: p.id.clone(),
         product_id: p.product_id.clone(),
         unit_amount: p.unit_amount,
@@ -124,21 +124,19 @@ pub fn render_price(p: &price::Model, default: Option<&str>) -> Price {
             interval_count: p.recurring_interval_count.unwrap_or(1),
         }),
         nickname: p.nickname.clone(),
-        metadata: parse_metadata(p.metadata.as_deref()),
+        metadata: parse_metadata(&p.id, p.metadata.as_deref())?,
         active: p.active,
         default: default == Some(p.id.as_str()),
         external_id: p.external_id.clone(),
         test_mode: p.test_mode,
         created_at: p.created_at,
         updated_at: p.updated_at,
-    }
+    })
 }
 
 /// Stored metadata as shown: an object, empty when none was set.
-fn parse_metadata(stored: Option<&str>) -> Metadata {
-    stored
-        .and_then(|m| serde_json::from_str(m).ok())
-        .unwrap_or_default()
+fn parse_metadata(id: &str, stored: Option<&str>) -> Result<Metadata, sea_orm::DbErr> {
+    crate::stored::json_opt("metadata", id, stored).map(Option::unwrap_or_default)
 }
 
 fn metadata_json(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
@@ -353,14 +351,14 @@ async fn check_not_held(
     let named = |x: &Option<String>| x.as_ref().is_some_and(|x| ids.contains(x));
     let mut described = Vec::new();
     for h in &holders {
-        let components = store::components(h).unwrap_or_default();
+        let components = store::components(h)?.unwrap_or_default();
         if components
             .iter()
             .any(|c| named(&c.product_id) || named(&c.price_id))
         {
             described.push(format!("bundle {}", h.id));
         }
-        for g in store::groups(h) {
+        for g in store::groups(h)? {
             if g.products.iter().chain(&g.prices).any(|m| ids.contains(m)) {
                 described.push(format!("add-on group {} of {}", g.group_id, h.id));
             }
@@ -702,7 +700,7 @@ pub async fn put_group(
 ) -> Result<AddonGroup, ApiError> {
     let (_, group) = change(db, scope, id, now, async |p, _| {
         let held = check_members(db, scope, p, input).await?;
-        let mut groups = store::groups(p);
+        let mut groups = store::groups(p)?;
         let group = AddonGroup {
             group_id: group_id.map_or_else(|| new_id("grp"), str::to_owned),
             name: input.name.trim().to_owned(),
@@ -745,7 +743,7 @@ pub async fn remove_group(
     now: DateTime<Utc>,
 ) -> Result<(), ApiError> {
     change(db, scope, id, now, async |p, _| {
-        let mut groups = store::groups(p);
+        let mut groups = store::groups(p)?;
         let before = groups.len();
         groups.retain(|g| g.group_id != group_id);
         if groups.len() == before {

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{catalog_preview, price, processor_account, product};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
+    ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
     QueryTrait,
 };
 use serde::{Deserialize, Serialize};
@@ -278,11 +278,11 @@ fn planned(
     (create, update, archive)
 }
 
-fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Preview {
-    let steps: Vec<Step> = serde_json::from_str(&p.plan).unwrap_or_default();
+fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Result<Preview, DbErr> {
+    let steps: Vec<Step> = crate::stored::json("plan", &p.id, &p.plan)?;
     let (create, update, archive) = planned(&steps);
     let touched = update.len() + archive.len();
-    Preview {
+    Ok(Preview {
         preview_id: p.id.clone(),
         account: p.account.clone(),
         unchanged: local_count.saturating_sub(touched),
@@ -291,7 +291,7 @@ fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Preview {
         archive,
         applied: p.applied_at.is_some(),
         created_at: p.created_at,
-    }
+    })
 }
 
 /// Preview an import: what it would create, update or archive, by external id.
@@ -344,7 +344,7 @@ pub async fn preview(
         created_at: now,
     };
     commit::commit(db, Change::at(now).write(commit::insert(row.clone()))).await?;
-    Ok(render_preview(&row, local_products.len()))
+    Ok(render_preview(&row, local_products.len())?)
 }
 
 /// Applies a preview exactly as it was shown, in one commit; returns the answer's JSON (the
@@ -385,7 +385,7 @@ pub async fn apply_preview(
             .param("preview_id")),
         };
     }
-    let steps: Vec<Step> = serde_json::from_str(&preview.plan).unwrap_or_default();
+    let steps: Vec<Step> = crate::stored::json("plan", &preview.id, &preview.plan)?;
     let (change, applied) = apply(db, &preview, &steps, now).await?;
     let json = serde_json::to_string(&applied).unwrap_or_default();
     let mut done = preview.clone();

@@ -227,7 +227,7 @@ pub async fn add_price(
         state.clock.now(),
     )
     .await?;
-    Ok(HttpResponse::Created().json(render_price(&price, p.default_price_id.as_deref())))
+    Ok(HttpResponse::Created().json(render_price(&price, p.default_price_id.as_deref())?))
 }
 
 /// Change a price's nickname, metadata or default flag; nothing else of a price changes.
@@ -253,7 +253,7 @@ pub async fn update_price(
         state.clock.now(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())))
+    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())?))
 }
 
 /// Archive a price: it can no longer be sold (the default price cannot be archived: 409).
@@ -276,7 +276,7 @@ pub async fn archive_price(
         state.clock.now(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())))
+    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())?))
 }
 
 /// Add an add-on group.

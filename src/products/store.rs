@@ -18,6 +18,7 @@ use crate::{
     auth::keys::Scope,
     commit::{self, Change, Write},
     pagination::{paginate, List, Page, PageError},
+    stored,
 };
 
 pub use crate::commit::CommitError;
@@ -64,24 +65,22 @@ pub async fn prices_of(
 }
 
 /// The add-on groups stored on a product, in the product's mode.
-pub fn groups(p: &product::Model) -> Vec<AddonGroup> {
-    let mut groups: Vec<AddonGroup> = serde_json::from_str(&p.addon_groups).unwrap_or_default();
+pub fn groups(p: &product::Model) -> Result<Vec<AddonGroup>, DbErr> {
+    let mut groups: Vec<AddonGroup> = stored::json("addon_groups", &p.id, &p.addon_groups)?;
     for g in &mut groups {
         g.test_mode = p.test_mode;
     }
-    groups
+    Ok(groups)
 }
 
 /// A bundle's components; `None` for a product that is not a bundle.
-pub fn components(p: &product::Model) -> Option<Vec<Component>> {
-    p.bundle
-        .as_deref()
-        .and_then(|b| serde_json::from_str(b).ok())
+pub fn components(p: &product::Model) -> Result<Option<Vec<Component>>, DbErr> {
+    stored::json_opt("bundle", &p.id, p.bundle.as_deref())
 }
 
 /// The image ids stored on a product.
-pub fn images(p: &product::Model) -> Vec<String> {
-    serde_json::from_str(&p.images).unwrap_or_default()
+pub fn images(p: &product::Model) -> Result<Vec<String>, DbErr> {
+    stored::json("images", &p.id, &p.images)
 }
 
 /// A new product with its prices, in one commit.
@@ -376,12 +375,14 @@ pub async fn bundle_graph(
         .filter(product::Column::Bundle.is_not_null())
         .all(db)
         .await?;
-    let mut price_ids = Vec::new();
-    for b in &bundles {
-        for c in components(b).unwrap_or_default() {
-            price_ids.extend(c.price_id);
-        }
-    }
+    let parts = bundles
+        .iter()
+        .map(|b| Ok((b.id.clone(), components(b)?.unwrap_or_default())))
+        .collect::<Result<Vec<_>, DbErr>>()?;
+    let price_ids: Vec<&String> = parts
+        .iter()
+        .flat_map(|(_, c)| c.iter().filter_map(|c| c.price_id.as_ref()))
+        .collect();
     let owners: BTreeMap<String, String> = price::Entity::find()
         .filter(price::Column::Id.is_in(price_ids))
         .all(db)
@@ -389,18 +390,17 @@ pub async fn bundle_graph(
         .into_iter()
         .map(|p| (p.id, p.product_id))
         .collect();
-    Ok(bundles
-        .iter()
-        .map(|b| {
-            let to = components(b)
-                .unwrap_or_default()
+    Ok(parts
+        .into_iter()
+        .map(|(id, components)| {
+            let to = components
                 .into_iter()
                 .filter_map(|c| {
                     c.product_id
                         .or_else(|| c.price_id.and_then(|p| owners.get(&p).cloned()))
                 })
                 .collect();
-            (b.id.clone(), to)
+            (id, to)
         })
         .collect())
 }

@@ -97,7 +97,7 @@ pub async fn create_refund(
     let refund = done
         .refund
         .ok_or_else(|| ApiError::internal("refund command made no refund"))?;
-    Ok(HttpResponse::Created().json(Refund::render(&refund)))
+    Ok(HttpResponse::Created().json(Refund::render(&refund)?))
 }
 
 /// Retrieve a refund; `force_sync=true` asks the processor first.
@@ -116,7 +116,7 @@ pub async fn retrieve_refund(
         .await?
         .ok_or_else(|| ApiError::not_found("refund"))?;
     if q.force_sync != Some(true) {
-        return Ok(HttpResponse::Ok().json(Refund::render(&refund)));
+        return Ok(HttpResponse::Ok().json(Refund::render(&refund)?));
     }
     Ok(HttpResponse::Ok().json(settled(&payments, &caller, refund).await?))
 }
@@ -132,7 +132,7 @@ async fn settled(
     };
     let access = Some(Access::of(caller, None)?);
     let done = run(payments, &refund.payment_id, access, command, None).await?;
-    Ok(Refund::render(&done.refund.unwrap_or(refund)))
+    Ok(Refund::render(&done.refund.unwrap_or(refund))?)
 }
 
 /// Change a refund's reason or metadata.
@@ -159,7 +159,7 @@ pub async fn update_refund(
         Ok::<_, ApiError>(commit::or_retry(written.await)?)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(Refund::render(&updated)))
+    Ok(HttpResponse::Ok().json(Refund::render(&updated)?))
 }
 
 /// Filter refunds, newest first.
@@ -195,5 +195,5 @@ pub async fn list_refunds(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(list.map(|r| Refund::render(&r))))
+    Ok(HttpResponse::Ok().json(list.try_map(|r| Refund::render(&r))?))
 }

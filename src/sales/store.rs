@@ -41,11 +41,8 @@ pub async fn lines(
         .await?;
     let (mut sold, mut refunded) = (Vec::new(), Vec::new());
     for p in &payments {
-        let all: Vec<Line> = p
-            .lines
-            .as_deref()
-            .and_then(|l| serde_json::from_str(l).ok())
-            .unwrap_or_default();
+        let all: Vec<Line> =
+            crate::stored::json_opt("lines", &p.id, p.lines.as_deref())?.unwrap_or_default();
         // A capture given back by a cancel after capture sold nothing.
         let captured = if p.status == "cancelled_post_capture" {
             0
@@ -71,7 +68,7 @@ pub async fn lines(
             });
         }
         for r in refunds.iter().filter(|r| r.payment_id == p.id) {
-            let parts: Vec<LineRefund> = serde_json::from_str(&r.lines).unwrap_or_default();
+            let parts: Vec<LineRefund> = crate::stored::json("lines", &r.id, &r.lines)?;
             for part in parts.iter().filter(|x| mine.contains(&x.line_id.as_str())) {
                 let line = all.iter().find(|l| l.line_id == part.line_id);
                 refunded.push(Refunded {

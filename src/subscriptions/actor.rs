@@ -179,9 +179,9 @@ async fn sync(
             after.cancelled_at = Some(now);
             after.cancellation_reason = Some("cancelled at the billing processor".into());
         }
-        events.push(store::event(&after, next.event));
+        events.push(store::event(&after, next.event)?);
     }
-    let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
+    let items: Vec<super::api::Item> = crate::stored::json("items", &s.id, &s.items)?;
     let plan = super::plans::plan(&p.plan_id);
     let changed = items.first().map(|i| (i.plan_id.as_deref(), i.quantity))
         != Some((Some(p.plan_id.as_str()), p.quantity));
@@ -218,7 +218,7 @@ async fn step(
         Command::Pause => {
             let next = machine::pause(status, s.cancel_at_period_end)?;
             let after = store::raised(s, moved(s, next, now));
-            let events = vec![store::event(&after, next.event)];
+            let events = vec![store::event(&after, next.event)?];
             save(deps, s, after, CycleWrite::None, events).await
         }
         Command::Resume { mandate } => resume(deps, s, status, mandate.as_ref(), now).await,
@@ -238,7 +238,7 @@ async fn step(
                     cycle = void_open(&mut after, open, now);
                 }
             }
-            let events = vec![store::event(&after, next.event)];
+            let events = vec![store::event(&after, next.event)?];
             save(deps, s, after, cycle, events).await
         }
         Command::Confirm { mandate } => {
@@ -296,7 +296,7 @@ async fn step(
             if *proration == machine::Proration::AlwaysInvoice && owed > 0 {
                 // Charged now: a cycle for the rest of the period, collected like any other.
                 let seq = next_seq(deps, s).await?;
-                let mut cycle = new_cycle(&after, seq, now);
+                let mut cycle = new_cycle(&after, seq, now)?;
                 cycle.period_start = now;
                 cycle.lines = proration_lines(owed);
                 taxed(deps, &after, &mut cycle, now).await?;
@@ -385,7 +385,7 @@ async fn tick(
         };
         let mut after = store::raised(s, moved(s, next, now));
         let cycle = void_open(&mut after, open, now);
-        let events = vec![store::event(&after, next.event)];
+        let events = vec![store::event(&after, next.event)?];
         return save(deps, s, after, cycle, events).await;
     }
     // A failed cycle's retry. Retries wait while the subscription is paused (the resume
@@ -415,7 +415,7 @@ async fn tick(
         }
         let cycle = void_open(&mut after, open, now);
         let after = store::raised(s, after);
-        let events = vec![store::event(&after, next.event)];
+        let events = vec![store::event(&after, next.event)?];
         return save(deps, s, after, cycle, events).await;
     }
     // An active subscription does not renew while a cycle of it is being collected: its
@@ -478,6 +478,7 @@ async fn resume(
         let after = store::raised(s, after);
         let events = announce
             .map(|e| store::event(&after, e))
+            .transpose()?
             .into_iter()
             .collect();
         return save(deps, s, after, CycleWrite::None, events).await;

@@ -142,7 +142,7 @@ pub async fn adopt(
             Status::Paused => "subscription_paused",
             _ => "subscription_active",
         },
-    )];
+    )?];
     let due = store::next_due(&s, None, deps.confirm_within);
     match store::insert(&deps.db, &s, None, events, due).await {
         Ok(()) => {}
@@ -307,8 +307,11 @@ pub async fn apply(
     let row = found
         .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == shop)
         .ok_or_else(|| ApiError::not_found("import preview").param("preview_id"))?;
-    let ids: Vec<String> =
-        serde_json::from_str(&row.processor_subscription_ids).unwrap_or_default();
+    let ids: Vec<String> = crate::stored::json(
+        "processor_subscription_ids",
+        &row.id,
+        &row.processor_subscription_ids,
+    )?;
     let mut applied = ImportApplied {
         preview_id: row.id.clone(),
         adopted: Vec::new(),

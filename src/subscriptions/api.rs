@@ -290,8 +290,8 @@ impl ListSubscriptionsQuery {
 }
 
 impl Subscription {
-    pub fn render(s: &payd_entity::subscription::Model) -> Self {
-        Self {
+    pub fn render(s: &payd_entity::subscription::Model) -> Result<Self, sea_orm::DbErr> {
+        Ok(Self {
             subscription_id: s.id.clone(),
             version: s.version,
             status: s.status.clone(),
@@ -306,7 +306,7 @@ impl Subscription {
             payment_method_id: s.payment_method_id.clone(),
             mandate_id: s.mandate_id.clone(),
             checkout_url: s.checkout_url.clone(),
-            items: serde_json::from_str(&s.items).unwrap_or_default(),
+            items: crate::stored::json("items", &s.id, &s.items)?,
             amount: s.amount,
             pending_adjustment: s.pending_adjustment,
             currency: s.currency.clone(),
@@ -316,9 +316,9 @@ impl Subscription {
             processor_subscription_id: s.processor_subscription_id.clone(),
             term_cycles: s.term_cycles,
             profile_id: s.profile_id.clone(),
-            metadata: serde_json::from_str(&s.metadata).unwrap_or_default(),
+            metadata: crate::stored::json("metadata", &s.id, &s.metadata)?,
             created: s.created_at,
-        }
+        })
     }
 }
 
@@ -326,14 +326,17 @@ impl Subscription {
 pub const PRORATION_LINE: &str = "proration";
 
 impl Cycle {
-    pub fn render(c: &payd_entity::subscription_cycle::Model, test_mode: bool) -> Self {
+    pub fn render(
+        c: &payd_entity::subscription_cycle::Model,
+        test_mode: bool,
+    ) -> Result<Self, sea_orm::DbErr> {
         #[derive(Deserialize)]
         struct LineId {
             line_id: String,
         }
-        let lines: Vec<LineId> = serde_json::from_str(&c.lines).unwrap_or_default();
+        let lines: Vec<LineId> = crate::stored::json("lines", &c.id, &c.lines)?;
         let proration = matches!(&lines[..], [only] if only.line_id == PRORATION_LINE);
-        Self {
+        Ok(Self {
             cycle_id: c.id.clone(),
             subscription_id: c.subscription_id.clone(),
             period_start: c.period_start,
@@ -347,7 +350,7 @@ impl Cycle {
             next_attempt_at: c.next_attempt_at,
             kind: if proration { "proration" } else { "period" }.to_owned(),
             test_mode,
-        }
+        })
     }
 }
 

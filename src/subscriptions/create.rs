@@ -306,7 +306,7 @@ async fn collect_first(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<subscription::Model, ApiError> {
     let deps = subscriptions.deps();
-    let mut cycle = new_cycle(&s, 1, now);
+    let mut cycle = new_cycle(&s, 1, now)?;
     super::cycles::taxed(deps, &s, &mut cycle, now).await?;
     s.open_cycle_id = Some(cycle.id.clone());
     // The job comes after the charge's check time: it settles the charge only if this
@@ -395,15 +395,15 @@ pub async fn create_for_checkout(
     let db = &deps.db;
     let now = deps.clock.now();
     let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
-    let mut cycle = new_cycle(&s, 1, now);
+    let mut cycle = new_cycle(&s, 1, now)?;
     super::cycles::taxed(deps, &s, &mut cycle, now).await?;
     let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
-    let payment = cycle_payment(&s, &cycle, true);
+    let payment = cycle_payment(&s, &cycle, true)?;
     let maker = payments::create::Maker::Subscription { payment_id: pid };
     let p = payments::create::create(&deps.payments, caller, payment, None, None, maker).await?;
-    s.checkout_url = payments::api::Payment::render(&p, &deps.public_url).checkout_url;
+    s.checkout_url = payments::api::Payment::render(&p, &deps.public_url)?.checkout_url;
     s.open_cycle_id = Some(cycle.id.clone());
-    let created = vec![store::event(&s, "subscription_created")];
+    let created = vec![store::event(&s, "subscription_created")?];
     let due = store::next_due(&s, Some(&cycle), deps.confirm_within);
     store::insert(db, &s, Some(&cycle), created, due).await?;
     Ok(s)

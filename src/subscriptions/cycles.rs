@@ -165,8 +165,8 @@ pub(super) async fn next_seq(
 }
 
 /// A cycle's lines.
-pub(super) fn lines_of(c: &subscription_cycle::Model) -> Vec<CycleLine> {
-    serde_json::from_str(&c.lines).unwrap_or_default()
+pub(super) fn lines_of(c: &subscription_cycle::Model) -> Result<Vec<CycleLine>, DbErr> {
+    crate::stored::json("lines", &c.id, &c.lines)
 }
 
 /// The one line of a cycle whose plan is charged less a credit of plan changes.
@@ -185,7 +185,7 @@ pub(super) async fn taxed(
     cycle: &mut subscription_cycle::Model,
     now: DateTime<Utc>,
 ) -> Result<(), SubscriptionError> {
-    let mut lines = lines_of(cycle);
+    let mut lines = lines_of(cycle)?;
     if s.billing != store::PAYD || lines.is_empty() {
         return Ok(());
     }
@@ -205,11 +205,25 @@ pub(super) async fn taxed(
     Ok(())
 }
 
-/// The one line of a cycle that charges prorations.
+/// The line of a cycle that charges prorations.
+fn proration_line(amount: i64) -> CycleLine {
+    CycleLine {
+        line_id: super::api::PRORATION_LINE.to_owned(),
+        name: "Prorations of plan changes".to_owned(),
+        quantity: 1,
+        unit_amount: amount,
+        product_id: None,
+        price_id: None,
+        tax_rule_id: None,
+        tax_rate_bps: 0,
+        tax_inclusive: false,
+        tax_amount: 0,
+    }
+}
+
+/// The lines of a cycle that charges only prorations.
 pub(super) fn proration_lines(amount: i64) -> String {
-    serde_json::json!([{"line_id": super::api::PRORATION_LINE, "name": "Prorations of plan changes",
-        "quantity": 1, "unit_amount": amount}])
-    .to_string()
+    serde_json::to_string(&[proration_line(amount)]).unwrap_or_else(|_| "[]".into())
 }
 
 /// The renewal, or the period a resume starts: `after` (`s` in its new period) gets the
@@ -225,15 +239,12 @@ pub(super) async fn bill(
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
     let seq = next_seq(deps, s).await?;
-    let mut cycle = new_cycle(&after, seq, now);
+    let mut cycle = new_cycle(&after, seq, now)?;
     after.paid_rate = after.amount;
     let charge = after.amount.saturating_add(after.pending_adjustment);
     if after.pending_adjustment > 0 {
-        let mut lines = lines_of(&cycle);
-        lines.extend(
-            serde_json::from_str::<Vec<CycleLine>>(&proration_lines(after.pending_adjustment))
-                .unwrap_or_default(),
-        );
+        let mut lines = lines_of(&cycle)?;
+        lines.push(proration_line(after.pending_adjustment));
         cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
     } else if after.pending_adjustment < 0 {
         // Lines cannot be negative: a credited cycle charges the plan less the credit as one
@@ -250,9 +261,10 @@ pub(super) async fn bill(
         let after = store::raised(s, after);
         let mut events: Vec<Event> = announce
             .map(|e| store::event(&after, e))
+            .transpose()?
             .into_iter()
             .collect();
-        events.push(store::invoice_event(&after, &cycle, None, "invoice_paid"));
+        events.push(store::invoice_event(&after, &cycle, None, "invoice_paid")?);
         return save(deps, s, after, CycleWrite::Insert(cycle), events).await;
     }
     cycle.amount = charge;
@@ -262,6 +274,7 @@ pub(super) async fn bill(
     let after = store::raised(s, after);
     let events = announce
         .map(|e| store::event(&after, e))
+        .transpose()?
         .into_iter()
         .collect();
     let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), events).await?;
@@ -333,8 +346,8 @@ pub fn new_cycle(
     s: &subscription::Model,
     seq: i64,
     now: DateTime<Utc>,
-) -> subscription_cycle::Model {
-    let items: Vec<super::api::Item> = serde_json::from_str(&s.items).unwrap_or_default();
+) -> Result<subscription_cycle::Model, DbErr> {
+    let items: Vec<super::api::Item> = crate::stored::json("items", &s.id, &s.items)?;
     // Each line names its product and price, so the sales report counts what cycles sold.
     let lines: Vec<CycleLine> = items
         .iter()
@@ -356,7 +369,7 @@ pub fn new_cycle(
             tax_amount: 0,
         })
         .collect();
-    subscription_cycle::Model {
+    Ok(subscription_cycle::Model {
         id: new_id("cyc"),
         subscription_id: s.id.clone(),
         seq,
@@ -373,7 +386,7 @@ pub fn new_cycle(
         next_attempt_at: None,
         created_at: now,
         updated_at: now,
-    }
+    })
 }
 
 /// A new attempt at an open cycle (`after`: the subscription it is made for, with
@@ -396,6 +409,7 @@ pub(super) async fn attempt(
     let after = store::raised(s, after);
     let events = announce
         .map(|e| store::event(&after, e))
+        .transpose()?
         .into_iter()
         .collect();
     let after = save(deps, s, after, CycleWrite::Update(c.clone()), events).await?;
@@ -426,8 +440,10 @@ pub(super) async fn settle(
     // As committed: the events below carry the version this change writes.
     let mut after = store::raised(s, s.clone());
     after.updated_at = now;
-    let json = |p: &payment::Model| {
-        serde_json::to_value(payments::api::Payment::render(p, &deps.public_url)).ok()
+    let json = |p: Option<&payment::Model>| -> Result<Option<serde_json::Value>, DbErr> {
+        let Some(p) = p else { return Ok(None) };
+        let shown = payments::api::Payment::render(p, &deps.public_url)?;
+        Ok(serde_json::to_value(shown).ok())
     };
     let mut events = Vec::new();
     match outcome {
@@ -456,14 +472,14 @@ pub(super) async fn settle(
             if let Some(next) = machine::paid(status, s.ever_active) {
                 after = moved(&after, next, now);
                 after.ever_active = true;
-                events.push(store::event(&after, next.event));
+                events.push(store::event(&after, next.event)?);
             }
             events.push(store::invoice_event(
                 &after,
                 &c,
-                p.as_ref().and_then(json),
+                json(p.as_ref())?,
                 "invoice_paid",
-            ));
+            )?);
         }
         Outcome::Failed(p) => {
             c.charging = false;
@@ -487,11 +503,11 @@ pub(super) async fn settle(
             events.push(store::invoice_event(
                 &after,
                 &c,
-                p.as_ref().and_then(json),
+                json(p.as_ref())?,
                 "invoice_payment_failed",
-            ));
+            )?);
             if let Some(next) = past_due {
-                events.push(store::event(&after, next.event));
+                events.push(store::event(&after, next.event)?);
             }
         }
     }
@@ -567,8 +583,8 @@ pub fn cycle_payment(
     s: &subscription::Model,
     c: &subscription_cycle::Model,
     checkout: bool,
-) -> CreatePaymentRequest {
-    CreatePaymentRequest {
+) -> Result<CreatePaymentRequest, DbErr> {
+    Ok(CreatePaymentRequest {
         amount: c.amount,
         currency: c.currency.clone(),
         capture_method: None,
@@ -581,7 +597,7 @@ pub fn cycle_payment(
         off_session: (!checkout).then_some(true),
         mandate_data: None,
         enable_partial_authorization: false,
-        lines: Some(lines_of(c).iter().map(CycleLine::payment_line).collect())
+        lines: Some(lines_of(c)?.iter().map(CycleLine::payment_line).collect())
             .filter(|l: &Vec<_>| !l.is_empty()),
         metadata: Some(
             [
@@ -594,7 +610,7 @@ pub fn cycle_payment(
         description: Some(format!("Subscription {} cycle {}", s.id, c.seq)),
         return_url: None,
         hosted_checkout: checkout,
-    }
+    })
 }
 
 /// The off-session payment of an attempt, as payd itself, in the subscription's shop.
@@ -620,7 +636,7 @@ pub(super) async fn make(
         profile: Some(profile),
         clock_offset: crate::clock::current().offset_seconds,
     };
-    let req = cycle_payment(s, c, false);
+    let req = cycle_payment(s, c, false)?;
     payments::create::create(
         &deps.payments,
         &caller,

@@ -78,7 +78,7 @@ pub async fn adopt_subscription(
         req.customer_id.as_deref(),
     )
     .await?;
-    Ok(HttpResponse::Created().json(Subscription::render(&s)))
+    Ok(HttpResponse::Created().json(Subscription::render(&s)?))
 }
 
 /// List the shop's subscriptions at the billing processor that an apply would adopt, and keep

@@ -105,7 +105,7 @@ pub(super) async fn run(
         timeline: crate::clock::current(),
     };
     let s = subscriptions.send(id, exec).await??;
-    Ok(HttpResponse::Ok().json(Subscription::render(&s)))
+    Ok(HttpResponse::Ok().json(Subscription::render(&s)?))
 }
 
 async fn owned(
@@ -144,7 +144,7 @@ pub async fn create_subscription(
         state.settings.limits.max_amount,
     )
     .await?;
-    Ok(HttpResponse::Created().json(Subscription::render(&s)))
+    Ok(HttpResponse::Created().json(Subscription::render(&s)?))
 }
 
 /// Create a subscription for the buyer to confirm on the hosted checkout (`checkout_url`):
@@ -163,7 +163,7 @@ pub async fn create_for_checkout(
 ) -> Result<HttpResponse, ApiError> {
     let max = state.settings.limits.max_amount;
     let s = create::create_for_checkout(&subscriptions, &caller, req, max).await?;
-    Ok(HttpResponse::Created().json(Subscription::render(&s)))
+    Ok(HttpResponse::Created().json(Subscription::render(&s)?))
 }
 
 /// Confirm a `created` subscription with a saved method under a multi-use mandate of its
@@ -276,7 +276,7 @@ pub async fn estimate(
                 interval_count: s.interval_count,
                 period_start: next.current_period_start,
                 period_end: next.current_period_end,
-                items: serde_json::from_str(&s.items).unwrap_or_default(),
+                items: crate::stored::json("items", &s.id, &s.items)?,
                 subscription_id: Some(s.id),
             }
         }
@@ -317,7 +317,7 @@ pub async fn list_subscriptions(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(list.map(|s| Subscription::render(&s))))
+    Ok(HttpResponse::Ok().json(list.try_map(|s| Subscription::render(&s))?))
 }
 
 /// Retrieve a subscription.
@@ -331,7 +331,7 @@ pub async fn retrieve_subscription(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let s = owned(&state, &caller, &id).await?;
-    Ok(HttpResponse::Ok().json(Subscription::render(&s)))
+    Ok(HttpResponse::Ok().json(Subscription::render(&s)?))
 }
 
 /// What can be done with the subscription now.
@@ -499,7 +499,7 @@ pub async fn subscription_cycles(
         .iter()
         .take(MAX_CYCLES)
         .map(|c| Cycle::render(c, s.test_mode))
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok(HttpResponse::Ok().json(Cycles {
         data,
         has_more: all.len() > MAX_CYCLES,

@@ -37,7 +37,13 @@ pub const PAYD: &str = "payd";
 pub const CHARGE_CHECK: i64 = 60;
 
 /// A subscription event with the subscription's object.
-pub fn event(s: &subscription::Model, event_type: &str) -> Event {
+pub fn event(s: &subscription::Model, event_type: &str) -> Result<Event, DbErr> {
+    let object = serde_json::to_string(&Subscription::render(s)?).unwrap_or_default();
+    Ok(with_object(s, event_type, object))
+}
+
+/// An event about the subscription whose object is `object`.
+fn with_object(s: &subscription::Model, event_type: &str, object: String) -> Event {
     Event {
         merchant_id: s.merchant_id.clone(),
         profile_id: Some(s.profile_id.clone()),
@@ -45,7 +51,7 @@ pub fn event(s: &subscription::Model, event_type: &str) -> Event {
         event_type: event_type.to_owned(),
         object_id: s.id.clone(),
         content_type: "subscription_details",
-        object: serde_json::to_string(&Subscription::render(s)).unwrap_or_default(),
+        object,
     }
 }
 
@@ -56,16 +62,14 @@ pub fn invoice_event(
     c: &subscription_cycle::Model,
     payment: Option<serde_json::Value>,
     event_type: &str,
-) -> Event {
+) -> Result<Event, DbErr> {
     let object = InvoicePaid {
-        subscription: Subscription::render(s),
-        invoice: Cycle::render(c, s.test_mode),
+        subscription: Subscription::render(s)?,
+        invoice: Cycle::render(c, s.test_mode)?,
         payment,
     };
-    Event {
-        object: serde_json::to_string(&object).unwrap_or_default(),
-        ..event(s, event_type)
-    }
+    let object = serde_json::to_string(&object).unwrap_or_default();
+    Ok(with_object(s, event_type, object))
 }
 
 /// The subscription that adopted this processor subscription, if one has.
@@ -111,10 +115,8 @@ pub fn disputed_event(
         processor_subscription_id: s.processor_subscription_id.clone(),
         processor_invoice_id: invoice.id.clone(),
     };
-    Event {
-        object: serde_json::to_string(&object).unwrap_or_default(),
-        ..event(s, "invoice_disputed")
-    }
+    let object = serde_json::to_string(&object).unwrap_or_default();
+    with_object(s, "invoice_disputed", object)
 }
 
 /// When the subscription is next due, if ever.

@@ -107,8 +107,8 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
-    pub fn render(e: &payd_entity::wallet_case_entry::Model) -> Self {
-        Self {
+    pub fn render(e: &payd_entity::wallet_case_entry::Model) -> Result<Self, sea_orm::DbErr> {
+        Ok(Self {
             case_id: e.case_id.clone(),
             seq: e.seq,
             actor: e.actor.clone(),
@@ -118,13 +118,10 @@ impl HistoryEntry {
             status_to: e.status_to.clone(),
             message: e.message.clone(),
             amount: e.amount,
-            file_ids: e
-                .file_ids
-                .as_deref()
-                .and_then(|f| serde_json::from_str(f).ok())
+            file_ids: crate::stored::json_opt("file_ids", &e.case_id, e.file_ids.as_deref())?
                 .unwrap_or_default(),
             created: e.created_at,
-        }
+        })
     }
 }
 

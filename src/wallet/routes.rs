@@ -151,7 +151,7 @@ pub async fn case_history(
         .await?
         .iter()
         .map(HistoryEntry::render)
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok(HttpResponse::Ok().json(History {
         data,
         has_more: false,
