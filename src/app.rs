@@ -18,28 +18,20 @@ use crate::{
     auth::{KeyKind, Mode},
     clock::SharedClock,
     customers, db,
-    disputes::{
-        self,
-        actor::{DisputeDeps, Exec as DisputeExec},
-        Disputes,
-    },
+    disputes::{self, actor::DisputeDeps, Disputes},
     error::ApiError,
     events, files,
     http::{self, BodyLimit},
     idempotency,
     invoices::{self, actor::InvoiceDeps, Invoices},
     openapi, ops,
-    payments::{
-        self,
-        actor::{Command, Exec, PaymentDeps},
-        Payments,
-    },
+    payments::{self, actor::PaymentDeps, Payments},
     payouts::{self, actor::PayoutDeps, Payouts},
     processors::sandbox::Sandbox,
     products,
     ratelimit::{self, RateLimiter, RequestTimeout},
     refunds, risk, sales,
-    scheduler::{self, Job, Outcome, Scheduler},
+    scheduler::{self, Scheduler},
     settings::{DeploymentMode, Settings},
     state::AppState,
     subscriptions::{self, cycles::SubscriptionDeps, Subscriptions},
@@ -65,12 +57,6 @@ pub struct Application {
     invoices: web::Data<Invoices>,
     payouts: web::Data<Payouts>,
 }
-
-/// Scheduled job that drops idempotency keys past their retention window.
-const IDEMPOTENCY_PURGE: &str = "idempotency_purge";
-
-/// Scheduled job that drops the chunks of uploads a crash cut off.
-const FILE_CHUNK_PURGE: &str = "file_chunk_purge";
 
 /// How long shutdown waits for the webhook dispatcher's claim under way.
 const DISPATCHER_STOP: Duration = Duration::from_secs(10);
@@ -260,17 +246,20 @@ impl Application {
             pool,
             wake.clone(),
         ));
-        let mut scheduler = build_scheduler(
-            &db,
-            &clock,
-            &settings,
-            &payments,
-            &disputes,
-            &wallet,
-            &subscriptions,
-        );
-        invoice_jobs(&mut scheduler, &invoices);
-        payout_jobs(&mut scheduler, &payouts);
+        // Every kind of job: each resource's, and the deployment's periodic purges.
+        let mut scheduler =
+            Scheduler::new(db.conn().clone(), clock.clone(), settings.scheduler.clone());
+        payments::jobs::register(&mut scheduler, &db, &payments);
+        disputes::jobs::register(&mut scheduler, &disputes);
+        subscriptions::jobs::register(&mut scheduler, &subscriptions);
+        wallet::jobs::register(&mut scheduler, &wallet);
+        customers::jobs::register(&mut scheduler, &db, &clock);
+        invoices::jobs::register(&mut scheduler, &invoices);
+        payouts::jobs::register(&mut scheduler, &payouts);
+        let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
+        idempotency::register_purge(&mut scheduler, &db, &clock, ttl);
+        webhooks::retention::register(&mut scheduler, &db, &clock, &settings.webhooks);
+        files::store::register_purge(&mut scheduler, &db, &clock);
         let risk_assessor = assessor.clone();
         scheduler.register(risk::store::ASSESS_JOB, move |_job| {
             risk_assessor.clone().assess_all()
@@ -278,8 +267,8 @@ impl Application {
         let scheduler = Arc::new(scheduler);
         let now = clock.now();
         for job in [
-            IDEMPOTENCY_PURGE,
-            FILE_CHUNK_PURGE,
+            idempotency::PURGE_JOB,
+            files::store::PURGE_JOB,
             risk::store::ASSESS_JOB,
             webhooks::retention::PURGE_JOB,
         ] {
@@ -489,185 +478,6 @@ impl Application {
     }
 }
 
-fn build_scheduler(
-    db: &Db,
-    clock: &SharedClock,
-    settings: &Settings,
-    payments: &Payments,
-    disputes: &Disputes,
-    wallet: &web::Data<WalletDeps>,
-    subscriptions: &Subscriptions,
-) -> Scheduler {
-    let mut scheduler =
-        Scheduler::new(db.conn().clone(), clock.clone(), settings.scheduler.clone());
-    for (kind, command) in [
-        (payments::store::EXPIRY_JOB, Command::Expire),
-        (payments::store::SETTLE_JOB, Command::Sync),
-        (payments::store::DISPUTE_OPEN_JOB, Command::OpenDispute),
-    ] {
-        let payments = payments.clone();
-        scheduler.register(kind, move |job: Job| {
-            let (payments, command) = (payments.clone(), command.clone());
-            async move {
-                let exec = Exec::own(command);
-                match payments.send(&job.entity_id, exec).await {
-                    Ok(Ok(_)) | Err(payd_actors::ActorError::Load(payments::actor::PaymentError::NotFound)) => Outcome::Done,
-                    Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                    Err(e) => Outcome::Failed(e.to_string()),
-                }
-            }
-        });
-    }
-    for (kind, command) in [
-        (
-            disputes::store::DEADLINE_JOB,
-            disputes::actor::Command::Expire,
-        ),
-        (
-            disputes::store::RESOLVE_JOB,
-            disputes::actor::Command::Resolve,
-        ),
-    ] {
-        let disputes = disputes.clone();
-        scheduler.register(kind, move |job: Job| {
-            let (disputes, command) = (disputes.clone(), command.clone());
-            async move {
-                let exec = DisputeExec {
-                    access: None,
-                    command,
-                    timeline: crate::clock::current(),
-                };
-                match disputes.send(&job.entity_id, exec).await {
-                    // A deadline that has not passed yet (the clock moved back): keep it.
-                    Ok(Ok(done))
-                        if kind == disputes::store::DEADLINE_JOB
-                            && done.dispute.status == "opened" =>
-                    {
-                        Outcome::RunAt(done.dispute.evidence_due_by)
-                    }
-                    Ok(Ok(_))
-                    | Err(payd_actors::ActorError::Load(
-                        disputes::actor::DisputeError::NotFound,
-                    )) => Outcome::Done,
-                    Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                    Err(e) => Outcome::Failed(e.to_string()),
-                }
-            }
-        });
-    }
-    let subs = subscriptions.clone();
-    scheduler.register(subscriptions::store::TICK_JOB, move |job: Job| {
-        let subs = subs.clone();
-        async move {
-            let exec = subscriptions::actor::Exec {
-                scope: None,
-                command: subscriptions::actor::Command::Tick,
-                timeline: crate::clock::current(),
-            };
-            match subs.send(&job.entity_id, exec).await {
-                // A tick that committed scheduled the next one itself (its lease is gone, so
-                // this answer no longer applies); one that changed nothing keeps the job for
-                // the subscription's next due moment.
-                Ok(Ok(s)) => {
-                    let deps = subs.deps();
-                    match subscriptions::store::due_of(&deps.db, &s, deps.confirm_within).await {
-                        Ok(Some(at)) => Outcome::RunAt(at),
-                        Ok(None) => Outcome::Done,
-                        Err(e) => Outcome::Failed(e.to_string()),
-                    }
-                }
-                Err(payd_actors::ActorError::Load(
-                    subscriptions::cycles::SubscriptionError::NotFound,
-                )) => Outcome::Done,
-                Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
-        }
-    });
-    let wallet = wallet.clone();
-    scheduler.register(wallet::store::DUE_JOB, move |job: Job| {
-        let wallet = wallet.clone();
-        async move {
-            match wallet::follow::run_due(&wallet, &job.entity_id).await {
-                Ok(wallet::processor::Due::Moved(_)) => Outcome::Done,
-                // Not due yet (the clock moved back): keep the job for then.
-                Ok(wallet::processor::Due::NotYet(Some(at))) => Outcome::RunAt(at),
-                Ok(wallet::processor::Due::NotYet(None)) => Outcome::Done,
-                Err(e) if e.status == actix_web::http::StatusCode::NOT_FOUND => Outcome::Done,
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
-        }
-    });
-    let (mandate_db, mandate_clock) = (db.clone(), clock.clone());
-    scheduler.register(customers::store::MANDATE_EXPIRY_JOB, move |job: Job| {
-        let (db, clock) = (mandate_db.clone(), mandate_clock.clone());
-        async move {
-            match customers::store::expire_mandate(&db, &job.entity_id, clock.now()).await {
-                Ok(true) => Outcome::Done,
-                Ok(false) => Outcome::Failed("the mandate changed meanwhile".into()),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
-        }
-    });
-    let (refund_db, payments) = (db.clone(), payments.clone());
-    scheduler.register(payments::store::REFUND_SETTLE_JOB, move |job: Job| {
-        let (db, payments) = (refund_db.clone(), payments.clone());
-        async move {
-            let refund = match payments::store::find_refund(&db, &job.entity_id).await {
-                Ok(Some(r)) => r,
-                Ok(None) => return Outcome::Done,
-                Err(e) => return Outcome::Failed(e.to_string()),
-            };
-            let command = Command::SettleRefund {
-                refund_id: refund.id,
-            };
-            match payments.send(&refund.payment_id, Exec::own(command)).await {
-                Ok(Ok(_)) => Outcome::Done,
-                Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
-        }
-    });
-    let (keys_db, keys_clock) = (db.clone(), clock.clone());
-    let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
-    scheduler.register(IDEMPOTENCY_PURGE, move |_job| {
-        let (db, clock) = (keys_db.clone(), keys_clock.clone());
-        async move {
-            scheduler::periodic(&clock, ChronoDuration::hours(1), |now| async move {
-                idempotency::purge_expired(&db, now, ttl).await.map(drop)
-            })
-            .await
-        }
-    });
-    let (purge_db, purge_clock) = (db.clone(), clock.clone());
-    let webhooks = Arc::new(settings.webhooks.clone());
-    scheduler.register(webhooks::retention::PURGE_JOB, move |_job| {
-        let (db, clock, webhooks) = (purge_db.clone(), purge_clock.clone(), webhooks.clone());
-        async move {
-            let every = ChronoDuration::seconds(webhooks.purge_interval_secs as i64);
-            scheduler::periodic(&clock, every, |now| async move {
-                webhooks::retention::run(&db, &webhooks, now).await
-            })
-            .await
-        }
-    });
-    let (db, clock) = (db.clone(), clock.clone());
-    scheduler.register(FILE_CHUNK_PURGE, move |_job| {
-        let (db, clock) = (db.clone(), clock.clone());
-        async move {
-            scheduler::periodic(&clock, ChronoDuration::hours(1), |now| async move {
-                // An upload outlives no request deadline; a day is far beyond any.
-                let before = now - ChronoDuration::days(1);
-                files::store::purge_orphan_chunks(&db, before)
-                    .await
-                    .map(drop)
-            })
-            .await
-        }
-    });
-    scheduler
-}
-
 /// The keys of the demo merchant, as written to `demo-keys.json`.
 #[derive(Serialize)]
 struct DemoKeys<'a> {
@@ -787,66 +597,4 @@ async fn stop_on_signal(server: ServerHandle) {
         }
     }
     server.stop(true).await;
-}
-
-/// The invoice jobs: a PDF a crash kept finalize from rendering.
-fn invoice_jobs(scheduler: &mut Scheduler, invoices: &Invoices) {
-    let pdf = invoices.clone();
-    scheduler.register(invoices::store::PDF_JOB, move |job: Job| {
-        let invoices = pdf.clone();
-        async move {
-            let exec = invoices::actor::Exec {
-                scope: None,
-                command: invoices::actor::Command::RenderPdf,
-                timeline: crate::clock::current(),
-            };
-            match invoices.send(&job.entity_id, exec).await {
-                Ok(Ok(_))
-                | Err(payd_actors::ActorError::Load(invoices::actor::InvoiceError::NotFound)) => {
-                    Outcome::Done
-                }
-                Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
-        }
-    });
-    let paid = invoices.clone();
-    scheduler.register(subscriptions::store::CYCLE_PAID_JOB, move |job: Job| {
-        let invoices = paid.clone();
-        async move {
-            match invoices::actor::cycle_paid(&invoices, &job.entity_id).await {
-                Ok(()) => Outcome::Done,
-                Err(e) => Outcome::Failed(e.to_string()),
-            }
-        }
-    });
-}
-
-/// The payout jobs: ask the processor about a payout it has; expire one that never went to it.
-fn payout_jobs(scheduler: &mut Scheduler, payouts: &Payouts) {
-    for (kind, command) in [
-        (payouts::store::SYNC_JOB, payouts::actor::Command::Sync),
-        (payouts::store::EXPIRY_JOB, payouts::actor::Command::Expire),
-    ] {
-        let payouts = payouts.clone();
-        scheduler.register(kind, move |job: Job| {
-            let (payouts, command) = (payouts.clone(), command.clone());
-            async move {
-                let exec = payouts::actor::Exec {
-                    scope: None,
-                    command,
-                    timeline: crate::clock::current(),
-                };
-                // A committed sync schedules the next one itself.
-                match payouts.send(&job.entity_id, exec).await {
-                    Ok(Ok(_))
-                    | Err(payd_actors::ActorError::Load(payouts::actor::PayoutError::NotFound)) => {
-                        Outcome::Done
-                    }
-                    Ok(Err(e)) => Outcome::Failed(e.to_string()),
-                    Err(e) => Outcome::Failed(e.to_string()),
-                }
-            }
-        });
-    }
 }

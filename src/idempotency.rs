@@ -563,6 +563,28 @@ impl KeyStore {
     }
 }
 
+/// The scheduled job that drops keys past their retention window (one for the deployment).
+pub const PURGE_JOB: &str = "idempotency_purge";
+
+/// Registers [`PURGE_JOB`]: hourly, keys older than `ttl` are deleted.
+pub fn register_purge(
+    scheduler: &mut crate::scheduler::Scheduler,
+    db: &crate::commit::Db,
+    clock: &crate::clock::SharedClock,
+    ttl: Duration,
+) {
+    let (db, clock) = (db.clone(), clock.clone());
+    scheduler.register(PURGE_JOB, move |_job| {
+        let (db, clock) = (db.clone(), clock.clone());
+        async move {
+            crate::scheduler::periodic(&clock, Duration::hours(1), |now| async move {
+                purge_expired(&db, now, ttl).await.map(drop)
+            })
+            .await
+        }
+    });
+}
+
 /// Deletes keys older than the retention window; run by the scheduler.
 pub async fn purge_expired(
     db: &impl ConnectionTrait,

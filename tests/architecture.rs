@@ -523,7 +523,7 @@ fn placed(name: &str, file: &Path) -> Option<&'static str> {
         Some("machine.rs") => Some("domain"),
         Some("api.rs") => Some("types"),
         Some("store.rs") => Some("store"),
-        Some("actor.rs") => Some("runtime"),
+        Some("actor.rs" | "jobs.rs") => Some("runtime"),
         Some("mod.rs") => Some("routes"),
         Some(f) if f.ends_with("routes.rs") => Some("routes"),
         _ => None,

@@ -2,6 +2,7 @@
 //! saving of a card when a payment asks for it (`setup_future_usage`).
 
 pub mod api;
+pub mod jobs;
 pub mod routes;
 pub mod store;
 

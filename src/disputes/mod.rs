@@ -4,6 +4,7 @@
 
 pub mod actor;
 pub mod api;
+pub mod jobs;
 pub mod machine;
 pub mod routes;
 pub mod store;

@@ -132,6 +132,30 @@ pub async fn insert(
     Ok(f)
 }
 
+/// The scheduled job that drops the chunks of uploads a crash cut off (one for the deployment).
+pub const PURGE_JOB: &str = "file_chunk_purge";
+
+/// Registers [`PURGE_JOB`]: hourly, chunks of no file older than a day are deleted (an
+/// upload outlives no request deadline; a day is far beyond any).
+pub fn register_purge(
+    scheduler: &mut crate::scheduler::Scheduler,
+    db: &Db,
+    clock: &crate::clock::SharedClock,
+) {
+    let (db, clock) = (db.clone(), clock.clone());
+    scheduler.register(PURGE_JOB, move |_job| {
+        let (db, clock) = (db.clone(), clock.clone());
+        async move {
+            crate::scheduler::periodic(&clock, chrono::Duration::hours(1), |now| async move {
+                purge_orphan_chunks(&db, now - chrono::Duration::days(1))
+                    .await
+                    .map(drop)
+            })
+            .await
+        }
+    });
+}
+
 /// Deletes chunks older than `before` that belong to no file (uploads cut off by a crash);
 /// run by the scheduler.
 pub async fn purge_orphan_chunks(

@@ -6,6 +6,7 @@
 pub mod actor;
 pub mod api;
 pub mod create;
+pub mod jobs;
 pub mod machine;
 pub mod pdf;
 pub mod routes;

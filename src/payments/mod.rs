@@ -7,6 +7,7 @@ pub mod checkout;
 pub mod commands;
 pub mod create;
 pub mod intent;
+pub mod jobs;
 pub mod machine;
 pub mod refunds;
 pub mod routes;

@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod api;
+pub mod jobs;
 pub mod machine;
 pub mod processor;
 pub mod routes;

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod follow;
+pub mod jobs;
 pub mod machine;
 pub mod processor;
 pub mod routes;

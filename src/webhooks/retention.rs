@@ -32,6 +32,27 @@ fn secs(s: u64) -> Duration {
     Duration::seconds(s as i64)
 }
 
+/// Registers [`PURGE_JOB`]: a run every `webhooks.purge_interval_secs`.
+pub fn register(
+    scheduler: &mut crate::scheduler::Scheduler,
+    db: &Db,
+    clock: &crate::clock::SharedClock,
+    settings: &WebhookSettings,
+) {
+    let (db, clock) = (db.clone(), clock.clone());
+    let settings = std::sync::Arc::new(settings.clone());
+    scheduler.register(PURGE_JOB, move |_job| {
+        let (db, clock, settings) = (db.clone(), clock.clone(), settings.clone());
+        async move {
+            let every = secs(settings.purge_interval_secs);
+            crate::scheduler::periodic(&clock, every, |now| async move {
+                run(&db, &settings, now).await
+            })
+            .await
+        }
+    });
+}
+
 /// One run of the purge and the sweep.
 pub async fn run(db: &Db, settings: &WebhookSettings, now: DateTime<Utc>) -> Result<(), DbErr> {
     let started = Instant::now();
