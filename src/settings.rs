@@ -571,13 +571,22 @@ impl Settings {
         Ok(builder.build()?.try_deserialize()?)
     }
 
+    /// Every section's checks; the first refused key is the error.
     fn validate(&self) -> Result<(), SettingsError> {
-        let bad = |key: &'static str, message: &str| {
-            Err(SettingsError::Key {
-                key,
-                message: message.to_owned(),
-            })
-        };
+        self.validate_listen_and_database()?;
+        self.validate_security()?;
+        self.validate_limits()?;
+        self.validate_runtime()?;
+        self.validate_webhooks()?;
+        self.validate_risk()?;
+        if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
+            return bad("log.filter", "not a valid tracing filter");
+        }
+        Ok(())
+    }
+
+    /// `listen` and `database.*`.
+    fn validate_listen_and_database(&self) -> Result<(), SettingsError> {
         if std::net::SocketAddr::from_str(&self.listen).is_err() {
             return bad("listen", "expected host:port, e.g. 127.0.0.1:8080");
         }
@@ -593,6 +602,11 @@ impl Settings {
         if self.database.writers == Some(0) {
             return bad("database.writers", "must be at least 1");
         }
+        Ok(())
+    }
+
+    /// `security.*`, the sandbox faults production refuses, and `admin_key`.
+    fn validate_security(&self) -> Result<(), SettingsError> {
         if self.security.key_pepper.len() < 16 {
             return bad("security.key_pepper", "must be at least 16 characters");
         }
@@ -664,6 +678,11 @@ impl Settings {
                 return bad("admin_key", "must be at least 8 characters");
             }
         }
+        Ok(())
+    }
+
+    /// `http.*` and `limits.*`.
+    fn validate_limits(&self) -> Result<(), SettingsError> {
         if self.http.request_timeout_secs == 0 {
             return bad("http.request_timeout_secs", "must be greater than 0");
         }
@@ -701,6 +720,11 @@ impl Settings {
         if self.limits.max_amount <= 0 {
             return bad("limits.max_amount", "must be greater than 0");
         }
+        Ok(())
+    }
+
+    /// `actors.*`, `scheduler.*` and `idempotency.*`.
+    fn validate_runtime(&self) -> Result<(), SettingsError> {
         if self.actors.mailbox_capacity == 0 {
             return bad("actors.mailbox_capacity", "must be greater than 0");
         }
@@ -713,6 +737,11 @@ impl Settings {
         if self.idempotency.ttl_hours == 0 {
             return bad("idempotency.ttl_hours", "must be greater than 0");
         }
+        Ok(())
+    }
+
+    /// `webhooks.*`.
+    fn validate_webhooks(&self) -> Result<(), SettingsError> {
         let w = &self.webhooks;
         if w.max_in_flight_per_endpoint == 0
             || w.request_timeout_secs == 0
@@ -738,6 +767,11 @@ impl Settings {
                 return bad(name, "must be between 1 second and 100 years");
             }
         }
+        Ok(())
+    }
+
+    /// `risk.*`: rates in (0, 1], not falling from band to band.
+    fn validate_risk(&self) -> Result<(), SettingsError> {
         let r = &self.risk;
         let bands = [r.elevated, r.high, r.critical];
         let rates = |t: &RiskThresholds| [t.dispute_rate, t.refund_rate, t.decline_rate];
@@ -756,9 +790,6 @@ impl Settings {
                 "the thresholds must not fall from elevated to high to critical",
             );
         }
-        if tracing_subscriber::EnvFilter::try_new(&self.log.filter).is_err() {
-            return bad("log.filter", "not a valid tracing filter");
-        }
         Ok(())
     }
 
@@ -769,6 +800,14 @@ impl Settings {
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.actors.idle_timeout_secs)
     }
+}
+
+/// A refused setting.
+fn bad(key: &'static str, message: &str) -> Result<(), SettingsError> {
+    Err(SettingsError::Key {
+        key,
+        message: message.to_owned(),
+    })
 }
 
 #[cfg(test)]
