@@ -120,151 +120,18 @@ impl Application {
             idle_timeout: settings.idle_timeout(),
             release_memory: crate::alloc::release_free_memory,
         };
-        let sandbox = Arc::new(Sandbox {
-            async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
-        });
-        let connections = Arc::new(crate::processors::connect::Connections::new(
-            sandbox.clone(),
-            keyring.clone(),
-            settings.clone(),
-        ));
-        let payments: Payments = Registry::new(
-            Arc::new(PaymentDeps {
-                db: db.clone(),
-                clock: clock.clone(),
-                settings: settings.clone(),
-                sandbox: sandbox.clone(),
-                public_url: public_url.clone(),
-                wake: wake.clone(),
-                connections: connections.clone(),
-                fresh: Default::default(),
-                fail_outcomes: Arc::new(payments::store::FailOutcomes::new(
-                    &settings.sandbox.fail_outcome_commits,
-                )),
-            }),
-            registry_config.clone(),
-            arbiters.clone(),
-        );
-        let disputes: Disputes = Registry::new(
-            Arc::new(DisputeDeps {
-                db: db.clone(),
-                clock: clock.clone(),
-                sandbox: sandbox.clone(),
-                wake: wake.clone(),
-            }),
-            registry_config.clone(),
-            arbiters.clone(),
-        );
-        let subscriptions: Subscriptions = Registry::new(
-            Arc::new(SubscriptionDeps {
-                db: db.clone(),
-                clock: clock.clone(),
-                payments: payments.clone(),
-                wake: wake.clone(),
-                public_url: public_url.clone(),
-                retry_days: settings.subscriptions.retry_schedule_days.clone(),
-                confirm_within: ChronoDuration::hours(i64::from(
-                    settings.subscriptions.confirm_within_hours,
-                )),
-                billing: Arc::new(subscriptions::billing::SandboxBilling { db: db.clone() }),
-                sandbox_max: settings.sandbox.max_subscriptions,
-                tax: Arc::new(invoices::settings::CycleTaxRules { db: db.clone() }),
-            }),
-            registry_config.clone(),
-            arbiters.clone(),
-        );
-        let invoices: Invoices = Registry::new(
-            Arc::new(InvoiceDeps {
-                db: db.clone(),
-                clock: clock.clone(),
-                wake: wake.clone(),
-            }),
-            registry_config.clone(),
-            arbiters.clone(),
-        );
-        let payouts: Payouts = Registry::new(
-            Arc::new(PayoutDeps {
-                db: db.clone(),
-                clock: clock.clone(),
-                wake: wake.clone(),
-                delay: sandbox.async_delay,
-            }),
-            registry_config.clone(),
-            arbiters.clone(),
-        );
-        let wallet = web::Data::new(WalletDeps {
-            processor: SandboxWallet {
-                db: db.clone(),
-                clock: clock.clone(),
-                timing: wallet::machine::Timing {
-                    reply: sandbox.async_delay,
-                    window: ChronoDuration::days(7),
-                },
-            },
-            payments: payments.clone(),
-            disputes: disputes.clone(),
-        });
-
-        let webhook_settings = Arc::new(settings.webhooks.clone());
-        // On PostgreSQL the webhook side has a pool of its own. A connection is bound to the
-        // runtime that opened it, and the HTTP workers' runtimes end before shutdown drains
-        // the deliveries: with one shared pool, a claim or an outcome written at that moment
-        // failed ("a Tokio context … is being shutdown"), leaving its deliveries leased. The
-        // dispatcher and the delivery actors run on runtimes that outlive the drain. SQLite's
-        // connections are threads of their own, and its writes go through one writer.
-        let webhook_db = match db.conn().get_database_backend() {
-            sea_orm::DbBackend::Postgres => Db::connect(&settings.database).await?,
-            _ => db.clone(),
+        let env = Env {
+            db: &db,
+            clock: &clock,
+            settings: &settings,
+            keyring: &keyring,
+            wake: &wake,
+            registry_config: &registry_config,
+            arbiters: &arbiters,
         };
-        let pool = DeliveryPool::new(
-            DeliveryDeps {
-                db: webhook_db.clone(),
-                clock: clock.clone(),
-                settings: webhook_settings.clone(),
-                depth: Default::default(),
-                wake: wake.clone(),
-                backlogs: Default::default(),
-                keyring: keyring.clone(),
-                outbound: Arc::new(crate::outbound::Policy::from_settings(
-                    settings.webhooks.allow_private_urls,
-                    &settings.security,
-                )),
-            },
-            registry_config,
-            arbiters.clone(),
-        );
-        let assessor = Arc::new(risk::Assessor {
-            db: db.clone(),
-            clock: clock.clone(),
-            settings: settings.risk.clone(),
-            wake: wake.clone(),
-        });
-        let dispatcher = Arc::new(Dispatcher::new(
-            webhook_db,
-            clock.clone(),
-            webhook_settings,
-            pool,
-            wake.clone(),
-        ));
-        // Every kind of job: each resource's, and the deployment's periodic purges.
-        let mut scheduler =
-            Scheduler::new(db.conn().clone(), clock.clone(), settings.scheduler.clone());
-        payments::jobs::register(&mut scheduler, &db, &payments);
-        disputes::jobs::register(&mut scheduler, &disputes);
-        subscriptions::jobs::register(&mut scheduler, &subscriptions);
-        wallet::jobs::register(&mut scheduler, &wallet);
-        customers::jobs::register(&mut scheduler, &db, &clock);
-        invoices::jobs::register(&mut scheduler, &invoices);
-        payouts::jobs::register(&mut scheduler, &payouts);
-        let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
-        idempotency::register_purge(&mut scheduler, &db, &clock, ttl);
-        webhooks::retention::register(&mut scheduler, &db, &clock, &settings.webhooks);
-        files::store::register_purge(&mut scheduler, &db, &clock);
-        let risk_assessor = assessor.clone();
-        scheduler.register(risk::store::ASSESS_JOB, move |_job| {
-            risk_assessor.clone().assess_all()
-        });
-        let scheduler = Arc::new(scheduler);
+        let actors = Actors::new(&env, &public_url);
+        let dispatcher = dispatcher(&env).await?;
+        let scheduler = Arc::new(actors.scheduler(&env));
         let now = clock.now();
         for job in [
             idempotency::PURGE_JOB,
@@ -274,6 +141,16 @@ impl Application {
         ] {
             scheduler::schedule_if_absent(&db, now, job, "all", now).await?;
         }
+        let Actors {
+            payments,
+            disputes,
+            subscriptions,
+            invoices,
+            payouts,
+            wallet,
+            assessor,
+            connections,
+        } = actors;
 
         let state = web::Data::new(AppState {
             db,
@@ -476,6 +353,215 @@ impl Application {
         tracing::info!("payd stopped");
         result
     }
+}
+
+/// What building the service's parts takes: the database, the clock, the settings, the
+/// keyring, the dispatcher's doorbell and the actors' threads.
+#[derive(Clone, Copy)]
+struct Env<'a> {
+    db: &'a Db,
+    clock: &'a SharedClock,
+    settings: &'a Arc<Settings>,
+    keyring: &'a Arc<crate::sealed::Keyring>,
+    wake: &'a Wake,
+    registry_config: &'a RegistryConfig,
+    arbiters: &'a Arc<ArbiterPool>,
+}
+
+impl Env<'_> {
+    /// A registry of actors of kind `A` on the service's threads.
+    fn registry<A: payd_actors::KeyedActor>(&self, deps: A::Deps) -> Registry<A> {
+        Registry::new(deps, self.registry_config.clone(), self.arbiters.clone())
+    }
+}
+
+/// Every resource's actors (one registry per kind), and what their handlers share.
+struct Actors {
+    payments: Payments,
+    disputes: Disputes,
+    subscriptions: Subscriptions,
+    invoices: Invoices,
+    payouts: Payouts,
+    wallet: web::Data<WalletDeps>,
+    assessor: Arc<risk::Assessor>,
+    connections: Arc<crate::processors::connect::Connections>,
+}
+
+impl Actors {
+    fn new(env: &Env<'_>, public_url: &str) -> Self {
+        let Env {
+            db,
+            clock,
+            settings,
+            keyring,
+            wake,
+            ..
+        } = *env;
+        let public_url = public_url.to_owned();
+        let sandbox = Arc::new(Sandbox {
+            async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
+        });
+        let connections = Arc::new(crate::processors::connect::Connections::new(
+            sandbox.clone(),
+            keyring.clone(),
+            settings.clone(),
+        ));
+        let payments: Payments = env.registry(Arc::new(PaymentDeps {
+            db: db.clone(),
+            clock: clock.clone(),
+            settings: settings.clone(),
+            sandbox: sandbox.clone(),
+            public_url: public_url.clone(),
+            wake: wake.clone(),
+            connections: connections.clone(),
+            fresh: Default::default(),
+            fail_outcomes: Arc::new(payments::store::FailOutcomes::new(
+                &settings.sandbox.fail_outcome_commits,
+            )),
+        }));
+        let disputes: Disputes = env.registry(Arc::new(DisputeDeps {
+            db: db.clone(),
+            clock: clock.clone(),
+            sandbox: sandbox.clone(),
+            wake: wake.clone(),
+        }));
+        let subscriptions: Subscriptions = env.registry(Arc::new(SubscriptionDeps {
+            db: db.clone(),
+            clock: clock.clone(),
+            payments: payments.clone(),
+            wake: wake.clone(),
+            public_url: public_url.clone(),
+            retry_days: settings.subscriptions.retry_schedule_days.clone(),
+            confirm_within: ChronoDuration::hours(i64::from(
+                settings.subscriptions.confirm_within_hours,
+            )),
+            billing: Arc::new(subscriptions::billing::SandboxBilling { db: db.clone() }),
+            sandbox_max: settings.sandbox.max_subscriptions,
+            tax: Arc::new(invoices::settings::CycleTaxRules { db: db.clone() }),
+        }));
+        let invoices: Invoices = env.registry(Arc::new(InvoiceDeps {
+            db: db.clone(),
+            clock: clock.clone(),
+            wake: wake.clone(),
+        }));
+        let payouts: Payouts = env.registry(Arc::new(PayoutDeps {
+            db: db.clone(),
+            clock: clock.clone(),
+            wake: wake.clone(),
+            delay: sandbox.async_delay,
+        }));
+        let wallet = web::Data::new(WalletDeps {
+            processor: SandboxWallet {
+                db: db.clone(),
+                clock: clock.clone(),
+                timing: wallet::machine::Timing {
+                    reply: sandbox.async_delay,
+                    window: ChronoDuration::days(7),
+                },
+            },
+            payments: payments.clone(),
+            disputes: disputes.clone(),
+        });
+
+        let assessor = Arc::new(risk::Assessor {
+            db: db.clone(),
+            clock: clock.clone(),
+            settings: settings.risk.clone(),
+            wake: wake.clone(),
+        });
+        Actors {
+            payments,
+            disputes,
+            subscriptions,
+            invoices,
+            payouts,
+            wallet,
+            assessor,
+            connections,
+        }
+    }
+
+    /// The scheduler with every kind of job registered: each resource's, and the deployment's
+    /// periodic purges.
+    fn scheduler(&self, env: &Env<'_>) -> Scheduler {
+        let (db, clock, settings) = (env.db, env.clock, env.settings);
+        let Actors {
+            payments,
+            disputes,
+            subscriptions,
+            invoices,
+            payouts,
+            wallet,
+            assessor,
+            ..
+        } = self;
+        let mut scheduler =
+            Scheduler::new(db.conn().clone(), clock.clone(), settings.scheduler.clone());
+        payments::jobs::register(&mut scheduler, db, payments);
+        disputes::jobs::register(&mut scheduler, disputes);
+        subscriptions::jobs::register(&mut scheduler, subscriptions);
+        wallet::jobs::register(&mut scheduler, wallet);
+        customers::jobs::register(&mut scheduler, db, clock);
+        invoices::jobs::register(&mut scheduler, invoices);
+        payouts::jobs::register(&mut scheduler, payouts);
+        let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
+        idempotency::register_purge(&mut scheduler, db, clock, ttl);
+        webhooks::retention::register(&mut scheduler, db, clock, &settings.webhooks);
+        files::store::register_purge(&mut scheduler, db, clock);
+        let risk_assessor = assessor.clone();
+        scheduler.register(risk::store::ASSESS_JOB, move |_job| {
+            risk_assessor.clone().assess_all()
+        });
+        scheduler
+    }
+}
+
+/// The webhook dispatcher and its delivery actors.
+async fn dispatcher(env: &Env<'_>) -> anyhow::Result<Arc<Dispatcher>> {
+    let Env {
+        db,
+        clock,
+        settings,
+        keyring,
+        wake,
+        registry_config,
+        arbiters,
+    } = *env;
+    let webhook_settings = Arc::new(settings.webhooks.clone());
+    // On PostgreSQL the webhook side has a pool of its own. A connection is bound to the
+    // runtime that opened it, and the HTTP workers' runtimes end before shutdown drains
+    // the deliveries: with one shared pool, a claim or an outcome written at that moment
+    // failed ("a Tokio context … is being shutdown"), leaving its deliveries leased. The
+    // dispatcher and the delivery actors run on runtimes that outlive the drain. SQLite's
+    // connections are threads of their own, and its writes go through one writer.
+    let webhook_db = match db.conn().get_database_backend() {
+        sea_orm::DbBackend::Postgres => Db::connect(&settings.database).await?,
+        _ => db.clone(),
+    };
+    let pool = DeliveryPool::new(
+        DeliveryDeps {
+            db: webhook_db.clone(),
+            clock: clock.clone(),
+            settings: webhook_settings.clone(),
+            depth: Default::default(),
+            wake: wake.clone(),
+            backlogs: Default::default(),
+            keyring: keyring.clone(),
+            outbound: Arc::new(crate::outbound::Policy::from_settings(
+                settings.webhooks.allow_private_urls,
+                &settings.security,
+            )),
+        },
+        registry_config.clone(),
+        arbiters.clone(),
+    );
+    Ok(Arc::new(Dispatcher::new(
+        webhook_db,
+        clock.clone(),
+        webhook_settings,
+        pool,
+        wake.clone(),
+    )))
 }
 
 /// The keys of the demo merchant, as written to `demo-keys.json`.
