@@ -485,30 +485,20 @@ impl Actors {
     /// periodic purges.
     fn scheduler(&self, env: &Env<'_>) -> Scheduler {
         let (db, clock, settings) = (env.db, env.clock, env.settings);
-        let Actors {
-            payments,
-            disputes,
-            subscriptions,
-            invoices,
-            payouts,
-            wallet,
-            assessor,
-            ..
-        } = self;
         let mut scheduler =
             Scheduler::new(db.conn().clone(), clock.clone(), settings.scheduler.clone());
-        payments::jobs::register(&mut scheduler, db, payments);
-        disputes::jobs::register(&mut scheduler, disputes);
-        subscriptions::jobs::register(&mut scheduler, subscriptions);
-        wallet::jobs::register(&mut scheduler, wallet);
+        payments::jobs::register(&mut scheduler, db, &self.payments);
+        disputes::jobs::register(&mut scheduler, &self.disputes);
+        subscriptions::jobs::register(&mut scheduler, &self.subscriptions);
+        wallet::jobs::register(&mut scheduler, &self.wallet);
         customers::jobs::register(&mut scheduler, db, clock);
-        invoices::jobs::register(&mut scheduler, invoices);
-        payouts::jobs::register(&mut scheduler, payouts);
+        invoices::jobs::register(&mut scheduler, &self.invoices);
+        payouts::jobs::register(&mut scheduler, &self.payouts);
         let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
         idempotency::register_purge(&mut scheduler, db, clock, ttl);
         webhooks::retention::register(&mut scheduler, db, clock, &settings.webhooks);
         files::store::register_purge(&mut scheduler, db, clock);
-        let risk_assessor = assessor.clone();
+        let risk_assessor = self.assessor.clone();
         scheduler.register(risk::store::ASSESS_JOB, move |_job| {
             risk_assessor.clone().assess_all()
         });
