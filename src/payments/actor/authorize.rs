@@ -1,0 +1,353 @@
+//! Confirming: routing, authorizing at the chosen processor (and the fallbacks), declines, the 3-D Secure challenge and its answer, saving the card.
+
+use super::*;
+
+/// Authorizes through routing (and saves the card, spends a single-use mandate).
+pub(super) async fn confirm(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    card: &Option<StoredCard>,
+    secret: &Option<SecretCard>,
+    return_url: &Option<String>,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), crate::payments::api::state_of(m));
+    machine::check_confirm(&state)?;
+    let card = match card {
+        Some(card) => Some(card.clone()),
+        None => card_of(m)?,
+    };
+    let card = card.ok_or_else(|| {
+        PaymentError::Invalid(
+            ApiError::invalid("payment_method_required", "confirm needs a payment method")
+                .param("payment_method_data"),
+        )
+    })?;
+    // An off-session charge re-checks its mandate here, where a revoke cannot slip in
+    // between the check and the commit (the mandate's version guards the commit).
+    let mandate = match (&m.mandate_id, m.off_session) {
+        (Some(id), true) => {
+            let mandate = customers::store::find_mandate(&deps.db, id).await?.ok_or(
+                PaymentError::Invalid(ApiError::not_found("mandate").param("mandate_id")),
+            )?;
+            check_mandate(&mandate, m.amount, &m.currency, now).map_err(PaymentError::Invalid)?;
+            Some(mandate)
+        }
+        _ => None,
+    };
+    let (base, authorized) = authorize(deps, m, &card, secret.clone(), now).await?;
+    confirmed(deps, &base, card, mandate, authorized, return_url).await
+}
+
+/// Commits a confirm's answer: the payment's new state, its attempts, the saved card and its
+/// mandate, the single-use mandate it spent. An authorization still pending keeps its intent,
+/// so that its reconciliation can tell a processor that never got the request.
+pub(super) async fn confirmed(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    card: StoredCard,
+    mandate: Option<mandate::Model>,
+    authorized: Authorized,
+    return_url: &Option<String>,
+) -> Result<Done, PaymentError> {
+    let Authorized {
+        chosen,
+        result,
+        attempts,
+        can_save,
+        intent,
+    } = authorized;
+    let (now, state) = (deps.clock.now(), crate::payments::api::state_of(m));
+    let next = machine::confirm(&state, result.outcome, now);
+    let mut after = store::with_state(m, &next, now);
+    let approved = matches!(result.outcome, Authorization::Approved { .. });
+    // Saved at the processor too: the saved card charges there by its token.
+    let card = StoredCard {
+        token: result.token.clone().or(card.token),
+        ..card
+    };
+    let save = match (&m.customer_id, &m.setup_future_usage) {
+        (Some(customer_id), Some(_)) if can_save => {
+            let mandate: Option<MandateRequest> =
+                crate::stored::json_opt("mandate_request", &m.id, m.mandate_request.as_deref())?;
+            let mandate_id = mandate.as_ref().map(|_| new_id("man"));
+            if mandate_id.is_some() {
+                after.mandate_id = mandate_id.clone();
+            }
+            Some(SaveCard {
+                customer_id: customer_id.clone(),
+                card: card.clone(),
+                mandate: mandate.zip(mandate_id),
+            })
+        }
+        _ => None,
+    };
+    // Invariant: a single-use mandate is spent by the charge it approved, in the same commit.
+    let spend_mandate = mandate.filter(|md| approved && md.mandate_type == "single_use");
+    after.payment_method = serde_json::to_string(&card).ok();
+    after.processor = Some(chosen);
+    after.processor_reference = result.reference.clone();
+    after.last_error = last_error(&result);
+    after.capture_before = deps.capture_before(&next, now);
+    if return_url.is_some() {
+        after.return_url = return_url.clone();
+    }
+    let changes = Changes {
+        trigger: "confirm",
+        attempts,
+        save,
+        spend_mandate,
+        intent: intent.filter(|_| result.outcome == Authorization::Pending),
+        ..Default::default()
+    };
+    record_outcome(deps, m, after, changes).await
+}
+
+/// The buyer's answer to a 3-D Secure challenge.
+pub(super) async fn complete_challenge(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    approve: &bool,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), crate::payments::api::state_of(m));
+    machine::check_challenge(&state)?;
+    let (account, reference) = processor_of(m)?;
+    let processor = deps.processor_for(m, &account).await?;
+    let intent = Intent::Challenge { approve: *approve };
+    let base = intend(deps, m, &*processor, m.clone(), intent, vec![]).await?;
+    let answer = processor
+        .complete_challenge(&reference, *approve, now)
+        .await;
+    challenged(deps, &base, answer).await
+}
+
+/// Commits the processor's answer to a completed challenge (an authorization, or a decline).
+/// A refusal clears its intent and is answered; no answer leaves it to be reconciled.
+pub(super) async fn challenged(
+    deps: &PaymentDeps,
+    base: &payment::Model,
+    answer: Result<AuthResult, ProcessorError>,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), crate::payments::api::state_of(base));
+    let result = match answer {
+        Ok(result) => result,
+        Err(e) => return Err(not_done(deps, base, "challenge_refused", e).await),
+    };
+    let next = machine::complete_challenge(&state, result.outcome, now);
+    let mut after = store::with_state(base, &next, now);
+    after.last_error = last_error(&result);
+    after.capture_before = deps.capture_before(&next, now);
+    record_outcome(deps, base, after, plain("challenge")).await
+}
+
+/// What routing and the processors decided about a confirm.
+pub(super) struct Authorized {
+    /// The account whose answer counts.
+    pub(super) chosen: String,
+    pub(super) result: AuthResult,
+    /// Every processor tried, in order.
+    pub(super) attempts: Vec<payment_attempt::Model>,
+    /// Whether the chosen processor keeps the card for later charges.
+    pub(super) can_save: bool,
+    /// The intent recorded for the chosen processor's attempt (none for a stateless one).
+    pub(super) intent: Option<Intent>,
+}
+
+/// A decline decided without asking any processor, because none can be asked.
+pub(super) struct Declined<'a> {
+    /// The account the attempt is recorded against.
+    pub(super) processor: &'a str,
+    pub(super) retryable: bool,
+    pub(super) code: &'static str,
+    pub(super) message: &'static str,
+    /// Why routing chose nothing.
+    pub(super) reason: &'static str,
+}
+
+impl Declined<'_> {
+    fn authorized(
+        self,
+        m: &payment::Model,
+        number: i32,
+        card: &StoredCard,
+        now: DateTime<Utc>,
+        can_save: bool,
+    ) -> Authorized {
+        let result = AuthResult {
+            reference: None,
+            outcome: Authorization::Declined {
+                retryable: self.retryable,
+            },
+            error: Some((self.code.into(), self.message.into())),
+            token: None,
+        };
+        let decision = RoutingDecision {
+            algorithm: "none".into(),
+            rule: None,
+            candidates: vec![],
+            chosen: self.processor.to_owned(),
+            reason: self.reason.into(),
+        };
+        let attempt = attempt_row(m, number, self.processor, card, &decision, now);
+        Authorized {
+            chosen: self.processor.to_owned(),
+            attempts: vec![answered(attempt, m, &result)],
+            result,
+            can_save,
+            intent: None,
+        }
+    }
+}
+
+/// Routes the authorization and falls back to the next processor after a retryable decline
+/// or an unreachable processor. Each attempt at a processor that keeps state is recorded as
+/// an intent before it is sent (with the answers of the attempts before it); returns the row
+/// the last intent left, and what was decided.
+pub(super) async fn authorize(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    card: &StoredCard,
+    secret: Option<SecretCard>,
+    now: DateTime<Utc>,
+) -> Result<(payment::Model, Authorized), PaymentError> {
+    let first = store::next_attempt_number(&deps.db, m).await?;
+    // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
+    // without accounts nor a sandbox account a test key added.
+    let (accounts, rules) = store::accounts_and_rules(&deps.db, &m.profile_id).await?;
+    let enabled: Vec<processor_account::Model> = accounts
+        .into_iter()
+        .filter(|a| a.enabled && a.approval == "approved")
+        .filter(|a| m.test_mode || connect::serves_live(&a.kind))
+        .collect();
+    if enabled.is_empty() && !m.test_mode {
+        let declined = Declined {
+            processor: "none",
+            retryable: false,
+            code: "no_processor",
+            message: "the shop has no processor for live payments",
+            reason: "no processor account that serves live payments is enabled",
+        };
+        return Ok((m.clone(), declined.authorized(m, first, card, now, false)));
+    }
+    // An open circuit takes its processor out of routing until it recovers.
+    let accounts: Vec<String> = enabled
+        .iter()
+        .filter(|a| deps.resolve(Some(a)).is_some_and(|p| p.available()))
+        .map(|a| a.name.clone())
+        .collect();
+    if accounts.is_empty() && !enabled.is_empty() {
+        let declined = Declined {
+            processor: &enabled[0].name,
+            retryable: true,
+            code: "processor_unavailable",
+            message: "no processor of the shop is available now",
+            reason: "every processor's circuit is open",
+        };
+        let can_save = deps
+            .resolve(Some(&enabled[0]))
+            .is_some_and(|p| p.can_save(card));
+        return Ok((
+            m.clone(),
+            declined.authorized(m, first, card, now, can_save),
+        ));
+    }
+    let decision = routing::decide(
+        &rules,
+        &accounts,
+        &Facts {
+            payment_id: &m.id,
+            amount: m.amount,
+            currency: &m.currency,
+            brand: card.brand,
+        },
+    );
+    let mut base = m.clone();
+    let mut attempts: Vec<payment_attempt::Model> = Vec::new();
+    let mut previous: Option<String> = None;
+    let mut last = None;
+    for candidate in &decision.candidates {
+        // Candidates were routed among the accounts that resolve.
+        let account = enabled.iter().find(|a| &a.name == candidate);
+        let Some(processor) = deps.resolve(account) else {
+            continue;
+        };
+        // Each attempt its own number, and so its own processor reference.
+        let number = first + attempts.len() as i32;
+        let this_decision = match &previous {
+            None => decision.clone(),
+            Some(p) => routing::fallback(&decision, p, candidate),
+        };
+        let reference = format!("{}.{number}.{candidate}", m.id);
+        let attempt = attempt_row(m, number, candidate, card, &this_decision, now);
+        let intent = Intent::Authorize {
+            attempt_id: attempt.id.clone(),
+            account: candidate.clone(),
+            reference: reference.clone(),
+            at: now,
+        };
+        let mut after = base.clone();
+        after.payment_method = serde_json::to_string(card).ok();
+        let recorded = [attempts.as_slice(), std::slice::from_ref(&attempt)].concat();
+        base = intend(deps, &base, &*processor, after, intent.clone(), recorded).await?;
+        let request = AuthRequest {
+            reference,
+            payment_id: m.id.clone(),
+            amount: m.amount,
+            currency: m.currency.clone(),
+            capture: m.capture_method == "automatic",
+            partial_allowed: m.enable_partial_authorization,
+            card: card.clone(),
+            secret: secret.clone(),
+            save: save_for(deps, m, account).await?,
+            off_session: m.off_session,
+            now,
+        };
+        let result = match processor.authorize(request).await {
+            Ok(r) => r,
+            Err(ProcessorError::Unavailable(why)) => AuthResult {
+                reference: None,
+                outcome: Authorization::Declined { retryable: true },
+                error: Some(("processor_unavailable".into(), why)),
+                token: None,
+            },
+            Err(e) => return Err(e.into()),
+        };
+        attempts.push(answered(attempt, m, &result));
+        let retry = matches!(result.outcome, Authorization::Declined { retryable: true });
+        let intent = processor.keeps_state().then_some(intent);
+        last = Some((candidate.clone(), result, processor.can_save(card), intent));
+        if !retry {
+            break;
+        }
+        previous = Some(candidate.clone());
+    }
+    let (chosen, result, can_save, intent) =
+        last.ok_or_else(|| PaymentError::Invalid(ApiError::internal("no processor candidate")))?;
+    let authorized = Authorized {
+        chosen,
+        result,
+        attempts,
+        can_save,
+        intent,
+    };
+    Ok((base, authorized))
+}
+
+/// The customer a payment saves its card for, with the customer it already has at the
+/// account (a processor that keeps cards files them all under one).
+pub(super) async fn save_for(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    account: Option<&processor_account::Model>,
+) -> Result<Option<SaveFor>, PaymentError> {
+    let (Some(customer_id), Some(_)) = (&m.customer_id, &m.setup_future_usage) else {
+        return Ok(None);
+    };
+    let known_customer = match account {
+        Some(a) => customers::store::processor_customer(&deps.db, customer_id, &a.id).await?,
+        None => None,
+    };
+    Ok(Some(SaveFor {
+        customer_id: customer_id.clone(),
+        known_customer,
+    }))
+}

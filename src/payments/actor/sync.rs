@@ -1,0 +1,164 @@
+//! Syncing with the processor: a payment still `processing`, refunds pending there, and the reconciliation of an operation whose outcome was not recorded.
+
+use super::*;
+
+/// Reconciles the operation whose outcome the payment has not recorded: an authorization by
+/// a sync of its reference; a challenge's answer, a capture or a void by the same request with
+/// the same key. No answer yet leaves it (and its settle job) as it is.
+pub(super) async fn reconcile(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+) -> Result<Done, PaymentError> {
+    let Some(raw) = &m.pending_operation else {
+        return Ok(Done::unchanged(m));
+    };
+    let intent = crate::stored::json::<Intent>("pending_operation", &m.id, raw)?;
+    let now = deps.clock.now();
+    let (account, reference) = match &intent {
+        Intent::Authorize {
+            account, reference, ..
+        } => (account.clone(), reference.clone()),
+        _ => processor_of(m)?,
+    };
+    let processor = deps.processor_for(m, &account).await?;
+    match intent {
+        Intent::Authorize { attempt_id, at, .. } => {
+            let deadline = Duration::from_std(processor.answer_deadline()).unwrap_or_default();
+            let (outcome, error) = match processor.sync(&reference, now).await? {
+                ProcessorView::Authorized { amount } | ProcessorView::Captured { amount } => {
+                    (Authorization::Approved { amount }, None)
+                }
+                ProcessorView::Declined { retryable } => (
+                    Authorization::Declined { retryable },
+                    Some(("card_declined", "the processor declined the authorization")),
+                ),
+                ProcessorView::Unknown if now - at > deadline => (
+                    Authorization::Declined { retryable: true },
+                    Some((
+                        "processor_unavailable",
+                        "the authorization never reached the processor",
+                    )),
+                ),
+                // Pending, or no trace yet of a request that may still arrive.
+                _ => return keep_waiting(deps, m).await,
+            };
+            let found = match error {
+                Some(("processor_unavailable", _)) => reference.clone(),
+                _ => processor.locate(&reference).await?,
+            };
+            let result = AuthResult {
+                reference: Some(found),
+                outcome,
+                error: error.map(|(c, msg)| (c.to_owned(), msg.to_owned())),
+                token: None,
+            };
+            let card = card_of(m)?.ok_or_else(|| {
+                PaymentError::Invalid(ApiError::internal("an authorization's card is not stored"))
+            })?;
+            let attempt = store::find_attempt(&deps.db, &attempt_id)
+                .await?
+                .ok_or_else(|| {
+                    PaymentError::Invalid(ApiError::internal("an authorization's attempt is gone"))
+                })?;
+            let mandate = match (&m.mandate_id, m.off_session) {
+                (Some(id), true) => customers::store::find_mandate(&deps.db, id).await?,
+                _ => None,
+            };
+            let authorized = Authorized {
+                chosen: account,
+                can_save: processor.can_save(&card),
+                attempts: vec![answered(attempt, m, &result)],
+                result,
+                intent: None,
+            };
+            confirmed(deps, m, card, mandate, authorized, &None).await
+        }
+        Intent::Challenge { approve } => {
+            let answer = processor.complete_challenge(&reference, approve, now).await;
+            challenged(deps, m, answer).await
+        }
+        Intent::Capture {
+            key,
+            amount,
+            final_capture,
+        } => {
+            let answer = processor.capture(&reference, amount, &key).await;
+            captured(deps, m, amount, final_capture, answer).await
+        }
+        Intent::Void { key, to, expiry } => {
+            let answer = processor.void(&reference, &key).await;
+            voided(deps, m, &to, expiry, answer).await
+        }
+    }
+}
+
+/// Asks the processor where the payment stands, records the refunds it applied that payd
+/// lacks, and settles payd's refunds still pending there.
+pub(super) async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
+    let synced = sync_status(deps, m).await?;
+    let adopted = adopt_refunds(deps, &synced.payment).await?;
+    settle_pending_refunds(deps, adopted).await
+}
+
+/// Asks the processor about each of the payment's refunds still pending that it acknowledged
+/// (the others are asked again by their settle jobs, with their idempotency keys).
+pub(super) async fn settle_pending_refunds(
+    deps: &PaymentDeps,
+    done: Done,
+) -> Result<Done, PaymentError> {
+    let m = &done.payment;
+    let Ok((account, _)) = processor_of(m) else {
+        return Ok(done);
+    };
+    let pending: Vec<refund::Model> = store::refunds_of(&deps.db, &m.id)
+        .await?
+        .into_iter()
+        .filter(|r| r.status == "pending" && r.processor_reference.is_some())
+        .collect();
+    if pending.is_empty() {
+        return Ok(done);
+    }
+    let processor = deps.processor_for(m, &account).await?;
+    let mut payment = m.clone();
+    for r in pending {
+        let Some(reference) = r.processor_reference.clone() else {
+            continue;
+        };
+        let answer = processor.sync_refund(&reference, deps.clock.now()).await;
+        payment = record_refund_outcome(deps, &payment, r, answer)
+            .await?
+            .payment;
+    }
+    Ok(Done::unchanged(&payment))
+}
+
+/// Asks the processor where a pending payment stands.
+pub(super) async fn sync_status(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+) -> Result<Done, PaymentError> {
+    let (now, state) = (deps.clock.now(), crate::payments::api::state_of(m));
+    let Ok((account, reference)) = processor_of(m) else {
+        return Ok(Done::unchanged(m));
+    };
+    let view = deps
+        .processor_for(m, &account)
+        .await?
+        .sync(&reference, now)
+        .await?;
+    let next = machine::settle(&state, view, now);
+    if next == state {
+        store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;
+        return Ok(Done::unchanged(m));
+    }
+    let mut after = store::with_state(m, &next, now);
+    if next.status == Status::Conflicted {
+        after.conflict = serde_json::to_string(&serde_json::json!({
+                "ours": {"status": m.status, "authorized": m.amount_authorized, "captured": m.amount_captured},
+                "processor": format!("{view:?}"),
+            }))
+            .ok();
+    }
+    after.capture_before = deps.capture_before(&next, now);
+    commit(deps, m, after, plain("sync")).await
+}
