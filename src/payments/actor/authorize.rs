@@ -1,4 +1,5 @@
-//! Confirming: routing, authorizing at the chosen processor (and the fallbacks), declines, the 3-D Secure challenge and its answer, saving the card.
+//! Confirming: routing, authorizing at the chosen processor (and the fallbacks), declines, the
+//! 3-D Secure challenge and its answer, saving the card.
 
 use super::*;
 

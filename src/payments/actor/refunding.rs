@@ -1,4 +1,5 @@
-//! Refunds: reserving, asking the processor, recording its answer, settling pending ones, adopting those made at the processor; and the sandbox buyer's dispute.
+//! Refunds: reserving, asking the processor, recording its answer, settling pending ones,
+//! adopting those made at the processor; and the sandbox buyer's dispute.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Syncing with the processor: a payment still `processing`, refunds pending there, and the reconciliation of an operation whose outcome was not recorded.
+//! Syncing with the processor: a payment still `processing`, refunds pending there, and the
+//! reconciliation of an operation whose outcome was not recorded.
 
 use super::*;
 
