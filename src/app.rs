@@ -495,13 +495,10 @@ impl Actors {
         invoices::jobs::register(&mut scheduler, &self.invoices);
         payouts::jobs::register(&mut scheduler, &self.payouts);
         let ttl = ChronoDuration::hours(settings.idempotency.ttl_hours as i64);
-        idempotency::register_purge(&mut scheduler, db, clock, ttl);
-        webhooks::retention::register(&mut scheduler, db, clock, &settings.webhooks);
-        files::store::register_purge(&mut scheduler, db, clock);
-        let risk_assessor = self.assessor.clone();
-        scheduler.register(risk::store::ASSESS_JOB, move |_job| {
-            risk_assessor.clone().assess_all()
-        });
+        idempotency::register_purge(&mut scheduler, db, ttl);
+        webhooks::retention::register(&mut scheduler, db, &settings.webhooks);
+        files::store::register_purge(&mut scheduler, db);
+        self.assessor.register(&mut scheduler);
         scheduler
     }
 }

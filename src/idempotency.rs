@@ -570,18 +570,12 @@ pub const PURGE_JOB: &str = "idempotency_purge";
 pub fn register_purge(
     scheduler: &mut crate::scheduler::Scheduler,
     db: &crate::commit::Db,
-    clock: &crate::clock::SharedClock,
     ttl: Duration,
 ) {
-    let (db, clock) = (db.clone(), clock.clone());
-    scheduler.register(PURGE_JOB, move |_job| {
-        let (db, clock) = (db.clone(), clock.clone());
-        async move {
-            crate::scheduler::periodic(&clock, Duration::hours(1), |now| async move {
-                purge_expired(&db, now, ttl).await.map(drop)
-            })
-            .await
-        }
+    let db = db.clone();
+    scheduler.register_periodic(PURGE_JOB, Duration::hours(1), move |now| {
+        let db = db.clone();
+        async move { purge_expired(&db, now, ttl).await.map(drop) }
     });
 }
 

@@ -64,7 +64,7 @@ where
 /// round asked for `every` after that time. Read again after the work, the clock may have
 /// jumped meanwhile (a test clock's `set`): the next round would be due only `every` after
 /// the jump, and the work owed at the jumped-to time would be skipped.
-pub async fn periodic<Fut, E>(
+async fn periodic<Fut, E>(
     clock: &SharedClock,
     every: Duration,
     work: impl FnOnce(DateTime<Utc>) -> Fut,
@@ -274,6 +274,21 @@ impl Scheduler {
                 .increment(0);
         }
         self.handlers.insert(kind, Arc::new(handler));
+    }
+
+    /// Registers a deployment-wide kind that runs every `every`: each run does `work` for the
+    /// time read once before it starts, and the next is due `every` after that time.
+    pub fn register_periodic<F, Fut, E>(&mut self, kind: &'static str, every: Duration, work: F)
+    where
+        F: Fn(DateTime<Utc>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), E>> + 'static,
+        E: std::fmt::Display,
+    {
+        let (clock, work) = (self.clock.clone(), Arc::new(work));
+        self.register(kind, move |_job| {
+            let (clock, work) = (clock.clone(), work.clone());
+            async move { periodic(&clock, every, |now| work(now)).await }
+        });
     }
 
     /// Makes the loop look for due work now instead of at its next poll.

@@ -137,21 +137,14 @@ pub const PURGE_JOB: &str = "file_chunk_purge";
 
 /// Registers [`PURGE_JOB`]: hourly, chunks of no file older than a day are deleted (an
 /// upload outlives no request deadline; a day is far beyond any).
-pub fn register_purge(
-    scheduler: &mut crate::scheduler::Scheduler,
-    db: &Db,
-    clock: &crate::clock::SharedClock,
-) {
-    let (db, clock) = (db.clone(), clock.clone());
-    scheduler.register(PURGE_JOB, move |_job| {
-        let (db, clock) = (db.clone(), clock.clone());
+pub fn register_purge(scheduler: &mut crate::scheduler::Scheduler, db: &Db) {
+    let db = db.clone();
+    scheduler.register_periodic(PURGE_JOB, chrono::Duration::hours(1), move |now| {
+        let db = db.clone();
         async move {
-            crate::scheduler::periodic(&clock, chrono::Duration::hours(1), |now| async move {
-                purge_orphan_chunks(&db, now - chrono::Duration::days(1))
-                    .await
-                    .map(drop)
-            })
-            .await
+            purge_orphan_chunks(&db, now - chrono::Duration::days(1))
+                .await
+                .map(drop)
         }
     });
 }

@@ -18,7 +18,7 @@ use crate::{
     clock::SharedClock,
     commit::{self, or_retry, CommitError},
     ids::new_id,
-    scheduler::{self, Outcome},
+    scheduler::Scheduler,
     settings::RiskSettings,
     wake::Wake,
 };
@@ -125,16 +125,20 @@ impl Assessor {
         }
     }
 
-    /// The scheduled run: every shop, in each mode it has used; then again after
-    /// `risk.assess_every`. A shop that fails is logged and the others go on.
-    pub async fn assess_all(self: Arc<Self>) -> Outcome {
+    /// Registers the scheduled run ([`store::ASSESS_JOB`]): every shop, in each mode it has
+    /// used, every `risk.assess_every`.
+    pub fn register(self: &Arc<Self>, scheduler: &mut Scheduler) {
         let every = Duration::seconds(self.settings.assess_every.as_secs() as i64);
-        scheduler::periodic(&self.clock, every, |_| self.assess_each()).await
+        let assessor = self.clone();
+        scheduler.register_periodic(store::ASSESS_JOB, every, move |_| {
+            let assessor = assessor.clone();
+            async move { assessor.assess_all().await }
+        });
     }
 
     /// Assesses every shop in use, page by page; a shop whose assessment fails is logged and
     /// the others go on.
-    async fn assess_each(&self) -> Result<(), sea_orm::DbErr> {
+    async fn assess_all(&self) -> Result<(), sea_orm::DbErr> {
         let mut after: Option<String> = None;
         loop {
             let shops = store::shops_after(&self.db, after.as_deref(), PAGE).await?;

@@ -171,9 +171,28 @@ pub(super) fn lines_of(c: &subscription_cycle::Model) -> Result<Vec<CycleLine>, 
 
 /// The one line of a cycle whose plan is charged less a credit of plan changes.
 pub(super) fn credited_line(charge: i64) -> String {
-    serde_json::json!([{"line_id": "period", "name": "The plan, less the credit of plan changes",
-        "quantity": 1, "unit_amount": charge.max(0)}])
-    .to_string()
+    let line = one_line(
+        "period",
+        "The plan, less the credit of plan changes",
+        charge.max(0),
+    );
+    serde_json::to_string(&[line]).unwrap_or_else(|_| "[]".into())
+}
+
+/// A line of one unit of `amount`, untaxed.
+fn one_line(line_id: &str, name: &str, amount: i64) -> CycleLine {
+    CycleLine {
+        line_id: line_id.to_owned(),
+        name: name.to_owned(),
+        quantity: 1,
+        unit_amount: amount,
+        product_id: None,
+        price_id: None,
+        tax_rule_id: None,
+        tax_rate_bps: 0,
+        tax_inclusive: false,
+        tax_amount: 0,
+    }
 }
 
 /// Puts the shop's tax rules on `cycle`'s lines (as they stand at `now`, for the customer),
@@ -207,18 +226,11 @@ pub(super) async fn taxed(
 
 /// The line of a cycle that charges prorations.
 fn proration_line(amount: i64) -> CycleLine {
-    CycleLine {
-        line_id: super::api::PRORATION_LINE.to_owned(),
-        name: "Prorations of plan changes".to_owned(),
-        quantity: 1,
-        unit_amount: amount,
-        product_id: None,
-        price_id: None,
-        tax_rule_id: None,
-        tax_rate_bps: 0,
-        tax_inclusive: false,
-        tax_amount: 0,
-    }
+    one_line(
+        super::api::PRORATION_LINE,
+        "Prorations of plan changes",
+        amount,
+    )
 }
 
 /// The lines of a cycle that charges only prorations.

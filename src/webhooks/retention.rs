@@ -33,23 +33,12 @@ fn secs(s: u64) -> Duration {
 }
 
 /// Registers [`PURGE_JOB`]: a run every `webhooks.purge_interval_secs`.
-pub fn register(
-    scheduler: &mut crate::scheduler::Scheduler,
-    db: &Db,
-    clock: &crate::clock::SharedClock,
-    settings: &WebhookSettings,
-) {
-    let (db, clock) = (db.clone(), clock.clone());
-    let settings = std::sync::Arc::new(settings.clone());
-    scheduler.register(PURGE_JOB, move |_job| {
-        let (db, clock, settings) = (db.clone(), clock.clone(), settings.clone());
-        async move {
-            let every = secs(settings.purge_interval_secs);
-            crate::scheduler::periodic(&clock, every, |now| async move {
-                run(&db, &settings, now).await
-            })
-            .await
-        }
+pub fn register(scheduler: &mut crate::scheduler::Scheduler, db: &Db, settings: &WebhookSettings) {
+    let (db, settings) = (db.clone(), std::sync::Arc::new(settings.clone()));
+    let every = secs(settings.purge_interval_secs);
+    scheduler.register_periodic(PURGE_JOB, every, move |now| {
+        let (db, settings) = (db.clone(), settings.clone());
+        async move { run(&db, &settings, now).await }
     });
 }
 
