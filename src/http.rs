@@ -25,6 +25,42 @@ use crate::{
 #[derive(Clone, Copy)]
 pub struct BodyLimit(pub usize);
 
+/// One file's routes: its handlers registered on their paths, and the OpenAPI paths of the
+/// same handlers (from their `#[utoipa::path]`). Written with [`routes!`]; a resource's
+/// `mount` hands them to the service.
+#[derive(Clone, Copy)]
+pub struct Routes {
+    pub configure: fn(&mut web::ServiceConfig),
+    pub api: fn() -> utoipa::openapi::OpenApi,
+}
+
+/// A file's routes, written once: each path with its methods and their handlers. It makes the
+/// file's `ROUTES`: one actix resource per path (so a method it lacks is 405 with `Allow`) and
+/// the OpenAPI paths of exactly those handlers, so the document and the router cannot differ
+/// by a handler.
+macro_rules! routes {
+    ($($path:literal => { $($method:ident: $handler:ident),+ $(,)? }),+ $(,)?) => {
+        pub const ROUTES: $crate::http::Routes = {
+            fn configure(cfg: &mut ::actix_web::web::ServiceConfig) {
+                $(
+                    cfg.service(
+                        ::actix_web::web::resource($path)
+                            $(.route(::actix_web::web::$method().to($handler)))+,
+                    );
+                )+
+            }
+            #[derive(::utoipa::OpenApi)]
+            #[openapi(paths($($($handler),+),+))]
+            struct Api;
+            $crate::http::Routes {
+                configure,
+                api: <Api as ::utoipa::OpenApi>::openapi,
+            }
+        };
+    };
+}
+pub(crate) use routes;
+
 fn incoming_request_id(req: &ServiceRequest) -> Option<String> {
     let value = req.headers().get("x-request-id")?.to_str().ok()?;
     let sane = !value.is_empty()

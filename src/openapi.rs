@@ -14,10 +14,7 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{
-    accounts, customers, disputes, events, files, invoices, ledger, ops, pagination, payments,
-    payouts, products, refunds, risk, sales, subscriptions, test_clock, wallet, webhooks,
-};
+use crate::{http::Routes, pagination};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -25,168 +22,7 @@ use crate::{
         title = "payd",
         description = "A self-hostable payment service: payments, customers, saved payment methods, mandates, refunds, disputes with their evidence, a catalog, subscriptions, invoices and credit notes, and signed webhooks.",
     ),
-    paths(
-        ops::live,
-        ops::ready,
-        ops::metrics,
-        ops::version,
-        accounts::routes::create_merchant,
-        accounts::routes::get_account,
-        accounts::routes::list_shops,
-        accounts::routes::create_shop,
-        accounts::routes::list_api_keys,
-        accounts::routes::create_api_key,
-        accounts::routes::revoke_api_key,
-        accounts::routes::list_audit_log,
-        payments::routes::create_payment,
-        payments::routes::retrieve_payment,
-        payments::routes::update_payment,
-        payments::routes::confirm_payment,
-        payments::routes::capture_payment,
-        payments::routes::cancel_payment,
-        payments::routes::list_payments,
-        payments::routes::list_attempts,
-        payments::routes::status_history,
-        payments::routes::payment_lines,
-        payments::routes::routing_decisions,
-        payments::shop_routes::list_processors,
-        payments::shop_routes::add_processor,
-        payments::shop_routes::get_routing,
-        payments::shop_routes::put_routing,
-        payments::shop_routes::pending_processors,
-        payments::shop_routes::approve_processor,
-        payments::stripe_events::receive_processor_event,
-        payments::checkout::page,
-        payments::checkout::status,
-        payments::checkout::confirm,
-        payments::checkout::challenge_page,
-        payments::checkout::complete_challenge,
-        refunds::routes::create_refund,
-        refunds::routes::retrieve_refund,
-        refunds::routes::update_refund,
-        refunds::routes::list_refunds,
-        disputes::routes::list_disputes,
-        disputes::routes::retrieve_dispute,
-        disputes::routes::accept_dispute,
-        files::routes::upload_file,
-        files::routes::retrieve_file,
-        files::routes::file_contents,
-        disputes::routes::attach_evidence,
-        disputes::routes::list_evidence,
-        disputes::routes::remove_evidence,
-        disputes::routes::submit_evidence,
-        wallet::routes::list_cases,
-        wallet::routes::import_cases,
-        wallet::routes::retrieve_case,
-        wallet::routes::case_history,
-        wallet::routes::case_actions,
-        wallet::routes::take_action,
-        wallet::routes::sandbox_open_case,
-        wallet::routes::sandbox_withdraw_case,
-        wallet::routes::sandbox_escalate_case,
-        test_clock::routes::read_clock,
-        test_clock::routes::advance_clock,
-        products::routes::create_product,
-        products::routes::list_products,
-        products::routes::retrieve_product,
-        products::routes::update_product,
-        products::routes::delete_product,
-        products::routes::archive_product,
-        products::routes::restore_product,
-        products::routes::upload_image,
-        products::routes::image_bytes,
-        products::routes::add_price,
-        products::routes::update_price,
-        products::routes::archive_price,
-        products::routes::add_group,
-        products::routes::replace_group,
-        products::routes::remove_group,
-        products::routes::set_bundle,
-        sales::routes::product_sales,
-        products::routes::list_categories,
-        products::routes::create_category,
-        products::import_routes::preview_import,
-        products::import_routes::apply_import,
-        products::import_routes::provider_accounts,
-        subscriptions::routes::create_subscription,
-        subscriptions::routes::create_for_checkout,
-        subscriptions::routes::confirm_subscription,
-        subscriptions::routes::list_subscriptions,
-        subscriptions::routes::estimate,
-        subscriptions::routes::retrieve_subscription,
-        subscriptions::routes::capabilities,
-        subscriptions::routes::pause_subscription,
-        subscriptions::routes::resume_subscription,
-        subscriptions::routes::cancel_subscription,
-        subscriptions::routes::update_subscription,
-        subscriptions::routes::subscription_cycles,
-        subscriptions::routes::sync_subscription,
-        subscriptions::processor_routes::processor_items,
-        subscriptions::processor_routes::adopt_subscription,
-        subscriptions::processor_routes::import_preview,
-        subscriptions::processor_routes::import_apply,
-        subscriptions::processor_routes::sandbox_processor_subscription,
-        subscriptions::processor_routes::sandbox_processor_change,
-        subscriptions::processor_routes::sandbox_chargeback,
-        payouts::routes::create_payout,
-        payouts::routes::list_payouts,
-        payouts::routes::filter_payouts,
-        payouts::routes::retrieve_payout,
-        payouts::routes::update_payout,
-        payouts::routes::confirm_payout,
-        payouts::routes::cancel_payout,
-        payouts::routes::fulfill_payout,
-        ledger::routes::get_balance,
-        ledger::routes::list_balance_transactions,
-        risk::routes::assess_shop,
-        risk::routes::shop_risk,
-        invoices::routes::create_invoice,
-        invoices::routes::list_invoices,
-        invoices::routes::retrieve_invoice,
-        invoices::routes::update_invoice,
-        invoices::routes::delete_invoice,
-        invoices::routes::finalize,
-        invoices::routes::void_invoice,
-        invoices::routes::mark_paid,
-        invoices::routes::mark_uncollectible,
-        invoices::routes::credit_note,
-        invoices::routes::download_pdf,
-        invoices::routes::create_share_link,
-        invoices::routes::revoke_share_link,
-        invoices::routes::shared_page,
-        invoices::routes::shared_pdf,
-        invoices::settings_routes::get_settings,
-        invoices::settings_routes::put_settings,
-        invoices::settings_routes::get_shop_settings,
-        invoices::settings_routes::put_shop_settings,
-        invoices::settings_routes::get_tax_rules,
-        invoices::settings_routes::put_tax_rules,
-        invoices::settings_routes::get_shop_tax_rules,
-        invoices::settings_routes::put_shop_tax_rules,
-        invoices::settings_routes::delete_shop_tax_rules,
-        invoices::settings_routes::evaluate,
-        customers::routes::create_customer,
-        customers::routes::list_customers,
-        customers::routes::retrieve_customer,
-        customers::routes::update_customer,
-        customers::routes::delete_customer,
-        customers::routes::list_methods,
-        customers::routes::set_default_method,
-        customers::routes::delete_method,
-        customers::routes::customer_mandates,
-        customers::routes::list_mandates,
-        customers::routes::retrieve_mandate,
-        customers::routes::revoke_mandate,
-        events::routes::list_events,
-        events::routes::list_attempts,
-        events::routes::retry_event,
-        events::routes::replay_events,
-        webhooks::routes::get_endpoint,
-        webhooks::routes::put_endpoint,
-        webhooks::routes::rotate_secret,
-    ),
     components(schemas(crate::error::ErrorType, crate::error::ErrorBody, pagination::ListQuery)),
-    modifiers(&Security, &CommonErrors),
     tags(
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
@@ -208,7 +44,20 @@ use crate::{
         (name = "operations", description = "Health, metrics and version"),
     )
 )]
-pub struct ApiDoc;
+struct ApiDoc;
+
+/// The document: the service's description, the paths of every file of routes the service
+/// mounts (collected where they are registered), and the shared security schemes and error
+/// answers.
+pub fn document<'a>(routes: impl IntoIterator<Item = &'a Routes>) -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    for r in routes {
+        doc.merge((r.api)());
+    }
+    Security.modify(&mut doc);
+    CommonErrors.modify(&mut doc);
+    doc
+}
 
 struct Security;
 
@@ -410,8 +259,9 @@ impl Modify for CommonErrors {
     }
 }
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", ApiDoc::openapi()))
+/// `/openapi.json` and the docs page that renders it.
+pub fn configure(cfg: &mut web::ServiceConfig, doc: utoipa::openapi::OpenApi) {
+    cfg.service(SwaggerUi::new("/docs/{_:.*}").url("/openapi.json", doc))
         .service(web::resource("/docs").route(web::get().to(docs_redirect)));
 }
 

@@ -31,11 +31,11 @@ pub fn prometheus() -> PrometheusHandle {
         .clone()
 }
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/health/live").route(web::get().to(live)))
-        .service(web::resource("/health/ready").route(web::get().to(ready)))
-        .service(web::resource("/metrics").route(web::get().to(metrics)))
-        .service(web::resource("/version").route(web::get().to(version)));
+crate::http::routes! {
+    "/health/live" => { get: live },
+    "/health/ready" => { get: ready },
+    "/metrics" => { get: metrics },
+    "/version" => { get: version },
 }
 
 #[derive(Serialize, ToSchema)]

@@ -249,6 +249,8 @@ pub struct Scheduler {
     clock: SharedClock,
     settings: SchedulerSettings,
     handlers: HashMap<&'static str, Arc<dyn JobHandler>>,
+    /// The periodic kinds: each has one job (entity `all`), scheduled by `start_periodic`.
+    periodic: Vec<&'static str>,
     wake: Notify,
 }
 
@@ -264,6 +266,7 @@ impl Scheduler {
             clock,
             settings,
             handlers: HashMap::new(),
+            periodic: Vec::new(),
             wake: Notify::new(),
         }
     }
@@ -276,6 +279,16 @@ impl Scheduler {
         self.handlers.insert(kind, Arc::new(handler));
     }
 
+    /// Schedules the first run of each periodic kind, now, unless one is already scheduled
+    /// (by an earlier start or another instance).
+    pub async fn start_periodic(&self) -> Result<(), DbErr> {
+        let now = self.clock.now();
+        for kind in &self.periodic {
+            schedule_if_absent(&self.db, now, kind, "all", now).await?;
+        }
+        Ok(())
+    }
+
     /// Registers a deployment-wide kind that runs every `every`: each run does `work` for the
     /// time read once before it starts, and the next is due `every` after that time.
     pub fn register_periodic<F, Fut, E>(&mut self, kind: &'static str, every: Duration, work: F)
@@ -284,6 +297,7 @@ impl Scheduler {
         Fut: std::future::Future<Output = Result<(), E>> + 'static,
         E: std::fmt::Display,
     {
+        self.periodic.push(kind);
         let (clock, work) = (self.clock.clone(), Arc::new(work));
         self.register(kind, move |_job| {
             let (clock, work) = (clock.clone(), work.clone());

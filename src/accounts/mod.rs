@@ -2,7 +2,8 @@
 //! `/account` routes with which a merchant manages its own shops and keys.
 
 pub mod api;
+pub mod demo;
 pub mod routes;
 pub mod store;
 
-pub use routes::{configure, shop_in_path};
+pub use routes::{shop_in_path, ROUTES};

@@ -22,23 +22,13 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/admin/merchants").route(web::post().to(create_merchant)))
-        .service(web::resource("/account").route(web::get().to(get_account)))
-        .service(
-            web::resource("/account/shops")
-                .route(web::get().to(list_shops))
-                .route(web::post().to(create_shop)),
-        )
-        .service(
-            web::resource("/account/api-keys")
-                .route(web::get().to(list_api_keys))
-                .route(web::post().to(create_api_key)),
-        )
-        .service(
-            web::resource("/account/api-keys/{key_id}").route(web::delete().to(revoke_api_key)),
-        )
-        .service(web::resource("/account/audit-log").route(web::get().to(list_audit_log)));
+crate::http::routes! {
+    "/admin/merchants" => { post: create_merchant },
+    "/account" => { get: get_account },
+    "/account/shops" => { get: list_shops, post: create_shop },
+    "/account/api-keys" => { get: list_api_keys, post: create_api_key },
+    "/account/api-keys/{key_id}" => { delete: revoke_api_key },
+    "/account/audit-log" => { get: list_audit_log },
 }
 
 /// The account's security actions, newest first: keys created and revoked, webhook URLs

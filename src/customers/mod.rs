@@ -6,4 +6,10 @@ pub mod jobs;
 pub mod routes;
 pub mod store;
 
-pub use routes::configure;
+use crate::mount::{Env, Mount};
+
+/// Customers, their saved methods and mandates: the mandates' expiry job and the routes.
+pub fn mount(m: &mut Mount, env: &Env<'_>) {
+    jobs::register(&mut m.scheduler, env.db, env.clock);
+    m.routes(&[routes::ROUTES]);
+}

@@ -22,36 +22,17 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/customers").route(web::post().to(create_customer)))
-        .service(web::resource("/customers/list").route(web::get().to(list_customers)))
-        .service(
-            web::resource("/customers/{customer_id}")
-                .route(web::get().to(retrieve_customer))
-                .route(web::post().to(update_customer))
-                .route(web::delete().to(delete_customer)),
-        )
-        .service(
-            web::resource("/customers/{customer_id}/payment-methods")
-                .route(web::get().to(list_methods)),
-        )
-        .service(
-            web::resource("/customers/{customer_id}/payment-methods/{payment_method_id}/default")
-                .route(web::post().to(set_default_method)),
-        )
-        .service(
-            web::resource("/payment-methods/{payment_method_id}")
-                .route(web::delete().to(delete_method)),
-        )
-        .service(
-            web::resource("/customers/{customer_id}/mandates")
-                .route(web::get().to(customer_mandates)),
-        )
-        .service(web::resource("/mandates/list").route(web::get().to(list_mandates)))
-        .service(web::resource("/mandates/{mandate_id}").route(web::get().to(retrieve_mandate)))
-        .service(
-            web::resource("/mandates/revoke/{mandate_id}").route(web::post().to(revoke_mandate)),
-        );
+crate::http::routes! {
+    "/customers" => { post: create_customer },
+    "/customers/list" => { get: list_customers },
+    "/customers/{customer_id}" => { get: retrieve_customer, post: update_customer, delete: delete_customer },
+    "/customers/{customer_id}/payment-methods" => { get: list_methods },
+    "/customers/{customer_id}/payment-methods/{payment_method_id}/default" => { post: set_default_method },
+    "/payment-methods/{payment_method_id}" => { delete: delete_method },
+    "/customers/{customer_id}/mandates" => { get: customer_mandates },
+    "/mandates/list" => { get: list_mandates },
+    "/mandates/{mandate_id}" => { get: retrieve_mandate },
+    "/mandates/revoke/{mandate_id}" => { post: revoke_mandate },
 }
 
 async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<customer::Model, ApiError> {

@@ -10,4 +10,19 @@ pub mod routes;
 pub mod store;
 
 pub use actor::Disputes;
-pub use routes::configure;
+
+use crate::mount::{Env, Mount};
+
+/// The disputes: their actors, jobs and routes.
+pub fn mount(m: &mut Mount, env: &Env<'_>) -> Disputes {
+    let disputes: Disputes = env.registry(std::sync::Arc::new(actor::DisputeDeps {
+        db: env.db.clone(),
+        clock: env.clock.clone(),
+        sandbox: env.sandbox.clone(),
+        wake: env.wake.clone(),
+    }));
+    jobs::register(&mut m.scheduler, &disputes);
+    m.actors(disputes.clone());
+    m.routes(&[routes::ROUTES]);
+    disputes
+}

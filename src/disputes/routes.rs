@@ -22,21 +22,12 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/disputes/list").route(web::get().to(list_disputes)))
-        .service(
-            web::resource("/disputes/evidence")
-                .route(web::put().to(attach_evidence))
-                .route(web::delete().to(remove_evidence))
-                .route(web::post().to(submit_evidence)),
-        )
-        .service(
-            web::resource("/disputes/evidence/{dispute_id}").route(web::get().to(list_evidence)),
-        )
-        .service(
-            web::resource("/disputes/accept/{dispute_id}").route(web::post().to(accept_dispute)),
-        )
-        .service(web::resource("/disputes/{dispute_id}").route(web::get().to(retrieve_dispute)));
+crate::http::routes! {
+    "/disputes/list" => { get: list_disputes },
+    "/disputes/evidence" => { put: attach_evidence, delete: remove_evidence, post: submit_evidence },
+    "/disputes/evidence/{dispute_id}" => { get: list_evidence },
+    "/disputes/accept/{dispute_id}" => { post: accept_dispute },
+    "/disputes/{dispute_id}" => { get: retrieve_dispute },
 }
 
 impl From<DisputeError> for ApiError {

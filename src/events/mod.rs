@@ -3,4 +3,4 @@
 
 pub mod routes;
 
-pub use routes::configure;
+pub use routes::ROUTES;

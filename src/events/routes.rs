@@ -16,19 +16,11 @@ use crate::{
     webhooks::{dispatcher::Dispatcher, store::manual_retries},
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/events/{merchant_id}").route(web::post().to(list_events)))
-        .service(
-            web::resource("/events/{merchant_id}/{event_id}/attempts")
-                .route(web::get().to(list_attempts)),
-        )
-        .service(
-            web::resource("/events/{merchant_id}/{event_id}/retry")
-                .route(web::post().to(retry_event)),
-        )
-        .service(
-            web::resource("/events/{merchant_id}/replay").route(web::post().to(replay_events)),
-        );
+crate::http::routes! {
+    "/events/{merchant_id}" => { post: list_events },
+    "/events/{merchant_id}/{event_id}/attempts" => { get: list_attempts },
+    "/events/{merchant_id}/{event_id}/retry" => { post: retry_event },
+    "/events/{merchant_id}/replay" => { post: replay_events },
 }
 
 /// `POST /events/{merchant_id}/replay`: the caller's events created in `[since, until)`,

@@ -9,7 +9,13 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-pub use routes::configure;
+use crate::mount::{Env, Mount};
+
+/// Files: the routes, and the purge of chunks no file kept.
+pub fn mount(m: &mut Mount, env: &Env<'_>) {
+    store::register_purge(&mut m.scheduler, env.db);
+    m.routes(&[routes::ROUTES]);
+}
 
 /// An uploaded file (its bytes are kept, not returned).
 #[derive(Debug, Serialize, ToSchema)]

@@ -25,10 +25,10 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/files").route(web::post().to(upload_file)))
-        .service(web::resource("/files/{file_id}").route(web::get().to(retrieve_file)))
-        .service(web::resource("/files/{file_id}/contents").route(web::get().to(file_contents)));
+crate::http::routes! {
+    "/files" => { post: upload_file },
+    "/files/{file_id}" => { get: retrieve_file },
+    "/files/{file_id}/contents" => { get: file_contents },
 }
 
 /// The caller's file, or 404 (another merchant's or mode's file reads as missing).

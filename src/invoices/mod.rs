@@ -17,7 +17,16 @@ pub mod tax;
 
 pub use actor::Invoices;
 
-pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
-    routes::configure(cfg);
-    settings_routes::configure(cfg);
+use crate::mount::{Env, Mount};
+
+/// Invoices and credit notes: their actors, jobs and routes, and the invoice settings' routes.
+pub fn mount(m: &mut Mount, env: &Env<'_>) {
+    let invoices: Invoices = env.registry(std::sync::Arc::new(actor::InvoiceDeps {
+        db: env.db.clone(),
+        clock: env.clock.clone(),
+        wake: env.wake.clone(),
+    }));
+    jobs::register(&mut m.scheduler, &invoices);
+    m.actors(invoices);
+    m.routes(&[routes::ROUTES, settings_routes::ROUTES]);
 }

@@ -27,36 +27,19 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/invoices")
-            .route(web::post().to(create_invoice))
-            .route(web::get().to(list_invoices)),
-    )
-    .service(
-        web::resource("/invoices/{invoice_id}")
-            .route(web::get().to(retrieve_invoice))
-            .route(web::patch().to(update_invoice))
-            .route(web::delete().to(delete_invoice)),
-    )
-    .service(web::resource("/invoices/{invoice_id}/finalize").route(web::post().to(finalize)))
-    .service(web::resource("/invoices/{invoice_id}/void").route(web::post().to(void_invoice)))
-    .service(web::resource("/invoices/{invoice_id}/mark-paid").route(web::post().to(mark_paid)))
-    .service(
-        web::resource("/invoices/{invoice_id}/mark-uncollectible")
-            .route(web::post().to(mark_uncollectible)),
-    )
-    .service(web::resource("/invoices/{invoice_id}/credit-note").route(web::post().to(credit_note)))
-    .service(web::resource("/invoices/{invoice_id}/pdf").route(web::get().to(download_pdf)))
-    .service(
-        web::resource("/invoices/{invoice_id}/share-link").route(web::post().to(create_share_link)),
-    )
-    .service(
-        web::resource("/invoices/{invoice_id}/share-link/{link_id}")
-            .route(web::delete().to(revoke_share_link)),
-    )
-    .service(web::resource("/invoice-links/{token}").route(web::get().to(shared_page)))
-    .service(web::resource("/invoice-links/{token}/pdf").route(web::get().to(shared_pdf)));
+crate::http::routes! {
+    "/invoices" => { post: create_invoice, get: list_invoices },
+    "/invoices/{invoice_id}" => { get: retrieve_invoice, patch: update_invoice, delete: delete_invoice },
+    "/invoices/{invoice_id}/finalize" => { post: finalize },
+    "/invoices/{invoice_id}/void" => { post: void_invoice },
+    "/invoices/{invoice_id}/mark-paid" => { post: mark_paid },
+    "/invoices/{invoice_id}/mark-uncollectible" => { post: mark_uncollectible },
+    "/invoices/{invoice_id}/credit-note" => { post: credit_note },
+    "/invoices/{invoice_id}/pdf" => { get: download_pdf },
+    "/invoices/{invoice_id}/share-link" => { post: create_share_link },
+    "/invoices/{invoice_id}/share-link/{link_id}" => { delete: revoke_share_link },
+    "/invoice-links/{token}" => { get: shared_page },
+    "/invoice-links/{token}/pdf" => { get: shared_pdf },
 }
 
 impl From<InvoiceError> for ApiError {

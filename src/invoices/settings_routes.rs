@@ -22,29 +22,12 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/invoice-settings")
-            .route(web::get().to(get_settings))
-            .route(web::put().to(put_settings)),
-    )
-    .service(
-        web::resource("/invoice-settings/tax-rules")
-            .route(web::get().to(get_tax_rules))
-            .route(web::put().to(put_tax_rules)),
-    )
-    .service(web::resource("/invoice-settings/tax-rules/evaluate").route(web::post().to(evaluate)))
-    .service(
-        web::resource("/invoice-settings/profiles/{profile_id}")
-            .route(web::get().to(get_shop_settings))
-            .route(web::put().to(put_shop_settings)),
-    )
-    .service(
-        web::resource("/invoice-settings/profiles/{profile_id}/tax-rules")
-            .route(web::get().to(get_shop_tax_rules))
-            .route(web::put().to(put_shop_tax_rules))
-            .route(web::delete().to(delete_shop_tax_rules)),
-    );
+crate::http::routes! {
+    "/invoice-settings" => { get: get_settings, put: put_settings },
+    "/invoice-settings/tax-rules" => { get: get_tax_rules, put: put_tax_rules },
+    "/invoice-settings/tax-rules/evaluate" => { post: evaluate },
+    "/invoice-settings/profiles/{profile_id}" => { get: get_shop_settings, put: put_shop_settings },
+    "/invoice-settings/profiles/{profile_id}/tax-rules" => { get: get_shop_tax_rules, put: put_shop_tax_rules, delete: delete_shop_tax_rules },
 }
 
 /// The merchant's own settings and rules are changed by a merchant-wide key only.

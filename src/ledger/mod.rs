@@ -6,4 +6,4 @@ pub mod machine;
 pub mod routes;
 pub mod store;
 
-pub use routes::configure;
+pub use routes::ROUTES;

@@ -16,14 +16,9 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/account/shops/{profile_id}/balance").route(web::get().to(get_balance)),
-    )
-    .service(
-        web::resource("/account/shops/{profile_id}/balance-transactions")
-            .route(web::get().to(list_balance_transactions)),
-    );
+crate::http::routes! {
+    "/account/shops/{profile_id}/balance" => { get: get_balance },
+    "/account/shops/{profile_id}/balance-transactions" => { get: list_balance_transactions },
 }
 
 /// A shop's balance per currency: `available` (what payouts can take) and `pending` (what

@@ -50,15 +50,11 @@ struct ChallengePage<'a> {
     client_secret: &'a str,
 }
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/checkout/{payment_id}").route(web::get().to(page)))
-        .service(web::resource("/checkout/{payment_id}/status").route(web::get().to(status)))
-        .service(web::resource("/checkout/{payment_id}/confirm").route(web::post().to(confirm)))
-        .service(
-            web::resource("/checkout/{payment_id}/challenge")
-                .route(web::get().to(challenge_page))
-                .route(web::post().to(complete_challenge)),
-        );
+crate::http::routes! {
+    "/checkout/{payment_id}" => { get: page },
+    "/checkout/{payment_id}/status" => { get: status },
+    "/checkout/{payment_id}/confirm" => { post: confirm },
+    "/checkout/{payment_id}/challenge" => { get: challenge_page, post: complete_challenge },
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

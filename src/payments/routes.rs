@@ -25,35 +25,17 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/payments").route(web::post().to(create_payment)))
-        .service(web::resource("/payments/list").route(web::post().to(list_payments)))
-        .service(
-            web::resource("/payments/{payment_id}")
-                .route(web::get().to(retrieve_payment))
-                .route(web::post().to(update_payment)),
-        )
-        .service(
-            web::resource("/payments/{payment_id}/confirm").route(web::post().to(confirm_payment)),
-        )
-        .service(
-            web::resource("/payments/{payment_id}/capture").route(web::post().to(capture_payment)),
-        )
-        .service(
-            web::resource("/payments/{payment_id}/cancel").route(web::post().to(cancel_payment)),
-        )
-        .service(
-            web::resource("/payments/{payment_id}/attempts").route(web::get().to(list_attempts)),
-        )
-        .service(
-            web::resource("/payments/{payment_id}/status-history")
-                .route(web::get().to(status_history)),
-        )
-        .service(web::resource("/payments/{payment_id}/lines").route(web::get().to(payment_lines)))
-        .service(
-            web::resource("/payments/{payment_id}/routing-decisions")
-                .route(web::get().to(routing_decisions)),
-        );
+crate::http::routes! {
+    "/payments" => { post: create_payment },
+    "/payments/list" => { post: list_payments },
+    "/payments/{payment_id}" => { get: retrieve_payment, post: update_payment },
+    "/payments/{payment_id}/confirm" => { post: confirm_payment },
+    "/payments/{payment_id}/capture" => { post: capture_payment },
+    "/payments/{payment_id}/cancel" => { post: cancel_payment },
+    "/payments/{payment_id}/attempts" => { get: list_attempts },
+    "/payments/{payment_id}/status-history" => { get: status_history },
+    "/payments/{payment_id}/lines" => { get: payment_lines },
+    "/payments/{payment_id}/routing-decisions" => { get: routing_decisions },
 }
 
 fn public_url(state: &AppState) -> &str {

@@ -20,22 +20,11 @@ use crate::{
     webhooks::routes::check_url,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/account/shops/{profile_id}/processors")
-            .route(web::get().to(list_processors))
-            .route(web::post().to(add_processor)),
-    )
-    .service(
-        web::resource("/account/shops/{profile_id}/routing")
-            .route(web::get().to(get_routing))
-            .route(web::put().to(put_routing)),
-    )
-    .service(web::resource("/admin/processors").route(web::get().to(pending_processors)))
-    .service(
-        web::resource("/admin/processors/{processor_account_id}/approve")
-            .route(web::post().to(approve_processor)),
-    );
+crate::http::routes! {
+    "/account/shops/{profile_id}/processors" => { get: list_processors, post: add_processor },
+    "/account/shops/{profile_id}/routing" => { get: get_routing, put: put_routing },
+    "/admin/processors" => { get: pending_processors },
+    "/admin/processors/{processor_account_id}/approve" => { post: approve_processor },
 }
 
 /// A processor account of a shop.

@@ -33,11 +33,8 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/processor-webhooks/{processor_account_id}")
-            .route(web::post().to(receive_processor_event)),
-    );
+crate::http::routes! {
+    "/processor-webhooks/{processor_account_id}" => { post: receive_processor_event },
 }
 
 /// What payd made of an accepted event.

@@ -10,4 +10,18 @@ pub mod routes;
 pub mod store;
 
 pub use actor::Payouts;
-pub use routes::configure;
+
+use crate::mount::{Env, Mount};
+
+/// The payouts: their actors, jobs and routes.
+pub fn mount(m: &mut Mount, env: &Env<'_>) {
+    let payouts: Payouts = env.registry(std::sync::Arc::new(actor::PayoutDeps {
+        db: env.db.clone(),
+        clock: env.clock.clone(),
+        wake: env.wake.clone(),
+        delay: env.sandbox.async_delay,
+    }));
+    jobs::register(&mut m.scheduler, &payouts);
+    m.actors(payouts);
+    m.routes(&[routes::ROUTES]);
+}

@@ -23,25 +23,13 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/payouts/create").route(web::post().to(create_payout)))
-        .service(
-            web::resource("/payouts/list")
-                .route(web::get().to(list_payouts))
-                .route(web::post().to(filter_payouts)),
-        )
-        .service(
-            web::resource("/payouts/{payout_id}")
-                .route(web::get().to(retrieve_payout))
-                .route(web::put().to(update_payout)),
-        )
-        .service(
-            web::resource("/payouts/{payout_id}/confirm").route(web::post().to(confirm_payout)),
-        )
-        .service(web::resource("/payouts/{payout_id}/cancel").route(web::post().to(cancel_payout)))
-        .service(
-            web::resource("/payouts/{payout_id}/fulfill").route(web::post().to(fulfill_payout)),
-        );
+crate::http::routes! {
+    "/payouts/create" => { post: create_payout },
+    "/payouts/list" => { get: list_payouts, post: filter_payouts },
+    "/payouts/{payout_id}" => { get: retrieve_payout, put: update_payout },
+    "/payouts/{payout_id}/confirm" => { post: confirm_payout },
+    "/payouts/{payout_id}/cancel" => { post: cancel_payout },
+    "/payouts/{payout_id}/fulfill" => { post: fulfill_payout },
 }
 
 impl From<PayoutError> for ApiError {

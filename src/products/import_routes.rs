@@ -6,12 +6,10 @@ use actix_web::{web, HttpResponse};
 use super::import::{self, Applied, ApplyRequest, Preview, PreviewRequest, ProviderAccounts};
 use crate::{auth::SecretKey, error::ApiError, http::ApiJson, state::AppState};
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/products/import/preview").route(web::post().to(preview_import)))
-        .service(web::resource("/products/import/apply").route(web::post().to(apply_import)))
-        .service(
-            web::resource("/products/provider-accounts").route(web::get().to(provider_accounts)),
-        );
+crate::http::routes! {
+    "/products/import/preview" => { post: preview_import },
+    "/products/import/apply" => { post: apply_import },
+    "/products/provider-accounts" => { get: provider_accounts },
 }
 
 /// The processor accounts of the shop and the catalog actions each supports.

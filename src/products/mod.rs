@@ -11,4 +11,5 @@ pub mod machine;
 pub mod routes;
 pub mod store;
 
-pub use routes::configure;
+/// The catalog's routes, the import's literal paths before `/products/{product_id}`.
+pub const ROUTES: [crate::http::Routes; 2] = [import_routes::ROUTES, routes::ROUTES];

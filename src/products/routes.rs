@@ -24,45 +24,24 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    // Literal segments before `{product_id}`: the first matching resource wins.
-    cfg.service(web::resource("/products").route(web::post().to(create_product)))
-        .service(web::resource("/products/list").route(web::get().to(list_products)))
-        .service(web::resource("/products/images").route(web::post().to(upload_image)))
-        .service(web::resource("/products/images/{image_id}").route(web::get().to(image_bytes)))
-        .service(web::resource("/products/categories").route(web::post().to(create_category)))
-        .service(web::resource("/products/categories/list").route(web::get().to(list_categories)))
-        .configure(super::import_routes::configure)
-        .service(
-            web::resource("/products/{product_id}")
-                .route(web::get().to(retrieve_product))
-                .route(web::post().to(update_product))
-                .route(web::delete().to(delete_product)),
-        )
-        .service(
-            web::resource("/products/{product_id}/archive").route(web::post().to(archive_product)),
-        )
-        .service(
-            web::resource("/products/{product_id}/restore").route(web::post().to(restore_product)),
-        )
-        .service(web::resource("/products/{product_id}/prices").route(web::post().to(add_price)))
-        .service(
-            web::resource("/products/{product_id}/prices/{price_id}")
-                .route(web::post().to(update_price)),
-        )
-        .service(
-            web::resource("/products/{product_id}/prices/{price_id}/archive")
-                .route(web::post().to(archive_price)),
-        )
-        .service(
-            web::resource("/products/{product_id}/addon-groups").route(web::post().to(add_group)),
-        )
-        .service(
-            web::resource("/products/{product_id}/addon-groups/{group_id}")
-                .route(web::post().to(replace_group))
-                .route(web::delete().to(remove_group)),
-        )
-        .service(web::resource("/products/{product_id}/bundle").route(web::post().to(set_bundle)));
+// Literal segments before `{product_id}`: the first matching resource wins (the import's
+// routes are mounted before these).
+crate::http::routes! {
+    "/products" => { post: create_product },
+    "/products/list" => { get: list_products },
+    "/products/images" => { post: upload_image },
+    "/products/images/{image_id}" => { get: image_bytes },
+    "/products/categories" => { post: create_category },
+    "/products/categories/list" => { get: list_categories },
+    "/products/{product_id}" => { get: retrieve_product, post: update_product, delete: delete_product },
+    "/products/{product_id}/archive" => { post: archive_product },
+    "/products/{product_id}/restore" => { post: restore_product },
+    "/products/{product_id}/prices" => { post: add_price },
+    "/products/{product_id}/prices/{price_id}" => { post: update_price },
+    "/products/{product_id}/prices/{price_id}/archive" => { post: archive_price },
+    "/products/{product_id}/addon-groups" => { post: add_group },
+    "/products/{product_id}/addon-groups/{group_id}" => { post: replace_group, delete: remove_group },
+    "/products/{product_id}/bundle" => { post: set_bundle },
 }
 
 /// One product as shown, with every price.

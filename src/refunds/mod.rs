@@ -5,4 +5,4 @@ pub mod api;
 pub mod routes;
 pub mod store;
 
-pub use routes::configure;
+pub use routes::ROUTES;

@@ -24,14 +24,10 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/refunds").route(web::post().to(create_refund)))
-        .service(web::resource("/refunds/list").route(web::post().to(list_refunds)))
-        .service(
-            web::resource("/refunds/{refund_id}")
-                .route(web::get().to(retrieve_refund))
-                .route(web::post().to(update_refund)),
-        );
+crate::http::routes! {
+    "/refunds" => { post: create_refund },
+    "/refunds/list" => { post: list_refunds },
+    "/refunds/{refund_id}" => { get: retrieve_refund, post: update_refund },
 }
 
 /// Refund a payment fully, partly, or by product line.

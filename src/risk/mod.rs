@@ -10,4 +10,18 @@ pub mod routes;
 pub mod store;
 
 pub use assess::Assessor;
-pub use routes::configure;
+
+use crate::mount::{Env, Mount};
+
+/// Risk: the periodic assessment of every shop and the routes that read it.
+pub fn mount(m: &mut Mount, env: &Env<'_>) {
+    let assessor = std::sync::Arc::new(Assessor {
+        db: env.db.clone(),
+        clock: env.clock.clone(),
+        settings: env.settings.risk.clone(),
+        wake: env.wake.clone(),
+    });
+    assessor.register(&mut m.scheduler);
+    m.data(actix_web::web::Data::from(assessor));
+    m.routes(&[routes::ROUTES]);
+}

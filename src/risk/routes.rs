@@ -18,11 +18,9 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/admin/shops/{profile_id}/risk/assess").route(web::post().to(assess_shop)),
-    )
-    .service(web::resource("/account/shops/{profile_id}/risk").route(web::get().to(shop_risk)));
+crate::http::routes! {
+    "/admin/shops/{profile_id}/risk/assess" => { post: assess_shop },
+    "/account/shops/{profile_id}/risk" => { get: shop_risk },
 }
 
 /// Assess a shop's risk now (the operator). The record is written as the next of the shop's

@@ -6,4 +6,4 @@ pub mod routes;
 pub mod store;
 pub mod tally;
 
-pub use routes::configure;
+pub use routes::ROUTES;

@@ -11,8 +11,8 @@ use super::{
 };
 use crate::{auth::SecretKey, error::ApiError, http::ApiQuery, products, state::AppState};
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/products/{product_id}/sales").route(web::get().to(product_sales)));
+crate::http::routes! {
+    "/products/{product_id}/sales" => { get: product_sales },
 }
 
 /// The window of a sales report.

@@ -19,9 +19,36 @@ pub mod store;
 
 pub use actor::Subscriptions;
 
-/// The routes: the billing processor's literal paths first, before
-/// `/subscriptions/{subscription_id}` could take them.
-pub fn configure(cfg: &mut actix_web::web::ServiceConfig) {
-    processor_routes::configure(cfg);
-    routes::configure(cfg);
+use crate::{
+    mount::{Env, Mount},
+    payments::Payments,
+};
+
+/// The subscriptions: their actors (which charge through the payments' actors), jobs and
+/// routes, the billing processor's literal paths first, before
+/// `/subscriptions/{subscription_id}` could take them. A cycle is taxed by `tax` (the invoices'
+/// rules: the folder does not import the invoices, which read its cycles).
+pub fn mount(
+    m: &mut Mount,
+    env: &Env<'_>,
+    payments: &Payments,
+    tax: std::sync::Arc<dyn api::CycleTax>,
+) {
+    let (db, settings) = (env.db, &env.settings.subscriptions);
+    let subscriptions: Subscriptions =
+        env.registry(std::sync::Arc::new(cycles::SubscriptionDeps {
+            db: db.clone(),
+            clock: env.clock.clone(),
+            payments: payments.clone(),
+            wake: env.wake.clone(),
+            public_url: env.public_url.to_owned(),
+            retry_days: settings.retry_schedule_days.clone(),
+            confirm_within: chrono::Duration::hours(i64::from(settings.confirm_within_hours)),
+            billing: std::sync::Arc::new(billing::SandboxBilling { db: db.clone() }),
+            sandbox_max: env.settings.sandbox.max_subscriptions,
+            tax,
+        }));
+    jobs::register(&mut m.scheduler, &subscriptions);
+    m.actors(subscriptions);
+    m.routes(&[processor_routes::ROUTES, routes::ROUTES]);
 }

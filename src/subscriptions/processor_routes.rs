@@ -24,27 +24,15 @@ use crate::{
     state::AppState,
 };
 
-/// Literal paths: registered before `/subscriptions/{subscription_id}` (see `configure` of
-/// the folder).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/subscriptions/items").route(web::get().to(processor_items)))
-        .service(web::resource("/subscriptions/adopt").route(web::post().to(adopt_subscription)))
-        .service(
-            web::resource("/subscriptions/import/preview").route(web::post().to(import_preview)),
-        )
-        .service(web::resource("/subscriptions/import/apply").route(web::post().to(import_apply)))
-        .service(
-            web::resource("/sandbox/billing/subscriptions")
-                .route(web::post().to(sandbox_processor_subscription)),
-        )
-        .service(
-            web::resource("/sandbox/billing/subscriptions/{processor_subscription_id}")
-                .route(web::post().to(sandbox_processor_change)),
-        )
-        .service(
-            web::resource("/sandbox/billing/invoices/{processor_invoice_id}/chargeback")
-                .route(web::post().to(sandbox_chargeback)),
-        );
+// Literal paths: mounted before `/subscriptions/{subscription_id}` (see the folder's `mount`).
+crate::http::routes! {
+    "/subscriptions/items" => { get: processor_items },
+    "/subscriptions/adopt" => { post: adopt_subscription },
+    "/subscriptions/import/preview" => { post: import_preview },
+    "/subscriptions/import/apply" => { post: import_apply },
+    "/sandbox/billing/subscriptions" => { post: sandbox_processor_subscription },
+    "/sandbox/billing/subscriptions/{processor_subscription_id}" => { post: sandbox_processor_change },
+    "/sandbox/billing/invoices/{processor_invoice_id}/chargeback" => { post: sandbox_chargeback },
 }
 
 /// The billing processor's plans and add-ons.

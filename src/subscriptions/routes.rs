@@ -25,48 +25,20 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    // Literal segments before `{subscription_id}`: the first matching resource wins.
-    cfg.service(web::resource("/subscriptions").route(web::post().to(create_subscription)))
-        .service(web::resource("/subscriptions/create").route(web::post().to(create_for_checkout)))
-        .service(web::resource("/subscriptions/list").route(web::get().to(list_subscriptions)))
-        .service(web::resource("/subscriptions/estimate").route(web::get().to(estimate)))
-        .service(
-            web::resource("/subscriptions/{subscription_id}")
-                .route(web::get().to(retrieve_subscription)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/capabilities")
-                .route(web::get().to(capabilities)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/confirm")
-                .route(web::post().to(confirm_subscription)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/pause")
-                .route(web::post().to(pause_subscription)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/resume")
-                .route(web::post().to(resume_subscription)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/cancel")
-                .route(web::post().to(cancel_subscription)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/update")
-                .route(web::put().to(update_subscription)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/invoices")
-                .route(web::get().to(subscription_cycles)),
-        )
-        .service(
-            web::resource("/subscriptions/{subscription_id}/sync")
-                .route(web::post().to(sync_subscription)),
-        );
+crate::http::routes! {
+    "/subscriptions" => { post: create_subscription },
+    "/subscriptions/create" => { post: create_for_checkout },
+    "/subscriptions/list" => { get: list_subscriptions },
+    "/subscriptions/estimate" => { get: estimate },
+    "/subscriptions/{subscription_id}" => { get: retrieve_subscription },
+    "/subscriptions/{subscription_id}/capabilities" => { get: capabilities },
+    "/subscriptions/{subscription_id}/confirm" => { post: confirm_subscription },
+    "/subscriptions/{subscription_id}/pause" => { post: pause_subscription },
+    "/subscriptions/{subscription_id}/resume" => { post: resume_subscription },
+    "/subscriptions/{subscription_id}/cancel" => { post: cancel_subscription },
+    "/subscriptions/{subscription_id}/update" => { put: update_subscription },
+    "/subscriptions/{subscription_id}/invoices" => { get: subscription_cycles },
+    "/subscriptions/{subscription_id}/sync" => { post: sync_subscription },
 }
 
 impl From<SubscriptionError> for ApiError {

@@ -13,9 +13,9 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/sandbox/clock").route(web::get().to(read_clock)))
-        .service(web::resource("/sandbox/clock/advance").route(web::post().to(advance_clock)));
+crate::http::routes! {
+    "/sandbox/clock" => { get: read_clock },
+    "/sandbox/clock/advance" => { post: advance_clock },
 }
 
 /// A merchant's sandbox time.

@@ -23,30 +23,15 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/disputes/wallet/cases").route(web::get().to(list_cases)))
-        .service(web::resource("/disputes/wallet/import").route(web::post().to(import_cases)))
-        .service(
-            web::resource("/disputes/wallet/cases/{case_id}").route(web::get().to(retrieve_case)),
-        )
-        .service(
-            web::resource("/disputes/wallet/cases/{case_id}/history")
-                .route(web::get().to(case_history)),
-        )
-        .service(
-            web::resource("/disputes/wallet/cases/{case_id}/actions")
-                .route(web::get().to(case_actions))
-                .route(web::post().to(take_action)),
-        )
-        .service(web::resource("/sandbox/wallet/cases").route(web::post().to(sandbox_open_case)))
-        .service(
-            web::resource("/sandbox/wallet/cases/{case_id}/withdraw")
-                .route(web::post().to(sandbox_withdraw_case)),
-        )
-        .service(
-            web::resource("/sandbox/wallet/cases/{case_id}/escalate")
-                .route(web::post().to(sandbox_escalate_case)),
-        );
+crate::http::routes! {
+    "/disputes/wallet/cases" => { get: list_cases },
+    "/disputes/wallet/import" => { post: import_cases },
+    "/disputes/wallet/cases/{case_id}" => { get: retrieve_case },
+    "/disputes/wallet/cases/{case_id}/history" => { get: case_history },
+    "/disputes/wallet/cases/{case_id}/actions" => { get: case_actions, post: take_action },
+    "/sandbox/wallet/cases" => { post: sandbox_open_case },
+    "/sandbox/wallet/cases/{case_id}/withdraw" => { post: sandbox_withdraw_case },
+    "/sandbox/wallet/cases/{case_id}/escalate" => { post: sandbox_escalate_case },
 }
 
 /// The case as shown, with the dispute that follows it.

@@ -23,16 +23,9 @@ use crate::{
     state::AppState,
 };
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/account/shops/{profile_id}/webhook")
-            .route(web::get().to(get_endpoint))
-            .route(web::put().to(put_endpoint)),
-    )
-    .service(
-        web::resource("/account/shops/{profile_id}/webhook/rotate")
-            .route(web::post().to(rotate_secret)),
-    );
+crate::http::routes! {
+    "/account/shops/{profile_id}/webhook" => { get: get_endpoint, put: put_endpoint },
+    "/account/shops/{profile_id}/webhook/rotate" => { post: rotate_secret },
 }
 
 /// Checks a URL merchants give (webhook endpoints, remote processors): http(s), a host, no
