@@ -137,6 +137,12 @@ impl ApiError {
         )
     }
 
+    /// 404 for an id of kind `T` that names nothing here: "no such {noun}", naming its
+    /// parameter.
+    pub fn no_such<T: crate::ids::Id>() -> Self {
+        Self::not_found(T::NOUN).param(T::PARAM)
+    }
+
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, ErrorType::Conflict, code, message)
     }

@@ -7,12 +7,18 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
+use crate::{error::ApiError, ids::Id};
 
 /// Free key-value data set by the merchant.
 pub type Metadata = BTreeMap<String, serde_json::Value>;
 
 /// A free-text field of at most `max` characters.
+/// An id a body or query names, parsed: one that is not of kind `T` names nothing, so it is
+/// 404 "no such …" as an unknown id of the right shape is.
+pub fn parse_id<T: Id>(value: &str) -> Result<T, ApiError> {
+    T::parse(value).ok_or_else(ApiError::no_such::<T>)
+}
+
 pub fn check_text(
     param: &str,
     value: Option<&String>,

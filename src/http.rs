@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use crate::{
     error::{serde_field, ApiError, REQUEST_ID},
-    ids::new_id,
+    ids::{new_id, Id},
 };
 
 /// The largest request body accepted, in bytes (app data).
@@ -404,6 +404,20 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
 pub fn path_config() -> web::PathConfig {
     web::PathConfig::default()
         .error_handler(|err, _req| ApiError::invalid("parameter_invalid", err.to_string()).into())
+}
+
+/// The id a path names, parsed: a value that is not an id of its kind answers 404 "no such
+/// …" naming the parameter, before any lookup or actor.
+pub struct PathId<T>(pub T);
+
+impl<T: Id + 'static> FromRequest for PathId<T> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let id = req.match_info().get(T::PARAM).and_then(T::parse);
+        std::future::ready(id.map(PathId).ok_or_else(ApiError::no_such::<T>))
+    }
 }
 
 /// A hosted page (checkout, challenge, shared invoice), rendered from its template (in

@@ -83,14 +83,14 @@ pub fn request_key(req: &HttpRequest) -> Option<RequestKey> {
     req.extensions().get::<RequestKey>().cloned()
 }
 
-/// The object of kind `prefix` (`pay`, `ref`, …) a retried request resumes from: the first
+/// The object of kind `T` (a payment, a refund, …) a retried request resumes from: the first
 /// run committed a change to it and its answer was lost. `None` for a first run, a retry of
 /// one that changed nothing, or a recovery point of another kind.
-pub fn resumed(req: &HttpRequest, prefix: &str) -> Option<String> {
+pub fn resumed<T: crate::ids::Id>(req: &HttpRequest) -> Option<String> {
     req.extensions()
         .get::<Resume>()
         .map(|r| r.0.clone())
-        .filter(|id| crate::ids::has_shape(id, prefix))
+        .filter(|id| T::parse(id).is_some())
 }
 
 /// What to do with a request that carries a key.

@@ -10,7 +10,7 @@ pub fn new_id(prefix: &str) -> String {
 }
 
 /// True when `s` has this prefix followed by 32 lowercase hex digits.
-pub fn has_shape(s: &str, prefix: &str) -> bool {
+fn has_shape(s: &str, prefix: &str) -> bool {
     s.strip_prefix(prefix)
         .and_then(|rest| rest.strip_prefix('_'))
         .is_some_and(|hex| {
@@ -21,8 +21,20 @@ pub fn has_shape(s: &str, prefix: &str) -> bool {
         })
 }
 
+/// What every id type tells: its prefix, and how requests and errors name it.
+pub trait Id: Sized + std::ops::Deref<Target = str> {
+    const PREFIX: &'static str;
+    /// What a 404 calls it: "no such {NOUN}".
+    const NOUN: &'static str;
+    /// The path parameter (and body field) that carries it.
+    const PARAM: &'static str;
+
+    /// The id, if `s` is one of this kind (its prefix, then 32 lowercase hex digits).
+    fn parse(s: &str) -> Option<Self>;
+}
+
 macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $noun:literal, $param:literal) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
         #[serde(transparent)]
@@ -49,6 +61,24 @@ macro_rules! id_type {
             }
         }
 
+        impl Id for $name {
+            const PREFIX: &'static str = $prefix;
+            const NOUN: &'static str = $noun;
+            const PARAM: &'static str = $param;
+
+            fn parse(s: &str) -> Option<Self> {
+                Self::parse(s)
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
         impl Default for $name {
             fn default() -> Self {
                 Self::new()
@@ -66,18 +96,82 @@ macro_rules! id_type {
 id_type!(
     /// A merchant.
     MerchantId,
-    "mer"
+    "mer",
+    "merchant",
+    "merchant_id"
 );
 id_type!(
     /// A shop (invoice-settings and routing profile) of a merchant.
     ProfileId,
-    "prof"
+    "prof",
+    "shop",
+    "profile_id"
 );
 id_type!(
     /// An API key record (not the key itself).
     KeyId,
-    "key"
+    "key",
+    "api key",
+    "key_id"
 );
+id_type!(PaymentId, "pay", "payment", "payment_id");
+id_type!(RefundId, "ref", "refund", "refund_id");
+id_type!(DisputeId, "dp", "dispute", "dispute_id");
+id_type!(
+    /// A wallet processor's seller case.
+    CaseId,
+    "case",
+    "case",
+    "case_id"
+);
+id_type!(PayoutId, "po", "payout", "payout_id");
+id_type!(InvoiceId, "inv", "invoice", "invoice_id");
+id_type!(SubscriptionId, "sub", "subscription", "subscription_id");
+id_type!(
+    /// A subscription at the billing processor, before it is adopted.
+    ProcessorSubscriptionId,
+    "bsub",
+    "processor subscription",
+    "processor_subscription_id"
+);
+id_type!(
+    /// An invoice of the billing processor.
+    ProcessorInvoiceId,
+    "binv",
+    "invoice",
+    "processor_invoice_id"
+);
+id_type!(
+    /// The preview of an adoption of processor subscriptions.
+    AdoptionPreviewId,
+    "subprev",
+    "preview",
+    "preview_id"
+);
+id_type!(ProductId, "prod", "product", "product_id");
+id_type!(PriceId, "price", "price", "price_id");
+id_type!(ImageId, "img", "image", "image_id");
+id_type!(CategoryId, "cat", "category", "category_id");
+id_type!(
+    /// The preview of a catalog import.
+    ImportPreviewId,
+    "prev",
+    "import preview",
+    "preview_id"
+);
+id_type!(CustomerId, "cus", "customer", "customer_id");
+id_type!(PaymentMethodId, "pm", "payment method", "payment_method_id");
+id_type!(MandateId, "man", "mandate", "mandate_id");
+id_type!(FileId, "file", "file", "file_id");
+id_type!(EventId, "evt", "event", "event_id");
+id_type!(
+    BalanceTransactionId,
+    "bt",
+    "balance transaction",
+    "transaction_id"
+);
+id_type!(RiskAssessmentId, "risk", "risk assessment", "assessment_id");
+id_type!(AuditEntryId, "aud", "audit entry", "entry_id");
 
 #[cfg(test)]
 mod tests {

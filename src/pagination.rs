@@ -8,7 +8,7 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{error::ApiError, ids::has_shape};
+use crate::{error::ApiError, ids::Id};
 
 pub const DEFAULT_LIMIT: u64 = 10;
 pub const MAX_LIMIT: u64 = 100;
@@ -43,9 +43,10 @@ pub struct Page {
 }
 
 impl Page {
-    /// Checks the paging parameters of a list of objects whose ids start with `prefix`: a
-    /// cursor that is not such an id is 400 naming it (it would silently page from the start).
-    pub fn parse(q: &ListQuery, prefix: &str) -> Result<Self, ApiError> {
+    /// Checks the paging parameters of a list of objects with ids of kind `T`: a cursor that
+    /// is not such an id is 400 naming it (it would silently page from the start).
+    pub fn parse<T: Id>(q: &ListQuery) -> Result<Self, ApiError> {
+        let prefix = T::PREFIX;
         let limit = match q.limit {
             None => DEFAULT_LIMIT,
             Some(n) if (1..=MAX_LIMIT as i64).contains(&n) => n as u64,
@@ -76,10 +77,10 @@ impl Page {
             )
         };
         match &cursor {
-            Cursor::After(id) if !has_shape(id, prefix) => {
+            Cursor::After(id) if T::parse(id).is_none() => {
                 return Err(not_an_id("starting_after", id))
             }
-            Cursor::Before(id) if !has_shape(id, prefix) => {
+            Cursor::Before(id) if T::parse(id).is_none() => {
                 return Err(not_an_id("ending_before", id))
             }
             _ => {}
@@ -216,10 +217,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::PaymentId;
 
     #[test]
     fn limits_and_cursors_are_validated() {
-        let page = Page::parse(&ListQuery::default(), "pay").unwrap();
+        let page = Page::parse::<PaymentId>(&ListQuery::default()).unwrap();
         assert_eq!(page.limit, DEFAULT_LIMIT);
         for bad in [0, -1, 101] {
             let q = ListQuery {
@@ -227,7 +229,7 @@ mod tests {
                 ..Default::default()
             };
             assert_eq!(
-                Page::parse(&q, "pay").unwrap_err().param.as_deref(),
+                Page::parse::<PaymentId>(&q).unwrap_err().param.as_deref(),
                 Some("limit")
             );
         }
@@ -236,18 +238,18 @@ mod tests {
             ending_before: Some("b".into()),
             ..Default::default()
         };
-        assert!(Page::parse(&q, "pay").is_err());
+        assert!(Page::parse::<PaymentId>(&q).is_err());
         let cursor = |after: &str| ListQuery {
             starting_after: Some(after.into()),
             ..Default::default()
         };
         let good = format!("pay_{}", "0a".repeat(16));
         assert_eq!(
-            Page::parse(&cursor(&good), "pay").unwrap().cursor,
+            Page::parse::<PaymentId>(&cursor(&good)).unwrap().cursor,
             Cursor::After(good.clone())
         );
         for bad in ["pay_garbage", "ref_0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", ""] {
-            let e = Page::parse(&cursor(bad), "pay").unwrap_err();
+            let e = Page::parse::<PaymentId>(&cursor(bad)).unwrap_err();
             assert_eq!(
                 (e.code, e.param.as_deref()),
                 ("parameter_invalid", Some("starting_after")),

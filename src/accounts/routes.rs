@@ -14,7 +14,7 @@ use crate::{
     auth::{Admin, Caller, KeyKind, Mode, SecretKey},
     commit::CommitError,
     error::ApiError,
-    http::{ApiJson, ApiQuery},
+    http::{ApiJson, ApiQuery, PathId},
     idempotency,
     ids::{KeyId, ProfileId},
     pagination::{List, ListQuery, Page},
@@ -48,7 +48,7 @@ pub async fn list_audit_log(
             "the account's audit log covers every shop: ask with a key not bound to a shop",
         ));
     }
-    let page = Page::parse(&query, "aud")?;
+    let page = Page::parse::<crate::ids::AuditEntryId>(&query)?;
     let entries = store::list_audit(&state.db, &caller.merchant_id, &page).await?;
     Ok(HttpResponse::Ok().json(entries.try_map(AuditEntry::try_from)?))
 }
@@ -132,7 +132,7 @@ pub async fn list_shops(
     state: web::Data<AppState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&query, ProfileId::PREFIX)?;
+    let page = Page::parse::<ProfileId>(&query)?;
     let shops = store::list_profiles(
         &state.db,
         &caller.merchant_id,
@@ -177,7 +177,7 @@ pub async fn list_api_keys(
     state: web::Data<AppState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&query, KeyId::PREFIX)?;
+    let page = Page::parse::<KeyId>(&query)?;
     let keys = store::list_keys(
         &state.db,
         &caller.merchant_id,
@@ -272,10 +272,9 @@ pub async fn create_api_key(
 pub async fn revoke_api_key(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    key_id: web::Path<String>,
+    PathId(key_id): PathId<crate::ids::KeyId>,
 ) -> Result<HttpResponse, ApiError> {
     let not_found = || ApiError::not_found("api key");
-    let key_id = KeyId::parse(&key_id).ok_or_else(not_found)?;
     let row = store::revoke_key(
         &state.db,
         state.clock.now(),

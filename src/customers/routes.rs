@@ -15,7 +15,7 @@ use crate::{
     commit,
     error::ApiError,
     fields::Items,
-    http::{ApiJson, ApiQuery},
+    http::{ApiJson, ApiQuery, PathId},
     idempotency,
     pagination::{List, ListQuery, Page},
     processors::connect::Connections,
@@ -65,7 +65,7 @@ pub async fn create_customer(
 ) -> Result<HttpResponse, ApiError> {
     // The retry of a create whose customer was stored but whose answer was lost: that
     // customer, not a second one.
-    if let Some(id) = idempotency::resumed(&http, "cus") {
+    if let Some(id) = idempotency::resumed::<crate::ids::CustomerId>(&http) {
         if let Ok(c) = owned(&state, &caller, &id).await {
             return Ok(HttpResponse::Created().json(Customer::try_from(&c)?));
         }
@@ -91,14 +91,11 @@ pub async fn list_customers(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListCustomersQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(
-        &ListQuery {
-            limit: q.limit,
-            starting_after: q.starting_after.clone(),
-            ending_before: q.ending_before.clone(),
-        },
-        "cus",
-    )?;
+    let page = Page::parse::<crate::ids::CustomerId>(&ListQuery {
+        limit: q.limit,
+        starting_after: q.starting_after.clone(),
+        ending_before: q.ending_before.clone(),
+    })?;
     let list = store::list(
         &state.db,
         caller.merchant_id.as_str(),
@@ -116,7 +113,7 @@ pub async fn list_customers(
 pub async fn retrieve_customer(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CustomerId>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(Customer::try_from(&owned(&state, &caller, &id).await?)?))
 }
@@ -128,7 +125,7 @@ pub async fn retrieve_customer(
 pub async fn update_customer(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CustomerId>,
     ApiJson(f): ApiJson<CustomerFields>,
 ) -> Result<HttpResponse, ApiError> {
     check_fields(&f)?;
@@ -164,7 +161,7 @@ async fn change(
 pub async fn delete_customer(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CustomerId>,
 ) -> Result<HttpResponse, ApiError> {
     let c = owned(&state, &caller, &id).await?;
     if c.redacted_at.is_some() {
@@ -185,7 +182,7 @@ pub async fn delete_customer(
 pub async fn list_methods(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CustomerId>,
 ) -> Result<HttpResponse, ApiError> {
     let c = owned(&state, &caller, &id).await?;
     let data = store::methods(&state.db, &c.id)
@@ -229,7 +226,7 @@ pub async fn delete_method(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     connections: web::Data<Connections>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentMethodId>,
 ) -> Result<HttpResponse, ApiError> {
     let pm = store::find_method(&state.db, &id)
         .await?
@@ -248,14 +245,11 @@ pub async fn delete_method(
 }
 
 fn mandate_page(q: &ListMandatesQuery) -> Result<Page, ApiError> {
-    Page::parse(
-        &ListQuery {
-            limit: q.limit,
-            starting_after: q.starting_after.clone(),
-            ending_before: q.ending_before.clone(),
-        },
-        "man",
-    )
+    Page::parse::<crate::ids::MandateId>(&ListQuery {
+        limit: q.limit,
+        starting_after: q.starting_after.clone(),
+        ending_before: q.ending_before.clone(),
+    })
 }
 
 /// A customer's mandates, newest first.
@@ -265,7 +259,7 @@ fn mandate_page(q: &ListMandatesQuery) -> Result<Page, ApiError> {
 pub async fn customer_mandates(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CustomerId>,
     ApiQuery(mut q): ApiQuery<ListMandatesQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let c = owned(&state, &caller, &id).await?;
@@ -329,7 +323,7 @@ async fn owned_mandate(
 pub async fn retrieve_mandate(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::MandateId>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(Mandate::from(&owned_mandate(&state, &caller, &id).await?)))
 }
@@ -340,7 +334,7 @@ pub async fn retrieve_mandate(
 pub async fn revoke_mandate(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::MandateId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned_mandate(&state, &caller, &id).await?;
     if m.status == "revoked" {

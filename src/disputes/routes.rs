@@ -15,9 +15,9 @@ use super::{
 use crate::{
     auth::{Caller, SecretKey},
     error::ApiError,
-    fields::check_text,
-    http::{ApiJson, ApiQuery},
-    ids::has_shape,
+    fields::{check_text, parse_id},
+    http::{ApiJson, ApiQuery, PathId},
+    ids::DisputeId,
     pagination::{List, Page},
     state::AppState,
 };
@@ -59,12 +59,9 @@ impl From<DisputeError> for ApiError {
 async fn exec(
     disputes: &Disputes,
     caller: &Caller,
-    id: &str,
+    id: &DisputeId,
     command: Command,
 ) -> Result<Done, ApiError> {
-    if !has_shape(id, "dp") {
-        return Err(ApiError::not_found("dispute").param("dispute_id"));
-    }
     let access = Access {
         scope: caller.scope(),
     };
@@ -98,7 +95,7 @@ pub async fn list_disputes(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListDisputesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "dp")?;
+    let page = Page::parse::<crate::ids::DisputeId>(&q.page_query())?;
     if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
         return Err(ApiError::invalid_param(
             "status",
@@ -132,7 +129,7 @@ pub async fn list_disputes(
 pub async fn retrieve_dispute(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::DisputeId>,
 ) -> Result<HttpResponse, ApiError> {
     let d = owned(&state, &caller, &id).await?;
     Ok(HttpResponse::Ok().json(Dispute::render(&d)))
@@ -147,7 +144,7 @@ pub async fn retrieve_dispute(
 pub async fn accept_dispute(
     SecretKey(caller): SecretKey,
     disputes: web::Data<Disputes>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::DisputeId>,
 ) -> Result<HttpResponse, ApiError> {
     let done = exec(&disputes, &caller, &id, Command::Accept).await?;
     Ok(HttpResponse::Ok().json(Dispute::render(&done.dispute)))
@@ -173,14 +170,14 @@ pub async fn attach_evidence(
             ),
         ));
     }
-    if !has_shape(&req.file_id, "file") {
+    if crate::ids::FileId::parse(&req.file_id).is_none() {
         return Err(ApiError::not_found("file").param("file_id"));
     }
     let command = Command::Attach {
         file_id: req.file_id,
         evidence_type,
     };
-    let done = exec(&disputes, &caller, &req.dispute_id, command).await?;
+    let done = exec(&disputes, &caller, &parse_id(&req.dispute_id)?, command).await?;
     let (e, f) = done
         .attached
         .ok_or_else(|| ApiError::internal("attach made no evidence"))?;
@@ -195,7 +192,7 @@ pub async fn attach_evidence(
 pub async fn list_evidence(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::DisputeId>,
 ) -> Result<HttpResponse, ApiError> {
     let d = owned(&state, &caller, &id).await?;
     let data = store::evidence(&state.db, &d.id)
@@ -222,7 +219,7 @@ pub async fn remove_evidence(
     let command = Command::Remove {
         file_id: req.file_id.clone(),
     };
-    exec(&disputes, &caller, &req.dispute_id, command).await?;
+    exec(&disputes, &caller, &parse_id(&req.dispute_id)?, command).await?;
     Ok(HttpResponse::Ok().json(RemovedEvidence {
         dispute_id: req.dispute_id,
         file_id: req.file_id,
@@ -244,6 +241,6 @@ pub async fn submit_evidence(
     let command = Command::Submit {
         explanation: req.explanation,
     };
-    let done = exec(&disputes, &caller, &req.dispute_id, command).await?;
+    let done = exec(&disputes, &caller, &parse_id(&req.dispute_id)?, command).await?;
     Ok(HttpResponse::Ok().json(Dispute::render(&done.dispute)))
 }

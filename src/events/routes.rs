@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use crate::{
     auth::{Caller, SecretKey},
     error::ApiError,
-    http::ApiJson,
+    http::{ApiJson, PathId},
     pagination::{created_between, paginate, List, ListQuery, Page},
     state::AppState,
     webhooks::{dispatcher::Dispatcher, store::manual_retries},
@@ -206,18 +206,15 @@ fn delivery_status(deliveries: &[delivery::Model]) -> &'static str {
 pub async fn list_events(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    merchant_id: web::Path<String>,
+    PathId(merchant_id): PathId<crate::ids::MerchantId>,
     ApiJson(req): ApiJson<ListEventsRequest>,
 ) -> Result<HttpResponse, ApiError> {
     own_merchant(&caller, &merchant_id)?;
-    let page = Page::parse(
-        &ListQuery {
-            limit: req.limit,
-            starting_after: req.starting_after.clone(),
-            ending_before: req.ending_before.clone(),
-        },
-        "evt",
-    )?;
+    let page = Page::parse::<crate::ids::EventId>(&ListQuery {
+        limit: req.limit,
+        starting_after: req.starting_after.clone(),
+        ending_before: req.ending_before.clone(),
+    })?;
     let mut q = visible_events(&caller, req.profile_id.as_deref())?;
     let visible = q.clone();
     if let Some(o) = &req.object_id {
@@ -344,7 +341,7 @@ pub async fn replay_events(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     dispatcher: web::Data<Dispatcher>,
-    merchant_id: web::Path<String>,
+    PathId(merchant_id): PathId<crate::ids::MerchantId>,
     ApiJson(req): ApiJson<ReplayRequest>,
 ) -> Result<HttpResponse, ApiError> {
     own_merchant(&caller, &merchant_id)?;
@@ -370,7 +367,7 @@ pub async fn replay_events(
         ));
     }
     if let Some(after) = &req.starting_after {
-        if !crate::ids::has_shape(after, "evt") {
+        if crate::ids::EventId::parse(after).is_none() {
             return Err(ApiError::invalid_param("starting_after", "not an event id"));
         }
     }

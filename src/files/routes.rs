@@ -20,6 +20,7 @@ use crate::{
     auth::{Caller, SecretKey},
     commit::CommitError,
     error::{ApiError, ErrorType},
+    http::PathId,
     idempotency,
     ids::new_id,
     state::AppState,
@@ -51,7 +52,7 @@ async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<file::Mode
 pub async fn retrieve_file(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::FileId>,
 ) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(File::render(&owned(&state, &caller, &id).await?)))
 }
@@ -67,7 +68,7 @@ pub async fn retrieve_file(
 pub async fn file_contents(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::FileId>,
 ) -> Result<HttpResponse, ApiError> {
     let f = owned(&state, &caller, &id).await?;
     // As stored, chunk by chunk: a download holds one chunk at a time, not the whole file.
@@ -122,7 +123,7 @@ pub async fn upload_file(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     // The retry of an upload whose file was stored but whose answer was lost: that file.
-    if let Some(id) = idempotency::resumed(&req, "file") {
+    if let Some(id) = idempotency::resumed::<crate::ids::FileId>(&req) {
         if let Ok(f) = owned(&state, &caller, &id).await {
             return Ok(HttpResponse::Created().json(File::render(&f)));
         }

@@ -15,7 +15,7 @@ use crate::{
     auth::keys::{Caller, Scope},
     error::ApiError,
     fields::{check_metadata, check_text, parse_currency},
-    ids::{has_shape, new_id},
+    ids::new_id,
 };
 
 /// What a draft is made from.
@@ -123,9 +123,9 @@ pub async fn check_catalog(
         let param = |f: &str| format!("lines[{i}].{f}");
         let price = match &l.price_id {
             Some(id) => Some(
-                match has_shape(id, "price") {
-                    true => catalog::find_price(db, id).await?,
-                    false => None,
+                match crate::ids::PriceId::parse(id) {
+                    Some(_) => catalog::find_price(db, id).await?,
+                    None => None,
                 }
                 .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))
                 .ok_or_else(|| ApiError::not_found("price").param(param("price_id")))?,
@@ -150,9 +150,9 @@ pub async fn check_catalog(
             (Some(id), _) => id,
             (None, _) => continue,
         };
-        let product = match has_shape(product_id, "prod") {
-            true => catalog::find_owned(db, product_id, scope).await?,
-            false => None,
+        let product = match crate::ids::ProductId::parse(product_id) {
+            Some(_) => catalog::find_owned(db, product_id, scope).await?,
+            None => None,
         };
         if product.is_none() {
             return Err(ApiError::not_found("product").param(param("product_id")));
@@ -194,130 +194,10 @@ async fn source(
         ));
     }
     if let Some(payment_id) = &req.payment_id {
-        let p = crate::payments::store::find_owned(db, payment_id, &scope)
-            .await?
-            .ok_or_else(|| ApiError::not_found("payment").param("payment_id"))?;
-        if p.amount_captured <= 0 || p.amount_captured != p.amount {
-            return Err(ApiError::conflict(
-                "payment_not_captured",
-                format!(
-                    "the payment is {}: only a payment captured in full can be invoiced",
-                    p.status
-                ),
-            )
-            .param("payment_id"));
-        }
-        machine::of_payment(p.amount_refunded).map_err(|r| {
-            ApiError::conflict("payment_refunded", r.to_string()).param("payment_id")
-        })?;
-        let lines = crate::payments::api::lines_of(&p)?;
-        let lines = match lines.is_empty() {
-            true => vec![one_line(
-                p.description
-                    .clone()
-                    .unwrap_or_else(|| format!("Payment {}", p.id)),
-                p.amount_captured,
-            )],
-            false => lines
-                .into_iter()
-                .map(|l| {
-                    let net = l.amount - l.tax_amount;
-                    Line {
-                        line_id: l.line_id,
-                        name: l.name,
-                        quantity: l.quantity,
-                        unit_amount: l.unit_amount,
-                        product_id: l.product_id,
-                        price_id: l.price_id,
-                        tax_category: None,
-                        tax_rule_id: None,
-                        tax_rate_bps: machine::implied_rate(net, l.tax_amount),
-                        tax_inclusive: false,
-                        tax_amount: l.tax_amount,
-                        amount: net,
-                        total: l.amount,
-                        amount_credited: 0,
-                        quantity_credited: 0,
-                        tax_credited: 0,
-                    }
-                })
-                .collect(),
-        };
-        return Ok(Source {
-            currency: p.currency.clone(),
-            customer_id: p.customer_id.clone(),
-            payment_id: Some(p.id.clone()),
-            subscription_id: None,
-            cycle_id: None,
-            key: Some(format!("payment:{}", p.id)),
-            lines,
-        });
+        return of_payment(db, &scope, payment_id).await;
     }
     if req.subscription_id.is_some() || req.cycle_id.is_some() {
-        let (Some(sub_id), Some(cycle_id)) = (&req.subscription_id, &req.cycle_id) else {
-            let param = match req.subscription_id {
-                Some(_) => "cycle_id",
-                None => "subscription_id",
-            };
-            return Err(ApiError::invalid_param(
-                param,
-                "a billing cycle is named by subscription_id and cycle_id",
-            ));
-        };
-        let s = crate::subscriptions::store::find_owned(db, sub_id, &scope)
-            .await?
-            .ok_or_else(|| ApiError::not_found("subscription").param("subscription_id"))?;
-        let c = crate::subscriptions::store::find_cycle(db, cycle_id)
-            .await?
-            .filter(|c| c.subscription_id == s.id)
-            .ok_or_else(|| ApiError::not_found("cycle").param("cycle_id"))?;
-        let paid: Vec<crate::subscriptions::api::CycleLine> =
-            crate::stored::json("lines", &c.id, &c.lines)?;
-        let lines = match paid.is_empty() {
-            true => vec![one_line(
-                format!(
-                    "Subscription {}, {} to {}",
-                    s.id,
-                    c.period_start.date_naive(),
-                    c.period_end.date_naive()
-                ),
-                c.amount,
-            )],
-            false => paid
-                .into_iter()
-                // With the tax the cycle was charged with: the invoice totals what it charged.
-                .map(|l| {
-                    let total = l.total().unwrap_or(i64::MAX);
-                    Line {
-                        line_id: l.line_id,
-                        name: l.name,
-                        quantity: l.quantity,
-                        unit_amount: l.unit_amount,
-                        product_id: l.product_id,
-                        price_id: l.price_id,
-                        tax_category: None,
-                        tax_rule_id: l.tax_rule_id,
-                        tax_rate_bps: l.tax_rate_bps,
-                        tax_inclusive: l.tax_inclusive,
-                        tax_amount: l.tax_amount,
-                        amount: total - l.tax_amount,
-                        total,
-                        amount_credited: 0,
-                        quantity_credited: 0,
-                        tax_credited: 0,
-                    }
-                })
-                .collect(),
-        };
-        return Ok(Source {
-            currency: c.currency.clone(),
-            customer_id: Some(s.customer_id.clone()),
-            payment_id: None,
-            subscription_id: Some(s.id.clone()),
-            cycle_id: Some(c.id.clone()),
-            key: Some(format!("cycle:{}", c.id)),
-            lines,
-        });
+        return of_cycle(db, &scope, req).await;
     }
     let lines = api::lines_from(req.lines.as_deref().unwrap_or_default(), max_amount)?;
     let currency = match &req.currency {
@@ -338,6 +218,135 @@ async fn source(
         key: None,
         lines,
     })
+}
+
+/// The lines of a payment captured in full (its product lines, or one line of its amount).
+async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, ApiError> {
+    let p = crate::payments::store::find_owned(db, payment_id, scope)
+        .await?
+        .ok_or_else(|| ApiError::not_found("payment").param("payment_id"))?;
+    if p.amount_captured <= 0 || p.amount_captured != p.amount {
+        return Err(ApiError::conflict(
+            "payment_not_captured",
+            format!(
+                "the payment is {}: only a payment captured in full can be invoiced",
+                p.status
+            ),
+        )
+        .param("payment_id"));
+    }
+    machine::of_payment(p.amount_refunded)
+        .map_err(|r| ApiError::conflict("payment_refunded", r.to_string()).param("payment_id"))?;
+    let lines = crate::payments::api::lines_of(&p)?;
+    let lines = match lines.is_empty() {
+        true => vec![one_line(
+            p.description
+                .clone()
+                .unwrap_or_else(|| format!("Payment {}", p.id)),
+            p.amount_captured,
+        )],
+        false => lines
+            .into_iter()
+            .map(|l| {
+                let net = l.amount - l.tax_amount;
+                Line {
+                    line_id: l.line_id,
+                    name: l.name,
+                    quantity: l.quantity,
+                    unit_amount: l.unit_amount,
+                    product_id: l.product_id,
+                    price_id: l.price_id,
+                    tax_category: None,
+                    tax_rule_id: None,
+                    tax_rate_bps: machine::implied_rate(net, l.tax_amount),
+                    tax_inclusive: false,
+                    tax_amount: l.tax_amount,
+                    amount: net,
+                    total: l.amount,
+                    amount_credited: 0,
+                    quantity_credited: 0,
+                    tax_credited: 0,
+                }
+            })
+            .collect(),
+    };
+    return Ok(Source {
+        currency: p.currency.clone(),
+        customer_id: p.customer_id.clone(),
+        payment_id: Some(p.id.clone()),
+        subscription_id: None,
+        cycle_id: None,
+        key: Some(format!("payment:{}", p.id)),
+        lines,
+    });
+}
+
+/// The lines a subscription's billing cycle charged, with the tax it was charged with.
+async fn of_cycle(db: &Db, scope: &Scope, req: &CreateInvoiceRequest) -> Result<Source, ApiError> {
+    let (Some(sub_id), Some(cycle_id)) = (&req.subscription_id, &req.cycle_id) else {
+        let param = match req.subscription_id {
+            Some(_) => "cycle_id",
+            None => "subscription_id",
+        };
+        return Err(ApiError::invalid_param(
+            param,
+            "a billing cycle is named by subscription_id and cycle_id",
+        ));
+    };
+    let s = crate::subscriptions::store::find_owned(db, sub_id, scope)
+        .await?
+        .ok_or_else(|| ApiError::not_found("subscription").param("subscription_id"))?;
+    let c = crate::subscriptions::store::find_cycle(db, cycle_id)
+        .await?
+        .filter(|c| c.subscription_id == s.id)
+        .ok_or_else(|| ApiError::not_found("cycle").param("cycle_id"))?;
+    let paid: Vec<crate::subscriptions::api::CycleLine> =
+        crate::stored::json("lines", &c.id, &c.lines)?;
+    let lines = match paid.is_empty() {
+        true => vec![one_line(
+            format!(
+                "Subscription {}, {} to {}",
+                s.id,
+                c.period_start.date_naive(),
+                c.period_end.date_naive()
+            ),
+            c.amount,
+        )],
+        false => paid
+            .into_iter()
+            // With the tax the cycle was charged with: the invoice totals what it charged.
+            .map(|l| {
+                let total = l.total().unwrap_or(i64::MAX);
+                Line {
+                    line_id: l.line_id,
+                    name: l.name,
+                    quantity: l.quantity,
+                    unit_amount: l.unit_amount,
+                    product_id: l.product_id,
+                    price_id: l.price_id,
+                    tax_category: None,
+                    tax_rule_id: l.tax_rule_id,
+                    tax_rate_bps: l.tax_rate_bps,
+                    tax_inclusive: l.tax_inclusive,
+                    tax_amount: l.tax_amount,
+                    amount: total - l.tax_amount,
+                    total,
+                    amount_credited: 0,
+                    quantity_credited: 0,
+                    tax_credited: 0,
+                }
+            })
+            .collect(),
+    };
+    return Ok(Source {
+        currency: c.currency.clone(),
+        customer_id: Some(s.customer_id.clone()),
+        payment_id: None,
+        subscription_id: Some(s.id.clone()),
+        cycle_id: Some(c.id.clone()),
+        key: Some(format!("cycle:{}", c.id)),
+        lines,
+    });
 }
 
 /// One unpriced line of `amount`.

@@ -20,9 +20,9 @@ use crate::{
     auth::{Caller, SecretKey},
     clock::{self, Timeline},
     error::ApiError,
-    fields::{check_metadata, check_text, parse_currency},
-    http::{html, ApiJson, ApiQuery},
-    ids::{has_shape, new_id},
+    fields::{check_metadata, check_text, parse_currency, parse_id},
+    http::{html, ApiJson, ApiQuery, PathId},
+    ids::{new_id, InvoiceId},
     pagination::{List, Page},
     state::AppState,
 };
@@ -89,12 +89,9 @@ fn missing() -> ApiError {
 async fn run(
     invoices: &Invoices,
     caller: &Caller,
-    id: &str,
+    id: &InvoiceId,
     command: Command,
 ) -> Result<Done, ApiError> {
-    if !has_shape(id, "inv") {
-        return Err(missing());
-    }
     let exec = Exec {
         scope: Some(caller.scope()),
         command,
@@ -103,10 +100,11 @@ async fn run(
     Ok(invoices.send(id, exec).await??)
 }
 
-async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<invoice::Model, ApiError> {
-    if !has_shape(id, "inv") {
-        return Err(missing());
-    }
+async fn owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &InvoiceId,
+) -> Result<invoice::Model, ApiError> {
     store::find_owned(&state.db, id, &caller.scope())
         .await?
         .ok_or_else(missing)
@@ -143,7 +141,7 @@ pub async fn list_invoices(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListInvoicesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "inv")?;
+    let page = Page::parse::<crate::ids::InvoiceId>(&q.page_query())?;
     if let Some(k) = q.kind.as_deref().filter(|k| Kind::parse(k).is_none()) {
         return Err(ApiError::invalid_param(
             "kind",
@@ -178,7 +176,7 @@ pub async fn list_invoices(
 pub async fn retrieve_invoice(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     ok(&owned(&state, &caller, &id).await?)
 }
@@ -193,7 +191,7 @@ pub async fn update_invoice(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
     ApiJson(req): ApiJson<UpdateInvoiceRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
@@ -251,7 +249,7 @@ pub async fn update_invoice(
 pub async fn delete_invoice(
     SecretKey(caller): SecretKey,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::Delete).await?;
     ok(&done.invoice)
@@ -268,7 +266,7 @@ pub async fn delete_invoice(
 pub async fn finalize(
     SecretKey(caller): SecretKey,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::Finalize).await?;
     ok(&done.invoice)
@@ -284,7 +282,7 @@ pub async fn finalize(
 pub async fn void_invoice(
     SecretKey(caller): SecretKey,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::Void).await?;
     ok(&done.invoice)
@@ -299,7 +297,7 @@ pub async fn void_invoice(
 pub async fn mark_paid(
     SecretKey(caller): SecretKey,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::MarkPaid).await?;
     ok(&done.invoice)
@@ -314,7 +312,7 @@ pub async fn mark_paid(
 pub async fn mark_uncollectible(
     SecretKey(caller): SecretKey,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     let done = run(&invoices, &caller, &id, Command::MarkUncollectible).await?;
     ok(&done.invoice)
@@ -332,7 +330,7 @@ pub async fn mark_uncollectible(
 pub async fn credit_note(
     SecretKey(caller): SecretKey,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
     ApiJson(req): ApiJson<CreditNoteRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let reason = req.reason.trim().to_owned();
@@ -469,7 +467,7 @@ pub async fn download_pdf(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     invoices: web::Data<Invoices>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
     let kept = kept_pdf(&state, &invoices, &m, Some(caller.scope())).await?;
@@ -486,7 +484,7 @@ pub async fn download_pdf(
 pub async fn create_share_link(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::InvoiceId>,
     ApiJson(req): ApiJson<ShareLinkRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let days = req.expires_in_days.unwrap_or(30);
@@ -540,7 +538,7 @@ pub async fn revoke_share_link(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, link_id) = path.into_inner();
-    let m = owned(&state, &caller, &id).await?;
+    let m = owned(&state, &caller, &parse_id(&id)?).await?;
     let link = store::find_link(&state.db, &m.id, &link_id)
         .await?
         .ok_or_else(|| ApiError::not_found("share link").param("link_id"))?;

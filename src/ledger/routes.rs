@@ -50,7 +50,7 @@ pub async fn list_balance_transactions(
     ApiQuery(q): ApiQuery<ListTransactionsQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let page = Page::parse(&q.page_query(), "bt")?;
+    let page = Page::parse::<crate::ids::BalanceTransactionId>(&q.page_query())?;
     if let Some(k) = q.kind.as_deref().filter(|k| Kind::parse(k).is_none()) {
         return Err(ApiError::invalid_param(
             "type",

@@ -16,7 +16,7 @@ use crate::{
     auth::keys::Scope,
     error::ApiError,
     fields::display_amount,
-    http::{html, ApiJson, ApiQuery},
+    http::{html, ApiJson, ApiQuery, PathId},
     processors::{card::parse_card, CardInput, SecretCard},
     state::AppState,
 };
@@ -162,7 +162,7 @@ fn buyer(m: &payment::Model, secret: String) -> Access {
     responses((status = 200, description = "the hosted checkout page", content_type = "text/html")))]
 pub async fn page(
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
@@ -195,7 +195,7 @@ pub async fn page(
     responses((status = 200, body = CheckoutStatus)))]
 pub async fn status(
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
@@ -209,7 +209,7 @@ pub async fn status(
 pub async fn confirm(
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<CheckoutConfirmRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &req.client_secret).await?;
@@ -235,7 +235,7 @@ pub async fn confirm(
     responses((status = 200, description = "the challenge page", content_type = "text/html")))]
 pub async fn challenge_page(
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
@@ -256,7 +256,7 @@ pub async fn challenge_page(
 pub async fn complete_challenge(
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<ChallengeRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &req.client_secret).await?;

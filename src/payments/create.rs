@@ -21,7 +21,7 @@ use crate::{
     customers::{self, api::check_mandate},
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency},
-    ids::{self, new_id},
+    ids::new_id,
     processors::card::{parse_card, SecretCard, StoredCard},
     products,
     recovery::RequestKey,
@@ -72,33 +72,7 @@ pub async fn create(
         .transpose()?;
     check_metadata(req.metadata.as_ref())?;
     let now = deps.clock.now();
-    let (id, catalog) = match maker {
-        Maker::Merchant => {
-            let id = new_id("pay");
-            let catalog = match &lines {
-                Some(lines) => {
-                    check_catalog(&deps.db, &caller.scope(), &id, lines, &currency, now).await?
-                }
-                None => Vec::new(),
-            };
-            (id, catalog)
-        }
-        // The subscription checked its prices when it was made: its lines are indexed for
-        // the sales report as they are.
-        Maker::Subscription { payment_id } => {
-            let index = lines.iter().flatten().flat_map(|l| {
-                products::store::line_index(
-                    &payment_id,
-                    &l.line_id,
-                    l.product_id.as_deref(),
-                    l.price_id.as_deref(),
-                    now,
-                )
-            });
-            let index = index.collect();
-            (payment_id, index)
-        }
-    };
+    let (id, catalog) = identify(deps, caller, maker, lines.as_deref(), &currency, now).await?;
     let m = payment::Model {
         id,
         merchant_id: caller.merchant_id.to_string(),
@@ -151,14 +125,6 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    // The retry of a request whose payment was made but whose answer was lost carries on
-    // from that payment: it is confirmed if it still waits for that, else answered as it
-    // stands (reconciled with the processor). Never a second payment.
-    let access = Access::of(caller, None)?;
-    let resumed = match resume {
-        Some(id) => store::find_owned(&deps.db, &id, &access.scope).await?,
-        None => None,
-    };
     let command = if req.confirm {
         Command::Confirm {
             card,
@@ -168,19 +134,80 @@ pub async fn create(
     } else {
         Command::Sync
     };
-    let m = match resumed {
-        Some(m) => {
-            // An authorization sent but not answered is reconciled by the sync, not sent again.
-            let waits =
-                m.status == Status::RequiresConfirmation.as_str() && m.pending_operation.is_none();
-            let command = if waits { command } else { Command::Sync };
-            return Ok(run(payments, &m.id, Some(access), command, key)
-                .await?
-                .payment);
+    insert_and_run(payments, caller, m, catalog, command, key, resume).await
+}
+
+/// The new payment's id, and the writes its lines add to its commit: a merchant's lines are
+/// checked against the shop's catalog (`check_catalog`); a subscription's were checked when
+/// it was made, and are indexed for the sales report as they are.
+async fn identify(
+    deps: &PaymentDeps,
+    caller: &Caller,
+    maker: Maker,
+    lines: Option<&[Line]>,
+    currency: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(String, Vec<crate::commit::Write>), ApiError> {
+    match maker {
+        Maker::Merchant => {
+            let id = new_id("pay");
+            let catalog = match lines {
+                Some(lines) => {
+                    check_catalog(&deps.db, &caller.scope(), &id, lines, currency, now).await?
+                }
+                None => Vec::new(),
+            };
+            Ok((id, catalog))
         }
-        None => store::insert(&deps.db, m, now, key.as_ref(), catalog).await?,
+        Maker::Subscription { payment_id } => {
+            let index = lines.into_iter().flatten().flat_map(|l| {
+                products::store::line_index(
+                    &payment_id,
+                    &l.line_id,
+                    l.product_id.as_deref(),
+                    l.price_id.as_deref(),
+                    now,
+                )
+            });
+            let index = index.collect();
+            Ok((payment_id, index))
+        }
+    }
+}
+
+/// Inserts the new payment `m` with the writes its lines add (`catalog`), and runs `command`
+/// on it: a confirm when the request asked for one.
+///
+/// The retry of a request whose payment was made but whose answer was lost (`resume`) carries
+/// on from that payment instead: it is confirmed if it still waits for that, else answered as
+/// it stands (reconciled with the processor). Never a second payment.
+async fn insert_and_run(
+    payments: &Payments,
+    caller: &Caller,
+    m: payment::Model,
+    catalog: Vec<crate::commit::Write>,
+    command: Command,
+    key: Option<RequestKey>,
+    resume: Option<String>,
+) -> Result<payment::Model, ApiError> {
+    let deps = payments.deps();
+    let access = Access::of(caller, None)?;
+    let resumed = match resume {
+        Some(id) => store::find_owned(&deps.db, &id, &access.scope).await?,
+        None => None,
     };
-    if !req.confirm {
+    if let Some(m) = resumed {
+        // An authorization sent but not answered is reconciled by the sync, not sent again.
+        let waits =
+            m.status == Status::RequiresConfirmation.as_str() && m.pending_operation.is_none();
+        let command = if waits { command } else { Command::Sync };
+        return Ok(run(payments, &m.id, Some(access), command, key)
+            .await?
+            .payment);
+    }
+    let now = m.created_at;
+    let m = store::insert(&deps.db, m, now, key.as_ref(), catalog).await?;
+    if matches!(command, Command::Sync) {
         return Ok(m);
     }
     let fresh = &deps.fresh;
@@ -211,9 +238,9 @@ async fn check_catalog(
         }
         let price = match &l.price_id {
             Some(id) => Some(
-                match ids::has_shape(id, "price") {
-                    true => products::store::find_price(db, id).await?,
-                    false => None,
+                match crate::ids::PriceId::parse(id) {
+                    Some(_) => products::store::find_price(db, id).await?,
+                    None => None,
                 }
                 .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))
                 .ok_or_else(|| line_error(&param("price_id"), "no such price in this shop"))?,
@@ -231,9 +258,9 @@ async fn check_catalog(
             (None, Some(price)) => price.product_id.clone(),
             (None, None) => continue,
         };
-        let product = match ids::has_shape(&product_id, "prod") {
-            true => products::store::find_owned(db, &product_id, scope).await?,
-            false => None,
+        let product = match crate::ids::ProductId::parse(&product_id) {
+            Some(_) => products::store::find_owned(db, &product_id, scope).await?,
+            None => None,
         }
         .ok_or_else(|| line_error(&param("product_id"), "no such product in this shop"))?;
         if !product.active {
@@ -337,53 +364,114 @@ async fn customer_side(
     amount: i64,
     currency: &str,
 ) -> Result<CustomerSide, ApiError> {
-    let needs_customer = |param: &str| {
-        ApiError::invalid("customer_required", format!("{param} needs customer_id"))
-            .param("customer_id")
-    };
     let customer = match &req.customer_id {
         None => None,
-        Some(id) => {
-            let c = customers::store::find_owned(
-                &deps.db,
-                id,
-                caller.merchant_id.as_str(),
-                caller.test_mode(),
-            )
-            .await?
-            .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
-            if c.redacted_at.is_some() {
-                return Err(ApiError::conflict(
-                    "customer_redacted",
-                    "this customer was deleted and cannot be charged",
-                )
-                .param("customer_id"));
-            }
-            Some(c)
-        }
+        Some(id) => Some(chargeable_customer(&deps.db, caller, id).await?),
     };
     let customer_id = customer.as_ref().map(|c| c.id.clone());
-    let future_usage = match req.setup_future_usage.as_deref() {
-        None => None,
-        Some("off_session") => Some("off_session"),
-        Some("on_session") => Some("on_session"),
-        Some(_) => {
-            return Err(ApiError::invalid_param(
-                "setup_future_usage",
-                "setup_future_usage is off_session or on_session",
-            ))
-        }
-    };
+    let future_usage = future_usage(req)?;
     if future_usage.is_some() && customer.is_none() {
         return Err(needs_customer("setup_future_usage"));
     }
-    let mandate_request = match (&req.mandate_data, future_usage) {
-        (Some(_), Some("on_session")) | (Some(_), None) => {
+    let mandate_request = mandate_request(deps, req, future_usage, currency)?;
+    let mut card = parse_card_data(deps, caller, req.payment_method_data.as_ref())?;
+    if let Some(pm_id) = &req.payment_method_id {
+        if card.is_some() {
             return Err(ApiError::invalid_param(
-                "mandate_data",
-                "mandate_data goes with setup_future_usage: off_session",
-            ))
+                "payment_method_id",
+                "send payment_method_data or payment_method_id, not both",
+            ));
         }
+        card = Some(saved_card(&deps.db, customer_id.as_deref(), pm_id).await?);
+    }
+    let off_session = req.off_session.unwrap_or(false);
+    let mandate = match &req.mandate_id {
+        None if off_session => {
+            return Err(ApiError::invalid(
+                "mandate_required",
+                "an off-session payment needs a mandate_id",
+            )
+            .param("mandate_id"))
+        }
+        None => None,
+        Some(id) => {
+            let c = customer
+                .as_ref()
+                .ok_or_else(|| needs_customer("mandate_id"))?;
+            Some(mandate_of(deps, req, c, id, amount, currency).await?)
+        }
+    };
+    if let (Some(m), None) = (&mandate, &card) {
+        card = Some(
+            saved_card(&deps.db, customer_id.as_deref(), &m.payment_method_id)
+                .await
+                .map_err(|_| {
+                    ApiError::conflict(
+                        "payment_method_deleted",
+                        "the mandate's payment method was deleted",
+                    )
+                    .param("mandate_id")
+                })?,
+        );
+    }
+    Ok(CustomerSide {
+        customer_id,
+        card,
+        mandate_id: mandate.map(|m| m.id),
+        future_usage,
+        mandate_request,
+        off_session,
+    })
+}
+
+fn needs_customer(param: &str) -> ApiError {
+    ApiError::invalid("customer_required", format!("{param} needs customer_id"))
+        .param("customer_id")
+}
+
+/// A customer of the caller's merchant and mode that was not deleted.
+async fn chargeable_customer(
+    db: &Db,
+    caller: &Caller,
+    id: &str,
+) -> Result<payd_entity::customer::Model, ApiError> {
+    let c = customers::store::find_owned(db, id, caller.merchant_id.as_str(), caller.test_mode())
+        .await?
+        .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
+    if c.redacted_at.is_some() {
+        return Err(ApiError::conflict(
+            "customer_redacted",
+            "this customer was deleted and cannot be charged",
+        )
+        .param("customer_id"));
+    }
+    Ok(c)
+}
+
+fn future_usage(req: &CreatePaymentRequest) -> Result<Option<&'static str>, ApiError> {
+    match req.setup_future_usage.as_deref() {
+        None => Ok(None),
+        Some("off_session") => Ok(Some("off_session")),
+        Some("on_session") => Ok(Some("on_session")),
+        Some(_) => Err(ApiError::invalid_param(
+            "setup_future_usage",
+            "setup_future_usage is off_session or on_session",
+        )),
+    }
+}
+
+/// The mandate a payment saving its card for off-session use asks for (`mandate_data`).
+fn mandate_request(
+    deps: &PaymentDeps,
+    req: &CreatePaymentRequest,
+    future_usage: Option<&str>,
+    currency: &str,
+) -> Result<Option<MandateRequest>, ApiError> {
+    match (&req.mandate_data, future_usage) {
+        (Some(_), Some("on_session")) | (Some(_), None) => Err(ApiError::invalid_param(
+            "mandate_data",
+            "mandate_data goes with setup_future_usage: off_session",
+        )),
         (data, Some("off_session")) => {
             let limit = data.as_ref().and_then(|d| d.amount_limit);
             if limit.is_some_and(|l| l <= 0) {
@@ -399,88 +487,53 @@ async fn customer_side(
                     "ends_at must be in the future",
                 ));
             }
-            Some(MandateRequest {
+            Ok(Some(MandateRequest {
                 single_use: data.as_ref().and_then(|d| d.mandate_type)
                     == Some(MandateType::SingleUse),
                 amount_limit: limit,
                 currency: currency.to_owned(),
                 ends_at,
-            })
+            }))
         }
-        _ => None,
-    };
-    let mut card = parse_card_data(deps, caller, req.payment_method_data.as_ref())?;
-    if let Some(pm_id) = &req.payment_method_id {
-        if card.is_some() {
-            return Err(ApiError::invalid_param(
-                "payment_method_id",
-                "send payment_method_data or payment_method_id, not both",
-            ));
-        }
-        card = Some(saved_card(&deps.db, customer_id.as_deref(), pm_id).await?);
+        _ => Ok(None),
     }
-    let off_session = req.off_session.unwrap_or(false);
-    let mandate_id = match &req.mandate_id {
-        None if off_session => {
-            return Err(ApiError::invalid(
-                "mandate_required",
-                "an off-session payment needs a mandate_id",
-            )
-            .param("mandate_id"))
-        }
-        None => None,
-        Some(id) => {
-            let c = customer
-                .as_ref()
-                .ok_or_else(|| needs_customer("mandate_id"))?;
-            let m = customers::store::find_mandate(&deps.db, id)
-                .await?
-                .filter(|m| m.customer_id == c.id)
-                .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
-            check_mandate(&m, amount, currency, deps.clock.now())?;
-            // A mandate covers its own saved method, no other card.
-            let other_method = if req.payment_method_data.is_some() {
-                Some("payment_method_data")
-            } else if req
-                .payment_method_id
-                .as_ref()
-                .is_some_and(|pm| *pm != m.payment_method_id)
-            {
-                Some("payment_method_id")
-            } else {
-                None
-            };
-            if let Some(param) = other_method {
-                return Err(ApiError::invalid(
-                    "mandate_method_mismatch",
-                    "a mandate charges the payment method it was made for; send no other card",
-                )
-                .param(param));
-            }
-            if card.is_none() {
-                card = Some(
-                    saved_card(&deps.db, customer_id.as_deref(), &m.payment_method_id)
-                        .await
-                        .map_err(|_| {
-                            ApiError::conflict(
-                                "payment_method_deleted",
-                                "the mandate's payment method was deleted",
-                            )
-                            .param("mandate_id")
-                        })?,
-                );
-            }
-            Some(m.id)
-        }
+}
+
+/// The customer's mandate `id`, if it covers this charge and the request sends no other card
+/// than the mandate's own saved method.
+async fn mandate_of(
+    deps: &PaymentDeps,
+    req: &CreatePaymentRequest,
+    customer: &payd_entity::customer::Model,
+    id: &str,
+    amount: i64,
+    currency: &str,
+) -> Result<payd_entity::mandate::Model, ApiError> {
+    let m = customers::store::find_mandate(&deps.db, id)
+        .await?
+        .filter(|m| m.customer_id == customer.id)
+        .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
+    check_mandate(&m, amount, currency, deps.clock.now())?;
+    // A mandate covers its own saved method, no other card.
+    let other_method = if req.payment_method_data.is_some() {
+        Some("payment_method_data")
+    } else if req
+        .payment_method_id
+        .as_ref()
+        .is_some_and(|pm| *pm != m.payment_method_id)
+    {
+        Some("payment_method_id")
+    } else {
+        None
     };
-    Ok(CustomerSide {
-        customer_id,
-        card,
-        mandate_id,
-        future_usage,
-        mandate_request,
-        off_session,
-    })
+    if let Some(param) = other_method {
+        return Err(ApiError::invalid(
+            "mandate_method_mismatch",
+            "a mandate charges the payment method it was made for; send no other card",
+        )
+        .param(param));
+    }
+    Ok(m)
 }
 
 /// A return URL: http or https only (a `javascript:` URL would run on payd's checkout page).

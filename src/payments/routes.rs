@@ -18,7 +18,7 @@ use crate::{
     auth::{AnyKey, Caller, SecretKey},
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency, Items},
-    http::{ApiJson, ApiQuery},
+    http::{ApiJson, ApiQuery, PathId},
     idempotency,
     pagination::{List, Page},
     processors::card::SecretCard,
@@ -56,7 +56,7 @@ async fn send(
     access: Option<Access>,
     command: Command,
 ) -> Result<payment::Model, ApiError> {
-    let command = match idempotency::resumed(http, "pay") {
+    let command = match idempotency::resumed::<crate::ids::PaymentId>(http) {
         Some(object) if object == id => Command::Sync,
         _ => command,
     };
@@ -77,7 +77,7 @@ pub async fn create_payment(
     ApiJson(req): ApiJson<CreatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let key = idempotency::request_key(&http);
-    let resume = idempotency::resumed(&http, "pay");
+    let resume = idempotency::resumed::<crate::ids::PaymentId>(&http);
     let m = create::create(
         &payments,
         &caller,
@@ -100,7 +100,7 @@ pub async fn retrieve_payment(
     AnyKey(caller): AnyKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<RetrieveQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let access = Access::of(&caller, q.client_secret)?;
@@ -127,7 +127,7 @@ pub async fn update_payment(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<UpdatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     check_metadata(req.metadata.as_ref())?;
@@ -169,7 +169,7 @@ pub async fn confirm_payment(
     AnyKey(caller): AnyKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<ConfirmPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let access = Access::of(&caller, req.client_secret)?;
@@ -217,7 +217,7 @@ pub async fn capture_payment(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<CapturePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(a) = req.amount {
@@ -248,7 +248,7 @@ pub async fn cancel_payment(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<CancelPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     check_text("reason", req.reason.as_ref(), 500)?;
@@ -271,7 +271,7 @@ pub async fn list_payments(
     state: web::Data<AppState>,
     ApiJson(req): ApiJson<ListPaymentsRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&req.page_query(), "pay")?;
+    let page = Page::parse::<crate::ids::PaymentId>(&req.page_query())?;
     let mut req = req;
     if let Some(s) = &req.status {
         Status::parse(s)
@@ -307,7 +307,7 @@ async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<payment::M
 pub async fn list_attempts(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
     let data: Vec<Attempt> = store::attempts(&state.db, &m.id)
@@ -325,7 +325,7 @@ pub async fn list_attempts(
 pub async fn status_history(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
     let data: Vec<StatusChange> = store::history_of(&state.db, &m.id)
@@ -343,7 +343,7 @@ pub async fn status_history(
 pub async fn payment_lines(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
     let lines = lines_of(&m)?;
@@ -372,7 +372,7 @@ pub async fn payment_lines(
 pub async fn routing_decisions(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PaymentId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
     let data: Vec<RoutingDecisionView> = store::attempts(&state.db, &m.id)

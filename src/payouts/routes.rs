@@ -17,8 +17,8 @@ use crate::{
     clock,
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency},
-    http::{ApiJson, ApiQuery},
-    ids::{has_shape, new_id},
+    http::{ApiJson, ApiQuery, PathId},
+    ids::{new_id, PayoutId},
     pagination::{List, Page},
     state::AppState,
 };
@@ -53,12 +53,9 @@ impl From<PayoutError> for ApiError {
 async fn run(
     payouts: &Payouts,
     caller: &Caller,
-    id: &str,
+    id: &PayoutId,
     command: Command,
 ) -> Result<HttpResponse, ApiError> {
-    if !has_shape(id, "po") {
-        return Err(ApiError::not_found("payout").param("payout_id"));
-    }
     let exec = Exec {
         scope: Some(caller.scope()),
         command,
@@ -138,16 +135,13 @@ pub async fn retrieve_payout(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payouts: web::Data<Payouts>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PayoutId>,
     ApiQuery(q): ApiQuery<RetrievePayoutQuery>,
 ) -> Result<HttpResponse, ApiError> {
     if q.force_sync {
         return run(&payouts, &caller, &id, Command::Sync).await;
     }
-    let missing = || ApiError::not_found("payout").param("payout_id");
-    if !has_shape(&id, "po") {
-        return Err(missing());
-    }
+    let missing = ApiError::no_such::<PayoutId>;
     let p = store::find_owned(&state.db, &id, &caller.scope())
         .await?
         .ok_or_else(missing)?;
@@ -164,7 +158,7 @@ pub async fn update_payout(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payouts: web::Data<Payouts>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PayoutId>,
     ApiJson(req): ApiJson<UpdatePayoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let max = state.settings.limits.max_amount;
@@ -203,7 +197,7 @@ pub async fn update_payout(
 pub async fn confirm_payout(
     SecretKey(caller): SecretKey,
     payouts: web::Data<Payouts>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PayoutId>,
 ) -> Result<HttpResponse, ApiError> {
     run(&payouts, &caller, &id, Command::Confirm).await
 }
@@ -218,7 +212,7 @@ pub async fn confirm_payout(
 pub async fn cancel_payout(
     SecretKey(caller): SecretKey,
     payouts: web::Data<Payouts>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PayoutId>,
 ) -> Result<HttpResponse, ApiError> {
     run(&payouts, &caller, &id, Command::Cancel).await
 }
@@ -232,7 +226,7 @@ pub async fn cancel_payout(
 pub async fn fulfill_payout(
     SecretKey(caller): SecretKey,
     payouts: web::Data<Payouts>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::PayoutId>,
 ) -> Result<HttpResponse, ApiError> {
     run(&payouts, &caller, &id, Command::Fulfill).await
 }
@@ -242,7 +236,7 @@ async fn listed(
     caller: &Caller,
     q: ListPayoutsQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "po")?;
+    let page = Page::parse::<crate::ids::PayoutId>(&q.page_query())?;
     if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
         return Err(ApiError::invalid_param(
             "status",

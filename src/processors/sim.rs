@@ -121,81 +121,89 @@ impl Sim {
             .push((refund_reference.to_owned(), amount));
     }
 
+    /// An authorization: the card's test number tells the outcome.
+    fn authorize(&self, reference: String, body: &Value, mismatch: bool) -> Value {
+        self.authorizations.fetch_add(1, Ordering::SeqCst);
+        if let Some(print) = body["card"]["fingerprint"].as_str() {
+            let mut prints = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
+            prints.push(print.to_owned());
+        }
+        let amount = body["amount"].as_i64().unwrap_or(0);
+        let behaviour = body["card"]["number"]
+            .as_str()
+            .map_or(TestBehaviour::Approve, TestBehaviour::of);
+        let capture = body["capture"].as_bool().unwrap_or(false);
+        let (status, answer) = match behaviour {
+            TestBehaviour::Decline | TestBehaviour::ChargesDeclined => (
+                "declined",
+                json!({"status": "declined", "decline_code": "card_declined", "retryable": true}),
+            ),
+            TestBehaviour::InsufficientFunds => (
+                "declined",
+                json!({"status": "declined", "decline_code": "insufficient_funds", "retryable": true}),
+            ),
+            TestBehaviour::StolenCard => (
+                "declined",
+                json!({"status": "declined", "decline_code": "stolen_card", "retryable": false}),
+            ),
+            TestBehaviour::Challenge => ("challenge", json!({"status": "challenge"})),
+            TestBehaviour::Async
+            | TestBehaviour::Timeout
+            | TestBehaviour::Review
+            | TestBehaviour::SyncMismatch => ("pending", json!({"status": "pending"})),
+            _ if capture => ("captured", json!({"status": "approved", "amount": amount})),
+            _ => (
+                "authorized",
+                json!({"status": "approved", "amount": amount}),
+            ),
+        };
+        let authorized = if matches!(status, "captured" | "authorized") {
+            amount
+        } else {
+            0
+        };
+        if status == "captured" {
+            self.captured_amount.fetch_add(amount, Ordering::SeqCst);
+        }
+        self.payments.insert(
+            reference,
+            SimPayment {
+                amount,
+                authorized,
+                captured: if status == "captured" { amount } else { 0 },
+                status,
+                mismatch,
+                capture,
+            },
+        );
+        answer
+    }
+
+    /// The buyer's answer to a 3-D Secure challenge.
+    fn challenge(&self, reference: &str, body: &Value) -> Value {
+        match self.payments.get_mut(reference) {
+            Some(mut p) if body["approved"].as_bool() == Some(true) => {
+                p.authorized = p.amount;
+                p.status = if p.capture { "captured" } else { "authorized" };
+                if p.capture {
+                    p.captured = p.amount;
+                    self.captured_amount.fetch_add(p.amount, Ordering::SeqCst);
+                }
+                json!({"status": "approved", "amount": p.amount})
+            }
+            Some(mut p) => {
+                p.status = "declined";
+                json!({"status": "declined", "decline_code": "authentication_failed", "retryable": true})
+            }
+            None => json!({"error": "unknown reference"}),
+        }
+    }
+
     fn apply(&self, op: &str, body: &Value, mismatch: bool) -> Value {
         let reference = body["reference"].as_str().unwrap_or_default().to_owned();
         match op {
-            "authorize" => {
-                self.authorizations.fetch_add(1, Ordering::SeqCst);
-                if let Some(print) = body["card"]["fingerprint"].as_str() {
-                    let mut prints = self.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
-                    prints.push(print.to_owned());
-                }
-                let amount = body["amount"].as_i64().unwrap_or(0);
-                let behaviour = body["card"]["number"]
-                    .as_str()
-                    .map_or(TestBehaviour::Approve, TestBehaviour::of);
-                let capture = body["capture"].as_bool().unwrap_or(false);
-                let (status, answer) = match behaviour {
-                    TestBehaviour::Decline | TestBehaviour::ChargesDeclined => (
-                        "declined",
-                        json!({"status": "declined", "decline_code": "card_declined", "retryable": true}),
-                    ),
-                    TestBehaviour::InsufficientFunds => (
-                        "declined",
-                        json!({"status": "declined", "decline_code": "insufficient_funds", "retryable": true}),
-                    ),
-                    TestBehaviour::StolenCard => (
-                        "declined",
-                        json!({"status": "declined", "decline_code": "stolen_card", "retryable": false}),
-                    ),
-                    TestBehaviour::Challenge => ("challenge", json!({"status": "challenge"})),
-                    TestBehaviour::Async
-                    | TestBehaviour::Timeout
-                    | TestBehaviour::Review
-                    | TestBehaviour::SyncMismatch => ("pending", json!({"status": "pending"})),
-                    _ if capture => ("captured", json!({"status": "approved", "amount": amount})),
-                    _ => (
-                        "authorized",
-                        json!({"status": "approved", "amount": amount}),
-                    ),
-                };
-                let authorized = if matches!(status, "captured" | "authorized") {
-                    amount
-                } else {
-                    0
-                };
-                if status == "captured" {
-                    self.captured_amount.fetch_add(amount, Ordering::SeqCst);
-                }
-                self.payments.insert(
-                    reference,
-                    SimPayment {
-                        amount,
-                        authorized,
-                        captured: if status == "captured" { amount } else { 0 },
-                        status,
-                        mismatch,
-                        capture,
-                    },
-                );
-                answer
-            }
-            "challenge" => match self.payments.get_mut(&reference) {
-                Some(mut p) if body["approved"].as_bool() == Some(true) => {
-                    p.authorized = p.amount;
-                    p.status = if p.capture { "captured" } else { "authorized" };
-                    if p.capture {
-                        p.captured = p.amount;
-                        self.captured_amount.fetch_add(p.amount, Ordering::SeqCst);
-                    }
-                    json!({"status": "approved", "amount": p.amount})
-                }
-                Some(mut p) => {
-                    p.status = "declined";
-                    json!({"status": "declined", "decline_code": "authentication_failed", "retryable": true})
-                }
-                None => json!({"error": "unknown reference"}),
-            },
+            "authorize" => self.authorize(reference, body, mismatch),
+            "challenge" => self.challenge(&reference, body),
             "capture" => match self.payments.get_mut(&reference) {
                 Some(mut p) => {
                     self.captures.fetch_add(1, Ordering::SeqCst);

@@ -19,7 +19,7 @@ use crate::{
     commit::{self, CommitError, Write},
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
-    ids::{has_shape, new_id},
+    ids::new_id,
 };
 
 /// Reads and commits of one change before giving up to concurrent writers.
@@ -60,7 +60,7 @@ fn not_found(what: &str, param: &str) -> ApiError {
 
 /// A product of the caller's scope, or 404.
 pub async fn owned(db: &Db, scope: &Scope, id: &str) -> Result<product::Model, ApiError> {
-    if !has_shape(id, "prod") {
+    if crate::ids::ProductId::parse(id).is_none() {
         return Err(not_found("product", "product_id"));
     }
     store::find_owned(db, id, scope)
@@ -214,9 +214,9 @@ async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<Strin
         ));
     }
     for id in images {
-        let found = match has_shape(id, "img") {
-            true => store::find_image(db, id).await?,
-            false => None,
+        let found = match crate::ids::ImageId::parse(id) {
+            Some(_) => store::find_image(db, id).await?,
+            None => None,
         };
         if !found
             .is_some_and(|i| i.merchant_id == scope.merchant_id && i.test_mode == scope.test_mode)
@@ -234,9 +234,9 @@ async fn check_category(
     shop: &str,
     id: &str,
 ) -> Result<product_category::Model, ApiError> {
-    match has_shape(id, "cat") {
-        true => store::find_category(db, id, scope).await?,
-        false => None,
+    match crate::ids::CategoryId::parse(id) {
+        Some(_) => store::find_category(db, id, scope).await?,
+        None => None,
     }
     .filter(|c| c.profile_id == shop)
     .ok_or_else(|| not_found("category", "category_id"))
@@ -663,9 +663,9 @@ async fn sibling_product(
     id: &str,
     param: &str,
 ) -> Result<product::Model, ApiError> {
-    match has_shape(id, "prod") {
-        true => store::find_owned(db, id, scope).await?,
-        false => None,
+    match crate::ids::ProductId::parse(id) {
+        Some(_) => store::find_owned(db, id, scope).await?,
+        None => None,
     }
     .filter(|x| x.profile_id == p.profile_id)
     .ok_or_else(|| not_found("product", param))
@@ -679,9 +679,9 @@ async fn sibling_price(
     id: &str,
     param: &str,
 ) -> Result<price::Model, ApiError> {
-    match has_shape(id, "price") {
-        true => store::find_price(db, id).await?,
-        false => None,
+    match crate::ids::PriceId::parse(id) {
+        Some(_) => store::find_price(db, id).await?,
+        None => None,
     }
     .filter(|x| {
         scope.sees(&x.merchant_id, x.test_mode, &x.profile_id) && x.profile_id == p.profile_id

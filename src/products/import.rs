@@ -23,7 +23,7 @@ use crate::{
     auth::keys::Caller,
     commit::{self, Change, CommitError, Write},
     error::ApiError,
-    ids::{has_shape, new_id},
+    ids::new_id,
 };
 
 /// The catalog processor every sandbox shop has.
@@ -359,7 +359,7 @@ pub async fn apply_preview(
 ) -> Result<String, ApiError> {
     let scope = caller.scope();
     let missing = || ApiError::not_found("preview").param("preview_id");
-    if !has_shape(&req.preview_id, "prev") {
+    if crate::ids::ImportPreviewId::parse(&req.preview_id).is_none() {
         return Err(missing());
     }
     let find = || async {
@@ -436,7 +436,54 @@ async fn apply(
         archived: vec![],
         applied_at: now,
     };
-    let new_price = |p: &product::Model, r: &RemotePrice| price::Model {
+    for step in steps {
+        match step {
+            Step::Create { product } => {
+                let (writes, created) = create(preview, product, now);
+                change = writes.into_iter().fold(change, Change::write);
+                applied.created.push(created);
+            }
+            Step::Update {
+                product_id,
+                product,
+                add_prices,
+                archive_prices,
+            } => {
+                let Some(before) = store::find(db, product_id).await? else {
+                    continue;
+                };
+                let current = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
+                let writes = update(&before, product, add_prices, archive_prices, &current, now);
+                change = writes.into_iter().fold(change, Change::write);
+                applied.updated.push(AppliedProduct {
+                    external_id: product.external_id.clone(),
+                    product_id: before.id,
+                });
+            }
+            Step::Archive {
+                product_id,
+                external_id,
+            } => {
+                let Some(before) = store::find(db, product_id).await? else {
+                    continue;
+                };
+                let prices = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
+                change = archive(&before, &prices, now)
+                    .into_iter()
+                    .fold(change, Change::write);
+                applied.archived.push(AppliedProduct {
+                    external_id: external_id.clone(),
+                    product_id: before.id,
+                });
+            }
+        }
+    }
+    Ok((change, applied))
+}
+
+/// A price of the processor's, new in the catalog under product `p`.
+fn new_price(p: &product::Model, r: &RemotePrice, now: DateTime<Utc>) -> price::Model {
+    price::Model {
         id: new_id("price"),
         product_id: p.id.clone(),
         merchant_id: p.merchant_id.clone(),
@@ -452,126 +499,110 @@ async fn apply(
         external_id: Some(r.external_id.clone()),
         created_at: now,
         updated_at: now,
+    }
+}
+
+/// A product of the processor's that the catalog lacks: it and its prices, the first the
+/// default.
+fn create(
+    preview: &catalog_preview::Model,
+    r: &RemoteProduct,
+    now: DateTime<Utc>,
+) -> (Vec<Write>, AppliedProduct) {
+    let mut p = product::Model {
+        id: new_id("prod"),
+        merchant_id: preview.merchant_id.clone(),
+        profile_id: preview.profile_id.clone(),
+        test_mode: preview.test_mode,
+        name: r.name.clone(),
+        description: r.description.clone(),
+        category_id: None,
+        metadata: None,
+        images: "[]".into(),
+        active: true,
+        default_price_id: None,
+        bundle: None,
+        addon_groups: "[]".into(),
+        external_id: Some(r.external_id.clone()),
+        version: 1,
+        created_at: now,
+        updated_at: now,
     };
-    for step in steps {
-        match step {
-            Step::Create { product: r } => {
-                let mut p = product::Model {
-                    id: new_id("prod"),
-                    merchant_id: preview.merchant_id.clone(),
-                    profile_id: preview.profile_id.clone(),
-                    test_mode: preview.test_mode,
-                    name: r.name.clone(),
-                    description: r.description.clone(),
-                    category_id: None,
-                    metadata: None,
-                    images: "[]".into(),
-                    active: true,
-                    default_price_id: None,
-                    bundle: None,
-                    addon_groups: "[]".into(),
-                    external_id: Some(r.external_id.clone()),
-                    version: 1,
-                    created_at: now,
-                    updated_at: now,
-                };
-                let prices: Vec<price::Model> = r
-                    .prices
-                    .iter()
-                    .take(MAX_PRICES)
-                    .map(|x| new_price(&p, x))
-                    .collect();
-                p.default_price_id = prices.first().map(|x| x.id.clone());
-                change = change.write(commit::insert(p.clone()));
-                for x in prices {
-                    change = change.write(commit::insert(x));
-                }
-                applied.created.push(AppliedProduct {
-                    external_id: r.external_id.clone(),
-                    product_id: p.id,
-                });
-            }
-            Step::Update {
-                product_id,
-                product: r,
-                add_prices,
-                archive_prices,
-            } => {
-                let Some(before) = store::find(db, product_id).await? else {
-                    continue;
-                };
-                let mut after = before.clone();
-                after.name = r.name.clone();
-                after.description = r.description.clone();
-                after.active = true;
-                after.version = before.version + 1;
-                after.updated_at = now;
-                let added: Vec<price::Model> =
-                    add_prices.iter().map(|x| new_price(&before, x)).collect();
-                let current = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
-                // The default moves off a price about to be archived.
-                if before
-                    .default_price_id
-                    .as_ref()
-                    .is_none_or(|d| archive_prices.contains(d))
-                {
-                    after.default_price_id = added.first().map(|x| x.id.clone()).or_else(|| {
-                        current
-                            .iter()
-                            .find(|x| x.active && !archive_prices.contains(&x.id))
-                            .map(|x| x.id.clone())
-                    });
-                }
-                change = change.write(store::cas(&before, &after));
-                if !archive_prices.is_empty() {
-                    change = change.write(store::not_held(
-                        &before,
-                        archive_prices,
-                        store::PRICE_IN_USE,
-                    ));
-                }
-                for x in added {
-                    change = change.write(commit::insert(x));
-                }
-                for id in archive_prices {
-                    if let Some(mut x) = current.iter().find(|x| &x.id == id).cloned() {
-                        x.active = false;
-                        x.updated_at = now;
-                        change = change.write(store::price_update(x));
-                    }
-                }
-                applied.updated.push(AppliedProduct {
-                    external_id: r.external_id.clone(),
-                    product_id: before.id,
-                });
-            }
-            Step::Archive {
-                product_id,
-                external_id,
-            } => {
-                let Some(before) = store::find(db, product_id).await? else {
-                    continue;
-                };
-                let mut after = before.clone();
-                after.active = false;
-                after.version = before.version + 1;
-                after.updated_at = now;
-                let mut held = vec![before.id.clone()];
-                held.extend(
-                    store::prices_of(db, std::slice::from_ref(&before.id))
-                        .await?
-                        .into_iter()
-                        .map(|x| x.id),
-                );
-                change = change
-                    .write(store::cas(&before, &after))
-                    .write(store::not_held(&before, &held, store::PRODUCT_IN_USE));
-                applied.archived.push(AppliedProduct {
-                    external_id: external_id.clone(),
-                    product_id: before.id,
-                });
-            }
+    let prices: Vec<price::Model> = r
+        .prices
+        .iter()
+        .take(MAX_PRICES)
+        .map(|x| new_price(&p, x, now))
+        .collect();
+    p.default_price_id = prices.first().map(|x| x.id.clone());
+    let mut writes = vec![commit::insert(p.clone())];
+    writes.extend(prices.into_iter().map(commit::insert));
+    let created = AppliedProduct {
+        external_id: r.external_id.clone(),
+        product_id: p.id,
+    };
+    (writes, created)
+}
+
+/// A product the processor changed: its name and description, the prices it added, and the
+/// prices it archived (refused at commit while a payment holds one).
+fn update(
+    before: &product::Model,
+    r: &RemoteProduct,
+    add_prices: &[RemotePrice],
+    archive_prices: &[String],
+    current: &[price::Model],
+    now: DateTime<Utc>,
+) -> Vec<Write> {
+    let mut after = before.clone();
+    after.name = r.name.clone();
+    after.description = r.description.clone();
+    after.active = true;
+    after.version = before.version + 1;
+    after.updated_at = now;
+    let added: Vec<price::Model> = add_prices
+        .iter()
+        .map(|x| new_price(before, x, now))
+        .collect();
+    // The default moves off a price about to be archived.
+    if before
+        .default_price_id
+        .as_ref()
+        .is_none_or(|d| archive_prices.contains(d))
+    {
+        after.default_price_id = added.first().map(|x| x.id.clone()).or_else(|| {
+            current
+                .iter()
+                .find(|x| x.active && !archive_prices.contains(&x.id))
+                .map(|x| x.id.clone())
+        });
+    }
+    let mut writes = vec![store::cas(before, &after)];
+    if !archive_prices.is_empty() {
+        writes.push(store::not_held(before, archive_prices, store::PRICE_IN_USE));
+    }
+    writes.extend(added.into_iter().map(commit::insert));
+    for id in archive_prices {
+        if let Some(mut x) = current.iter().find(|x| &x.id == id).cloned() {
+            x.active = false;
+            x.updated_at = now;
+            writes.push(store::price_update(x));
         }
     }
-    Ok((change, applied))
+    writes
+}
+
+/// A product the processor no longer has: archived (refused at commit while a payment holds
+/// it or one of its prices).
+fn archive(before: &product::Model, prices: &[price::Model], now: DateTime<Utc>) -> Vec<Write> {
+    let mut after = before.clone();
+    after.active = false;
+    after.version = before.version + 1;
+    after.updated_at = now;
+    let mut held = vec![before.id.clone()];
+    held.extend(prices.iter().map(|x| x.id.clone()));
+    vec![
+        store::cas(before, &after),
+        store::not_held(before, &held, store::PRODUCT_IN_USE),
+    ]
 }

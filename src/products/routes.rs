@@ -18,8 +18,8 @@ use crate::{
     auth::SecretKey,
     error::ApiError,
     files,
-    http::{ApiJson, ApiQuery},
-    ids::{has_shape, new_id},
+    http::{ApiJson, ApiQuery, PathId},
+    ids::new_id,
     pagination::{List, Page},
     state::AppState,
 };
@@ -83,7 +83,7 @@ pub async fn list_products(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListProductsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "prod")?;
+    let page = Page::parse::<crate::ids::ProductId>(&q.page_query())?;
     if q.name.as_deref().is_some_and(|n| n.chars().count() > 100) {
         return Err(ApiError::invalid_param(
             "name",
@@ -115,7 +115,7 @@ pub async fn list_products(
 pub async fn retrieve_product(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
 ) -> Result<HttpResponse, ApiError> {
     let p = owned(&state.db, &caller.scope(), &id).await?;
     Ok(HttpResponse::Ok().json(one(&state, p).await?))
@@ -130,7 +130,7 @@ pub async fn retrieve_product(
 pub async fn update_product(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
     ApiJson(req): ApiJson<UpdateProductRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let p = catalog::update(&state.db, &caller.scope(), &id, &req, state.clock.now()).await?;
@@ -147,11 +147,11 @@ pub async fn update_product(
 pub async fn delete_product(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
 ) -> Result<HttpResponse, ApiError> {
     catalog::delete(&state.db, &caller.scope(), &id, state.clock.now()).await?;
     Ok(HttpResponse::Ok().json(DeletedProduct {
-        product_id: id.into_inner(),
+        product_id: id.into_string(),
         deleted: true,
     }))
 }
@@ -164,7 +164,7 @@ pub async fn delete_product(
 pub async fn archive_product(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
 ) -> Result<HttpResponse, ApiError> {
     let p = catalog::set_active(&state.db, &caller.scope(), &id, false, state.clock.now()).await?;
     Ok(HttpResponse::Ok().json(one(&state, p).await?))
@@ -178,7 +178,7 @@ pub async fn archive_product(
 pub async fn restore_product(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
 ) -> Result<HttpResponse, ApiError> {
     let p = catalog::set_active(&state.db, &caller.scope(), &id, true, state.clock.now()).await?;
     Ok(HttpResponse::Ok().json(one(&state, p).await?))
@@ -193,7 +193,7 @@ pub async fn restore_product(
 pub async fn add_price(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
     ApiJson(req): ApiJson<PriceInput>,
 ) -> Result<HttpResponse, ApiError> {
     let max = state.settings.limits.max_amount;
@@ -267,7 +267,7 @@ pub async fn archive_price(
 pub async fn add_group(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
     ApiJson(req): ApiJson<AddonGroupInput>,
 ) -> Result<HttpResponse, ApiError> {
     let g = catalog::put_group(
@@ -349,7 +349,7 @@ pub async fn remove_group(
 pub async fn set_bundle(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
     ApiJson(req): ApiJson<BundleRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let p = catalog::set_bundle(
@@ -399,7 +399,7 @@ pub async fn list_categories(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListCategoriesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "cat")?;
+    let page = Page::parse::<crate::ids::CategoryId>(&q.page_query())?;
     let shop = caller.scope().list_shop(q.profile_id.as_deref())?;
     let list = store::list_categories(
         &state.db,
@@ -465,10 +465,10 @@ pub async fn upload_image(
         (status = 404, body = crate::error::ErrorBody)))]
 pub async fn image_bytes(
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ImageId>,
 ) -> Result<HttpResponse, ApiError> {
     let missing = || ApiError::not_found("image").param("image_id");
-    if !has_shape(&id, "img") {
+    if crate::ids::ImageId::parse(&id).is_none() {
         return Err(missing());
     }
     let image = store::find_image(&state.db, &id)

@@ -14,7 +14,7 @@ use crate::{
     commit,
     error::ApiError,
     fields::{check_metadata, check_text, parse_currency},
-    http::{ApiJson, ApiQuery},
+    http::{ApiJson, ApiQuery, PathId},
     idempotency,
     pagination::{List, Page},
     payments::{
@@ -43,7 +43,7 @@ pub async fn create_refund(
 ) -> Result<HttpResponse, ApiError> {
     // The retry of a request whose refund was made but whose answer was lost answers with
     // that refund, settled with the processor if it is pending: never a second refund.
-    if let Some(id) = idempotency::resumed(&http, "ref") {
+    if let Some(id) = idempotency::resumed::<crate::ids::RefundId>(&http) {
         if let Some(refund) = store::find_owned(&state.db, &id, &caller.scope()).await? {
             let settled = settled(&payments, &caller, refund).await?;
             return Ok(HttpResponse::Created().json(settled));
@@ -105,7 +105,7 @@ pub async fn retrieve_refund(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::RefundId>,
     ApiQuery(q): ApiQuery<RetrieveRefundQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let refund = store::find_owned(&state.db, &id, &caller.scope())
@@ -139,7 +139,7 @@ async fn settled(
 pub async fn update_refund(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::RefundId>,
     ApiJson(req): ApiJson<UpdateRefundRequest>,
 ) -> Result<HttpResponse, ApiError> {
     check_text("reason", req.reason.as_ref(), 500)?;
@@ -166,7 +166,7 @@ pub async fn list_refunds(
     state: web::Data<AppState>,
     ApiJson(mut req): ApiJson<ListRefundsRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&req.page_query(), "ref")?;
+    let page = Page::parse::<crate::ids::RefundId>(&req.page_query())?;
     if let Some(s) = &req.status {
         if !matches!(
             s.as_str(),

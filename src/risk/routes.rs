@@ -62,7 +62,7 @@ pub async fn shop_risk(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let page = Page::parse(&q, "risk")?;
+    let page = Page::parse::<crate::ids::RiskAssessmentId>(&q)?;
     let test_mode = caller.test_mode();
     let latest = store::latest(&state.db, shop.as_str(), test_mode).await?;
     let history = store::list(&state.db, shop.as_str(), test_mode, &page).await?;

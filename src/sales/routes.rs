@@ -9,7 +9,13 @@ use super::{
     store,
     tally::{tally, Report},
 };
-use crate::{auth::SecretKey, error::ApiError, http::ApiQuery, products, state::AppState};
+use crate::{
+    auth::SecretKey,
+    error::ApiError,
+    http::{ApiQuery, PathId},
+    products,
+    state::AppState,
+};
 
 crate::http::routes! {
     "/products/{product_id}/sales" => { get: product_sales },
@@ -38,7 +44,7 @@ pub struct SalesQuery {
 pub async fn product_sales(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProductId>,
     ApiQuery(q): ApiQuery<SalesQuery>,
 ) -> Result<HttpResponse, ApiError> {
     if let (Some(from), Some(to)) = (q.from, q.to) {

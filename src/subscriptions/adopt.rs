@@ -16,7 +16,7 @@ use crate::{
     commit::{self, Change, CommitError},
     customers::{self, api::CustomerFields},
     error::ApiError,
-    ids::{has_shape, new_id},
+    ids::new_id,
 };
 
 /// A subscription at the processor, as an import preview lists it.
@@ -99,9 +99,9 @@ pub async fn adopt(
     let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
     let param = "processor_subscription_id";
-    let found = match has_shape(id, "bsub") {
-        true => deps.billing.find(&scope, id).await?,
-        false => None,
+    let found = match crate::ids::ProcessorSubscriptionId::parse(id) {
+        Some(_) => deps.billing.find(&scope, id).await?,
+        None => None,
     };
     let p = found
         .filter(|p| p.profile_id == shop)
@@ -119,12 +119,12 @@ pub async fn adopt(
     store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
     let customer_id = match customer_id {
         Some(c) => {
-            let found = match has_shape(c, "cus") {
-                true => {
+            let found = match crate::ids::CustomerId::parse(c) {
+                Some(_) => {
                     customers::store::find_owned(&deps.db, c, &scope.merchant_id, scope.test_mode)
                         .await?
                 }
-                false => None,
+                None => None,
             };
             found
                 .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?
@@ -296,13 +296,13 @@ pub async fn apply(
     let deps = subscriptions.deps();
     let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
-    let found = match has_shape(preview_id, "subprev") {
-        true => {
+    let found = match crate::ids::AdoptionPreviewId::parse(preview_id) {
+        Some(_) => {
             subscription_preview::Entity::find_by_id(preview_id)
                 .one(&deps.db)
                 .await?
         }
-        false => None,
+        None => None,
     };
     let row = found
         .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == shop)

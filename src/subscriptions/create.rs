@@ -19,7 +19,7 @@ use crate::{
     customers,
     error::ApiError,
     fields::check_metadata,
-    ids::{has_shape, new_id},
+    ids::new_id,
     payments, products,
 };
 
@@ -33,9 +33,9 @@ pub async fn check_mandate(
     customer_id: &str,
     mandate_id: &str,
 ) -> Result<mandate::Model, ApiError> {
-    let mandate = match has_shape(mandate_id, "man") {
-        true => customers::store::find_mandate(db, mandate_id).await?,
-        false => None,
+    let mandate = match crate::ids::MandateId::parse(mandate_id) {
+        Some(_) => customers::store::find_mandate(db, mandate_id).await?,
+        None => None,
     }
     .filter(|m| m.merchant_id == scope.merchant_id && m.test_mode == scope.test_mode)
     .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
@@ -94,9 +94,9 @@ pub async fn plan(
                 "quantity must be 1 to 1000",
             ));
         }
-        let p = match has_shape(&it.price_id, "price") {
-            true => products::store::find_price(db, &it.price_id).await?,
-            false => None,
+        let p = match crate::ids::PriceId::parse(&it.price_id) {
+            Some(_) => products::store::find_price(db, &it.price_id).await?,
+            None => None,
         }
         .filter(|p| {
             p.merchant_id == scope.merchant_id
@@ -189,12 +189,12 @@ async fn find_customer(
     scope: &Scope,
     customer_id: &str,
 ) -> Result<payd_entity::customer::Model, ApiError> {
-    match has_shape(customer_id, "cus") {
-        true => {
+    match crate::ids::CustomerId::parse(customer_id) {
+        Some(_) => {
             customers::store::find_owned(db, customer_id, &scope.merchant_id, scope.test_mode)
                 .await?
         }
-        false => None,
+        None => None,
     }
     .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))
 }

@@ -18,9 +18,9 @@ use super::{
 use crate::{
     auth::{self, Caller, SecretKey},
     error::ApiError,
-    fields::check_text,
-    http::ApiJson,
-    ids::has_shape,
+    fields::{check_text, parse_id},
+    http::{ApiJson, PathId},
+    ids::ProcessorSubscriptionId,
     state::AppState,
 };
 
@@ -102,19 +102,12 @@ async fn processor_subscription(
     caller: &Caller,
     id: &str,
 ) -> Result<payd_entity::billing_subscription::Model, ApiError> {
-    let found = match has_shape(id, "bsub") {
-        true => {
-            subscriptions
-                .deps()
-                .billing
-                .find(&caller.scope(), id)
-                .await?
-        }
-        false => None,
-    };
-    found.ok_or_else(|| {
-        ApiError::not_found("processor subscription").param("processor_subscription_id")
-    })
+    let found = subscriptions
+        .deps()
+        .billing
+        .find(&caller.scope(), id)
+        .await?;
+    found.ok_or_else(ApiError::no_such::<ProcessorSubscriptionId>)
 }
 
 fn check_plan(plan_id: &str) -> Result<(), ApiError> {
@@ -179,7 +172,7 @@ pub async fn sandbox_processor_change(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     subscriptions: web::Data<Subscriptions>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::ProcessorSubscriptionId>,
     ApiJson(req): ApiJson<SandboxProcessorChange>,
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
@@ -233,16 +226,16 @@ pub async fn sandbox_chargeback(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     subscriptions: web::Data<Subscriptions>,
-    invoice_id: web::Path<String>,
+    PathId(invoice_id): PathId<crate::ids::ProcessorInvoiceId>,
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
     let deps = subscriptions.deps();
     let missing = || ApiError::not_found("invoice").param("processor_invoice_id");
-    let invoice = match has_shape(&invoice_id, "binv") {
-        true => deps.billing.invoice(&invoice_id).await?,
-        false => None,
-    }
-    .ok_or_else(missing)?;
+    let invoice = deps
+        .billing
+        .invoice(&invoice_id)
+        .await?
+        .ok_or_else(missing)?;
     processor_subscription(&subscriptions, &caller, &invoice.billing_subscription_id)
         .await
         .map_err(|_| missing())?;
@@ -260,7 +253,7 @@ pub async fn sandbox_chargeback(
     run(
         &subscriptions,
         &caller,
-        &s.id,
+        &parse_id(&s.id)?,
         Command::InvoiceDisputed {
             invoice_id: invoice.id,
         },

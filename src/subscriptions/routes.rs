@@ -18,9 +18,9 @@ use super::{
 use crate::{
     auth::{Caller, SecretKey},
     error::ApiError,
-    fields::check_text,
-    http::{ApiJson, ApiQuery},
-    ids::has_shape,
+    fields::{check_text, parse_id},
+    http::{ApiJson, ApiQuery, PathId},
+    ids::SubscriptionId,
     pagination::{List, Page},
     state::AppState,
 };
@@ -65,12 +65,9 @@ impl From<SubscriptionError> for ApiError {
 pub(super) async fn run(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
     command: Command,
 ) -> Result<HttpResponse, ApiError> {
-    if !has_shape(id, "sub") {
-        return Err(ApiError::not_found("subscription").param("subscription_id"));
-    }
     let exec = Exec {
         scope: Some(caller.scope()),
         command,
@@ -83,12 +80,9 @@ pub(super) async fn run(
 async fn owned(
     state: &AppState,
     caller: &Caller,
-    id: &str,
+    id: &SubscriptionId,
 ) -> Result<payd_entity::subscription::Model, ApiError> {
     let missing = || ApiError::not_found("subscription").param("subscription_id");
-    if !has_shape(id, "sub") {
-        return Err(missing());
-    }
     store::find_owned(&state.db, id, &caller.scope())
         .await?
         .ok_or_else(missing)
@@ -149,7 +143,7 @@ pub async fn confirm_subscription(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     subscriptions: web::Data<Subscriptions>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
     ApiJson(req): ApiJson<ConfirmRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let s = owned(&state, &caller, &id).await?;
@@ -183,7 +177,7 @@ pub async fn estimate(
                 quantity: q.quantity.unwrap_or(1),
             }];
             let s = match &q.subscription_id {
-                Some(id) => Some(owned(&state, &caller, id).await?),
+                Some(id) => Some(owned(&state, &caller, &parse_id(id)?).await?),
                 None => None,
             };
             let shop = match &s {
@@ -237,7 +231,7 @@ pub async fn estimate(
             subscription_id: None,
         },
         (None, Some(id)) => {
-            let s = owned(&state, &caller, id).await?;
+            let s = owned(&state, &caller, &parse_id(id)?).await?;
             let next = super::cycles::next_period(&s)
                 .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
             Estimate {
@@ -272,7 +266,7 @@ pub async fn list_subscriptions(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListSubscriptionsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "sub")?;
+    let page = Page::parse::<crate::ids::SubscriptionId>(&q.page_query())?;
     if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
         return Err(ApiError::invalid_param(
             "status",
@@ -300,7 +294,7 @@ pub async fn list_subscriptions(
 pub async fn retrieve_subscription(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
 ) -> Result<HttpResponse, ApiError> {
     let s = owned(&state, &caller, &id).await?;
     Ok(HttpResponse::Ok().json(Subscription::render(&s)?))
@@ -314,7 +308,7 @@ pub async fn retrieve_subscription(
 pub async fn capabilities(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
 ) -> Result<HttpResponse, ApiError> {
     let s = owned(&state, &caller, &id).await?;
     let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
@@ -342,7 +336,7 @@ pub async fn capabilities(
 pub async fn pause_subscription(
     SecretKey(caller): SecretKey,
     subscriptions: web::Data<Subscriptions>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
 ) -> Result<HttpResponse, ApiError> {
     run(&subscriptions, &caller, &id, Command::Pause).await
 }
@@ -359,7 +353,7 @@ pub async fn resume_subscription(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     subscriptions: web::Data<Subscriptions>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
     ApiJson(req): ApiJson<ResumeRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mandate = match &req.mandate_id {
@@ -382,7 +376,7 @@ pub async fn resume_subscription(
 pub async fn cancel_subscription(
     SecretKey(caller): SecretKey,
     subscriptions: web::Data<Subscriptions>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
     ApiJson(req): ApiJson<CancelRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let reason = check_text("reason", req.reason.as_ref(), 500)?;
@@ -406,7 +400,7 @@ pub async fn update_subscription(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     subscriptions: web::Data<Subscriptions>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
     ApiJson(req): ApiJson<UpdateRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let proration = match req.proration.as_deref() {
@@ -463,7 +457,7 @@ const MAX_CYCLES: usize = 100;
 pub async fn subscription_cycles(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
 ) -> Result<HttpResponse, ApiError> {
     let s = owned(&state, &caller, &id).await?;
     let all = store::cycles(&state.db, &s.id).await?;
@@ -522,7 +516,7 @@ fn processor_estimate(
 pub async fn sync_subscription(
     SecretKey(caller): SecretKey,
     subscriptions: web::Data<Subscriptions>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::SubscriptionId>,
 ) -> Result<HttpResponse, ApiError> {
     run(&subscriptions, &caller, &id, Command::Sync).await
 }

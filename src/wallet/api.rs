@@ -9,7 +9,6 @@ use super::machine::{self, Action};
 use crate::{
     error::ApiError,
     fields::{check_text, parse_amount},
-    ids::has_shape,
     pagination::ListQuery,
 };
 
@@ -350,7 +349,10 @@ impl ActionRequest {
                         format!("provide_evidence needs 1 to {MAX_EVIDENCE_FILES} file ids"),
                     ));
                 }
-                if file_ids.iter().any(|f| !has_shape(f, "file")) {
+                if file_ids
+                    .iter()
+                    .any(|f| crate::ids::FileId::parse(f).is_none())
+                {
                     return Err(ApiError::not_found("file").param("file_ids"));
                 }
                 machine::Request::ProvideEvidence { message, file_ids }

@@ -60,7 +60,7 @@ pub async fn owned(
     scope: &Scope,
     case_id: &str,
 ) -> Result<wallet_case::Model, ApiError> {
-    if !crate::ids::has_shape(case_id, "case") {
+    if crate::ids::CaseId::parse(case_id).is_none() {
         return Err(ApiError::not_found("case").param("case_id"));
     }
     store::find_owned(&deps.processor.db, case_id, scope)
@@ -79,7 +79,7 @@ pub async fn open(
 ) -> Result<wallet_case::Model, ApiError> {
     let db = &deps.processor.db;
     let not_found = || ApiError::not_found("payment").param("payment_id");
-    if !crate::ids::has_shape(payment_id, "pay") {
+    if crate::ids::PaymentId::parse(payment_id).is_none() {
         return Err(not_found());
     }
     let payment: payment::Model = payments::store::find_owned(db, payment_id, scope)

@@ -18,7 +18,7 @@ use crate::{
     disputes,
     error::ApiError,
     fields::check_text,
-    http::{ApiJson, ApiQuery},
+    http::{ApiJson, ApiQuery, PathId},
     pagination::{List, Page},
     state::AppState,
 };
@@ -49,7 +49,7 @@ pub async fn list_cases(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<ListCasesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::parse(&q.page_query(), "case")?;
+    let page = Page::parse::<crate::ids::CaseId>(&q.page_query())?;
     if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
         return Err(ApiError::invalid_param(
             "status",
@@ -113,7 +113,7 @@ pub async fn retrieve_case(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     wallet: web::Data<WalletDeps>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CaseId>,
 ) -> Result<HttpResponse, ApiError> {
     let c = follow::owned(&wallet, &caller.scope(), &id).await?;
     Ok(HttpResponse::Ok().json(render(&state, &c).await?))
@@ -129,7 +129,7 @@ pub async fn case_history(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     wallet: web::Data<WalletDeps>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CaseId>,
 ) -> Result<HttpResponse, ApiError> {
     let c = follow::owned(&wallet, &caller.scope(), &id).await?;
     let data = store::history(&state.db, &c.id)
@@ -151,7 +151,7 @@ pub async fn case_history(
 pub async fn case_actions(
     SecretKey(caller): SecretKey,
     wallet: web::Data<WalletDeps>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CaseId>,
 ) -> Result<HttpResponse, ApiError> {
     let c = follow::owned(&wallet, &caller.scope(), &id).await?;
     let data = machine::allowed(&store::case_of(&c))
@@ -176,7 +176,7 @@ pub async fn take_action(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     wallet: web::Data<WalletDeps>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CaseId>,
     ApiJson(req): ApiJson<ActionRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let req = req.parse(state.settings.limits.max_amount)?;
@@ -237,7 +237,7 @@ pub async fn sandbox_withdraw_case(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     wallet: web::Data<WalletDeps>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CaseId>,
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
     let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, false).await?;
@@ -254,7 +254,7 @@ pub async fn sandbox_escalate_case(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     wallet: web::Data<WalletDeps>,
-    id: web::Path<String>,
+    PathId(id): PathId<crate::ids::CaseId>,
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
     let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, true).await?;

@@ -7,7 +7,7 @@ use payd_entity::webhook_endpoint;
 use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryTrait};
 
 use super::{
-    api::{Endpoint, PutEndpointRequest, MERCHANT},
+    api::{Endpoint, PutEndpointRequest},
     signer::new_secret,
     store,
 };
@@ -18,7 +18,7 @@ use crate::{
     error::ApiError,
     http::ApiJson,
     idempotency,
-    ids::{new_id, ProfileId},
+    ids::ProfileId,
     outbound::Policy,
     state::AppState,
 };
@@ -129,50 +129,15 @@ pub async fn put_endpoint(
         };
         accounts::store::audited(audit, now)
     };
+    let put = store::EndpointPut {
+        url,
+        enabled: req.enabled,
+        max_per_second: req.max_per_second,
+        test_mode: caller.test_mode(),
+    };
     let (m, created) = match find(&state, &profile).await? {
         Some(existing) => {
-            let enabled = req.enabled.unwrap_or(existing.enabled);
-            let mut m = webhook_endpoint::Model {
-                url,
-                enabled,
-                max_per_second: req.max_per_second.unwrap_or(existing.max_per_second),
-                test_mode: caller.test_mode(),
-                updated_at: now,
-                ..existing.clone()
-            };
-            // Only what this request sets is written: the health columns belong to the
-            // attempts recorded meanwhile, and `enabled` to payd's disabling unless the
-            // request names it.
-            let mut set = webhook_endpoint::ActiveModel {
-                url: Set(m.url.clone()),
-                max_per_second: Set(m.max_per_second),
-                test_mode: Set(m.test_mode),
-                updated_at: Set(now),
-                ..Default::default()
-            };
-            if enabled && !existing.enabled {
-                // Enabled again (also after payd disabled it): a fresh start for its health.
-                m.disabled_reason = None;
-                m.consecutive_failures = 0;
-                m.failing_since = None;
-                set.enabled = Set(true);
-                set.disabled_reason = Set(None);
-                set.consecutive_failures = Set(0);
-                set.failing_since = Set(None);
-            } else if !enabled && existing.enabled {
-                m.disabled_reason = Some(MERCHANT.to_owned());
-                set.enabled = Set(false);
-                set.disabled_reason = Set(m.disabled_reason.clone());
-            }
-            let mut change = Change::at(now).write(Write::Update(
-                webhook_endpoint::Entity::update_many()
-                    .set(set)
-                    .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
-                    .into_query(),
-            ));
-            if m.enabled != existing.enabled {
-                change = change.write(Write::Update(store::follow_endpoint(&m.id, m.enabled)));
-            }
+            let (m, mut change) = store::updated_endpoint(&existing, put, now);
             if m.url != existing.url {
                 change = change.write(url_changed(&m.url));
             }
@@ -184,25 +149,7 @@ pub async fn put_endpoint(
             (m, false)
         }
         None => {
-            let m = webhook_endpoint::Model {
-                id: new_id("whep"),
-                merchant_id: caller.merchant_id.to_string(),
-                profile_id: profile.to_string(),
-                url,
-                secret: new_secret(),
-                previous_secret: None,
-                previous_secret_expires_at: None,
-                enabled: req.enabled.unwrap_or(true),
-                created_at: now,
-                updated_at: now,
-                consecutive_failures: 0,
-                failing_since: None,
-                last_success_at: None,
-                disabled_reason: (req.enabled == Some(false)).then(|| MERCHANT.to_owned()),
-                max_per_second: req.max_per_second.flatten(),
-                next_send_at: None,
-                test_mode: caller.test_mode(),
-            };
+            let m = store::new_endpoint(caller.merchant_id.as_str(), &profile, put, now);
             // Stored sealed; the answer shows it once, as it is.
             let stored = webhook_endpoint::Model {
                 secret: state.keyring.seal(&m.secret),

@@ -1,19 +1,109 @@
-//! Rows of webhook deliveries beyond the outbox's: a manual retry's (an event recorded before
-//! its shop had an endpoint); what pausing or resuming an endpoint does to its deliveries;
-//! and the turns of a rate-limited endpoint's requests.
+//! A shop's endpoint as a PUT sets it, and rows of webhook deliveries beyond the outbox's: a
+//! manual retry's (an event recorded before its shop had an endpoint); what pausing or
+//! resuming an endpoint does to its deliveries; and the turns of a rate-limited endpoint's
+//! requests.
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
 use sea_orm::{
     sea_query::{Expr, LockType, Query, UpdateStatement},
+    ActiveValue::Set,
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, QueryTrait,
 };
 
+use super::{api::MERCHANT, signer::new_secret};
 use crate::commit::{self, Change, CommitError, Db, Write};
 use crate::{
     error::ApiError,
+    ids::new_id,
     outbox::{delivery_row, ENDPOINT_DISABLED},
 };
+
+/// What a PUT of a shop's endpoint sets (`None`: keep what it has).
+pub struct EndpointPut {
+    pub url: String,
+    pub enabled: Option<bool>,
+    pub max_per_second: Option<Option<i32>>,
+    pub test_mode: bool,
+}
+
+/// The endpoint after `put`, and the change that writes only what the request sets: the
+/// health columns belong to the attempts recorded meanwhile, and `enabled` to payd's
+/// disabling unless the request names it. Enabled again (also after payd disabled it), its
+/// health starts afresh; its deliveries follow it either way.
+pub fn updated_endpoint(
+    existing: &webhook_endpoint::Model,
+    put: EndpointPut,
+    now: DateTime<Utc>,
+) -> (webhook_endpoint::Model, Change) {
+    let enabled = put.enabled.unwrap_or(existing.enabled);
+    let mut m = webhook_endpoint::Model {
+        url: put.url,
+        enabled,
+        max_per_second: put.max_per_second.unwrap_or(existing.max_per_second),
+        test_mode: put.test_mode,
+        updated_at: now,
+        ..existing.clone()
+    };
+    let mut set = webhook_endpoint::ActiveModel {
+        url: Set(m.url.clone()),
+        max_per_second: Set(m.max_per_second),
+        test_mode: Set(m.test_mode),
+        updated_at: Set(now),
+        ..Default::default()
+    };
+    if enabled && !existing.enabled {
+        m.disabled_reason = None;
+        m.consecutive_failures = 0;
+        m.failing_since = None;
+        set.enabled = Set(true);
+        set.disabled_reason = Set(None);
+        set.consecutive_failures = Set(0);
+        set.failing_since = Set(None);
+    } else if !enabled && existing.enabled {
+        m.disabled_reason = Some(MERCHANT.to_owned());
+        set.enabled = Set(false);
+        set.disabled_reason = Set(m.disabled_reason.clone());
+    }
+    let mut change = Change::at(now).write(Write::Update(
+        webhook_endpoint::Entity::update_many()
+            .set(set)
+            .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
+            .into_query(),
+    ));
+    if m.enabled != existing.enabled {
+        change = change.write(Write::Update(follow_endpoint(&m.id, m.enabled)));
+    }
+    (m, change)
+}
+
+/// A shop's first endpoint, with a new signing secret (as it is: sealed by the caller).
+pub fn new_endpoint(
+    merchant_id: &str,
+    profile_id: &str,
+    put: EndpointPut,
+    now: DateTime<Utc>,
+) -> webhook_endpoint::Model {
+    webhook_endpoint::Model {
+        id: new_id("whep"),
+        merchant_id: merchant_id.to_owned(),
+        profile_id: profile_id.to_owned(),
+        url: put.url,
+        secret: new_secret(),
+        previous_secret: None,
+        previous_secret_expires_at: None,
+        enabled: put.enabled.unwrap_or(true),
+        created_at: now,
+        updated_at: now,
+        consecutive_failures: 0,
+        failing_since: None,
+        last_success_at: None,
+        disabled_reason: (put.enabled == Some(false)).then(|| MERCHANT.to_owned()),
+        max_per_second: put.max_per_second.flatten(),
+        next_send_at: None,
+        test_mode: put.test_mode,
+    }
+}
 
 /// An endpoint's deliveries follow it: pausing parks those still pending (their attempts and
 /// next attempt as they stand; a lease held by a sender stays with it), resuming makes the

@@ -211,46 +211,10 @@ pub(super) async fn authorize(
     now: DateTime<Utc>,
 ) -> Result<(payment::Model, Authorized), PaymentError> {
     let first = store::next_attempt_number(&deps.db, m).await?;
-    // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
-    // without accounts nor a sandbox account a test key added.
-    let (accounts, rules) = store::accounts_and_rules(&deps.db, &m.profile_id).await?;
-    let enabled: Vec<processor_account::Model> = accounts
-        .into_iter()
-        .filter(|a| a.enabled && a.approval == "approved")
-        .filter(|a| m.test_mode || connect::serves_live(&a.kind))
-        .collect();
-    if enabled.is_empty() && !m.test_mode {
-        let declined = Declined {
-            processor: "none",
-            retryable: false,
-            code: "no_processor",
-            message: "the shop has no processor for live payments",
-            reason: "no processor account that serves live payments is enabled",
-        };
-        return Ok((m.clone(), declined.authorized(m, first, card, now, false)));
-    }
-    // An open circuit takes its processor out of routing until it recovers.
-    let accounts: Vec<String> = enabled
-        .iter()
-        .filter(|a| deps.resolve(Some(a)).is_some_and(|p| p.available()))
-        .map(|a| a.name.clone())
-        .collect();
-    if accounts.is_empty() && !enabled.is_empty() {
-        let declined = Declined {
-            processor: &enabled[0].name,
-            retryable: true,
-            code: "processor_unavailable",
-            message: "no processor of the shop is available now",
-            reason: "every processor's circuit is open",
-        };
-        let can_save = deps
-            .resolve(Some(&enabled[0]))
-            .is_some_and(|p| p.can_save(card));
-        return Ok((
-            m.clone(),
-            declined.authorized(m, first, card, now, can_save),
-        ));
-    }
+    let (enabled, accounts, rules) = match routable(deps, m, card, first, now).await? {
+        Ok(routable) => routable,
+        Err(declined) => return Ok((m.clone(), declined)),
+    };
     let decision = routing::decide(
         &rules,
         &accounts,
@@ -332,6 +296,66 @@ pub(super) async fn authorize(
     };
     Ok((base, authorized))
 }
+
+/// The shop's accounts this payment may use, the names of those available now and the
+/// shop's routing rules; or the decline when none is.
+async fn routable(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    card: &StoredCard,
+    first: i32,
+    now: DateTime<Utc>,
+) -> Result<Routable, PaymentError> {
+    // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
+    // without accounts nor a sandbox account a test key added.
+    let (accounts, rules) = store::accounts_and_rules(&deps.db, &m.profile_id).await?;
+    let enabled: Vec<processor_account::Model> = accounts
+        .into_iter()
+        .filter(|a| a.enabled && a.approval == "approved")
+        .filter(|a| m.test_mode || connect::serves_live(&a.kind))
+        .collect();
+    if enabled.is_empty() && !m.test_mode {
+        let declined = Declined {
+            processor: "none",
+            retryable: false,
+            code: "no_processor",
+            message: "the shop has no processor for live payments",
+            reason: "no processor account that serves live payments is enabled",
+        };
+        return Ok(Err(declined.authorized(m, first, card, now, false)));
+    }
+    // An open circuit takes its processor out of routing until it recovers.
+    let accounts: Vec<String> = enabled
+        .iter()
+        .filter(|a| deps.resolve(Some(a)).is_some_and(|p| p.available()))
+        .map(|a| a.name.clone())
+        .collect();
+    if accounts.is_empty() && !enabled.is_empty() {
+        let declined = Declined {
+            processor: &enabled[0].name,
+            retryable: true,
+            code: "processor_unavailable",
+            message: "no processor of the shop is available now",
+            reason: "every processor's circuit is open",
+        };
+        let can_save = deps
+            .resolve(Some(&enabled[0]))
+            .is_some_and(|p| p.can_save(card));
+        return Ok(Err(declined.authorized(m, first, card, now, can_save)));
+    }
+    Ok(Ok((enabled, accounts, rules)))
+}
+
+/// What `routable` finds: the enabled accounts, the available ones' names and the rules; or
+/// the decline.
+type Routable = Result<
+    (
+        Vec<processor_account::Model>,
+        Vec<String>,
+        routing::RoutingRules,
+    ),
+    Authorized,
+>;
 
 /// The customer a payment saves its card for, with the customer it already has at the
 /// account (a processor that keeps cards files them all under one).

@@ -133,16 +133,14 @@ pub async fn run(
     command: Command,
     key: Option<RequestKey>,
 ) -> Result<Done, ApiError> {
-    if !crate::ids::has_shape(id, "pay") {
-        return Err(ApiError::not_found("payment"));
-    }
+    let id = crate::fields::parse_id::<crate::ids::PaymentId>(id)?;
     let exec = Exec {
         access,
         command,
         key,
         timeline: clock::current(),
     };
-    Ok(payments.send(id, exec).await??)
+    Ok(payments.send(&id, exec).await??)
 }
 
 #[derive(Debug, Clone, Message)]
