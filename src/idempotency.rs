@@ -176,6 +176,40 @@ fn write_canonical(value: &serde_json::Value, out: &mut Vec<u8>) {
     }
 }
 
+/// The request's fingerprint. An upload goes to storage as it arrives and is never held
+/// here: its fingerprint leaves the body out (a retried upload's form boundary differs
+/// anyway); any other body is read (within the size limit) and put back for the route.
+async fn request_print(req: &mut ServiceRequest, state: &AppState) -> Result<String, ApiError> {
+    if streamed(req.path()) {
+        return Ok(fingerprint(req, &[]));
+    }
+    let mut payload = req.take_payload();
+    let limit = state.settings.http.max_body_bytes;
+    let body = read_body(req.request(), &mut payload, limit).await?;
+    let print = fingerprint(req, &body);
+    req.set_payload(Payload::from(body));
+    Ok(print)
+}
+
+/// `(code, message)` of the 409s of a key that cannot run this request.
+const SECRET_FOR_ANOTHER: (&str, &str) = (
+    "idempotency_key_reused",
+    "this Idempotency-Key's answer holds a one-time secret and is replayed only to the API key \
+     that made the request",
+);
+const REUSED: (&str, &str) = (
+    "idempotency_key_reused",
+    "this Idempotency-Key was used with a different request",
+);
+const IN_USE: (&str, &str) = (
+    "idempotency_key_in_use",
+    "a request with this Idempotency-Key is still being processed; retry to get its answer",
+);
+
+fn key_conflict((code, message): (&'static str, &str)) -> ApiError {
+    ApiError::conflict(code, message).param("Idempotency-Key")
+}
+
 /// The middleware.
 pub async fn idempotency(
     mut req: ServiceRequest,
@@ -205,20 +239,9 @@ pub async fn idempotency(
         // Without a valid key there is no merchant to scope the key to: the route answers 401.
         Err(_) => return Ok(next.call(req).await?.map_into_boxed_body()),
     };
-    // An upload goes to storage as it arrives and is never held here: its fingerprint leaves
-    // the body out (a retried upload's form boundary differs anyway).
-    let print = if streamed(req.path()) {
-        fingerprint(&req, &[])
-    } else {
-        let mut payload = req.take_payload();
-        let limit = state.settings.http.max_body_bytes;
-        let body = match read_body(req.request(), &mut payload, limit).await {
-            Ok(body) => body,
-            Err(e) => return Ok(req.error_response(e)),
-        };
-        let print = fingerprint(&req, &body);
-        req.set_payload(Payload::from(body));
-        print
+    let print = match request_print(&mut req, &state).await {
+        Ok(print) => print,
+        Err(e) => return Ok(req.error_response(e)),
     };
 
     let store = KeyStore::new(&state, &caller, key);
@@ -226,13 +249,8 @@ pub async fn idempotency(
         Ok(b) => b,
         Err(e) => return Ok(req.error_response(ApiError::from(e))),
     };
-    match begun {
-        Begin::Proceed { resume } => {
-            req.extensions_mut().insert(store.key.clone());
-            if let Some(object) = resume {
-                req.extensions_mut().insert(Resume(object));
-            }
-        }
+    let resume = match begun {
+        Begin::Proceed { resume } => resume,
         Begin::Replay(row)
             if row
                 .owner_key_id
@@ -244,35 +262,17 @@ pub async fn idempotency(
                 Err(e) => req.error_response(ApiError::from(e)),
             });
         }
-        Begin::Replay(_) => {
-            return Ok(req.error_response(
-                ApiError::conflict(
-                    "idempotency_key_reused",
-                    "this Idempotency-Key's answer holds a one-time secret and is replayed only \
-                     to the API key that made the request",
-                )
-                .param("Idempotency-Key"),
-            ))
-        }
-        Begin::Reused => {
-            return Ok(req.error_response(
-                ApiError::conflict(
-                    "idempotency_key_reused",
-                    "this Idempotency-Key was used with a different request",
-                )
-                .param("Idempotency-Key"),
-            ))
-        }
+        Begin::Replay(_) => return Ok(req.error_response(key_conflict(SECRET_FOR_ANOTHER))),
+        Begin::Reused => return Ok(req.error_response(key_conflict(REUSED))),
         Begin::InUse => {
-            let mut e = ApiError::conflict(
-                "idempotency_key_in_use",
-                "a request with this Idempotency-Key is still being processed; retry to get its \
-                 answer",
-            )
-            .param("Idempotency-Key");
+            let mut e = key_conflict(IN_USE);
             e.retry_after = Some(1);
             return Ok(req.error_response(e));
         }
+    };
+    req.extensions_mut().insert(store.key.clone());
+    if let Some(object) = resume {
+        req.extensions_mut().insert(Resume(object));
     }
 
     // The request runs to its end in a task of its own: a client that stops waiting (the

@@ -270,7 +270,7 @@ async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, 
             })
             .collect(),
     };
-    return Ok(Source {
+    Ok(Source {
         currency: p.currency.clone(),
         customer_id: p.customer_id.clone(),
         payment_id: Some(p.id.clone()),
@@ -278,7 +278,7 @@ async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, 
         cycle_id: None,
         key: Some(format!("payment:{}", p.id)),
         lines,
-    });
+    })
 }
 
 /// The lines a subscription's billing cycle charged, with the tax it was charged with.
@@ -338,7 +338,7 @@ async fn of_cycle(db: &Db, scope: &Scope, req: &CreateInvoiceRequest) -> Result<
             })
             .collect(),
     };
-    return Ok(Source {
+    Ok(Source {
         currency: c.currency.clone(),
         customer_id: Some(s.customer_id.clone()),
         payment_id: None,
@@ -346,7 +346,7 @@ async fn of_cycle(db: &Db, scope: &Scope, req: &CreateInvoiceRequest) -> Result<
         cycle_id: Some(c.id.clone()),
         key: Some(format!("cycle:{}", c.id)),
         lines,
-    });
+    })
 }
 
 /// One unpriced line of `amount`.

@@ -335,114 +335,124 @@ pub fn credit(
     invoice_only(kind, "credited")?;
     need(status, &[Status::Open, Status::Paid], "credited")?;
     let mut invoice_lines = lines.to_vec();
-    // Per line: (units, amount with tax).
-    let mut takes: Vec<(usize, i64, i64)> = Vec::new();
-    match ask {
-        CreditAsk::Lines(asks) => {
-            for a in asks {
-                let i = invoice_lines
-                    .iter()
-                    .position(|l| l.line_id == a.line_id)
-                    .ok_or_else(|| Refusal::NoLine(a.line_id.clone()))?;
-                let l = &invoice_lines[i];
-                let taken: i64 = takes.iter().filter(|t| t.0 == i).map(|t| t.2).sum();
-                let taken_units: i64 = takes.iter().filter(|t| t.0 == i).map(|t| t.1).sum();
-                let left = l.left() - taken;
-                let (units, amount) = match (a.quantity, a.amount) {
-                    (Some(q), _) => {
-                        let units_left = l.quantity - l.quantity_credited - taken_units;
-                        if q > units_left {
-                            return Err(Refusal::QuantityExceeded {
-                                line_id: l.line_id.clone(),
-                                left: units_left,
-                            });
-                        }
-                        let amount = match q == units_left {
-                            true => left,
-                            false => tax::half_even(
-                                i128::from(l.total) * i128::from(q),
-                                i128::from(l.quantity.max(1)),
-                            ),
-                        };
-                        (q, amount)
-                    }
-                    (None, Some(amount)) => (0, amount),
-                    (None, None) => (0, left),
-                };
-                if amount > left {
-                    return Err(Refusal::LineExceeded {
-                        line_id: l.line_id.clone(),
-                        left,
-                    });
-                }
-                if amount > 0 {
-                    takes.push((i, units, amount));
-                }
-            }
-        }
+    let takes = match ask {
+        CreditAsk::Lines(asks) => line_takes(&invoice_lines, asks)?,
         CreditAsk::Amount(amount) => {
             let left: i64 = invoice_lines.iter().map(Line::left).sum();
             if *amount > left {
                 return Err(Refusal::TotalExceeded(left));
             }
-            for (i, share) in spread(*amount, &invoice_lines).into_iter().enumerate() {
-                if share > 0 {
-                    takes.push((i, 0, share));
-                }
-            }
+            spread(*amount, &invoice_lines)
+                .into_iter()
+                .enumerate()
+                .filter(|(_, share)| *share > 0)
+                .map(|(i, share)| (i, 0, share))
+                .collect()
         }
-    }
+    };
     if takes.is_empty() {
         return Err(Refusal::Nothing);
     }
-    let mut credit_lines = Vec::with_capacity(takes.len());
-    for (i, units, amount) in takes {
-        let l = &mut invoice_lines[i];
-        // The tax in what is taken, in proportion; the last of a line takes the rest of its tax.
-        let tax = match amount == l.left() {
-            true => l.tax_amount - l.tax_credited,
-            false if l.total > 0 => tax::half_even(
-                i128::from(amount) * i128::from(l.tax_amount),
-                i128::from(l.total),
-            ),
-            false => 0,
-        };
-        l.amount_credited += amount;
-        l.quantity_credited += units;
-        l.tax_credited += tax;
-        // An amount, not units: shown as one unit whose price gives the line's base as the
-        // invoice's lines do (quantity × unit_amount = the net under an exclusive rule, the
-        // total under an inclusive one).
-        let unit_amount = match (units, l.tax_inclusive) {
-            (0, true) => amount,
-            (0, false) => amount - tax,
-            _ => l.unit_amount,
-        };
-        credit_lines.push(Line {
-            line_id: l.line_id.clone(),
-            name: l.name.clone(),
-            quantity: units.max(1),
-            unit_amount,
-            product_id: l.product_id.clone(),
-            price_id: l.price_id.clone(),
-            tax_category: l.tax_category.clone(),
-            tax_rule_id: l.tax_rule_id.clone(),
-            tax_rate_bps: l.tax_rate_bps,
-            tax_inclusive: l.tax_inclusive,
-            tax_amount: tax,
-            amount: amount - tax,
-            total: amount,
-            amount_credited: 0,
-            quantity_credited: 0,
-            tax_credited: 0,
-        });
-    }
+    let credit_lines = takes
+        .into_iter()
+        .map(|(i, units, amount)| take(&mut invoice_lines[i], units, amount))
+        .collect::<Vec<_>>();
     let totals = totals(&credit_lines).ok_or(Refusal::Nothing)?;
     Ok(CreditPlan {
         credit_lines,
         invoice_lines,
         totals,
     })
+}
+
+/// What each asked line gives: (line index, units, amount with tax), each within what is left
+/// of its line after the asks before it.
+fn line_takes(lines: &[Line], asks: &[LineAsk]) -> Result<Vec<(usize, i64, i64)>, Refusal> {
+    let mut takes: Vec<(usize, i64, i64)> = Vec::new();
+    for a in asks {
+        let i = lines
+            .iter()
+            .position(|l| l.line_id == a.line_id)
+            .ok_or_else(|| Refusal::NoLine(a.line_id.clone()))?;
+        let l = &lines[i];
+        let taken: i64 = takes.iter().filter(|t| t.0 == i).map(|t| t.2).sum();
+        let taken_units: i64 = takes.iter().filter(|t| t.0 == i).map(|t| t.1).sum();
+        let left = l.left() - taken;
+        let (units, amount) = match (a.quantity, a.amount) {
+            (Some(q), _) => {
+                let units_left = l.quantity - l.quantity_credited - taken_units;
+                if q > units_left {
+                    return Err(Refusal::QuantityExceeded {
+                        line_id: l.line_id.clone(),
+                        left: units_left,
+                    });
+                }
+                let amount = match q == units_left {
+                    true => left,
+                    false => tax::half_even(
+                        i128::from(l.total) * i128::from(q),
+                        i128::from(l.quantity.max(1)),
+                    ),
+                };
+                (q, amount)
+            }
+            (None, Some(amount)) => (0, amount),
+            (None, None) => (0, left),
+        };
+        if amount > left {
+            return Err(Refusal::LineExceeded {
+                line_id: l.line_id.clone(),
+                left,
+            });
+        }
+        if amount > 0 {
+            takes.push((i, units, amount));
+        }
+    }
+    Ok(takes)
+}
+
+/// Takes `units` (0: an amount, not units) and `amount` with tax from the invoice's line `l`,
+/// and returns the credit note's line for it.
+fn take(l: &mut Line, units: i64, amount: i64) -> Line {
+    // The tax in what is taken, in proportion; the last of a line takes the rest of its tax.
+    let tax = match amount == l.left() {
+        true => l.tax_amount - l.tax_credited,
+        false if l.total > 0 => tax::half_even(
+            i128::from(amount) * i128::from(l.tax_amount),
+            i128::from(l.total),
+        ),
+        false => 0,
+    };
+    l.amount_credited += amount;
+    l.quantity_credited += units;
+    l.tax_credited += tax;
+    // An amount, not units: shown as one unit whose price gives the line's base as the
+    // invoice's lines do (quantity × unit_amount = the net under an exclusive rule, the
+    // total under an inclusive one).
+    let unit_amount = match (units, l.tax_inclusive) {
+        (0, true) => amount,
+        (0, false) => amount - tax,
+        _ => l.unit_amount,
+    };
+    Line {
+        line_id: l.line_id.clone(),
+        name: l.name.clone(),
+        quantity: units.max(1),
+        unit_amount,
+        product_id: l.product_id.clone(),
+        price_id: l.price_id.clone(),
+        tax_category: l.tax_category.clone(),
+        tax_rule_id: l.tax_rule_id.clone(),
+        tax_rate_bps: l.tax_rate_bps,
+        tax_inclusive: l.tax_inclusive,
+        tax_amount: tax,
+        amount: amount - tax,
+        total: amount,
+        amount_credited: 0,
+        quantity_credited: 0,
+        tax_credited: 0,
+    }
 }
 
 /// `amount` spread over the lines in proportion to what is left of each (largest remainder),

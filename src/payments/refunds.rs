@@ -199,56 +199,7 @@ pub fn plan(
                         line_id: ask.line_id.clone(),
                     })?;
                 let (line, amount_left) = (&lines[index], left_by_line[index]);
-                let (quantity, amount) = match (ask.quantity, ask.amount) {
-                    (Some(q), None) => {
-                        let q_left = line.quantity - line.quantity_refunded;
-                        if q <= 0 {
-                            return Err(Refusal::NotPositive {
-                                param: param("quantity"),
-                            });
-                        }
-                        if q > q_left {
-                            return Err(Refusal::LineQuantityExceeded {
-                                param: param("quantity"),
-                                left: q_left,
-                            });
-                        }
-                        let amount = line
-                            .unit_amount
-                            .checked_mul(q)
-                            .and_then(|a| a.checked_add(tax_share(line, line.quantity_refunded, q)))
-                            .ok_or(Refusal::LineQuantityExceeded {
-                                param: param("quantity"),
-                                left: q_left,
-                            })?;
-                        if amount > amount_left {
-                            return Err(Refusal::LineAmountExceeded {
-                                param: param("quantity"),
-                                left: amount_left,
-                            });
-                        }
-                        (q, amount)
-                    }
-                    (None, Some(a)) => {
-                        if a <= 0 {
-                            return Err(Refusal::NotPositive {
-                                param: param("amount"),
-                            });
-                        }
-                        if a > amount_left {
-                            return Err(Refusal::LineAmountExceeded {
-                                param: param("amount"),
-                                left: amount_left,
-                            });
-                        }
-                        (0, a)
-                    }
-                    _ => {
-                        return Err(Refusal::QuantityOrAmount {
-                            param: param("quantity"),
-                        })
-                    }
-                };
+                let (quantity, amount) = line_refund(line, ask, amount_left, &param)?;
                 out.push(LineRefund {
                     line_id: line.line_id.clone(),
                     quantity,
@@ -272,6 +223,67 @@ pub fn plan(
         return Err(Refusal::ExceedsRefundable { param, available });
     }
     Ok(plan)
+}
+
+/// What one asked line gives back: (quantity, amount with tax), within what is left of it
+/// (`amount_left`); `param` names the ask's fields in a refusal.
+fn line_refund(
+    line: &Line,
+    ask: &LineAsk,
+    amount_left: i64,
+    param: &dyn Fn(&str) -> String,
+) -> Result<(i64, i64), Refusal> {
+    let (quantity, amount) = match (ask.quantity, ask.amount) {
+        (Some(q), None) => {
+            let q_left = line.quantity - line.quantity_refunded;
+            if q <= 0 {
+                return Err(Refusal::NotPositive {
+                    param: param("quantity"),
+                });
+            }
+            if q > q_left {
+                return Err(Refusal::LineQuantityExceeded {
+                    param: param("quantity"),
+                    left: q_left,
+                });
+            }
+            let amount = line
+                .unit_amount
+                .checked_mul(q)
+                .and_then(|a| a.checked_add(tax_share(line, line.quantity_refunded, q)))
+                .ok_or(Refusal::LineQuantityExceeded {
+                    param: param("quantity"),
+                    left: q_left,
+                })?;
+            if amount > amount_left {
+                return Err(Refusal::LineAmountExceeded {
+                    param: param("quantity"),
+                    left: amount_left,
+                });
+            }
+            (q, amount)
+        }
+        (None, Some(a)) => {
+            if a <= 0 {
+                return Err(Refusal::NotPositive {
+                    param: param("amount"),
+                });
+            }
+            if a > amount_left {
+                return Err(Refusal::LineAmountExceeded {
+                    param: param("amount"),
+                    left: amount_left,
+                });
+            }
+            (0, a)
+        }
+        _ => {
+            return Err(Refusal::QuantityOrAmount {
+                param: param("quantity"),
+            })
+        }
+    };
+    Ok((quantity, amount))
 }
 
 /// Reserves a planned refund on the payment and its lines (pending and succeeded refunds both

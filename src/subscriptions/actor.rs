@@ -225,90 +225,122 @@ async fn step(
         Command::Cancel {
             at_period_end,
             reason,
-        } => {
-            let next = machine::cancel(status, *at_period_end, s.cancel_at_period_end)?;
-            let mut after = store::raised(s, moved(s, next, now));
-            after.cancellation_reason = reason.clone();
-            let mut cycle = CycleWrite::None;
-            if !at_period_end {
-                after.cancelled_at = Some(now);
-                // An open cycle is not collected any more.
-                let open = open_cycle(deps, s).await?.filter(|c| !c.charging);
-                if open.is_some() {
-                    cycle = void_open(&mut after, open, now);
-                }
-            }
-            let events = vec![store::event(&after, next.event)?];
-            save(deps, s, after, cycle, events).await
-        }
-        Command::Confirm { mandate } => {
-            if status != Status::Created {
-                return Err(Refusal::InvalidState {
-                    status,
-                    what: "only a created subscription can be confirmed",
-                }
-                .into());
-            }
-            let Some(c) = open_cycle(deps, s).await? else {
-                return Ok(s.clone());
-            };
-            // The hosted checkout's payment must never be paid as well.
-            if let Some(settled) = withdraw_first_charge(deps, s, &c, now).await? {
-                return Ok(settled);
-            }
-            let mut with = s.clone();
-            with.mandate_id = Some(mandate.0.clone());
-            with.payment_method_id = Some(mandate.1.clone());
-            attempt(deps, s, with, c, None, now).await
-        }
+        } => cancel(deps, s, status, *at_period_end, reason.clone(), now).await,
+        Command::Confirm { mandate } => confirm(deps, s, status, mandate, now).await,
         Command::Update {
             items,
             amount,
             proration,
-        } => {
-            if status != Status::Active || s.open_cycle_id.is_some() {
-                return Err(Refusal::InvalidState {
-                    status,
-                    what: "only an active subscription with no cycle being collected changes plan",
-                }
-                .into());
-            }
-            // Settled against what the period was paid at, never the plan's list price: an
-            // upgrade left unsettled (`none`) earns no credit when it is undone.
-            let (owed, paid_rate) = match proration {
-                machine::Proration::None => (0, s.paid_rate),
-                _ => (
-                    machine::proration(
-                        s.paid_rate,
-                        *amount,
-                        s.current_period_start,
-                        s.current_period_end,
-                        now,
-                    ),
-                    *amount,
-                ),
-            };
-            let mut after = s.clone();
-            after.items = serde_json::to_string(items).unwrap_or_else(|_| "[]".into());
-            after.amount = *amount;
-            after.paid_rate = paid_rate;
-            after.updated_at = now;
-            if *proration == machine::Proration::AlwaysInvoice && owed > 0 {
-                // Charged now: a cycle for the rest of the period, collected like any other.
-                let seq = next_seq(deps, s).await?;
-                let mut cycle = new_cycle(&after, seq, now)?;
-                cycle.period_start = now;
-                cycle.lines = proration_lines(owed);
-                taxed(deps, &after, &mut cycle, now).await?;
-                after.open_cycle_id = Some(cycle.id.clone());
-                let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), vec![]).await?;
-                return settle(deps, &after, cycle, now).await;
-            }
-            after.pending_adjustment = after.pending_adjustment.saturating_add(owed);
-            save(deps, s, after, CycleWrite::None, vec![]).await
-        }
+        } => update(deps, s, status, items, *amount, *proration, now).await,
         Command::Tick => tick(deps, s, status, now).await,
     }
+}
+
+/// Cancels now, or at the period's end; cancelled now, an open cycle not being charged is
+/// voided.
+async fn cancel(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    status: Status,
+    at_period_end: bool,
+    reason: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    let next = machine::cancel(status, at_period_end, s.cancel_at_period_end)?;
+    let mut after = store::raised(s, moved(s, next, now));
+    after.cancellation_reason = reason;
+    let mut cycle = CycleWrite::None;
+    if !at_period_end {
+        after.cancelled_at = Some(now);
+        // An open cycle is not collected any more.
+        let open = open_cycle(deps, s).await?.filter(|c| !c.charging);
+        if open.is_some() {
+            cycle = void_open(&mut after, open, now);
+        }
+    }
+    let events = vec![store::event(&after, next.event)?];
+    save(deps, s, after, cycle, events).await
+}
+
+/// Confirms a `created` subscription with a mandate: its first cycle is charged under it
+/// (unless the hosted checkout's payment settled it).
+async fn confirm(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    status: Status,
+    mandate: &(String, String),
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    if status != Status::Created {
+        return Err(Refusal::InvalidState {
+            status,
+            what: "only a created subscription can be confirmed",
+        }
+        .into());
+    }
+    let Some(c) = open_cycle(deps, s).await? else {
+        return Ok(s.clone());
+    };
+    // The hosted checkout's payment must never be paid as well.
+    if let Some(settled) = withdraw_first_charge(deps, s, &c, now).await? {
+        return Ok(settled);
+    }
+    let mut with = s.clone();
+    with.mandate_id = Some(mandate.0.clone());
+    with.payment_method_id = Some(mandate.1.clone());
+    attempt(deps, s, with, c, None, now).await
+}
+
+/// Changes an active subscription's plan, settling the rest of the period as `proration` says.
+async fn update(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    status: Status,
+    items: &[super::api::Item],
+    amount: i64,
+    proration: machine::Proration,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    if status != Status::Active || s.open_cycle_id.is_some() {
+        return Err(Refusal::InvalidState {
+            status,
+            what: "only an active subscription with no cycle being collected changes plan",
+        }
+        .into());
+    }
+    // Settled against what the period was paid at, never the plan's list price: an
+    // upgrade left unsettled (`none`) earns no credit when it is undone.
+    let (owed, paid_rate) = match proration {
+        machine::Proration::None => (0, s.paid_rate),
+        _ => (
+            machine::proration(
+                s.paid_rate,
+                amount,
+                s.current_period_start,
+                s.current_period_end,
+                now,
+            ),
+            amount,
+        ),
+    };
+    let mut after = s.clone();
+    after.items = serde_json::to_string(items).unwrap_or_else(|_| "[]".into());
+    after.amount = amount;
+    after.paid_rate = paid_rate;
+    after.updated_at = now;
+    if proration == machine::Proration::AlwaysInvoice && owed > 0 {
+        // Charged now: a cycle for the rest of the period, collected like any other.
+        let seq = next_seq(deps, s).await?;
+        let mut cycle = new_cycle(&after, seq, now)?;
+        cycle.period_start = now;
+        cycle.lines = proration_lines(owed);
+        taxed(deps, &after, &mut cycle, now).await?;
+        after.open_cycle_id = Some(cycle.id.clone());
+        let after = save(deps, s, after, CycleWrite::Insert(cycle.clone()), vec![]).await?;
+        return settle(deps, &after, cycle, now).await;
+    }
+    after.pending_adjustment = after.pending_adjustment.saturating_add(owed);
+    save(deps, s, after, CycleWrite::None, vec![]).await
 }
 
 /// Withdraws the first charge of a `created` subscription before it is confirmed another way

@@ -94,29 +94,7 @@ pub async fn plan(
                 "quantity must be 1 to 1000",
             ));
         }
-        let p = match crate::ids::PriceId::parse(&it.price_id) {
-            Some(_) => products::store::find_price(db, &it.price_id).await?,
-            None => None,
-        }
-        .filter(|p| {
-            p.merchant_id == scope.merchant_id
-                && p.test_mode == scope.test_mode
-                && p.profile_id == shop
-        })
-        .ok_or_else(|| ApiError::not_found("price").param(param("price_id")))?;
-        let product = products::store::find(db, &p.product_id).await?;
-        if !p.active || !product.is_some_and(|x| x.active) {
-            return Err(
-                ApiError::invalid("archived", "the price or its product is archived")
-                    .param(param("price_id")),
-            );
-        }
-        let Some(interval) = p.recurring_interval.clone() else {
-            return Err(ApiError::invalid_param(
-                &param("price_id"),
-                "a subscription bills recurring prices",
-            ));
-        };
+        let (p, interval) = recurring_price(db, scope, shop, &it.price_id, &param).await?;
         if let Some(f) = &first {
             if f.currency != p.currency
                 || f.recurring_interval.as_deref() != Some(interval.as_str())
@@ -170,6 +148,38 @@ pub async fn plan(
         interval_count: count,
         period_end: end,
     })
+}
+
+/// An active recurring price of the shop whose product is on sale, with its interval.
+async fn recurring_price(
+    db: &Db,
+    scope: &Scope,
+    shop: &str,
+    price_id: &str,
+    param: &dyn Fn(&str) -> String,
+) -> Result<(price::Model, String), ApiError> {
+    let p = match crate::ids::PriceId::parse(price_id) {
+        Some(_) => products::store::find_price(db, price_id).await?,
+        None => None,
+    }
+    .filter(|p| {
+        p.merchant_id == scope.merchant_id && p.test_mode == scope.test_mode && p.profile_id == shop
+    })
+    .ok_or_else(|| ApiError::not_found("price").param(param("price_id")))?;
+    let product = products::store::find(db, &p.product_id).await?;
+    if !p.active || !product.is_some_and(|x| x.active) {
+        return Err(
+            ApiError::invalid("archived", "the price or its product is archived")
+                .param(param("price_id")),
+        );
+    }
+    let Some(interval) = p.recurring_interval.clone() else {
+        return Err(ApiError::invalid_param(
+            &param("price_id"),
+            "a subscription bills recurring prices",
+        ));
+    };
+    Ok((p, interval))
 }
 
 /// The request's fixed term checked, and its metadata as stored.
