@@ -78,6 +78,7 @@ const NAMED: &[(&str, &str)] = &[
     ("wallet::processor", "store"),
     ("sales::tally", "domain"),
     ("payments::create", "runtime"),
+    ("subscriptions::estimate", "runtime"),
     ("wallet::follow", "runtime"),
     ("products::catalog", "runtime"),
     ("subscriptions::create", "runtime"),

@@ -5,7 +5,12 @@ use payd_entity::{api_key, audit_entry, profile};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::error::ApiError;
+use crate::{
+    auth::keys::{Caller, KeyKind, Mode},
+    error::ApiError,
+    fields::parse_id,
+    ids::ProfileId,
+};
 
 /// A display name: trimmed, 1 to 200 characters.
 pub fn parse_name(param: &str, raw: &str) -> Result<String, ApiError> {
@@ -139,6 +144,61 @@ pub struct CreateApiKeyRequest {
     /// A sandbox key cannot make live keys.
     #[serde(default)]
     pub test_mode: Option<bool>,
+}
+
+/// A new key as its request asks for it, checked against the calling key: a sandbox key makes
+/// no live keys, and a shop-bound key only keys bound to its shop.
+#[derive(Debug)]
+pub struct KeyAsk {
+    pub kind: KeyKind,
+    pub name: Option<String>,
+    pub mode: Mode,
+    pub profile_id: Option<ProfileId>,
+}
+
+impl CreateApiKeyRequest {
+    pub fn parse(self, caller: &Caller) -> Result<KeyAsk, ApiError> {
+        let kind = match self.kind {
+            ApiKeyKind::Secret => KeyKind::Secret,
+            ApiKeyKind::Publishable => KeyKind::Publishable,
+        };
+        let name = self
+            .name
+            .as_deref()
+            .map(|n| parse_name("name", n))
+            .transpose()?;
+        let mode = match (self.test_mode, caller.mode) {
+            (None, mode) => mode,
+            (Some(true), _) => Mode::Test,
+            (Some(false), Mode::Live) => Mode::Live,
+            (Some(false), Mode::Test) => {
+                return Err(ApiError::forbidden(
+                    "live_key_from_test_key",
+                    "a sandbox key cannot create live keys",
+                )
+                .param("test_mode"))
+            }
+        };
+        let asked = self.profile_id.as_deref().map(parse_id).transpose()?;
+        // Invariant: a shop-bound key only ever mints keys bound to the same shop.
+        let profile_id = match (&caller.bound_profile, asked) {
+            (Some(bound), Some(asked)) if *bound != asked => {
+                return Err(ApiError::forbidden(
+                    "profile_mismatch",
+                    "this key is bound to another shop",
+                )
+                .param("profile_id"))
+            }
+            (Some(bound), _) => Some(bound.clone()),
+            (None, asked) => asked,
+        };
+        Ok(KeyAsk {
+            kind,
+            name,
+            mode,
+            profile_id,
+        })
+    }
 }
 
 /// A new key: `key` is shown only in this answer.

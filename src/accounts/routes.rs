@@ -4,14 +4,13 @@ use actix_web::{web, HttpResponse};
 
 use super::{
     api::{
-        parse_name, Account, ApiKey, ApiKeyKind, AuditEntry, CreateApiKeyRequest,
-        CreateMerchantRequest, CreateShopRequest, CreatedApiKey, CreatedMerchant, RequestedMode,
-        Shop,
+        parse_name, Account, ApiKey, AuditEntry, CreateApiKeyRequest, CreateMerchantRequest,
+        CreateShopRequest, CreatedApiKey, CreatedMerchant, RequestedMode, Shop,
     },
     store,
 };
 use crate::{
-    auth::{Admin, Caller, KeyKind, Mode, SecretKey},
+    auth::{Admin, Caller, Mode, SecretKey},
     commit::CommitError,
     error::ApiError,
     http::{ApiJson, ApiQuery, PathId},
@@ -197,57 +196,18 @@ pub async fn create_api_key(
     state: web::Data<AppState>,
     body: ApiJson<CreateApiKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.0;
-    let kind = match body.kind {
-        ApiKeyKind::Secret => KeyKind::Secret,
-        ApiKeyKind::Publishable => KeyKind::Publishable,
-    };
-    let name = body
-        .name
-        .as_deref()
-        .map(|n| parse_name("name", n))
-        .transpose()?;
-    let mode = match (body.test_mode, caller.mode) {
-        (None, mode) => mode,
-        (Some(true), _) => Mode::Test,
-        (Some(false), Mode::Live) => Mode::Live,
-        (Some(false), Mode::Test) => {
-            return Err(ApiError::forbidden(
-                "live_key_from_test_key",
-                "a sandbox key cannot create live keys",
-            )
-            .param("test_mode"))
-        }
-    };
-    let asked = match body.profile_id.as_deref() {
-        None => None,
-        Some(raw) => {
-            let id = ProfileId::parse(raw)
-                .ok_or_else(|| ApiError::not_found("shop").param("profile_id"))?;
-            crate::auth::store::find_profile(&state.db, &caller.merchant_id, &id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("shop").param("profile_id"))?;
-            Some(id)
-        }
-    };
-    // Invariant: a shop-bound key only ever mints keys bound to the same shop.
-    let profile = match (&caller.bound_profile, asked) {
-        (Some(bound), Some(asked)) if *bound != asked => {
-            return Err(ApiError::forbidden(
-                "profile_mismatch",
-                "this key is bound to another shop",
-            )
-            .param("profile_id"))
-        }
-        (Some(bound), _) => Some(bound.clone()),
-        (None, asked) => asked,
-    };
+    let ask = body.0.parse(&caller)?;
+    if let Some(id) = &ask.profile_id {
+        crate::auth::store::find_profile(&state.db, &caller.merchant_id, id)
+            .await?
+            .ok_or_else(ApiError::no_such::<ProfileId>)?;
+    }
     let new = store::NewKey {
         merchant_id: &caller.merchant_id,
-        kind,
-        mode,
-        profile_id: profile.as_ref(),
-        name,
+        kind: ask.kind,
+        mode: ask.mode,
+        profile_id: ask.profile_id.as_ref(),
+        name: ask.name,
     };
     let pepper = &state.settings.security.key_pepper;
     let now = state.clock.now();

@@ -10,7 +10,7 @@ use super::machine::{self, Line, RateTotal};
 use crate::{
     customers::api::Address,
     error::ApiError,
-    fields::{check_text, Metadata},
+    fields::{check_metadata, check_text, Metadata},
     pagination::ListQuery,
 };
 
@@ -228,6 +228,84 @@ pub struct CreditNoteRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Option<Metadata>,
+}
+
+/// A credit note as its request asks for it, checked: what it takes (lines, or an amount
+/// spread over them), its reason, memo and metadata as stored.
+#[derive(Debug)]
+pub struct CreditNote {
+    pub ask: machine::CreditAsk,
+    pub reason: String,
+    pub memo: Option<String>,
+    pub metadata: String,
+}
+
+impl CreditNoteRequest {
+    pub fn parse(self) -> Result<CreditNote, ApiError> {
+        let reason = self.reason.trim().to_owned();
+        if reason.is_empty() || reason.chars().count() > 500 {
+            return Err(ApiError::invalid_param(
+                "reason",
+                "reason must be 1 to 500 characters",
+            ));
+        }
+        let ask = match (self.lines, self.amount) {
+            (Some(lines), None) => {
+                if lines.is_empty() || lines.len() > 100 {
+                    return Err(ApiError::invalid_param("lines", "send 1 to 100 lines"));
+                }
+                for (i, l) in lines.iter().enumerate() {
+                    if l.quantity.is_some() && l.amount.is_some() {
+                        return Err(ApiError::invalid_param(
+                            &format!("lines[{i}].amount"),
+                            "send quantity or amount, not both",
+                        ));
+                    }
+                    if l.quantity.is_some_and(|q| q < 1) {
+                        return Err(ApiError::invalid_param(
+                            &format!("lines[{i}].quantity"),
+                            "quantity must be at least 1",
+                        ));
+                    }
+                    if l.amount.is_some_and(|a| a < 1) {
+                        return Err(ApiError::invalid_param(
+                            &format!("lines[{i}].amount"),
+                            "the amount must be greater than 0",
+                        ));
+                    }
+                }
+                machine::CreditAsk::Lines(
+                    lines
+                        .into_iter()
+                        .map(|l| machine::LineAsk {
+                            line_id: l.line_id,
+                            quantity: l.quantity,
+                            amount: l.amount,
+                        })
+                        .collect(),
+                )
+            }
+            (None, Some(amount)) if amount > 0 => machine::CreditAsk::Amount(amount),
+            (None, Some(_)) => {
+                return Err(ApiError::invalid_param(
+                    "amount",
+                    "the amount must be greater than 0",
+                ))
+            }
+            _ => {
+                return Err(ApiError::invalid_param(
+                    "lines",
+                    "send lines or an amount (one of them)",
+                ))
+            }
+        };
+        Ok(CreditNote {
+            ask,
+            reason,
+            memo: check_text("memo", self.memo.as_ref(), 1_000)?,
+            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+        })
+    }
 }
 
 /// `POST /invoices/{invoice_id}/share-link`.

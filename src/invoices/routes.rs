@@ -13,7 +13,7 @@ use super::{
         ShareLinkRequest, UpdateInvoiceRequest,
     },
     create,
-    machine::{CreditAsk, Kind, LineAsk, Refusal, Status},
+    machine::{Kind, Refusal, Status},
     pdf, store,
 };
 use crate::{
@@ -333,68 +333,12 @@ pub async fn credit_note(
     PathId(id): PathId<crate::ids::InvoiceId>,
     ApiJson(req): ApiJson<CreditNoteRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let reason = req.reason.trim().to_owned();
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(ApiError::invalid_param(
-            "reason",
-            "reason must be 1 to 500 characters",
-        ));
-    }
-    let ask = match (req.lines, req.amount) {
-        (Some(lines), None) => {
-            if lines.is_empty() || lines.len() > 100 {
-                return Err(ApiError::invalid_param("lines", "send 1 to 100 lines"));
-            }
-            for (i, l) in lines.iter().enumerate() {
-                if l.quantity.is_some() && l.amount.is_some() {
-                    return Err(ApiError::invalid_param(
-                        &format!("lines[{i}].amount"),
-                        "send quantity or amount, not both",
-                    ));
-                }
-                if l.quantity.is_some_and(|q| q < 1) {
-                    return Err(ApiError::invalid_param(
-                        &format!("lines[{i}].quantity"),
-                        "quantity must be at least 1",
-                    ));
-                }
-                if l.amount.is_some_and(|a| a < 1) {
-                    return Err(ApiError::invalid_param(
-                        &format!("lines[{i}].amount"),
-                        "the amount must be greater than 0",
-                    ));
-                }
-            }
-            CreditAsk::Lines(
-                lines
-                    .into_iter()
-                    .map(|l| LineAsk {
-                        line_id: l.line_id,
-                        quantity: l.quantity,
-                        amount: l.amount,
-                    })
-                    .collect(),
-            )
-        }
-        (None, Some(amount)) if amount > 0 => CreditAsk::Amount(amount),
-        (None, Some(_)) => {
-            return Err(ApiError::invalid_param(
-                "amount",
-                "the amount must be greater than 0",
-            ))
-        }
-        _ => {
-            return Err(ApiError::invalid_param(
-                "lines",
-                "send lines or an amount (one of them)",
-            ))
-        }
-    };
+    let note = req.parse()?;
     let command = Command::CreditNote {
-        ask,
-        reason,
-        memo: check_text("memo", req.memo.as_ref(), 1_000)?,
-        metadata: check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+        ask: note.ask,
+        reason: note.reason,
+        memo: note.memo,
+        metadata: note.metadata,
     };
     let done = run(&invoices, &caller, &id, command).await?;
     let note = done.credit_note.ok_or_else(missing)?;

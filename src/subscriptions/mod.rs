@@ -10,6 +10,7 @@ pub mod api;
 pub mod billing;
 pub mod create;
 pub mod cycles;
+pub mod estimate;
 pub mod jobs;
 pub mod machine;
 pub mod plans;

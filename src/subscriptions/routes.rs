@@ -6,19 +6,20 @@ use actix_web::{web, HttpResponse};
 use super::{
     actor::{Command, Exec, Subscriptions},
     api::{
-        check_quantity, CancelRequest, Capabilities, ConfirmRequest, CreateSubscriptionRequest,
-        Cycle, Cycles, Estimate, EstimateQuery, Item, ItemInput, ListSubscriptionsQuery,
-        ResumeRequest, Subscription, UpdateRequest,
+        CancelRequest, Capabilities, ConfirmRequest, CreateSubscriptionRequest, Cycle, Cycles,
+        Estimate, EstimateQuery, ListSubscriptionsQuery, ResumeRequest, Subscription,
+        UpdateRequest,
     },
     create,
     cycles::SubscriptionError,
+    estimate,
     machine::{Proration, Status},
-    plans, store,
+    store,
 };
 use crate::{
     auth::{Caller, SecretKey},
     error::ApiError,
-    fields::{check_text, parse_id},
+    fields::check_text,
     http::{ApiJson, ApiQuery, PathId},
     ids::SubscriptionId,
     pagination::{List, Page},
@@ -166,93 +167,8 @@ pub async fn estimate(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<EstimateQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let now = state.clock.now();
-    if let Some(plan_id) = &q.plan_id {
-        return Ok(HttpResponse::Ok().json(processor_estimate(plan_id, q.quantity, now)?));
-    }
-    let new_plan = match &q.price_id {
-        Some(price) => {
-            let items = [ItemInput {
-                price_id: price.clone(),
-                quantity: q.quantity.unwrap_or(1),
-            }];
-            let s = match &q.subscription_id {
-                Some(id) => Some(owned(&state, &caller, &parse_id(id)?).await?),
-                None => None,
-            };
-            let shop = match &s {
-                Some(s) => s.profile_id.clone(),
-                None => caller.require_shop()?.to_string(),
-            };
-            let max = state.settings.limits.max_amount;
-            let plan = create::plan(&state.db, &caller.scope(), &shop, &items, max, now)
-                .await
-                // The item is the query's own fields.
-                .map_err(|mut e| {
-                    e.param = e
-                        .param
-                        .map(|p| p.trim_start_matches("items[0].").to_owned());
-                    e
-                })?;
-            Some((plan, s))
-        }
-        None => None,
-    };
-    let out = match (new_plan, &q.subscription_id) {
-        // A change of a subscription's plan: the renewal after it, with its proration.
-        (Some((plan, Some(s))), _) => {
-            if plan.currency != s.currency || plan.interval != s.interval || plan.interval_count != s.interval_count {
-                return Err(ApiError::invalid_param("price_id", "a plan change keeps the subscription's currency and interval"));
-            }
-            let owed = super::machine::proration(s.paid_rate, plan.amount, s.current_period_start, s.current_period_end, now);
-            let next = super::cycles::next_period(&s)
-                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-            Estimate {
-                amount: plan.amount + s.pending_adjustment + owed,
-                proration: Some(owed),
-                currency: plan.currency,
-                interval: plan.interval,
-                interval_count: plan.interval_count,
-                period_start: next.current_period_start,
-                period_end: next.current_period_end,
-                items: plan.items,
-                subscription_id: Some(s.id),
-            }
-        }
-        (Some((plan, None)), _) => Estimate {
-            amount: plan.amount,
-            proration: None,
-            currency: plan.currency,
-            interval: plan.interval,
-            interval_count: plan.interval_count,
-            period_start: now,
-            period_end: plan.period_end,
-            items: plan.items,
-            subscription_id: None,
-        },
-        (None, Some(id)) => {
-            let s = owned(&state, &caller, &parse_id(id)?).await?;
-            let next = super::cycles::next_period(&s)
-                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-            Estimate {
-                amount: s.amount + s.pending_adjustment,
-                proration: None,
-                currency: s.currency.clone(),
-                interval: s.interval.clone(),
-                interval_count: s.interval_count,
-                period_start: next.current_period_start,
-                period_end: next.current_period_end,
-                items: crate::stored::json("items", &s.id, &s.items)?,
-                subscription_id: Some(s.id),
-            }
-        }
-        (None, None) => {
-            return Err(ApiError::invalid_param(
-                "price_id",
-                "send price_id (and quantity) for a new plan, subscription_id for the next renewal, or both for a plan change",
-            ))
-        }
-    };
+    let max = state.settings.limits.max_amount;
+    let out = estimate::estimate(&state.db, &caller, &q, max, state.clock.now()).await?;
     Ok(HttpResponse::Ok().json(out))
 }
 
@@ -478,31 +394,6 @@ fn processor_billed() -> ApiError {
         "processor_billing",
         "a billing processor bills this subscription: change its plan at the processor, then POST …/sync",
     )
-}
-
-/// What a plan of the billing processor collects first, from now.
-fn processor_estimate(
-    plan_id: &str,
-    quantity: Option<i64>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<Estimate, ApiError> {
-    let plan = plans::plan(plan_id).ok_or_else(|| ApiError::not_found("plan").param("plan_id"))?;
-    let quantity = quantity.unwrap_or(1);
-    check_quantity(quantity)?;
-    let item = Item::of_plan(plan, quantity);
-    Ok(Estimate {
-        amount: item.unit_amount * item.quantity,
-        proration: None,
-        currency: plan.currency.to_owned(),
-        interval: plan.interval.to_owned(),
-        interval_count: plan.interval_count,
-        period_start: now,
-        period_end: plan
-            .period_end(now)
-            .ok_or_else(|| ApiError::internal("a period past the calendar"))?,
-        items: vec![item],
-        subscription_id: None,
-    })
 }
 
 /// Read the subscription again from the side that bills it and apply what differs: a billing
