@@ -53,7 +53,7 @@ pub async fn list(
             .add(event::Column::Id.not_in_subquery(with(false)));
         q = q.filter(if delivered { done } else { done.not() });
     }
-    let events = paginate(db, visible, q, event::Column::Id, &page).await?;
+    let events = paginate(db, visible, q, event::Column::Id, page).await?;
     let deliveries = delivery::Entity::find()
         .filter(delivery::Column::EventId.is_in(events.data.iter().map(|e| e.id.clone())))
         .all(db)

@@ -370,3 +370,56 @@ fn one_line(name: String, amount: i64) -> Line {
         tax_credited: 0,
     }
 }
+
+/// The change a `PATCH` of invoice `m` asks for, checked: an invoice made from a payment or a
+/// billing cycle keeps its lines and currency; new lines (or a new currency) are checked
+/// against the shop's catalog as on creation.
+pub async fn patch(
+    db: &Db,
+    caller: &Caller,
+    m: &invoice::Model,
+    req: api::UpdateInvoiceRequest,
+    max: i64,
+) -> Result<actor::Patch, ApiError> {
+    let from_lines = m.payment_id.is_none() && m.cycle_id.is_none();
+    if !from_lines && (req.lines.is_some() || req.currency.is_some()) {
+        let param = if req.lines.is_some() {
+            "lines"
+        } else {
+            "currency"
+        };
+        return Err(ApiError::invalid_param(
+            param,
+            "an invoice made from a payment or a billing cycle keeps its lines and currency",
+        ));
+    }
+    let patch = actor::Patch {
+        lines: req
+            .lines
+            .as_deref()
+            .map(|l| api::lines_from(l, max))
+            .transpose()?,
+        currency: req
+            .currency
+            .as_deref()
+            .map(|c| parse_currency("currency", c))
+            .transpose()?,
+        customer_id: match &req.customer_id {
+            Some(c) => Some(check_customer(db, caller, c).await?),
+            None => None,
+        },
+        buyer: req.buyer.map(|b| b.checked("buyer")).transpose()?,
+        memo: check_text("memo", req.memo.as_ref(), 1_000)?,
+        due_date: req.due_date,
+        metadata: check_metadata(req.metadata.as_ref())?,
+    };
+    if patch.lines.is_some() || patch.currency.is_some() {
+        let lines = match patch.lines.clone() {
+            Some(lines) => lines,
+            None => crate::stored::json("lines", &m.id, &m.lines)?,
+        };
+        let currency = patch.currency.as_deref().unwrap_or(&m.currency);
+        check_catalog(db, &caller.scope(), &lines, currency).await?;
+    }
+    Ok(patch)
+}

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tax::{self, Amounts};
+use crate::money;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -268,7 +269,7 @@ pub fn by_rate(lines: &[Line]) -> Vec<RateTotal> {
 /// points (rounded half to even).
 pub fn implied_rate(net: i64, tax: i64) -> i64 {
     match net > 0 && tax >= 0 {
-        true => tax::half_even(i128::from(tax) * 10_000, i128::from(net)),
+        true => money::round_half_even(i128::from(tax) * 10_000, i128::from(net)),
         false => 0,
     }
 }
@@ -389,7 +390,7 @@ fn line_takes(lines: &[Line], asks: &[LineAsk]) -> Result<Vec<(usize, i64, i64)>
                 }
                 let amount = match q == units_left {
                     true => left,
-                    false => tax::half_even(
+                    false => money::round_half_even(
                         i128::from(l.total) * i128::from(q),
                         i128::from(l.quantity.max(1)),
                     ),
@@ -418,7 +419,7 @@ fn take(l: &mut Line, units: i64, amount: i64) -> Line {
     // The tax in what is taken, in proportion; the last of a line takes the rest of its tax.
     let tax = match amount == l.left() {
         true => l.tax_amount - l.tax_credited,
-        false if l.total > 0 => tax::half_even(
+        false if l.total > 0 => money::round_half_even(
             i128::from(amount) * i128::from(l.tax_amount),
             i128::from(l.total),
         ),
@@ -427,6 +428,10 @@ fn take(l: &mut Line, units: i64, amount: i64) -> Line {
     l.amount_credited += amount;
     l.quantity_credited += units;
     l.tax_credited += tax;
+    debug_assert!(
+        l.amount_credited <= l.total && l.quantity_credited <= l.quantity,
+        "a line gives back no more than it charged"
+    );
     // An amount, not units: shown as one unit whose price gives the line's base as the
     // invoice's lines do (quantity × unit_amount = the net under an exclusive rule, the
     // total under an inclusive one).
@@ -458,29 +463,8 @@ fn take(l: &mut Line, units: i64, amount: i64) -> Line {
 /// `amount` spread over the lines in proportion to what is left of each (largest remainder),
 /// never more than what is left of a line. `amount` ≤ the sum of what is left.
 fn spread(amount: i64, lines: &[Line]) -> Vec<i64> {
-    let left: Vec<i128> = lines.iter().map(|l| i128::from(l.left().max(0))).collect();
-    let all: i128 = left.iter().sum();
-    if all == 0 {
-        return vec![0; lines.len()];
-    }
-    let a = i128::from(amount);
-    let mut shares: Vec<i128> = left.iter().map(|l| a * l / all).collect();
-    let mut rest = a - shares.iter().sum::<i128>();
-    let mut order: Vec<usize> = (0..lines.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse((a * left[i]) % all));
-    for i in order.into_iter().cycle().take(lines.len() * 2) {
-        if rest == 0 {
-            break;
-        }
-        if shares[i] < left[i] {
-            shares[i] += 1;
-            rest -= 1;
-        }
-    }
-    shares
-        .into_iter()
-        .map(|s| i64::try_from(s).unwrap_or(0))
-        .collect()
+    let left: Vec<i64> = lines.iter().map(|l| l.left().max(0)).collect();
+    money::largest_remainder(amount, &left)
 }
 
 /// What is still due on an invoice.
@@ -494,7 +478,7 @@ mod tests {
 
     fn line(id: &str, qty: i64, unit: i64, rate: i64) -> Line {
         let net = qty * unit;
-        let tax = tax::half_even(i128::from(net) * i128::from(rate), 10_000);
+        let tax = money::round_half_even(i128::from(net) * i128::from(rate), 10_000);
         Line {
             line_id: id.into(),
             name: id.into(),

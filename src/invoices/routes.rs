@@ -7,7 +7,7 @@ use chrono::Duration;
 use payd_entity::{invoice, invoice_pdf, invoice_share_link};
 
 use super::{
-    actor::{Command, Done, Exec, InvoiceError, Invoices, Patch},
+    actor::{Command, Done, Exec, InvoiceError, Invoices},
     api::{
         self, CreateInvoiceRequest, CreditNoteRequest, Invoice, ListInvoicesQuery, ShareLink,
         ShareLinkRequest, UpdateInvoiceRequest,
@@ -20,7 +20,7 @@ use crate::{
     auth::{Caller, SecretKey},
     clock::{self, Timeline},
     error::ApiError,
-    fields::{check_metadata, check_text, parse_currency, parse_id},
+    fields::parse_id,
     http::{html, ApiJson, ApiQuery, PathId},
     ids::{new_id, InvoiceId},
     pagination::{List, Page},
@@ -195,47 +195,8 @@ pub async fn update_invoice(
     ApiJson(req): ApiJson<UpdateInvoiceRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
-    let from_lines = m.payment_id.is_none() && m.cycle_id.is_none();
-    if !from_lines && (req.lines.is_some() || req.currency.is_some()) {
-        let param = if req.lines.is_some() {
-            "lines"
-        } else {
-            "currency"
-        };
-        return Err(ApiError::invalid_param(
-            param,
-            "an invoice made from a payment or a billing cycle keeps its lines and currency",
-        ));
-    }
     let max = state.settings.limits.max_amount;
-    let patch = Patch {
-        lines: req
-            .lines
-            .as_deref()
-            .map(|l| api::lines_from(l, max))
-            .transpose()?,
-        currency: req
-            .currency
-            .as_deref()
-            .map(|c| parse_currency("currency", c))
-            .transpose()?,
-        customer_id: match &req.customer_id {
-            Some(c) => Some(create::check_customer(&state.db, &caller, c).await?),
-            None => None,
-        },
-        buyer: req.buyer.map(|b| b.checked("buyer")).transpose()?,
-        memo: check_text("memo", req.memo.as_ref(), 1_000)?,
-        due_date: req.due_date,
-        metadata: check_metadata(req.metadata.as_ref())?,
-    };
-    if patch.lines.is_some() || patch.currency.is_some() {
-        let lines = match patch.lines.clone() {
-            Some(lines) => lines,
-            None => crate::stored::json("lines", &m.id, &m.lines)?,
-        };
-        let currency = patch.currency.as_deref().unwrap_or(&m.currency);
-        create::check_catalog(&state.db, &caller.scope(), &lines, currency).await?;
-    }
+    let patch = create::patch(&state.db, &caller, &m, req, max).await?;
     let done = run(&invoices, &caller, &id, Command::Update(Box::new(patch))).await?;
     ok(&done.invoice)
 }

@@ -317,15 +317,26 @@ pub async fn evaluate(
     let overflow = || ApiError::invalid_param("lines", "the amounts overflow");
     let priced = machine::reprice(&lines, &rules, &place, at).ok_or_else(overflow)?;
     let totals = machine::totals(&priced).ok_or_else(overflow)?;
+    Ok(HttpResponse::Ok().json(evaluation(currency, &priced, totals, &rules)))
+}
+
+/// What an evaluation answers: each priced line with the rule that taxed it and whose rule it
+/// is, the breakdown by rate and the totals.
+fn evaluation(
+    currency: String,
+    priced: &[machine::Line],
+    totals: machine::Totals,
+    rules: &[super::tax::Rule],
+) -> Evaluation {
     let source = |id: &Option<String>| {
         rules
             .iter()
             .find(|r| Some(&r.id) == id.as_ref())
             .map(|r| r.owner.as_str().to_owned())
     };
-    Ok(HttpResponse::Ok().json(Evaluation {
+    Evaluation {
         currency,
-        tax_breakdown: machine::by_rate(&priced),
+        tax_breakdown: machine::by_rate(priced),
         lines: priced
             .iter()
             .map(|l| EvaluatedLine {
@@ -342,5 +353,5 @@ pub async fn evaluate(
         subtotal: totals.subtotal,
         tax: totals.tax,
         total: totals.total,
-    }))
+    }
 }

@@ -10,6 +10,8 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::money::round_half_even;
+
 /// Whose rule it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Owner {
@@ -138,14 +140,14 @@ pub fn apply(amount: i64, rule: Option<&Rule>) -> Option<Applied> {
     };
     let rate = i128::from(rule.rate_bps);
     let amounts = if rule.inclusive {
-        let tax = half_even(i128::from(amount) * rate, 10_000 + rate);
+        let tax = round_half_even(i128::from(amount) * rate, 10_000 + rate);
         Amounts {
             net: amount - tax,
             tax,
             total: amount,
         }
     } else {
-        let tax = half_even(i128::from(amount) * rate, 10_000);
+        let tax = round_half_even(i128::from(amount) * rate, 10_000);
         Amounts {
             net: amount,
             tax,
@@ -159,17 +161,6 @@ pub fn apply(amount: i64, rule: Option<&Rule>) -> Option<Applied> {
         inclusive: rule.inclusive,
         amounts,
     })
-}
-
-/// `n / d` rounded half to even, for `n ≥ 0` and `d > 0` whose quotient fits an `i64`.
-pub fn half_even(n: i128, d: i128) -> i64 {
-    let (q, r) = (n / d, n % d);
-    let q = match (2 * r).cmp(&d) {
-        std::cmp::Ordering::Greater => q + 1,
-        std::cmp::Ordering::Equal if q % 2 == 1 => q + 1,
-        _ => q,
-    };
-    i64::try_from(q).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
@@ -203,16 +194,16 @@ mod tests {
 
     #[test]
     fn half_even_rounds_ties_to_even() {
-        assert_eq!(half_even(25, 10), 2);
-        assert_eq!(half_even(35, 10), 4);
-        assert_eq!(half_even(26, 10), 3);
-        assert_eq!(half_even(24, 10), 2);
-        assert_eq!(half_even(0, 7), 0);
+        assert_eq!(round_half_even(25, 10), 2);
+        assert_eq!(round_half_even(35, 10), 4);
+        assert_eq!(round_half_even(26, 10), 3);
+        assert_eq!(round_half_even(24, 10), 2);
+        assert_eq!(round_half_even(0, 7), 0);
         // 19 % of 0.50 is 9.5 cents → 10 (even); of 0.10 it is 1.9 → 2.
-        assert_eq!(half_even(50 * 1900, 10_000), 10);
-        assert_eq!(half_even(250 * 1000, 10_000), 25);
-        assert_eq!(half_even(5 * 1000, 10_000), 0); // 0.5 → 0
-        assert_eq!(half_even(15 * 1000, 10_000), 2); // 1.5 → 2
+        assert_eq!(round_half_even(50 * 1900, 10_000), 10);
+        assert_eq!(round_half_even(250 * 1000, 10_000), 25);
+        assert_eq!(round_half_even(5 * 1000, 10_000), 0); // 0.5 → 0
+        assert_eq!(round_half_even(15 * 1000, 10_000), 2); // 1.5 → 2
     }
 
     #[test]

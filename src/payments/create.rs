@@ -9,8 +9,8 @@ use payd_entity::payment;
 use super::{
     actor::{run, Access, Command, PaymentDeps, Payments},
     api::{
-        parse_lines, CaptureMethodDto, CreatePaymentRequest, MandateRequest, MandateType,
-        PaymentMethodData,
+        parse_lines, CaptureMethodDto, ConfirmPaymentRequest, CreatePaymentRequest, MandateRequest,
+        MandateType, PaymentMethodData,
     },
     machine::{Line, Status},
     store,
@@ -534,6 +534,37 @@ async fn mandate_of(
         .param(param));
     }
     Ok(m)
+}
+
+/// The card a confirm sends (`payment_method_data`, with its number and code for the
+/// processor) or names (a saved `payment_method_id` of the payment's customer); none: the
+/// payment's own.
+pub async fn confirm_card(
+    deps: &PaymentDeps,
+    caller: &Caller,
+    access: &Access,
+    id: &str,
+    req: &ConfirmPaymentRequest,
+) -> Result<(Option<StoredCard>, Option<SecretCard>), ApiError> {
+    let card = parse_card_data(deps, caller, req.payment_method_data.as_ref())?;
+    let secret = req
+        .payment_method_data
+        .as_ref()
+        .map(|d| SecretCard::from(&d.card));
+    let Some(pm_id) = &req.payment_method_id else {
+        return Ok((card, secret));
+    };
+    if card.is_some() {
+        return Err(ApiError::invalid_param(
+            "payment_method_id",
+            "send payment_method_data or payment_method_id, not both",
+        ));
+    }
+    let payment = store::find_owned(&deps.db, id, &access.scope)
+        .await?
+        .ok_or_else(|| ApiError::not_found("payment"))?;
+    let saved = saved_card(&deps.db, payment.customer_id.as_deref(), pm_id).await?;
+    Ok((Some(saved), secret))
 }
 
 /// A return URL: http or https only (a `javascript:` URL would run on payd's checkout page).

@@ -315,6 +315,10 @@ pub fn capture(
     let amount = capture_amount(state, Some(amount))?;
     let mut next = state.clone();
     next.captured = state.captured + amount;
+    debug_assert!(
+        next.captured <= next.authorized && next.authorized <= next.amount,
+        "captured ≤ authorized ≤ amount"
+    );
     next.captured_at = Some(now);
     next.status = if next.captured == next.authorized && next.authorized == next.amount {
         Status::Succeeded

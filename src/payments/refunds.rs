@@ -12,6 +12,7 @@
 //! a fully refunded line has refunded exactly its tax.
 
 use super::machine::{Line, State, Status};
+use crate::money;
 
 /// One line of a refund request: by quantity or by amount, not both.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,8 +94,12 @@ pub fn refundable(state: &State) -> i64 {
 
 /// The tax share of refunding `q` more units of a line of which `done` were refunded.
 fn tax_share(line: &Line, done: i64, q: i64) -> i64 {
-    let cumulative =
-        |n: i64| (i128::from(line.tax_amount) * i128::from(n) / i128::from(line.quantity)) as i64;
+    let cumulative = |n: i64| {
+        money::round_down(
+            i128::from(line.tax_amount) * i128::from(n),
+            i128::from(line.quantity),
+        )
+    };
     cumulative(done + q) - cumulative(done)
 }
 
@@ -119,29 +124,8 @@ fn available(state: &State, disputed: &Disputed) -> Result<i64, Refusal> {
 /// Each line's share of `captured`, in proportion to its amount; the shares add up to
 /// `captured` exactly (largest remainder).
 pub fn captured_shares(lines: &[Line], captured: i64) -> Vec<i64> {
-    let total: i64 = lines.iter().map(|l| l.amount).sum();
-    if total <= 0 {
-        return vec![0; lines.len()];
-    }
-    let exact: Vec<(i128, i128)> = lines
-        .iter()
-        .map(|l| {
-            let num = i128::from(l.amount) * i128::from(captured);
-            (num / i128::from(total), num % i128::from(total))
-        })
-        .collect();
-    let mut shares: Vec<i64> = exact.iter().map(|(q, _)| *q as i64).collect();
-    let mut left = captured - shares.iter().sum::<i64>();
-    let mut order: Vec<usize> = (0..lines.len()).collect();
-    order.sort_by(|a, b| exact[*b].1.cmp(&exact[*a].1).then(a.cmp(b)));
-    for i in order {
-        if left == 0 {
-            break;
-        }
-        shares[i] += 1;
-        left -= 1;
-    }
-    shares
+    let amounts: Vec<i64> = lines.iter().map(|l| l.amount).collect();
+    money::largest_remainder(captured, &amounts)
 }
 
 /// What a refund of each line alone may take now: its captured share (never more than the
@@ -311,6 +295,10 @@ fn shift(state: &State, lines: &[Line], plan: &Plan, sign: i64) -> (State, Vec<L
             line
         })
         .collect();
+    debug_assert!(
+        (0..=next.captured).contains(&next.refunded),
+        "0 ≤ refunded ≤ captured"
+    );
     (next, lines)
 }
 

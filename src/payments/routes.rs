@@ -21,7 +21,6 @@ use crate::{
     http::{ApiJson, ApiQuery, PathId},
     idempotency,
     pagination::{List, Page},
-    processors::card::SecretCard,
     state::AppState,
 };
 
@@ -172,25 +171,8 @@ pub async fn confirm_payment(
     PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<ConfirmPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let access = Access::of(&caller, req.client_secret)?;
-    let mut card =
-        create::parse_card_data(payments.deps(), &caller, req.payment_method_data.as_ref())?;
-    let secret = req
-        .payment_method_data
-        .as_ref()
-        .map(|d| SecretCard::from(&d.card));
-    if let Some(pm_id) = &req.payment_method_id {
-        if card.is_some() {
-            return Err(ApiError::invalid_param(
-                "payment_method_id",
-                "send payment_method_data or payment_method_id, not both",
-            ));
-        }
-        let payment = store::find_owned(&state.db, &id, &access.scope)
-            .await?
-            .ok_or_else(|| ApiError::not_found("payment"))?;
-        card = Some(create::saved_card(&state.db, payment.customer_id.as_deref(), pm_id).await?);
-    }
+    let access = Access::of(&caller, req.client_secret.clone())?;
+    let (card, secret) = create::confirm_card(payments.deps(), &caller, &access, &id, &req).await?;
     let return_url = create::return_url(req.return_url.as_ref())?;
     let m = send(
         &payments,

@@ -88,6 +88,24 @@ pub struct AddProcessorRequest {
     pub api_base: Option<String>,
 }
 
+impl AddProcessorRequest {
+    /// The account's name: 1 to 40 letters, digits, `-` or `_`.
+    fn checked_name(&self) -> Result<&str, ApiError> {
+        let name = self.name.trim();
+        let ok = (1..=40).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !ok {
+            return Err(ApiError::invalid_param(
+                "name",
+                "1 to 40 letters, digits, - or _",
+            ));
+        }
+        Ok(name)
+    }
+}
+
 /// The shop's processor accounts (a shop without any uses one named `sandbox`).
 #[utoipa::path(get, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)),
@@ -106,6 +124,34 @@ pub async fn list_processors(
     Ok(HttpResponse::Ok().json(Items { data }))
 }
 
+/// The connection a processor of `kind` is added with (none for a sandbox one, which answers
+/// test payments only), as it is stored before sealing.
+fn connection(
+    state: &AppState,
+    req: &AddProcessorRequest,
+    kind: &str,
+    test_mode: bool,
+) -> Result<Option<String>, ApiError> {
+    match kind {
+        // Live payments never reach the sandbox: a live key cannot add one.
+        connect::SANDBOX if !test_mode => {
+            Err(ApiError::invalid_param(
+                "kind",
+                "a live key adds remote or stripe processors only; sandbox processors answer test payments",
+            ))
+        }
+        connect::SANDBOX => Ok(None),
+        connect::REMOTE => Ok(Some(remote_config(state, req)?)),
+        connect::STRIPE => Ok(Some(stripe_config(state, req, test_mode)?)),
+        _ => {
+            Err(ApiError::invalid_param(
+                "kind",
+                "kind is sandbox, remote or stripe",
+            ))
+        }
+    }
+}
+
 /// Add a processor account to a shop: the sandbox, a remote processor, or a Stripe account.
 #[utoipa::path(post, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)), request_body = AddProcessorRequest,
@@ -118,37 +164,9 @@ pub async fn add_processor(
     ApiJson(req): ApiJson<AddProcessorRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let name = req.name.trim();
-    if name.is_empty()
-        || name.len() > 40
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        return Err(ApiError::invalid_param(
-            "name",
-            "1 to 40 letters, digits, - or _",
-        ));
-    }
+    let name = req.checked_name()?;
     let kind = req.kind.as_deref().unwrap_or(connect::SANDBOX);
-    let config = match kind {
-        // Live payments never reach the sandbox: a live key cannot add one.
-        connect::SANDBOX if !caller.test_mode() => {
-            return Err(ApiError::invalid_param(
-                "kind",
-                "a live key adds remote or stripe processors only; sandbox processors answer test payments",
-            ))
-        }
-        connect::SANDBOX => None,
-        connect::REMOTE => Some(remote_config(&state, &req)?),
-        connect::STRIPE => Some(stripe_config(&state, &req, caller.test_mode())?),
-        _ => {
-            return Err(ApiError::invalid_param(
-                "kind",
-                "kind is sandbox, remote or stripe",
-            ))
-        }
-    };
+    let config = connection(&state, &req, kind, caller.test_mode())?;
     // A remote or Stripe processor receives card data: the operator may want to see it first.
     let approval = if config.is_some() && state.settings.processors.require_operator_approval {
         "pending"

@@ -46,6 +46,24 @@ pub struct Received {
     pub outcome: &'static str,
 }
 
+/// The Stripe event of the body, if its `Stripe-Signature` is the account's and fresh.
+fn verified_event(secret: &str, req: &HttpRequest, body: &[u8]) -> Result<Value, ApiError> {
+    let signature = req
+        .headers()
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    stripe::verify(secret, signature, body, clock::wall_now().timestamp()).map_err(|e| {
+        ApiError::invalid("invalid_signature", e.to_string()).param("Stripe-Signature")
+    })?;
+    serde_json::from_slice(body)
+        .ok()
+        .filter(|e: &Value| e["type"].is_string() && e["data"]["object"].is_object())
+        .ok_or_else(|| {
+            ApiError::invalid("invalid_event", "the body is not a Stripe event").param("body")
+        })
+}
+
 /// Receive an event from Stripe for a `stripe` processor account (no api-key: the
 /// `Stripe-Signature` header, made with the account's webhook secret, authenticates it).
 #[utoipa::path(post, path = "/processor-webhooks/{processor_account_id}", tag = "processors",
@@ -71,24 +89,7 @@ pub async fn receive_processor_event(
     let config = connections
         .stripe(&account)
         .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
-    let signature = req
-        .headers()
-        .get("stripe-signature")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    stripe::verify(
-        &config.webhook_secret,
-        signature,
-        &body,
-        clock::wall_now().timestamp(),
-    )
-    .map_err(|e| ApiError::invalid("invalid_signature", e.to_string()).param("Stripe-Signature"))?;
-    let event: Value = serde_json::from_slice(&body)
-        .ok()
-        .filter(|e: &Value| e["type"].is_string() && e["data"]["object"].is_object())
-        .ok_or_else(|| {
-            ApiError::invalid("invalid_event", "the body is not a Stripe event").param("body")
-        })?;
+    let event = verified_event(&config.webhook_secret, &req, &body)?;
     let handled = handle(&state.db, &payments, &disputes, &account, &event).await?;
     let outcome = if handled { "handled" } else { "ignored" };
     Ok(HttpResponse::Ok().json(Received {

@@ -5,10 +5,11 @@ use payd_entity::payout;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::processor;
+use super::{machine, processor};
 use crate::{
     error::ApiError,
-    fields::{check_text, Metadata},
+    fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
+    ids::new_id,
     pagination::ListQuery,
     processors::card::luhn_valid,
 };
@@ -172,6 +173,76 @@ pub struct CreatePayoutRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Option<Metadata>,
+}
+
+impl CreatePayoutRequest {
+    /// The payout's fields, checked: an amount within `max_amount`, a currency, a destination
+    /// that can receive it (`now` dates a card's expiry), description and metadata.
+    pub fn parse(self, max_amount: i64, now: DateTime<Utc>) -> Result<NewPayout, ApiError> {
+        let amount = parse_amount("amount", self.amount, max_amount)?;
+        let currency = parse_currency("currency", &self.currency)?;
+        let (destination, recipient) = self.destination.checked(now)?;
+        Ok(NewPayout {
+            amount,
+            currency,
+            destination: serde_json::to_string(&destination).unwrap_or_default(),
+            recipient,
+            description: check_text("description", self.description.as_ref(), 1_000)?,
+            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+            confirm: self.confirm,
+            auto_fulfill: self.auto_fulfill,
+        })
+    }
+}
+
+/// A new payout's checked fields.
+#[derive(Debug)]
+pub struct NewPayout {
+    pub amount: i64,
+    pub currency: String,
+    /// The destination as stored.
+    pub destination: String,
+    pub recipient: String,
+    pub description: Option<String>,
+    pub metadata: String,
+    pub confirm: bool,
+    pub auto_fulfill: bool,
+}
+
+impl NewPayout {
+    /// Its row in the shop: `requires_confirmation`, or `requires_fulfillment` (reserved)
+    /// when confirmed at once.
+    pub fn row(
+        self,
+        merchant_id: &str,
+        profile_id: &str,
+        test_mode: bool,
+        now: DateTime<Utc>,
+    ) -> payout::Model {
+        let (status, _) = machine::created(self.confirm, self.auto_fulfill);
+        payout::Model {
+            id: new_id("po"),
+            merchant_id: merchant_id.to_owned(),
+            profile_id: profile_id.to_owned(),
+            test_mode,
+            status: status.as_str().to_owned(),
+            amount: self.amount,
+            currency: self.currency,
+            destination: self.destination,
+            recipient: self.recipient,
+            description: self.description,
+            metadata: self.metadata,
+            auto_fulfill: self.auto_fulfill,
+            reserved: self.confirm,
+            failure_code: None,
+            failure_message: None,
+            processor_reference: None,
+            submitted_at: None,
+            created_at: now,
+            updated_at: now,
+            version: 0,
+        }
+    }
 }
 
 /// `PUT /payouts/{payout_id}`: before it is confirmed; absent fields are kept.

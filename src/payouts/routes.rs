@@ -2,7 +2,6 @@
 //! store.
 
 use actix_web::{web, HttpResponse};
-use payd_entity::payout;
 
 use super::{
     actor::{Command, Exec, Patch, PayoutError, Payouts},
@@ -18,7 +17,7 @@ use crate::{
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency},
     http::{ApiJson, ApiQuery, PathId},
-    ids::{new_id, PayoutId},
+    ids::PayoutId,
     pagination::{List, Page},
     state::AppState,
 };
@@ -79,35 +78,14 @@ pub async fn create_payout(
     ApiJson(req): ApiJson<CreatePayoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = caller.require_shop()?.to_string();
-    let amount = parse_amount("amount", req.amount, state.settings.limits.max_amount)?;
-    let currency = parse_currency("currency", &req.currency)?;
     let now = state.clock.now();
-    let (destination, recipient) = req.destination.checked(now)?;
-    let description = check_text("description", req.description.as_ref(), 1_000)?;
-    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
-    let (status, submit) = machine::created(req.confirm, req.auto_fulfill);
-    let m = payout::Model {
-        id: new_id("po"),
-        merchant_id: caller.merchant_id.to_string(),
-        profile_id: shop,
-        test_mode: caller.test_mode(),
-        status: status.as_str().to_owned(),
-        amount,
-        currency,
-        destination: serde_json::to_string(&destination).unwrap_or_default(),
-        recipient,
-        description,
-        metadata,
-        auto_fulfill: req.auto_fulfill,
-        reserved: req.confirm,
-        failure_code: None,
-        failure_message: None,
-        processor_reference: None,
-        submitted_at: None,
-        created_at: now,
-        updated_at: now,
-        version: 0,
-    };
+    let (_, submit) = machine::created(req.confirm, req.auto_fulfill);
+    let m = req.parse(state.settings.limits.max_amount, now)?.row(
+        caller.merchant_id.as_str(),
+        &shop,
+        caller.test_mode(),
+        now,
+    );
     // A payout is created `requires_confirmation` or `requires_fulfillment`: no event yet.
     store::insert(&state.db, &m, None)
         .await

@@ -4,7 +4,12 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{fields::Metadata, pagination::ListQuery};
+use crate::{
+    error::ApiError,
+    fields::{check_metadata, check_text, Metadata},
+    pagination::ListQuery,
+    payments::refunds::{Ask, LineAsk},
+};
 
 pub use crate::payments::api::Refund;
 
@@ -33,6 +38,35 @@ pub struct CreateRefundRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Option<Metadata>,
+}
+
+impl CreateRefundRequest {
+    /// What the refund asks for (an amount, everything left, or lines), as the payment's actor
+    /// takes it, with its reason and metadata checked.
+    pub fn parse(self) -> Result<(Ask, Option<String>, Metadata), ApiError> {
+        check_text("reason", self.reason.as_ref(), 500)?;
+        check_metadata(self.metadata.as_ref())?;
+        let ask = match (self.amount, self.lines) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid_param(
+                    "lines",
+                    "refund by amount or by lines, not both",
+                ))
+            }
+            (amount, None) => Ask::Amount(amount),
+            (None, Some(lines)) => Ask::Lines(
+                lines
+                    .into_iter()
+                    .map(|l| LineAsk {
+                        line_id: l.line_id,
+                        quantity: l.quantity,
+                        amount: l.amount,
+                    })
+                    .collect(),
+            ),
+        };
+        Ok((ask, self.reason, self.metadata.unwrap_or_default()))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]

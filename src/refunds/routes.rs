@@ -17,10 +17,7 @@ use crate::{
     http::{ApiJson, ApiQuery, PathId},
     idempotency,
     pagination::{List, Page},
-    payments::{
-        actor::{run, Access, Command, Payments},
-        refunds::{Ask, LineAsk},
-    },
+    payments::actor::{run, Access, Command, Payments},
     state::AppState,
 };
 
@@ -49,47 +46,22 @@ pub async fn create_refund(
             return Ok(HttpResponse::Created().json(settled));
         }
     }
-    check_text("reason", req.reason.as_ref(), 500)?;
-    check_metadata(req.metadata.as_ref())?;
-    let ask = match (req.amount, req.lines) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid_param(
-                "lines",
-                "refund by amount or by lines, not both",
-            ))
-        }
-        (amount, None) => Ask::Amount(amount),
-        (None, Some(lines)) => Ask::Lines(
-            lines
-                .into_iter()
-                .map(|l| LineAsk {
-                    line_id: l.line_id,
-                    quantity: l.quantity,
-                    amount: l.amount,
-                })
-                .collect(),
-        ),
-    };
+    let payment_id = req.payment_id.clone();
+    let (ask, reason, metadata) = req.parse()?;
     let command = Command::Refund {
         ask,
-        reason: req.reason,
-        metadata: req.metadata.unwrap_or_default(),
+        reason,
+        metadata,
     };
     let done = run(
         &payments,
-        &req.payment_id,
+        &payment_id,
         Some(Access::of(&caller, None)?),
         command,
         idempotency::request_key(&http),
     )
     .await
-    .map_err(|e| {
-        if e.code == "resource_missing" {
-            e.param("payment_id")
-        } else {
-            e
-        }
-    })?;
+    .map_err(payment_param)?;
     let refund = done
         .refund
         .ok_or_else(|| ApiError::internal("refund command made no refund"))?;
@@ -115,6 +87,14 @@ pub async fn retrieve_refund(
         return Ok(HttpResponse::Ok().json(Refund::render(&refund)?));
     }
     Ok(HttpResponse::Ok().json(settled(&payments, &caller, refund).await?))
+}
+
+/// A payment the refund names that is not there is the request's `payment_id`.
+fn payment_param(e: ApiError) -> ApiError {
+    match e.code {
+        "resource_missing" => e.param("payment_id"),
+        _ => e,
+    }
 }
 
 /// The refund after the processor was asked where it stands (through its payment's actor).

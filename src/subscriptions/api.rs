@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{fields::Metadata, pagination::ListQuery, payments::api::LineInput};
+use crate::{error::ApiError, fields::Metadata, pagination::ListQuery, payments::api::LineInput};
 
 /// An item as asked for: a recurring price of the shop's catalog, and how many.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -102,6 +102,21 @@ pub struct UpdateRequest {
     /// `none`.
     #[serde(default)]
     pub proration: Option<String>,
+}
+
+impl UpdateRequest {
+    /// How the change settles the rest of the period (default `create_prorations`).
+    pub fn proration(&self) -> Result<super::machine::Proration, ApiError> {
+        let Some(p) = self.proration.as_deref() else {
+            return Ok(super::machine::Proration::CreateProrations);
+        };
+        super::machine::Proration::parse(p).ok_or_else(|| {
+            ApiError::invalid_param(
+                "proration",
+                format!("unknown proration {p:?}; create_prorations, always_invoice or none"),
+            )
+        })
+    }
 }
 
 /// `POST /subscriptions/{subscription_id}/cancel`.

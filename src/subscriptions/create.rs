@@ -67,6 +67,16 @@ pub struct Plan {
     pub period_end: chrono::DateTime<chrono::Utc>,
 }
 
+impl Plan {
+    /// True when the plan bills in the subscription's currency at its interval: a plan change
+    /// keeps both.
+    pub fn keeps_terms_of(&self, s: &payd_entity::subscription::Model) -> bool {
+        self.currency == s.currency
+            && self.interval == s.interval
+            && self.interval_count == s.interval_count
+    }
+}
+
 /// Checks `items` against the shop's catalog: active recurring prices of one currency and one
 /// interval.
 pub async fn plan(

@@ -54,7 +54,7 @@ pub async fn estimate(
     let out = match (new_plan, &q.subscription_id) {
         // A change of a subscription's plan: the renewal after it, with its proration.
         (Some((plan, Some(s))), _) => {
-            if plan.currency != s.currency || plan.interval != s.interval || plan.interval_count != s.interval_count {
+            if !plan.keeps_terms_of(&s) {
                 return Err(ApiError::invalid_param("price_id", "a plan change keeps the subscription's currency and interval"));
             }
             let owed = machine::proration(s.paid_rate, plan.amount, s.current_period_start, s.current_period_end, now);

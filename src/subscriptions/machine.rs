@@ -17,6 +17,8 @@
 
 use chrono::{DateTime, Duration, Months, Utc};
 
+use crate::money;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Status {
     Created,
@@ -257,8 +259,10 @@ pub fn prorate(amount: i64, remaining_secs: i64, total_secs: i64) -> i64 {
         return 0;
     }
     let remaining = remaining_secs.min(total_secs);
-    let num = i128::from(amount) * i128::from(remaining) * 2 + i128::from(total_secs);
-    (num / (2 * i128::from(total_secs))) as i64
+    money::round_half_up(
+        i128::from(amount) * i128::from(remaining),
+        i128::from(total_secs),
+    )
 }
 
 /// What changing a plan from `old` to `new` (amounts per period) at `now`, inside the period

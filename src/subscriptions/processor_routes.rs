@@ -160,23 +160,8 @@ pub async fn sandbox_processor_subscription(
     Ok(HttpResponse::Created().json(adopt::ProcessorSubscription::render(&p, None)))
 }
 
-/// Sandbox: a change made at the billing processor (its status, plan, quantity, or whether
-/// its card declines). payd learns of it on `POST /subscriptions/{id}/sync`.
-#[utoipa::path(post, path = "/sandbox/billing/subscriptions/{processor_subscription_id}", tag = "sandbox",
-    params(("processor_subscription_id" = String, Path)),
-    request_body = SandboxProcessorChange,
-    responses((status = 200, body = adopt::ProcessorSubscription), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody)),
-    security(("api_key" = [])))]
-pub async fn sandbox_processor_change(
-    SecretKey(caller): SecretKey,
-    state: web::Data<AppState>,
-    subscriptions: web::Data<Subscriptions>,
-    PathId(id): PathId<crate::ids::ProcessorSubscriptionId>,
-    ApiJson(req): ApiJson<SandboxProcessorChange>,
-) -> Result<HttpResponse, ApiError> {
-    auth::sandbox_only(&state, &caller)?;
-    let p = processor_subscription(&subscriptions, &caller, &id).await?;
+/// The change a sandbox billing processor's subscription is asked for, checked.
+fn processor_change(req: SandboxProcessorChange) -> Result<billing::ProcessorChange, ApiError> {
     let status = match req.status.as_deref() {
         None => None,
         Some("active") => Some("active"),
@@ -195,12 +180,32 @@ pub async fn sandbox_processor_change(
     if let Some(q) = req.quantity {
         check_quantity(q)?;
     }
-    let change = billing::ProcessorChange {
+    Ok(billing::ProcessorChange {
         status,
         plan_id: req.plan_id,
         quantity: req.quantity,
         declines: req.declines,
-    };
+    })
+}
+
+/// Sandbox: a change made at the billing processor (its status, plan, quantity, or whether
+/// its card declines). payd learns of it on `POST /subscriptions/{id}/sync`.
+#[utoipa::path(post, path = "/sandbox/billing/subscriptions/{processor_subscription_id}", tag = "sandbox",
+    params(("processor_subscription_id" = String, Path)),
+    request_body = SandboxProcessorChange,
+    responses((status = 200, body = adopt::ProcessorSubscription), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn sandbox_processor_change(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    subscriptions: web::Data<Subscriptions>,
+    PathId(id): PathId<crate::ids::ProcessorSubscriptionId>,
+    ApiJson(req): ApiJson<SandboxProcessorChange>,
+) -> Result<HttpResponse, ApiError> {
+    auth::sandbox_only(&state, &caller)?;
+    let p = processor_subscription(&subscriptions, &caller, &id).await?;
+    let change = processor_change(req)?;
     let p = subscriptions
         .deps()
         .billing

@@ -13,7 +13,7 @@ use super::{
     create,
     cycles::SubscriptionError,
     estimate,
-    machine::{Proration, Status},
+    machine::Status,
     store,
 };
 use crate::{
@@ -319,15 +319,7 @@ pub async fn update_subscription(
     PathId(id): PathId<crate::ids::SubscriptionId>,
     ApiJson(req): ApiJson<UpdateRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let proration = match req.proration.as_deref() {
-        None => Proration::CreateProrations,
-        Some(p) => Proration::parse(p).ok_or_else(|| {
-            ApiError::invalid_param(
-                "proration",
-                format!("unknown proration {p:?}; create_prorations, always_invoice or none"),
-            )
-        })?,
-    };
+    let proration = req.proration()?;
     let s = owned(&state, &caller, &id).await?;
     if s.billing != store::PAYD {
         return Err(processor_billed());
@@ -342,10 +334,7 @@ pub async fn update_subscription(
         state.clock.now(),
     )
     .await?;
-    if plan.currency != s.currency
-        || plan.interval != s.interval
-        || plan.interval_count != s.interval_count
-    {
+    if !plan.keeps_terms_of(&s) {
         return Err(ApiError::invalid_param(
             "items",
             format!(

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::machine::{self, Action};
+use super::machine::{self, Action, CaseType, Status};
 use crate::{
     error::ApiError,
     fields::{check_text, parse_amount},
@@ -260,6 +260,33 @@ pub struct ListCasesQuery {
     pub starting_after: Option<String>,
     #[serde(default)]
     pub ending_before: Option<String>,
+}
+
+impl ListCasesQuery {
+    /// The filters name a status and a case type there are.
+    pub fn check_filters(&self) -> Result<(), ApiError> {
+        if let Some(s) = self
+            .status
+            .as_deref()
+            .filter(|s| Status::parse(s).is_none())
+        {
+            return Err(ApiError::invalid_param(
+                "status",
+                format!("unknown status {s:?}"),
+            ));
+        }
+        if let Some(t) = self
+            .case_type
+            .as_deref()
+            .filter(|t| CaseType::parse(t).is_none())
+        {
+            return Err(ApiError::invalid_param(
+                "case_type",
+                format!("unknown case_type {t:?}"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl ListCasesQuery {

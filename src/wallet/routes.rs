@@ -10,7 +10,7 @@ use super::{
         ImportRequest, ListCasesQuery, OpenCaseRequest,
     },
     follow::{self, WalletDeps},
-    machine::{self, CaseType, Status},
+    machine::{self, CaseType},
     store,
 };
 use crate::{
@@ -50,22 +50,7 @@ pub async fn list_cases(
     ApiQuery(q): ApiQuery<ListCasesQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = Page::parse::<crate::ids::CaseId>(&q.page_query())?;
-    if let Some(s) = q.status.as_deref().filter(|s| Status::parse(s).is_none()) {
-        return Err(ApiError::invalid_param(
-            "status",
-            format!("unknown status {s:?}"),
-        ));
-    }
-    if let Some(t) = q
-        .case_type
-        .as_deref()
-        .filter(|t| CaseType::parse(t).is_none())
-    {
-        return Err(ApiError::invalid_param(
-            "case_type",
-            format!("unknown case_type {t:?}"),
-        ));
-    }
+    q.check_filters()?;
     let shop = caller.scope().list_shop(q.profile_id.as_deref())?;
     let list = store::list(
         &state.db,

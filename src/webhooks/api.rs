@@ -5,6 +5,8 @@ use payd_entity::webhook_endpoint;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::error::ApiError;
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutEndpointRequest {
@@ -18,6 +20,19 @@ pub struct PutEndpointRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i32>, minimum = 1, maximum = 1000)]
     pub max_per_second: Option<Option<i32>>,
+}
+
+impl PutEndpointRequest {
+    /// The rate asked for, checked: 1 to 1000 requests a second, or `null` for no limit.
+    pub fn max_per_second(&self) -> Result<Option<Option<i32>>, ApiError> {
+        match self.max_per_second {
+            Some(Some(rate)) if !(1..=1000).contains(&rate) => Err(ApiError::invalid_param(
+                "max_per_second",
+                "the rate is 1 to 1000 requests a second, or null for no limit",
+            )),
+            rate => Ok(rate),
+        }
+    }
 }
 
 /// Tells an absent field (`None`) from an explicit `null` (`Some(None)`).

@@ -2,9 +2,9 @@
 //! (the old one keeps signing for 24 hours), and read its settings.
 
 use actix_web::{web, HttpResponse};
-use chrono::Duration;
+use chrono::{DateTime, Utc};
 use payd_entity::webhook_endpoint;
-use sea_orm::{ActiveValue::Set, ColumnTrait, EntityTrait, QueryFilter, QueryTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 
 use super::{
     api::{Endpoint, PutEndpointRequest},
@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     accounts,
-    auth::SecretKey,
+    auth::{Caller, SecretKey},
     commit::{self, Change, Write},
     error::ApiError,
     http::ApiJson,
@@ -109,17 +109,31 @@ pub async fn put_endpoint(
         state.settings.webhooks.allow_private_urls,
         &state.settings.security,
     );
-    let url = check_url(&req.url, &policy)?;
-    if let Some(Some(rate)) = req.max_per_second {
-        if !(1..=1000).contains(&rate) {
-            return Err(ApiError::invalid_param(
-                "max_per_second",
-                "the rate is 1 to 1000 requests a second, or null for no limit",
-            ));
-        }
-    }
+    let put = store::EndpointPut {
+        merchant_id: caller.merchant_id.to_string(),
+        profile_id: profile.to_string(),
+        url: check_url(&req.url, &policy)?,
+        enabled: req.enabled,
+        max_per_second: req.max_per_second()?,
+        test_mode: caller.test_mode(),
+    };
     let now = state.clock.base();
-    let url_changed = |url: &str| {
+    let audit = url_changed(&caller, &profile, now);
+    let (m, created) = store::put_endpoint(&state.db, &state.keyring, put, audit, now).await?;
+    if created.resumed {
+        // What waited is due now (or when its schedule says).
+        state.wake.now();
+    }
+    Ok(HttpResponse::Ok().json(Endpoint::of(&m, created.created)))
+}
+
+/// The audit entry of the endpoint's URL set to `url` by the caller.
+fn url_changed<'a>(
+    caller: &'a Caller,
+    profile: &'a ProfileId,
+    now: DateTime<Utc>,
+) -> impl Fn(&str) -> Write + 'a {
+    move |url| {
         let audit = accounts::store::Audit {
             merchant_id: caller.merchant_id.as_str(),
             actor: Some(&caller.key_id),
@@ -128,41 +142,7 @@ pub async fn put_endpoint(
             details: serde_json::json!({"url": url}),
         };
         accounts::store::audited(audit, now)
-    };
-    let put = store::EndpointPut {
-        url,
-        enabled: req.enabled,
-        max_per_second: req.max_per_second,
-        test_mode: caller.test_mode(),
-    };
-    let (m, created) = match find(&state, &profile).await? {
-        Some(existing) => {
-            let (m, mut change) = store::updated_endpoint(&existing, put, now);
-            if m.url != existing.url {
-                change = change.write(url_changed(&m.url));
-            }
-            commit::commit(&state.db, change).await?;
-            if m.enabled && !existing.enabled {
-                // What waited is due now (or when its schedule says).
-                state.wake.now();
-            }
-            (m, false)
-        }
-        None => {
-            let m = store::new_endpoint(caller.merchant_id.as_str(), &profile, put, now);
-            // Stored sealed; the answer shows it once, as it is.
-            let stored = webhook_endpoint::Model {
-                secret: state.keyring.seal(&m.secret),
-                ..m.clone()
-            };
-            let change = Change::at(now)
-                .write(commit::insert(stored))
-                .write(url_changed(&m.url));
-            commit::commit(&state.db, change).await?;
-            (m, true)
-        }
-    };
-    Ok(HttpResponse::Ok().json(Endpoint::of(&m, created)))
+    }
 }
 
 /// Issue a new secret; the old one keeps signing (beside the new) for 24 hours.
@@ -181,13 +161,7 @@ pub async fn rotate_secret(
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
     let now = state.clock.base();
     let secret = new_secret();
-    let m = webhook_endpoint::Model {
-        previous_secret: Some(existing.secret.clone()),
-        previous_secret_expires_at: Some(now + Duration::hours(24)),
-        secret: state.keyring.seal(&secret),
-        updated_at: now,
-        ..existing
-    };
+    let (m, rotate) = store::rotated(existing, state.keyring.seal(&secret), now);
     let audit = accounts::store::Audit {
         merchant_id: caller.merchant_id.as_str(),
         actor: Some(&caller.key_id),
@@ -195,18 +169,8 @@ pub async fn rotate_secret(
         target_id: profile.as_str(),
         details: serde_json::json!({"previous_secret_expires_at": m.previous_secret_expires_at}),
     };
-    let rotate = webhook_endpoint::Entity::update_many()
-        .set(webhook_endpoint::ActiveModel {
-            secret: Set(m.secret.clone()),
-            previous_secret: Set(m.previous_secret.clone()),
-            previous_secret_expires_at: Set(m.previous_secret_expires_at),
-            updated_at: Set(now),
-            ..Default::default()
-        })
-        .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
-        .into_query();
     let change = Change::at(now)
-        .write(Write::Update(rotate))
+        .write(rotate)
         .write(accounts::store::audited(audit, now));
     commit::commit(&state.db, change).await?;
     let shown = webhook_endpoint::Model { secret, ..m };

@@ -17,10 +17,13 @@ use crate::{
     error::ApiError,
     ids::new_id,
     outbox::{delivery_row, ENDPOINT_DISABLED},
+    sealed::Keyring,
 };
 
 /// What a PUT of a shop's endpoint sets (`None`: keep what it has).
 pub struct EndpointPut {
+    pub merchant_id: String,
+    pub profile_id: String,
     pub url: String,
     pub enabled: Option<bool>,
     pub max_per_second: Option<Option<i32>>,
@@ -31,7 +34,7 @@ pub struct EndpointPut {
 /// health columns belong to the attempts recorded meanwhile, and `enabled` to payd's
 /// disabling unless the request names it. Enabled again (also after payd disabled it), its
 /// health starts afresh; its deliveries follow it either way.
-pub fn updated_endpoint(
+fn updated_endpoint(
     existing: &webhook_endpoint::Model,
     put: EndpointPut,
     now: DateTime<Utc>,
@@ -77,17 +80,86 @@ pub fn updated_endpoint(
     (m, change)
 }
 
-/// A shop's first endpoint, with a new signing secret (as it is: sealed by the caller).
-pub fn new_endpoint(
-    merchant_id: &str,
-    profile_id: &str,
-    put: EndpointPut,
+/// The endpoint with a new signing secret (`sealed`), the old one signing beside it for 24
+/// hours, and the write of just those columns.
+pub fn rotated(
+    existing: webhook_endpoint::Model,
+    sealed: String,
     now: DateTime<Utc>,
-) -> webhook_endpoint::Model {
+) -> (webhook_endpoint::Model, Write) {
+    let m = webhook_endpoint::Model {
+        previous_secret: Some(existing.secret.clone()),
+        previous_secret_expires_at: Some(now + Duration::hours(24)),
+        secret: sealed,
+        updated_at: now,
+        ..existing
+    };
+    let rotate = webhook_endpoint::Entity::update_many()
+        .set(webhook_endpoint::ActiveModel {
+            secret: Set(m.secret.clone()),
+            previous_secret: Set(m.previous_secret.clone()),
+            previous_secret_expires_at: Set(m.previous_secret_expires_at),
+            updated_at: Set(now),
+            ..Default::default()
+        })
+        .filter(webhook_endpoint::Column::Id.eq(m.id.as_str()))
+        .into_query();
+    (m, Write::Update(rotate))
+}
+
+/// What a PUT of the endpoint did: made it, or enabled it again (what waited is due).
+pub struct EndpointPutDone {
+    pub created: bool,
+    pub resumed: bool,
+}
+
+/// Sets the shop's endpoint as `put` says, with the audit entry `url_changed` gives for a new
+/// URL; the endpoint is answered with its secret as it is (stored sealed) when it is new.
+pub async fn put_endpoint(
+    db: &Db,
+    keyring: &Keyring,
+    put: EndpointPut,
+    url_changed: impl Fn(&str) -> Write,
+    now: DateTime<Utc>,
+) -> Result<(webhook_endpoint::Model, EndpointPutDone), CommitError> {
+    let existing = webhook_endpoint::Entity::find()
+        .filter(webhook_endpoint::Column::ProfileId.eq(put.profile_id.as_str()))
+        .one(db)
+        .await?;
+    let Some(existing) = existing else {
+        let m = new_endpoint(put, now);
+        let stored = webhook_endpoint::Model {
+            secret: keyring.seal(&m.secret),
+            ..m.clone()
+        };
+        let change = Change::at(now)
+            .write(commit::insert(stored))
+            .write(url_changed(&m.url));
+        commit::commit(db, change).await?;
+        let done = EndpointPutDone {
+            created: true,
+            resumed: false,
+        };
+        return Ok((m, done));
+    };
+    let (m, mut change) = updated_endpoint(&existing, put, now);
+    if m.url != existing.url {
+        change = change.write(url_changed(&m.url));
+    }
+    commit::commit(db, change).await?;
+    let done = EndpointPutDone {
+        created: false,
+        resumed: m.enabled && !existing.enabled,
+    };
+    Ok((m, done))
+}
+
+/// A shop's first endpoint, with a new signing secret (as it is: sealed before it is stored).
+fn new_endpoint(put: EndpointPut, now: DateTime<Utc>) -> webhook_endpoint::Model {
     webhook_endpoint::Model {
         id: new_id("whep"),
-        merchant_id: merchant_id.to_owned(),
-        profile_id: profile_id.to_owned(),
+        merchant_id: put.merchant_id,
+        profile_id: put.profile_id,
         url: put.url,
         secret: new_secret(),
         previous_secret: None,

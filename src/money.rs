@@ -1,0 +1,103 @@
+//! Money's arithmetic: the rounding rules, each named where it is used, so a rule is chosen on
+//! purpose and never by where the code happens to live. Amounts are integers in the currency's
+//! minor unit; a share is computed in `i128` and rounded once.
+//!
+//! - [`round_half_even`]: tax (a line's tax, a credit note's share of it);
+//! - [`round_half_up`]: prorations of a subscription's plan change;
+//! - [`round_down`]: a refund's share of a line's tax, on the cumulative quantity, so the last
+//!   unit takes what rounding left;
+//! - [`largest_remainder`]: an amount spread over lines (a captured amount over a payment's
+//!   lines, a credit note's amount over an invoice's lines): the shares add up exactly.
+
+/// `n / d` rounded half to even, for `n ≥ 0` and `d > 0` whose quotient fits an `i64`.
+pub fn round_half_even(n: i128, d: i128) -> i64 {
+    let (q, r) = (n / d, n % d);
+    let q = match (2 * r).cmp(&d) {
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal if q % 2 == 1 => q + 1,
+        _ => q,
+    };
+    i64::try_from(q).unwrap_or(i64::MAX)
+}
+
+/// `n / d` rounded half up (away from zero for `n ≥ 0`), for `d > 0`.
+pub fn round_half_up(n: i128, d: i128) -> i64 {
+    i64::try_from((2 * n + d) / (2 * d)).unwrap_or(i64::MAX)
+}
+
+/// `n / d` rounded down (toward zero), for `d > 0`.
+pub fn round_down(n: i128, d: i128) -> i64 {
+    i64::try_from(n / d).unwrap_or(i64::MAX)
+}
+
+/// `amount` spread over `weights` in proportion (largest remainder: each share rounded down,
+/// then one more minor unit to the largest remainders, ties to the first): the shares add up
+/// to `amount` exactly, and with weights ≥ 0 none passes its weight while
+/// `0 ≤ amount ≤ Σ weights`. Weights that add up to 0 or less: every share is 0.
+pub fn largest_remainder(amount: i64, weights: &[i64]) -> Vec<i64> {
+    let weights: Vec<i128> = weights.iter().map(|w| i128::from(*w)).collect();
+    let all: i128 = weights.iter().sum();
+    if all <= 0 {
+        return vec![0; weights.len()];
+    }
+    let a = i128::from(amount);
+    let exact: Vec<(i128, i128)> = weights.iter().map(|w| (a * w / all, a * w % all)).collect();
+    let mut shares: Vec<i64> = exact.iter().map(|(q, _)| *q as i64).collect();
+    let mut left = amount - shares.iter().sum::<i64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by(|x, y| exact[*y].1.cmp(&exact[*x].1).then(x.cmp(y)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        shares[i] += 1;
+        left -= 1;
+    }
+    debug_assert!(
+        weights.iter().any(|w| *w < 0) || shares.iter().sum::<i64>() == amount,
+        "the shares add up"
+    );
+    shares
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn each_rule_rounds_a_tie_its_own_way() {
+        // 2.5 and 3.5 minor units.
+        assert_eq!((round_half_even(5, 2), round_half_even(7, 2)), (2, 4));
+        assert_eq!((round_half_up(5, 2), round_half_up(7, 2)), (3, 4));
+        assert_eq!((round_down(5, 2), round_down(7, 2)), (2, 3));
+        assert_eq!(round_half_even(26, 10), 3);
+        assert_eq!(round_half_up(24, 10), 2);
+    }
+
+    #[test]
+    fn remainders_go_to_the_largest_then_the_first() {
+        assert_eq!(largest_remainder(100, &[1, 1, 1]), vec![34, 33, 33]);
+        assert_eq!(largest_remainder(10, &[3, 0, 7]), vec![3, 0, 7]);
+        assert_eq!(largest_remainder(5, &[0, -2]), vec![0, 0]);
+        assert_eq!(largest_remainder(6, &[]), Vec::<i64>::new());
+        assert_eq!(largest_remainder(0, &[4, 5]), vec![0, 0]);
+    }
+
+    proptest! {
+        #[test]
+        fn shares_add_up_and_stay_within_their_weights(
+            weights in proptest::collection::vec(0i64..1_000_000, 1..12),
+            cut in 0u32..=100,
+        ) {
+            let all: i64 = weights.iter().sum();
+            let amount = all * i64::from(cut) / 100;
+            let shares = largest_remainder(amount, &weights);
+            prop_assert_eq!(shares.iter().sum::<i64>(), if all == 0 { 0 } else { amount });
+            for (s, w) in shares.iter().zip(&weights) {
+                prop_assert!(*s >= 0 && s <= w);
+            }
+        }
+    }
+}
