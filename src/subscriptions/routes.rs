@@ -83,10 +83,9 @@ async fn owned(
     caller: &Caller,
     id: &SubscriptionId,
 ) -> Result<payd_entity::subscription::Model, ApiError> {
-    let missing = || ApiError::not_found("subscription").param("subscription_id");
     store::find_owned(&state.db, id, &caller.scope())
         .await?
-        .ok_or_else(missing)
+        .ok_or_else(ApiError::no_such::<SubscriptionId>)
 }
 
 /// Create a subscription and charge its first period at once (billing is in advance) against
