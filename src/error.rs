@@ -410,15 +410,45 @@ pub fn serde_field(message: &str) -> Option<&str> {
         .map(|(field, _)| field)
 }
 
+/// Why an actor gave no answer, apart from its own load error: for a domain error that
+/// orchestrates several actors (`wallet::follow`), which keeps its actors' errors as they are.
+#[derive(Debug, thiserror::Error)]
+pub enum Unanswered {
+    #[error("the actor's mailbox is full")]
+    Overloaded,
+    #[error("the actor died twice")]
+    Died,
+}
+
+impl Unanswered {
+    /// An actor's failure split: its load error, or why there was no answer.
+    pub fn split<E>(e: payd_actors::ActorError<E>) -> Result<E, Unanswered> {
+        match e {
+            payd_actors::ActorError::Load(e) => Ok(e),
+            payd_actors::ActorError::Overloaded => Err(Unanswered::Overloaded),
+            payd_actors::ActorError::Died => Err(Unanswered::Died),
+        }
+    }
+}
+
+impl From<Unanswered> for ApiError {
+    #[track_caller]
+    fn from(e: Unanswered) -> Self {
+        match e {
+            Unanswered::Overloaded => ApiError::overloaded(),
+            Unanswered::Died => ApiError::internal("the actor died twice"),
+        }
+    }
+}
+
 /// An actor's answer failure: its load error as that error maps, a full mailbox as 503
 /// `overloaded`, an actor that died twice as a 500.
 impl<E: Into<ApiError>> From<payd_actors::ActorError<E>> for ApiError {
     #[track_caller]
     fn from(e: payd_actors::ActorError<E>) -> Self {
-        match e {
-            payd_actors::ActorError::Load(e) => e.into(),
-            payd_actors::ActorError::Overloaded => ApiError::overloaded(),
-            payd_actors::ActorError::Died => ApiError::internal("the actor died twice"),
+        match Unanswered::split(e) {
+            Ok(e) => e.into(),
+            Err(unanswered) => unanswered.into(),
         }
     }
 }

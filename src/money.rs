@@ -8,6 +8,10 @@
 //!   unit takes what rounding left;
 //! - [`largest_remainder`]: an amount spread over lines (a captured amount over a payment's
 //!   lines, a credit note's amount over an invoice's lines): the shares add up exactly.
+//!
+//! [`Money`] is an amount with its currency, for the sums that gather amounts of objects that
+//! each have their own currency (a subscription's items, priced by the catalog): adding two
+//! currencies is an error, never a number.
 
 /// `n / d` rounded half to even, for `n ≥ 0` and `d > 0` whose quotient fits an `i64`.
 pub fn round_half_even(n: i128, d: i128) -> i64 {
@@ -60,6 +64,53 @@ pub fn largest_remainder(amount: i64, weights: &[i64]) -> Vec<i64> {
     shares
 }
 
+/// An amount in a currency's minor unit (`currency`: an ISO 4217 code, as checked at the edge).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Money {
+    pub minor: i64,
+    pub currency: String,
+}
+
+/// Why two amounts do not add up to one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MoneyError {
+    #[error("{0} and {1} are not one currency")]
+    Currencies(String, String),
+    #[error("the amount overflows")]
+    Overflow,
+}
+
+impl Money {
+    pub fn new(minor: i64, currency: &str) -> Self {
+        Self {
+            minor,
+            currency: currency.to_owned(),
+        }
+    }
+
+    /// The sum, in the one currency both are in.
+    pub fn plus(&self, other: &Money) -> Result<Money, MoneyError> {
+        if self.currency != other.currency {
+            return Err(MoneyError::Currencies(
+                self.currency.clone(),
+                other.currency.clone(),
+            ));
+        }
+        let minor = self.minor.checked_add(other.minor);
+        minor
+            .map(|minor| Money::new(minor, &self.currency))
+            .ok_or(MoneyError::Overflow)
+    }
+
+    /// `n` times this amount (a unit price times a quantity).
+    pub fn times(&self, n: i64) -> Result<Money, MoneyError> {
+        let minor = self.minor.checked_mul(n);
+        minor
+            .map(|minor| Money::new(minor, &self.currency))
+            .ok_or(MoneyError::Overflow)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -83,6 +134,21 @@ mod tests {
         assert_eq!(largest_remainder(5, &[0, -2]), vec![0, 0]);
         assert_eq!(largest_remainder(6, &[]), Vec::<i64>::new());
         assert_eq!(largest_remainder(0, &[4, 5]), vec![0, 0]);
+    }
+
+    #[test]
+    fn money_adds_up_only_in_one_currency() {
+        let eur = |m| Money::new(m, "EUR");
+        assert_eq!(
+            eur(250).times(3).and_then(|m| m.plus(&eur(50))),
+            Ok(eur(800))
+        );
+        assert_eq!(
+            eur(1).plus(&Money::new(1, "USD")),
+            Err(MoneyError::Currencies("EUR".into(), "USD".into()))
+        );
+        assert_eq!(eur(i64::MAX).plus(&eur(1)), Err(MoneyError::Overflow));
+        assert_eq!(eur(i64::MAX / 2 + 1).times(2), Err(MoneyError::Overflow));
     }
 
     proptest! {

@@ -863,6 +863,15 @@ async fn bad_input_is_refused_naming_the_field() {
             json!({"amount": 500, "currency": "USD", "lines": [{"name": "x", "quantity": 1, "unit_amount": 10, "tax_amount": -1}]}),
             "lines[0].tax_amount",
         ),
+        // The request's own fields are checked before what it names is looked up.
+        (
+            json!({"amount": 5, "currency": "USD", "customer_id": "cus_00000000000000000000000000000000", "return_url": "ftp://x"}),
+            "return_url",
+        ),
+        (
+            json!({"amount": 5, "currency": "USD", "mandate_id": "man_00000000000000000000000000000000"}),
+            "customer_id",
+        ),
     ];
     for (body, param) in cases {
         let r = app.create_payment(&m, body.clone()).await;
@@ -906,7 +915,11 @@ async fn bad_input_is_refused_naming_the_field() {
     ] {
         let body = (method == Method::POST).then(|| json!({}));
         let r = app.call(&other, method, &path, body).await;
-        assert_eq!((r.status, r.code()), (404, "resource_missing"), "{path}");
+        assert_eq!(
+            (r.status, r.code(), r.param()),
+            (404, "resource_missing", Some("payment_id")),
+            "{path}"
+        );
     }
     let still = get(&app, &m, &format!("/payments/{id}")).await;
     assert_eq!(still.body["status"], "requires_capture");

@@ -447,7 +447,27 @@ async fn bad_subscriptions_name_their_field_and_others_are_404() {
         .as_str()
         .unwrap()
         .to_owned();
+    let in_usd = app
+        .call(&m, Method::POST, "/products", Some(json!({"name": "U", "prices": [{"unit_amount": 5, "currency": "USD", "recurring": {"interval": "month"}}]})))
+        .await
+        .body["prices"][0]["price_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let nobody = "cus_00000000000000000000000000000000";
     for (body, status, param) in [
+        // Same interval, another currency: the sum of the items refuses it.
+        (
+            json!({"customer_id": cid, "mandate_id": mandate, "items": [{"price_id": price}, {"price_id": in_usd}]}),
+            400,
+            "items[1].price_id",
+        ),
+        // The request's own fields come before what it names.
+        (
+            json!({"customer_id": nobody, "mandate_id": mandate, "items": [{"price_id": price}], "term_cycles": 0}),
+            400,
+            "term_cycles",
+        ),
         (
             json!({"customer_id": cid, "mandate_id": mandate, "items": []}),
             400,

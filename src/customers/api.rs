@@ -8,6 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::{
     error::ApiError,
     fields::{check_metadata, Metadata},
+    money::Money,
     processors::card::{Brand, StoredCard},
 };
 
@@ -272,41 +273,52 @@ pub fn check_fields(f: &CustomerFields) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Whether a mandate may be charged `amount` in `currency` now (409 naming the reason if not).
+/// Why a mandate does not cover a charge.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MandateRefusal {
+    #[error("the mandate has ended")]
+    Ended,
+    #[error("the mandate was revoked")]
+    Revoked,
+    #[error("the mandate is {0}")]
+    Inactive(String),
+    #[error("the mandate is for {0}")]
+    OtherCurrency(String),
+    #[error("the mandate allows at most {0} per charge")]
+    OverLimit(i64),
+}
+
+impl From<MandateRefusal> for ApiError {
+    #[track_caller]
+    fn from(r: MandateRefusal) -> Self {
+        let code = match r {
+            MandateRefusal::Ended | MandateRefusal::Inactive(_) => "mandate_inactive",
+            MandateRefusal::Revoked => "mandate_revoked",
+            MandateRefusal::OtherCurrency(_) => "mandate_currency_mismatch",
+            MandateRefusal::OverLimit(_) => "mandate_amount_exceeded",
+        };
+        ApiError::conflict(code, r.to_string()).param("mandate_id")
+    }
+}
+
+/// A charge of `amount` at `now` under the mandate `m`: it must be active (not ended), in its
+/// currency and within its limit per charge.
 pub fn check_mandate(
     m: &mandate::Model,
-    amount: i64,
-    currency: &str,
+    amount: &Money,
     now: DateTime<Utc>,
-) -> Result<(), ApiError> {
-    let refuse = |code: &'static str, message: String| {
-        Err(ApiError::conflict(code, message).param("mandate_id"))
-    };
+) -> Result<(), MandateRefusal> {
     match m.status.as_str() {
-        "active" if m.end_at.is_some_and(|end| end <= now) => {
-            return refuse("mandate_inactive", "the mandate has ended".into())
-        }
+        "active" if m.end_at.is_some_and(|end| end <= now) => return Err(MandateRefusal::Ended),
         "active" => {}
-        "revoked" => return refuse("mandate_revoked", "the mandate was revoked".into()),
-        other => return refuse("mandate_inactive", format!("the mandate is {other}")),
+        "revoked" => return Err(MandateRefusal::Revoked),
+        other => return Err(MandateRefusal::Inactive(other.to_owned())),
     }
-    if m.currency.as_deref().is_some_and(|c| c != currency) {
-        return refuse(
-            "mandate_currency_mismatch",
-            format!(
-                "the mandate is for {}",
-                m.currency.clone().unwrap_or_default()
-            ),
-        );
+    if let Some(c) = m.currency.as_deref().filter(|c| *c != amount.currency) {
+        return Err(MandateRefusal::OtherCurrency(c.to_owned()));
     }
-    if m.amount_limit.is_some_and(|limit| amount > limit) {
-        return refuse(
-            "mandate_amount_exceeded",
-            format!(
-                "the mandate allows at most {} per charge",
-                m.amount_limit.unwrap_or_default()
-            ),
-        );
+    if let Some(limit) = m.amount_limit.filter(|limit| amount.minor > *limit) {
+        return Err(MandateRefusal::OverLimit(limit));
     }
     Ok(())
 }

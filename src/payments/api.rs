@@ -9,12 +9,15 @@ use utoipa::{IntoParams, ToSchema};
 use super::machine::{CaptureMethod, State, Status};
 pub use super::{machine::Line, routing::RoutingDecision};
 use crate::{
+    auth::keys::Caller,
     customers::api::PaymentMethodView,
     error::ApiError,
-    fields::Metadata,
+    fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
+    ids::ProfileId,
+    money::Money,
     pagination::ListQuery,
     processors::{
-        card::{CardInput, StoredCard},
+        card::{parse_card, CardInput, SecretCard, StoredCard},
         model::shown_reference,
     },
     stored,
@@ -32,6 +35,35 @@ pub enum CaptureMethodDto {
 #[serde(deny_unknown_fields)]
 pub struct PaymentMethodData {
     pub card: CardInput,
+}
+
+/// What reading a request's card takes besides the request: the time (an expired card is
+/// refused) and the key and owner its fingerprint is made with.
+pub struct CardReader<'a> {
+    pub now: DateTime<Utc>,
+    pub pepper: &'a str,
+    pub merchant_id: &'a str,
+    pub test_mode: bool,
+}
+
+impl CardReader<'_> {
+    /// A request's `payment_method_data`: the card as stored, and its number and code for
+    /// the processor.
+    pub fn read(
+        &self,
+        data: Option<&PaymentMethodData>,
+    ) -> Result<Option<(StoredCard, SecretCard)>, ApiError> {
+        let Some(d) = data else { return Ok(None) };
+        let stored = parse_card(
+            &d.card,
+            "payment_method_data.card",
+            self.now,
+            self.pepper,
+            self.merchant_id,
+            self.test_mode,
+        )?;
+        Ok(Some((stored, SecretCard::from(&d.card))))
+    }
 }
 
 /// A product line: its total is `quantity × unit_amount + tax_amount`.
@@ -114,6 +146,209 @@ pub struct MandateData {
     /// When the mandate lapses (it becomes `inactive`).
     #[serde(default)]
     pub ends_at: Option<DateTime<Utc>>,
+}
+
+/// `POST /payments` parsed: what is past here is valid by type; what it names (a customer, a
+/// saved method, a mandate, catalog lines) is looked up by `create`.
+#[derive(Debug)]
+pub struct NewPayment {
+    /// The shop the payment is made in.
+    pub shop: ProfileId,
+    pub amount: Money,
+    pub manual_capture: bool,
+    pub confirm: bool,
+    /// The card sent (`payment_method_data`): as stored, and for the processor.
+    pub card: Option<(StoredCard, SecretCard)>,
+    /// A saved method of the customer to charge instead.
+    pub payment_method_id: Option<String>,
+    pub customer_id: Option<String>,
+    /// `off_session` or `on_session`: the card is saved for later.
+    pub future_usage: Option<&'static str>,
+    pub mandate_id: Option<String>,
+    pub off_session: bool,
+    /// The mandate the saved card is to get (with `future_usage: off_session`).
+    pub mandate_request: Option<MandateRequest>,
+    pub enable_partial_authorization: bool,
+    pub lines: Option<Vec<Line>>,
+    /// As stored (JSON).
+    pub metadata: String,
+    pub description: Option<String>,
+    pub return_url: Option<String>,
+    pub hosted_checkout: bool,
+}
+
+impl CreatePaymentRequest {
+    /// The request's fields checked, each refusal naming its field; `max_amount` is the
+    /// deployment's largest charge.
+    pub fn parse(
+        self,
+        caller: &Caller,
+        cards: &CardReader,
+        max_amount: i64,
+    ) -> Result<NewPayment, ApiError> {
+        let shop = caller.require_shop()?.clone();
+        let amount = Money::new(
+            parse_amount("amount", self.amount, max_amount)?,
+            &parse_currency("currency", &self.currency)?,
+        );
+        let future_usage = self.future_usage()?;
+        if future_usage.is_some() && self.customer_id.is_none() {
+            return Err(needs_customer("setup_future_usage"));
+        }
+        let mandate_request = self.mandate_request(future_usage, &amount.currency, cards.now)?;
+        let card = cards.read(self.payment_method_data.as_ref())?;
+        if card.is_some() && self.payment_method_id.is_some() {
+            return Err(ApiError::invalid_param(
+                "payment_method_id",
+                "send payment_method_data or payment_method_id, not both",
+            ));
+        }
+        let off_session = self.off_session.unwrap_or(false);
+        match &self.mandate_id {
+            None if off_session => {
+                return Err(ApiError::invalid(
+                    "mandate_required",
+                    "an off-session payment needs a mandate_id",
+                )
+                .param("mandate_id"))
+            }
+            Some(_) if self.customer_id.is_none() => return Err(needs_customer("mandate_id")),
+            _ => {}
+        }
+        let has_method =
+            card.is_some() || self.payment_method_id.is_some() || self.mandate_id.is_some();
+        if self.confirm && !has_method {
+            return Err(ApiError::invalid(
+                "payment_method_required",
+                "confirm: true needs payment_method_data",
+            )
+            .param("payment_method_data"));
+        }
+        let lines = self
+            .lines
+            .as_deref()
+            .map(|l| parse_lines(l, amount.minor))
+            .transpose()?;
+        check_metadata(self.metadata.as_ref())?;
+        Ok(NewPayment {
+            shop,
+            amount,
+            manual_capture: self.capture_method == Some(CaptureMethodDto::Manual),
+            confirm: self.confirm,
+            card,
+            payment_method_id: self.payment_method_id,
+            customer_id: self.customer_id,
+            future_usage,
+            mandate_id: self.mandate_id,
+            off_session,
+            mandate_request,
+            enable_partial_authorization: self.enable_partial_authorization,
+            lines,
+            metadata: serde_json::to_string(&self.metadata.unwrap_or_default())
+                .unwrap_or_else(|_| "{}".into()),
+            description: check_text("description", self.description.as_ref(), 1000)?,
+            return_url: parse_return_url(self.return_url.as_ref())?,
+            hosted_checkout: self.hosted_checkout,
+        })
+    }
+
+    fn future_usage(&self) -> Result<Option<&'static str>, ApiError> {
+        match self.setup_future_usage.as_deref() {
+            None => Ok(None),
+            Some("off_session") => Ok(Some("off_session")),
+            Some("on_session") => Ok(Some("on_session")),
+            Some(_) => Err(ApiError::invalid_param(
+                "setup_future_usage",
+                "setup_future_usage is off_session or on_session",
+            )),
+        }
+    }
+
+    /// The mandate a payment saving its card for off-session use asks for (`mandate_data`).
+    fn mandate_request(
+        &self,
+        future_usage: Option<&str>,
+        currency: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<MandateRequest>, ApiError> {
+        match (&self.mandate_data, future_usage) {
+            (Some(_), Some("on_session")) | (Some(_), None) => Err(ApiError::invalid_param(
+                "mandate_data",
+                "mandate_data goes with setup_future_usage: off_session",
+            )),
+            (data, Some("off_session")) => {
+                let limit = data.as_ref().and_then(|d| d.amount_limit);
+                if limit.is_some_and(|l| l <= 0) {
+                    return Err(ApiError::invalid_param(
+                        "mandate_data.amount_limit",
+                        "amount_limit must be greater than 0",
+                    ));
+                }
+                let ends_at = data.as_ref().and_then(|d| d.ends_at);
+                if ends_at.is_some_and(|t| t <= now) {
+                    return Err(ApiError::invalid_param(
+                        "mandate_data.ends_at",
+                        "ends_at must be in the future",
+                    ));
+                }
+                Ok(Some(MandateRequest {
+                    single_use: data.as_ref().and_then(|d| d.mandate_type)
+                        == Some(MandateType::SingleUse),
+                    amount_limit: limit,
+                    currency: currency.to_owned(),
+                    ends_at,
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+fn needs_customer(param: &str) -> ApiError {
+    ApiError::invalid("customer_required", format!("{param} needs customer_id"))
+        .param("customer_id")
+}
+
+/// `POST /payments/{payment_id}/confirm` parsed.
+#[derive(Debug)]
+pub struct ConfirmAsk {
+    /// The card sent: as stored, and for the processor.
+    pub card: Option<(StoredCard, SecretCard)>,
+    /// A saved method of the payment's customer to charge instead.
+    pub payment_method_id: Option<String>,
+    pub return_url: Option<String>,
+}
+
+impl ConfirmPaymentRequest {
+    pub fn parse(&self, cards: &CardReader) -> Result<ConfirmAsk, ApiError> {
+        let card = cards.read(self.payment_method_data.as_ref())?;
+        if card.is_some() && self.payment_method_id.is_some() {
+            return Err(ApiError::invalid_param(
+                "payment_method_id",
+                "send payment_method_data or payment_method_id, not both",
+            ));
+        }
+        Ok(ConfirmAsk {
+            card,
+            payment_method_id: self.payment_method_id.clone(),
+            return_url: parse_return_url(self.return_url.as_ref())?,
+        })
+    }
+}
+
+/// A return URL: http or https only (a `javascript:` URL would run on payd's checkout page).
+pub fn parse_return_url(value: Option<&String>) -> Result<Option<String>, ApiError> {
+    let Some(url) = value else { return Ok(None) };
+    let ok = (url.starts_with("https://") || url.starts_with("http://"))
+        && url.len() <= 2048
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !ok {
+        return Err(ApiError::invalid_param(
+            "return_url",
+            "return_url must be an http(s) URL of at most 2048 characters",
+        ));
+    }
+    Ok(Some(url.clone()))
 }
 
 /// The mandate a payment creates once its card is saved (stored with the payment).
@@ -472,6 +707,21 @@ pub struct LineBalance {
 
 /// Checks lines and returns them stored form; their totals must add up to `amount`.
 pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiError> {
+    let out = parse_line_items(lines)?;
+    let total: i64 = out.iter().map(|l| l.amount).sum();
+    if total != amount {
+        return Err(ApiError::invalid(
+            "lines_amount_mismatch",
+            format!("the lines add up to {total}, not to the amount {amount}"),
+        )
+        .param("lines"));
+    }
+    Ok(out)
+}
+
+/// Checks lines and returns them stored form (1 to 100, ids unique, their total within an
+/// `i64`); what they must add up to is the caller's to check.
+pub fn parse_line_items(lines: &[LineInput]) -> Result<Vec<Line>, ApiError> {
     if lines.is_empty() || lines.len() > 100 {
         return Err(ApiError::invalid_param("lines", "send 1 to 100 lines"));
     }
@@ -530,13 +780,6 @@ pub fn parse_lines(lines: &[LineInput], amount: i64) -> Result<Vec<Line>, ApiErr
             quantity_refunded: 0,
             amount_refunded: 0,
         });
-    }
-    if total != amount {
-        return Err(ApiError::invalid(
-            "lines_amount_mismatch",
-            format!("the lines add up to {total}, not to the amount {amount}"),
-        )
-        .param("lines"));
     }
     Ok(out)
 }

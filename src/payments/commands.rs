@@ -4,11 +4,12 @@
 use payd_entity::{dispute, payment, refund};
 use sea_orm::DbErr;
 
-use super::{api::LineInput, machine::Refusal, refunds, store::CommitError};
+use super::{machine::Refusal, refunds, store::CommitError};
 use crate::{
     auth::keys::{Caller, KeyKind, Scope},
+    customers::api::MandateRefusal,
     disputes,
-    error::{ApiError, ErrorType},
+    error::Unanswered,
     fields::Metadata,
     processors::{ProcessorError, SecretCard, StoredCard},
 };
@@ -19,25 +20,49 @@ pub enum PaymentError {
     NotFound,
     #[error("the client_secret does not match this payment")]
     Forbidden,
+    #[error("a publishable key needs the payment's client_secret")]
+    SecretRequired,
     #[error("no such refund")]
     RefundNotFound,
     #[error(transparent)]
     RefundRefused(#[from] refunds::Refusal),
     #[error(transparent)]
     Refused(#[from] Refusal),
-    #[error("invalid request: {0}")]
-    Invalid(ApiError),
+    #[error("confirm needs a payment method")]
+    PaymentMethodRequired,
+    #[error("no such mandate")]
+    MandateNotFound,
+    #[error(transparent)]
+    Mandate(#[from] MandateRefusal),
     #[error("the payment was changed concurrently")]
     LostRace,
+    /// An operation sent to the processor has no recorded outcome yet; the settle job asks
+    /// again within `retry_after` seconds.
+    #[error("an operation sent to the processor has no recorded outcome yet; payd asks the processor again shortly, retry after that")]
+    OperationPending { retry_after: u32 },
     #[error(transparent)]
     Processor(#[from] ProcessorError),
+    /// An update that would change lines the catalog checked at creation (`param` names
+    /// what the update sends).
+    #[error("lines that name catalog products or prices are set when the payment is created")]
+    CatalogLinesFixed(String),
+    #[error("the lines add up to {total}, not to the amount {amount}")]
+    LinesMismatch { total: i64, amount: i64 },
+    /// A new amount the payment's stored lines do not add up to.
+    #[error("the payment's lines add up to {total}; send new lines with the new amount")]
+    StoredLinesMismatch { total: i64 },
+    #[error(transparent)]
+    Unanswered(#[from] Unanswered),
+    /// payd's own fault (a stored payment it cannot read as it wrote it): a 500.
+    #[error("{0}")]
+    Internal(String),
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
 
-impl From<ApiError> for PaymentError {
-    fn from(e: ApiError) -> Self {
-        PaymentError::Invalid(e)
+impl From<payd_actors::ActorError<PaymentError>> for PaymentError {
+    fn from(e: payd_actors::ActorError<PaymentError>) -> Self {
+        Unanswered::split(e).unwrap_or_else(PaymentError::Unanswered)
     }
 }
 
@@ -46,69 +71,6 @@ impl From<CommitError> for PaymentError {
         match e {
             CommitError::LostRace | CommitError::Refused(_) => PaymentError::LostRace,
             CommitError::Db(e) => PaymentError::Db(e),
-        }
-    }
-}
-
-impl From<PaymentError> for ApiError {
-    #[track_caller]
-    fn from(e: PaymentError) -> Self {
-        match e {
-            PaymentError::NotFound => ApiError::not_found("payment"),
-            PaymentError::Forbidden => ApiError::forbidden(
-                "client_secret_mismatch",
-                "the client_secret does not belong to this payment",
-            )
-            .param("client_secret"),
-            PaymentError::Refused(r) => match r {
-                super::machine::Refusal::InvalidState(_) => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-                super::machine::Refusal::AmountNotPositive => {
-                    ApiError::invalid("amount_not_positive", r.to_string()).param("amount")
-                }
-                super::machine::Refusal::AmountExceedsCapturable(_) => {
-                    ApiError::invalid("amount_exceeds_capturable", r.to_string()).param("amount")
-                }
-                super::machine::Refusal::DisputeOpen(_) => {
-                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
-                }
-                super::machine::Refusal::RefundExists => {
-                    ApiError::conflict("refund_exists", r.to_string()).param("payment_id")
-                }
-                super::machine::Refusal::VoidWindowClosed => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-            },
-            PaymentError::Invalid(e) => e,
-            PaymentError::RefundNotFound => ApiError::not_found("refund"),
-            PaymentError::RefundRefused(r) => match r {
-                super::refunds::Refusal::InvalidState(_) => {
-                    ApiError::conflict("invalid_state", r.to_string())
-                }
-                super::refunds::Refusal::DisputeOpen { .. } => {
-                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
-                }
-                super::refunds::Refusal::ExceedsRefundable { .. }
-                | super::refunds::Refusal::LineAmountExceeded { .. } => {
-                    let mut e = ApiError::invalid("amount_exceeds_refundable", r.to_string());
-                    e.param = r.param().map(str::to_owned);
-                    e
-                }
-                _ => {
-                    let mut e = ApiError::invalid("parameter_invalid", r.to_string());
-                    e.param = r.param().map(str::to_owned);
-                    e
-                }
-            },
-            PaymentError::LostRace => ApiError::concurrent_update("payment"),
-            PaymentError::Processor(p) => ApiError::new(
-                actix_web::http::StatusCode::BAD_GATEWAY,
-                ErrorType::Processor,
-                "processor_error",
-                p.to_string(),
-            ),
-            PaymentError::Db(e) => e.into(),
         }
     }
 }
@@ -129,7 +91,8 @@ pub struct Patch {
     pub currency: Option<String>,
     pub manual_capture: Option<bool>,
     pub card: Option<StoredCard>,
-    pub lines: Option<Vec<LineInput>>,
+    /// Parsed; whether they add up to the payment's amount is the actor's to check.
+    pub lines: Option<Vec<super::machine::Line>>,
     pub metadata: Option<Metadata>,
     pub description: Option<String>,
     pub return_url: Option<String>,
@@ -214,16 +177,10 @@ impl Access {
     }
 
     /// What this caller may do: a publishable key must show the payment's `client_secret`.
-    pub fn of(caller: &Caller, client_secret: Option<String>) -> Result<Access, ApiError> {
+    pub fn of(caller: &Caller, client_secret: Option<String>) -> Result<Access, PaymentError> {
         let client_secret = match caller.kind {
             KeyKind::Secret => None,
-            KeyKind::Publishable => Some(client_secret.ok_or_else(|| {
-                ApiError::forbidden(
-                    "client_secret_required",
-                    "a publishable key needs the payment's client_secret",
-                )
-                .param("client_secret")
-            })?),
+            KeyKind::Publishable => Some(client_secret.ok_or(PaymentError::SecretRequired)?),
         };
         Ok(Access {
             scope: caller.scope(),

@@ -1,31 +1,67 @@
-//! A new payment: the rules of its customer side (the customer, a saved method, a mandate to
-//! charge off-session, a card to save for later), its fields and its row, and the confirm that
-//! `confirm: true` asks for. Handlers of other routes use its card, saved-method and return-URL
-//! checks.
+//! A new payment: what its request names looked up (the customer, a saved method, a mandate
+//! to charge off-session, the catalog's products and prices), its row, and the confirm that
+//! `confirm: true` asks for. The request was parsed at the edge (`NewPayment`); what can go
+//! wrong here is a [`CreateError`], which the routes map to the API's error.
 
 use chrono::Duration;
 use payd_entity::payment;
+use sea_orm::DbErr;
 
 use super::{
-    actor::{run, Access, Command, PaymentDeps, Payments},
-    api::{
-        parse_lines, CaptureMethodDto, ConfirmPaymentRequest, CreatePaymentRequest, MandateRequest,
-        MandateType, PaymentMethodData,
-    },
+    actor::{run, Access, Command, PaymentDeps, PaymentError, Payments},
+    api::{ConfirmAsk, NewPayment},
     machine::{Line, Status},
     store,
 };
 use crate::commit::Db;
 use crate::{
     auth::keys::Caller,
-    customers::{self, api::check_mandate},
-    error::ApiError,
-    fields::{check_metadata, check_text, parse_amount, parse_currency},
+    customers::{
+        self,
+        api::{check_mandate, MandateRefusal},
+    },
     ids::new_id,
-    processors::card::{parse_card, SecretCard, StoredCard},
+    processors::card::{SecretCard, StoredCard},
     products,
     recovery::RequestKey,
 };
+
+/// Why a new payment, or a confirm's card, was refused after its request was parsed: what it
+/// names is not there or does not fit.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error("no such customer")]
+    NoSuchCustomer,
+    #[error("this customer was deleted and cannot be charged")]
+    CustomerRedacted,
+    /// A saved method was named for a payment without a customer.
+    #[error("payment_method_id needs the payment's customer_id")]
+    CustomerRequired,
+    #[error("no such payment method")]
+    NoSuchMethod,
+    #[error("no such mandate")]
+    NoSuchMandate,
+    #[error(transparent)]
+    Mandate(#[from] MandateRefusal),
+    /// The request sends a card (the field named) besides the mandate's own method.
+    #[error("a mandate charges the payment method it was made for; send no other card")]
+    MandateMethodMismatch(&'static str),
+    #[error("the mandate's payment method was deleted")]
+    MandateMethodDeleted,
+    /// A line names a product or price the shop's catalog does not have as the line says.
+    #[error("{message}")]
+    LineMismatch { param: String, message: String },
+    #[error(transparent)]
+    Payment(#[from] PaymentError),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl From<crate::commit::CommitError> for CreateError {
+    fn from(e: crate::commit::CommitError) -> Self {
+        CreateError::Payment(e.into())
+    }
+}
 
 /// Who makes a new payment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,45 +74,30 @@ pub enum Maker {
     Subscription { payment_id: String },
 }
 
-/// Checks and inserts a new payment, and confirms it when asked (`confirm: true`); `resume`
-/// continues an existing payment instead.
+/// Inserts a new payment, and confirms it when asked (`confirm: true`); `resume` continues an
+/// existing payment instead.
 pub async fn create(
     payments: &Payments,
     caller: &Caller,
-    req: CreatePaymentRequest,
+    ask: NewPayment,
     key: Option<RequestKey>,
     resume: Option<String>,
     maker: Maker,
-) -> Result<payment::Model, ApiError> {
+) -> Result<payment::Model, CreateError> {
     let deps = payments.deps();
-    let profile = caller.require_shop()?.clone();
-    let amount = parse_amount("amount", req.amount, deps.settings.limits.max_amount)?;
-    let currency = parse_currency("currency", &req.currency)?;
-    let side = customer_side(deps, caller, &req, amount, &currency).await?;
-    let card = side.card.clone();
-    let secret = req
-        .payment_method_data
-        .as_ref()
-        .map(|d| SecretCard::from(&d.card));
-    if req.confirm && card.is_none() {
-        return Err(ApiError::invalid(
-            "payment_method_required",
-            "confirm: true needs payment_method_data",
-        )
-        .param("payment_method_data"));
-    }
-    let lines = req
-        .lines
-        .as_deref()
-        .map(|l| parse_lines(l, amount))
-        .transpose()?;
-    check_metadata(req.metadata.as_ref())?;
+    let side = customer_side(deps, caller, &ask).await?;
     let now = deps.clock.now();
-    let (id, catalog) = identify(deps, caller, maker, lines.as_deref(), &currency, now).await?;
+    let lines = ask.lines.as_deref();
+    let currency = &ask.amount.currency;
+    let (id, catalog) = identify(deps, caller, maker, lines, currency, now).await?;
+    let (card, secret) = match (ask.card, side.saved) {
+        (Some((card, secret)), _) => (Some(card), Some(secret)),
+        (None, saved) => (saved, None),
+    };
     let m = payment::Model {
         id,
         merchant_id: caller.merchant_id.to_string(),
-        profile_id: profile.to_string(),
+        profile_id: ask.shop.to_string(),
         test_mode: caller.test_mode(),
         status: if card.is_some() {
             Status::RequiresConfirmation
@@ -85,11 +106,12 @@ pub async fn create(
         }
         .as_str()
         .to_owned(),
-        amount,
-        currency,
-        capture_method: match req.capture_method.unwrap_or_default() {
-            CaptureMethodDto::Automatic => "automatic",
-            CaptureMethodDto::Manual => "manual",
+        amount: ask.amount.minor,
+        currency: ask.amount.currency,
+        capture_method: if ask.manual_capture {
+            "manual"
+        } else {
+            "automatic"
         }
         .to_owned(),
         amount_authorized: 0,
@@ -97,24 +119,26 @@ pub async fn create(
         amount_refunded: 0,
         confirm_attempts: 0,
         max_attempts: 3,
-        enable_partial_authorization: req.enable_partial_authorization,
-        customer_id: side.customer_id,
+        enable_partial_authorization: ask.enable_partial_authorization,
+        customer_id: ask.customer_id,
         mandate_id: side.mandate_id,
-        setup_future_usage: side.future_usage.map(str::to_owned),
-        off_session: side.off_session,
-        mandate_request: side
+        setup_future_usage: ask.future_usage.map(str::to_owned),
+        off_session: ask.off_session,
+        mandate_request: ask
             .mandate_request
             .and_then(|r| serde_json::to_string(&r).ok()),
         payment_method: card.as_ref().and_then(|c| serde_json::to_string(c).ok()),
         processor: None,
         processor_reference: None,
         last_error: None,
-        lines: lines.as_ref().and_then(|l| serde_json::to_string(l).ok()),
-        metadata: serde_json::to_string(&req.metadata.unwrap_or_default())
-            .unwrap_or_else(|_| "{}".into()),
-        description: check_text("description", req.description.as_ref(), 1000)?,
-        return_url: return_url(req.return_url.as_ref())?,
-        hosted_checkout: req.hosted_checkout,
+        lines: ask
+            .lines
+            .as_ref()
+            .and_then(|l| serde_json::to_string(l).ok()),
+        metadata: ask.metadata,
+        description: ask.description,
+        return_url: ask.return_url,
+        hosted_checkout: ask.hosted_checkout,
         client_secret: format!("{}_secret_{}", "pay", uuid::Uuid::new_v4().simple()),
         expires_at: now + Duration::hours(24),
         capture_before: None,
@@ -125,7 +149,7 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    let command = if req.confirm {
+    let command = if ask.confirm {
         Command::Confirm {
             card,
             secret,
@@ -147,7 +171,7 @@ async fn identify(
     lines: Option<&[Line]>,
     currency: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<(String, Vec<crate::commit::Write>), ApiError> {
+) -> Result<(String, Vec<crate::commit::Write>), CreateError> {
     match maker {
         Maker::Merchant => {
             let id = new_id("pay");
@@ -189,7 +213,7 @@ async fn insert_and_run(
     command: Command,
     key: Option<RequestKey>,
     resume: Option<String>,
-) -> Result<payment::Model, ApiError> {
+) -> Result<payment::Model, CreateError> {
     let deps = payments.deps();
     let access = Access::of(caller, None)?;
     let resumed = match resume {
@@ -229,7 +253,7 @@ async fn check_catalog(
     lines: &[Line],
     currency: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<Vec<crate::commit::Write>, ApiError> {
+) -> Result<Vec<crate::commit::Write>, CreateError> {
     let mut writes = Vec::new();
     for (i, l) in lines.iter().enumerate() {
         let param = |f: &str| format!("lines[{i}].{f}");
@@ -303,130 +327,64 @@ async fn check_catalog(
     Ok(writes)
 }
 
-fn line_error(param: &str, message: &str) -> ApiError {
-    ApiError::invalid("line_catalog_mismatch", message).param(param)
+fn line_error(param: &str, message: &str) -> CreateError {
+    CreateError::LineMismatch {
+        param: param.to_owned(),
+        message: message.to_owned(),
+    }
 }
 
-pub fn parse_card_data(
-    deps: &PaymentDeps,
-    caller: &Caller,
-    data: Option<&PaymentMethodData>,
-) -> Result<Option<StoredCard>, ApiError> {
-    data.map(|d| {
-        parse_card(
-            &d.card,
-            "payment_method_data.card",
-            deps.clock.now(),
-            &deps.settings.security.key_pepper,
-            caller.merchant_id.as_str(),
-            caller.test_mode(),
-        )
-    })
-    .transpose()
-}
-
-/// The card of a customer's saved method (another customer's is 404).
+/// The card of a customer's saved method (another customer's is not there).
 pub async fn saved_card(
     db: &Db,
     customer_id: Option<&str>,
     pm_id: &str,
-) -> Result<StoredCard, ApiError> {
-    let not_found = || ApiError::not_found("payment method").param("payment_method_id");
-    let customer_id = customer_id.ok_or_else(|| {
-        ApiError::invalid(
-            "customer_required",
-            "payment_method_id needs the payment's customer_id",
-        )
-        .param("customer_id")
-    })?;
+) -> Result<StoredCard, CreateError> {
+    let customer_id = customer_id.ok_or(CreateError::CustomerRequired)?;
     let pm = customers::store::find_method(db, pm_id)
         .await?
         .filter(|pm| pm.customer_id == customer_id)
-        .ok_or_else(not_found)?;
-    serde_json::from_str(&pm.card).map_err(ApiError::internal)
+        .ok_or(CreateError::NoSuchMethod)?;
+    Ok(crate::stored::json("card", &pm.id, &pm.card)?)
 }
 
-/// The customer side of a new payment, checked: the customer, a saved method, a mandate to
-/// charge off-session, or a card to save for later.
+/// What a new payment's customer side looks up: the mandate it charges under, and the saved
+/// card it charges (named, or the mandate's own).
 struct CustomerSide {
-    customer_id: Option<String>,
-    card: Option<StoredCard>,
     mandate_id: Option<String>,
-    future_usage: Option<&'static str>,
-    mandate_request: Option<MandateRequest>,
-    off_session: bool,
+    saved: Option<StoredCard>,
 }
 
 async fn customer_side(
     deps: &PaymentDeps,
     caller: &Caller,
-    req: &CreatePaymentRequest,
-    amount: i64,
-    currency: &str,
-) -> Result<CustomerSide, ApiError> {
-    let customer = match &req.customer_id {
+    ask: &NewPayment,
+) -> Result<CustomerSide, CreateError> {
+    let customer = match &ask.customer_id {
         None => None,
         Some(id) => Some(chargeable_customer(&deps.db, caller, id).await?),
     };
-    let customer_id = customer.as_ref().map(|c| c.id.clone());
-    let future_usage = future_usage(req)?;
-    if future_usage.is_some() && customer.is_none() {
-        return Err(needs_customer("setup_future_usage"));
-    }
-    let mandate_request = mandate_request(deps, req, future_usage, currency)?;
-    let mut card = parse_card_data(deps, caller, req.payment_method_data.as_ref())?;
-    if let Some(pm_id) = &req.payment_method_id {
-        if card.is_some() {
-            return Err(ApiError::invalid_param(
-                "payment_method_id",
-                "send payment_method_data or payment_method_id, not both",
-            ));
-        }
-        card = Some(saved_card(&deps.db, customer_id.as_deref(), pm_id).await?);
-    }
-    let off_session = req.off_session.unwrap_or(false);
-    let mandate = match &req.mandate_id {
-        None if off_session => {
-            return Err(ApiError::invalid(
-                "mandate_required",
-                "an off-session payment needs a mandate_id",
-            )
-            .param("mandate_id"))
-        }
+    let customer_id = customer.as_ref().map(|c| c.id.as_str());
+    let mut saved = match &ask.payment_method_id {
+        Some(pm_id) => Some(saved_card(&deps.db, customer_id, pm_id).await?),
         None => None,
-        Some(id) => {
-            let c = customer
-                .as_ref()
-                .ok_or_else(|| needs_customer("mandate_id"))?;
-            Some(mandate_of(deps, req, c, id, amount, currency).await?)
-        }
     };
-    if let (Some(m), None) = (&mandate, &card) {
-        card = Some(
-            saved_card(&deps.db, customer_id.as_deref(), &m.payment_method_id)
+    // The request's parse made sure a mandate comes with its customer.
+    let mandate = match (&ask.mandate_id, &customer) {
+        (Some(id), Some(c)) => Some(mandate_of(deps, ask, c, id).await?),
+        _ => None,
+    };
+    if let (Some(m), None, None) = (&mandate, &ask.card, &saved) {
+        saved = Some(
+            saved_card(&deps.db, customer_id, &m.payment_method_id)
                 .await
-                .map_err(|_| {
-                    ApiError::conflict(
-                        "payment_method_deleted",
-                        "the mandate's payment method was deleted",
-                    )
-                    .param("mandate_id")
-                })?,
+                .map_err(|_| CreateError::MandateMethodDeleted)?,
         );
     }
     Ok(CustomerSide {
-        customer_id,
-        card,
         mandate_id: mandate.map(|m| m.id),
-        future_usage,
-        mandate_request,
-        off_session,
+        saved,
     })
-}
-
-fn needs_customer(param: &str) -> ApiError {
-    ApiError::invalid("customer_required", format!("{param} needs customer_id"))
-        .param("customer_id")
 }
 
 /// A customer of the caller's merchant and mode that was not deleted.
@@ -434,150 +392,60 @@ async fn chargeable_customer(
     db: &Db,
     caller: &Caller,
     id: &str,
-) -> Result<payd_entity::customer::Model, ApiError> {
+) -> Result<payd_entity::customer::Model, CreateError> {
     let c = customers::store::find_owned(db, id, caller.merchant_id.as_str(), caller.test_mode())
         .await?
-        .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?;
+        .ok_or(CreateError::NoSuchCustomer)?;
     if c.redacted_at.is_some() {
-        return Err(ApiError::conflict(
-            "customer_redacted",
-            "this customer was deleted and cannot be charged",
-        )
-        .param("customer_id"));
+        return Err(CreateError::CustomerRedacted);
     }
     Ok(c)
-}
-
-fn future_usage(req: &CreatePaymentRequest) -> Result<Option<&'static str>, ApiError> {
-    match req.setup_future_usage.as_deref() {
-        None => Ok(None),
-        Some("off_session") => Ok(Some("off_session")),
-        Some("on_session") => Ok(Some("on_session")),
-        Some(_) => Err(ApiError::invalid_param(
-            "setup_future_usage",
-            "setup_future_usage is off_session or on_session",
-        )),
-    }
-}
-
-/// The mandate a payment saving its card for off-session use asks for (`mandate_data`).
-fn mandate_request(
-    deps: &PaymentDeps,
-    req: &CreatePaymentRequest,
-    future_usage: Option<&str>,
-    currency: &str,
-) -> Result<Option<MandateRequest>, ApiError> {
-    match (&req.mandate_data, future_usage) {
-        (Some(_), Some("on_session")) | (Some(_), None) => Err(ApiError::invalid_param(
-            "mandate_data",
-            "mandate_data goes with setup_future_usage: off_session",
-        )),
-        (data, Some("off_session")) => {
-            let limit = data.as_ref().and_then(|d| d.amount_limit);
-            if limit.is_some_and(|l| l <= 0) {
-                return Err(ApiError::invalid_param(
-                    "mandate_data.amount_limit",
-                    "amount_limit must be greater than 0",
-                ));
-            }
-            let ends_at = data.as_ref().and_then(|d| d.ends_at);
-            if ends_at.is_some_and(|t| t <= deps.clock.now()) {
-                return Err(ApiError::invalid_param(
-                    "mandate_data.ends_at",
-                    "ends_at must be in the future",
-                ));
-            }
-            Ok(Some(MandateRequest {
-                single_use: data.as_ref().and_then(|d| d.mandate_type)
-                    == Some(MandateType::SingleUse),
-                amount_limit: limit,
-                currency: currency.to_owned(),
-                ends_at,
-            }))
-        }
-        _ => Ok(None),
-    }
 }
 
 /// The customer's mandate `id`, if it covers this charge and the request sends no other card
 /// than the mandate's own saved method.
 async fn mandate_of(
     deps: &PaymentDeps,
-    req: &CreatePaymentRequest,
+    ask: &NewPayment,
     customer: &payd_entity::customer::Model,
     id: &str,
-    amount: i64,
-    currency: &str,
-) -> Result<payd_entity::mandate::Model, ApiError> {
+) -> Result<payd_entity::mandate::Model, CreateError> {
     let m = customers::store::find_mandate(&deps.db, id)
         .await?
         .filter(|m| m.customer_id == customer.id)
-        .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
-    check_mandate(&m, amount, currency, deps.clock.now())?;
+        .ok_or(CreateError::NoSuchMandate)?;
+    check_mandate(&m, &ask.amount, deps.clock.now())?;
     // A mandate covers its own saved method, no other card.
-    let other_method = if req.payment_method_data.is_some() {
-        Some("payment_method_data")
-    } else if req
+    if ask.card.is_some() {
+        return Err(CreateError::MandateMethodMismatch("payment_method_data"));
+    }
+    if ask
         .payment_method_id
         .as_ref()
         .is_some_and(|pm| *pm != m.payment_method_id)
     {
-        Some("payment_method_id")
-    } else {
-        None
-    };
-    if let Some(param) = other_method {
-        return Err(ApiError::invalid(
-            "mandate_method_mismatch",
-            "a mandate charges the payment method it was made for; send no other card",
-        )
-        .param(param));
+        return Err(CreateError::MandateMethodMismatch("payment_method_id"));
     }
     Ok(m)
 }
 
-/// The card a confirm sends (`payment_method_data`, with its number and code for the
-/// processor) or names (a saved `payment_method_id` of the payment's customer); none: the
-/// payment's own.
+/// The card a confirm sends (with its number and code for the processor) or names (a saved
+/// method of the payment's customer); none: the payment's own.
 pub async fn confirm_card(
     deps: &PaymentDeps,
-    caller: &Caller,
     access: &Access,
     id: &str,
-    req: &ConfirmPaymentRequest,
-) -> Result<(Option<StoredCard>, Option<SecretCard>), ApiError> {
-    let card = parse_card_data(deps, caller, req.payment_method_data.as_ref())?;
-    let secret = req
-        .payment_method_data
-        .as_ref()
-        .map(|d| SecretCard::from(&d.card));
-    let Some(pm_id) = &req.payment_method_id else {
-        return Ok((card, secret));
-    };
-    if card.is_some() {
-        return Err(ApiError::invalid_param(
-            "payment_method_id",
-            "send payment_method_data or payment_method_id, not both",
-        ));
+    ask: ConfirmAsk,
+) -> Result<(Option<StoredCard>, Option<SecretCard>), CreateError> {
+    if let Some((card, secret)) = ask.card {
+        return Ok((Some(card), Some(secret)));
     }
+    let Some(pm_id) = &ask.payment_method_id else {
+        return Ok((None, None));
+    };
     let payment = store::find_owned(&deps.db, id, &access.scope)
         .await?
-        .ok_or_else(|| ApiError::not_found("payment"))?;
+        .ok_or(PaymentError::NotFound)?;
     let saved = saved_card(&deps.db, payment.customer_id.as_deref(), pm_id).await?;
-    Ok((Some(saved), secret))
-}
-
-/// A return URL: http or https only (a `javascript:` URL would run on payd's checkout page).
-pub fn return_url(value: Option<&String>) -> Result<Option<String>, ApiError> {
-    let Some(url) = value else { return Ok(None) };
-    let ok = (url.starts_with("https://") || url.starts_with("http://"))
-        && url.len() <= 2048
-        && !url.chars().any(|c| c.is_whitespace() || c.is_control());
-    if !ok {
-        return Err(ApiError::invalid_param(
-            "return_url",
-            "return_url must be an http(s) URL of at most 2048 characters",
-        ));
-    }
-    Ok(Some(url.clone()))
+    Ok((Some(saved), None))
 }

@@ -6,17 +6,18 @@ use payd_entity::payment;
 use super::{
     actor::{run, Access, Command, Patch, PaymentError, Payments},
     api::{
-        lines_of, state_of, Attempt, CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest,
-        ConfirmPaymentRequest, CreatePaymentRequest, LineBalance, ListPaymentsRequest, Payment,
-        RetrieveQuery, RoutingDecision, RoutingDecisionView, StatusChange, UpdatePaymentRequest,
+        lines_of, parse_line_items, parse_return_url, state_of, Attempt, CancelPaymentRequest,
+        CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest,
+        LineBalance, ListPaymentsRequest, Payment, RetrieveQuery, RoutingDecision,
+        RoutingDecisionView, StatusChange, UpdatePaymentRequest,
     },
-    create,
+    create::{self, CreateError},
     machine::Status,
     refunds, store,
 };
 use crate::{
     auth::{AnyKey, Caller, SecretKey},
-    error::ApiError,
+    error::{ApiError, ErrorType},
     fields::{check_metadata, check_text, parse_amount, parse_currency, Items},
     http::{ApiJson, ApiQuery, PathId},
     idempotency,
@@ -35,6 +36,126 @@ crate::http::routes! {
     "/payments/{payment_id}/status-history" => { get: status_history },
     "/payments/{payment_id}/lines" => { get: payment_lines },
     "/payments/{payment_id}/routing-decisions" => { get: routing_decisions },
+}
+
+impl From<PaymentError> for ApiError {
+    #[track_caller]
+    fn from(e: PaymentError) -> Self {
+        match e {
+            PaymentError::NotFound => ApiError::no_such::<crate::ids::PaymentId>(),
+            PaymentError::Forbidden => ApiError::forbidden(
+                "client_secret_mismatch",
+                "the client_secret does not belong to this payment",
+            )
+            .param("client_secret"),
+            PaymentError::SecretRequired => {
+                ApiError::forbidden("client_secret_required", e.to_string()).param("client_secret")
+            }
+            PaymentError::Refused(r) => match r {
+                crate::payments::machine::Refusal::InvalidState(_) => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
+                crate::payments::machine::Refusal::AmountNotPositive => {
+                    ApiError::invalid("amount_not_positive", r.to_string()).param("amount")
+                }
+                crate::payments::machine::Refusal::AmountExceedsCapturable(_) => {
+                    ApiError::invalid("amount_exceeds_capturable", r.to_string()).param("amount")
+                }
+                crate::payments::machine::Refusal::DisputeOpen(_) => {
+                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
+                }
+                crate::payments::machine::Refusal::RefundExists => {
+                    ApiError::conflict("refund_exists", r.to_string()).param("payment_id")
+                }
+                crate::payments::machine::Refusal::VoidWindowClosed => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
+            },
+            PaymentError::PaymentMethodRequired => {
+                ApiError::invalid("payment_method_required", e.to_string())
+                    .param("payment_method_data")
+            }
+            PaymentError::MandateNotFound => ApiError::not_found("mandate").param("mandate_id"),
+            PaymentError::Mandate(r) => r.into(),
+            PaymentError::CatalogLinesFixed(ref param) => {
+                ApiError::invalid_param(param, e.to_string())
+            }
+            PaymentError::LinesMismatch { .. } => {
+                ApiError::invalid("lines_amount_mismatch", e.to_string()).param("lines")
+            }
+            PaymentError::StoredLinesMismatch { .. } => {
+                ApiError::invalid("lines_amount_mismatch", e.to_string()).param("amount")
+            }
+            PaymentError::Unanswered(e) => e.into(),
+            PaymentError::Internal(what) => ApiError::internal(what),
+            PaymentError::RefundNotFound => ApiError::not_found("refund"),
+            PaymentError::RefundRefused(r) => match r {
+                crate::payments::refunds::Refusal::InvalidState(_) => {
+                    ApiError::conflict("invalid_state", r.to_string())
+                }
+                crate::payments::refunds::Refusal::DisputeOpen { .. } => {
+                    ApiError::conflict("dispute_open", r.to_string()).param("payment_id")
+                }
+                crate::payments::refunds::Refusal::ExceedsRefundable { .. }
+                | crate::payments::refunds::Refusal::LineAmountExceeded { .. } => {
+                    let mut e = ApiError::invalid("amount_exceeds_refundable", r.to_string());
+                    e.param = r.param().map(str::to_owned);
+                    e
+                }
+                _ => {
+                    let mut e = ApiError::invalid("parameter_invalid", r.to_string());
+                    e.param = r.param().map(str::to_owned);
+                    e
+                }
+            },
+            PaymentError::LostRace => ApiError::concurrent_update("payment"),
+            PaymentError::OperationPending { retry_after } => {
+                let mut e = ApiError::conflict("processor_operation_pending", e.to_string())
+                    .param("payment_id");
+                e.retry_after = Some(retry_after);
+                e
+            }
+            PaymentError::Processor(p) => ApiError::new(
+                actix_web::http::StatusCode::BAD_GATEWAY,
+                ErrorType::Processor,
+                "processor_error",
+                p.to_string(),
+            ),
+            PaymentError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<CreateError> for ApiError {
+    #[track_caller]
+    fn from(e: CreateError) -> Self {
+        let message = e.to_string();
+        match e {
+            CreateError::NoSuchCustomer => ApiError::no_such::<crate::ids::CustomerId>(),
+            CreateError::CustomerRedacted => {
+                ApiError::conflict("customer_redacted", message).param("customer_id")
+            }
+            CreateError::CustomerRequired => {
+                ApiError::invalid("customer_required", message).param("customer_id")
+            }
+            CreateError::NoSuchMethod => {
+                ApiError::not_found("payment method").param("payment_method_id")
+            }
+            CreateError::NoSuchMandate => ApiError::not_found("mandate").param("mandate_id"),
+            CreateError::Mandate(r) => r.into(),
+            CreateError::MandateMethodMismatch(param) => {
+                ApiError::invalid("mandate_method_mismatch", message).param(param)
+            }
+            CreateError::MandateMethodDeleted => {
+                ApiError::conflict("payment_method_deleted", message).param("mandate_id")
+            }
+            CreateError::LineMismatch { param, .. } => {
+                ApiError::invalid("line_catalog_mismatch", message).param(param)
+            }
+            CreateError::Payment(e) => e.into(),
+            CreateError::Db(e) => e.into(),
+        }
+    }
 }
 
 fn public_url(state: &AppState) -> &str {
@@ -75,17 +196,16 @@ pub async fn create_payment(
     payments: web::Data<Payments>,
     ApiJson(req): ApiJson<CreatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let deps = payments.deps();
+    let ask = req.parse(
+        &caller,
+        &deps.cards(&caller),
+        deps.settings.limits.max_amount,
+    )?;
     let key = idempotency::request_key(&http);
     let resume = idempotency::resumed::<crate::ids::PaymentId>(&http);
-    let m = create::create(
-        &payments,
-        &caller,
-        req,
-        key,
-        resume,
-        create::Maker::Merchant,
-    )
-    .await?;
+    let maker = create::Maker::Merchant;
+    let m = create::create(&payments, &caller, ask, key, resume, maker).await?;
     Ok(HttpResponse::Created().json(Payment::render(&m, public_url(&state))?))
 }
 
@@ -109,7 +229,7 @@ pub async fn retrieve_payment(
     }
     let m = store::find_owned(&state.db, &id, &access.scope)
         .await?
-        .ok_or_else(|| ApiError::not_found("payment"))?;
+        .ok_or_else(ApiError::no_such::<crate::ids::PaymentId>)?;
     if !access.shows(&m.client_secret) {
         return Err(PaymentError::Forbidden.into());
     }
@@ -141,11 +261,15 @@ pub async fn update_payment(
             .map(|c| parse_currency("currency", c))
             .transpose()?,
         manual_capture: req.capture_method.map(|c| c == CaptureMethodDto::Manual),
-        card: create::parse_card_data(payments.deps(), &caller, req.payment_method_data.as_ref())?,
-        lines: req.lines,
+        card: payments
+            .deps()
+            .cards(&caller)
+            .read(req.payment_method_data.as_ref())?
+            .map(|(card, _)| card),
+        lines: req.lines.as_deref().map(parse_line_items).transpose()?,
         metadata: req.metadata,
         description: check_text("description", req.description.as_ref(), 1000)?,
-        return_url: create::return_url(req.return_url.as_ref())?,
+        return_url: parse_return_url(req.return_url.as_ref())?,
     };
     let m = send(
         &payments,
@@ -172,8 +296,9 @@ pub async fn confirm_payment(
     ApiJson(req): ApiJson<ConfirmPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let access = Access::of(&caller, req.client_secret.clone())?;
-    let (card, secret) = create::confirm_card(payments.deps(), &caller, &access, &id, &req).await?;
-    let return_url = create::return_url(req.return_url.as_ref())?;
+    let ask = req.parse(&payments.deps().cards(&caller))?;
+    let return_url = ask.return_url.clone();
+    let (card, secret) = create::confirm_card(payments.deps(), &access, &id, ask).await?;
     let m = send(
         &payments,
         &http,
@@ -279,7 +404,7 @@ pub async fn list_payments(
 async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<payment::Model, ApiError> {
     store::find_owned(&state.db, id, &caller.scope())
         .await?
-        .ok_or_else(|| ApiError::not_found("payment"))
+        .ok_or_else(ApiError::no_such::<crate::ids::PaymentId>)
 }
 
 /// Processor attempts and their errors, oldest first.

@@ -6,13 +6,12 @@ use chrono::{DateTime, Utc};
 use payd_entity::{payment, payment_attempt, refund};
 
 use super::{
-    api::{lines_of, parse_lines, LastError, Refund, RoutingDecision},
+    api::{lines_of, LastError, Refund, RoutingDecision},
     commands::{Patch, PaymentError},
     machine::{Authorization, Refusal, Status},
     store::{self, Announcement},
 };
 use crate::{
-    error::ApiError,
     ids::new_id,
     processors::{AuthResult, StoredCard},
 };
@@ -153,12 +152,7 @@ pub(super) fn apply_patch(
         && lines_of(&after)?
             .iter()
             .any(|l| l.product_id.is_some() || l.price_id.is_some());
-    let fixed = |param: &str| {
-        PaymentError::Invalid(ApiError::invalid_param(
-            param,
-            "lines that name catalog products or prices are set when the payment is created",
-        ))
-    };
+    let fixed = |param: &str| PaymentError::CatalogLinesFixed(param.to_owned());
     if stored_catalog && (p.lines.is_some() || p.currency.is_some() || p.amount.is_some()) {
         return Err(fixed("lines"));
     }
@@ -171,21 +165,19 @@ pub(super) fn apply_patch(
     }
     match &p.lines {
         Some(lines) => {
-            let parsed = parse_lines(lines, after.amount).map_err(PaymentError::Invalid)?;
-            after.lines = serde_json::to_string(&parsed).ok();
+            let total: i64 = lines.iter().map(|l| l.amount).sum();
+            if total != after.amount {
+                let amount = after.amount;
+                return Err(PaymentError::LinesMismatch { total, amount });
+            }
+            after.lines = serde_json::to_string(lines).ok();
         }
         // Stored lines must still add up when only the amount changes.
         None if p.amount.is_some() && after.lines.is_some() => {
             let lines = lines_of(&after)?;
             let total: i64 = lines.iter().map(|l| l.amount).sum();
             if total != after.amount {
-                return Err(PaymentError::Invalid(
-                    ApiError::invalid(
-                        "lines_amount_mismatch",
-                        format!("the payment's lines add up to {total}; send new lines with the new amount"),
-                    )
-                    .param("amount"),
-                ));
+                return Err(PaymentError::StoredLinesMismatch { total });
             }
         }
         None => {}

@@ -5,7 +5,19 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{fields::Metadata, pagination::ListQuery};
+use super::machine;
+use crate::{
+    auth::keys::Caller,
+    error::ApiError,
+    fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
+    pagination::ListQuery,
+};
+
+/// At most this many prices per product (on `POST /products`), images per product and
+/// components per bundle.
+pub const MAX_PRICES: usize = 20;
+pub const MAX_IMAGES: usize = 8;
+pub const MAX_COMPONENTS: usize = 50;
 
 /// A price's recurrence: what a subscription bills every `interval_count` `interval`s.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -319,5 +331,220 @@ impl ListCategoriesQuery {
             starting_after: self.starting_after.clone(),
             ending_before: self.ending_before.clone(),
         }
+    }
+}
+
+/// A name trimmed, 1 to `max` characters.
+fn check_name(param: &str, name: &str, max: usize) -> Result<String, ApiError> {
+    let n = name.trim();
+    if n.is_empty() || name.chars().count() > max {
+        return Err(ApiError::invalid_param(
+            param,
+            format!("{param} must be 1 to {max} characters"),
+        ));
+    }
+    Ok(n.to_owned())
+}
+
+/// A price as asked, parsed.
+#[derive(Debug, Clone)]
+pub struct NewPrice {
+    pub unit_amount: i64,
+    pub currency: String,
+    /// Interval and count.
+    pub recurring: Option<(String, i64)>,
+    pub nickname: Option<String>,
+    /// As stored (JSON).
+    pub metadata: Option<String>,
+    pub default: bool,
+}
+
+impl PriceInput {
+    /// The price's fields checked (`param`: where it is in the request, `""` when it is the
+    /// whole body); `max_amount` is the deployment's largest charge.
+    pub fn parse(&self, param: &str, max_amount: i64) -> Result<NewPrice, ApiError> {
+        let at = |f: &str| match param {
+            "" => f.to_owned(),
+            _ => format!("{param}.{f}"),
+        };
+        // A free price (0) is a price, as in Stripe's catalog: the rule is 0 to the maximum,
+        // and the refusal says so (`parse_amount` alone would refuse 0 and say "greater than
+        // 0").
+        if self.unit_amount < 0 {
+            return Err(ApiError::invalid_param(
+                &at("unit_amount"),
+                format!("unit_amount must be 0 or more (0 to {max_amount} minor units)"),
+            ));
+        }
+        if self.unit_amount != 0 {
+            parse_amount(&at("unit_amount"), self.unit_amount, max_amount)?;
+        }
+        let recurring = match &self.recurring {
+            Some(r) => {
+                machine::check_recurring(&at("recurring"), &r.interval, r.interval_count)?;
+                Some((r.interval.clone(), r.interval_count))
+            }
+            None => None,
+        };
+        Ok(NewPrice {
+            unit_amount: self.unit_amount,
+            currency: parse_currency(&at("currency"), &self.currency)?,
+            recurring,
+            nickname: check_text(&at("nickname"), self.nickname.as_ref(), 250)?,
+            metadata: check_metadata(self.metadata.as_ref())?,
+            default: self.default == Some(true),
+        })
+    }
+}
+
+/// `POST /products` parsed.
+#[derive(Debug)]
+pub struct NewProduct {
+    /// The shop the product is made in.
+    pub shop: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub category_id: Option<String>,
+    /// As stored (JSON).
+    pub metadata: Option<String>,
+    pub images: Vec<String>,
+    /// 1 to [`MAX_PRICES`], at most one of them the default.
+    pub prices: Vec<NewPrice>,
+}
+
+impl CreateProductRequest {
+    pub fn parse(self, caller: &Caller, max_amount: i64) -> Result<NewProduct, ApiError> {
+        let shop = caller.require_shop()?.to_string();
+        let name = check_name("name", &self.name, 250)?;
+        if self.prices.is_empty() || self.prices.len() > MAX_PRICES {
+            return Err(ApiError::invalid_param(
+                "prices",
+                format!("a product has 1 to {MAX_PRICES} prices"),
+            ));
+        }
+        let mut prices = Vec::with_capacity(self.prices.len());
+        for (i, input) in self.prices.iter().enumerate() {
+            let price = input.parse(&format!("prices[{i}]"), max_amount)?;
+            if price.default && prices.iter().any(|p: &NewPrice| p.default) {
+                return Err(ApiError::invalid_param(
+                    &format!("prices[{i}].default"),
+                    "only one price can be the default",
+                ));
+            }
+            prices.push(price);
+        }
+        Ok(NewProduct {
+            shop,
+            name,
+            description: check_text("description", self.description.as_ref(), 5000)?,
+            category_id: self.category_id,
+            metadata: check_metadata(self.metadata.as_ref())?,
+            images: check_images(self.images.unwrap_or_default())?,
+            prices,
+        })
+    }
+}
+
+fn check_images(images: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if images.len() > MAX_IMAGES {
+        return Err(ApiError::invalid_param(
+            "images",
+            format!("at most {MAX_IMAGES} images"),
+        ));
+    }
+    Ok(images)
+}
+
+/// `POST /products/{product_id}` parsed: what is `None` stays as it is.
+#[derive(Debug, Default)]
+pub struct ProductPatch {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// `Some("")` takes the product out of its category.
+    pub category_id: Option<String>,
+    /// As stored (JSON).
+    pub metadata: Option<String>,
+    pub images: Option<Vec<String>>,
+    pub default_price_id: Option<String>,
+}
+
+impl UpdateProductRequest {
+    pub fn parse(self) -> Result<ProductPatch, ApiError> {
+        Ok(ProductPatch {
+            name: self
+                .name
+                .as_deref()
+                .map(|n| check_name("name", n, 250))
+                .transpose()?,
+            description: check_text("description", self.description.as_ref(), 5000)?,
+            category_id: self.category_id,
+            metadata: check_metadata(self.metadata.as_ref())?,
+            images: self.images.map(check_images).transpose()?,
+            default_price_id: self.default_price_id,
+        })
+    }
+}
+
+/// `POST /products/{product_id}/prices/{price_id}` parsed.
+#[derive(Debug)]
+pub struct PricePatch {
+    pub nickname: Option<String>,
+    /// As stored (JSON).
+    pub metadata: Option<String>,
+    pub default: Option<bool>,
+}
+
+impl UpdatePriceRequest {
+    pub fn parse(&self) -> Result<PricePatch, ApiError> {
+        Ok(PricePatch {
+            nickname: check_text("nickname", self.nickname.as_ref(), 250)?,
+            metadata: check_metadata(self.metadata.as_ref())?,
+            default: self.default,
+        })
+    }
+}
+
+impl BundleRequest {
+    /// At most [`MAX_COMPONENTS`], each 1 to 1 000 of a product or of a price.
+    pub fn parse(self) -> Result<Vec<Component>, ApiError> {
+        if self.components.len() > MAX_COMPONENTS {
+            return Err(ApiError::invalid_param(
+                "components",
+                format!("a bundle has at most {MAX_COMPONENTS} components"),
+            ));
+        }
+        for (i, c) in self.components.iter().enumerate() {
+            if !(1..=1000).contains(&c.quantity) {
+                return Err(ApiError::invalid_param(
+                    &format!("components[{i}].quantity"),
+                    "quantity must be 1 to 1000",
+                ));
+            }
+            if c.product_id.is_some() == c.price_id.is_some() {
+                return Err(ApiError::invalid_param(
+                    &format!("components[{i}]"),
+                    "a component names a product_id or a price_id, not both",
+                ));
+            }
+        }
+        Ok(self.components)
+    }
+}
+
+/// `POST /products/categories` parsed.
+#[derive(Debug)]
+pub struct NewCategory {
+    pub shop: String,
+    pub name: String,
+    pub parent_id: Option<String>,
+}
+
+impl CreateCategoryRequest {
+    pub fn parse(self, caller: &Caller) -> Result<NewCategory, ApiError> {
+        Ok(NewCategory {
+            shop: caller.require_shop()?.to_string(),
+            name: check_name("name", &self.name, 100)?,
+            parent_id: self.parent_id,
+        })
     }
 }

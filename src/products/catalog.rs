@@ -1,65 +1,61 @@
 //! The catalog's changes: each reads the product and its prices, decides with the checks of
 //! `machine.rs` and the shop's other objects, and commits under the product's version — again
-//! from the read after a lost race (`commit::retrying`).
+//! from the read after a lost race (`commit::retrying`). Requests were parsed at the edge
+//! (`api.rs`); what can go wrong here is a [`CatalogError`], which the routes map to the API's
+//! error.
 
 use chrono::{DateTime, Utc};
 use payd_entity::{price, product, product_category};
+use sea_orm::DbErr;
 
 use super::{
     api::{
-        AddonGroup, AddonGroupInput, Component, CreateCategoryRequest, CreateProductRequest, Price,
-        PriceInput, Product, Recurring, UpdatePriceRequest, UpdateProductRequest,
+        AddonGroup, AddonGroupInput, Component, NewCategory, NewPrice, NewProduct, Price,
+        PricePatch, Product, ProductPatch, Recurring, MAX_PRICES,
     },
     machine::{self, Refusal},
     store::{self, HAS_SALES, PRICE_IN_USE, PRODUCT_IN_USE},
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::{Caller, Scope},
+    auth::keys::Scope,
     commit::{self, CommitError, Write},
-    error::ApiError,
-    fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
+    fields::Metadata,
     ids::new_id,
 };
 
 /// Reads and commits of one change before giving up to concurrent writers.
 const TRIES: usize = 5;
 
-/// At most this many prices per product, images per product and components per bundle.
-pub const MAX_PRICES: usize = 20;
-pub const MAX_IMAGES: usize = 8;
-pub const MAX_COMPONENTS: usize = 50;
+/// At most this many add-on groups per product.
 pub const MAX_GROUPS: usize = 20;
 
-impl From<Refusal> for ApiError {
-    #[track_caller]
-    fn from(r: Refusal) -> Self {
-        match r {
-            Refusal::Invalid { param, message } => ApiError::invalid_param(&param, message),
-            Refusal::Archived { ref param, .. } => {
-                ApiError::invalid("archived", r.to_string()).param(param.clone())
-            }
-            Refusal::DefaultPrice => ApiError::conflict("default_price", r.to_string()),
-            Refusal::HasSales => ApiError::conflict(HAS_SALES, r.to_string()),
-            Refusal::BundleCycle(_) => {
-                ApiError::invalid("bundle_cycle", r.to_string()).param("components")
-            }
-            Refusal::InUse { what: "price", .. } => {
-                ApiError::conflict(PRICE_IN_USE, r.to_string()).param("price_id")
-            }
-            Refusal::InUse { .. } => {
-                ApiError::conflict(PRODUCT_IN_USE, r.to_string()).param("product_id")
-            }
-        }
+/// Why a change of the catalog was refused: a rule of `machine.rs`, or what it names is not
+/// there, or a bound is reached.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// No such `what`, named by the request's `param`.
+    #[error("no such {what}")]
+    NotFound { what: &'static str, param: String },
+    #[error("at most {max} {what}")]
+    Limit { what: &'static str, max: u64 },
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+fn not_found(what: &'static str, param: &str) -> CatalogError {
+    CatalogError::NotFound {
+        what,
+        param: param.to_owned(),
     }
 }
 
-fn not_found(what: &str, param: &str) -> ApiError {
-    ApiError::not_found(what).param(param)
-}
-
 /// A product of the caller's scope, or 404.
-pub async fn owned(db: &Db, scope: &Scope, id: &str) -> Result<product::Model, ApiError> {
+pub async fn owned(db: &Db, scope: &Scope, id: &str) -> Result<product::Model, CatalogError> {
     if crate::ids::ProductId::parse(id).is_none() {
         return Err(not_found("product", "product_id"));
     }
@@ -74,7 +70,7 @@ pub async fn render(
     public_url: &str,
     products: Vec<product::Model>,
     active_only: bool,
-) -> Result<Vec<Product>, ApiError> {
+) -> Result<Vec<Product>, DbErr> {
     let ids: Vec<String> = products.iter().map(|p| p.id.clone()).collect();
     let prices = store::prices_of(db, &ids).await?;
     products
@@ -139,80 +135,29 @@ fn parse_metadata(id: &str, stored: Option<&str>) -> Result<Metadata, sea_orm::D
     crate::stored::json_opt("metadata", id, stored).map(Option::unwrap_or_default)
 }
 
-fn metadata_json(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
-    check_metadata(md)
-}
-
-fn check_name(param: &str, name: &str, max: usize) -> Result<String, ApiError> {
-    let n = name.trim();
-    if n.is_empty() || name.chars().count() > max {
-        return Err(ApiError::invalid_param(
-            param,
-            format!("{param} must be 1 to {max} characters"),
-        ));
-    }
-    Ok(n.to_owned())
-}
-
-/// A new price row of `p` from its input (`param`: where it is in the request, `""` when it is
-/// the whole body).
-pub fn new_price(
-    p: &product::Model,
-    input: &PriceInput,
-    param: &str,
-    max_amount: i64,
-    now: DateTime<Utc>,
-) -> Result<price::Model, ApiError> {
-    let at = |f: &str| match param {
-        "" => f.to_owned(),
-        _ => format!("{param}.{f}"),
-    };
-    // A free price (0) is a price, as in Stripe's catalog: the rule is 0 to the maximum, and
-    // the refusal says so (`parse_amount` alone would refuse 0 and say "greater than 0").
-    if input.unit_amount < 0 {
-        return Err(ApiError::invalid_param(
-            &at("unit_amount"),
-            format!("unit_amount must be 0 or more (0 to {max_amount} minor units)"),
-        ));
-    }
-    if input.unit_amount != 0 {
-        parse_amount(&at("unit_amount"), input.unit_amount, max_amount)?;
-    }
-    let currency = parse_currency(&at("currency"), &input.currency)?;
-    let recurring = match &input.recurring {
-        Some(r) => {
-            machine::check_recurring(&at("recurring"), &r.interval, r.interval_count)?;
-            Some((r.interval.clone(), r.interval_count))
-        }
-        None => None,
-    };
-    Ok(price::Model {
+/// A new price row of `p`.
+fn price_row(p: &product::Model, ask: &NewPrice, now: DateTime<Utc>) -> price::Model {
+    price::Model {
         id: new_id("price"),
         product_id: p.id.clone(),
         merchant_id: p.merchant_id.clone(),
         profile_id: p.profile_id.clone(),
         test_mode: p.test_mode,
-        unit_amount: input.unit_amount,
-        currency,
-        recurring_interval: recurring.as_ref().map(|r| r.0.clone()),
-        recurring_interval_count: recurring.map(|r| r.1),
-        nickname: check_text(&at("nickname"), input.nickname.as_ref(), 250)?,
-        metadata: metadata_json(input.metadata.as_ref())?,
+        unit_amount: ask.unit_amount,
+        currency: ask.currency.clone(),
+        recurring_interval: ask.recurring.as_ref().map(|r| r.0.clone()),
+        recurring_interval_count: ask.recurring.as_ref().map(|r| r.1),
+        nickname: ask.nickname.clone(),
+        metadata: ask.metadata.clone(),
         active: true,
         external_id: None,
         created_at: now,
         updated_at: now,
-    })
+    }
 }
 
-/// Images of the caller's merchant and mode, at most [`MAX_IMAGES`].
-async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<String, ApiError> {
-    if images.len() > MAX_IMAGES {
-        return Err(ApiError::invalid_param(
-            "images",
-            format!("at most {MAX_IMAGES} images"),
-        ));
-    }
+/// Images of the caller's merchant and mode, as stored.
+async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<String, CatalogError> {
     for id in images {
         let found = match crate::ids::ImageId::parse(id) {
             Some(_) => store::find_image(db, id).await?,
@@ -233,46 +178,37 @@ async fn check_category(
     scope: &Scope,
     shop: &str,
     id: &str,
-) -> Result<product_category::Model, ApiError> {
+    param: &str,
+) -> Result<product_category::Model, CatalogError> {
     match crate::ids::CategoryId::parse(id) {
         Some(_) => store::find_category(db, id, scope).await?,
         None => None,
     }
     .filter(|c| c.profile_id == shop)
-    .ok_or_else(|| not_found("category", "category_id"))
+    .ok_or_else(|| not_found("category", param))
 }
 
 /// `POST /products`: the product with its prices, in one commit.
 pub async fn create(
     db: &Db,
-    caller: &Caller,
-    req: CreateProductRequest,
-    max_amount: i64,
+    scope: &Scope,
+    ask: NewProduct,
     max_products: u64,
     now: DateTime<Utc>,
-) -> Result<product::Model, ApiError> {
-    let shop = caller.require_shop()?.to_string();
-    let scope = caller.scope();
-    let name = check_name("name", &req.name, 250)?;
-    if req.prices.is_empty() || req.prices.len() > MAX_PRICES {
-        return Err(ApiError::invalid_param(
-            "prices",
-            format!("a product has 1 to {MAX_PRICES} prices"),
-        ));
-    }
-    if let Some(c) = &req.category_id {
-        check_category(db, &scope, &shop, c).await?;
+) -> Result<product::Model, CatalogError> {
+    if let Some(c) = &ask.category_id {
+        check_category(db, scope, &ask.shop, c, "category_id").await?;
     }
     let mut p = product::Model {
         id: new_id("prod"),
         merchant_id: scope.merchant_id.clone(),
-        profile_id: shop,
+        profile_id: ask.shop,
         test_mode: scope.test_mode,
-        name,
-        description: check_text("description", req.description.as_ref(), 5000)?,
-        category_id: req.category_id.clone(),
-        metadata: metadata_json(req.metadata.as_ref())?,
-        images: check_images(db, &scope, req.images.as_deref().unwrap_or_default()).await?,
+        name: ask.name,
+        description: ask.description,
+        category_id: ask.category_id,
+        metadata: ask.metadata,
+        images: check_images(db, scope, &ask.images).await?,
         active: true,
         default_price_id: None,
         bundle: None,
@@ -282,26 +218,17 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    let mut prices = Vec::with_capacity(req.prices.len());
-    let mut default = None;
-    for (i, input) in req.prices.iter().enumerate() {
-        let row = new_price(&p, input, &format!("prices[{i}]"), max_amount, now)?;
-        if input.default == Some(true) {
-            if default.is_some() {
-                return Err(ApiError::invalid_param(
-                    &format!("prices[{i}].default"),
-                    "only one price can be the default",
-                ));
-            }
-            default = Some(row.id.clone());
-        }
-        prices.push(row);
-    }
-    p.default_price_id = default.or_else(|| prices.first().map(|x| x.id.clone()));
+    let prices: Vec<price::Model> = ask.prices.iter().map(|x| price_row(&p, x, now)).collect();
+    // The parse let at most one be the default; none: the first.
+    let default = ask.prices.iter().position(|x| x.default).unwrap_or(0);
+    p.default_price_id = prices.get(default).map(|x| x.id.clone());
     store::insert(db, &p, &prices, now, max_products)
         .await
         .map_err(|e| match e {
-            CommitError::Refused(bound) => ApiError::limit_reached(bound, max_products),
+            CommitError::Refused(bound) => CatalogError::Limit {
+                what: bound,
+                max: max_products,
+            },
             other => other.into(),
         })?;
     Ok(p)
@@ -317,8 +244,8 @@ async fn change<T>(
     decide: impl AsyncFn(
         &product::Model,
         &[price::Model],
-    ) -> Result<(product::Model, Vec<Write>, T), ApiError>,
-) -> Result<(product::Model, T), ApiError> {
+    ) -> Result<(product::Model, Vec<Write>, T), CatalogError>,
+) -> Result<(product::Model, T), CatalogError> {
     commit::retrying(TRIES, || async {
         let before = owned(db, scope, id).await?;
         let prices = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
@@ -343,7 +270,7 @@ async fn check_not_held(
     what: &'static str,
     id: &str,
     ids: &[String],
-) -> Result<(), ApiError> {
+) -> Result<(), CatalogError> {
     let holders = store::holders(db, p, ids).await?;
     if holders.is_empty() {
         return Ok(());
@@ -380,11 +307,15 @@ fn own_ids(p: &product::Model, prices: &[price::Model]) -> Vec<String> {
 }
 
 /// The price of this product, or 404.
-fn price_of<'a>(prices: &'a [price::Model], price_id: &str) -> Result<&'a price::Model, ApiError> {
+fn price_of<'a>(
+    prices: &'a [price::Model],
+    price_id: &str,
+    param: &str,
+) -> Result<&'a price::Model, CatalogError> {
     prices
         .iter()
         .find(|p| p.id == price_id)
-        .ok_or_else(|| not_found("price", "price_id"))
+        .ok_or_else(|| not_found("price", param))
 }
 
 /// `POST /products/{product_id}`.
@@ -392,44 +323,37 @@ pub async fn update(
     db: &Db,
     scope: &Scope,
     id: &str,
-    req: &UpdateProductRequest,
+    patch: &ProductPatch,
     now: DateTime<Utc>,
-) -> Result<product::Model, ApiError> {
-    let name = req
-        .name
-        .as_deref()
-        .map(|n| check_name("name", n, 250))
-        .transpose()?;
-    let description = check_text("description", req.description.as_ref(), 5000)?;
-    let metadata = metadata_json(req.metadata.as_ref())?;
-    let images = match &req.images {
+) -> Result<product::Model, CatalogError> {
+    let images = match &patch.images {
         Some(i) => Some(check_images(db, scope, i).await?),
         None => None,
     };
     let (p, ()) = change(db, scope, id, now, async |p, prices| {
         let mut after = p.clone();
-        if let Some(n) = &name {
+        if let Some(n) = &patch.name {
             after.name = n.clone();
         }
-        if description.is_some() {
-            after.description = description.clone();
+        if patch.description.is_some() {
+            after.description = patch.description.clone();
         }
-        if metadata.is_some() {
-            after.metadata = metadata.clone();
+        if patch.metadata.is_some() {
+            after.metadata = patch.metadata.clone();
         }
         if let Some(i) = &images {
             after.images = i.clone();
         }
-        match req.category_id.as_deref() {
+        match patch.category_id.as_deref() {
             Some("") => after.category_id = None,
             Some(c) => {
-                check_category(db, scope, &p.profile_id, c).await?;
+                check_category(db, scope, &p.profile_id, c, "category_id").await?;
                 after.category_id = Some(c.to_owned());
             }
             None => {}
         }
-        if let Some(d) = &req.default_price_id {
-            let price = price_of(prices, d).map_err(|e| e.param("default_price_id"))?;
+        if let Some(d) = &patch.default_price_id {
+            let price = price_of(prices, d, "default_price_id")?;
             if !price.active {
                 return Err(archived_price(price, "the default", "default_price_id"));
             }
@@ -441,7 +365,7 @@ pub async fn update(
     Ok(p)
 }
 
-fn archived_price(p: &price::Model, use_: &'static str, param: &str) -> ApiError {
+fn archived_price(p: &price::Model, use_: &'static str, param: &str) -> CatalogError {
     Refusal::Archived {
         what: "price",
         id: p.id.clone(),
@@ -458,7 +382,7 @@ pub async fn set_active(
     id: &str,
     active: bool,
     now: DateTime<Utc>,
-) -> Result<product::Model, ApiError> {
+) -> Result<product::Model, CatalogError> {
     let (p, ()) = change(db, scope, id, now, async |p, prices| {
         let mut after = p.clone();
         after.active = active;
@@ -474,7 +398,12 @@ pub async fn set_active(
 }
 
 /// `DELETE /products/{product_id}`: only a product no payment line names.
-pub async fn delete(db: &Db, scope: &Scope, id: &str, now: DateTime<Utc>) -> Result<(), ApiError> {
+pub async fn delete(
+    db: &Db,
+    scope: &Scope,
+    id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), CatalogError> {
     // The store's commit refuses a product on a payment line or held by a bundle or an
     // add-on group: the checks that hold, inside it; the read before only names the holders.
     let p = owned(db, scope, id).await?;
@@ -497,21 +426,19 @@ pub async fn add_price(
     db: &Db,
     scope: &Scope,
     id: &str,
-    input: &PriceInput,
-    max_amount: i64,
+    ask: &NewPrice,
     now: DateTime<Utc>,
-) -> Result<(product::Model, price::Model), ApiError> {
+) -> Result<(product::Model, price::Model), CatalogError> {
     change(db, scope, id, now, async |p, prices| {
         if prices.len() >= MAX_PRICES * 5 {
-            return Err(ApiError::limit_reached(
-                "prices per product",
-                MAX_PRICES * 5,
-            ));
+            return Err(CatalogError::Limit {
+                what: "prices per product",
+                max: (MAX_PRICES * 5) as u64,
+            });
         }
-        // The request body is the price itself: its fields are named as they are.
-        let row = new_price(p, input, "", max_amount, now)?;
+        let row = price_row(p, ask, now);
         let mut after = p.clone();
-        if input.default == Some(true) || p.default_price_id.is_none() {
+        if ask.default || p.default_price_id.is_none() {
             after.default_price_id = Some(row.id.clone());
         }
         Ok((after, vec![commit::insert(row.clone())], row))
@@ -525,32 +452,27 @@ pub async fn update_price(
     scope: &Scope,
     id: &str,
     price_id: &str,
-    req: &UpdatePriceRequest,
+    patch: &PricePatch,
     now: DateTime<Utc>,
-) -> Result<(product::Model, price::Model), ApiError> {
-    let nickname = check_text("nickname", req.nickname.as_ref(), 250)?;
-    let metadata = metadata_json(req.metadata.as_ref())?;
+) -> Result<(product::Model, price::Model), CatalogError> {
     change(db, scope, id, now, async |p, prices| {
-        let mut row = price_of(prices, price_id)?.clone();
+        let mut row = price_of(prices, price_id, "price_id")?.clone();
         let mut after = p.clone();
-        match req.default {
+        match patch.default {
             Some(true) if !row.active => {
                 return Err(archived_price(&row, "the default", "default"))
             }
             Some(true) => after.default_price_id = Some(row.id.clone()),
             Some(false) if p.default_price_id.as_deref() == Some(price_id) => {
-                return Err(ApiError::invalid_param(
-                    "default",
-                    "make another price the default instead",
-                ))
+                return Err(invalid("default", "make another price the default instead"))
             }
             _ => {}
         }
-        if nickname.is_some() {
-            row.nickname = nickname.clone();
+        if patch.nickname.is_some() {
+            row.nickname = patch.nickname.clone();
         }
-        if metadata.is_some() {
-            row.metadata = metadata.clone();
+        if patch.metadata.is_some() {
+            row.metadata = patch.metadata.clone();
         }
         row.updated_at = now;
         Ok((after, vec![store::price_update(row.clone())], row))
@@ -565,9 +487,9 @@ pub async fn archive_price(
     id: &str,
     price_id: &str,
     now: DateTime<Utc>,
-) -> Result<(product::Model, price::Model), ApiError> {
+) -> Result<(product::Model, price::Model), CatalogError> {
     change(db, scope, id, now, async |p, prices| {
-        let mut row = price_of(prices, price_id)?.clone();
+        let mut row = price_of(prices, price_id, "price_id")?.clone();
         machine::archive_price(p.default_price_id.as_deref() == Some(price_id))?;
         let ids = [row.id.clone()];
         check_not_held(db, p, "price", &row.id, &ids).await?;
@@ -590,7 +512,7 @@ async fn check_members(
     scope: &Scope,
     p: &product::Model,
     input: &AddonGroupInput,
-) -> Result<Vec<Write>, ApiError> {
+) -> Result<Vec<Write>, CatalogError> {
     let mut held = Vec::new();
     machine::check_addon_group(
         &input.name,
@@ -602,10 +524,7 @@ async fn check_members(
     for (i, m) in input.products.iter().enumerate() {
         let param = format!("products[{i}]");
         if m == &p.id {
-            return Err(ApiError::invalid_param(
-                &param,
-                "a product is not its own add-on",
-            ));
+            return Err(invalid(&param, "a product is not its own add-on"));
         }
         let member = sibling_product(db, scope, p, m, &param).await?;
         if !member.active {
@@ -617,10 +536,7 @@ async fn check_members(
         let param = format!("prices[{i}]");
         let price = sibling_price(db, scope, p, m, &param).await?;
         if price.product_id == p.id {
-            return Err(ApiError::invalid_param(
-                &param,
-                "a product's own price is not its add-on",
-            ));
+            return Err(invalid(&param, "a product's own price is not its add-on"));
         }
         if !price.active {
             return Err(archived_price(&price, "an add-on", &param));
@@ -637,7 +553,7 @@ async fn owner_on_sale(
     price: &price::Model,
     use_: &'static str,
     param: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), CatalogError> {
     match store::find(db, &price.product_id).await? {
         Some(owner) if !owner.active => Err(archived_product(&owner, use_, param)),
         Some(_) => Ok(()),
@@ -645,7 +561,7 @@ async fn owner_on_sale(
     }
 }
 
-fn archived_product(p: &product::Model, use_: &'static str, param: &str) -> ApiError {
+fn archived_product(p: &product::Model, use_: &'static str, param: &str) -> CatalogError {
     Refusal::Archived {
         what: "product",
         id: p.id.clone(),
@@ -662,7 +578,7 @@ async fn sibling_product(
     p: &product::Model,
     id: &str,
     param: &str,
-) -> Result<product::Model, ApiError> {
+) -> Result<product::Model, CatalogError> {
     match crate::ids::ProductId::parse(id) {
         Some(_) => store::find_owned(db, id, scope).await?,
         None => None,
@@ -678,7 +594,7 @@ async fn sibling_price(
     p: &product::Model,
     id: &str,
     param: &str,
-) -> Result<price::Model, ApiError> {
+) -> Result<price::Model, CatalogError> {
     match crate::ids::PriceId::parse(id) {
         Some(_) => store::find_price(db, id).await?,
         None => None,
@@ -697,7 +613,7 @@ pub async fn put_group(
     group_id: Option<&str>,
     input: &AddonGroupInput,
     now: DateTime<Utc>,
-) -> Result<AddonGroup, ApiError> {
+) -> Result<AddonGroup, CatalogError> {
     let (_, group) = change(db, scope, id, now, async |p, _| {
         let held = check_members(db, scope, p, input).await?;
         let mut groups = store::groups(p)?;
@@ -719,10 +635,10 @@ pub async fn put_group(
                 *slot = group.clone();
             }
             None if groups.len() >= MAX_GROUPS => {
-                return Err(ApiError::limit_reached(
-                    "add-on groups per product",
-                    MAX_GROUPS,
-                ))
+                return Err(CatalogError::Limit {
+                    what: "add-on groups per product",
+                    max: MAX_GROUPS as u64,
+                })
             }
             None => groups.push(group.clone()),
         }
@@ -741,7 +657,7 @@ pub async fn remove_group(
     id: &str,
     group_id: &str,
     now: DateTime<Utc>,
-) -> Result<(), ApiError> {
+) -> Result<(), CatalogError> {
     change(db, scope, id, now, async |p, _| {
         let mut groups = store::groups(p)?;
         let before = groups.len();
@@ -765,24 +681,12 @@ pub async fn set_bundle(
     id: &str,
     components: &[Component],
     now: DateTime<Utc>,
-) -> Result<product::Model, ApiError> {
-    if components.len() > MAX_COMPONENTS {
-        return Err(ApiError::invalid_param(
-            "components",
-            format!("a bundle has at most {MAX_COMPONENTS} components"),
-        ));
-    }
+) -> Result<product::Model, CatalogError> {
     let (p, ()) = change(db, scope, id, now, async |p, _| {
         let mut targets = Vec::with_capacity(components.len());
         let mut held = Vec::new();
         for (i, c) in components.iter().enumerate() {
             let param = |f: &str| format!("components[{i}].{f}");
-            if !(1..=1000).contains(&c.quantity) {
-                return Err(ApiError::invalid_param(
-                    &param("quantity"),
-                    "quantity must be 1 to 1000",
-                ));
-            }
             let product_id = match (&c.product_id, &c.price_id) {
                 (Some(prod), None) => {
                     if prod == &p.id {
@@ -808,8 +712,9 @@ pub async fn set_bundle(
                     held.extend(store::on_sale(Some(&price.product_id), Some(&price.id)));
                     price.product_id
                 }
+                // The parse let through only one of the two.
                 _ => {
-                    return Err(ApiError::invalid_param(
+                    return Err(invalid(
                         &format!("components[{i}]"),
                         "a component names a product_id or a price_id, not both",
                     ))
@@ -833,19 +738,14 @@ pub async fn set_bundle(
 /// `POST /products/categories`.
 pub async fn create_category(
     db: &Db,
-    caller: &Caller,
-    req: &CreateCategoryRequest,
+    scope: &Scope,
+    ask: NewCategory,
     now: DateTime<Utc>,
-) -> Result<product_category::Model, ApiError> {
-    let shop = caller.require_shop()?.to_string();
-    let scope = caller.scope();
-    let name = check_name("name", &req.name, 100)?;
-    if let Some(parent) = &req.parent_id {
-        let parent = check_category(db, &scope, &shop, parent)
-            .await
-            .map_err(|e| e.param("parent_id"))?;
+) -> Result<product_category::Model, CatalogError> {
+    if let Some(parent) = &ask.parent_id {
+        let parent = check_category(db, scope, &ask.shop, parent, "parent_id").await?;
         if parent.parent_id.is_some() {
-            return Err(ApiError::invalid_param(
+            return Err(invalid(
                 "parent_id",
                 "categories nest one level: the parent must be a top-level category",
             ));
@@ -854,12 +754,21 @@ pub async fn create_category(
     let c = product_category::Model {
         id: new_id("cat"),
         merchant_id: scope.merchant_id.clone(),
-        profile_id: shop,
+        profile_id: ask.shop,
         test_mode: scope.test_mode,
-        name,
-        parent_id: req.parent_id.clone(),
+        name: ask.name,
+        parent_id: ask.parent_id,
         created_at: now,
     };
     store::insert_category(db, &c).await?;
     Ok(c)
+}
+
+/// A refusal about one field.
+fn invalid(param: &str, message: &str) -> CatalogError {
+    Refusal::Invalid {
+        param: param.to_owned(),
+        message: message.to_owned(),
+    }
+    .into()
 }

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::{
-    catalog::MAX_PRICES,
+    api::MAX_PRICES,
     machine::{self, LocalProduct, RemotePrice, RemoteProduct, Step},
     store,
 };

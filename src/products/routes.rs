@@ -11,8 +11,9 @@ use super::{
         CreateProductRequest, DeletedProduct, Image, ListCategoriesQuery, ListProductsQuery, Price,
         PriceInput, Product, UpdatePriceRequest, UpdateProductRequest,
     },
-    catalog::{self, owned, render_price},
-    store,
+    catalog::{self, owned, render_price, CatalogError},
+    machine::Refusal,
+    store::{self, HAS_SALES, PRICE_IN_USE, PRODUCT_IN_USE},
 };
 use crate::{
     auth::SecretKey,
@@ -44,6 +45,42 @@ crate::http::routes! {
     "/products/{product_id}/bundle" => { post: set_bundle },
 }
 
+impl From<Refusal> for ApiError {
+    #[track_caller]
+    fn from(r: Refusal) -> Self {
+        match r {
+            Refusal::Invalid { param, message } => ApiError::invalid_param(&param, message),
+            Refusal::Archived { ref param, .. } => {
+                ApiError::invalid("archived", r.to_string()).param(param.clone())
+            }
+            Refusal::DefaultPrice => ApiError::conflict("default_price", r.to_string()),
+            Refusal::HasSales => ApiError::conflict(HAS_SALES, r.to_string()),
+            Refusal::BundleCycle(_) => {
+                ApiError::invalid("bundle_cycle", r.to_string()).param("components")
+            }
+            Refusal::InUse { what: "price", .. } => {
+                ApiError::conflict(PRICE_IN_USE, r.to_string()).param("price_id")
+            }
+            Refusal::InUse { .. } => {
+                ApiError::conflict(PRODUCT_IN_USE, r.to_string()).param("product_id")
+            }
+        }
+    }
+}
+
+impl From<CatalogError> for ApiError {
+    #[track_caller]
+    fn from(e: CatalogError) -> Self {
+        match e {
+            CatalogError::Refused(r) => r.into(),
+            CatalogError::NotFound { what, param } => ApiError::not_found(what).param(param),
+            CatalogError::Limit { what, max } => ApiError::limit_reached(what, max),
+            CatalogError::Commit(e) => e.into(),
+            CatalogError::Db(e) => e.into(),
+        }
+    }
+}
+
 /// One product as shown, with every price.
 async fn one(state: &AppState, p: payd_entity::product::Model) -> Result<Product, ApiError> {
     let mut out = catalog::render(&state.db, &state.public_url, vec![p], false).await?;
@@ -62,15 +99,9 @@ pub async fn create_product(
     ApiJson(req): ApiJson<CreateProductRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let limits = &state.settings.limits;
-    let p = catalog::create(
-        &state.db,
-        &caller,
-        req,
-        limits.max_amount,
-        limits.max_products_per_shop,
-        state.clock.now(),
-    )
-    .await?;
+    let ask = req.parse(&caller, limits.max_amount)?;
+    let (scope, max) = (caller.scope(), limits.max_products_per_shop);
+    let p = catalog::create(&state.db, &scope, ask, max, state.clock.now()).await?;
     Ok(HttpResponse::Created().json(one(&state, p).await?))
 }
 
@@ -133,7 +164,8 @@ pub async fn update_product(
     PathId(id): PathId<crate::ids::ProductId>,
     ApiJson(req): ApiJson<UpdateProductRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let p = catalog::update(&state.db, &caller.scope(), &id, &req, state.clock.now()).await?;
+    let patch = req.parse()?;
+    let p = catalog::update(&state.db, &caller.scope(), &id, &patch, state.clock.now()).await?;
     Ok(HttpResponse::Ok().json(one(&state, p).await?))
 }
 
@@ -196,16 +228,10 @@ pub async fn add_price(
     PathId(id): PathId<crate::ids::ProductId>,
     ApiJson(req): ApiJson<PriceInput>,
 ) -> Result<HttpResponse, ApiError> {
-    let max = state.settings.limits.max_amount;
-    let (p, price) = catalog::add_price(
-        &state.db,
-        &caller.scope(),
-        &id,
-        &req,
-        max,
-        state.clock.now(),
-    )
-    .await?;
+    // The request body is the price itself: its fields are named as they are.
+    let ask = req.parse("", state.settings.limits.max_amount)?;
+    let (p, price) =
+        catalog::add_price(&state.db, &caller.scope(), &id, &ask, state.clock.now()).await?;
     Ok(HttpResponse::Created().json(render_price(&price, p.default_price_id.as_deref())?))
 }
 
@@ -223,12 +249,13 @@ pub async fn update_price(
     ApiJson(req): ApiJson<UpdatePriceRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, price_id) = path.into_inner();
+    let patch = req.parse()?;
     let (p, price) = catalog::update_price(
         &state.db,
         &caller.scope(),
         &id,
         &price_id,
-        &req,
+        &patch,
         state.clock.now(),
     )
     .await?;
@@ -352,11 +379,12 @@ pub async fn set_bundle(
     PathId(id): PathId<crate::ids::ProductId>,
     ApiJson(req): ApiJson<BundleRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let components = req.parse()?;
     let p = catalog::set_bundle(
         &state.db,
         &caller.scope(),
         &id,
-        &req.components,
+        &components,
         state.clock.now(),
     )
     .await?;
@@ -385,7 +413,8 @@ pub async fn create_category(
     state: web::Data<AppState>,
     ApiJson(req): ApiJson<CreateCategoryRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let c = catalog::create_category(&state.db, &caller, &req, state.clock.now()).await?;
+    let ask = req.parse(&caller)?;
+    let c = catalog::create_category(&state.db, &caller.scope(), ask, state.clock.now()).await?;
     Ok(HttpResponse::Created().json(render_category(c)))
 }
 

@@ -60,8 +60,7 @@ pub async fn create_refund(
         command,
         idempotency::request_key(&http),
     )
-    .await
-    .map_err(payment_param)?;
+    .await?;
     let refund = done
         .refund
         .ok_or_else(|| ApiError::internal("refund command made no refund"))?;
@@ -87,14 +86,6 @@ pub async fn retrieve_refund(
         return Ok(HttpResponse::Ok().json(Refund::render(&refund)?));
     }
     Ok(HttpResponse::Ok().json(settled(&payments, &caller, refund).await?))
-}
-
-/// A payment the refund names that is not there is the request's `payment_id`.
-fn payment_param(e: ApiError) -> ApiError {
-    match e.code {
-        "resource_missing" => e.param("payment_id"),
-        _ => e,
-    }
 }
 
 /// The refund after the processor was asked where it stands (through its payment's actor).

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{billing_subscription, subscription, subscription_preview};
-use sea_orm::EntityTrait;
+use sea_orm::{DbErr, EntityTrait};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -201,9 +201,13 @@ pub fn adopted(
     scope: &Scope,
     customer_id: String,
     now: DateTime<Utc>,
-) -> Result<subscription::Model, ApiError> {
-    let plan = plans::plan(&p.plan_id)
-        .ok_or_else(|| ApiError::internal(format!("a processor plan unknown: {}", p.plan_id)))?;
+) -> Result<subscription::Model, DbErr> {
+    let plan = plans::plan(&p.plan_id).ok_or_else(|| {
+        DbErr::Custom(format!(
+            "processor subscription {} has an unknown plan {}",
+            p.id, p.plan_id
+        ))
+    })?;
     let item = Item::of_plan(plan, p.quantity);
     let status = match p.status.as_str() {
         "paused" => Status::Paused,

@@ -92,6 +92,138 @@ pub struct CreateSubscriptionRequest {
     pub metadata: Option<Metadata>,
 }
 
+/// `POST /subscriptions` or `POST /subscriptions/create` parsed: what is past here is valid by
+/// type; what it names (the customer, the prices, a mandate) is looked up by `create`.
+#[derive(Debug)]
+pub struct NewSubscription {
+    /// The shop the subscription is made in.
+    pub shop: String,
+    pub customer_id: String,
+    /// A fixed term of this many periods (1 to 1 000).
+    pub term_cycles: Option<i64>,
+    /// As stored (JSON).
+    pub metadata: String,
+    pub billing: Billing,
+}
+
+/// Who charges a new subscription, and with what.
+#[derive(Debug)]
+pub enum Billing {
+    /// payd charges `items` under the customer's multi-use mandate.
+    Mandate {
+        items: Vec<ItemInput>,
+        mandate_id: String,
+        payment_method_id: Option<String>,
+    },
+    /// The billing processor bills its plan, holding the buyer's method.
+    ProcessorPlan {
+        plan: &'static super::plans::PlanItem,
+        quantity: i64,
+    },
+    /// The buyer pays the first cycle of `items` on the hosted checkout, saving the card.
+    Checkout { items: Vec<ItemInput> },
+}
+
+impl CreateSubscriptionRequest {
+    /// The request's fields checked, each refusal naming its field; `checkout` for `POST
+    /// /subscriptions/create`.
+    pub fn parse(
+        self,
+        caller: &crate::auth::keys::Caller,
+        checkout: bool,
+    ) -> Result<NewSubscription, ApiError> {
+        let shop = caller.require_shop()?.to_string();
+        if self.term_cycles.is_some_and(|n| !(1..=1_000).contains(&n)) {
+            return Err(ApiError::invalid_param(
+                "term_cycles",
+                "a fixed term is 1 to 1000 periods",
+            ));
+        }
+        let metadata =
+            crate::fields::check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
+        let billing = match checkout {
+            true => self.checkout_billing()?,
+            false if self.plan_id.is_some() => self.plan_billing()?,
+            false => self.mandate_billing()?,
+        };
+        Ok(NewSubscription {
+            shop,
+            customer_id: self.customer_id,
+            term_cycles: self.term_cycles,
+            metadata,
+            billing,
+        })
+    }
+
+    fn checkout_billing(&self) -> Result<Billing, ApiError> {
+        for (field, given) in [
+            ("mandate_id", self.mandate_id.is_some()),
+            ("payment_method_id", self.payment_method_id.is_some()),
+        ] {
+            if given {
+                return Err(ApiError::invalid_param(
+                    field,
+                    "the buyer gives the method on the hosted checkout: use POST /subscriptions to charge a saved one",
+                ));
+            }
+        }
+        self.no_plan()?;
+        Ok(Billing::Checkout {
+            items: self.items.clone(),
+        })
+    }
+
+    fn plan_billing(&self) -> Result<Billing, ApiError> {
+        for (field, given) in [
+            ("items", !self.items.is_empty()),
+            ("mandate_id", self.mandate_id.is_some()),
+            ("payment_method_id", self.payment_method_id.is_some()),
+        ] {
+            if given {
+                return Err(ApiError::invalid_param(
+                    field,
+                    "a processor plan (plan_id) is billed by the processor, which holds the buyer's method: send neither items nor a method",
+                ));
+            }
+        }
+        let plan = self.plan_id.as_deref().and_then(super::plans::plan);
+        let plan = plan.ok_or_else(|| {
+            ApiError::invalid_param("plan_id", "unknown plan; see GET /subscriptions/items")
+        })?;
+        let quantity = self.quantity.unwrap_or(1);
+        check_quantity(quantity)?;
+        Ok(Billing::ProcessorPlan { plan, quantity })
+    }
+
+    fn mandate_billing(&self) -> Result<Billing, ApiError> {
+        self.no_plan()?;
+        let mandate_id = self.mandate_id.clone().ok_or_else(|| {
+            ApiError::invalid_param(
+                "mandate_id",
+                "a subscription is charged under a multi-use mandate of the customer: send mandate_id (or use POST /subscriptions/create for the hosted checkout)",
+            )
+        })?;
+        Ok(Billing::Mandate {
+            items: self.items.clone(),
+            mandate_id,
+            payment_method_id: self.payment_method_id.clone(),
+        })
+    }
+
+    /// Items carry their own quantity; `plan_id` and `quantity` name a processor plan.
+    fn no_plan(&self) -> Result<(), ApiError> {
+        let field = match (&self.plan_id, &self.quantity) {
+            (Some(_), _) => "plan_id",
+            (None, Some(_)) => "quantity",
+            (None, None) => return Ok(()),
+        };
+        Err(ApiError::invalid_param(
+            field,
+            "plan_id and quantity name a processor plan, made with POST /subscriptions; items carry their own quantity",
+        ))
+    }
+}
+
 /// `PUT /subscriptions/{subscription_id}/update`: new items (same currency and interval).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,30 +1,89 @@
 //! A new subscription: its customer, mandate and items checked against the customers and the
 //! catalog, its first period and cycle, and the first charge — billing is in advance, so the
-//! subscription is active once that charge is paid.
+//! subscription is active once that charge is paid. The request was parsed at the edge
+//! (`NewSubscription`); what can go wrong here is a [`CreateError`], which the routes map to
+//! the API's error.
 
 use payd_entity::{mandate, price, subscription};
+use sea_orm::DbErr;
 
 use super::{
     actor::{Command, Exec, Subscriptions},
     adopt,
-    api::{check_quantity, CreateSubscriptionRequest, Item, ItemInput},
+    api::{Billing, Item, ItemInput, NewSubscription},
     billing,
-    cycles::{cycle_payment, new_cycle},
+    cycles::{cycle_payment, new_cycle, payment_ask, SubscriptionError},
     machine::{self, Interval, Status},
-    plans, store,
+    plans::PlanItem,
+    store,
 };
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
     customers,
-    error::ApiError,
-    fields::check_metadata,
+    error::Unanswered,
     ids::new_id,
+    money::{Money, MoneyError},
     payments, products,
 };
 
 /// At most this many items per subscription.
 pub const MAX_ITEMS: usize = 20;
+
+/// Why a new subscription, its plan or its mandate was refused after the request was parsed:
+/// what it names is not there or does not fit. `item` is an index into the items sent.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error("a subscription has 1 to {MAX_ITEMS} items")]
+    ItemCount,
+    #[error("quantity must be 1 to 1000")]
+    Quantity { item: usize },
+    #[error("no such price")]
+    NoSuchPrice { item: usize },
+    #[error("the price or its product is archived")]
+    PriceArchived { item: usize },
+    #[error("a subscription bills recurring prices")]
+    NotRecurring { item: usize },
+    #[error("every item bills in one currency at one interval")]
+    MixedTerms { item: usize },
+    #[error("a cycle charges at most {0}")]
+    TooLarge(i64),
+    #[error("a subscription charges more than 0 a cycle")]
+    Free,
+    #[error("no such customer")]
+    NoSuchCustomer,
+    #[error("no such mandate")]
+    NoSuchMandate,
+    #[error("the mandate is another customer's")]
+    MandateOfAnother,
+    #[error("a subscription needs an active multi-use mandate")]
+    MandateInactive,
+    #[error("the mandate is for another saved method")]
+    OtherMethod,
+    #[error(transparent)]
+    Payment(#[from] payments::create::CreateError),
+    #[error(transparent)]
+    Subscription(#[from] SubscriptionError),
+    #[error(transparent)]
+    Unanswered(#[from] Unanswered),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl From<crate::commit::CommitError> for CreateError {
+    fn from(e: crate::commit::CommitError) -> Self {
+        CreateError::Subscription(e.into())
+    }
+}
+
+impl<E: Into<CreateError>> From<payd_actors::ActorError<E>> for CreateError {
+    fn from(e: payd_actors::ActorError<E>) -> Self {
+        match Unanswered::split(e) {
+            Ok(e) => e.into(),
+            Err(unanswered) => unanswered.into(),
+        }
+    }
+}
 
 /// An active multi-use mandate of the customer, in the caller's merchant and mode.
 pub async fn check_mandate(
@@ -32,25 +91,18 @@ pub async fn check_mandate(
     scope: &Scope,
     customer_id: &str,
     mandate_id: &str,
-) -> Result<mandate::Model, ApiError> {
+) -> Result<mandate::Model, CreateError> {
     let mandate = match crate::ids::MandateId::parse(mandate_id) {
         Some(_) => customers::store::find_mandate(db, mandate_id).await?,
         None => None,
     }
     .filter(|m| m.merchant_id == scope.merchant_id && m.test_mode == scope.test_mode)
-    .ok_or_else(|| ApiError::not_found("mandate").param("mandate_id"))?;
+    .ok_or(CreateError::NoSuchMandate)?;
     if mandate.customer_id != customer_id {
-        return Err(ApiError::invalid_param(
-            "mandate_id",
-            "the mandate is another customer's",
-        ));
+        return Err(CreateError::MandateOfAnother);
     }
     if mandate.status != "active" || mandate.mandate_type != "multi_use" {
-        return Err(ApiError::conflict(
-            "mandate_inactive",
-            "a subscription needs an active multi-use mandate",
-        )
-        .param("mandate_id"));
+        return Err(CreateError::MandateInactive);
     }
     Ok(mandate)
 }
@@ -86,48 +138,35 @@ pub async fn plan(
     items: &[ItemInput],
     max_amount: i64,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<Plan, ApiError> {
+) -> Result<Plan, CreateError> {
     if items.is_empty() || items.len() > MAX_ITEMS {
-        return Err(ApiError::invalid_param(
-            "items",
-            format!("a subscription has 1 to {MAX_ITEMS} items"),
-        ));
+        return Err(CreateError::ItemCount);
     }
     let mut out = Vec::with_capacity(items.len());
     let mut first: Option<price::Model> = None;
-    let mut amount: i64 = 0;
+    let mut total: Option<Money> = None;
     for (i, it) in items.iter().enumerate() {
-        let param = |f: &str| format!("items[{i}].{f}");
         if !(1..=1000).contains(&it.quantity) {
-            return Err(ApiError::invalid_param(
-                &param("quantity"),
-                "quantity must be 1 to 1000",
-            ));
+            return Err(CreateError::Quantity { item: i });
         }
-        let (p, interval) = recurring_price(db, scope, shop, &it.price_id, &param).await?;
-        if let Some(f) = &first {
-            if f.currency != p.currency
-                || f.recurring_interval.as_deref() != Some(interval.as_str())
+        let (p, interval) = recurring_price(db, scope, shop, &it.price_id, i).await?;
+        if first.as_ref().is_some_and(|f| {
+            f.recurring_interval.as_deref() != Some(interval.as_str())
                 || f.recurring_interval_count != p.recurring_interval_count
-            {
-                return Err(ApiError::invalid_param(
-                    &param("price_id"),
-                    "every item bills in one currency at one interval",
-                ));
-            }
+        }) {
+            return Err(CreateError::MixedTerms { item: i });
         }
-        amount = it
-            .quantity
-            .checked_mul(p.unit_amount)
-            .and_then(|a| a.checked_add(amount))
-            .filter(|a| *a <= max_amount)
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "amount_too_large",
-                    format!("a cycle charges at most {max_amount}"),
-                )
-                .param("items")
-            })?;
+        // Every item in one currency: the sum refuses another.
+        let line = Money::new(p.unit_amount, &p.currency).times(it.quantity);
+        let sum = match total.take() {
+            None => line,
+            Some(t) => line.and_then(|line| t.plus(&line)),
+        };
+        total = Some(match sum {
+            Err(MoneyError::Currencies(..)) => return Err(CreateError::MixedTerms { item: i }),
+            Ok(sum) if sum.minor <= max_amount => sum,
+            Ok(_) | Err(MoneyError::Overflow) => return Err(CreateError::TooLarge(max_amount)),
+        });
         out.push(Item {
             price_id: Some(p.id.clone()),
             product_id: Some(p.product_id.clone()),
@@ -137,23 +176,23 @@ pub async fn plan(
         });
         first.get_or_insert(p);
     }
-    if amount <= 0 {
-        return Err(ApiError::invalid_param(
-            "items",
-            "a subscription charges more than 0 a cycle",
-        ));
-    }
-    let first = first.ok_or_else(|| ApiError::invalid_param("items", "no items"))?;
+    let (Some(first), Some(total)) = (first, total.filter(|t| t.minor > 0)) else {
+        return Err(CreateError::Free);
+    };
     let interval_name = first.recurring_interval.clone().unwrap_or_default();
-    let interval = Interval::parse(&interval_name)
-        .ok_or_else(|| ApiError::internal("a price with an unknown interval"))?;
+    let interval = Interval::parse(&interval_name).ok_or_else(|| {
+        DbErr::Custom(format!(
+            "price {} has an unknown interval {interval_name:?}",
+            first.id
+        ))
+    })?;
     let count = first.recurring_interval_count.unwrap_or(1);
-    let end = machine::period_end(now, interval, count, 1)
-        .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
+    let end =
+        machine::period_end(now, interval, count, 1).ok_or(SubscriptionError::PastCalendar)?;
     Ok(Plan {
         items: out,
-        amount,
-        currency: first.currency.clone(),
+        amount: total.minor,
+        currency: total.currency,
         interval: interval_name,
         interval_count: count,
         period_end: end,
@@ -166,8 +205,8 @@ async fn recurring_price(
     scope: &Scope,
     shop: &str,
     price_id: &str,
-    param: &dyn Fn(&str) -> String,
-) -> Result<(price::Model, String), ApiError> {
+    item: usize,
+) -> Result<(price::Model, String), CreateError> {
     let p = match crate::ids::PriceId::parse(price_id) {
         Some(_) => products::store::find_price(db, price_id).await?,
         None => None,
@@ -175,32 +214,15 @@ async fn recurring_price(
     .filter(|p| {
         p.merchant_id == scope.merchant_id && p.test_mode == scope.test_mode && p.profile_id == shop
     })
-    .ok_or_else(|| ApiError::not_found("price").param(param("price_id")))?;
+    .ok_or(CreateError::NoSuchPrice { item })?;
     let product = products::store::find(db, &p.product_id).await?;
     if !p.active || !product.is_some_and(|x| x.active) {
-        return Err(
-            ApiError::invalid("archived", "the price or its product is archived")
-                .param(param("price_id")),
-        );
+        return Err(CreateError::PriceArchived { item });
     }
     let Some(interval) = p.recurring_interval.clone() else {
-        return Err(ApiError::invalid_param(
-            &param("price_id"),
-            "a subscription bills recurring prices",
-        ));
+        return Err(CreateError::NotRecurring { item });
     };
     Ok((p, interval))
-}
-
-/// The request's fixed term checked, and its metadata as stored.
-fn check_term_and_metadata(req: &CreateSubscriptionRequest) -> Result<String, ApiError> {
-    if req.term_cycles.is_some_and(|n| !(1..=1_000).contains(&n)) {
-        return Err(ApiError::invalid_param(
-            "term_cycles",
-            "a fixed term is 1 to 1000 periods",
-        ));
-    }
-    Ok(check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into()))
 }
 
 /// The customer, if the caller's merchant and mode have it.
@@ -208,7 +230,7 @@ async fn find_customer(
     db: &Db,
     scope: &Scope,
     customer_id: &str,
-) -> Result<payd_entity::customer::Model, ApiError> {
+) -> Result<payd_entity::customer::Model, CreateError> {
     match crate::ids::CustomerId::parse(customer_id) {
         Some(_) => {
             customers::store::find_owned(db, customer_id, &scope.merchant_id, scope.test_mode)
@@ -216,38 +238,26 @@ async fn find_customer(
         }
         None => None,
     }
-    .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))
+    .ok_or(CreateError::NoSuchCustomer)
 }
 
-/// A new subscription of the caller's shop for `req`'s customer and items (checked), not yet
-/// stored: status `created`, its first period starting now.
+/// A new subscription of the asked shop for the asked customer and `items` (checked), not
+/// yet stored: status `created`, its first period starting now.
 async fn new_subscription(
     db: &Db,
     caller: &Caller,
-    req: &CreateSubscriptionRequest,
+    ask: &NewSubscription,
+    items: &[ItemInput],
     max_amount: i64,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<subscription::Model, ApiError> {
-    if req.plan_id.is_some() || req.quantity.is_some() {
-        let field = if req.plan_id.is_some() {
-            "plan_id"
-        } else {
-            "quantity"
-        };
-        return Err(ApiError::invalid_param(
-            field,
-            "plan_id and quantity name a processor plan, made with POST /subscriptions; items carry their own quantity",
-        ));
-    }
-    let shop = caller.require_shop()?.to_string();
+) -> Result<subscription::Model, CreateError> {
     let scope = caller.scope();
-    let metadata = check_term_and_metadata(req)?;
-    let customer = find_customer(db, &scope, &req.customer_id).await?;
-    let plan = plan(db, &scope, &shop, &req.items, max_amount, now).await?;
+    let customer = find_customer(db, &scope, &ask.customer_id).await?;
+    let plan = plan(db, &scope, &ask.shop, items, max_amount, now).await?;
     Ok(subscription::Model {
         id: new_id("sub"),
         merchant_id: scope.merchant_id.clone(),
-        profile_id: shop,
+        profile_id: ask.shop.clone(),
         test_mode: scope.test_mode,
         customer_id: customer.id,
         payment_method_id: None,
@@ -264,7 +274,7 @@ async fn new_subscription(
         period_index: 1,
         anchor_index: 0,
         paid_rate: plan.amount,
-        term_cycles: req.term_cycles,
+        term_cycles: ask.term_cycles,
         current_period_start: now,
         current_period_end: plan.period_end,
         cancel_at_period_end: false,
@@ -275,47 +285,51 @@ async fn new_subscription(
         transition_id: new_id("tr"),
         ever_active: false,
         open_cycle_id: None,
-        metadata,
+        metadata: ask.metadata.clone(),
         version: 1,
         created_at: now,
         updated_at: now,
     })
 }
 
-/// `POST /subscriptions`: checks and inserts a subscription charged under `req`'s mandate,
-/// then collects its first cycle through its actor.
+/// `POST /subscriptions` and `POST /subscriptions/create`: a new subscription as `ask` bills
+/// it. Under a mandate, it is inserted and its first cycle collected through its actor; with
+/// a processor plan, it is made at the processor first; for the hosted checkout, it waits for
+/// the buyer to pay its first cycle there.
 pub async fn create(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    req: CreateSubscriptionRequest,
+    ask: NewSubscription,
     max_amount: i64,
-) -> Result<subscription::Model, ApiError> {
-    let deps = subscriptions.deps();
-    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
-    if let Some(plan_id) = &req.plan_id {
-        return create_at_processor(subscriptions, caller, &req, plan_id).await;
-    }
-    let db = &deps.db;
-    let now = deps.clock.now();
-    let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
-    let mandate_id = req.mandate_id.clone().ok_or_else(|| {
-        ApiError::invalid_param(
-            "mandate_id",
-            "a subscription is charged under a multi-use mandate of the customer: send mandate_id (or use POST /subscriptions/create for the hosted checkout)",
-        )
-    })?;
-    let mandate = check_mandate(db, &caller.scope(), &s.customer_id, &mandate_id).await?;
-    if let Some(pm) = &req.payment_method_id {
-        if pm != &mandate.payment_method_id {
-            return Err(ApiError::invalid_param(
-                "payment_method_id",
-                "the mandate is for another saved method",
-            ));
+) -> Result<subscription::Model, CreateError> {
+    match &ask.billing {
+        Billing::Mandate {
+            items,
+            mandate_id,
+            payment_method_id,
+        } => {
+            let deps = subscriptions.deps();
+            let now = deps.clock.now();
+            let mut s = new_subscription(&deps.db, caller, &ask, items, max_amount, now).await?;
+            let scope = caller.scope();
+            let mandate = check_mandate(&deps.db, &scope, &s.customer_id, mandate_id).await?;
+            if payment_method_id
+                .as_ref()
+                .is_some_and(|pm| *pm != mandate.payment_method_id)
+            {
+                return Err(CreateError::OtherMethod);
+            }
+            s.mandate_id = Some(mandate.id);
+            s.payment_method_id = Some(mandate.payment_method_id);
+            collect_first(subscriptions, s, now).await
+        }
+        Billing::ProcessorPlan { plan, quantity } => {
+            create_at_processor(subscriptions, caller, &ask, plan, *quantity).await
+        }
+        Billing::Checkout { items } => {
+            create_for_checkout(subscriptions, caller, &ask, items, max_amount).await
         }
     }
-    s.mandate_id = Some(mandate.id);
-    s.payment_method_id = Some(mandate.payment_method_id);
-    collect_first(subscriptions, s, now).await
 }
 
 /// Inserts a `created` subscription with its first cycle and that cycle's attempt (recorded
@@ -324,7 +338,7 @@ async fn collect_first(
     subscriptions: &Subscriptions,
     mut s: subscription::Model,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<subscription::Model, ApiError> {
+) -> Result<subscription::Model, CreateError> {
     let deps = subscriptions.deps();
     let mut cycle = new_cycle(&s, 1, now)?;
     super::cycles::taxed(deps, &s, &mut cycle, now).await?;
@@ -341,37 +355,19 @@ async fn collect_first(
     Ok(subscriptions.send(&s.id, exec).await??)
 }
 
-/// `POST /subscriptions` with a processor plan: the subscription is made at the billing
-/// processor for the customer, followed by payd like an adopted one, and its first period is
-/// collected at once by the processor.
+/// A subscription with a processor plan: made at the billing processor for the customer,
+/// followed by payd like an adopted one, and its first period collected at once by the
+/// processor.
 async fn create_at_processor(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    req: &CreateSubscriptionRequest,
-    plan_id: &str,
-) -> Result<subscription::Model, ApiError> {
+    ask: &NewSubscription,
+    plan: &'static PlanItem,
+    quantity: i64,
+) -> Result<subscription::Model, CreateError> {
     let deps = subscriptions.deps();
-    let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
-    for (field, given) in [
-        ("items", !req.items.is_empty()),
-        ("mandate_id", req.mandate_id.is_some()),
-        ("payment_method_id", req.payment_method_id.is_some()),
-    ] {
-        if given {
-            return Err(ApiError::invalid_param(
-                field,
-                "a processor plan (plan_id) is billed by the processor, which holds the buyer's method: send neither items nor a method",
-            ));
-        }
-    }
-    let plan = plans::plan(plan_id).ok_or_else(|| {
-        ApiError::invalid_param("plan_id", "unknown plan; see GET /subscriptions/items")
-    })?;
-    let quantity = req.quantity.unwrap_or(1);
-    check_quantity(quantity)?;
-    let metadata = check_term_and_metadata(req)?;
-    let customer = find_customer(&deps.db, &scope, &req.customer_id).await?;
+    let customer = find_customer(&deps.db, &scope, &ask.customer_id).await?;
     let now = deps.clock.now();
     let new = billing::NewSubscription {
         customer_name: customer.name.clone().unwrap_or_else(|| customer.id.clone()),
@@ -380,47 +376,36 @@ async fn create_at_processor(
         quantity,
         declines: false,
     };
-    let at_processor = deps.billing.create(&scope, &shop, new, now).await?;
+    let at_processor = deps.billing.create(&scope, &ask.shop, new, now).await?;
     let mut s = adopt::adopted(&at_processor, &scope, customer.id, now)?;
     s.status = Status::Created.as_str().to_owned();
     s.ever_active = false;
-    s.term_cycles = req.term_cycles;
-    s.metadata = metadata;
+    s.term_cycles = ask.term_cycles;
+    s.metadata = ask.metadata.clone();
     collect_first(subscriptions, s, now).await
 }
 
-/// `POST /subscriptions/create`: a `created` subscription whose first cycle the buyer pays on
-/// the hosted checkout, saving the card under a multi-use mandate
-/// (`subscription_created`). The checkout's payment is made first, with the id its cycle
-/// records, so the subscription never points at a payment that does not exist.
-pub async fn create_for_checkout(
+/// A `created` subscription whose first cycle the buyer pays on the hosted checkout, saving
+/// the card under a multi-use mandate (`subscription_created`). The checkout's payment is
+/// made first, with the id its cycle records, so the subscription never points at a payment
+/// that does not exist.
+async fn create_for_checkout(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    req: CreateSubscriptionRequest,
+    ask: &NewSubscription,
+    items: &[ItemInput],
     max_amount: i64,
-) -> Result<subscription::Model, ApiError> {
-    for (field, given) in [
-        ("mandate_id", req.mandate_id.is_some()),
-        ("payment_method_id", req.payment_method_id.is_some()),
-    ] {
-        if given {
-            return Err(ApiError::invalid_param(
-                field,
-                "the buyer gives the method on the hosted checkout: use POST /subscriptions to charge a saved one",
-            ));
-        }
-    }
+) -> Result<subscription::Model, CreateError> {
     let deps = subscriptions.deps();
-    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
     let db = &deps.db;
     let now = deps.clock.now();
-    let mut s = new_subscription(db, caller, &req, max_amount, now).await?;
+    let mut s = new_subscription(db, caller, ask, items, max_amount, now).await?;
     let mut cycle = new_cycle(&s, 1, now)?;
     super::cycles::taxed(deps, &s, &mut cycle, now).await?;
     let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
-    let payment = cycle_payment(&s, &cycle, true)?;
+    let ask = payment_ask(deps, caller, cycle_payment(&s, &cycle, true)?)?;
     let maker = payments::create::Maker::Subscription { payment_id: pid };
-    let p = payments::create::create(&deps.payments, caller, payment, None, None, maker).await?;
+    let p = payments::create::create(&deps.payments, caller, ask, None, None, maker).await?;
     s.checkout_url = payments::api::Payment::render(&p, &deps.public_url)?.checkout_url;
     s.open_cycle_id = Some(cycle.id.clone());
     let created = vec![store::event(&s, "subscription_created")?];

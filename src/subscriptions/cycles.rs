@@ -29,7 +29,11 @@ use crate::{
     commit::Event,
     error::ApiError,
     ids::{new_id, KeyId, MerchantId, ProfileId},
-    payments::{self, actor::Payments, api::CreatePaymentRequest},
+    payments::{
+        self,
+        actor::Payments,
+        api::{CreatePaymentRequest, NewPayment},
+    },
     wake::Wake,
 };
 
@@ -66,6 +70,9 @@ pub enum SubscriptionError {
     PastCalendar,
     #[error("a cycle's amount overflows")]
     Overflow,
+    /// The cycle's payment cannot be made as the payment routes would take it.
+    #[error("the cycle's payment cannot be made: {0}")]
+    Unchargeable(String),
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -648,16 +655,23 @@ pub(super) async fn make(
         profile: Some(profile),
         clock_offset: crate::clock::current().offset_seconds,
     };
-    let req = cycle_payment(s, c, false)?;
-    payments::create::create(
-        &deps.payments,
-        &caller,
-        req,
-        None,
-        Some(pid.to_owned()),
-        payments::create::Maker::Subscription {
-            payment_id: pid.to_owned(),
-        },
-    )
-    .await
+    let ask = payment_ask(deps, &caller, cycle_payment(s, c, false)?)?;
+    let maker = payments::create::Maker::Subscription {
+        payment_id: pid.to_owned(),
+    };
+    let resume = Some(pid.to_owned());
+    Ok(payments::create::create(&deps.payments, &caller, ask, None, resume, maker).await?)
+}
+
+/// A cycle's payment request parsed as the payment routes parse one (a cycle whose tax took
+/// it past the deployment's largest charge is refused here).
+pub fn payment_ask(
+    deps: &SubscriptionDeps,
+    caller: &Caller,
+    req: CreatePaymentRequest,
+) -> Result<NewPayment, SubscriptionError> {
+    let payments = deps.payments.deps();
+    let max = payments.settings.limits.max_amount;
+    req.parse(caller, &payments.cards(caller), max)
+        .map_err(|e| SubscriptionError::Unchargeable(e.message))
 }

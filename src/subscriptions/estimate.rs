@@ -41,7 +41,8 @@ pub async fn estimate(
             let plan = create::plan(db, &caller.scope(), &shop, &items, max, now)
                 .await
                 // The item is the query's own fields.
-                .map_err(|mut e| {
+                .map_err(|e| {
+                    let mut e = ApiError::from(e);
                     e.param = e
                         .param
                         .map(|p| p.trim_start_matches("items[0].").to_owned());

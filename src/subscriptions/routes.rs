@@ -10,7 +10,7 @@ use super::{
         Estimate, EstimateQuery, ListSubscriptionsQuery, ResumeRequest, Subscription,
         UpdateRequest,
     },
-    create,
+    create::{self, CreateError},
     cycles::SubscriptionError,
     estimate,
     machine::Status,
@@ -58,7 +58,47 @@ impl From<SubscriptionError> for ApiError {
                 "past_calendar",
                 "the subscription's next period would end past the calendar's end",
             ),
+            SubscriptionError::Unchargeable(_) => {
+                ApiError::conflict("cycle_unchargeable", e.to_string())
+            }
             SubscriptionError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<CreateError> for ApiError {
+    #[track_caller]
+    fn from(e: CreateError) -> Self {
+        let message = e.to_string();
+        let item = |i: usize, field: &str| format!("items[{i}].{field}");
+        match e {
+            CreateError::ItemCount | CreateError::Free => ApiError::invalid_param("items", message),
+            CreateError::Quantity { item: i } => {
+                ApiError::invalid_param(&item(i, "quantity"), message)
+            }
+            CreateError::NoSuchPrice { item: i } => {
+                ApiError::not_found("price").param(item(i, "price_id"))
+            }
+            CreateError::PriceArchived { item: i } => {
+                ApiError::invalid("archived", message).param(item(i, "price_id"))
+            }
+            CreateError::NotRecurring { item: i } | CreateError::MixedTerms { item: i } => {
+                ApiError::invalid_param(&item(i, "price_id"), message)
+            }
+            CreateError::TooLarge(_) => {
+                ApiError::invalid("amount_too_large", message).param("items")
+            }
+            CreateError::NoSuchCustomer => ApiError::not_found("customer").param("customer_id"),
+            CreateError::NoSuchMandate => ApiError::not_found("mandate").param("mandate_id"),
+            CreateError::MandateOfAnother => ApiError::invalid_param("mandate_id", message),
+            CreateError::MandateInactive => {
+                ApiError::conflict("mandate_inactive", message).param("mandate_id")
+            }
+            CreateError::OtherMethod => ApiError::invalid_param("payment_method_id", message),
+            CreateError::Payment(e) => e.into(),
+            CreateError::Subscription(e) => e.into(),
+            CreateError::Unanswered(e) => e.into(),
+            CreateError::Db(e) => e.into(),
         }
     }
 }
@@ -103,10 +143,13 @@ pub async fn create_subscription(
     subscriptions: web::Data<Subscriptions>,
     ApiJson(req): ApiJson<CreateSubscriptionRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let ask = req.parse(&caller, false)?;
+    let deps = subscriptions.deps();
+    store::check_sandbox_room(&deps.db, &caller, deps.sandbox_max).await?;
     let s = create::create(
         &subscriptions,
         &caller,
-        req,
+        ask,
         state.settings.limits.max_amount,
     )
     .await?;
@@ -127,8 +170,16 @@ pub async fn create_for_checkout(
     subscriptions: web::Data<Subscriptions>,
     ApiJson(req): ApiJson<CreateSubscriptionRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let max = state.settings.limits.max_amount;
-    let s = create::create_for_checkout(&subscriptions, &caller, req, max).await?;
+    let ask = req.parse(&caller, true)?;
+    let deps = subscriptions.deps();
+    store::check_sandbox_room(&deps.db, &caller, deps.sandbox_max).await?;
+    let s = create::create(
+        &subscriptions,
+        &caller,
+        ask,
+        state.settings.limits.max_amount,
+    )
+    .await?;
     Ok(HttpResponse::Created().json(Subscription::render(&s)?))
 }
 

@@ -206,6 +206,31 @@ pub struct ImportRequest {
     pub starting_after: Option<String>,
 }
 
+/// An import as asked: the cases named (1 to 100) or at most `limit` of the caller's scope.
+#[derive(Debug)]
+pub struct Import {
+    pub case_ids: Option<Vec<String>>,
+    pub limit: u64,
+    pub starting_after: Option<String>,
+}
+
+impl ImportRequest {
+    pub fn parse(self) -> Result<Import, ApiError> {
+        let limit = match self.limit.unwrap_or(100) {
+            limit @ 1..=1000 => limit as u64,
+            _ => return Err(ApiError::invalid_param("limit", "limit must be 1 to 1000")),
+        };
+        if self.case_ids.as_ref().is_some_and(|ids| ids.len() > 100) {
+            return Err(ApiError::invalid_param("case_ids", "at most 100 case ids"));
+        }
+        Ok(Import {
+            case_ids: self.case_ids,
+            limit,
+            starting_after: self.starting_after,
+        })
+    }
+}
+
 /// What an import did to one case.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Imported {

@@ -9,9 +9,10 @@
 //! imported case as they happen, as a real processor's notification would.
 
 use payd_entity::{dispute, payment, wallet_case};
+use sea_orm::DbErr;
 
 use super::{
-    api::{ImportReport, ImportRequest, Imported},
+    api::{Import, ImportReport, Imported},
     machine::{self, CaseType, Request},
     processor::{self, Due, Opening, SandboxWallet, WalletError},
     store,
@@ -20,12 +21,15 @@ use crate::{
     auth::keys::Scope,
     disputes::{
         self,
-        actor::{CaseOpening, Command as DisputeCommand, Disputes, Exec as DisputeExec, Followed},
+        actor::{
+            CaseOpening, Command as DisputeCommand, DisputeError, Disputes, Exec as DisputeExec,
+            Followed,
+        },
     },
-    error::ApiError,
+    error::Unanswered,
     payments::{
         self,
-        actor::{Command as PaymentCommand, Exec as PaymentExec, Payments},
+        actor::{Command as PaymentCommand, Exec as PaymentExec, PaymentError, Payments},
     },
 };
 
@@ -36,21 +40,57 @@ pub struct WalletDeps {
     pub disputes: Disputes,
 }
 
-impl From<WalletError> for ApiError {
-    #[track_caller]
-    fn from(e: WalletError) -> Self {
-        match e {
-            WalletError::NotFound => ApiError::not_found("case").param("case_id"),
-            WalletError::Refused(r @ machine::Refusal::OfferTooLarge { .. }) => {
-                ApiError::invalid("amount_exceeds_case", r.to_string()).param("amount")
-            }
-            WalletError::Refused(r) => ApiError::conflict("invalid_state", r.to_string()),
-            WalletError::TooManyEntries => {
-                ApiError::limit_reached("case history entries", processor::MAX_ENTRIES)
-            }
-            WalletError::LostRace => ApiError::concurrent_update("case"),
-            WalletError::Db(e) => e.into(),
+/// Why a case could not be opened, acted on, imported or followed. The routes map it to the
+/// API's error.
+#[derive(Debug, thiserror::Error)]
+pub enum FollowError {
+    #[error("no such payment")]
+    NoSuchPayment,
+    #[error("no such file")]
+    NoSuchFile,
+    /// A case `import` was asked for by id is not the caller's.
+    #[error("no such case {0}")]
+    NoSuchListedCase(String),
+    #[error("the payment has nothing captured and not refunded to dispute")]
+    NothingToDispute,
+    #[error("the amount must be 1 to {left}: what is captured and not refunded")]
+    ExceedsDisputable { left: i64 },
+    /// The payment has this case already; `None`: another request opened it meanwhile.
+    #[error("the payment already has {} (one case per payment)", .0.as_deref().map_or("a case".to_owned(), |c| format!("case {c}")))]
+    CaseExists(Option<String>),
+    #[error("the payment already has a dispute (one per payment)")]
+    AlreadyDisputed,
+    #[error(transparent)]
+    Case(#[from] WalletError),
+    #[error(transparent)]
+    Payment(#[from] PaymentError),
+    #[error(transparent)]
+    Dispute(#[from] DisputeError),
+    #[error(transparent)]
+    Unanswered(#[from] Unanswered),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl<E: Into<FollowError>> From<payd_actors::ActorError<E>> for FollowError {
+    fn from(e: payd_actors::ActorError<E>) -> Self {
+        match Unanswered::split(e) {
+            Ok(e) => e.into(),
+            Err(unanswered) => unanswered.into(),
         }
+    }
+}
+
+impl FollowError {
+    /// The case, or what it follows, is gone: its job has nothing left to do.
+    pub fn gone(&self) -> bool {
+        matches!(
+            self,
+            FollowError::NoSuchPayment
+                | FollowError::Case(WalletError::NotFound)
+                | FollowError::Payment(PaymentError::NotFound)
+                | FollowError::Dispute(DisputeError::NotFound)
+        )
     }
 }
 
@@ -59,13 +99,13 @@ pub async fn owned(
     deps: &WalletDeps,
     scope: &Scope,
     case_id: &str,
-) -> Result<wallet_case::Model, ApiError> {
+) -> Result<wallet_case::Model, FollowError> {
     if crate::ids::CaseId::parse(case_id).is_none() {
-        return Err(ApiError::not_found("case").param("case_id"));
+        return Err(WalletError::NotFound.into());
     }
     store::find_owned(&deps.processor.db, case_id, scope)
         .await?
-        .ok_or_else(|| ApiError::not_found("case").param("case_id"))
+        .ok_or(FollowError::Case(WalletError::NotFound))
 }
 
 /// The sandbox buyer opens a case against a captured payment of the caller's scope.
@@ -76,50 +116,28 @@ pub async fn open(
     case_type: CaseType,
     reason: String,
     amount: Option<i64>,
-) -> Result<wallet_case::Model, ApiError> {
+) -> Result<wallet_case::Model, FollowError> {
     let db = &deps.processor.db;
-    let not_found = || ApiError::not_found("payment").param("payment_id");
     if crate::ids::PaymentId::parse(payment_id).is_none() {
-        return Err(not_found());
+        return Err(FollowError::NoSuchPayment);
     }
     let payment: payment::Model = payments::store::find_owned(db, payment_id, scope)
         .await?
-        .ok_or_else(not_found)?;
-    let left =
-        payments::machine::dispute_amount(&payments::api::state_of(&payment)).ok_or_else(|| {
-            ApiError::conflict(
-                "nothing_to_dispute",
-                "the payment has nothing captured and not refunded to dispute",
-            )
-            .param("payment_id")
-        })?;
+        .ok_or(FollowError::NoSuchPayment)?;
+    let left = payments::machine::dispute_amount(&payments::api::state_of(&payment))
+        .ok_or(FollowError::NothingToDispute)?;
     let amount = amount.unwrap_or(left);
     if amount <= 0 || amount > left {
-        return Err(ApiError::invalid(
-            "amount_exceeds_disputable",
-            format!("the amount must be 1 to {left}: what is captured and not refunded"),
-        )
-        .param("amount"));
+        return Err(FollowError::ExceedsDisputable { left });
     }
     if let Some(c) = store::of_payment(db, payment_id).await? {
-        return Err(ApiError::conflict(
-            "case_exists",
-            format!(
-                "the payment already has case {} (one case per payment)",
-                c.id
-            ),
-        )
-        .param("payment_id"));
+        return Err(FollowError::CaseExists(Some(c.id)));
     }
     if !disputes::store::of_payment(db, payment_id)
         .await?
         .is_empty()
     {
-        return Err(ApiError::conflict(
-            "already_disputed",
-            "the payment already has a dispute (one per payment)",
-        )
-        .param("payment_id"));
+        return Err(FollowError::AlreadyDisputed);
     }
     let opening = Opening {
         case_type,
@@ -134,10 +152,7 @@ pub async fn open(
                 Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
             ) =>
         {
-            Err(
-                ApiError::conflict("case_exists", "the payment already has a case")
-                    .param("payment_id"),
-            )
+            Err(FollowError::CaseExists(None))
         }
         other => Ok(other?),
     }
@@ -150,7 +165,7 @@ pub async fn act(
     scope: &Scope,
     case_id: &str,
     req: Request,
-) -> Result<(wallet_case::Model, Option<dispute::Model>), ApiError> {
+) -> Result<(wallet_case::Model, Option<dispute::Model>), FollowError> {
     let case = owned(deps, scope, case_id).await?;
     if let Request::ProvideEvidence { file_ids, .. } = &req {
         for f in file_ids {
@@ -161,7 +176,7 @@ pub async fn act(
                 case.test_mode,
             )
             .await?
-            .ok_or_else(|| ApiError::not_found("file").param("file_ids"))?;
+            .ok_or(FollowError::NoSuchFile)?;
         }
     }
     let case = deps.processor.act(&case.id, &req).await?;
@@ -176,7 +191,7 @@ pub async fn buyer(
     scope: &Scope,
     case_id: &str,
     escalate: bool,
-) -> Result<(wallet_case::Model, Option<dispute::Model>), ApiError> {
+) -> Result<(wallet_case::Model, Option<dispute::Model>), FollowError> {
     let case = owned(deps, scope, case_id).await?;
     let case = match escalate {
         true => deps.processor.escalate(&case.id).await?,
@@ -187,7 +202,7 @@ pub async fn buyer(
 }
 
 /// The processor's due move on a case (its job); an imported case's dispute follows.
-pub async fn run_due(deps: &WalletDeps, case_id: &str) -> Result<Due, ApiError> {
+pub async fn run_due(deps: &WalletDeps, case_id: &str) -> Result<Due, FollowError> {
     let due = deps.processor.run_due(case_id).await?;
     if let Due::Moved(case) = &due {
         follow(deps, case, false).await?;
@@ -201,24 +216,19 @@ pub async fn import(
     deps: &WalletDeps,
     scope: &Scope,
     shop: Option<&str>,
-    req: &ImportRequest,
-) -> Result<ImportReport, ApiError> {
-    let limit = req.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::invalid_param("limit", "limit must be 1 to 1000"));
-    }
+    req: &Import,
+) -> Result<ImportReport, FollowError> {
+    let limit = req.limit;
     let (cases, has_more) = match &req.case_ids {
         Some(ids) => {
-            if ids.len() > 100 {
-                return Err(ApiError::invalid_param("case_ids", "at most 100 case ids"));
-            }
             let mut cases = Vec::with_capacity(ids.len());
             for id in ids {
-                cases.push(
-                    owned(deps, scope, id)
-                        .await
-                        .map_err(|e| e.param("case_ids"))?,
-                );
+                cases.push(owned(deps, scope, id).await.map_err(|e| match e {
+                    FollowError::Case(WalletError::NotFound) => {
+                        FollowError::NoSuchListedCase(id.clone())
+                    }
+                    e => e,
+                })?);
             }
             (cases, false)
         }
@@ -229,7 +239,7 @@ pub async fn import(
                 scope.test_mode,
                 shop,
                 req.starting_after.as_deref(),
-                limit as u64 + 1,
+                limit + 1,
             )
             .await?;
             let more = cases.len() > limit as usize;
@@ -292,7 +302,7 @@ async fn follow(
     deps: &WalletDeps,
     case: &wallet_case::Model,
     open: bool,
-) -> Result<(Mapping, Option<dispute::Model>), ApiError> {
+) -> Result<(Mapping, Option<dispute::Model>), FollowError> {
     let db = &deps.processor.db;
     let c = store::case_of(case);
     let mapped = machine::mapped(&c);

@@ -13,7 +13,7 @@ pub fn register(scheduler: &mut Scheduler, wallet: &actix_web::web::Data<WalletD
                 // Not due yet (the clock moved back): keep the job for then.
                 Ok(Due::NotYet(Some(at))) => Outcome::RunAt(at),
                 Ok(Due::NotYet(None)) => Outcome::Done,
-                Err(e) if e.status == actix_web::http::StatusCode::NOT_FOUND => Outcome::Done,
+                Err(e) if e.gone() => Outcome::Done,
                 Err(e) => Outcome::Failed(e.to_string()),
             }
         }

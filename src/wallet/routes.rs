@@ -9,8 +9,9 @@ use super::{
         ActionRequest, Actions, AllowedAction, Case, History, HistoryEntry, ImportReport,
         ImportRequest, ListCasesQuery, OpenCaseRequest,
     },
-    follow::{self, WalletDeps},
+    follow::{self, FollowError, WalletDeps},
     machine::{self, CaseType},
+    processor::{self, WalletError},
     store,
 };
 use crate::{
@@ -32,6 +33,53 @@ crate::http::routes! {
     "/sandbox/wallet/cases" => { post: sandbox_open_case },
     "/sandbox/wallet/cases/{case_id}/withdraw" => { post: sandbox_withdraw_case },
     "/sandbox/wallet/cases/{case_id}/escalate" => { post: sandbox_escalate_case },
+}
+
+impl From<WalletError> for ApiError {
+    #[track_caller]
+    fn from(e: WalletError) -> Self {
+        match e {
+            WalletError::NotFound => ApiError::not_found("case").param("case_id"),
+            WalletError::Refused(r @ machine::Refusal::OfferTooLarge { .. }) => {
+                ApiError::invalid("amount_exceeds_case", r.to_string()).param("amount")
+            }
+            WalletError::Refused(r) => ApiError::conflict("invalid_state", r.to_string()),
+            WalletError::TooManyEntries => {
+                ApiError::limit_reached("case history entries", processor::MAX_ENTRIES)
+            }
+            WalletError::LostRace => ApiError::concurrent_update("case"),
+            WalletError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<FollowError> for ApiError {
+    #[track_caller]
+    fn from(e: FollowError) -> Self {
+        let message = e.to_string();
+        match e {
+            FollowError::NoSuchPayment => ApiError::no_such::<crate::ids::PaymentId>(),
+            FollowError::NoSuchFile => ApiError::not_found("file").param("file_ids"),
+            FollowError::NoSuchListedCase(_) => ApiError::not_found("case").param("case_ids"),
+            FollowError::NothingToDispute => {
+                ApiError::conflict("nothing_to_dispute", message).param("payment_id")
+            }
+            FollowError::ExceedsDisputable { .. } => {
+                ApiError::invalid("amount_exceeds_disputable", message).param("amount")
+            }
+            FollowError::CaseExists(_) => {
+                ApiError::conflict("case_exists", message).param("payment_id")
+            }
+            FollowError::AlreadyDisputed => {
+                ApiError::conflict("already_disputed", message).param("payment_id")
+            }
+            FollowError::Case(e) => e.into(),
+            FollowError::Payment(e) => e.into(),
+            FollowError::Dispute(e) => e.into(),
+            FollowError::Unanswered(e) => e.into(),
+            FollowError::Db(e) => e.into(),
+        }
+    }
 }
 
 /// The case as shown, with the dispute that follows it.
@@ -85,7 +133,7 @@ pub async fn import_cases(
 ) -> Result<HttpResponse, ApiError> {
     let scope = caller.scope();
     let shop = scope.list_shop(req.profile_id.as_deref())?;
-    let report = follow::import(&wallet, &scope, shop.as_deref(), &req).await?;
+    let report = follow::import(&wallet, &scope, shop.as_deref(), &req.parse()?).await?;
     Ok(HttpResponse::Ok().json(report))
 }
 

@@ -17,20 +17,15 @@ pub(super) async fn confirm(
         Some(card) => Some(card.clone()),
         None => card_of(m)?,
     };
-    let card = card.ok_or_else(|| {
-        PaymentError::Invalid(
-            ApiError::invalid("payment_method_required", "confirm needs a payment method")
-                .param("payment_method_data"),
-        )
-    })?;
+    let card = card.ok_or(PaymentError::PaymentMethodRequired)?;
     // An off-session charge re-checks its mandate here, where a revoke cannot slip in
     // between the check and the commit (the mandate's version guards the commit).
     let mandate = match (&m.mandate_id, m.off_session) {
         (Some(id), true) => {
-            let mandate = customers::store::find_mandate(&deps.db, id).await?.ok_or(
-                PaymentError::Invalid(ApiError::not_found("mandate").param("mandate_id")),
-            )?;
-            check_mandate(&mandate, m.amount, &m.currency, now).map_err(PaymentError::Invalid)?;
+            let mandate = customers::store::find_mandate(&deps.db, id)
+                .await?
+                .ok_or(PaymentError::MandateNotFound)?;
+            check_mandate(&mandate, &Money::new(m.amount, &m.currency), now)?;
             Some(mandate)
         }
         _ => None,
@@ -286,7 +281,7 @@ pub(super) async fn authorize(
         previous = Some(candidate.clone());
     }
     let (chosen, result, can_save, intent) =
-        last.ok_or_else(|| PaymentError::Invalid(ApiError::internal("no processor candidate")))?;
+        last.ok_or_else(|| PaymentError::Internal("no processor candidate".into()))?;
     let authorized = Authorized {
         chosen,
         result,

@@ -106,9 +106,8 @@ pub(super) async fn voided(
     answer: Result<(), ProcessorError>,
 ) -> Result<Done, PaymentError> {
     let (now, mut next) = (deps.clock.now(), crate::payments::api::state_of(base));
-    let to = Status::parse(to).ok_or_else(|| {
-        PaymentError::Invalid(ApiError::internal(format!("a void's stored status {to:?}")))
-    })?;
+    let to = Status::parse(to)
+        .ok_or_else(|| PaymentError::Internal(format!("a void's stored status {to:?}")))?;
     let trigger = if expiry { "expire" } else { "cancel" };
     match answer {
         Ok(()) => {

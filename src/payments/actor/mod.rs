@@ -29,22 +29,23 @@ use super::rows::{
     refund_event,
 };
 use super::{
-    api::{lines_of, MandateRequest, Payment, RoutingDecision},
+    api::{lines_of, CardReader, MandateRequest, Payment, RoutingDecision},
     intent::Intent,
     machine::{self, Authorization, CancelKind, ProcessorView, Status},
     refunds,
     routing::{self, Facts},
     store::{self, Announcement, Changes, SaveCard},
 };
+use crate::auth::keys::Caller;
 use crate::commit::Db;
 use crate::{
     clock::{self, SharedClock, Timeline},
     commit,
     customers::{self, api::check_mandate},
     disputes,
-    error::ApiError,
     fields::Metadata,
     ids::new_id,
+    money::Money,
     processors::{
         connect::{self, Connections},
         sandbox::Sandbox,
@@ -77,6 +78,17 @@ pub struct PaymentDeps {
 }
 
 impl PaymentDeps {
+    /// How a request of `caller` reads a card now: the caller's merchant and mode, this
+    /// deployment's fingerprint key.
+    pub fn cards<'a>(&'a self, caller: &'a Caller) -> CardReader<'a> {
+        CardReader {
+            now: self.clock.now(),
+            pepper: &self.settings.security.key_pepper,
+            merchant_id: caller.merchant_id.as_str(),
+            test_mode: caller.test_mode(),
+        }
+    }
+
     /// The processor behind one of the shop's accounts (a shop without accounts has the
     /// implicit sandbox one).
     async fn processor_for(
@@ -132,15 +144,15 @@ pub async fn run(
     access: Option<Access>,
     command: Command,
     key: Option<RequestKey>,
-) -> Result<Done, ApiError> {
-    let id = crate::fields::parse_id::<crate::ids::PaymentId>(id)?;
+) -> Result<Done, PaymentError> {
+    let id = crate::ids::PaymentId::parse(id).ok_or(PaymentError::NotFound)?;
     let exec = Exec {
         access,
         command,
         key,
         timeline: clock::current(),
     };
-    Ok(payments.send(&id, exec).await??)
+    payments.send(&id, exec).await?
 }
 
 #[derive(Debug, Clone, Message)]
@@ -285,7 +297,14 @@ async fn exec(
                 PaymentError::LostRace
                 | PaymentError::Refused(_)
                 | PaymentError::RefundRefused(_)
-                | PaymentError::Invalid(_),
+                | PaymentError::PaymentMethodRequired
+                | PaymentError::MandateNotFound
+                | PaymentError::Mandate(_)
+                | PaymentError::CatalogLinesFixed(_)
+                | PaymentError::LinesMismatch { .. }
+                | PaymentError::StoredLinesMismatch { .. }
+                | PaymentError::OperationPending { .. }
+                | PaymentError::Internal(_),
             ) => true,
             Ok(done) => done.payment.version == m.version,
             Err(_) => false,
@@ -323,15 +342,10 @@ async fn step(
     let settled = match reconciled {
         Ok(done) if done.payment.pending_operation.is_none() => done.payment,
         Ok(_) | Err(PaymentError::Processor(_)) => {
-            let mut pending = ApiError::conflict(
-                "processor_operation_pending",
-                "an operation sent to the processor has no recorded outcome yet; payd asks the processor again shortly, retry after that",
-            )
-            .param("payment_id");
             // When the settle job asks again; an answer that asks for a retry is not stored
             // under an `Idempotency-Key`.
-            pending.retry_after = Some(deps.settle_delay().num_seconds().clamp(1, 60) as u32);
-            return Err(PaymentError::Invalid(pending));
+            let retry_after = deps.settle_delay().num_seconds().clamp(1, 60) as u32;
+            return Err(PaymentError::OperationPending { retry_after });
         }
         Err(e) => return Err(e),
     };

@@ -54,12 +54,12 @@ pub(super) async fn reconcile(
                 token: None,
             };
             let card = card_of(m)?.ok_or_else(|| {
-                PaymentError::Invalid(ApiError::internal("an authorization's card is not stored"))
+                PaymentError::Internal("an authorization's card is not stored".into())
             })?;
             let attempt = store::find_attempt(&deps.db, &attempt_id)
                 .await?
                 .ok_or_else(|| {
-                    PaymentError::Invalid(ApiError::internal("an authorization's attempt is gone"))
+                    PaymentError::Internal("an authorization's attempt is gone".into())
                 })?;
             let mandate = match (&m.mandate_id, m.off_session) {
                 (Some(id), true) => customers::store::find_mandate(&deps.db, id).await?,
