@@ -65,18 +65,7 @@ impl From<CommitError> for InvoiceError {
     }
 }
 
-/// A draft's new fields (checked by the route); `None` keeps a field.
-#[derive(Debug, Clone, Default)]
-pub struct Patch {
-    /// Unpriced lines (the tax rules price them).
-    pub lines: Option<Vec<Line>>,
-    pub currency: Option<String>,
-    pub customer_id: Option<String>,
-    pub buyer: Option<Party>,
-    pub memo: Option<String>,
-    pub due_date: Option<NaiveDate>,
-    pub metadata: Option<String>,
-}
+pub use super::api::Patch;
 
 #[derive(Debug, Clone)]
 pub enum Command {

@@ -862,3 +862,134 @@ pub fn lines_from(input: &[LineInput], max_amount: i64) -> Result<Vec<Line>, Api
         )),
     }
 }
+
+/// What a new invoice is made from, as asked.
+#[derive(Debug)]
+pub enum SourceAsk {
+    /// A payment captured in full.
+    Payment(String),
+    /// A subscription's billing cycle.
+    Cycle {
+        subscription_id: String,
+        cycle_id: String,
+    },
+    /// Lines given, in a currency.
+    Lines { lines: Vec<Line>, currency: String },
+}
+
+/// `POST /invoices` parsed.
+#[derive(Debug)]
+pub struct NewInvoice {
+    /// The shop the invoice is made in.
+    pub shop: String,
+    pub source: SourceAsk,
+    pub customer_id: Option<String>,
+    pub buyer: Option<Party>,
+    pub memo: Option<String>,
+    pub due_date: Option<NaiveDate>,
+    /// As stored (JSON).
+    pub metadata: String,
+}
+
+impl CreateInvoiceRequest {
+    pub fn parse(
+        self,
+        caller: &crate::auth::keys::Caller,
+        max_amount: i64,
+    ) -> Result<NewInvoice, ApiError> {
+        let shop = caller.require_shop()?.to_string();
+        let given = [
+            self.payment_id.is_some(),
+            self.subscription_id.is_some() || self.cycle_id.is_some(),
+            self.lines.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(ApiError::invalid_param(
+                "payment_id",
+                "send one of payment_id, subscription_id with cycle_id, or lines",
+            ));
+        }
+        if self.lines.is_none() && self.currency.is_some() {
+            return Err(ApiError::invalid_param(
+                "currency",
+                "currency goes with lines; a payment or a cycle has its own",
+            ));
+        }
+        let source = match (self.payment_id, self.subscription_id, self.cycle_id) {
+            (Some(payment_id), _, _) => SourceAsk::Payment(payment_id),
+            (None, Some(subscription_id), Some(cycle_id)) => SourceAsk::Cycle {
+                subscription_id,
+                cycle_id,
+            },
+            (None, sub, _) if given[1] => {
+                let param = if sub.is_some() {
+                    "cycle_id"
+                } else {
+                    "subscription_id"
+                };
+                return Err(ApiError::invalid_param(
+                    param,
+                    "a billing cycle is named by subscription_id and cycle_id",
+                ));
+            }
+            (None, _, _) => SourceAsk::Lines {
+                lines: lines_from(self.lines.as_deref().unwrap_or_default(), max_amount)?,
+                currency: match &self.currency {
+                    Some(c) => crate::fields::parse_currency("currency", c)?,
+                    None => {
+                        return Err(ApiError::invalid_param(
+                            "currency",
+                            "an invoice of lines needs a currency",
+                        ))
+                    }
+                },
+            },
+        };
+        Ok(NewInvoice {
+            shop,
+            source,
+            customer_id: self.customer_id,
+            buyer: self.buyer.map(|b| b.checked("buyer")).transpose()?,
+            memo: check_text("memo", self.memo.as_ref(), 1_000)?,
+            due_date: self.due_date,
+            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+        })
+    }
+}
+
+/// A draft's new fields, parsed (`PATCH /invoices/{invoice_id}`); `None` keeps a field. Whether
+/// the draft may take them (its lines and currency, the customer, the catalog) is
+/// `create::patch`'s to check.
+#[derive(Debug, Clone, Default)]
+pub struct Patch {
+    /// Unpriced lines (the tax rules price them).
+    pub lines: Option<Vec<Line>>,
+    pub currency: Option<String>,
+    pub customer_id: Option<String>,
+    pub buyer: Option<Party>,
+    pub memo: Option<String>,
+    pub due_date: Option<NaiveDate>,
+    pub metadata: Option<String>,
+}
+
+impl UpdateInvoiceRequest {
+    pub fn parse(self, max_amount: i64) -> Result<Patch, ApiError> {
+        Ok(Patch {
+            lines: self
+                .lines
+                .as_deref()
+                .map(|l| lines_from(l, max_amount))
+                .transpose()?,
+            currency: self
+                .currency
+                .as_deref()
+                .map(|c| crate::fields::parse_currency("currency", c))
+                .transpose()?,
+            customer_id: self.customer_id,
+            buyer: self.buyer.map(|b| b.checked("buyer")).transpose()?,
+            memo: check_text("memo", self.memo.as_ref(), 1_000)?,
+            due_date: self.due_date,
+            metadata: check_metadata(self.metadata.as_ref())?,
+        })
+    }
+}

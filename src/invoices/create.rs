@@ -1,22 +1,65 @@
 //! A new draft invoice: from a captured payment (its lines, with the tax as captured), from a
 //! subscription's billing cycle, or from lines given. One invoice per payment and per cycle
-//! while it stands (a voided or deleted one frees its source).
+//! while it stands (a voided or deleted one frees its source). The request was parsed at the
+//! edge (`NewInvoice`, `Patch`); what can go wrong here is a [`CreateError`], which the routes
+//! map to the API's error.
 
 use payd_entity::invoice;
+use sea_orm::DbErr;
 
 use super::{
-    actor,
-    api::{self, CreateInvoiceRequest},
+    actor::{self, InvoiceError},
+    api::{NewInvoice, Patch, SourceAsk},
     machine::{self, Kind, Line, Status},
     store::{self, CommitError},
 };
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
-    error::ApiError,
-    fields::{check_metadata, check_text, parse_currency},
     ids::new_id,
 };
+
+/// Why a draft could not be made or changed as asked: what it names is not there or cannot be
+/// invoiced. `line` is an index into the lines sent.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error("no such price")]
+    NoSuchPrice { line: usize },
+    #[error("the price is in {price}, the invoice in {invoice}")]
+    PriceCurrency {
+        line: usize,
+        price: String,
+        invoice: String,
+    },
+    #[error("the price belongs to another product")]
+    OtherProduct { line: usize },
+    #[error("no such product")]
+    NoSuchProduct { line: usize },
+    #[error("no such customer")]
+    NoSuchCustomer,
+    #[error("no such payment")]
+    NoSuchPayment,
+    #[error("the payment is {0}: only a payment captured in full can be invoiced")]
+    NotCaptured(String),
+    #[error(transparent)]
+    Refunded(machine::Refusal),
+    #[error("no such subscription")]
+    NoSuchSubscription,
+    #[error("no such cycle")]
+    NoSuchCycle,
+    /// The payment's or cycle's invoice stands (`param` names which).
+    #[error("an invoice of this source stands already (void or delete it first)")]
+    Exists { param: &'static str },
+    /// A draft made from a payment or a cycle was sent `param` (`lines`, `currency`).
+    #[error("an invoice made from a payment or a billing cycle keeps its lines and currency")]
+    KeepsLines { param: &'static str },
+    #[error(transparent)]
+    Invoice(#[from] InvoiceError),
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
 
 /// What a draft is made from.
 struct Source {
@@ -32,26 +75,37 @@ struct Source {
 pub async fn create(
     db: &Db,
     caller: &Caller,
-    req: CreateInvoiceRequest,
-    max_amount: i64,
+    ask: NewInvoice,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<invoice::Model, ApiError> {
-    let shop = caller.require_shop()?.to_string();
-    let source = source(db, caller, &req, max_amount).await?;
-    if source.payment_id.is_none() && source.cycle_id.is_none() {
-        check_catalog(db, &caller.scope(), &source.lines, &source.currency).await?;
-    }
-    let customer_id = match req.customer_id.as_ref().or(source.customer_id.as_ref()) {
+) -> Result<invoice::Model, CreateError> {
+    let scope = caller.scope();
+    let source = match ask.source {
+        SourceAsk::Payment(payment_id) => of_payment(db, &scope, &payment_id).await?,
+        SourceAsk::Cycle {
+            subscription_id,
+            cycle_id,
+        } => of_cycle(db, &scope, &subscription_id, &cycle_id).await?,
+        SourceAsk::Lines { lines, currency } => {
+            check_catalog(db, &scope, &lines, &currency).await?;
+            Source {
+                currency,
+                customer_id: None,
+                payment_id: None,
+                subscription_id: None,
+                cycle_id: None,
+                key: None,
+                lines,
+            }
+        }
+    };
+    let customer_id = match ask.customer_id.as_ref().or(source.customer_id.as_ref()) {
         Some(c) => Some(check_customer(db, caller, c).await?),
         None => None,
     };
-    let buyer = req.buyer.map(|b| b.checked("buyer")).transpose()?;
-    let memo = check_text("memo", req.memo.as_ref(), 1_000)?;
-    let metadata = check_metadata(req.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
     let mut draft = invoice::Model {
         id: new_id("inv"),
         merchant_id: caller.merchant_id.to_string(),
-        profile_id: shop,
+        profile_id: ask.shop,
         test_mode: caller.test_mode(),
         kind: Kind::Invoice.as_str().to_owned(),
         status: Status::Draft.as_str().to_owned(),
@@ -63,7 +117,9 @@ pub async fn create(
         cycle_id: source.cycle_id,
         original_invoice_id: None,
         source_key: source.key,
-        buyer: buyer.map(|b| serde_json::to_string(&b).unwrap_or_default()),
+        buyer: ask
+            .buyer
+            .map(|b| serde_json::to_string(&b).unwrap_or_default()),
         seller: None,
         lines: serde_json::to_string(&source.lines).unwrap_or_default(),
         subtotal: 0,
@@ -71,12 +127,12 @@ pub async fn create(
         total: 0,
         amount_paid: 0,
         amount_credited: 0,
-        memo,
+        memo: ask.memo,
         footer: None,
         reason: None,
         locale: None,
-        due_date: req.due_date.map(|d| d.to_string()),
-        metadata,
+        due_date: ask.due_date.map(|d| d.to_string()),
+        metadata: ask.metadata,
         finalized_at: None,
         paid_at: None,
         voided_at: None,
@@ -96,11 +152,7 @@ pub async fn create(
                 Some(_) => "payment_id",
                 None => "cycle_id",
             };
-            Err(ApiError::conflict(
-                "invoice_exists",
-                "an invoice of this source stands already (void or delete it first)",
-            )
-            .param(param))
+            Err(CreateError::Exists { param })
         }
         other => {
             other?;
@@ -117,10 +169,9 @@ pub async fn check_catalog(
     scope: &Scope,
     lines: &[Line],
     currency: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), CreateError> {
     use crate::products::store as catalog;
     for (i, l) in lines.iter().enumerate() {
-        let param = |f: &str| format!("lines[{i}].{f}");
         let price = match &l.price_id {
             Some(id) => Some(
                 match crate::ids::PriceId::parse(id) {
@@ -128,24 +179,22 @@ pub async fn check_catalog(
                     None => None,
                 }
                 .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))
-                .ok_or_else(|| ApiError::not_found("price").param(param("price_id")))?,
+                .ok_or(CreateError::NoSuchPrice { line: i })?,
             ),
             None => None,
         };
         if let Some(p) = &price {
             if p.currency != currency {
-                return Err(ApiError::invalid_param(
-                    &param("price_id"),
-                    format!("the price is in {}, the invoice in {currency}", p.currency),
-                ));
+                return Err(CreateError::PriceCurrency {
+                    line: i,
+                    price: p.currency.clone(),
+                    invoice: currency.to_owned(),
+                });
             }
         }
         let product_id = match (&l.product_id, &price) {
             (Some(id), Some(p)) if *id != p.product_id => {
-                return Err(ApiError::invalid_param(
-                    &param("price_id"),
-                    "the price belongs to another product",
-                ))
+                return Err(CreateError::OtherProduct { line: i })
             }
             (Some(id), _) => id,
             (None, _) => continue,
@@ -155,88 +204,29 @@ pub async fn check_catalog(
             None => None,
         };
         if product.is_none() {
-            return Err(ApiError::not_found("product").param(param("product_id")));
+            return Err(CreateError::NoSuchProduct { line: i });
         }
     }
     Ok(())
 }
 
 /// A customer of the caller's merchant and mode.
-pub async fn check_customer(db: &Db, caller: &Caller, id: &str) -> Result<String, ApiError> {
+pub async fn check_customer(db: &Db, caller: &Caller, id: &str) -> Result<String, CreateError> {
     crate::customers::store::find_owned(db, id, caller.merchant_id.as_str(), caller.test_mode())
         .await?
         .map(|c| c.id)
-        .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))
-}
-
-async fn source(
-    db: &Db,
-    caller: &Caller,
-    req: &CreateInvoiceRequest,
-    max_amount: i64,
-) -> Result<Source, ApiError> {
-    let scope = caller.scope();
-    let given = [
-        req.payment_id.is_some(),
-        req.subscription_id.is_some() || req.cycle_id.is_some(),
-        req.lines.is_some(),
-    ];
-    if given.iter().filter(|g| **g).count() != 1 {
-        return Err(ApiError::invalid_param(
-            "payment_id",
-            "send one of payment_id, subscription_id with cycle_id, or lines",
-        ));
-    }
-    if req.lines.is_none() && req.currency.is_some() {
-        return Err(ApiError::invalid_param(
-            "currency",
-            "currency goes with lines; a payment or a cycle has its own",
-        ));
-    }
-    if let Some(payment_id) = &req.payment_id {
-        return of_payment(db, &scope, payment_id).await;
-    }
-    if req.subscription_id.is_some() || req.cycle_id.is_some() {
-        return of_cycle(db, &scope, req).await;
-    }
-    let lines = api::lines_from(req.lines.as_deref().unwrap_or_default(), max_amount)?;
-    let currency = match &req.currency {
-        Some(c) => parse_currency("currency", c)?,
-        None => {
-            return Err(ApiError::invalid_param(
-                "currency",
-                "an invoice of lines needs a currency",
-            ))
-        }
-    };
-    Ok(Source {
-        currency,
-        customer_id: None,
-        payment_id: None,
-        subscription_id: None,
-        cycle_id: None,
-        key: None,
-        lines,
-    })
+        .ok_or(CreateError::NoSuchCustomer)
 }
 
 /// The lines of a payment captured in full (its product lines, or one line of its amount).
-async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, ApiError> {
+async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, CreateError> {
     let p = crate::payments::store::find_owned(db, payment_id, scope)
         .await?
-        .ok_or_else(|| ApiError::not_found("payment").param("payment_id"))?;
+        .ok_or(CreateError::NoSuchPayment)?;
     if p.amount_captured <= 0 || p.amount_captured != p.amount {
-        return Err(ApiError::conflict(
-            "payment_not_captured",
-            format!(
-                "the payment is {}: only a payment captured in full can be invoiced",
-                p.status
-            ),
-        )
-        .param("payment_id"));
+        return Err(CreateError::NotCaptured(p.status));
     }
-    machine::of_payment(p.amount_refunded)
-        .map_err(|r| ApiError::conflict("payment_refunded", r.to_string()).param("payment_id"))?;
+    machine::of_payment(p.amount_refunded).map_err(CreateError::Refunded)?;
     let lines = crate::payments::api::lines_of(&p)?;
     let lines = match lines.is_empty() {
         true => vec![one_line(
@@ -282,24 +272,19 @@ async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, 
 }
 
 /// The lines a subscription's billing cycle charged, with the tax it was charged with.
-async fn of_cycle(db: &Db, scope: &Scope, req: &CreateInvoiceRequest) -> Result<Source, ApiError> {
-    let (Some(sub_id), Some(cycle_id)) = (&req.subscription_id, &req.cycle_id) else {
-        let param = match req.subscription_id {
-            Some(_) => "cycle_id",
-            None => "subscription_id",
-        };
-        return Err(ApiError::invalid_param(
-            param,
-            "a billing cycle is named by subscription_id and cycle_id",
-        ));
-    };
+async fn of_cycle(
+    db: &Db,
+    scope: &Scope,
+    sub_id: &str,
+    cycle_id: &str,
+) -> Result<Source, CreateError> {
     let s = crate::subscriptions::store::find_owned(db, sub_id, scope)
         .await?
-        .ok_or_else(|| ApiError::not_found("subscription").param("subscription_id"))?;
+        .ok_or(CreateError::NoSuchSubscription)?;
     let c = crate::subscriptions::store::find_cycle(db, cycle_id)
         .await?
         .filter(|c| c.subscription_id == s.id)
-        .ok_or_else(|| ApiError::not_found("cycle").param("cycle_id"))?;
+        .ok_or(CreateError::NoSuchCycle)?;
     let paid: Vec<crate::subscriptions::api::CycleLine> =
         crate::stored::json("lines", &c.id, &c.lines)?;
     let lines = match paid.is_empty() {
@@ -373,46 +358,25 @@ fn one_line(name: String, amount: i64) -> Line {
 
 /// The change a `PATCH` of invoice `m` asks for, checked: an invoice made from a payment or a
 /// billing cycle keeps its lines and currency; new lines (or a new currency) are checked
-/// against the shop's catalog as on creation.
+/// against the shop's catalog as on creation, a customer against the caller's.
 pub async fn patch(
     db: &Db,
     caller: &Caller,
     m: &invoice::Model,
-    req: api::UpdateInvoiceRequest,
-    max: i64,
-) -> Result<actor::Patch, ApiError> {
+    mut patch: Patch,
+) -> Result<Patch, CreateError> {
     let from_lines = m.payment_id.is_none() && m.cycle_id.is_none();
-    if !from_lines && (req.lines.is_some() || req.currency.is_some()) {
-        let param = if req.lines.is_some() {
+    if !from_lines && (patch.lines.is_some() || patch.currency.is_some()) {
+        let param = if patch.lines.is_some() {
             "lines"
         } else {
             "currency"
         };
-        return Err(ApiError::invalid_param(
-            param,
-            "an invoice made from a payment or a billing cycle keeps its lines and currency",
-        ));
+        return Err(CreateError::KeepsLines { param });
     }
-    let patch = actor::Patch {
-        lines: req
-            .lines
-            .as_deref()
-            .map(|l| api::lines_from(l, max))
-            .transpose()?,
-        currency: req
-            .currency
-            .as_deref()
-            .map(|c| parse_currency("currency", c))
-            .transpose()?,
-        customer_id: match &req.customer_id {
-            Some(c) => Some(check_customer(db, caller, c).await?),
-            None => None,
-        },
-        buyer: req.buyer.map(|b| b.checked("buyer")).transpose()?,
-        memo: check_text("memo", req.memo.as_ref(), 1_000)?,
-        due_date: req.due_date,
-        metadata: check_metadata(req.metadata.as_ref())?,
-    };
+    if let Some(c) = &patch.customer_id {
+        patch.customer_id = Some(check_customer(db, caller, c).await?);
+    }
     if patch.lines.is_some() || patch.currency.is_some() {
         let lines = match patch.lines.clone() {
             Some(lines) => lines,

@@ -12,7 +12,7 @@ use super::{
         self, CreateInvoiceRequest, CreditNoteRequest, Invoice, ListInvoicesQuery, ShareLink,
         ShareLinkRequest, UpdateInvoiceRequest,
     },
-    create,
+    create::{self, CreateError},
     machine::{Kind, Refusal, Status},
     pdf, store,
 };
@@ -52,6 +52,44 @@ impl From<InvoiceError> for ApiError {
             InvoiceError::LostRace => ApiError::concurrent_update("invoice"),
             InvoiceError::Render(cause) => ApiError::internal(cause),
             InvoiceError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<CreateError> for ApiError {
+    #[track_caller]
+    fn from(e: CreateError) -> Self {
+        let message = e.to_string();
+        let line = |i: usize, field: &str| format!("lines[{i}].{field}");
+        match e {
+            CreateError::NoSuchPrice { line: i } => {
+                ApiError::not_found("price").param(line(i, "price_id"))
+            }
+            CreateError::PriceCurrency { line: i, .. } | CreateError::OtherProduct { line: i } => {
+                ApiError::invalid_param(&line(i, "price_id"), message)
+            }
+            CreateError::NoSuchProduct { line: i } => {
+                ApiError::not_found("product").param(line(i, "product_id"))
+            }
+            CreateError::NoSuchCustomer => ApiError::not_found("customer").param("customer_id"),
+            CreateError::NoSuchPayment => ApiError::no_such::<crate::ids::PaymentId>(),
+            CreateError::NotCaptured(_) => {
+                ApiError::conflict("payment_not_captured", message).param("payment_id")
+            }
+            CreateError::Refunded(_) => {
+                ApiError::conflict("payment_refunded", message).param("payment_id")
+            }
+            CreateError::NoSuchSubscription => {
+                ApiError::not_found("subscription").param("subscription_id")
+            }
+            CreateError::NoSuchCycle => ApiError::not_found("cycle").param("cycle_id"),
+            CreateError::Exists { param } => {
+                ApiError::conflict("invoice_exists", message).param(param)
+            }
+            CreateError::KeepsLines { param } => ApiError::invalid_param(param, message),
+            CreateError::Invoice(e) => e.into(),
+            CreateError::Commit(e) => e.into(),
+            CreateError::Db(e) => e.into(),
         }
     }
 }
@@ -128,7 +166,8 @@ pub async fn create_invoice(
 ) -> Result<HttpResponse, ApiError> {
     let now = state.clock.now();
     let max = state.settings.limits.max_amount;
-    let m = create::create(&state.db, &caller, req, max, now).await?;
+    let ask = req.parse(&caller, max)?;
+    let m = create::create(&state.db, &caller, ask, now).await?;
     Ok(HttpResponse::Created().json(Invoice::render(&m)?))
 }
 
@@ -196,7 +235,7 @@ pub async fn update_invoice(
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
     let max = state.settings.limits.max_amount;
-    let patch = create::patch(&state.db, &caller, &m, req, max).await?;
+    let patch = create::patch(&state.db, &caller, &m, req.parse(max)?).await?;
     let done = run(&invoices, &caller, &id, Command::Update(Box::new(patch))).await?;
     ok(&done.invoice)
 }

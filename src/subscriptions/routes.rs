@@ -143,16 +143,23 @@ pub async fn create_subscription(
     subscriptions: web::Data<Subscriptions>,
     ApiJson(req): ApiJson<CreateSubscriptionRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let ask = req.parse(&caller, false)?;
+    created(&state, &subscriptions, &caller, req, false).await
+}
+
+/// Both creates: the request parsed (`checkout`: for the hosted checkout), the sandbox's
+/// bound on subscriptions checked before anything is made.
+async fn created(
+    state: &AppState,
+    subscriptions: &Subscriptions,
+    caller: &Caller,
+    req: CreateSubscriptionRequest,
+    checkout: bool,
+) -> Result<HttpResponse, ApiError> {
+    let ask = req.parse(caller, checkout)?;
     let deps = subscriptions.deps();
-    store::check_sandbox_room(&deps.db, &caller, deps.sandbox_max).await?;
-    let s = create::create(
-        &subscriptions,
-        &caller,
-        ask,
-        state.settings.limits.max_amount,
-    )
-    .await?;
+    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
+    let max = state.settings.limits.max_amount;
+    let s = create::create(subscriptions, caller, ask, max).await?;
     Ok(HttpResponse::Created().json(Subscription::render(&s)?))
 }
 
@@ -170,17 +177,7 @@ pub async fn create_for_checkout(
     subscriptions: web::Data<Subscriptions>,
     ApiJson(req): ApiJson<CreateSubscriptionRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let ask = req.parse(&caller, true)?;
-    let deps = subscriptions.deps();
-    store::check_sandbox_room(&deps.db, &caller, deps.sandbox_max).await?;
-    let s = create::create(
-        &subscriptions,
-        &caller,
-        ask,
-        state.settings.limits.max_amount,
-    )
-    .await?;
-    Ok(HttpResponse::Created().json(Subscription::render(&s)?))
+    created(&state, &subscriptions, &caller, req, true).await
 }
 
 /// Confirm a `created` subscription with a saved method under a multi-use mandate of its
