@@ -22,9 +22,32 @@ use crate::commit::Db;
 use crate::{
     auth::keys::Caller,
     commit::{self, Change, CommitError, Write},
-    error::ApiError,
     ids::new_id,
 };
+
+/// Why a catalog import could not be previewed or applied. The routes map it to the API's
+/// error.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("no such processor account")]
+    NoSuchAccount,
+    #[error("no processor account of the shop supports import")]
+    NoImporter,
+    #[error("processor account {0:?} does not support catalog import")]
+    CannotImport(String),
+    #[error("no such preview")]
+    NoSuchPreview,
+    /// The shop's catalog changed after the preview (`while_applying`: during the apply).
+    #[error("the shop's catalog changed {}: preview the import again", if *.while_applying { "while applying" } else { "after this preview" })]
+    Stale { while_applying: bool },
+    /// What the preview archives is held by a bundle or an add-on group (the refusal's code).
+    #[error("the import would archive a product or price that a bundle or an add-on group holds: take it out of them, then preview the import again")]
+    Held(&'static str),
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
 
 /// The catalog processor every sandbox shop has.
 pub const SANDBOX_CATALOG: &str = "sandbox_catalog";
@@ -91,7 +114,7 @@ pub struct ProviderAccounts {
 
 /// The catalog processors of a shop: the sandbox catalog in test mode, then its configured
 /// processor accounts (which speak payments only: no catalog actions).
-async fn accounts(db: &Db, caller: &Caller, shop: &str) -> Result<Vec<ProviderAccount>, ApiError> {
+async fn accounts(db: &Db, caller: &Caller, shop: &str) -> Result<Vec<ProviderAccount>, DbErr> {
     let mut out = Vec::new();
     if caller.test_mode() {
         out.push(ProviderAccount {
@@ -116,10 +139,13 @@ async fn accounts(db: &Db, caller: &Caller, shop: &str) -> Result<Vec<ProviderAc
 
 /// The processor accounts of the shop and the catalog actions each supports.
 /// The processor accounts of the caller's shop and the catalog actions each supports.
-pub async fn provider_accounts(db: &Db, caller: &Caller) -> Result<ProviderAccounts, ApiError> {
-    let shop = caller.require_shop()?.to_string();
+pub async fn provider_accounts(
+    db: &Db,
+    caller: &Caller,
+    shop: &str,
+) -> Result<ProviderAccounts, DbErr> {
     Ok(ProviderAccounts {
-        data: accounts(db, caller, &shop).await?,
+        data: accounts(db, caller, shop).await?,
     })
 }
 
@@ -193,7 +219,7 @@ async fn local(
     caller: &Caller,
     shop: &str,
     max: u64,
-) -> Result<(Vec<LocalProduct>, String), ApiError> {
+) -> Result<(Vec<LocalProduct>, String), DbErr> {
     let products = store::of_shop(
         db,
         caller.merchant_id.as_str(),
@@ -299,35 +325,25 @@ fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Result<Prev
 pub async fn preview(
     db: &Db,
     caller: &Caller,
+    shop: &str,
     req: &PreviewRequest,
     max_products: u64,
     now: DateTime<Utc>,
-) -> Result<Preview, ApiError> {
-    let shop = caller.require_shop()?.to_string();
+) -> Result<Preview, ImportError> {
+    let shop = shop.to_owned();
     let accounts = accounts(db, caller, &shop).await?;
     let account = match &req.account {
         Some(name) => accounts
             .iter()
             .find(|a| &a.account == name)
-            .ok_or_else(|| ApiError::not_found("processor account").param("account"))?,
+            .ok_or(ImportError::NoSuchAccount)?,
         None => accounts
             .iter()
             .find(|a| a.catalog_actions.iter().any(|c| c == "import"))
-            .ok_or_else(|| {
-                ApiError::invalid_param(
-                    "account",
-                    "no processor account of the shop supports import",
-                )
-            })?,
+            .ok_or(ImportError::NoImporter)?,
     };
     if !account.catalog_actions.iter().any(|c| c == "import") {
-        return Err(ApiError::invalid_param(
-            "account",
-            format!(
-                "processor account {:?} does not support catalog import",
-                account.account
-            ),
-        ));
+        return Err(ImportError::CannotImport(account.account.clone()));
     }
     let (local_products, fingerprint) = local(db, caller, &shop, max_products).await?;
     let steps = machine::plan(&local_products, &sandbox_catalog());
@@ -356,11 +372,10 @@ pub async fn apply_preview(
     req: &ApplyRequest,
     max_products: u64,
     now: DateTime<Utc>,
-) -> Result<String, ApiError> {
+) -> Result<String, ImportError> {
     let scope = caller.scope();
-    let missing = || ApiError::not_found("preview").param("preview_id");
     if crate::ids::ImportPreviewId::parse(&req.preview_id).is_none() {
-        return Err(missing());
+        return Err(ImportError::NoSuchPreview);
     }
     let find = || async {
         catalog_preview::Entity::find_by_id(req.preview_id.as_str())
@@ -368,7 +383,7 @@ pub async fn apply_preview(
             .await
             .map(|p| p.filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
     };
-    let preview = find().await?.ok_or_else(missing)?;
+    let preview = find().await?.ok_or(ImportError::NoSuchPreview)?;
     if let Some(done) = preview.result {
         return Ok(done);
     }
@@ -378,11 +393,9 @@ pub async fn apply_preview(
         // since it was read above: then its recorded answer is the answer.
         return match find().await?.and_then(|p| p.result) {
             Some(first) => Ok(first),
-            None => Err(ApiError::conflict(
-                "preview_stale",
-                "the shop's catalog changed after this preview: preview the import again",
-            )
-            .param("preview_id")),
+            None => Err(ImportError::Stale {
+                while_applying: false,
+            }),
         };
     }
     let steps: Vec<Step> = crate::stored::json("plan", &preview.id, &preview.plan)?;
@@ -404,19 +417,12 @@ pub async fn apply_preview(
         // Another apply of this preview, or a change of one of its products, came first.
         Err(CommitError::LostRace) => match find().await?.and_then(|p| p.result) {
             Some(first) => Ok(first),
-            None => Err(ApiError::conflict(
-                "preview_stale",
-                "the shop's catalog changed while applying: preview the import again",
-            )
-            .param("preview_id")),
+            None => Err(ImportError::Stale {
+                while_applying: true,
+            }),
         },
         // What the preview archives is held by a bundle or an add-on group (see catalog.rs).
-        Err(CommitError::Refused(code)) => Err(ApiError::conflict(
-            code,
-            "the import would archive a product or price that a bundle or an add-on group \
-             holds: take it out of them, then preview the import again",
-        )
-        .param("preview_id")),
+        Err(CommitError::Refused(code)) => Err(ImportError::Held(code)),
         Err(e) => Err(e.into()),
     }
 }
@@ -427,7 +433,7 @@ async fn apply(
     preview: &catalog_preview::Model,
     steps: &[Step],
     now: DateTime<Utc>,
-) -> Result<(Change, Applied), ApiError> {
+) -> Result<(Change, Applied), ImportError> {
     let mut change = Change::at(now);
     let mut applied = Applied {
         preview_id: preview.id.clone(),

@@ -3,13 +3,35 @@
 
 use actix_web::{web, HttpResponse};
 
-use super::import::{self, Applied, ApplyRequest, Preview, PreviewRequest, ProviderAccounts};
+use super::import::{
+    self, Applied, ApplyRequest, ImportError, Preview, PreviewRequest, ProviderAccounts,
+};
 use crate::{auth::SecretKey, error::ApiError, http::ApiJson, state::AppState};
 
 crate::http::routes! {
     "/products/import/preview" => { post: preview_import },
     "/products/import/apply" => { post: apply_import },
     "/products/provider-accounts" => { get: provider_accounts },
+}
+
+impl From<ImportError> for ApiError {
+    #[track_caller]
+    fn from(e: ImportError) -> Self {
+        let message = e.to_string();
+        match e {
+            ImportError::NoSuchAccount => ApiError::not_found("processor account").param("account"),
+            ImportError::NoImporter | ImportError::CannotImport(_) => {
+                ApiError::invalid_param("account", message)
+            }
+            ImportError::NoSuchPreview => ApiError::not_found("preview").param("preview_id"),
+            ImportError::Stale { .. } => {
+                ApiError::conflict("preview_stale", message).param("preview_id")
+            }
+            ImportError::Held(code) => ApiError::conflict(code, message).param("preview_id"),
+            ImportError::Commit(e) => e.into(),
+            ImportError::Db(e) => e.into(),
+        }
+    }
 }
 
 /// The processor accounts of the shop and the catalog actions each supports.
@@ -20,7 +42,8 @@ pub async fn provider_accounts(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(import::provider_accounts(&state.db, &caller).await?))
+    let shop = caller.require_shop()?;
+    Ok(HttpResponse::Ok().json(import::provider_accounts(&state.db, &caller, shop).await?))
 }
 
 /// Preview an import: what it would create, update or archive, by external id.
@@ -34,8 +57,11 @@ pub async fn preview_import(
     state: web::Data<AppState>,
     ApiJson(req): ApiJson<PreviewRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let max = state.settings.limits.max_products_per_shop;
-    let preview = import::preview(&state.db, &caller, &req, max, state.clock.now()).await?;
+    let (shop, max) = (
+        caller.require_shop()?,
+        state.settings.limits.max_products_per_shop,
+    );
+    let preview = import::preview(&state.db, &caller, shop, &req, max, state.clock.now()).await?;
     Ok(HttpResponse::Created().json(preview))
 }
 

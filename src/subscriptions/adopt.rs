@@ -9,15 +9,38 @@ use sea_orm::{DbErr, EntityTrait};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{actor::Subscriptions, api::Item, machine::Status, plans, store};
+use super::{
+    actor::Subscriptions, api::Item, cycles::SubscriptionError, machine::Status, plans, store,
+};
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
     commit::{self, Change, CommitError},
     customers::{self, api::CustomerFields},
-    error::ApiError,
     ids::new_id,
 };
+
+/// Why a processor subscription could not be adopted, or an import applied. The routes map it
+/// to the API's error.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    #[error("no such processor subscription")]
+    NoSuchProcessorSubscription,
+    #[error("the subscription is cancelled at the billing processor")]
+    Cancelled,
+    #[error("a subscription of payd already follows this processor subscription")]
+    AlreadyAdopted,
+    #[error("no such customer")]
+    NoSuchCustomer,
+    #[error("no such import preview")]
+    NoSuchPreview,
+    #[error(transparent)]
+    Subscription(#[from] SubscriptionError),
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
 
 /// A subscription at the processor, as an import preview lists it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -83,8 +106,8 @@ pub struct ImportApplied {
 async fn adopted_by(
     db: &Db,
     processor_subscription_id: &str,
-) -> Result<Option<subscription::Model>, ApiError> {
-    Ok(store::by_processor_subscription(db, processor_subscription_id).await?)
+) -> Result<Option<subscription::Model>, DbErr> {
+    store::by_processor_subscription(db, processor_subscription_id).await
 }
 
 /// Adopts the processor subscription `id` into the caller's shop, for `customer_id` or, with
@@ -92,31 +115,28 @@ async fn adopted_by(
 pub async fn adopt(
     subscriptions: &Subscriptions,
     caller: &Caller,
+    shop: &str,
     id: &str,
     customer_id: Option<&str>,
-) -> Result<subscription::Model, ApiError> {
+) -> Result<subscription::Model, AdoptError> {
     let deps = subscriptions.deps();
-    let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
-    let param = "processor_subscription_id";
     let found = match crate::ids::ProcessorSubscriptionId::parse(id) {
         Some(_) => deps.billing.find(&scope, id).await?,
         None => None,
     };
     let p = found
         .filter(|p| p.profile_id == shop)
-        .ok_or_else(|| ApiError::not_found("processor subscription").param(param))?;
+        .ok_or(AdoptError::NoSuchProcessorSubscription)?;
     if p.status == "cancelled" {
-        return Err(ApiError::conflict(
-            "processor_subscription_cancelled",
-            "the subscription is cancelled at the billing processor",
-        )
-        .param(param));
+        return Err(AdoptError::Cancelled);
     }
     if adopted_by(&deps.db, &p.id).await?.is_some() {
-        return Err(already_adopted());
+        return Err(AdoptError::AlreadyAdopted);
     }
-    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
+    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max)
+        .await
+        .map_err(SubscriptionError::from)?;
     let customer_id = match customer_id {
         Some(c) => {
             let found = match crate::ids::CustomerId::parse(c) {
@@ -126,9 +146,7 @@ pub async fn adopt(
                 }
                 None => None,
             };
-            found
-                .ok_or_else(|| ApiError::not_found("customer").param("customer_id"))?
-                .id
+            found.ok_or(AdoptError::NoSuchCustomer)?.id
         }
         None => new_customer(deps, &scope, &p).await?,
     };
@@ -153,7 +171,7 @@ pub async fn adopt(
                 Some(sea_orm::SqlErr::UniqueConstraintViolation(_))
             ) =>
         {
-            return Err(already_adopted());
+            return Err(AdoptError::AlreadyAdopted);
         }
         Err(e) => return Err(e.into()),
     }
@@ -161,19 +179,11 @@ pub async fn adopt(
     Ok(s)
 }
 
-fn already_adopted() -> ApiError {
-    ApiError::conflict(
-        "already_adopted",
-        "a subscription of payd already follows this processor subscription",
-    )
-    .param("processor_subscription_id")
-}
-
 async fn new_customer(
     deps: &super::cycles::SubscriptionDeps,
     scope: &Scope,
     p: &billing_subscription::Model,
-) -> Result<String, ApiError> {
+) -> Result<String, CommitError> {
     let fields = CustomerFields {
         name: Some(p.customer_name.clone()),
         email: p.customer_email.clone(),
@@ -255,13 +265,13 @@ pub fn adopted(
 pub async fn preview(
     subscriptions: &Subscriptions,
     caller: &Caller,
-) -> Result<ImportPreview, ApiError> {
+    shop: &str,
+) -> Result<ImportPreview, AdoptError> {
     let deps = subscriptions.deps();
-    let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
     let mut listed = Vec::new();
     let mut already = Vec::new();
-    for p in deps.billing.list(&scope, &shop).await? {
+    for p in deps.billing.list(&scope, shop).await? {
         match adopted_by(&deps.db, &p.id).await? {
             Some(s) => already.push(ProcessorSubscription::render(&p, Some(s.id))),
             None if p.status != "cancelled" => listed.push(ProcessorSubscription::render(&p, None)),
@@ -276,7 +286,7 @@ pub async fn preview(
     let row = subscription_preview::Model {
         id: new_id("subprev"),
         merchant_id: scope.merchant_id.clone(),
-        profile_id: shop,
+        profile_id: shop.to_owned(),
         test_mode: scope.test_mode,
         processor_subscription_ids: serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),
         created_at: now,
@@ -295,10 +305,10 @@ pub async fn preview(
 pub async fn apply(
     subscriptions: &Subscriptions,
     caller: &Caller,
+    shop: &str,
     preview_id: &str,
-) -> Result<ImportApplied, ApiError> {
+) -> Result<ImportApplied, AdoptError> {
     let deps = subscriptions.deps();
-    let shop = caller.require_shop()?.to_string();
     let scope = caller.scope();
     let found = match crate::ids::AdoptionPreviewId::parse(preview_id) {
         Some(_) => {
@@ -310,7 +320,7 @@ pub async fn apply(
     };
     let row = found
         .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == shop)
-        .ok_or_else(|| ApiError::not_found("import preview").param("preview_id"))?;
+        .ok_or(AdoptError::NoSuchPreview)?;
     let ids: Vec<String> = crate::stored::json(
         "processor_subscription_ids",
         &row.id,
@@ -327,18 +337,18 @@ pub async fn apply(
             applied.subscriptions.push(s.id);
             continue;
         }
-        match adopt(subscriptions, caller, &id, None).await {
+        match adopt(subscriptions, caller, shop, &id, None).await {
             Ok(s) => {
                 applied.adopted.push(s.id.clone());
                 applied.subscriptions.push(s.id);
             }
             // Adopted by a concurrent apply: its subscription is the answer.
-            Err(e) if e.code == "already_adopted" => {
+            Err(AdoptError::AlreadyAdopted) => {
                 if let Some(s) = adopted_by(&deps.db, &id).await? {
                     applied.subscriptions.push(s.id);
                 }
             }
-            Err(e) if e.code == "processor_subscription_cancelled" => applied.skipped.push(id),
+            Err(AdoptError::Cancelled) => applied.skipped.push(id),
             Err(e) => return Err(e),
         }
     }

@@ -665,3 +665,63 @@ pub trait CycleTax: Send + Sync + 'static {
         at: DateTime<Utc>,
     ) -> futures_util::future::LocalBoxFuture<'a, Result<Vec<LineTax>, sea_orm::DbErr>>;
 }
+
+/// `GET /subscriptions/estimate` parsed.
+#[derive(Debug)]
+pub enum EstimateAsk {
+    /// What a billing processor's plan collects first, from now.
+    ProcessorPlan {
+        plan: &'static super::plans::PlanItem,
+        quantity: i64,
+    },
+    /// A plan of one price: new in the shop, or a change of a subscription's plan.
+    Price {
+        price_id: String,
+        quantity: i64,
+        of: PlanOf,
+    },
+    /// A subscription's next renewal.
+    Renewal(crate::ids::SubscriptionId),
+}
+
+/// Whose plan an estimate of a price is.
+#[derive(Debug)]
+pub enum PlanOf {
+    /// A new subscription of this shop.
+    Shop(String),
+    /// A change of this subscription's plan.
+    Subscription(crate::ids::SubscriptionId),
+}
+
+impl EstimateQuery {
+    pub fn parse(&self, caller: &crate::auth::keys::Caller) -> Result<EstimateAsk, ApiError> {
+        use crate::{fields::parse_id, ids::SubscriptionId};
+        if let Some(plan_id) = &self.plan_id {
+            let plan = super::plans::plan(plan_id)
+                .ok_or_else(|| ApiError::not_found("plan").param("plan_id"))?;
+            let quantity = self.quantity.unwrap_or(1);
+            check_quantity(quantity)?;
+            return Ok(EstimateAsk::ProcessorPlan { plan, quantity });
+        }
+        let subscription = self
+            .subscription_id
+            .as_deref()
+            .map(parse_id::<SubscriptionId>)
+            .transpose()?;
+        match (&self.price_id, subscription) {
+            (Some(price_id), subscription) => Ok(EstimateAsk::Price {
+                price_id: price_id.clone(),
+                quantity: self.quantity.unwrap_or(1),
+                of: match subscription {
+                    Some(id) => PlanOf::Subscription(id),
+                    None => PlanOf::Shop(caller.require_shop()?.to_string()),
+                },
+            }),
+            (None, Some(id)) => Ok(EstimateAsk::Renewal(id)),
+            (None, None) => Err(ApiError::invalid_param(
+                "price_id",
+                "send price_id (and quantity) for a new plan, subscription_id for the next renewal, or both for a plan change",
+            )),
+        }
+    }
+}

@@ -27,7 +27,6 @@ use crate::{
     auth::keys::{Caller, KeyKind, Mode},
     clock::SharedClock,
     commit::Event,
-    error::ApiError,
     ids::{new_id, KeyId, MerchantId, ProfileId},
     payments::{
         self,
@@ -70,11 +69,26 @@ pub enum SubscriptionError {
     PastCalendar,
     #[error("a cycle's amount overflows")]
     Overflow,
+    /// A sandbox merchant has this many subscriptions that have not ended, the most it may.
+    #[error("at most {0} subscriptions that have not ended (sandbox.max_subscriptions)")]
+    SandboxFull(u64),
+    /// The cycle's payment was refused (its mandate revoked, its method gone …).
+    #[error("the cycle's payment was refused: {0}")]
+    Charge(Box<payments::create::CreateError>),
     /// The cycle's payment cannot be made as the payment routes would take it.
     #[error("the cycle's payment cannot be made: {0}")]
     Unchargeable(String),
     #[error("database: {0}")]
     Db(#[from] DbErr),
+}
+
+impl From<store::NoRoom> for SubscriptionError {
+    fn from(e: store::NoRoom) -> Self {
+        match e {
+            store::NoRoom::Full(max) => SubscriptionError::SandboxFull(max),
+            store::NoRoom::Db(e) => SubscriptionError::Db(e),
+        }
+    }
 }
 
 impl From<CommitError> for SubscriptionError {
@@ -638,13 +652,14 @@ pub(super) async fn make(
     s: &subscription::Model,
     c: &subscription_cycle::Model,
     pid: &str,
-) -> Result<payment::Model, ApiError> {
+) -> Result<payment::Model, SubscriptionError> {
     let (merchant, profile) = (
         MerchantId::parse(&s.merchant_id),
         ProfileId::parse(&s.profile_id),
     );
     let (Some(merchant_id), Some(profile)) = (merchant, profile) else {
-        return Err(ApiError::internal("a subscription with malformed ids"));
+        let malformed = format!("subscription {} has a malformed merchant or shop id", s.id);
+        return Err(DbErr::Custom(malformed).into());
     };
     let caller = Caller {
         merchant_id,
@@ -660,7 +675,9 @@ pub(super) async fn make(
         payment_id: pid.to_owned(),
     };
     let resume = Some(pid.to_owned());
-    Ok(payments::create::create(&deps.payments, &caller, ask, None, resume, maker).await?)
+    payments::create::create(&deps.payments, &caller, ask, None, resume, maker)
+        .await
+        .map_err(|e| SubscriptionError::Charge(Box::new(e)))
 }
 
 /// A cycle's payment request parsed as the payment routes parse one (a cycle whose tax took

@@ -1,67 +1,91 @@
 //! An estimate: what a plan would charge first, or a subscription's next renewal (with the
-//! proration of a plan change), computed as the renewal computes it; nothing is stored.
+//! proration of a plan change), computed as the renewal computes it; nothing is stored. The
+//! query was parsed at the edge (`EstimateAsk`); what can go wrong here is an
+//! [`EstimateError`], which the routes map to the API's error.
 
 use chrono::{DateTime, Utc};
+use sea_orm::DbErr;
 
 use super::{
-    api::{check_quantity, Estimate, EstimateQuery, Item, ItemInput},
-    create, cycles, machine, plans, store,
+    api::{Estimate, EstimateAsk, Item, ItemInput, PlanOf},
+    create::{self, CreateError},
+    cycles::{self, SubscriptionError},
+    machine, plans, store,
 };
-use crate::{
-    auth::keys::Caller, commit::Db, error::ApiError, fields::parse_id, ids::SubscriptionId,
-};
+use crate::{auth::keys::Scope, commit::Db, ids::SubscriptionId};
 
-/// The estimate the query asks for: of a billing processor's plan (`plan_id`), of a new plan
-/// (`price_id`), of a subscription's next renewal (`subscription_id`), or of a plan change
-/// (both).
+/// Why an estimate could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EstimateError {
+    #[error("no such subscription")]
+    NoSuchSubscription,
+    /// The price's plan, as a new subscription's would be refused (its one item is the
+    /// query's own fields).
+    #[error(transparent)]
+    Plan(CreateError),
+    #[error("a plan change keeps the subscription's currency and interval")]
+    OtherTerms,
+    #[error(transparent)]
+    Subscription(#[from] SubscriptionError),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
+}
+
+/// The estimate asked for: of a billing processor's plan, of a new plan of one price, of a
+/// subscription's next renewal, or of a change of its plan.
 pub async fn estimate(
     db: &Db,
-    caller: &Caller,
-    q: &EstimateQuery,
+    scope: &Scope,
+    ask: EstimateAsk,
     max: i64,
     now: DateTime<Utc>,
-) -> Result<Estimate, ApiError> {
-    if let Some(plan_id) = &q.plan_id {
-        return processor_estimate(plan_id, q.quantity, now);
-    }
-    let new_plan = match &q.price_id {
-        Some(price) => {
-            let items = [ItemInput {
-                price_id: price.clone(),
-                quantity: q.quantity.unwrap_or(1),
-            }];
-            let s = match &q.subscription_id {
-                Some(id) => Some(owned(db, caller, id).await?),
-                None => None,
+) -> Result<Estimate, EstimateError> {
+    match ask {
+        EstimateAsk::ProcessorPlan { plan, quantity } => processor_estimate(plan, quantity, now),
+        EstimateAsk::Price {
+            price_id,
+            quantity,
+            of,
+        } => {
+            let items = [ItemInput { price_id, quantity }];
+            let s = match &of {
+                PlanOf::Subscription(id) => Some(owned(db, scope, id).await?),
+                PlanOf::Shop(_) => None,
             };
-            let shop = match &s {
-                Some(s) => s.profile_id.clone(),
-                None => caller.require_shop()?.to_string(),
+            let shop = match (&of, &s) {
+                (PlanOf::Shop(shop), _) => shop.as_str(),
+                (_, Some(s)) => s.profile_id.as_str(),
+                (PlanOf::Subscription(_), None) => return Err(EstimateError::NoSuchSubscription),
             };
-            let plan = create::plan(db, &caller.scope(), &shop, &items, max, now)
+            let plan = create::plan(db, scope, shop, &items, max, now)
                 .await
-                // The item is the query's own fields.
-                .map_err(|e| {
-                    let mut e = ApiError::from(e);
-                    e.param = e
-                        .param
-                        .map(|p| p.trim_start_matches("items[0].").to_owned());
-                    e
-                })?;
-            Some((plan, s))
-        }
-        None => None,
-    };
-    let out = match (new_plan, &q.subscription_id) {
-        // A change of a subscription's plan: the renewal after it, with its proration.
-        (Some((plan, Some(s))), _) => {
+                .map_err(EstimateError::Plan)?;
+            let Some(s) = s else {
+                return Ok(Estimate {
+                    amount: plan.amount,
+                    proration: None,
+                    currency: plan.currency,
+                    interval: plan.interval,
+                    interval_count: plan.interval_count,
+                    period_start: now,
+                    period_end: plan.period_end,
+                    items: plan.items,
+                    subscription_id: None,
+                });
+            };
+            // A change of the subscription's plan: the renewal after it, with its proration.
             if !plan.keeps_terms_of(&s) {
-                return Err(ApiError::invalid_param("price_id", "a plan change keeps the subscription's currency and interval"));
+                return Err(EstimateError::OtherTerms);
             }
-            let owed = machine::proration(s.paid_rate, plan.amount, s.current_period_start, s.current_period_end, now);
-            let next = cycles::next_period(&s)
-                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-            Estimate {
+            let owed = machine::proration(
+                s.paid_rate,
+                plan.amount,
+                s.current_period_start,
+                s.current_period_end,
+                now,
+            );
+            let next = cycles::next_period(&s).ok_or(SubscriptionError::PastCalendar)?;
+            Ok(Estimate {
                 amount: plan.amount + s.pending_adjustment + owed,
                 proration: Some(owed),
                 currency: plan.currency,
@@ -71,24 +95,12 @@ pub async fn estimate(
                 period_end: next.current_period_end,
                 items: plan.items,
                 subscription_id: Some(s.id),
-            }
+            })
         }
-        (Some((plan, None)), _) => Estimate {
-            amount: plan.amount,
-            proration: None,
-            currency: plan.currency,
-            interval: plan.interval,
-            interval_count: plan.interval_count,
-            period_start: now,
-            period_end: plan.period_end,
-            items: plan.items,
-            subscription_id: None,
-        },
-        (None, Some(id)) => {
-            let s = owned(db, caller, id).await?;
-            let next = cycles::next_period(&s)
-                .ok_or_else(|| ApiError::internal("a period past the calendar"))?;
-            Estimate {
+        EstimateAsk::Renewal(id) => {
+            let s = owned(db, scope, &id).await?;
+            let next = cycles::next_period(&s).ok_or(SubscriptionError::PastCalendar)?;
+            Ok(Estimate {
                 amount: s.amount + s.pending_adjustment,
                 proration: None,
                 currency: s.currency.clone(),
@@ -98,39 +110,28 @@ pub async fn estimate(
                 period_end: next.current_period_end,
                 items: crate::stored::json("items", &s.id, &s.items)?,
                 subscription_id: Some(s.id),
-            }
+            })
         }
-        (None, None) => {
-            return Err(ApiError::invalid_param(
-                "price_id",
-                "send price_id (and quantity) for a new plan, subscription_id for the next renewal, or both for a plan change",
-            ))
-        }
-    };
-    Ok(out)
+    }
 }
 
 /// The caller's subscription `id`.
 async fn owned(
     db: &Db,
-    caller: &Caller,
-    id: &str,
-) -> Result<payd_entity::subscription::Model, ApiError> {
-    let id: SubscriptionId = parse_id(id)?;
-    store::find_owned(db, &id, &caller.scope())
+    scope: &Scope,
+    id: &SubscriptionId,
+) -> Result<payd_entity::subscription::Model, EstimateError> {
+    store::find_owned(db, id, scope)
         .await?
-        .ok_or_else(ApiError::no_such::<SubscriptionId>)
+        .ok_or(EstimateError::NoSuchSubscription)
 }
 
 /// What a plan of the billing processor collects first, from now.
 fn processor_estimate(
-    plan_id: &str,
-    quantity: Option<i64>,
+    plan: &'static plans::PlanItem,
+    quantity: i64,
     now: DateTime<Utc>,
-) -> Result<Estimate, ApiError> {
-    let plan = plans::plan(plan_id).ok_or_else(|| ApiError::not_found("plan").param("plan_id"))?;
-    let quantity = quantity.unwrap_or(1);
-    check_quantity(quantity)?;
+) -> Result<Estimate, EstimateError> {
     let item = Item::of_plan(plan, quantity);
     Ok(Estimate {
         amount: item.unit_amount * item.quantity,
@@ -141,7 +142,7 @@ fn processor_estimate(
         period_start: now,
         period_end: plan
             .period_end(now)
-            .ok_or_else(|| ApiError::internal("a period past the calendar"))?,
+            .ok_or(SubscriptionError::PastCalendar)?,
         items: vec![item],
         subscription_id: None,
     })

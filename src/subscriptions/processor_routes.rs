@@ -35,6 +35,31 @@ crate::http::routes! {
     "/sandbox/billing/invoices/{processor_invoice_id}/chargeback" => { post: sandbox_chargeback },
 }
 
+impl From<adopt::AdoptError> for ApiError {
+    #[track_caller]
+    fn from(e: adopt::AdoptError) -> Self {
+        use adopt::AdoptError;
+        let message = e.to_string();
+        let param = "processor_subscription_id";
+        match e {
+            AdoptError::NoSuchProcessorSubscription => {
+                ApiError::not_found("processor subscription").param(param)
+            }
+            AdoptError::Cancelled => {
+                ApiError::conflict("processor_subscription_cancelled", message).param(param)
+            }
+            AdoptError::AlreadyAdopted => {
+                ApiError::conflict("already_adopted", message).param(param)
+            }
+            AdoptError::NoSuchCustomer => ApiError::not_found("customer").param("customer_id"),
+            AdoptError::NoSuchPreview => ApiError::not_found("import preview").param("preview_id"),
+            AdoptError::Subscription(e) => e.into(),
+            AdoptError::Commit(e) => e.into(),
+            AdoptError::Db(e) => e.into(),
+        }
+    }
+}
+
 /// The billing processor's plans and add-ons.
 #[utoipa::path(get, path = "/subscriptions/items", tag = "subscriptions",
     responses((status = 200, body = ProcessorItems)),
@@ -59,9 +84,11 @@ pub async fn adopt_subscription(
     subscriptions: web::Data<Subscriptions>,
     ApiJson(req): ApiJson<AdoptRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    let shop = caller.require_shop()?;
     let s = adopt::adopt(
         &subscriptions,
         &caller,
+        shop,
         &req.processor_subscription_id,
         req.customer_id.as_deref(),
     )
@@ -78,7 +105,8 @@ pub async fn import_preview(
     SecretKey(caller): SecretKey,
     subscriptions: web::Data<Subscriptions>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(adopt::preview(&subscriptions, &caller).await?))
+    let shop = caller.require_shop()?;
+    Ok(HttpResponse::Ok().json(adopt::preview(&subscriptions, &caller, shop).await?))
 }
 
 /// Adopt exactly the subscriptions a preview listed. Idempotent: applying again adopts
@@ -93,7 +121,9 @@ pub async fn import_apply(
     subscriptions: web::Data<Subscriptions>,
     ApiJson(req): ApiJson<ApplyImportRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(adopt::apply(&subscriptions, &caller, &req.preview_id).await?))
+    let shop = caller.require_shop()?;
+    let applied = adopt::apply(&subscriptions, &caller, shop, &req.preview_id).await?;
+    Ok(HttpResponse::Ok().json(applied))
 }
 
 /// The sandbox billing processor's shop-bound view of one of its subscriptions.

@@ -12,7 +12,7 @@ use super::{
     },
     create::{self, CreateError},
     cycles::SubscriptionError,
-    estimate,
+    estimate::{self, EstimateError},
     machine::Status,
     store,
 };
@@ -58,6 +58,10 @@ impl From<SubscriptionError> for ApiError {
                 "past_calendar",
                 "the subscription's next period would end past the calendar's end",
             ),
+            SubscriptionError::SandboxFull(max) => {
+                ApiError::limit_reached("sandbox.max_subscriptions", max)
+            }
+            SubscriptionError::Charge(e) => (*e).into(),
             SubscriptionError::Unchargeable(_) => {
                 ApiError::conflict("cycle_unchargeable", e.to_string())
             }
@@ -99,6 +103,26 @@ impl From<CreateError> for ApiError {
             CreateError::Subscription(e) => e.into(),
             CreateError::Unanswered(e) => e.into(),
             CreateError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<EstimateError> for ApiError {
+    #[track_caller]
+    fn from(e: EstimateError) -> Self {
+        match e {
+            EstimateError::NoSuchSubscription => ApiError::no_such::<SubscriptionId>(),
+            // The plan's one item is the query's own fields.
+            EstimateError::Plan(e) => {
+                let mut e = ApiError::from(e);
+                e.param = e
+                    .param
+                    .map(|p| p.trim_start_matches("items[0].").to_owned());
+                e
+            }
+            EstimateError::OtherTerms => ApiError::invalid_param("price_id", e.to_string()),
+            EstimateError::Subscription(e) => e.into(),
+            EstimateError::Db(e) => e.into(),
         }
     }
 }
@@ -157,7 +181,9 @@ async fn created(
 ) -> Result<HttpResponse, ApiError> {
     let ask = req.parse(caller, checkout)?;
     let deps = subscriptions.deps();
-    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max).await?;
+    store::check_sandbox_room(&deps.db, caller, deps.sandbox_max)
+        .await
+        .map_err(SubscriptionError::from)?;
     let max = state.settings.limits.max_amount;
     let s = create::create(subscriptions, caller, ask, max).await?;
     Ok(HttpResponse::Created().json(Subscription::render(&s)?))
@@ -214,8 +240,9 @@ pub async fn estimate(
     state: web::Data<AppState>,
     ApiQuery(q): ApiQuery<EstimateQuery>,
 ) -> Result<HttpResponse, ApiError> {
+    let ask = q.parse(&caller)?;
     let max = state.settings.limits.max_amount;
-    let out = estimate::estimate(&state.db, &caller, &q, max, state.clock.now()).await?;
+    let out = estimate::estimate(&state.db, &caller.scope(), ask, max, state.clock.now()).await?;
     Ok(HttpResponse::Ok().json(out))
 }
 

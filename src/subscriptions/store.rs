@@ -204,23 +204,29 @@ pub async fn period_paid(
 }
 
 /// A sandbox merchant's clock renews every subscription it has: it may have at most
-/// `sandbox.max_subscriptions` that have not ended (409 `limit_reached` naming the setting).
-/// Live merchants are not bounded here. Checked before the subscription is made.
+/// `sandbox.max_subscriptions` that have not ended (`NoRoom::Full`: 409 `limit_reached` naming
+/// the setting). Live merchants are not bounded here. Checked before the subscription is made.
 pub async fn check_sandbox_room(
     db: &impl ConnectionTrait,
     caller: &crate::auth::keys::Caller,
     max: u64,
-) -> Result<(), crate::error::ApiError> {
+) -> Result<(), NoRoom> {
     if !caller.test_mode() {
         return Ok(());
     }
     if count_live(db, caller.merchant_id.as_str(), true).await? >= max {
-        return Err(crate::error::ApiError::limit_reached(
-            "sandbox.max_subscriptions",
-            max,
-        ));
+        return Err(NoRoom::Full(max));
     }
     Ok(())
+}
+
+/// Why [`check_sandbox_room`] refused.
+#[derive(Debug, thiserror::Error)]
+pub enum NoRoom {
+    #[error("at most {0} subscriptions that have not ended (sandbox.max_subscriptions)")]
+    Full(u64),
+    #[error("database: {0}")]
+    Db(#[from] DbErr),
 }
 
 /// How many subscriptions the merchant has in this mode that have not ended.
