@@ -429,6 +429,15 @@ impl Unanswered {
             payd_actors::ActorError::Died => Err(Unanswered::Died),
         }
     }
+
+    /// An actor's failure as the sender's error `T`: its load error converted, or why there
+    /// was no answer. The body of every `From<ActorError<E>>` of an error that sends to actors.
+    pub fn fold<E: Into<T>, T: From<Unanswered>>(e: payd_actors::ActorError<E>) -> T {
+        match Self::split(e) {
+            Ok(e) => e.into(),
+            Err(unanswered) => unanswered.into(),
+        }
+    }
 }
 
 impl From<Unanswered> for ApiError {
@@ -446,10 +455,7 @@ impl From<Unanswered> for ApiError {
 impl<E: Into<ApiError>> From<payd_actors::ActorError<E>> for ApiError {
     #[track_caller]
     fn from(e: payd_actors::ActorError<E>) -> Self {
-        match Unanswered::split(e) {
-            Ok(e) => e.into(),
-            Err(unanswered) => unanswered.into(),
-        }
+        Unanswered::fold(e)
     }
 }
 

@@ -62,7 +62,7 @@ pub enum PaymentError {
 
 impl From<payd_actors::ActorError<PaymentError>> for PaymentError {
     fn from(e: payd_actors::ActorError<PaymentError>) -> Self {
-        Unanswered::split(e).unwrap_or_else(PaymentError::Unanswered)
+        Unanswered::fold(e)
     }
 }
 

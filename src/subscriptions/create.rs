@@ -78,10 +78,7 @@ impl From<crate::commit::CommitError> for CreateError {
 
 impl<E: Into<CreateError>> From<payd_actors::ActorError<E>> for CreateError {
     fn from(e: payd_actors::ActorError<E>) -> Self {
-        match Unanswered::split(e) {
-            Ok(e) => e.into(),
-            Err(unanswered) => unanswered.into(),
-        }
+        Unanswered::fold(e)
     }
 }
 

@@ -48,16 +48,15 @@ pub async fn estimate(
             of,
         } => {
             let items = [ItemInput { price_id, quantity }];
-            let s = match &of {
-                PlanOf::Subscription(id) => Some(owned(db, scope, id).await?),
-                PlanOf::Shop(_) => None,
+            // A plan change is priced in the subscription's shop.
+            let (shop, s) = match of {
+                PlanOf::Shop(shop) => (shop, None),
+                PlanOf::Subscription(id) => {
+                    let s = owned(db, scope, &id).await?;
+                    (s.profile_id.clone(), Some(s))
+                }
             };
-            let shop = match (&of, &s) {
-                (PlanOf::Shop(shop), _) => shop.as_str(),
-                (_, Some(s)) => s.profile_id.as_str(),
-                (PlanOf::Subscription(_), None) => return Err(EstimateError::NoSuchSubscription),
-            };
-            let plan = create::plan(db, scope, shop, &items, max, now)
+            let plan = create::plan(db, scope, &shop, &items, max, now)
                 .await
                 .map_err(EstimateError::Plan)?;
             let Some(s) = s else {

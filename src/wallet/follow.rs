@@ -74,10 +74,7 @@ pub enum FollowError {
 
 impl<E: Into<FollowError>> From<payd_actors::ActorError<E>> for FollowError {
     fn from(e: payd_actors::ActorError<E>) -> Self {
-        match Unanswered::split(e) {
-            Ok(e) => e.into(),
-            Err(unanswered) => unanswered.into(),
-        }
+        Unanswered::fold(e)
     }
 }
 
