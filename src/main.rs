@@ -81,7 +81,12 @@ fn main() -> ExitCode {
         }
     };
     telemetry::init(&settings.log);
-    let result = actix_web::rt::System::new().block_on(run(cli, settings));
+    // Entered for the thread's life, so a task still holding a pooled connection when the
+    // System stops is dropped with a runtime current (see `entered_runtime`).
+    let system = actix_web::rt::System::with_tokio_rt(|| {
+        payd_actors::entered_runtime().expect("start the main runtime")
+    });
+    let result = system.block_on(run(cli, settings));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

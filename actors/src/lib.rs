@@ -83,5 +83,5 @@ mod tests;
 
 pub use actor::KeyedActor;
 pub use error::ActorError;
-pub use pool::ArbiterPool;
+pub use pool::{entered_runtime, ArbiterPool};
 pub use registry::{Registry, RegistryConfig};

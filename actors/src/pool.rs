@@ -26,8 +26,7 @@ impl ArbiterPool {
     /// arbiter thread cannot be spawned; meant for start-up. See
     /// [`ArbiterPool::try_new`] for the fallible variant.
     pub fn new(n: usize) -> Arc<Self> {
-        let arbiters = (0..n.max(1)).map(|_| Arbiter::new()).collect();
-        Arc::new(Self { arbiters })
+        Self::try_new(n).expect("start the actor arbiters")
     }
 
     /// Like [`ArbiterPool::new`], but reports a failure to create an arbiter
@@ -43,7 +42,8 @@ impl ArbiterPool {
         };
         for _ in 0..n {
             // On error `pool` is dropped, which stops the arbiters already made.
-            pool.arbiters.push(Arbiter::try_new()?);
+            pool.arbiters
+                .push(Arbiter::try_with_tokio_rt(entered_runtime)?);
         }
         Ok(Arc::new(pool))
     }
@@ -85,6 +85,26 @@ impl Drop for ArbiterPool {
         // Arbiter threads otherwise outlive the pool until the System stops.
         self.stop();
     }
+}
+
+/// A current-thread runtime, entered for the whole life of the thread that builds it: what
+/// every arbiter of the pool runs on, and what `payd`'s main thread runs its `System` on.
+///
+/// When an arbiter (or the `System`) stops, actix drops its `LocalSet` (the actors and their in-flight futures)
+/// *before* its tokio runtime, and outside that runtime's context. A future dropped there that
+/// still holds a pooled database connection returns it by spawning a task (sqlx's
+/// `PoolConnection::drop`), which panics without a tokio context; a second such drop during
+/// the unwind aborts the process. Entering the runtime here, on the thread, keeps a
+/// context current until the thread ends: those spawns land on the runtime that is about to
+/// shut down, which drops them cleanly. The guard is forgotten on purpose (it must outlive
+/// the closure that actix runs the arbiter in); the context holds its own handle, released
+/// when the thread exits.
+pub fn entered_runtime() -> io::Result<tokio::runtime::Runtime> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::mem::forget(rt.handle().enter());
+    Ok(rt)
 }
 
 /// FNV-1a rather than std's `DefaultHasher`, whose output may change between
@@ -130,6 +150,44 @@ mod tests {
         let pool = ArbiterPool::new(0);
         assert_eq!(pool.len(), 1);
         assert_eq!(pool.index_of("anything"), 0);
+    }
+
+    /// Set when dropped, with whether a tokio runtime was current then.
+    struct NeedsRuntimeOnDrop(Arc<std::sync::Mutex<Option<bool>>>);
+
+    impl Drop for NeedsRuntimeOnDrop {
+        fn drop(&mut self) {
+            let current = tokio::runtime::Handle::try_current().is_ok();
+            *self.0.lock().expect("flag") = Some(current);
+        }
+    }
+
+    #[actix_rt::test]
+    async fn a_future_dropped_when_its_arbiter_stops_still_has_a_runtime() {
+        let pool = ArbiterPool::try_new(1).expect("pool");
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let held = NeedsRuntimeOnDrop(seen.clone());
+        // Parked forever, like an actor's query in flight when the server stops.
+        pool.pick("pay_1").spawn(async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+        });
+        pool.stop();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        let current = loop {
+            if let Some(current) = *seen.lock().expect("flag") {
+                break current;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the parked future was not dropped 5s after stop"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert!(
+            current,
+            "dropped without a tokio context: a pooled connection's drop would panic"
+        );
     }
 
     #[actix_rt::test]
