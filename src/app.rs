@@ -20,6 +20,7 @@ use crate::{
     events, files,
     http::{self, BodyLimit},
     idempotency, invoices, ledger,
+    lookups::{Cache, Generation},
     mount::{Env, Mount, Mounted},
     openapi, ops, payments, payouts,
     processors::{connect::Connections, sandbox::Sandbox},
@@ -85,6 +86,8 @@ impl Application {
             .clone()
             .unwrap_or_else(|| format!("http://{local}"));
         let wake = Wake::default();
+        let generation =
+            Generation::new(Duration::from_millis(settings.database.lookup_staleness_ms));
         let sandbox = Arc::new(Sandbox {
             async_delay: ChronoDuration::seconds(settings.sandbox.async_delay_secs as i64),
         });
@@ -108,6 +111,7 @@ impl Application {
             sandbox: &sandbox,
             connections: &connections,
             public_url: &public_url,
+            generation: &generation,
         };
         let scheduler =
             Scheduler::new(db.conn().clone(), clock.clone(), settings.scheduler.clone());
@@ -127,6 +131,8 @@ impl Application {
             wake,
             keyring,
             shops: Default::default(),
+            keys: Cache::new("api_key", &generation),
+            generation,
         });
         let server = serve(listener, &settings, state.clone(), mounted.clone())?;
         tracing::info!(
@@ -190,6 +196,7 @@ impl Application {
     /// them (handing back the claimed deliveries not yet sent), then stops the actors.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let scheduler = actix_rt::spawn(self.state.scheduler.clone().run());
+        let lookups = actix_rt::spawn(self.state.generation.clone().watch(self.state.db.clone()));
         let sweepers = self.mounted.spawn_sweepers();
         // An API-only instance (`webhooks.dispatch = false`) leaves the sending to the others.
         let mut dispatcher = self
@@ -204,6 +211,7 @@ impl Application {
         signals.abort();
         drop(wakes);
         scheduler.abort();
+        lookups.abort();
         // The claim under way completes, so its deliveries are queued (and handed back) rather
         // than left leased; a database that does not answer does not hold the exit.
         self.dispatcher.stop();

@@ -21,6 +21,7 @@ pub mod ids;
 pub mod invoices;
 pub mod ledger;
 pub mod listen;
+pub mod lookups;
 pub mod money;
 pub mod mount;
 pub mod openapi;

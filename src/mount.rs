@@ -13,6 +13,7 @@ use crate::{
     clock::SharedClock,
     commit::Db,
     http::Routes,
+    lookups::Generation,
     processors::{connect::Connections, sandbox::Sandbox},
     scheduler::Scheduler,
     sealed::Keyring,
@@ -36,6 +37,8 @@ pub struct Env<'a> {
     pub connections: &'a Arc<Connections>,
     /// Where buyers reach this deployment (checkout and share links).
     pub public_url: &'a str,
+    /// When the cached lookups may be trusted.
+    pub generation: &'a Arc<Generation>,
 }
 
 impl Env<'_> {

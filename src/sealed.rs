@@ -276,6 +276,7 @@ pub async fn reseal(db: &Db, ring: &Keyring) -> Result<usize, ResealError> {
             sealed += 1;
         }
     }
+    let before_accounts = sealed;
     let mut after = String::new();
     loop {
         let batch = processor_account::Entity::find()
@@ -302,6 +303,10 @@ pub async fn reseal(db: &Db, ring: &Keyring) -> Result<usize, ResealError> {
                 .await?;
             sealed += 1;
         }
+    }
+    if sealed > before_accounts {
+        // Instances cache the accounts' sealed connections.
+        sea_orm::ConnectionTrait::execute(db, &crate::lookups::bump_statement()).await?;
     }
     Ok(sealed)
 }

@@ -233,6 +233,10 @@ pub struct DatabaseSettings {
     /// theirs (`NOTIFY`/`LISTEN`).
     #[serde(default = "yes")]
     pub notify: bool,
+    /// How stale a cached API key or shop routing may be on another instance (`lookups.rs`);
+    /// 0 turns the caches off.
+    #[serde(default = "default_lookup_staleness_ms")]
+    pub lookup_staleness_ms: u64,
 }
 
 impl DatabaseSettings {
@@ -244,6 +248,10 @@ impl DatabaseSettings {
     pub fn writers(&self) -> usize {
         self.writers.unwrap_or(if self.is_sqlite() { 1 } else { 4 })
     }
+}
+
+fn default_lookup_staleness_ms() -> u64 {
+    500
 }
 
 fn default_max_batch() -> usize {
@@ -595,6 +603,12 @@ impl Settings {
             || self.database.url.starts_with("postgresql://"))
         {
             return bad("database.url", "expected a sqlite: or postgres:// URL");
+        }
+        if self.database.lookup_staleness_ms > 60_000 {
+            return bad(
+                "database.lookup_staleness_ms",
+                "must be at most 60000 (the routes that change a cached row wait this long)",
+            );
         }
         if self.database.max_batch == 0 {
             return bad("database.max_batch", "must be at least 1");

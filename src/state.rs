@@ -6,10 +6,17 @@
 use std::sync::Arc;
 
 use payd_actors::ArbiterPool;
+use payd_entity::api_key;
 
 use crate::commit::Db;
 use crate::ids::{MerchantId, ProfileId};
-use crate::{clock::SharedClock, scheduler::Scheduler, settings::Settings, wake::Wake};
+use crate::{
+    clock::SharedClock,
+    lookups::{Cache, Generation},
+    scheduler::Scheduler,
+    settings::Settings,
+    wake::Wake,
+};
 
 pub struct AppState {
     pub db: Db,
@@ -26,6 +33,10 @@ pub struct AppState {
     pub keyring: Arc<crate::sealed::Keyring>,
     /// Shops known to belong to their merchants (spares the `x-profile-id` query).
     pub shops: KnownShops,
+    /// When the cached lookups may be trusted; what a route that changes them waits on.
+    pub generation: Arc<Generation>,
+    /// API keys by hash, with their merchant's test-clock offset (spares a request's read).
+    pub keys: Cache<(api_key::Model, i64)>,
 }
 
 /// The shops seen to belong to their merchants. A shop is never deleted nor moved to another

@@ -32,6 +32,16 @@ pub fn init(log: &LogSettings) {
 pub fn describe_metrics() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     describe_counter!("payd_http_requests_total", "HTTP requests answered");
+    describe_counter!(
+        "payd_lookups_total",
+        "Reads of an API key or a shop's routing: answered by the instance's cache (hit) or the database (miss)"
+    );
+    for lookup in ["api_key", "shop_routing"] {
+        for outcome in ["hit", "miss"] {
+            metrics::counter!("payd_lookups_total", "lookup" => lookup, "outcome" => outcome)
+                .increment(0);
+        }
+    }
     describe_histogram!(
         "payd_http_request_duration_seconds",
         Unit::Seconds,

@@ -57,6 +57,7 @@ const NAMED: &[(&str, &str)] = &[
     ("stored", "types"),
     ("auth::keys", "types"),
     ("db", "store"),
+    ("lookups", "store"),
     ("accounts::demo", "store"),
     ("failover", "store"),
     ("scheduler", "store"),

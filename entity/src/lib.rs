@@ -21,6 +21,7 @@ pub mod invoice_counter;
 pub mod invoice_pdf;
 pub mod invoice_setting;
 pub mod invoice_share_link;
+pub mod lookup_generation;
 pub mod mandate;
 pub mod merchant;
 pub mod payment;

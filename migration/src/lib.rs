@@ -34,6 +34,7 @@ mod m20261124_000025_create_risk_assessments;
 mod m20261125_000026_add_webhook_operations;
 mod m20261127_000027_add_subscription_billing_anchor;
 mod m20261127_000028_add_payment_processor_reference_index;
+mod m20261128_000029_create_lookup_generation;
 
 pub struct Migrator;
 
@@ -69,6 +70,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000026_add_webhook_operations::Migration),
             Box::new(m20261127_000027_add_subscription_billing_anchor::Migration),
             Box::new(m20261127_000028_add_payment_processor_reference_index::Migration),
+            Box::new(m20261128_000029_create_lookup_generation::Migration),
         ]
     }
 }

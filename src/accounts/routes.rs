@@ -224,7 +224,7 @@ pub async fn create_api_key(
     )))
 }
 
-/// Revoke an API key; it stops working at once.
+/// Revoke an API key; it stops working on every instance before this answers.
 #[utoipa::path(delete, path = "/account/api-keys/{key_id}", tag = "account",
     params(("key_id" = String, Path, description = "the key's id (key_…)")),
     responses((status = 200, body = ApiKey), (status = 404, description = "no such key")),
@@ -246,6 +246,8 @@ pub async fn revoke_api_key(
     )
     .await?
     .ok_or_else(not_found)?;
+    // Refused by every instance when this answers.
+    state.generation.changed().await;
     Ok(HttpResponse::Ok().json(ApiKey::from(row)))
 }
 

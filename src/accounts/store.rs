@@ -331,7 +331,8 @@ pub async fn revoke_key(
     change.optional.push(
         Change::at(now)
             .write(Write::Update(revoke))
-            .write(audited(audit, now)),
+            .write(audited(audit, now))
+            .write(crate::lookups::bump()),
     );
     commit::commit(db, change).await?;
     Ok(select.one(db).await?)

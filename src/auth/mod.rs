@@ -33,10 +33,13 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
         .map_err(|_| invalid_key())?;
     let (kind, mode) = parse_key(presented).ok_or_else(invalid_key)?;
     let hash = hash_key(&state.settings.security.key_pepper, presented);
-    let (row, clock_offset) = store::find_key_by_hash(&state.db, &hash)
+    let found = state
+        .keys
+        .get_or_read(&hash, store::find_key_by_hash(&state.db, &hash))
         .await?
-        .filter(|(row, _)| ct_eq(&row.key_hash, &hash))
+        .filter(|found| ct_eq(&found.0.key_hash, &hash))
         .ok_or_else(invalid_key)?;
+    let (row, clock_offset) = (&found.0, found.1);
     if row.revoked_at.is_some() {
         return Err(ApiError::unauthenticated(
             "api_key_revoked",

@@ -32,6 +32,7 @@ pub fn mount(m: &mut Mount, env: &Env<'_>) -> Payments {
         public_url: env.public_url.to_owned(),
         wake: env.wake.clone(),
         connections: env.connections.clone(),
+        routing: crate::lookups::Cache::new("shop_routing", env.generation),
         fresh: Default::default(),
         fail_outcomes: std::sync::Arc::new(store::FailOutcomes::new(
             &env.settings.sandbox.fail_outcome_commits,

@@ -193,6 +193,8 @@ pub async fn add_processor(
         )
         .param("name")
     })?;
+    // Routed to by every instance when this answers.
+    state.generation.changed().await;
     Ok(HttpResponse::Created().json(ProcessorAccount::from(row)))
 }
 
@@ -337,6 +339,7 @@ pub async fn approve_processor(
     let row = store::approve_account(&state.db, &id, state.clock.now())
         .await?
         .ok_or_else(|| ApiError::not_found("processor account"))?;
+    state.generation.changed().await;
     Ok(HttpResponse::Ok().json(ProcessorAccount::from(row)))
 }
 
@@ -372,5 +375,7 @@ pub async fn put_routing(
         .collect();
     rules.validate(&names)?;
     store::put_routing_rules(&state.db, shop.as_str(), &rules, state.clock.now()).await?;
+    // In force on every instance when this answers.
+    state.generation.changed().await;
     Ok(HttpResponse::Ok().json(rules))
 }

@@ -611,11 +611,11 @@ pub async fn accounts(
 
 /// What routing a payment needs, in one read: the shop's processor accounts in creation order
 /// ([`accounts`]) and its routing rules ([`routing_rules`]). The shop's row anchors the query,
-/// so a shop without accounts or rules still answers one row.
+/// so a shop without accounts or rules still answers one row; `None` for no such shop.
 pub async fn accounts_and_rules(
     db: &impl ConnectionTrait,
     profile_id: &str,
-) -> Result<(Vec<processor_account::Model>, RoutingRules), DbErr> {
+) -> Result<Option<(Vec<processor_account::Model>, RoutingRules)>, DbErr> {
     const ACCOUNT: &str = "account_";
     const RULES: &str = "routing_rules";
     let shop = (profile::Entity, profile::Column::Id);
@@ -650,16 +650,16 @@ pub async fn accounts_and_rules(
         );
     }
     let rows = db.query_all(&query).await?;
-    let rules = match rows.first() {
-        Some(row) => row.try_get::<Option<String>>("", RULES)?,
-        None => None,
+    let Some(first) = rows.first() else {
+        return Ok(None);
     };
+    let rules = first.try_get::<Option<String>>("", RULES)?;
     let accounts = rows
         .iter()
         .map(|row| Option::<processor_account::Model>::from_query_result(row, ACCOUNT))
         .filter_map(Result::transpose)
         .collect::<Result<Vec<_>, DbErr>>()?;
-    Ok((accounts, parse_rules(profile_id, rules.as_deref())?))
+    Ok(Some((accounts, parse_rules(profile_id, rules.as_deref())?)))
 }
 
 /// Remote accounts waiting for an operator's approval, oldest first.
@@ -683,7 +683,10 @@ pub async fn approve_account(
         .col_expr(processor_account::Column::Approval, Expr::value("approved"))
         .filter(processor_account::Column::Id.eq(id))
         .into_query();
-    commit::commit(db, Change::at(now).write(Write::Update(approve))).await?;
+    let change = Change::at(now)
+        .write(Write::Update(approve))
+        .write(crate::lookups::bump());
+    commit::commit(db, change).await?;
     Ok(processor_account::Entity::find_by_id(id).one(db).await?)
 }
 
@@ -735,7 +738,8 @@ pub async fn insert_account(
     change.optional.push(
         Change::at(now)
             .write(Write::Insert(insert))
-            .write(accounts::store::audited(audit, now)),
+            .write(accounts::store::audited(audit, now))
+            .write(crate::lookups::bump()),
     );
     commit::commit(db, change).await?;
     let stored = processor_account::Entity::find()
@@ -761,28 +765,32 @@ fn parse_rules(shop: &str, stored: Option<&str>) -> Result<RoutingRules, DbErr> 
     crate::stored::json_opt("rules", shop, stored).map(Option::unwrap_or_default)
 }
 
+/// Puts the shop's routing rules, and tells the instances that cache them.
 pub async fn put_routing_rules(
-    db: &impl ConnectionTrait,
+    db: &Db,
     profile_id: &str,
     rules: &RoutingRules,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<(), CommitError> {
     let row = routing_config::ActiveModel {
         profile_id: Set(profile_id.to_owned()),
         rules: Set(serde_json::to_string(rules).unwrap_or_default()),
         updated_at: Set(now),
     };
-    routing_config::Entity::insert(row)
+    let upsert = routing_config::Entity::insert(row)
         .on_conflict(
-            sea_orm::sea_query::OnConflict::column(routing_config::Column::ProfileId)
+            OnConflict::column(routing_config::Column::ProfileId)
                 .update_columns([
                     routing_config::Column::Rules,
                     routing_config::Column::UpdatedAt,
                 ])
                 .to_owned(),
         )
-        .exec_without_returning(db)
-        .await?;
+        .into_query();
+    let change = Change::at(now)
+        .write(Write::Insert(upsert))
+        .write(crate::lookups::bump());
+    commit::commit(db, change).await?;
     Ok(())
 }
 

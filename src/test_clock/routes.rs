@@ -82,7 +82,7 @@ pub async fn advance_clock(
         ));
     }
     let max = state.settings.sandbox.max_advance_charges;
-    let reading = advance::advance(
+    let advanced = advance::advance(
         &state.db,
         &state.scheduler,
         &state.clock,
@@ -90,8 +90,11 @@ pub async fn advance_clock(
         req.seconds,
         max,
     )
-    .await
-    .map_err(|e| match e {
+    .await;
+    // Every instance's requests run on the moved clock when this answers (a failed advance
+    // may have moved it part of the way).
+    state.generation.changed().await;
+    let reading = advanced.map_err(|e| match e {
         AdvanceError::TooMuchWork { renewals, max } => ApiError::invalid_param(
             "seconds",
             format!(

@@ -64,14 +64,17 @@ pub async fn shift(
         .filter(scheduled_job::Column::MerchantId.eq(merchant_id))
         .all(db)
         .await?;
-    let mut change = Change::at(now).write(Write::Cas(
-        Query::update()
-            .table(merchant::Entity)
-            .value(merchant::Column::SandboxClockOffset, from + by)
-            .and_where(merchant::Column::Id.eq(merchant_id))
-            .and_where(merchant::Column::SandboxClockOffset.eq(from))
-            .to_owned(),
-    ));
+    // The offset is read with the merchant's keys, which instances cache.
+    let mut change = Change::at(now)
+        .write(Write::Cas(
+            Query::update()
+                .table(merchant::Entity)
+                .value(merchant::Column::SandboxClockOffset, from + by)
+                .and_where(merchant::Column::Id.eq(merchant_id))
+                .and_where(merchant::Column::SandboxClockOffset.eq(from))
+                .to_owned(),
+        ))
+        .write(crate::lookups::bump());
     for job in jobs {
         // A job rescheduled meanwhile was scheduled on the clock as it then read: left alone.
         change = change.write(Write::Update(

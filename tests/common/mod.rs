@@ -87,6 +87,8 @@ pub fn settings(db: &TestDb, extra: &[(&str, &str)]) -> Settings {
         ("PAYD_ACTORS__ARBITERS", "1"),
         ("PAYD_SCHEDULER__POLL_INTERVAL_MS", "50"),
         ("PAYD_WEBHOOKS__POLL_INTERVAL_MS", "50"),
+        // A route that changes a cached key or routing waits this long (tests/lookups.rs).
+        ("PAYD_DATABASE__LOOKUP_STALENESS_MS", "250"),
         // Load tests send hundreds of requests with one key; the limit has its own test.
         ("PAYD_LIMITS__REQUESTS_PER_SECOND", "0"),
     ]

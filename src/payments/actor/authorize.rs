@@ -303,11 +303,15 @@ async fn routable(
 ) -> Result<Routable, PaymentError> {
     // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
     // without accounts nor a sandbox account a test key added.
-    let (accounts, rules) = store::accounts_and_rules(&deps.db, &m.profile_id).await?;
+    let read = store::accounts_and_rules(&deps.db, &m.profile_id);
+    let routing = deps.routing.get_or_read(&m.profile_id, read).await?;
+    let none = (Vec::new(), routing::RoutingRules::default());
+    let (accounts, rules) = routing.as_deref().unwrap_or(&none);
     let enabled: Vec<processor_account::Model> = accounts
-        .into_iter()
+        .iter()
         .filter(|a| a.enabled && a.approval == "approved")
         .filter(|a| m.test_mode || connect::serves_live(&a.kind))
+        .cloned()
         .collect();
     if enabled.is_empty() && !m.test_mode {
         let declined = Declined {
@@ -338,7 +342,7 @@ async fn routable(
             .is_some_and(|p| p.can_save(card));
         return Ok(Err(declined.authorized(m, first, card, now, can_save)));
     }
-    Ok(Ok((enabled, accounts, rules)))
+    Ok(Ok((enabled, accounts, rules.clone())))
 }
 
 /// What `routable` finds: the enabled accounts, the available ones' names and the rules; or

@@ -38,6 +38,7 @@ use super::{
 };
 use crate::auth::keys::Caller;
 use crate::commit::Db;
+use crate::lookups::Cache;
 use crate::{
     clock::{self, SharedClock, Timeline},
     commit,
@@ -69,6 +70,8 @@ pub struct PaymentDeps {
     pub wake: Wake,
     /// The processors behind the shops' accounts.
     pub connections: Arc<Connections>,
+    /// The shops' processor accounts in creation order and their routing rules, cached.
+    pub routing: Cache<(Vec<processor_account::Model>, routing::RoutingRules)>,
     /// Rows a handler has just inserted and is about to send a command for: the actor takes
     /// its first state from here instead of reading the row back. The handler removes what
     /// was not taken, so nothing stays.
