@@ -61,7 +61,7 @@ async fn pay(app: &TestApp, i: usize, m: &Merchant) -> Value {
     let r = at(
         app,
         i,
-        (&m, &m.secret_key),
+        (m, &m.secret_key),
         Method::POST,
         "/payments",
         Some(body),

@@ -1411,3 +1411,49 @@ async fn every_operation_is_allowed_exactly_where_the_table_says() {
         }
     }
 }
+
+/// A create with `confirm: true` is one change: the payment's insert, its confirm, its two
+/// history rows and its attempt are written in one transaction (#47). On PostgreSQL every row
+/// a transaction writes carries its id (`xmin`); on SQLite the rows are there.
+#[actix_web::test]
+async fn a_create_with_confirm_is_one_transaction() {
+    use sea_orm::{ConnectionTrait, Database, Statement};
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let id = app.succeeded_payment(&m).await;
+    let db = Database::connect(app.db.url.as_str())
+        .await
+        .expect("connect");
+    let backend = db.get_database_backend();
+    let writer = if app.db.is_postgres() {
+        "xmin::text"
+    } else {
+        "'one'"
+    };
+    let mut writers = Vec::new();
+    for table in ["payments", "payment_status_history", "payment_attempts"] {
+        let column = if table == "payments" {
+            "id"
+        } else {
+            "payment_id"
+        };
+        let sql = format!("SELECT {writer} AS w FROM {table} WHERE {column} = '{id}'");
+        let rows = db
+            .query_all_raw(Statement::from_string(backend, sql))
+            .await
+            .expect("read");
+        let expected = match table {
+            "payment_status_history" => 2,
+            _ => 1,
+        };
+        assert_eq!(rows.len(), expected, "{table}");
+        for row in rows {
+            writers.push((table, row.try_get::<String>("", "w").expect("w")));
+        }
+    }
+    assert!(
+        writers.iter().all(|(_, w)| *w == writers[0].1),
+        "written by more than one transaction: {writers:?}"
+    );
+    db.close().await.ok();
+}

@@ -8,7 +8,7 @@ use payd_entity::payment;
 use sea_orm::DbErr;
 
 use super::{
-    actor::{run, Access, Command, PaymentDeps, PaymentError, Payments},
+    actor::{run, Access, Command, Fresh, PaymentDeps, PaymentError, Payments},
     api::{ConfirmAsk, NewPayment},
     machine::{Line, Status},
     store,
@@ -229,15 +229,20 @@ async fn insert_and_run(
             .await?
             .payment);
     }
-    let now = m.created_at;
-    let m = store::insert(&deps.db, m, now, key.as_ref(), catalog).await?;
+    let created = store::created(&m, key.clone(), catalog);
     if matches!(command, Command::Sync) {
+        store::insert(&deps.db, &m, created).await?;
         return Ok(m);
     }
-    let fresh = &deps.fresh;
-    fresh.insert(m.id.clone(), m.clone());
+    // Written with the confirm's first commit: one transaction for both. Were the actor never
+    // to take it, nothing was written and the request fails.
+    let fresh = Fresh {
+        row: m.clone(),
+        unwritten: Some(created),
+    };
+    deps.fresh.insert(m.id.clone(), fresh);
     let confirmed = run(payments, &m.id, Some(access), command, key).await;
-    fresh.remove(&m.id);
+    deps.fresh.remove(&m.id);
     Ok(confirmed?.payment)
 }
 

@@ -97,6 +97,18 @@ pub struct Changes {
     /// The `Idempotency-Key` of the request this transition serves: its recovery point is set
     /// to the transition's refund, or else its payment.
     pub bind: Option<RequestKey>,
+    /// The payment's own insert ([`inserted`]) when this is the first commit of a payment
+    /// created with `confirm: true`: written first, in the same transaction.
+    pub created: Option<Created>,
+}
+
+/// A new payment not yet written: what its insert writes besides the row (its lines' writes
+/// and its first history row), and the request's `Idempotency-Key`, whose recovery point the
+/// payment becomes in the commit that writes it.
+#[derive(Debug, Clone)]
+pub struct Created {
+    writes: Vec<Write>,
+    key: Option<RequestKey>,
 }
 
 /// Writes the machine's new state into a copy of the row.
@@ -113,27 +125,35 @@ pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment:
     next
 }
 
-/// Inserts a new payment with its first history row and expiry job (and, for a request with
-/// an `Idempotency-Key`, the payment as the key's recovery point).
-pub async fn insert(
-    db: &Db,
-    m: payment::Model,
-    now: DateTime<Utc>,
-    key: Option<&RequestKey>,
-    catalog: Vec<Write>,
-) -> Result<payment::Model, CommitError> {
-    let mut change = Change::at(now).write(commit::insert(m.clone()));
-    for w in catalog {
-        change = change.write(w);
+/// A new payment `m` (version 0), to be written by [`insert`] or by its confirm's first
+/// commit ([`Changes::created`]); either names the payment as the recovery point of the
+/// request's `Idempotency-Key`.
+pub fn created(m: &payment::Model, key: Option<RequestKey>, catalog: Vec<Write>) -> Created {
+    let mut writes = catalog;
+    writes.push(history(&m.id, None, &m.status, "create", m.created_at));
+    Created { writes, key }
+}
+
+impl Created {
+    /// The change that inserts `row` (the payment as created, or as its first commit leaves
+    /// it) with what its creation writes.
+    fn insert(self, row: &payment::Model, at: DateTime<Utc>) -> (Change, Option<RequestKey>) {
+        let change = Change::at(at)
+            .write(commit::insert(row.clone()))
+            .write_all(self.writes);
+        (change, self.key)
     }
-    let mut change = change
-        .write(history(&m.id, None, &m.status, "create", now))
-        .and(jobs(&m, now, Duration::zero(), Jobs::None));
+}
+
+/// Writes a new payment alone, as created, with the expiry job it is due.
+pub async fn insert(db: &Db, m: &payment::Model, created: Created) -> Result<(), CommitError> {
+    let (change, key) = created.insert(m, m.created_at);
+    let mut change = change.and(jobs(m, m.created_at, Duration::zero(), Jobs::None));
     if let Some(key) = key {
         change = change.write(key.bind(&m.id));
     }
     commit::commit(db, change).await?;
-    Ok(m)
+    Ok(())
 }
 
 /// What a commit wrote.
@@ -163,13 +183,24 @@ pub async fn commit(
     let mut after = raised(before, after);
     after.pending_operation = changes.intent.as_ref().map(Intent::to_json);
     let now = after.updated_at;
-    let mut change = Change::at(now).write(Write::Cas(
-        payment::Entity::update_many()
-            .set(after.clone().into_active_model().reset_all())
-            .filter(payment::Column::Id.eq(before.id.as_str()))
-            .filter(payment::Column::Version.eq(before.version))
-            .into_query(),
-    ));
+    // A payment this commit creates is inserted as the commit leaves it (no compare-and-set:
+    // nobody else knows it), and has no jobs yet.
+    let (mut change, existing, bind) = match changes.created {
+        Some(created) => {
+            let (insert, key) = created.insert(&after, now);
+            (insert, Jobs::None, changes.bind.or(key))
+        }
+        None => {
+            let cas = Write::Cas(
+                payment::Entity::update_many()
+                    .set(after.clone().into_active_model().reset_all())
+                    .filter(payment::Column::Id.eq(before.id.as_str()))
+                    .filter(payment::Column::Version.eq(before.version))
+                    .into_query(),
+            );
+            (Change::at(now).write(cas), Jobs::Unknown, changes.bind)
+        }
+    };
     if after.status != before.status {
         change = change.write(history(
             &after.id,
@@ -182,7 +213,7 @@ pub async fn commit(
     for a in changes.attempts {
         change = change.write(attempt(a));
     }
-    change = change.and(jobs(&after, now, settle_delay, Jobs::Unknown));
+    change = change.and(jobs(&after, now, settle_delay, existing));
     if let Some(save) = changes.save {
         change = change.and(save_card(db, &after, save, now).await?);
     }
@@ -214,7 +245,7 @@ pub async fn commit(
     for e in changes.events {
         change = change.event(e.event(&after.merchant_id, &after.profile_id, after.test_mode));
     }
-    if let Some(key) = &changes.bind {
+    if let Some(key) = &bind {
         change = change.write(key.bind(refund.as_ref().map_or(&after.id, |r| &r.id)));
     }
     let committed = commit::commit(db, change).await?;

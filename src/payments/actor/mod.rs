@@ -12,7 +12,7 @@ use capture::*;
 use refunding::*;
 use sync::*;
 
-use std::{sync::Arc, time::Duration as StdDuration};
+use std::{cell::RefCell, rc::Rc, sync::Arc, time::Duration as StdDuration};
 
 use actix::{
     Actor, ActorFutureExt, AsyncContext, AtomicResponse, Context, Handler, Message, WrapFuture,
@@ -72,12 +72,21 @@ pub struct PaymentDeps {
     pub connections: Arc<Connections>,
     /// The shops' processor accounts in creation order and their routing rules, cached.
     pub routing: Cache<(Vec<processor_account::Model>, routing::RoutingRules)>,
-    /// Rows a handler has just inserted and is about to send a command for: the actor takes
-    /// its first state from here instead of reading the row back. The handler removes what
-    /// was not taken, so nothing stays.
-    pub fresh: DashMap<String, payment::Model>,
+    /// Rows a handler has just made and is about to send a command for: the actor takes its
+    /// first state from here instead of reading the row back, and the row's insert when it is
+    /// not yet written (a create with `confirm: true`: see [`exec_created`]). The handler
+    /// removes what was not taken, so nothing stays.
+    pub fresh: DashMap<String, Fresh>,
     /// The test-only fault of `sandbox.fail_outcome_commits`.
     pub fail_outcomes: Arc<store::FailOutcomes>,
+}
+
+/// A row a handler has just made, for its actor's first state.
+#[derive(Clone)]
+pub struct Fresh {
+    pub row: payment::Model,
+    /// Its insert, when the command's first commit is to write it.
+    pub unwritten: Option<store::Created>,
 }
 
 impl PaymentDeps {
@@ -186,6 +195,11 @@ tokio::task_local! {
     /// (not around a reconciliation run before it), read by [`commit`], which names the
     /// command's object as the key's recovery point in each of its commits.
     static REQUEST_KEY: Option<RequestKey>;
+
+    /// The insert of a payment created with `confirm: true`, while no commit has written it:
+    /// the first [`commit`] of its command takes it, so the payment and its confirm are one
+    /// transaction.
+    static UNWRITTEN: Rc<RefCell<Option<store::Created>>>;
 }
 
 pub struct PaymentActor {
@@ -196,6 +210,8 @@ pub struct PaymentActor {
     model: Option<Box<payment::Model>>,
     /// Messages handled; a cache-drop timer set by an earlier one leaves a newer row alone.
     handled: u64,
+    /// The row's insert, until the first message writes it (boxed: an idle actor has none).
+    unwritten: Option<Box<store::Created>>,
     /// Shared by every payment actor: one pointer each, not a copy.
     deps: Arc<PaymentDeps>,
 }
@@ -210,16 +226,20 @@ impl KeyedActor for PaymentActor {
     type LoadError = PaymentError;
 
     async fn load(id: &str, deps: &Arc<PaymentDeps>) -> Result<Self, PaymentError> {
-        let model = match deps.fresh.remove(id) {
-            Some((_, model)) => model,
-            None => store::find(&deps.db, id)
-                .await?
-                .ok_or(PaymentError::NotFound)?,
+        let (model, unwritten) = match deps.fresh.remove(id) {
+            Some((_, fresh)) => (fresh.row, fresh.unwritten.map(Box::new)),
+            None => (
+                store::find(&deps.db, id)
+                    .await?
+                    .ok_or(PaymentError::NotFound)?,
+                None,
+            ),
         };
         Ok(Self {
             id: id.into(),
             model: Some(Box::new(model)),
             handled: 0,
+            unwritten,
             deps: deps.clone(),
         })
     }
@@ -234,6 +254,7 @@ impl Handler<Exec> for PaymentActor {
 
     fn handle(&mut self, msg: Exec, _: &mut Context<Self>) -> Self::Result {
         let (deps, cached, id) = (self.deps.clone(), self.model.take(), self.id.clone());
+        let unwritten = self.unwritten.take();
         self.handled += 1;
         AtomicResponse::new(Box::pin(
             async move {
@@ -252,7 +273,13 @@ impl Handler<Exec> for PaymentActor {
                     current.test_mode,
                 )
                 .await;
-                let (latest, result) = clock::scoped(timeline, exec(&deps, current, msg)).await;
+                let run = async {
+                    match unwritten {
+                        Some(created) => exec_created(&deps, current, msg, *created).await,
+                        None => exec(&deps, current, msg).await,
+                    }
+                };
+                let (latest, result) = clock::scoped(timeline, run).await;
                 (Some(Box::new(latest)), result)
             }
             .into_actor(self)
@@ -317,6 +344,31 @@ async fn exec(
         || PaymentError::NotFound,
     )
     .await
+}
+
+/// Runs the first command on a payment whose insert is not yet written (its creator's
+/// confirm): its first commit writes the insert too; a command that commits nothing (a
+/// refusal) leaves the insert to be written alone, so the payment exists either way, as it
+/// would had it been inserted first. Nobody else knows the row yet: it is decided on as it is.
+async fn exec_created(
+    deps: &PaymentDeps,
+    current: payment::Model,
+    msg: Exec,
+    created: store::Created,
+) -> (payment::Model, Result<Done, PaymentError>) {
+    let unwritten = Rc::new(RefCell::new(Some(created)));
+    let command = step(deps, &current, &msg.command, &msg.key);
+    let result = UNWRITTEN.scope(unwritten.clone(), command).await;
+    let left = unwritten.borrow_mut().take();
+    if let Some(created) = left {
+        if let Err(e) = store::insert(&deps.db, &current, created).await {
+            return (current, Err(e.into()));
+        }
+    }
+    match result {
+        Ok(done) => (done.payment.clone(), Ok(done)),
+        Err(e) => (current, Err(e)),
+    }
 }
 
 /// Runs one command: one function each, below. A payment whose processor operation has no
@@ -418,6 +470,7 @@ async fn commit(
         );
     }
     changes.bind = REQUEST_KEY.try_with(Clone::clone).ok().flatten();
+    changes.created = UNWRITTEN.try_with(|u| u.borrow_mut().take()).ok().flatten();
     let committed = store::commit(&deps.db, m, after, changes, deps.settle_delay())
         .await
         .map_err(PaymentError::from)?;
