@@ -61,6 +61,29 @@ pub async fn connect(url: &str, max_connections: Option<u32>) -> Result<Database
     connect_with(url, max_connections, Duration::from_secs(5)).await
 }
 
+/// Statements sent to the database by this process so far, through any pool
+/// (`payd_database_statements_total`, read by `/metrics`; `payd-bench` divides it by a phase's
+/// operations).
+static STATEMENTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many statements this process has sent to the database.
+pub fn statements() -> u64 {
+    STATEMENTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts statements sea-orm's hook does not see: a transaction's `BEGIN` and `COMMIT`, a
+/// savepoint's pair.
+pub fn count_statements(n: u64) {
+    STATEMENTS.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Counts each statement a connection of the pool runs (its transactions' too, but not their
+/// `BEGIN` and `COMMIT`: see [`count_statements`]).
+fn counted(mut conn: DatabaseConnection) -> DatabaseConnection {
+    conn.set_metric_callback(|_| count_statements(1));
+    conn
+}
+
 /// Connects with the settings payd relies on: SQLite in WAL mode with a busy timeout and
 /// foreign keys, its directory created; PostgreSQL with a bounded pool on the writable host of
 /// its URL (`failover`). A statement waits at most `acquire_timeout` for a connection (then
@@ -74,7 +97,9 @@ pub async fn connect_with(
         // One host or several (a failover pair): `failover` chooses, and follows a failover.
         let pool =
             crate::failover::pool(url, max_connections.unwrap_or(10), acquire_timeout).await?;
-        return Ok(SqlxPostgresConnector::from_sqlx_postgres_pool(pool));
+        return Ok(counted(SqlxPostgresConnector::from_sqlx_postgres_pool(
+            pool,
+        )));
     }
     ensure_sqlite_dir(url);
     let mut opts = ConnectOptions::new(url.to_owned());
@@ -91,15 +116,18 @@ pub async fn connect_with(
                 .create_if_missing(true)
         });
     // An error may quote the connection string: never its password.
-    Database::connect(opts).await.map_err(|e| match e {
-        DbErr::Conn(RuntimeErr::Internal(text)) => {
-            DbErr::Conn(RuntimeErr::Internal(redact_credentials(&text)))
-        }
-        DbErr::Conn(other) => {
-            DbErr::Conn(RuntimeErr::Internal(redact_credentials(&other.to_string())))
-        }
-        other => other,
-    })
+    Database::connect(opts)
+        .await
+        .map(counted)
+        .map_err(|e| match e {
+            DbErr::Conn(RuntimeErr::Internal(text)) => {
+                DbErr::Conn(RuntimeErr::Internal(redact_credentials(&text)))
+            }
+            DbErr::Conn(other) => {
+                DbErr::Conn(RuntimeErr::Internal(redact_credentials(&other.to_string())))
+            }
+            other => other,
+        })
 }
 
 /// Creates the directory of a file-backed SQLite URL (`sqlite://data/payd.db?mode=rwc`).

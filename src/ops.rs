@@ -76,6 +76,7 @@ pub async fn ready(state: web::Data<AppState>) -> Result<HttpResponse, ApiError>
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics() -> HttpResponse {
     let handle = prometheus();
+    metrics::counter!("payd_database_statements_total").absolute(crate::db::statements());
     handle.run_upkeep();
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")

@@ -33,6 +33,10 @@ pub fn describe_metrics() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     describe_counter!("payd_http_requests_total", "HTTP requests answered");
     describe_counter!(
+        "payd_database_statements_total",
+        "Statements this instance sent to the database (its transactions' BEGIN and COMMIT included)"
+    );
+    describe_counter!(
         "payd_lookups_total",
         "Reads of an API key or a shop's routing: answered by the instance's cache (hit) or the database (miss)"
     );

@@ -29,21 +29,26 @@ pub(crate) struct Meter {
     payd: Option<u32>,
     /// A connection to the bench's PostgreSQL database, to find its backends.
     database: Option<DatabaseConnection>,
+    /// payd's `/metrics`, whose `payd_database_statements_total` counts the statements it
+    /// sent.
+    metrics_url: Option<String>,
 }
 
-/// The processes' CPU time at a phase's start, in ticks.
+/// The processes' CPU time at a phase's start, in ticks, and payd's statements so far.
 pub(crate) struct Mark {
     payd: Option<u64>,
     backends: Vec<(u32, u64)>,
     load: Option<u64>,
+    statements: Option<u64>,
 }
 
-/// CPU time per operation of a phase, in microseconds.
+/// CPU time per operation of a phase, in microseconds, and payd's statements per operation.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct PerOp {
     pub(crate) payd: Option<f64>,
     pub(crate) database: Option<f64>,
     pub(crate) load: f64,
+    pub(crate) statements: Option<f64>,
 }
 
 impl PerOp {
@@ -54,8 +59,11 @@ impl PerOp {
 
     pub(crate) fn summary(&self) -> String {
         let part = |v: Option<f64>| v.map_or("-".to_owned(), |us| format!("{us:.0}"));
+        let statements = self
+            .statements
+            .map_or("-".to_owned(), |s| format!("{s:.1}"));
         format!(
-            "CPU per op: payd {} µs, database {} µs, load generator {:.0} µs",
+            "CPU per op: payd {} µs, database {} µs, load generator {:.0} µs; {statements} statements per op",
             part(self.payd),
             part(self.database),
             self.load
@@ -69,7 +77,33 @@ impl Meter {
         Self {
             payd: None,
             database: None,
+            metrics_url: None,
         }
+    }
+
+    /// Also counts the statements payd (at `base`) sends.
+    pub(crate) fn with_statements(mut self, base: &str) -> Self {
+        self.metrics_url = Some(format!("{base}/metrics"));
+        self
+    }
+
+    /// `payd_database_statements_total` now.
+    async fn statements(&self) -> Option<u64> {
+        let url = self.metrics_url.as_deref()?;
+        let body = crate::load::send(
+            &crate::load::client(),
+            awc::http::Method::GET,
+            url,
+            &[],
+            None,
+        )
+        .await
+        .ok()?;
+        String::from_utf8_lossy(&body)
+            .lines()
+            .find_map(|l| l.strip_prefix("payd_database_statements_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map(|v| v as u64)
     }
 
     /// A meter of payd's process (if any) and of the backends of the database at `url` (on
@@ -80,7 +114,11 @@ impl Meter {
         } else {
             None
         };
-        Ok(Self { payd, database })
+        Ok(Self {
+            payd,
+            database,
+            metrics_url: None,
+        })
     }
 
     async fn backends(&self) -> Vec<u32> {
@@ -109,6 +147,7 @@ impl Meter {
                 .filter_map(|pid| Some((pid, used(pid)?)))
                 .collect(),
             load: used(std::process::id()),
+            statements: self.statements().await,
         }
     }
 
@@ -140,10 +179,15 @@ impl Meter {
             .load
             .zip(end.load)
             .map_or(0.0, |(a, b)| us(b.saturating_sub(a)));
+        let statements = start
+            .statements
+            .zip(end.statements)
+            .map(|(a, b)| b.saturating_sub(a) as f64 / ops.max(1) as f64);
         PerOp {
             payd,
             database,
             load,
+            statements,
         }
     }
 }

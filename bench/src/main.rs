@@ -342,7 +342,9 @@ async fn measure_payd(
     }
     let api = Api::create_merchant(client, &base, "bench").await?;
 
-    let meter = cpu::Meter::new(Some(payd.pid()), &db.url).await?;
+    let meter = cpu::Meter::new(Some(payd.pid()), &db.url)
+        .await?
+        .with_statements(&base);
     payments::measure(args, &api, &meter, report).await;
 
     if args.wants(Phase::Webhooks) {

@@ -476,8 +476,9 @@ fn cpu_table(r: &Report) -> Vec<String> {
         let ratio = insert.map_or("—".to_owned(), |i| {
             format!("{:.1} ×", total / i.max(1e-9))
         });
+        let statements = c.statements.map_or("—".to_owned(), |s| format!("{s:.1}"));
         rows.push(format!(
-            "| {name} | {} | {} | {} | {:.0} µs | {ratio} |",
+            "| {name} | {} | {} | {} | {:.0} µs | {ratio} | {statements} |",
             us(c.payd),
             us(c.database),
             us(Some(total)),
@@ -524,11 +525,11 @@ fn cpu_table(r: &Report) -> Vec<String> {
         String::new(),
         "CPU per operation (user + system from `/proc/<pid>/stat`; the database is PostgreSQL's \
          backends for the bench's database, or, on SQLite, inside payd; the load generator's is \
-         reported apart and never counted as payd's):"
+         reported apart and never counted as payd's), and payd's statements per operation          (`payd_database_statements_total` over the phase, its background polls included):"
             .to_owned(),
         String::new(),
-        "| operation | payd | database | in all (payd + database; a baseline: all of it) | load generator | in all vs a raw insert |".to_owned(),
-        "| --- | --- | --- | --- | --- | --- |".to_owned(),
+        "| operation | payd | database | in all (payd + database; a baseline: all of it) | load generator | in all vs a raw insert | statements |".to_owned(),
+        "| --- | --- | --- | --- | --- | --- | --- |".to_owned(),
     ];
     out.extend(rows);
     out

@@ -252,6 +252,7 @@ async fn under_savepoint(
     txn: &DatabaseTransaction,
     change: &(Change, Timeline),
 ) -> Result<Outcome, DbErr> {
+    crate::db::count_statements(2);
     let savepoint = txn.begin().await?;
     match by_itself(&savepoint, change).await {
         Ok(committed) => {
@@ -288,6 +289,9 @@ async fn rolled_back(txn: DatabaseTransaction, then: Together) -> Together {
 /// by another connection's single statement (a dispatcher's or scheduler's claim): the busy
 /// timeout makes it wait for the lock instead.
 async fn begin(w: &Writer) -> Result<DatabaseTransaction, DbErr> {
+    // `BEGIN` and the `COMMIT` or `ROLLBACK` that ends it (sea-orm's statement hook sees
+    // neither).
+    crate::db::count_statements(2);
     w.conn
         .begin_with_options(TransactionOptions {
             sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
