@@ -65,11 +65,6 @@ impl Generation {
         })
     }
 
-    /// How long a change may take to reach another instance's cache.
-    pub fn bound(&self) -> Duration {
-        self.bound
-    }
-
     /// The epoch to tag a read with, when the caches may be used now.
     fn trusted(&self) -> Option<u64> {
         // The confirmation first: a confirmation after a drop is stored after its epoch.

@@ -276,11 +276,14 @@ impl Handler<Exec> for PaymentActor {
                 let run = async {
                     match unwritten {
                         Some(created) => exec_created(&deps, current, msg, *created).await,
-                        None => exec(&deps, current, msg).await,
+                        None => {
+                            let (latest, result) = exec(&deps, current, msg).await;
+                            (Some(latest), result)
+                        }
                     }
                 };
                 let (latest, result) = clock::scoped(timeline, run).await;
-                (Some(Box::new(latest)), result)
+                (latest.map(Box::new), result)
             }
             .into_actor(self)
             .map(|(latest, result), act, ctx| {
@@ -350,24 +353,28 @@ async fn exec(
 /// confirm): its first commit writes the insert too; a command that commits nothing (a
 /// refusal) leaves the insert to be written alone, so the payment exists either way, as it
 /// would had it been inserted first. Nobody else knows the row yet: it is decided on as it is.
+/// Returns the row for the actor's cache, none when it may not have been written.
 async fn exec_created(
     deps: &PaymentDeps,
     current: payment::Model,
     msg: Exec,
     created: store::Created,
-) -> (payment::Model, Result<Done, PaymentError>) {
+) -> (Option<payment::Model>, Result<Done, PaymentError>) {
     let unwritten = Rc::new(RefCell::new(Some(created)));
     let command = step(deps, &current, &msg.command, &msg.key);
     let result = UNWRITTEN.scope(unwritten.clone(), command).await;
     let left = unwritten.borrow_mut().take();
+    let taken = left.is_none();
     if let Some(created) = left {
         if let Err(e) = store::insert(&deps.db, &current, created).await {
-            return (current, Err(e.into()));
+            return (None, Err(e.into()));
         }
     }
     match result {
-        Ok(done) => (done.payment.clone(), Ok(done)),
-        Err(e) => (current, Err(e)),
+        Ok(done) => (Some(done.payment.clone()), Ok(done)),
+        // Had a commit taken the insert, it failed with it: the row may not exist.
+        Err(e) if taken => (None, Err(e)),
+        Err(e) => (Some(current), Err(e)),
     }
 }
 
