@@ -90,15 +90,8 @@ impl Meter {
     /// `payd_database_statements_total` now.
     async fn statements(&self) -> Option<u64> {
         let url = self.metrics_url.as_deref()?;
-        let body = crate::load::send(
-            &crate::load::client(),
-            awc::http::Method::GET,
-            url,
-            &[],
-            None,
-        )
-        .await
-        .ok()?;
+        let mut res = awc::Client::default().get(url).send().await.ok()?;
+        let body = res.body().limit(16 << 20).await.ok()?;
         String::from_utf8_lossy(&body)
             .lines()
             .find_map(|l| l.strip_prefix("payd_database_statements_total "))

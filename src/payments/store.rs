@@ -97,7 +97,7 @@ pub struct Changes {
     /// The `Idempotency-Key` of the request this transition serves: its recovery point is set
     /// to the transition's refund, or else its payment.
     pub bind: Option<RequestKey>,
-    /// The payment's own insert ([`inserted`]) when this is the first commit of a payment
+    /// The payment's own insert ([`created`]) when this is the first commit of a payment
     /// created with `confirm: true`: written first, in the same transaction.
     pub created: Option<Created>,
 }
