@@ -153,6 +153,9 @@ fn connection(
 }
 
 /// Add a processor account to a shop: the sandbox, a remote processor, or a Stripe account.
+///
+/// Every instance can route to it when this answers (instances cache a shop's processors: the
+/// answer waits `database.lookup_staleness_ms`).
 #[utoipa::path(post, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)), request_body = AddProcessorRequest,
     responses((status = 201, body = ProcessorAccount), (status = 409, body = crate::error::ErrorBody)),
@@ -327,6 +330,8 @@ pub async fn pending_processors(
 }
 
 /// Approve a remote processor account: from now on it is routed to.
+///
+/// Every instance routes to it when this answers (after `database.lookup_staleness_ms`).
 #[utoipa::path(post, path = "/admin/processors/{processor_account_id}/approve", tag = "admin",
     params(("processor_account_id" = String, Path)),
     responses((status = 200, body = ProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
@@ -357,6 +362,9 @@ pub async fn get_routing(
 }
 
 /// Replace the shop's routing rules.
+///
+/// Every instance routes by them when this answers (instances cache a shop's routing: the
+/// answer waits `database.lookup_staleness_ms`).
 #[utoipa::path(put, path = "/account/shops/{profile_id}/routing", tag = "account",
     params(("profile_id" = String, Path)), request_body = RoutingRules,
     responses((status = 200, body = RoutingRules), (status = 400, body = crate::error::ErrorBody)),

@@ -62,7 +62,8 @@ pub async fn read_clock(
 
 /// Sandbox: moves the calling merchant's test clock forward — never another merchant's. The
 /// merchant's renewals, retries, expiries and deadlines that fall due on the way run in time
-/// order, each at its own due time, before the answer.
+/// order, each at its own due time, before the answer. Every instance's requests run on the
+/// moved clock when this answers (after `database.lookup_staleness_ms`).
 #[utoipa::path(post, path = "/sandbox/clock/advance", tag = "sandbox", request_body = AdvanceRequest,
     responses((status = 200, body = TestClock), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
