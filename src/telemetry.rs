@@ -34,7 +34,7 @@ pub fn describe_metrics() {
     describe_counter!("payd_http_requests_total", "HTTP requests answered");
     describe_counter!(
         "payd_database_statements_total",
-        "Statements this instance sent to the database (its transactions' BEGIN and COMMIT included)"
+        "Statements this instance sent to the database (with the group writers' BEGIN and COMMIT)"
     );
     describe_counter!(
         "payd_lookups_total",

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use actix_web::http::Method;
-use common::{card, client, spawn_instances, Answer, Merchant, TestApp, TestDb};
+use common::{card, spawn_instances, Answer, Merchant, TestApp, TestDb};
 use sea_orm::{ConnectionTrait, Database};
 use serde_json::{json, Value};
 
@@ -32,26 +32,9 @@ async fn at(
     path: &str,
     body: Option<Value>,
 ) -> Answer {
-    let base = &app.bases()[i % app.instances()];
-    let mut req = client()
-        .request(method, format!("{base}{path}"))
-        .insert_header(("api-key", key))
-        .insert_header(("x-profile-id", m.profile_id.as_str()));
-    let mut res = match body {
-        Some(b) => req.send_json(&b).await,
-        None => {
-            req = req.insert_header(("content-length", "0"));
-            req.send().await
-        }
-    }
-    .expect("request sent");
-    let raw = res.body().limit(1 << 20).await.expect("body read");
-    Answer {
-        status: res.status().as_u16(),
-        headers: res.headers().clone(),
-        body: serde_json::from_slice(&raw).unwrap_or(Value::Null),
-        raw,
-    }
+    let body = body.map(|b| ("application/json", serde_json::to_vec(&b).expect("JSON")));
+    let shop = [("x-profile-id", m.profile_id.as_str())];
+    app.send_to(i, method, path, Some(key), body, &shop).await
 }
 
 /// A confirmed payment with the test card that succeeds, created on instance `i`.

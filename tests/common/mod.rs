@@ -316,6 +316,19 @@ impl TestApp {
         headers: &[(&str, &str)],
     ) -> Answer {
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.send_to(n, method, path, key, body, headers).await
+    }
+
+    /// Sends a request to instance `n` (modulo the instances there are), not the next one.
+    pub async fn send_to(
+        &self,
+        n: usize,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<(&str, Vec<u8>)>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let base = &self.bases[n % self.bases.len()];
         let mut req = client().request(method, format!("{base}{path}"));
         if let Some(key) = key {
