@@ -19,7 +19,10 @@ use payd_actors::{ArbiterPool, KeyedActor, Registry, RegistryConfig};
 use payd_entity::{delivery, delivery_attempt, event, webhook_endpoint};
 use rand::Rng;
 use sea_orm::{
-    sea_query::{CaseStatement, Expr, ExprTrait, LockType, Query},
+    sea_query::{
+        Alias, Expr, ExprTrait, Func, IntoIden, LockType, Query, TableRef, UpdateStatement,
+        ValueTuple,
+    },
     ColumnTrait, Condition, EntityTrait, PaginatorTrait, QueryFilter, QueryTrait, UpdateMany,
 };
 use tokio::sync::oneshot;
@@ -552,17 +555,62 @@ impl Finished {
     }
 }
 
-/// `CASE WHEN id = … THEN value(row) … END` over a batch of deliveries.
-fn per_row<V: Into<sea_orm::Value>>(batch: &[Finished], value: impl Fn(&Finished) -> V) -> Expr {
-    batch
+/// One `UPDATE` for a batch's deliveries, joined by id to a `VALUES` list of their new states
+/// (`UPDATE … FROM (VALUES …)`, on both databases). A row is only written under its own lease
+/// token and while still `pending` or `paused` (a manual retry may have delivered it meanwhile:
+/// that stands); an attempt under way when its endpoint was paused is recorded, and the
+/// delivery stays paused unless the attempt ended it. Each row is found by its primary key,
+/// whatever the backlog: a `WHERE id IN (…)` with `CASE` per column led SQLite to walk every
+/// pending delivery through `idx_deliveries_due` instead, on every batch.
+fn outcomes(batch: &[Finished]) -> UpdateStatement {
+    let rows = batch
         .iter()
-        .fold(CaseStatement::new(), |case, f| {
-            case.case(
-                delivery::Column::Id.eq(f.delivery.id.as_str()),
-                Expr::val(value(f)),
-            )
+        .map(|f| {
+            let ended = match f.status() {
+                "pending" => None,
+                ended => Some(ended.to_owned()),
+            };
+            ValueTuple::Many(vec![
+                f.delivery.id.clone().into(),
+                f.lease.clone().into(),
+                ended.into(),
+                (f.delivery.attempts + 1).into(),
+                f.next.transient_failures.into(),
+                f.next.auth_failures.into(),
+                f.next.retry_at.unwrap_or(f.delivery.next_attempt_at).into(),
+                match f.outcome.answer {
+                    Answer::Status { code, .. } => Some(i32::from(code)),
+                    _ => None,
+                }
+                .into(),
+                policy::error_kind(f.outcome.answer)
+                    .map(str::to_owned)
+                    .into(),
+                f.next.delivered.then_some(f.at).into(),
+            ])
         })
-        .into()
+        .collect();
+    // A `VALUES` list's columns are `column1`, `column2`, … on both databases.
+    let new = |n: usize| Expr::col((Alias::new("new"), Alias::new(format!("column{n}"))));
+    let old = |c: delivery::Column| Expr::col((delivery::Entity, c));
+    without_lease(delivery::Entity::update_many())
+        .col_expr(
+            delivery::Column::Status,
+            Func::coalesce([new(3), old(delivery::Column::Status)]).into(),
+        )
+        .col_expr(delivery::Column::Attempts, new(4))
+        .col_expr(delivery::Column::TransientFailures, new(5))
+        .col_expr(delivery::Column::AuthFailures, new(6))
+        .col_expr(delivery::Column::NextAttemptAt, new(7))
+        .col_expr(delivery::Column::LastStatusCode, new(8))
+        .col_expr(delivery::Column::LastError, new(9))
+        .col_expr(delivery::Column::DeliveredAt, new(10))
+        .filter(old(delivery::Column::Id).eq(new(1)))
+        .filter(old(delivery::Column::LeaseOwner).eq(new(2)))
+        .filter(delivery::Column::Status.is_in(["pending", "paused"]))
+        .into_query()
+        .from(TableRef::ValuesList(rows, Alias::new("new").into_iden()))
+        .to_owned()
 }
 
 /// Waits for the endpoint's turn under its `max_per_second`, taken in the database so that
@@ -683,59 +731,7 @@ async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
         )
     });
     let attempts = rows.map(commit::append);
-    // One UPDATE for the batch: each column is `CASE id WHEN … THEN …`, and a row is only
-    // written under its own lease token and while still `pending` or `paused` (a manual retry
-    // may have delivered it meanwhile: that stands). An attempt under way when its endpoint was
-    // paused is recorded, and the delivery stays paused unless the attempt ended it.
-    let status = batch.iter().fold(CaseStatement::new(), |case, f| {
-        let then = match f.status() {
-            "pending" => Expr::col(delivery::Column::Status),
-            ended => Expr::val(ended),
-        };
-        case.case(delivery::Column::Id.eq(f.delivery.id.as_str()), then)
-    });
-    let deliveries = without_lease(delivery::Entity::update_many())
-        .col_expr(delivery::Column::Status, status.into())
-        .col_expr(
-            delivery::Column::Attempts,
-            per_row(batch, |f| f.delivery.attempts + 1),
-        )
-        .col_expr(
-            delivery::Column::TransientFailures,
-            per_row(batch, |f| f.next.transient_failures),
-        )
-        .col_expr(
-            delivery::Column::AuthFailures,
-            per_row(batch, |f| f.next.auth_failures),
-        )
-        .col_expr(
-            delivery::Column::NextAttemptAt,
-            per_row(batch, |f| {
-                f.next.retry_at.unwrap_or(f.delivery.next_attempt_at)
-            }),
-        )
-        .col_expr(
-            delivery::Column::LastStatusCode,
-            per_row(batch, |f| match f.outcome.answer {
-                Answer::Status { code, .. } => Some(i32::from(code)),
-                _ => None,
-            }),
-        )
-        .col_expr(
-            delivery::Column::LastError,
-            per_row(batch, |f| policy::error_kind(f.outcome.answer)),
-        )
-        .col_expr(
-            delivery::Column::DeliveredAt,
-            per_row(batch, |f| f.next.delivered.then_some(f.at)),
-        )
-        .filter(delivery::Column::Id.is_in(batch.iter().map(|f| f.delivery.id.as_str())))
-        .filter(ExprTrait::eq(
-            Expr::col(delivery::Column::LeaseOwner),
-            per_row(batch, |f| f.lease.clone()),
-        ))
-        .filter(delivery::Column::Status.is_in(["pending", "paused"]))
-        .into_query();
+    let deliveries = outcomes(batch);
     let at = batch.iter().map(|f| f.at).max().unwrap_or_default();
     // The endpoints' rows first, then their deliveries: the order in which pausing, resuming
     // and parking lock them too, so that these writers never wait on each other in a cycle.
@@ -882,5 +878,164 @@ impl DeliveryPool {
             .filter(|e| e.value().load(Ordering::Relaxed) >= limit)
             .map(|e| e.key().clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Statement};
+
+    use super::*;
+
+    fn claimed(id: &str, status: &str, lease: &str, now: DateTime<Utc>) -> delivery::Model {
+        delivery::Model {
+            id: id.to_owned(),
+            event_id: format!("evt_{id}"),
+            merchant_id: "mer_1".into(),
+            endpoint_id: "whep_1".into(),
+            status: status.to_owned(),
+            attempts: 1,
+            transient_failures: 1,
+            auth_failures: 0,
+            next_attempt_at: now,
+            lease_owner: Some(lease.to_owned()),
+            lease_until: Some(now + Duration::seconds(60)),
+            last_status_code: None,
+            last_error: None,
+            delivered_at: None,
+            created_at: now,
+        }
+    }
+
+    fn finished(delivery: delivery::Model, code: u16, at: DateTime<Utc>) -> Finished {
+        let answer = Answer::Status {
+            code,
+            retry_after: None,
+        };
+        let endpoint = webhook_endpoint::Model {
+            id: "whep_1".into(),
+            merchant_id: "mer_1".into(),
+            profile_id: "prof_1".into(),
+            url: "https://shop.example/hooks".into(),
+            secret: String::new(),
+            previous_secret: None,
+            previous_secret_expires_at: None,
+            enabled: true,
+            created_at: at,
+            updated_at: at,
+            consecutive_failures: 0,
+            failing_since: None,
+            last_success_at: None,
+            disabled_reason: None,
+            max_per_second: None,
+            next_send_at: None,
+            test_mode: true,
+        };
+        let next = policy::after_attempt(answer, 1, 0, &[5, 300], &[5], at, 0.0);
+        Finished {
+            lease: "lease_a".into(),
+            delivery,
+            endpoint,
+            outcome: Outcome {
+                answer,
+                request_headers: Vec::new(),
+                response_body: None,
+                duration_ms: 1,
+            },
+            next,
+            at,
+        }
+    }
+
+    /// A batch's outcomes are found by primary key, not by walking the backlog through
+    /// `idx_deliveries_due` (which SQLite chose for `WHERE id IN (…)` with a `CASE` per
+    /// column), and each row gets its own values: delivered, retried, a paused one left
+    /// paused, and one whose lease another sender holds left alone.
+    #[tokio::test]
+    async fn a_batch_of_outcomes_finds_each_row_by_key_and_writes_its_own() {
+        let url = "sqlite::memory:";
+        let db = crate::db::connect(url, Some(1)).await.unwrap();
+        crate::db::migrate(url, &db).await.unwrap();
+        db.execute_unprepared("PRAGMA foreign_keys = OFF")
+            .await
+            .unwrap();
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let mut rows: Vec<_> = (0..40)
+            .map(|i| claimed(&format!("dlv_{i:02}"), "pending", "lease_a", now))
+            .collect();
+        rows.push(claimed("dlv_paused", "paused", "lease_a", now));
+        rows.push(claimed("dlv_theirs", "pending", "lease_b", now));
+        let active: Vec<delivery::ActiveModel> = rows.iter().cloned().map(Into::into).collect();
+        delivery::Entity::insert_many(active)
+            .exec(&db)
+            .await
+            .unwrap();
+
+        let at = now + Duration::seconds(1);
+        let batch: Vec<Finished> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let retry = i % 2 == 1 || d.status == "paused";
+                finished(d.clone(), if retry { 503 } else { 200 }, at)
+            })
+            .collect();
+        let built = DbBackend::Sqlite.build(&outcomes(&batch));
+
+        let plan = db
+            .query_all_raw(Statement {
+                sql: format!("EXPLAIN QUERY PLAN {}", built.sql),
+                ..built.clone()
+            })
+            .await
+            .unwrap();
+        let plan: Vec<String> = plan
+            .iter()
+            .map(|r| r.try_get::<String>("", "detail").unwrap())
+            .collect();
+        assert!(
+            plan.iter()
+                .any(|d| d
+                    .starts_with("SEARCH deliveries USING INDEX sqlite_autoindex_deliveries_1")),
+            "{plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|d| d.contains("idx_deliveries_due")),
+            "{plan:?}"
+        );
+
+        let written = db.execute_raw(built).await.unwrap();
+        assert_eq!(
+            written.rows_affected(),
+            41,
+            "all but the row under another lease"
+        );
+        let after: HashMap<String, delivery::Model> = delivery::Entity::find()
+            .all(&db)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.id.clone(), d))
+            .collect();
+        let delivered = &after["dlv_00"];
+        assert_eq!(delivered.status, "delivered");
+        assert_eq!(delivered.attempts, 2);
+        assert_eq!(delivered.last_status_code, Some(200));
+        assert_eq!(delivered.delivered_at, Some(at));
+        assert_eq!(delivered.lease_owner, None);
+        let retried = &after["dlv_01"];
+        assert_eq!(retried.status, "pending");
+        assert_eq!(retried.attempts, 2);
+        assert_eq!(retried.transient_failures, 2);
+        assert_eq!(retried.last_status_code, Some(503));
+        assert_eq!(retried.next_attempt_at, at + Duration::seconds(300));
+        assert_eq!(retried.delivered_at, None);
+        assert_eq!(retried.lease_until, None);
+        // A retry: it stays paused.
+        assert_eq!(after["dlv_paused"].status, "paused");
+        assert_eq!(after["dlv_paused"].attempts, 2);
+        let theirs = &after["dlv_theirs"];
+        assert_eq!(theirs.attempts, 1);
+        assert_eq!(theirs.lease_owner.as_deref(), Some("lease_b"));
     }
 }
