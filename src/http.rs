@@ -7,10 +7,10 @@ use std::time::Instant;
 use actix_web::{
     body::{BoxBody, MessageBody},
     dev::{Payload, ServiceRequest, ServiceResponse},
-    http::header::{self, ContentType, HeaderValue},
+    http::header::{self, HeaderValue},
     middleware::Next,
     web::{self, Bytes},
-    Error, FromRequest, HttpRequest, HttpResponse, ResponseError,
+    Error, FromRequest, HttpRequest, ResponseError,
 };
 use futures_util::{future::LocalBoxFuture, StreamExt};
 use serde::de::DeserializeOwned;
@@ -418,24 +418,6 @@ impl<T: Id + 'static> FromRequest for PathId<T> {
         let id = req.match_info().get(T::PARAM).and_then(T::parse);
         std::future::ready(id.map(PathId).ok_or_else(ApiError::no_such::<T>))
     }
-}
-
-/// A hosted page (checkout, challenge, shared invoice), rendered from its template (in
-/// `src/templates/`, every value HTML-escaped unless the template says otherwise): never
-/// cached, never framed, scripts and styles only its own.
-pub fn html(page: &impl askama::Template) -> Result<HttpResponse, ApiError> {
-    let body = page.render().map_err(ApiError::internal)?;
-    Ok(HttpResponse::Ok()
-        .content_type(ContentType::html())
-        .insert_header(("cache-control", "no-store"))
-        .insert_header((
-            "content-security-policy",
-            "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self'; \
-             frame-ancestors 'none'",
-        ))
-        // Another site must not frame the buyer's card form or challenge (clickjacking).
-        .insert_header(("x-frame-options", "DENY"))
-        .body(body))
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod openapi;
 pub mod ops;
 pub mod outbound;
 pub mod outbox;
+pub mod pages;
 pub mod pagination;
 pub mod payments;
 pub mod payouts;

@@ -109,6 +109,8 @@ const NAMED: &[(&str, &str)] = &[
     ("idempotency", "edge"),
     ("ops", "routes"),
     ("payments::checkout", "routes"),
+    ("pages", "routes"),
+    ("pages::text", "types"),
     ("payments::stripe_events", "routes"),
     ("payments::commands", "runtime"),
     ("payments::actor", "runtime"),

@@ -186,6 +186,30 @@ impl Page<'_> {
         }
     }
 
+    /// An input's current value.
+    async fn value(&self, css: &str) -> String {
+        self.element(css)
+            .await
+            .prop("value")
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// The id of the element that has the focus.
+    async fn focused(&self) -> String {
+        self.c
+            .execute(
+                "return document.activeElement ? document.activeElement.id : '';",
+                vec![],
+            )
+            .await
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
     async fn url(&self) -> String {
         self.c
             .current_url()
@@ -243,17 +267,32 @@ impl Page<'_> {
         }
     }
 
+    async fn attr(&self, css: &str, name: &str) -> String {
+        self.element(css)
+            .await
+            .attr(name)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    async fn click(&self, css: &str) {
+        self.element(css).await.click().await.expect("click");
+    }
+
     async fn type_into(&self, css: &str, text: &str) {
         let input = self.element(css).await;
         input.clear().await.expect("clear input");
-        input.send_keys(text).await.expect("type");
+        if !text.is_empty() {
+            input.send_keys(text).await.expect("type");
+        }
     }
 
-    /// Types a card (expiry 12/2035, CVC 123) and presses Pay.
+    /// Types a card (expiry 12 / 35, CVC 123) and presses Pay.
     async fn pay_with(&self, number: &str) {
         self.type_into("#number", number).await;
-        self.type_into("#exp_month", "12").await;
-        self.type_into("#exp_year", "2035").await;
+        self.type_into("#exp", "1235").await;
         self.type_into("#cvc", "123").await;
         self.element("#submit")
             .await
@@ -306,7 +345,13 @@ async fn open(page: &Page<'_>, url: &str) {
     let amount = page.element("#amount").await;
     let minor = amount.attr("data-minor").await.expect("read data-minor");
     assert_eq!(minor.as_deref(), Some("500"));
-    assert_eq!(page.text("#currency").await, "USD");
+    let currency = amount
+        .attr("data-currency")
+        .await
+        .expect("read data-currency");
+    assert_eq!(currency.as_deref(), Some("USD"));
+    assert_eq!(page.text("#amount").await, "$5.00");
+    assert_eq!(page.text("#submit").await, "Pay $5.00");
 }
 
 async fn pays_with_a_card(app: &TestApp, m: &Merchant, page: &Page<'_>) {
@@ -314,7 +359,8 @@ async fn pays_with_a_card(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     open(page, &url).await;
     page.pay_with("4242424242424242").await;
     page.wait_status("succeeded").await;
-    assert_eq!(page.text("#message").await, "Payment successful.");
+    assert_eq!(page.text("#receipt-title").await, "Payment successful");
+    assert_eq!(page.text("#receipt-reference").await, id);
 
     let p = api_get(app, m, &format!("/payments/{id}")).await;
     assert_eq!(p["status"], "succeeded", "{p}");
@@ -327,8 +373,12 @@ async fn retries_after_a_decline(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     open(page, &url).await;
     page.pay_with("4000000000000002").await;
     page.wait_status("declined").await;
+    // A plain-language message, the number and CVC cleared, the focus on the number.
     let message = page.text("#message").await;
-    assert!(message.contains("Declined"), "{message:?}");
+    assert_eq!(message, "Your card was declined. Try another card.");
+    assert_eq!(page.value("#number").await, "");
+    assert_eq!(page.value("#cvc").await, "");
+    assert_eq!(page.focused().await, "number");
     assert!(
         page.element("#submit")
             .await
@@ -339,6 +389,7 @@ async fn retries_after_a_decline(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     );
 
     page.type_into("#number", "4242424242424242").await;
+    page.type_into("#cvc", "123").await;
     page.element("#submit")
         .await
         .click()
@@ -433,6 +484,180 @@ async fn confirms_a_subscription(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     }
 }
 
+/// The fields browsers and password managers fill, and the checks the page makes as the
+/// buyer types: grouping, brand, Luhn, expiry, a missing CVC. A number the page can tell is
+/// wrong never reaches the server: the payment has no attempt afterwards.
+async fn checks_the_card_as_it_is_typed(app: &TestApp, m: &Merchant, page: &Page<'_>) {
+    let (id, url) = checkout(app, m).await;
+    open(page, &url).await;
+    for (name, autocomplete) in [
+        ("number", "cc-number"),
+        ("exp", "cc-exp"),
+        ("cvc", "cc-csc"),
+    ] {
+        let input = page.element(&format!("#{name}")).await;
+        let attr = |a: &'static str| {
+            let input = input.clone();
+            async move {
+                input
+                    .attr(a)
+                    .await
+                    .expect("read attribute")
+                    .unwrap_or_default()
+            }
+        };
+        assert_eq!(attr("autocomplete").await, autocomplete);
+        assert_eq!(attr("inputmode").await, "numeric");
+        page.element(&format!("label[for='{name}']")).await;
+    }
+
+    page.type_into("#number", "4242424242424242").await;
+    assert_eq!(page.value("#number").await, "4242 4242 4242 4242");
+    assert_eq!(page.attr("#brand", "data-brand").await, "visa");
+    assert_eq!(page.text("#brand").await, "Visa");
+    page.type_into("#number", "378282246310005").await;
+    assert_eq!(page.value("#number").await, "3782 822463 10005");
+    assert_eq!(page.attr("#brand", "data-brand").await, "amex");
+    assert_eq!(page.attr("#cvc", "maxlength").await, "4");
+    page.type_into("#number", "5555555555554444").await;
+    assert_eq!(page.attr("#brand", "data-brand").await, "mastercard");
+
+    // A mistyped number: stopped beside its field, the focus on it.
+    page.type_into("#number", "4242424242424241").await;
+    page.type_into("#exp", "1235").await;
+    assert_eq!(page.value("#exp").await, "12 / 35");
+    page.type_into("#cvc", "123").await;
+    page.click("#submit").await;
+    assert_eq!(
+        page.text("#number-problem").await,
+        "This card number is not valid. Check it and try again."
+    );
+    assert_eq!(page.attr("#number", "aria-invalid").await, "true");
+    assert_eq!(page.focused().await, "number");
+
+    // An expiry in the past, then a missing CVC.
+    page.type_into("#number", "4242424242424242").await;
+    page.type_into("#exp", "0120").await;
+    page.click("#submit").await;
+    assert_eq!(page.text("#number-problem").await, "");
+    assert_eq!(page.text("#exp-problem").await, "This card has expired.");
+    page.type_into("#exp", "1235").await;
+    page.type_into("#cvc", "").await;
+    page.click("#submit").await;
+    assert_eq!(page.text("#exp-problem").await, "");
+    assert_eq!(page.text("#cvc-problem").await, "Enter the security code.");
+
+    let attempts = api_get(app, m, &format!("/payments/{id}/attempts")).await;
+    assert_eq!(attempts["data"], json!([]), "nothing reached the server");
+    let p = api_get(app, m, &format!("/payments/{id}")).await;
+    assert_eq!(p["status"], "requires_payment_method", "{p}");
+}
+
+/// axe-core's script (`PAYD_AXE_CORE`, the path of `axe.min.js` from npm's `axe-core`), or
+/// `None` where it is not installed and not required.
+fn axe_core() -> Option<String> {
+    let required = truthy("CI") || truthy("PAYD_BROWSER_TESTS");
+    match std::env::var("PAYD_AXE_CORE") {
+        Ok(path) => Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))),
+        Err(_) => {
+            assert!(
+                !required,
+                "set PAYD_AXE_CORE to axe-core's axe.min.js (npm install axe-core)"
+            );
+            let _ = writeln!(
+                std::io::stderr(),
+                "axe-core checks skipped: PAYD_AXE_CORE is not set"
+            );
+            None
+        }
+    }
+}
+
+/// The page at a width: no sideways scrolling, no serious or critical axe-core violation, and a
+/// screenshot in `PAYD_SCREENSHOTS` (a folder) when set.
+async fn looks_right_at(page: &Page<'_>, width: u32, height: u32, axe: Option<&str>, shot: &str) {
+    page.c
+        .set_window_size(width, height)
+        .await
+        .expect("resize the window");
+    let sideways = page
+        .c
+        .execute(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth;",
+            vec![],
+        )
+        .await
+        .expect("measure the page");
+    assert_eq!(
+        sideways.as_i64(),
+        Some(0),
+        "{shot}: the page scrolls sideways"
+    );
+    if let Some(axe) = axe {
+        page.c
+            .execute(&format!("{axe}\nreturn true;"), vec![])
+            .await
+            .expect("load axe-core into the page");
+        let found = page
+            .c
+            .execute_async(
+                "var done = arguments[arguments.length - 1];
+                 axe.run(document).then(function (r) {
+                   done(r.violations
+                     .filter(function (v) { return v.impact === 'serious' || v.impact === 'critical'; })
+                     .map(function (v) { return v.id + ': ' + v.help; }));
+                 }, function (e) { done(['axe failed: ' + e]); });",
+                vec![],
+            )
+            .await
+            .expect("run axe-core");
+        assert_eq!(
+            found,
+            json!([]),
+            "{shot}: serious or critical axe-core violations"
+        );
+    }
+    if let Ok(dir) = std::env::var("PAYD_SCREENSHOTS") {
+        let png = page.c.screenshot().await.expect("screenshot");
+        std::fs::write(Path::new(&dir).join(format!("{shot}.png")), png).expect("save screenshot");
+    }
+}
+
+/// A checkout with a description and product lines, on a phone and a desktop, before and after
+/// the page has found a problem with the card.
+async fn fits_a_phone_and_a_desktop(app: &TestApp, m: &Merchant, page: &Page<'_>) {
+    let axe = axe_core();
+    let res = app
+        .create_payment(
+            m,
+            json!({"amount": 4599, "currency": "EUR", "hosted_checkout": true,
+            "description": "Order 1042",
+            "lines": [
+                {"name": "Espresso beans, 1 kg", "quantity": 2, "unit_amount": 1800},
+                {"name": "Shipping", "quantity": 1, "unit_amount": 999}
+            ]}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let url = res.body["checkout_url"].as_str().expect("checkout_url");
+    page.c.goto(url).await.expect("open the checkout page");
+    page.wait_status("requires_payment_method").await;
+    assert_eq!(page.text("#submit").await, "Pay €45.99");
+    let lines = page.text("#lines").await;
+    assert!(lines.contains("Espresso beans, 1 kg × 2"), "{lines}");
+    assert!(lines.contains("€36.00"), "{lines}");
+    looks_right_at(page, 375, 740, axe.as_deref(), "checkout-phone").await;
+    looks_right_at(page, 1280, 900, axe.as_deref(), "checkout-desktop").await;
+    page.type_into("#number", "4242424242424241").await;
+    page.click("#submit").await;
+    assert!(!page.text("#number-problem").await.is_empty());
+    looks_right_at(page, 375, 740, axe.as_deref(), "checkout-phone-errors").await;
+    page.c
+        .set_window_size(1280, 900)
+        .await
+        .expect("resize the window");
+}
+
 #[actix_web::test]
 async fn hosted_checkout_in_a_browser() {
     if !browser_available() {
@@ -459,6 +684,12 @@ async fn hosted_checkout_in_a_browser() {
         let t = Instant::now();
         confirms_a_subscription(&app, &m, &page).await;
         eprintln!("a subscription confirmed: {:?}", t.elapsed());
+        let t = Instant::now();
+        checks_the_card_as_it_is_typed(&app, &m, &page).await;
+        eprintln!("checks as typed: {:?}", t.elapsed());
+        let t = Instant::now();
+        fits_a_phone_and_a_desktop(&app, &m, &page).await;
+        eprintln!("phone and desktop: {:?}", t.elapsed());
     }))
     .catch_unwind()
     .await;
@@ -472,5 +703,100 @@ async fn hosted_checkout_in_a_browser() {
         Ok(Err(_)) => panic!("the browser scenarios took longer than {ALL_SCENARIOS:?}"),
         Ok(Ok(())) => {}
     }
+    app.stop().await;
+}
+
+/// What the browser scenarios take on trust, checked over plain HTTP: the page's policy allows
+/// no inline script or style, its script and stylesheet are payd's own with matching
+/// `integrity` hashes, and it speaks the buyer's language.
+#[actix_web::test]
+async fn the_checkout_page_is_strict_and_speaks_the_buyers_language() {
+    use base64::Engine;
+    use sha2::{Digest, Sha384};
+
+    let app = spawn_app().await;
+    let m = app.create_merchant("Strict shop").await;
+    let res = app
+        .create_payment(
+            &m,
+            json!({"amount": 123456, "currency": "EUR", "hosted_checkout": true,
+                   "lines": [{"name": "Chair", "quantity": 2, "unit_amount": 61728}]}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let path = app
+        .path_of(res.body["checkout_url"].as_str().expect("checkout_url"))
+        .expect("a URL of this app")
+        .to_owned();
+    let page = |lang: &'static str| {
+        let path = path.clone();
+        let app = &app;
+        async move {
+            let res = app
+                .send(Method::GET, &path, None, None, &[("accept-language", lang)])
+                .await;
+            assert_eq!(res.status, 200);
+            res
+        }
+    };
+
+    let en = page("en-GB,en;q=0.9").await;
+    let csp = en.header("content-security-policy").expect("a policy");
+    assert!(!csp.contains("unsafe"), "{csp}");
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(directive), "{directive} in {csp}");
+    }
+    let html = String::from_utf8(en.raw.to_vec()).expect("UTF-8");
+    assert!(!html.contains("<style"), "{html}");
+    assert!(!html.contains(" style="), "{html}");
+    assert!(html.contains("<html lang=\"en\">"), "{html}");
+    assert!(html.contains("Pay €1,234.56"), "{html}");
+    assert!(html.contains("Chair × 2"), "{html}");
+    // Every script and stylesheet the page names is served with the hash the page names.
+    let tags: Vec<(String, String)> = html
+        .split(['<', '>'])
+        .filter(|tag| tag.starts_with("script src=") || tag.starts_with("link rel=\"stylesheet\""))
+        .map(|tag| {
+            let attr = |name: &str| {
+                let start = tag.find(&format!("{name}=\"")).expect(name) + name.len() + 2;
+                tag[start..][..tag[start..].find('"').expect("closing quote")].to_owned()
+            };
+            let url = if tag.starts_with("script") {
+                attr("src")
+            } else {
+                attr("href")
+            };
+            (url.replace("&#38;", "&"), attr("integrity"))
+        })
+        .collect();
+    assert_eq!(tags.len(), 2, "{tags:?}");
+    for (url, integrity) in tags {
+        let asset = app.send(Method::GET, &url, None, None, &[]).await;
+        assert_eq!(asset.status, 200, "{url}");
+        let hash = base64::engine::general_purpose::STANDARD.encode(Sha384::digest(&asset.raw));
+        assert_eq!(integrity, format!("sha384-{hash}"), "{url}");
+        assert_eq!(
+            asset.header("cache-control"),
+            Some("public, max-age=31536000, immutable"),
+            "{url}"
+        );
+    }
+    let missing = app
+        .send(Method::GET, "/assets/evil.js", None, None, &[])
+        .await;
+    assert_eq!((missing.status, missing.param()), (404, Some("name")));
+
+    let de = String::from_utf8(page("de-AT,de;q=0.9,en;q=0.5").await.raw.to_vec()).unwrap();
+    assert!(de.contains("<html lang=\"de\">"), "{de}");
+    assert!(de.contains("1.234,56\u{a0}€ zahlen"), "{de}");
+    assert!(de.contains("Kartennummer"), "{de}");
+    let fr = String::from_utf8(page("fr").await.raw.to_vec()).unwrap();
+    assert!(fr.contains("Payer 1\u{202f}234,56\u{a0}€"), "{fr}");
+    assert!(fr.contains("Numéro de carte"), "{fr}");
     app.stop().await;
 }

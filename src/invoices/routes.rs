@@ -21,8 +21,9 @@ use crate::{
     clock::{self, Timeline},
     error::ApiError,
     fields::parse_id,
-    http::{html, ApiJson, ApiQuery, PathId},
+    http::{ApiJson, ApiQuery, PathId},
     ids::{new_id, InvoiceId},
+    pages::{html, Chrome},
     pagination::{List, Page},
     state::AppState,
 };
@@ -553,6 +554,7 @@ pub async fn shared_pdf(
 #[derive(askama::Template)]
 #[template(path = "invoice.html", config = "src/templates/askama.toml")]
 struct InvoicePage<'a> {
+    chrome: Chrome,
     title: &'static str,
     number: String,
     status: String,
@@ -603,6 +605,7 @@ fn page<'a>(m: &invoice::Model, token: &'a str) -> Result<InvoicePage<'a>, ApiEr
         })
         .collect();
     Ok(InvoicePage {
+        chrome: Chrome::new("en", None),
         title: match shown.kind.as_str() {
             "credit_note" => "Credit note",
             _ => "Invoice",

@@ -2,7 +2,7 @@
 //! decline, passes a 3-D Secure challenge and sees the outcome. The payment's `client_secret`
 //! is the buyer's only credential, and it opens that one payment and nothing else.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{http::header, web, HttpRequest, HttpResponse};
 use payd_entity::payment;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -15,8 +15,12 @@ use super::{
 use crate::{
     auth::keys::Scope,
     error::ApiError,
-    fields::display_amount,
-    http::{html, ApiJson, ApiQuery, PathId},
+    http::{ApiJson, ApiQuery, PathId},
+    pages::{
+        html,
+        text::{Locale, Text},
+        Chrome,
+    },
     processors::{card::parse_card, CardInput, SecretCard},
     state::AppState,
 };
@@ -25,29 +29,64 @@ use crate::{
 #[derive(askama::Template)]
 #[template(path = "checkout.html", config = "src/templates/askama.toml")]
 struct CheckoutPage<'a> {
+    chrome: Chrome,
+    text: &'static Text,
     shop_name: &'a str,
     description: Option<&'a str>,
+    lines: Vec<PageLine>,
     amount: i64,
+    /// The amount as the buyer's language writes it (`€45.99`, `45,99 €`).
     display_amount: String,
     currency: &'a str,
+    /// The Pay button's words, with the amount.
+    pay_label: String,
+    payment_id: &'a str,
+    test_mode: bool,
+    /// What the page's script starts from.
+    data: CheckoutData<'a>,
+}
+
+/// A product line as the page lists it: name × quantity, amount.
+struct PageLine {
+    name: String,
+    quantity: i64,
+    amount: String,
+}
+
+/// The checkout script's data (the page's JSON block).
+#[derive(Serialize)]
+struct CheckoutData<'a> {
     payment_id: &'a str,
     client_secret: &'a str,
-    /// What the page's script starts from (as `GET …/status` answers).
+    pay_label: &'a str,
+    /// As `GET …/status` answers.
     status: CheckoutStatus,
+    text: &'static Text,
 }
 
 /// The sandbox 3-D Secure challenge page.
 #[derive(askama::Template)]
 #[template(path = "challenge.html", config = "src/templates/askama.toml")]
 struct ChallengePage<'a> {
+    chrome: Chrome,
+    text: &'static Text,
+    shop_name: &'a str,
+    title: String,
     /// Whether the payment waits for the challenge (only then are its answers offered).
     waiting: bool,
     /// The payment's status, in words.
     status: String,
-    display_amount: String,
-    currency: &'a str,
     payment_id: &'a str,
     client_secret: &'a str,
+    data: ChallengeData<'a>,
+}
+
+/// The challenge script's data.
+#[derive(Serialize)]
+struct ChallengeData<'a> {
+    payment_id: &'a str,
+    client_secret: &'a str,
+    text: &'static Text,
 }
 
 crate::http::routes! {
@@ -156,18 +195,63 @@ fn buyer(m: &payment::Model, secret: String) -> Access {
     }
 }
 
-/// The checkout page.
+/// The checkout page, in the buyer's language (`Accept-Language`).
 #[utoipa::path(get, path = "/checkout/{payment_id}", tag = "checkout",
     params(("payment_id" = String, Path), SecretQuery),
     responses((status = 200, description = "the hosted checkout page", content_type = "text/html")))]
 pub async fn page(
     state: web::Data<AppState>,
+    req: HttpRequest,
     PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
-    let status = CheckoutStatus::of(&m, &state.public_url)?;
-    // The buyer sees whom they pay, and for what.
+    let locale = buyer_locale(&req);
+    let text = locale.text();
+    let display_amount = locale.amount(m.amount, &m.currency);
+    let pay_label = Text::with_amount(text.pay, &display_amount);
+    let shop_name = shop_name(&state, &m).await?;
+    let lines = super::api::lines_of(&m)?
+        .into_iter()
+        .map(|l| PageLine {
+            name: l.name,
+            quantity: l.quantity,
+            amount: locale.amount(l.amount, &m.currency),
+        })
+        .collect();
+    html(&CheckoutPage {
+        chrome: Chrome::new(locale.tag(), Some("checkout.js")),
+        text,
+        shop_name: &shop_name,
+        description: m.description.as_deref(),
+        lines,
+        amount: m.amount,
+        display_amount,
+        currency: &m.currency,
+        pay_label: pay_label.clone(),
+        payment_id: &m.id,
+        test_mode: m.test_mode,
+        data: CheckoutData {
+            payment_id: &m.id,
+            client_secret: &m.client_secret,
+            pay_label: &pay_label,
+            status: CheckoutStatus::of(&m, &state.public_url)?,
+            text,
+        },
+    })
+}
+
+/// The language a buyer's page speaks: the best of their `Accept-Language`.
+fn buyer_locale(req: &HttpRequest) -> Locale {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok());
+    Locale::choose(None, accept)
+}
+
+/// The name of the shop the buyer pays.
+async fn shop_name(state: &AppState, m: &payment::Model) -> Result<String, ApiError> {
     let shop = match (
         crate::ids::MerchantId::parse(&m.merchant_id),
         crate::ids::ProfileId::parse(&m.profile_id),
@@ -177,16 +261,7 @@ pub async fn page(
         }
         _ => None,
     };
-    html(&CheckoutPage {
-        shop_name: shop.as_ref().map_or("", |p| p.name.as_str()),
-        description: m.description.as_deref(),
-        amount: m.amount,
-        display_amount: display_amount(m.amount, &m.currency),
-        currency: &m.currency,
-        payment_id: &m.id,
-        client_secret: &m.client_secret,
-        status,
-    })
+    Ok(shop.map(|p| p.name).unwrap_or_default())
 }
 
 /// The payment's status as the buyer's page sees it.
@@ -229,23 +304,34 @@ pub async fn confirm(
     as_buyer(&state, &payments, &m, req.client_secret, command).await
 }
 
-/// The sandbox 3-D Secure challenge page.
+/// The sandbox 3-D Secure challenge page, in the buyer's language.
 #[utoipa::path(get, path = "/checkout/{payment_id}/challenge", tag = "checkout",
     params(("payment_id" = String, Path), SecretQuery),
     responses((status = 200, description = "the challenge page", content_type = "text/html")))]
 pub async fn challenge_page(
     state: web::Data<AppState>,
+    req: HttpRequest,
     PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
+    let locale = buyer_locale(&req);
+    let text = locale.text();
+    let shop_name = shop_name(&state, &m).await?;
     html(&ChallengePage {
+        chrome: Chrome::new(locale.tag(), Some("challenge.js")),
+        text,
+        shop_name: &shop_name,
+        title: Text::with_amount(text.challenge_title, &locale.amount(m.amount, &m.currency)),
         waiting: m.status == super::machine::Status::RequiresCustomerAction.as_str(),
         status: m.status.replace('_', " "),
-        display_amount: display_amount(m.amount, &m.currency),
-        currency: &m.currency,
         payment_id: &m.id,
         client_secret: &m.client_secret,
+        data: ChallengeData {
+            payment_id: &m.id,
+            client_secret: &m.client_secret,
+            text,
+        },
     })
 }
 
@@ -272,8 +358,10 @@ mod tests {
 
     use super::*;
 
-    /// Each value is escaped for where it lands: text in the page, a string the script reads,
-    /// a link's query. A value that closes the script, quotes or tags changes none of them.
+    /// Each value is escaped for where it lands: text in the page, a string in the script's
+    /// JSON block, a link's query. A value that closes the script, quotes or tags changes none
+    /// of them, and the page carries no inline script or style: only the JSON block and its
+    /// own script by URL with an integrity hash.
     #[test]
     fn the_pages_escape_each_value_for_its_place() {
         let hostile = "x\"</script><script>alert(1)</script>&'";
@@ -287,35 +375,65 @@ mod tests {
             next_action_url: None,
             return_url: Some(hostile.into()),
         };
+        let text = Locale::En.text();
         let page = CheckoutPage {
+            chrome: Chrome::new("en", Some("checkout.js")),
+            text,
             shop_name: hostile,
             description: Some(hostile),
+            lines: vec![PageLine {
+                name: hostile.into(),
+                quantity: 2,
+                amount: "€1.00".into(),
+            }],
             amount: 100,
-            display_amount: "1.00".into(),
+            display_amount: "€1.00".into(),
             currency: "EUR",
+            pay_label: "Pay €1.00".into(),
             payment_id: "pay_1",
-            client_secret: hostile,
-            status,
+            test_mode: true,
+            data: CheckoutData {
+                payment_id: "pay_1",
+                client_secret: hostile,
+                pay_label: "Pay €1.00",
+                status,
+                text,
+            },
         }
         .render()
         .unwrap();
-        assert_eq!(page.matches("<script>").count(), 1, "{page}");
-        assert_eq!(page.matches("</script>").count(), 1, "{page}");
+        assert_eq!(page.matches("<script").count(), 2, "{page}");
+        assert_eq!(page.matches("</script>").count(), 2, "{page}");
+        assert!(page.contains("<script type=\"application/json\" id=\"page-data\">"));
+        assert!(
+            page.contains("<script src=\"/assets/checkout.js?v="),
+            "{page}"
+        );
+        assert!(page.contains(" integrity=\"sha384-"), "{page}");
+        assert!(!page.contains("<style"), "{page}");
+        assert!(!page.contains(" style="), "{page}");
         assert!(
             page.contains("<p id=\"description\">x&#34;&#60;/script&#62;"),
             "{page}"
         );
         assert!(
-            page.contains(r#"var secret = "x\"\u003c/script\u003e\u003cscript\u003ealert(1)"#),
+            page.contains(r#""client_secret":"x\"\u003c/script\u003e\u003cscript\u003ealert(1)"#),
             "{page}"
         );
         let challenge = ChallengePage {
+            chrome: Chrome::new("en", Some("challenge.js")),
+            text,
+            shop_name: "Shop",
+            title: "Confirm".into(),
             waiting: false,
             status: "succeeded".into(),
-            display_amount: "1.00".into(),
-            currency: "EUR",
             payment_id: "pay_1",
             client_secret: "a&b c",
+            data: ChallengeData {
+                payment_id: "pay_1",
+                client_secret: "a&b c",
+                text,
+            },
         }
         .render()
         .unwrap();
