@@ -737,3 +737,170 @@ async fn bounds_hold_when_three_times_the_room_arrives_at_once() {
         3
     );
 }
+
+const PNG: &[u8] =
+    b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+
+/// A shop's branding: set, checked field by field, audited, and shown to buyers on the hosted
+/// checkout (the name they see, the logo served for the page, the accent colour).
+#[actix_web::test]
+async fn a_shop_is_branded_for_its_buyers() {
+    use actix_web::http::Method;
+
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme Holding GmbH").await;
+    let shop = format!("/account/shops/{}", m.profile_id);
+    let logo = app.upload(&m, "logo.png", PNG).await;
+    assert_eq!(logo.status, 201, "{}", logo.body);
+    let logo_id = logo.body["file_id"].as_str().expect("file_id").to_owned();
+    let pdf = app.upload(&m, "terms.pdf", b"%PDF-1.4\nterms\n").await;
+    let pdf_id = pdf.body["file_id"].as_str().expect("file_id").to_owned();
+    let other = app.create_merchant("Someone else").await;
+    let theirs = app.upload(&other, "logo.png", PNG).await.body["file_id"].clone();
+    let put = |body: serde_json::Value| {
+        let (app, m, shop) = (&app, &m, shop.clone());
+        async move { app.call(m, Method::PUT, &shop, Some(body)).await }
+    };
+
+    let refused = [
+        (
+            json!({"branding": {"accent_color": "#ffcc00"}}),
+            400,
+            "branding.accent_color",
+        ),
+        (
+            json!({"branding": {"accent_color": "blue"}}),
+            400,
+            "branding.accent_color",
+        ),
+        (
+            json!({"branding": {"display_name": "  "}}),
+            400,
+            "branding.display_name",
+        ),
+        (
+            json!({"branding": {"logo_file_id": pdf_id}}),
+            400,
+            "branding.logo_file_id",
+        ),
+        (
+            json!({"branding": {"logo_file_id": theirs}}),
+            404,
+            "branding.logo_file_id",
+        ),
+        (
+            json!({"branding": {"logo_file_id": "pay_1"}}),
+            400,
+            "branding.logo_file_id",
+        ),
+        (
+            json!({"branding": {"colour": "#000000"}}),
+            400,
+            "branding.colour",
+        ),
+        (json!({"name": ""}), 400, "name"),
+    ];
+    for (body, status, param) in refused {
+        let res = put(body.clone()).await;
+        assert_eq!(
+            (res.status, res.param()),
+            (status, Some(param)),
+            "{body}: {}",
+            res.body
+        );
+    }
+
+    let res = put(
+        json!({"branding": {"display_name": "Acme Coffee", "logo_file_id": logo_id,
+                                      "accent_color": "#7A1F5C"}}),
+    )
+    .await;
+    assert_eq!(res.status, 200, "{}", res.body);
+    assert_eq!(res.body["name"], "Default shop", "the name is kept");
+    assert_eq!(
+        res.body["branding"],
+        json!({"display_name": "Acme Coffee", "logo_file_id": logo_id, "accent_color": "#7a1f5c"})
+    );
+    let shown = app.call(&m, Method::GET, &shop, None).await;
+    assert_eq!(shown.body["branding"], res.body["branding"]);
+    let audit = app.call(&m, Method::GET, "/account/audit-log", None).await;
+    assert!(
+        audit.body["data"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .any(|e| e["action"] == "shop.updated" && e["target_id"] == m.profile_id.as_str()),
+        "{}",
+        audit.body
+    );
+
+    let p = app
+        .create_payment(
+            &m,
+            json!({"amount": 500, "currency": "EUR", "hosted_checkout": true}),
+        )
+        .await;
+    let page_path = app
+        .path_of(p.body["checkout_url"].as_str().expect("checkout_url"))
+        .expect("a URL of this app")
+        .to_owned();
+    let page = app.send(Method::GET, &page_path, None, None, &[]).await;
+    let html = String::from_utf8(page.raw.to_vec()).expect("UTF-8");
+    assert!(
+        html.contains("<span id=\"shop-name\">Acme Coffee</span>"),
+        "{html}"
+    );
+    assert!(html.contains("alt=\"Acme Coffee\""), "{html}");
+    assert!(
+        html.contains(r##""accent":{"color":"#7a1f5c","text":"#ffffff"}"##),
+        "{html}"
+    );
+    let (id, secret) = (
+        p.body["payment_id"].as_str().expect("id"),
+        p.body["client_secret"].as_str().expect("secret"),
+    );
+    let image = app
+        .send(
+            Method::GET,
+            &format!("/checkout/{id}/logo?client_secret={secret}"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(image.status, 200);
+    assert_eq!(image.header("content-type"), Some("image/png"));
+    assert_eq!(&image.raw[..], PNG);
+    let wrong = app
+        .send(
+            Method::GET,
+            &format!("/checkout/{id}/logo?client_secret=nope"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(wrong.status, 404);
+
+    // `{}` clears the branding: the shop's own name again, no logo.
+    let cleared = put(json!({"branding": {}, "name": "Acme"})).await;
+    assert_eq!(cleared.status, 200, "{}", cleared.body);
+    let page = app.send(Method::GET, &page_path, None, None, &[]).await;
+    let html = String::from_utf8(page.raw.to_vec()).expect("UTF-8");
+    assert!(
+        html.contains("<span id=\"shop-name\">Acme</span>"),
+        "{html}"
+    );
+    assert!(!html.contains("id=\"logo\""), "{html}");
+    let gone = app
+        .send(
+            Method::GET,
+            &format!("/checkout/{id}/logo?client_secret={secret}"),
+            None,
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(gone.status, 404);
+    app.stop().await;
+}

@@ -354,13 +354,54 @@ async fn open(page: &Page<'_>, url: &str) {
     assert_eq!(page.text("#submit").await, "Pay $5.00");
 }
 
+/// Pays, with the page's requests held back a moment (the test wraps `fetch`) so that the
+/// button can be seen busy; then the receipt, and the buyer back at the shop's `return_url`
+/// with the payment's id and status.
 async fn pays_with_a_card(app: &TestApp, m: &Merchant, page: &Page<'_>) {
-    let (id, url) = checkout(app, m).await;
-    open(page, &url).await;
+    let back = format!("{}/version?order=42", app.bases()[0]);
+    let res = app
+        .create_payment(
+            m,
+            json!({"amount": 500, "currency": "USD", "hosted_checkout": true, "return_url": back}),
+        )
+        .await;
+    assert_eq!(res.status, 201, "{}", res.body);
+    let id = res.body["payment_id"].as_str().expect("id").to_owned();
+    open(
+        page,
+        res.body["checkout_url"].as_str().expect("checkout_url"),
+    )
+    .await;
+    page.c
+        .execute(
+            "var f = window.fetch; window.fetch = function (u, o) {
+               return new Promise(function (r) { setTimeout(r, 800); }).then(function () { return f(u, o); });
+             }; return true;",
+            vec![],
+        )
+        .await
+        .expect("slow the page's requests down");
     page.pay_with("4242424242424242").await;
+    assert_eq!(page.attr("#submit", "aria-busy").await, "true");
+    assert!(!page
+        .element("#submit")
+        .await
+        .is_enabled()
+        .await
+        .expect("enabled?"));
+    assert!(page
+        .element("#spinner")
+        .await
+        .is_displayed()
+        .await
+        .expect("displayed?"));
+    assert_eq!(page.text("#submit").await, "Paying…");
     page.wait_status("succeeded").await;
     assert_eq!(page.text("#receipt-title").await, "Payment successful");
     assert_eq!(page.text("#receipt-reference").await, id);
+    let link = page.attr("#return", "href").await;
+    assert_eq!(link, format!("{back}&payment_id={id}&status=succeeded"));
+    page.wait_path("/version").await;
 
     let p = api_get(app, m, &format!("/payments/{id}")).await;
     assert_eq!(p["status"], "succeeded", "{p}");
@@ -553,6 +594,9 @@ async fn checks_the_card_as_it_is_typed(app: &TestApp, m: &Merchant, page: &Page
     assert_eq!(p["status"], "requires_payment_method", "{p}");
 }
 
+/// A 48 × 48 PNG: the shop's logo.
+const LOGO: &[u8] = include_bytes!("../docs/images/logo-example.png");
+
 /// axe-core's script (`PAYD_AXE_CORE`, the path of `axe.min.js` from npm's `axe-core`), or
 /// `None` where it is not installed and not required.
 fn axe_core() -> Option<String> {
@@ -627,6 +671,18 @@ async fn looks_right_at(page: &Page<'_>, width: u32, height: u32, axe: Option<&s
 /// the page has found a problem with the card.
 async fn fits_a_phone_and_a_desktop(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     let axe = axe_core();
+    let logo = app.upload(m, "logo.png", LOGO).await;
+    assert_eq!(logo.status, 201, "{}", logo.body);
+    let branded = app
+        .call(
+            m,
+            Method::PUT,
+            &format!("/account/shops/{}", m.profile_id),
+            Some(json!({"branding": {"display_name": "Acme Coffee Roasters",
+                "logo_file_id": logo.body["file_id"], "accent_color": "#7a1f5c"}})),
+        )
+        .await;
+    assert_eq!(branded.status, 200, "{}", branded.body);
     let res = app
         .create_payment(
             m,
@@ -643,6 +699,24 @@ async fn fits_a_phone_and_a_desktop(app: &TestApp, m: &Merchant, page: &Page<'_>
     page.c.goto(url).await.expect("open the checkout page");
     page.wait_status("requires_payment_method").await;
     assert_eq!(page.text("#submit").await, "Pay €45.99");
+    // Whom the buyer pays: the shop's name, its logo (loaded under the page's policy) and its
+    // colour on the Pay button.
+    assert_eq!(page.text("#shop-name").await, "Acme Coffee Roasters");
+    assert_eq!(page.attr("#logo", "alt").await, "Acme Coffee Roasters");
+    let look = page
+        .c
+        .execute(
+            "return [document.getElementById('logo').naturalWidth,
+                     getComputedStyle(document.getElementById('submit')).backgroundColor];",
+            vec![],
+        )
+        .await
+        .expect("read the page's look");
+    assert_eq!(
+        look,
+        json!([48, "rgb(122, 31, 92)"]),
+        "the logo shows, the accent applies"
+    );
     let lines = page.text("#lines").await;
     assert!(lines.contains("Espresso beans, 1 kg × 2"), "{lines}");
     assert!(lines.contains("€36.00"), "{lines}");

@@ -10,6 +10,12 @@ pub struct Model {
     pub merchant_id: String,
     pub name: String,
     pub created_at: DateTimeUtc,
+    /// The name buyers see on the hosted pages (`name` when unset).
+    pub display_name: Option<String>,
+    /// One of the merchant's uploaded images, shown on the hosted pages.
+    pub logo_file_id: Option<String>,
+    /// `#rrggbb`, with at least 4.5:1 contrast against white.
+    pub accent_color: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

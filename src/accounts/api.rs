@@ -71,7 +71,28 @@ pub struct Account {
 pub struct Shop {
     pub profile_id: String,
     pub name: String,
+    /// How the hosted pages (checkout, 3-D Secure, invoice) show the shop to buyers.
+    pub branding: Branding,
     pub created: DateTime<Utc>,
+}
+
+/// A shop's look on the hosted pages; every field optional.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Branding {
+    /// The name buyers see (the shop's `name` when unset): 1 to 200 characters.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    pub display_name: Option<String>,
+    /// One of the merchant's uploaded files (`POST /files`, `POST /products/{id}/images`) that
+    /// is a PNG, JPEG, GIF or WebP image, in the calling key's mode.
+    #[serde(default)]
+    pub logo_file_id: Option<String>,
+    /// `#rrggbb`: the pages' buttons (white text on it) and links (it on white), so it needs
+    /// at least 4.5:1 contrast against white (WCAG AA).
+    #[serde(default)]
+    #[schema(pattern = "^#[0-9a-fA-F]{6}$")]
+    pub accent_color: Option<String>,
 }
 
 impl From<profile::Model> for Shop {
@@ -79,9 +100,89 @@ impl From<profile::Model> for Shop {
         Self {
             profile_id: m.id,
             name: m.name,
+            branding: Branding {
+                display_name: m.display_name,
+                logo_file_id: m.logo_file_id,
+                accent_color: m.accent_color,
+            },
             created: m.created_at,
         }
     }
+}
+
+/// `PUT /account/shops/{profile_id}`: the shop's name and its branding. A field left out
+/// keeps its value; `branding` replaces the whole branding (send `{}` to clear it).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutShopRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub branding: Option<Branding>,
+}
+
+/// A branding's own fields, checked (the logo's file is looked up by the route).
+pub fn parse_branding(b: Branding) -> Result<Branding, ApiError> {
+    let display_name = b
+        .display_name
+        .map(|n| parse_name("branding.display_name", &n))
+        .transpose()?;
+    let logo_file_id = b
+        .logo_file_id
+        .map(
+            |id| match <crate::ids::FileId as crate::ids::Id>::parse(&id) {
+                Some(_) => Ok(id),
+                None => Err(ApiError::invalid_param(
+                    "branding.logo_file_id",
+                    "expected a file id (file_…)",
+                )),
+            },
+        )
+        .transpose()?;
+    let accent_color = b.accent_color.map(|c| parse_accent(&c)).transpose()?;
+    Ok(Branding {
+        display_name,
+        logo_file_id,
+        accent_color,
+    })
+}
+
+/// The least contrast an accent colour needs against white: WCAG AA for normal text.
+pub const ACCENT_CONTRAST: f64 = 4.5;
+
+/// `#rrggbb` (lower-cased), with at least [`ACCENT_CONTRAST`] against white.
+fn parse_accent(raw: &str) -> Result<String, ApiError> {
+    let param = "branding.accent_color";
+    let hex = raw
+        .strip_prefix('#')
+        .filter(|h| h.len() == 6 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or_else(|| ApiError::invalid_param(param, "expected a colour as #rrggbb"))?;
+    let ratio = contrast_with_white(hex);
+    if ratio < ACCENT_CONTRAST {
+        return Err(ApiError::invalid_param(
+            param,
+            format!(
+                "#{hex} has a contrast of {ratio:.1}:1 against white; the pages need at least \
+                 {ACCENT_CONTRAST}:1 (WCAG AA) for its text and links: choose a darker colour"
+            ),
+        ));
+    }
+    Ok(format!("#{}", hex.to_ascii_lowercase()))
+}
+
+/// WCAG's contrast ratio of a `rrggbb` colour against white.
+fn contrast_with_white(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let c = f64::from(u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0)) / 255.0;
+        if c <= 0.03928 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let luminance = 0.2126 * channel(0) + 0.7152 * channel(2) + 0.0722 * channel(4);
+    1.05 / (luminance + 0.05)
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -240,5 +341,24 @@ impl TryFrom<audit_entry::Model> for AuditEntry {
             target_id: m.target_id,
             created: m.created_at,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_accent_needs_the_contrast_of_text_against_white() {
+        assert!((contrast_with_white("000000") - 21.0).abs() < 0.01);
+        assert!((contrast_with_white("ffffff") - 1.0).abs() < 0.01);
+        assert_eq!(parse_accent("#3A4CCF").unwrap(), "#3a4ccf");
+        // #767676 is the lightest grey with 4.5:1 on white; #777777 is not.
+        assert!(parse_accent("#767676").is_ok());
+        assert!(parse_accent("#777777").is_err());
+        assert!(parse_accent("#ffcc00").is_err());
+        assert!(parse_accent("3a4ccf").is_err());
+        assert!(parse_accent("#3a4cc").is_err());
+        assert!(parse_accent("#3a4ccg").is_err());
     }
 }

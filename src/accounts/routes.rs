@@ -4,8 +4,9 @@ use actix_web::{web, HttpResponse};
 
 use super::{
     api::{
-        parse_name, Account, ApiKey, AuditEntry, CreateApiKeyRequest, CreateMerchantRequest,
-        CreateShopRequest, CreatedApiKey, CreatedMerchant, RequestedMode, Shop,
+        parse_branding, parse_name, Account, ApiKey, AuditEntry, CreateApiKeyRequest,
+        CreateMerchantRequest, CreateShopRequest, CreatedApiKey, CreatedMerchant, PutShopRequest,
+        RequestedMode, Shop,
     },
     store,
 };
@@ -25,6 +26,7 @@ crate::http::routes! {
     "/admin/merchants" => { post: create_merchant },
     "/account" => { get: get_account },
     "/account/shops" => { get: list_shops, post: create_shop },
+    "/account/shops/{profile_id}" => { get: get_shop, put: put_shop },
     "/account/api-keys" => { get: list_api_keys, post: create_api_key },
     "/account/api-keys/{key_id}" => { delete: revoke_api_key },
     "/account/audit-log" => { get: list_audit_log },
@@ -166,6 +168,79 @@ pub async fn create_shop(
         .await
         .map_err(|e| bound_reached(e, max))?;
     Ok(HttpResponse::Created().json(Shop::from(shop)))
+}
+
+/// A shop, with its branding.
+#[utoipa::path(get, path = "/account/shops/{profile_id}", tag = "account",
+    params(("profile_id" = String, Path)),
+    responses((status = 200, body = Shop), (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn get_shop(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let shop = own_shop(&state, &caller, &profile).await?;
+    Ok(HttpResponse::Ok().json(Shop::from(shop)))
+}
+
+async fn own_shop(
+    state: &AppState,
+    caller: &Caller,
+    raw: &str,
+) -> Result<payd_entity::profile::Model, ApiError> {
+    let id = shop_in_path(state, caller, raw).await?;
+    crate::auth::store::find_profile(&state.db, &caller.merchant_id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("shop"))
+}
+
+/// The image types a logo may be: what every browser shows, and nothing that runs (no SVG).
+const LOGO_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Change a shop's name or how the hosted pages show it to buyers (`branding`: the name they
+/// see, a logo from the merchant's uploaded images, an accent colour with enough contrast).
+#[utoipa::path(put, path = "/account/shops/{profile_id}", tag = "account",
+    params(("profile_id" = String, Path)), request_body = PutShopRequest,
+    responses((status = 200, body = Shop), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn put_shop(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    profile: web::Path<String>,
+    body: ApiJson<PutShopRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let ask = body.0;
+    let name = ask.name.map(|n| parse_name("name", &n)).transpose()?;
+    let branding = ask.branding.map(parse_branding).transpose()?;
+    let mut shop = own_shop(&state, &caller, &profile).await?;
+    if let Some(logo) = branding.as_ref().and_then(|b| b.logo_file_id.as_deref()) {
+        let param = "branding.logo_file_id";
+        let content_type =
+            store::file_type(&state.db, logo, &caller.merchant_id, caller.test_mode())
+                .await?
+                .ok_or_else(|| ApiError::not_found("file").param(param))?;
+        if !LOGO_TYPES.contains(&content_type.as_str()) {
+            return Err(ApiError::invalid_param(
+                param,
+                format!(
+                    "the file is {content_type}; a logo must be one of {}",
+                    LOGO_TYPES.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(name) = name {
+        shop.name = name;
+    }
+    if let Some(b) = branding {
+        shop.display_name = b.display_name;
+        shop.logo_file_id = b.logo_file_id;
+        shop.accent_color = b.accent_color;
+    }
+    store::update_profile(&state.db, state.clock.now(), &shop, Some(&caller.key_id)).await?;
+    Ok(HttpResponse::Ok().json(Shop::from(shop)))
 }
 
 /// List the API keys of the calling key's mode (last four characters only).

@@ -1,10 +1,11 @@
 //! Persistence of merchants, shops and keys.
 
 use chrono::{DateTime, Utc};
-use payd_entity::{api_key, audit_entry, merchant, profile};
+use payd_entity::{api_key, audit_entry, file, merchant, profile};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, Func, Query, SelectStatement, UpdateStatement},
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryTrait,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
+    QueryTrait,
 };
 
 use crate::commit::Db;
@@ -157,7 +158,74 @@ fn profile_row(now: DateTime<Utc>, merchant_id: &MerchantId, name: &str) -> prof
         merchant_id: merchant_id.to_string(),
         name: name.to_owned(),
         created_at: now,
+        display_name: None,
+        logo_file_id: None,
+        accent_color: None,
     }
+}
+
+/// The content type of the merchant's file `id` in this mode, for a shop's logo; `None` for
+/// a file that is not theirs (the files resource owns files; a shop only points at one).
+pub async fn file_type(
+    db: &impl ConnectionTrait,
+    id: &str,
+    merchant_id: &MerchantId,
+    test_mode: bool,
+) -> Result<Option<String>, DbErr> {
+    file::Entity::find_by_id(id)
+        .filter(file::Column::MerchantId.eq(merchant_id.as_str()))
+        .filter(file::Column::TestMode.eq(test_mode))
+        .select_only()
+        .column(file::Column::ContentType)
+        .into_tuple()
+        .one(db)
+        .await
+}
+
+/// Writes a shop's name and branding as `shop` holds them, with its audit row.
+pub async fn update_profile(
+    db: &Db,
+    now: DateTime<Utc>,
+    shop: &profile::Model,
+    actor: Option<&KeyId>,
+) -> Result<(), CommitError> {
+    let update = profile::Entity::update_many()
+        .col_expr(profile::Column::Name, Expr::value(shop.name.clone()))
+        .col_expr(
+            profile::Column::DisplayName,
+            Expr::value(shop.display_name.clone()),
+        )
+        .col_expr(
+            profile::Column::LogoFileId,
+            Expr::value(shop.logo_file_id.clone()),
+        )
+        .col_expr(
+            profile::Column::AccentColor,
+            Expr::value(shop.accent_color.clone()),
+        )
+        .filter(profile::Column::Id.eq(shop.id.as_str()))
+        .into_query();
+    let audit = audited(
+        Audit {
+            merchant_id: &shop.merchant_id,
+            actor,
+            action: "shop.updated",
+            target_id: &shop.id,
+            details: serde_json::json!({
+                "name": shop.name,
+                "display_name": shop.display_name,
+                "logo_file_id": shop.logo_file_id,
+                "accent_color": shop.accent_color,
+            }),
+        },
+        now,
+    );
+    commit::commit(
+        db,
+        Change::at(now).write(Write::Update(update)).write(audit),
+    )
+    .await
+    .map(drop)
 }
 
 pub async fn list_profiles(

@@ -32,6 +32,9 @@ struct CheckoutPage<'a> {
     chrome: Chrome,
     text: &'static Text,
     shop_name: &'a str,
+    /// Whether the shop has a logo.
+    logo: bool,
+    client_secret: &'a str,
     description: Option<&'a str>,
     lines: Vec<PageLine>,
     amount: i64,
@@ -62,6 +65,7 @@ struct CheckoutData<'a> {
     /// As `GET …/status` answers.
     status: CheckoutStatus,
     text: &'static Text,
+    accent: Option<&'a Accent>,
 }
 
 /// The sandbox 3-D Secure challenge page.
@@ -71,6 +75,7 @@ struct ChallengePage<'a> {
     chrome: Chrome,
     text: &'static Text,
     shop_name: &'a str,
+    logo: bool,
     title: String,
     /// Whether the payment waits for the challenge (only then are its answers offered).
     waiting: bool,
@@ -87,6 +92,7 @@ struct ChallengeData<'a> {
     payment_id: &'a str,
     client_secret: &'a str,
     text: &'static Text,
+    accent: Option<&'a Accent>,
 }
 
 crate::http::routes! {
@@ -94,6 +100,7 @@ crate::http::routes! {
     "/checkout/{payment_id}/status" => { get: status },
     "/checkout/{payment_id}/confirm" => { post: confirm },
     "/checkout/{payment_id}/challenge" => { get: challenge_page, post: complete_challenge },
+    "/checkout/{payment_id}/logo" => { get: logo },
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -210,7 +217,7 @@ pub async fn page(
     let text = locale.text();
     let display_amount = locale.amount(m.amount, &m.currency);
     let pay_label = Text::with_amount(text.pay, &display_amount);
-    let shop_name = shop_name(&state, &m).await?;
+    let shop = shop_look(&state, &m).await?;
     let lines = super::api::lines_of(&m)?
         .into_iter()
         .map(|l| PageLine {
@@ -222,7 +229,9 @@ pub async fn page(
     html(&CheckoutPage {
         chrome: Chrome::new(locale.tag(), Some("checkout.js")),
         text,
-        shop_name: &shop_name,
+        shop_name: &shop.name,
+        logo: shop.logo,
+        client_secret: &m.client_secret,
         description: m.description.as_deref(),
         lines,
         amount: m.amount,
@@ -237,6 +246,7 @@ pub async fn page(
             pay_label: &pay_label,
             status: CheckoutStatus::of(&m, &state.public_url)?,
             text,
+            accent: shop.accent.as_ref(),
         },
     })
 }
@@ -250,18 +260,79 @@ fn buyer_locale(req: &HttpRequest) -> Locale {
     Locale::choose(None, accept)
 }
 
-/// The name of the shop the buyer pays.
-async fn shop_name(state: &AppState, m: &payment::Model) -> Result<String, ApiError> {
-    let shop = match (
+/// How the page shows the shop the buyer pays: its branding, else its name.
+struct ShopLook {
+    name: String,
+    /// Whether the shop has a logo (served by `GET /checkout/{payment_id}/logo`).
+    logo: bool,
+    accent: Option<Accent>,
+}
+
+/// The shop's accent colour and the text colour on it, for the page's script to apply.
+#[derive(Serialize)]
+struct Accent {
+    color: String,
+    text: &'static str,
+}
+
+/// The shop a payment is for.
+async fn shop_of(
+    state: &AppState,
+    m: &payment::Model,
+) -> Result<Option<payd_entity::profile::Model>, ApiError> {
+    match (
         crate::ids::MerchantId::parse(&m.merchant_id),
         crate::ids::ProfileId::parse(&m.profile_id),
     ) {
         (Some(merchant), Some(profile)) => {
-            crate::auth::store::find_profile(&state.db, &merchant, &profile).await?
+            Ok(crate::auth::store::find_profile(&state.db, &merchant, &profile).await?)
         }
-        _ => None,
+        _ => Ok(None),
+    }
+}
+
+async fn shop_look(state: &AppState, m: &payment::Model) -> Result<ShopLook, ApiError> {
+    let shop = shop_of(state, m).await?;
+    let Some(shop) = shop else {
+        return Ok(ShopLook {
+            name: String::new(),
+            logo: false,
+            accent: None,
+        });
     };
-    Ok(shop.map(|p| p.name).unwrap_or_default())
+    Ok(ShopLook {
+        name: shop.display_name.unwrap_or(shop.name),
+        logo: shop.logo_file_id.is_some(),
+        // Its contrast against white was checked when it was set: white text on it.
+        accent: shop.accent_color.map(|color| Accent {
+            color,
+            text: "#ffffff",
+        }),
+    })
+}
+
+/// The logo of the shop a payment is for (its branding's `logo_file_id`), for its pages.
+#[utoipa::path(get, path = "/checkout/{payment_id}/logo", tag = "checkout",
+    params(("payment_id" = String, Path), SecretQuery),
+    responses((status = 200, description = "the image", content_type = "image/png"),
+        (status = 404, body = crate::error::ErrorBody)))]
+pub async fn logo(
+    state: web::Data<AppState>,
+    PathId(id): PathId<crate::ids::PaymentId>,
+    ApiQuery(q): ApiQuery<SecretQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let m = by_secret(&state, &id, &q.client_secret).await?;
+    let none = || ApiError::not_found("logo");
+    let shop = shop_of(&state, &m).await?;
+    let file_id = shop.and_then(|s| s.logo_file_id).ok_or_else(none)?;
+    let (file, bytes) = crate::files::store::read_all(&state.db, &file_id)
+        .await?
+        .filter(|(f, _)| f.merchant_id == m.merchant_id)
+        .ok_or_else(none)?;
+    Ok(HttpResponse::Ok()
+        .content_type(file.content_type)
+        .insert_header(("cache-control", "private, max-age=300"))
+        .body(bytes))
 }
 
 /// The payment's status as the buyer's page sees it.
@@ -317,11 +388,12 @@ pub async fn challenge_page(
     let m = by_secret(&state, &id, &q.client_secret).await?;
     let locale = buyer_locale(&req);
     let text = locale.text();
-    let shop_name = shop_name(&state, &m).await?;
+    let shop = shop_look(&state, &m).await?;
     html(&ChallengePage {
         chrome: Chrome::new(locale.tag(), Some("challenge.js")),
         text,
-        shop_name: &shop_name,
+        shop_name: &shop.name,
+        logo: shop.logo,
         title: Text::with_amount(text.challenge_title, &locale.amount(m.amount, &m.currency)),
         waiting: m.status == super::machine::Status::RequiresCustomerAction.as_str(),
         status: m.status.replace('_', " "),
@@ -331,6 +403,7 @@ pub async fn challenge_page(
             payment_id: &m.id,
             client_secret: &m.client_secret,
             text,
+            accent: shop.accent.as_ref(),
         },
     })
 }
@@ -380,6 +453,8 @@ mod tests {
             chrome: Chrome::new("en", Some("checkout.js")),
             text,
             shop_name: hostile,
+            logo: true,
+            client_secret: hostile,
             description: Some(hostile),
             lines: vec![PageLine {
                 name: hostile.into(),
@@ -398,6 +473,10 @@ mod tests {
                 pay_label: "Pay €1.00",
                 status,
                 text,
+                accent: Some(&Accent {
+                    color: "#3a4ccf".into(),
+                    text: "#ffffff",
+                }),
             },
         }
         .render()
@@ -411,6 +490,15 @@ mod tests {
         );
         assert!(page.contains(" integrity=\"sha384-"), "{page}");
         assert!(!page.contains("<style"), "{page}");
+        assert!(
+            page.contains(r#"logo?client_secret=x%22%3C/script%3E%3Cscript%3E"#),
+            "{page}"
+        );
+        assert!(page.contains(r#"alt="x&#34;&#60;/script&#62;"#), "{page}");
+        assert!(
+            page.contains(r##""accent":{"color":"#3a4ccf","text":"#ffffff"}"##),
+            "{page}"
+        );
         assert!(!page.contains(" style="), "{page}");
         assert!(
             page.contains("<p id=\"description\">x&#34;&#60;/script&#62;"),
@@ -424,6 +512,7 @@ mod tests {
             chrome: Chrome::new("en", Some("challenge.js")),
             text,
             shop_name: "Shop",
+            logo: false,
             title: "Confirm".into(),
             waiting: false,
             status: "succeeded".into(),
@@ -433,6 +522,7 @@ mod tests {
                 payment_id: "pay_1",
                 client_secret: "a&b c",
                 text,
+                accent: None,
             },
         }
         .render()
