@@ -872,5 +872,37 @@ async fn the_checkout_page_is_strict_and_speaks_the_buyers_language() {
     let fr = String::from_utf8(page("fr").await.raw.to_vec()).unwrap();
     assert!(fr.contains("Payer 1\u{202f}234,56\u{a0}€"), "{fr}");
     assert!(fr.contains("Numéro de carte"), "{fr}");
+
+    // A payment's own `locale` wins over the buyer's `Accept-Language`.
+    let french = app
+        .create_payment(
+            &m,
+            json!({"amount": 4599, "currency": "EUR", "hosted_checkout": true, "locale": "fr-BE"}),
+        )
+        .await;
+    assert_eq!(french.status, 201, "{}", french.body);
+    assert_eq!(french.body["locale"], "fr");
+    let path = app
+        .path_of(french.body["checkout_url"].as_str().expect("checkout_url"))
+        .expect("a URL of this app")
+        .to_owned();
+    let page = app
+        .send(Method::GET, &path, None, None, &[("accept-language", "de")])
+        .await;
+    let html = String::from_utf8(page.raw.to_vec()).expect("UTF-8");
+    assert!(html.contains("<html lang=\"fr\">"), "{html}");
+    assert!(html.contains("Payer 45,99\u{a0}€"), "{html}");
+    let spanish = app
+        .create_payment(
+            &m,
+            json!({"amount": 100, "currency": "EUR", "locale": "es"}),
+        )
+        .await;
+    assert_eq!(
+        (spanish.status, spanish.param()),
+        (400, Some("locale")),
+        "{}",
+        spanish.body
+    );
     app.stop().await;
 }

@@ -40,6 +40,9 @@ pub struct Model {
     pub description: Option<String>,
     pub return_url: Option<String>,
     pub hosted_checkout: bool,
+    /// The language of its hosted pages (`en`, `de`, `fr`), over the buyer's
+    /// `Accept-Language`.
+    pub locale: Option<String>,
     pub client_secret: String,
     pub expires_at: DateTimeUtc,
     pub capture_before: Option<DateTimeUtc>,

@@ -36,6 +36,7 @@ mod m20261127_000027_add_subscription_billing_anchor;
 mod m20261127_000028_add_payment_processor_reference_index;
 mod m20261128_000029_create_lookup_generation;
 mod m20261128_000030_add_shop_branding;
+mod m20261128_000031_add_payment_locale;
 
 pub struct Migrator;
 
@@ -73,6 +74,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261127_000028_add_payment_processor_reference_index::Migration),
             Box::new(m20261128_000029_create_lookup_generation::Migration),
             Box::new(m20261128_000030_add_shop_branding::Migration),
+            Box::new(m20261128_000031_add_payment_locale::Migration),
         ]
     }
 }

@@ -123,6 +123,10 @@ pub struct CreatePaymentRequest {
     pub description: Option<String>,
     #[serde(default)]
     pub return_url: Option<String>,
+    /// The language of the hosted pages: `en`, `de` or `fr` (a region, as in `de-AT`, is
+    /// allowed and dropped). Without it the pages follow the buyer's `Accept-Language`.
+    #[serde(default)]
+    pub locale: Option<String>,
     /// Answer with a `checkout_url` where the buyer pays.
     #[serde(default)]
     pub hosted_checkout: bool,
@@ -175,6 +179,8 @@ pub struct NewPayment {
     pub description: Option<String>,
     pub return_url: Option<String>,
     pub hosted_checkout: bool,
+    /// A language the hosted pages speak (`pages::text::Locale`'s tag).
+    pub locale: Option<String>,
 }
 
 impl CreatePaymentRequest {
@@ -249,6 +255,7 @@ impl CreatePaymentRequest {
             description: check_text("description", self.description.as_ref(), 1000)?,
             return_url: parse_return_url(self.return_url.as_ref())?,
             hosted_checkout: self.hosted_checkout,
+            locale: self.locale.as_deref().map(parse_locale).transpose()?,
         })
     }
 
@@ -518,6 +525,8 @@ pub struct Payment {
     pub last_error: Option<LastError>,
     pub description: Option<String>,
     pub return_url: Option<String>,
+    /// The language of its hosted pages, when set at creation.
+    pub locale: Option<String>,
     pub checkout_url: Option<String>,
     /// Set while the payment is `requires_customer_action`: where to send the buyer.
     pub next_action: Option<NextAction>,
@@ -560,6 +569,7 @@ impl Payment {
             last_error: stored::json_opt("last_error", &m.id, m.last_error.as_deref())?,
             description: m.description.clone(),
             return_url: m.return_url.clone(),
+            locale: m.locale.clone(),
             checkout_url: m
                 .hosted_checkout
                 .then(|| format!("{base}/checkout/{}?client_secret={}", m.id, m.client_secret)),
@@ -703,6 +713,17 @@ pub struct LineBalance {
     /// Exactly what a refund of this line may take: its captured share (at most its amount)
     /// less its refunds, within what the payment has left to refund.
     pub amount_refundable: i64,
+}
+
+/// A payment's `locale`: one the hosted pages speak, as its tag.
+fn parse_locale(raw: &str) -> Result<String, ApiError> {
+    use crate::pages::text::Locale;
+    Locale::of_tag(raw)
+        .map(|l| l.tag().to_owned())
+        .ok_or_else(|| {
+            let tags: Vec<&str> = Locale::ALL.iter().map(|l| l.tag()).collect();
+            ApiError::invalid_param("locale", format!("locale is one of {}", tags.join(", ")))
+        })
 }
 
 /// Checks lines and returns them stored form; their totals must add up to `amount`.

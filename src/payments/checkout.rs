@@ -202,7 +202,7 @@ fn buyer(m: &payment::Model, secret: String) -> Access {
     }
 }
 
-/// The checkout page, in the buyer's language (`Accept-Language`).
+/// The checkout page, in the payment's `locale` or the buyer's language (`Accept-Language`).
 #[utoipa::path(get, path = "/checkout/{payment_id}", tag = "checkout",
     params(("payment_id" = String, Path), SecretQuery),
     responses((status = 200, description = "the hosted checkout page", content_type = "text/html")))]
@@ -213,7 +213,7 @@ pub async fn page(
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
-    let locale = buyer_locale(&req);
+    let locale = buyer_locale(&req, &m);
     let text = locale.text();
     let display_amount = locale.amount(m.amount, &m.currency);
     let pay_label = Text::with_amount(text.pay, &display_amount);
@@ -251,13 +251,14 @@ pub async fn page(
     })
 }
 
-/// The language a buyer's page speaks: the best of their `Accept-Language`.
-fn buyer_locale(req: &HttpRequest) -> Locale {
+/// The language a buyer's page speaks: the payment's `locale`, else the best of the buyer's
+/// `Accept-Language`.
+fn buyer_locale(req: &HttpRequest, m: &payment::Model) -> Locale {
     let accept = req
         .headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
-    Locale::choose(None, accept)
+    Locale::choose(m.locale.as_deref(), accept)
 }
 
 /// How the page shows the shop the buyer pays: its branding, else its name.
@@ -386,7 +387,7 @@ pub async fn challenge_page(
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
-    let locale = buyer_locale(&req);
+    let locale = buyer_locale(&req, &m);
     let text = locale.text();
     let shop = shop_look(&state, &m).await?;
     html(&ChallengePage {

@@ -139,6 +139,7 @@ pub async fn create(
         description: ask.description,
         return_url: ask.return_url,
         hosted_checkout: ask.hosted_checkout,
+        locale: ask.locale,
         client_secret: format!("{}_secret_{}", "pay", uuid::Uuid::new_v4().simple()),
         expires_at: now + Duration::hours(24),
         capture_before: None,

@@ -642,6 +642,7 @@ pub fn cycle_payment(
         ),
         description: Some(format!("Subscription {} cycle {}", s.id, c.seq)),
         return_url: None,
+        locale: None,
         hosted_checkout: checkout,
     })
 }
