@@ -440,7 +440,10 @@ async fn the_checkout_page_names_the_shop_and_the_description() {
     let page = app.send(Method::GET, path, None, None, &[]).await;
     let text = String::from_utf8_lossy(&page.raw);
     assert_eq!(page.status, 200);
-    assert!(text.contains("<p id=\"shop\">Default shop</p>"), "{text}");
+    assert!(
+        text.contains("<span id=\"shop-name\">Default shop</span>"),
+        "{text}"
+    );
     assert!(
         text.contains("<p id=\"description\">Two &#60;b&#62;mugs&#60;/b&#62;</p>"),
         "{text}"

@@ -105,8 +105,8 @@ impl Locale {
     }
 }
 
-/// Every string of the hosted pages in one language. `{amount}` and `{n}` are filled in by the
-/// page; the script gets the whole table.
+/// Every string of the hosted pages in one language. `{amount}`, `{status}` and `{n}` are
+/// filled in by the page; the script gets the whole table.
 #[derive(Debug, Serialize)]
 pub struct Text {
     pub pay: &'static str,
@@ -154,6 +154,11 @@ impl Text {
     pub fn with_amount(template: &str, amount: &str) -> String {
         template.replace("{amount}", amount)
     }
+
+    /// `template` with `{status}` replaced.
+    pub fn with_status(template: &str, status: &str) -> String {
+        template.replace("{status}", status)
+    }
 }
 
 pub static EN: Text = Text {
@@ -194,7 +199,7 @@ pub static EN: Text = Text {
     challenge_intro: "This is the sandbox's 3-D Secure challenge. Choose how the bank answers.",
     approve: "Complete authentication",
     reject: "Fail authentication",
-    challenge_closed: "This payment no longer waits for authentication.",
+    challenge_closed: "This payment no longer waits for authentication: it is {status}.",
     back_to_payment: "Back to the payment",
 };
 
@@ -239,7 +244,8 @@ pub static DE: Text = Text {
          Bank.",
     approve: "Authentifizierung abschließen",
     reject: "Authentifizierung ablehnen",
-    challenge_closed: "Diese Zahlung wartet nicht mehr auf eine Authentifizierung.",
+    challenge_closed:
+        "Diese Zahlung wartet nicht mehr auf eine Authentifizierung (Status: {status}).",
     back_to_payment: "Zurück zur Zahlung",
 };
 
@@ -283,7 +289,7 @@ pub static FR: Text = Text {
          de la banque.",
     approve: "Valider l’authentification",
     reject: "Refuser l’authentification",
-    challenge_closed: "Ce paiement n’attend plus d’authentification.",
+    challenge_closed: "Ce paiement n’attend plus d’authentification (statut : {status}).",
     back_to_payment: "Retour au paiement",
 };
 

@@ -79,8 +79,8 @@ struct ChallengePage<'a> {
     title: String,
     /// Whether the payment waits for the challenge (only then are its answers offered).
     waiting: bool,
-    /// The payment's status, in words.
-    status: String,
+    /// What became of the payment, when it no longer waits for the challenge.
+    closed: String,
     payment_id: &'a str,
     client_secret: &'a str,
     data: ChallengeData<'a>,
@@ -397,7 +397,7 @@ pub async fn challenge_page(
         logo: shop.logo,
         title: Text::with_amount(text.challenge_title, &locale.amount(m.amount, &m.currency)),
         waiting: m.status == super::machine::Status::RequiresCustomerAction.as_str(),
-        status: m.status.replace('_', " "),
+        closed: Text::with_status(text.challenge_closed, &m.status.replace('_', " ")),
         payment_id: &m.id,
         client_secret: &m.client_secret,
         data: ChallengeData {
@@ -516,7 +516,7 @@ mod tests {
             logo: false,
             title: "Confirm".into(),
             waiting: false,
-            status: "succeeded".into(),
+            closed: "It is succeeded.".into(),
             payment_id: "pay_1",
             client_secret: "a&b c",
             data: ChallengeData {
