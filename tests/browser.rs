@@ -267,6 +267,23 @@ impl Page<'_> {
         }
     }
 
+    /// Whether a `<script>` with inline code, added to the page, runs (the page's
+    /// `Content-Security-Policy` forbids it on the hosted pages).
+    async fn inline_script_runs(&self) -> bool {
+        self.c
+            .execute(
+                "window.inlineRan = false;
+                 var s = document.createElement('script');
+                 s.textContent = 'window.inlineRan = true;';
+                 document.documentElement.appendChild(s);
+                 return window.inlineRan;",
+                vec![],
+            )
+            .await
+            .expect("add an inline script")
+            == json!(true)
+    }
+
     async fn attr(&self, css: &str, name: &str) -> String {
         self.element(css)
             .await
@@ -402,6 +419,12 @@ async fn pays_with_a_card(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     let link = page.attr("#return", "href").await;
     assert_eq!(link, format!("{back}&payment_id={id}&status=succeeded"));
     page.wait_path("/version").await;
+    // Off the hosted pages (no policy) an inline script added to the page runs: the control of
+    // the policy check below.
+    assert!(
+        page.inline_script_runs().await,
+        "the control page runs inline scripts"
+    );
 
     let p = api_get(app, m, &format!("/payments/{id}")).await;
     assert_eq!(p["status"], "succeeded", "{p}");
@@ -531,6 +554,11 @@ async fn confirms_a_subscription(app: &TestApp, m: &Merchant, page: &Page<'_>) {
 async fn checks_the_card_as_it_is_typed(app: &TestApp, m: &Merchant, page: &Page<'_>) {
     let (id, url) = checkout(app, m).await;
     open(page, &url).await;
+    // The page's policy holds in the browser: an inline script added to it does not run.
+    assert!(
+        !page.inline_script_runs().await,
+        "the checkout runs an inline script"
+    );
     for (name, autocomplete) in [
         ("number", "cc-number"),
         ("exp", "cc-exp"),
