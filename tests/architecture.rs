@@ -101,6 +101,7 @@ const NAMED: &[(&str, &str)] = &[
     ("test_clock::advance", "runtime"),
     ("webhooks::attempt", "runtime"),
     ("webhooks::delivery", "runtime"),
+    ("webhooks::record", "runtime"),
     ("webhooks::dispatcher", "runtime"),
     ("state", "edge"),
     ("http", "edge"),

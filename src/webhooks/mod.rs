@@ -7,6 +7,7 @@ pub mod delivery;
 pub mod dispatcher;
 pub mod health;
 pub mod policy;
+pub mod record;
 pub mod retention;
 pub mod routes;
 pub mod signer;
