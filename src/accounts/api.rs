@@ -9,7 +9,7 @@ use crate::{
     auth::keys::{Caller, KeyKind, Mode},
     error::ApiError,
     fields::parse_id,
-    ids::ProfileId,
+    ids::{FileId, ProfileId},
 };
 
 /// A display name: trimmed, 1 to 200 characters.
@@ -130,15 +130,13 @@ pub fn parse_branding(b: Branding) -> Result<Branding, ApiError> {
         .transpose()?;
     let logo_file_id = b
         .logo_file_id
-        .map(
-            |id| match <crate::ids::FileId as crate::ids::Id>::parse(&id) {
-                Some(_) => Ok(id),
-                None => Err(ApiError::invalid_param(
-                    "branding.logo_file_id",
-                    "expected a file id (file_…)",
-                )),
-            },
-        )
+        .map(|id| match FileId::parse(&id) {
+            Some(_) => Ok(id),
+            None => Err(ApiError::invalid_param(
+                "branding.logo_file_id",
+                "expected a file id (file_…)",
+            )),
+        })
         .transpose()?;
     let accent_color = b.accent_color.map(|c| parse_accent(&c)).transpose()?;
     Ok(Branding {

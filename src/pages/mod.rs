@@ -14,7 +14,7 @@ use actix_web::{http::header::ContentType, web, HttpResponse};
 use base64::Engine;
 use sha2::{Digest, Sha384};
 
-use crate::error::ApiError;
+use crate::{error::ApiError, http::ApiQuery};
 
 /// A file of the hosted pages, shipped in the binary.
 #[derive(Debug)]
@@ -129,7 +129,7 @@ pub struct AssetQuery {
         (status = 404, body = crate::error::ErrorBody)))]
 pub async fn serve(
     name: web::Path<String>,
-    query: web::Query<AssetQuery>,
+    ApiQuery(query): ApiQuery<AssetQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let asset = asset(&name).ok_or_else(|| ApiError::not_found("asset").param("name"))?;
     let cache = if query.v.as_deref() == Some(asset.version()) {
