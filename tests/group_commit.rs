@@ -103,6 +103,7 @@ fn batching(test_db: &TestDb, conn: sea_orm::DatabaseConnection) -> Db {
         count,
         max_batch: 64,
         announce: false,
+        direct: true,
     };
     Db::new(conn, writers).unwrap()
 }
@@ -194,6 +195,7 @@ async fn a_change_rolled_back_for_a_deadlock_is_written_again() {
             count: 2,
             max_batch: 1,
             announce: false,
+            direct: true,
         },
     )
     .unwrap();

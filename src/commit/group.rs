@@ -16,13 +16,14 @@
 use std::{sync::Arc, time::Instant};
 
 use sea_orm::{
-    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    sqlx::sqlite::SqlitePool, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
 };
 use tokio::sync::{mpsc, oneshot, Mutex};
 
 use super::{
     change::{write, Change, CommitError},
+    direct::Held,
     later::{Committed, Later},
 };
 use crate::{
@@ -40,6 +41,8 @@ pub struct Writers {
     pub max_batch: usize,
     /// On PostgreSQL, tell every instance when a transaction queued deliveries (`NOTIFY`).
     pub announce: bool,
+    /// On SQLite, hold the connection for a whole transaction (`direct.rs`).
+    pub direct: bool,
 }
 
 impl Writers {
@@ -48,6 +51,7 @@ impl Writers {
             count: settings.writers(),
             max_batch: settings.max_batch,
             announce: settings.notify,
+            direct: settings.sqlite_direct,
         }
     }
 }
@@ -70,7 +74,13 @@ pub(super) fn start(
     let (tx, rx) = mpsc::unbounded_channel();
     let rx = Arc::new(Mutex::new(rx));
     let announce = writers.announce && conn.get_database_backend() == DbBackend::Postgres;
-    let w = Writer { conn, announce };
+    let direct = (writers.direct && conn.get_database_backend() == DbBackend::Sqlite)
+        .then(|| conn.get_sqlite_connection_pool().clone());
+    let w = Writer {
+        conn,
+        announce,
+        direct,
+    };
     for i in 0..writers.count.max(1) {
         let (w, rx) = (w.clone(), rx.clone());
         std::thread::Builder::new()
@@ -92,6 +102,9 @@ struct Writer {
     conn: DatabaseConnection,
     /// `NOTIFY` when a transaction queued deliveries (PostgreSQL, `database.notify`).
     announce: bool,
+    /// SQLite with `database.sqlite_direct`: the pool whose connection a transaction holds
+    /// and runs on this thread (`direct.rs`).
+    direct: Option<SqlitePool>,
 }
 
 async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max_batch: usize) {
@@ -188,6 +201,14 @@ async fn alone(w: &Writer, change: &(Change, Timeline)) -> Outcome {
 }
 
 async fn alone_once(w: &Writer, change: &(Change, Timeline)) -> Outcome {
+    if let Some(pool) = &w.direct {
+        let mut held = Held::acquire(pool).await?;
+        let txn = held.lock().await?;
+        txn.begin()?;
+        let committed = by_itself(&txn, change).await?;
+        txn.commit()?;
+        return Ok(committed);
+    }
     let txn = begin(w).await?;
     match by_itself(&txn, change).await {
         Ok(committed) => {
@@ -205,6 +226,9 @@ async fn alone_once(w: &Writer, change: &(Change, Timeline)) -> Outcome {
 }
 
 async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: bool) -> Together {
+    if let (Some(pool), false) = (&w.direct, savepoints) {
+        return held_together(pool, changes).await;
+    }
     let Ok(txn) = begin(w).await else {
         return Together::Broken;
     };
@@ -217,17 +241,9 @@ async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: 
             }
         }
     } else {
-        // Every change's writes, then all their appended rows, events and jobs together.
-        let mut later = Later::default();
-        for (i, change) in changes.iter().enumerate() {
-            later.at(i);
-            if on_timeline(&txn, change, &mut later).await.is_err() {
-                return rolled_back(txn, Together::ChangeFailed).await;
-            }
-        }
-        match later.write(&txn, changes.len()).await {
-            Ok(committed) => outcomes.extend(committed.into_iter().map(Ok)),
-            Err(_) => return rolled_back(txn, Together::ChangeFailed).await,
+        match plainly(&txn, changes).await {
+            Ok(written) => outcomes = written,
+            Err(()) => return rolled_back(txn, Together::ChangeFailed).await,
         }
     }
     let deliveries = outcomes.iter().flatten().any(|c| c.deliveries > 0);
@@ -235,15 +251,55 @@ async fn write_together(w: &Writer, changes: &[(Change, Timeline)], savepoints: 
         return rolled_back(txn, Together::Broken).await;
     }
     match txn.commit().await {
-        Ok(()) => {
-            crate::telemetry::database_answered();
-            for committed in outcomes.iter_mut().flatten() {
-                committed.shared = changes.len();
-            }
-            Together::Done(outcomes)
-        }
+        Ok(()) => committed_together(outcomes, changes.len()),
         Err(e) => Together::CommitFailed(e),
     }
+}
+
+/// [`write_together`] without savepoints on a SQLite connection held by this thread.
+async fn held_together(pool: &SqlitePool, changes: &[(Change, Timeline)]) -> Together {
+    let Ok(mut held) = Held::acquire(pool).await else {
+        return Together::Broken;
+    };
+    let Ok(txn) = held.lock().await else {
+        return Together::Broken;
+    };
+    if txn.begin().is_err() {
+        return Together::Broken;
+    }
+    let Ok(outcomes) = plainly(&txn, changes).await else {
+        return match txn.rollback() {
+            Ok(()) => Together::ChangeFailed,
+            Err(_) => Together::Broken,
+        };
+    };
+    match txn.commit() {
+        Ok(()) => committed_together(outcomes, changes.len()),
+        Err(e) => Together::CommitFailed(e),
+    }
+}
+
+/// Every change's writes, then all their appended rows, events and jobs together; `Err` when
+/// one of them failed (the transaction is to be rolled back).
+async fn plainly(
+    txn: &impl ConnectionTrait,
+    changes: &[(Change, Timeline)],
+) -> Result<Vec<Outcome>, ()> {
+    let mut later = Later::default();
+    for (i, change) in changes.iter().enumerate() {
+        later.at(i);
+        on_timeline(txn, change, &mut later).await.map_err(drop)?;
+    }
+    let committed = later.write(txn, changes.len()).await.map_err(drop)?;
+    Ok(committed.into_iter().map(Ok).collect())
+}
+
+fn committed_together(mut outcomes: Vec<Outcome>, shared: usize) -> Together {
+    crate::telemetry::database_answered();
+    for committed in outcomes.iter_mut().flatten() {
+        committed.shared = shared;
+    }
+    Together::Done(outcomes)
 }
 
 /// One change under a savepoint: its failure rolls back only what it wrote. `Err` when the

@@ -22,6 +22,7 @@ use sea_orm::{
 use tokio::sync::{mpsc, oneshot};
 
 mod change;
+mod direct;
 mod group;
 mod later;
 

@@ -354,6 +354,33 @@ where
 }
 
 impl LockedSqliteHandle<'_> {
+    /// payd: runs `query` on the calling thread as the worker thread would (the same statement
+    /// cache and binding), for a caller that holds the connection for a whole transaction
+    /// instead of sending each statement to the worker; stops after `limit` rows.
+    pub fn run(
+        &mut self,
+        query: impl SqlSafeStr,
+        args: Option<crate::SqliteArguments>,
+        limit: Option<usize>,
+    ) -> Result<Vec<sqlx_core::Either<crate::SqliteQueryResult, crate::SqliteRow>>, Error> {
+        let mut results = Vec::new();
+        let mut rows = 0;
+        for result in execute::iter(&mut self.guard, query, args, true)? {
+            let result = result?;
+            rows += usize::from(result.is_right());
+            results.push(result);
+            if limit.is_some_and(|limit| rows >= limit) {
+                break;
+            }
+        }
+        Ok(results)
+    }
+
+    /// payd: whether the connection has a transaction open.
+    pub fn in_transaction(&mut self) -> bool {
+        self.guard.handle.in_transaction()
+    }
+
     /// Returns the underlying sqlite3* connection handle.
     ///
     /// As long as this `LockedSqliteHandle` exists, it is guaranteed that the background thread
