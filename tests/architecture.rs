@@ -63,6 +63,7 @@ const NAMED: &[(&str, &str)] = &[
     ("scheduler", "store"),
     ("commit", "store"),
     ("commit::change", "store"),
+    ("commit::direct", "store"),
     ("commit::group", "store"),
     ("commit::later", "store"),
     ("outbox", "store"),

@@ -96,14 +96,15 @@ async fn with_table(test_db: &TestDb) -> sea_orm::DatabaseConnection {
     conn
 }
 
-/// Writers that batch up to 64 changes: one on SQLite, two on PostgreSQL.
-fn batching(test_db: &TestDb, conn: sea_orm::DatabaseConnection) -> Db {
+/// Writers that batch up to 64 changes: one on SQLite, two on PostgreSQL; on SQLite holding
+/// their connection for a whole transaction (`direct`, the default) or not.
+fn batching(test_db: &TestDb, conn: sea_orm::DatabaseConnection, direct: bool) -> Db {
     let count = if test_db.is_postgres() { 2 } else { 1 };
     let writers = Writers {
         count,
         max_batch: 64,
         announce: false,
-        direct: true,
+        direct,
     };
     Db::new(conn, writers).unwrap()
 }
@@ -112,7 +113,7 @@ fn batching(test_db: &TestDb, conn: sea_orm::DatabaseConnection) -> Db {
 async fn migrated(test_db: &TestDb) -> Db {
     let conn = with_table(test_db).await;
     payd::db::migrate(&test_db.url, &conn).await.unwrap();
-    batching(test_db, conn)
+    batching(test_db, conn, true)
 }
 
 /// The text values of `column` in the rows `sql` selects, sorted.
@@ -134,9 +135,20 @@ async fn strings(db: &Db, sql: &str, column: &str) -> Vec<String> {
 
 #[actix_rt::test]
 async fn changes_arriving_together_share_a_transaction_and_fail_alone() {
+    together_and_alone(true).await;
+}
+
+/// The same through a writer that hands each statement to SQLite's connection thread
+/// (`database.sqlite_direct = false`; PostgreSQL's writers always do).
+#[actix_rt::test]
+async fn changes_arriving_together_fail_alone_without_a_held_connection() {
+    together_and_alone(false).await;
+}
+
+async fn together_and_alone(direct: bool) {
     let test_db = TestDb::new().await;
     let conn = with_table(&test_db).await;
-    let db = batching(&test_db, conn);
+    let db = batching(&test_db, conn, direct);
     commit::commit(
         &db,
         Change::at(chrono::Utc::now()).write(Write::Insert(insert("seed", false))),
