@@ -548,6 +548,62 @@ async fn a_hanging_endpoint_does_not_delay_another_merchant() {
     );
 }
 
+/// A merchant whose endpoint answers slowly fills its queue (a batch of 5, one request in
+/// flight per endpoint: a queue of 5) with a long backlog behind it. Two other merchants'
+/// deliveries, six together (more than a batch), are claimed beside the full queue as they are
+/// recorded: all six arrive before half the slow merchant's backlog has gone out (claiming
+/// oldest first, they would wait until the whole backlog was claimed).
+#[actix_web::test]
+async fn a_full_queue_does_not_hold_back_other_merchants() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(
+        db,
+        &[
+            // Polls far apart: only wake-ups can claim within the test's bounds.
+            ("PAYD_WEBHOOKS__POLL_INTERVAL_MS", "600000"),
+            ("PAYD_WEBHOOKS__BATCH_SIZE", "5"),
+            ("PAYD_WEBHOOKS__MAX_IN_FLIGHT_PER_ENDPOINT", "1"),
+        ],
+    )
+    .await;
+    let slow = Receiver::start().await;
+    slow.set_default(Reply::slow(StdDuration::from_millis(100)));
+    let fast = Receiver::start().await;
+    let a = app.create_merchant("Slow").await;
+    let b = app.create_merchant("Fast").await;
+    let c = app.create_merchant("Faster").await;
+    for m in [&a, &b, &c] {
+        let url = if m.merchant_id == a.merchant_id {
+            &slow.url
+        } else {
+            &fast.url
+        };
+        endpoint(&app, m, url).await;
+    }
+    let backlog = 48;
+    futures_util::future::join_all((0..backlog).map(|_| paid(&app, &a, json!({})))).await;
+    slow.wait_for(1).await;
+    futures_util::future::join_all(
+        (0..3).flat_map(|_| [paid(&app, &b, json!({})), paid(&app, &c, json!({}))]),
+    )
+    .await;
+    let got = fast.wait_for(6).await;
+    let ids: std::collections::HashSet<_> = got.iter().map(|r| r.header("webhook-id")).collect();
+    assert_eq!(ids.len(), 6, "each event once");
+    assert!(
+        slow.received().len() < backlog / 2,
+        "the other merchants' events went out while the slow backlog was still waiting ({} of {backlog} sent)",
+        slow.received().len()
+    );
+    let got = slow.wait_for(backlog).await;
+    let ids: std::collections::HashSet<_> = got.iter().map(|r| r.header("webhook-id")).collect();
+    assert_eq!(
+        ids.len(),
+        backlog,
+        "the slow merchant's backlog, each event once"
+    );
+}
+
 #[actix_web::test]
 async fn event_routes_filter_and_hide_other_merchants() {
     let app = spawn_app().await;

@@ -37,6 +37,7 @@ mod m20261127_000028_add_payment_processor_reference_index;
 mod m20261128_000029_create_lookup_generation;
 mod m20261128_000030_add_shop_branding;
 mod m20261128_000031_add_payment_locale;
+mod m20261128_000032_add_delivery_merchant_due_index;
 
 pub struct Migrator;
 
@@ -75,6 +76,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000029_create_lookup_generation::Migration),
             Box::new(m20261128_000030_add_shop_branding::Migration),
             Box::new(m20261128_000031_add_payment_locale::Migration),
+            Box::new(m20261128_000032_add_delivery_merchant_due_index::Migration),
         ]
     }
 }

@@ -453,7 +453,7 @@ impl MerchantDeliveries {
         let before = self.backlog.fetch_sub(n, Ordering::Relaxed);
         let limit = backlog_limit(&self.deps.settings);
         if before >= limit && before - n < limit {
-            self.deps.wake.now();
+            self.deps.wake.freed();
         }
     }
 }
@@ -696,5 +696,17 @@ impl DeliveryPool {
             .filter(|e| e.value().load(Ordering::Relaxed) >= limit)
             .map(|e| e.key().clone())
             .collect()
+    }
+
+    /// How many more deliveries the merchant's queue takes before it is saturated.
+    pub fn room(&self, merchant_id: &str) -> u64 {
+        let limit = backlog_limit(&self.actors.deps().settings);
+        let backlog = self
+            .actors
+            .deps()
+            .backlogs
+            .get(merchant_id)
+            .map_or(0, |b| b.load(Ordering::Relaxed));
+        Ord::max(limit - backlog, 0) as u64
     }
 }

@@ -14,8 +14,11 @@ use std::{
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
 use sea_orm::{
-    sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query},
-    ColumnTrait, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    sea_query::{
+        Alias, Expr, ExprTrait, LockBehavior, LockType, Query, SelectStatement, UnionType,
+    },
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    Statement,
 };
 
 use super::delivery::{park, Claimed, DeliveryPool, MerchantDeliveries};
@@ -49,6 +52,82 @@ pub struct Dispatcher {
     stopping: AtomicBool,
     /// When the backlog was last measured: at most once a second, not on every tick.
     measured: std::sync::Mutex<Option<Instant>>,
+    /// The last merchant a claim beside a full queue served (see `due`).
+    served: std::sync::Mutex<Option<String>>,
+    /// The full queues' merchants when a look beside them last found nothing due (see `due`);
+    /// forgotten at each poll, as retries and leases come due with time.
+    idle: std::sync::Mutex<Option<Vec<String>>>,
+}
+
+/// A delivery no instance holds: never leased, or its lease ran out.
+fn free(now: DateTime<Utc>) -> sea_orm::sea_query::Expr {
+    delivery::Column::LeaseUntil
+        .is_null()
+        .or(delivery::Column::LeaseUntil.lt(now))
+}
+
+/// The due deliveries no instance holds, oldest first; on PostgreSQL locked, skipping those
+/// another instance's claim holds at this moment.
+fn due_query(now: DateTime<Utc>) -> SelectStatement {
+    Query::select()
+        .column(delivery::Column::Id)
+        .from(delivery::Entity)
+        .and_where(delivery::Column::Status.eq("pending"))
+        .and_where(delivery::Column::NextAttemptAt.lte(now))
+        .and_where(free(now))
+        .order_by(delivery::Column::NextAttemptAt, sea_orm::Order::Asc)
+        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+        .to_owned()
+}
+
+/// The merchants with a delivery due: a walk over `idx_deliveries_merchant_due` that seeks
+/// each merchant with a pending delivery once (the recursion), then checks that its oldest is
+/// due. Written as one `SELECT` so it runs on the readers.
+const MERCHANTS_DUE: &str = "SELECT found.id FROM (\
+    WITH RECURSIVE m(id) AS (\
+        SELECT (SELECT merchant_id FROM deliveries WHERE status = 'pending' \
+                ORDER BY merchant_id LIMIT 1) \
+        UNION ALL \
+        SELECT (SELECT d.merchant_id FROM deliveries d \
+                WHERE d.status = 'pending' AND d.merchant_id > m.id \
+                ORDER BY d.merchant_id LIMIT 1) \
+        FROM m WHERE m.id IS NOT NULL\
+    ) SELECT id FROM m\
+) AS found WHERE found.id IS NOT NULL AND EXISTS (\
+    SELECT 1 FROM deliveries d WHERE d.status = 'pending' AND d.merchant_id = found.id \
+    AND d.next_attempt_at <= $1)";
+
+async fn merchants_due(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>, DbErr> {
+    let backend = db.get_database_backend();
+    let sql = match backend {
+        DbBackend::Postgres => MERCHANTS_DUE.to_owned(),
+        _ => MERCHANTS_DUE.replace("$1", "?"),
+    };
+    db.query_all_raw(Statement::from_sql_and_values(backend, sql, [now.into()]))
+        .await?
+        .iter()
+        .map(|row| row.try_get::<String>("", "id"))
+        .collect()
+}
+
+/// The merchants (with their queues' room) a claim beside a full queue serves: at most a
+/// batch of them, in id order from the first after `after` (the last one the previous such
+/// claim served), so that with more merchants than a batch each gets its turn.
+fn take_turns(
+    mut merchants: Vec<(String, u64)>,
+    after: Option<&str>,
+    batch: usize,
+) -> Vec<(String, u64)> {
+    merchants.sort();
+    if let Some(last) = after {
+        let at = merchants.partition_point(|(m, _)| m.as_str() <= last);
+        merchants.rotate_left(at);
+    }
+    merchants.truncate(batch);
+    merchants
 }
 
 /// How often the backlog gauges are read from the database.
@@ -71,6 +150,8 @@ impl Dispatcher {
             wake,
             stopping: AtomicBool::new(false),
             measured: std::sync::Mutex::new(None),
+            served: std::sync::Mutex::new(None),
+            idle: std::sync::Mutex::new(None),
         }
     }
 
@@ -122,32 +203,18 @@ impl Dispatcher {
     pub async fn tick(&self) -> Result<usize, DbErr> {
         let now = self.clock.base();
         self.measure_backlog(now).await?;
+        let Some(due) = self.due(now).await? else {
+            return Ok(0);
+        };
         let token = new_id("lease");
         let lease_until = now + Duration::seconds(self.settings.lease_secs as i64);
-        let free = delivery::Column::LeaseUntil
-            .is_null()
-            .or(delivery::Column::LeaseUntil.lt(now));
-        let mut due = Query::select()
-            .column(delivery::Column::Id)
-            .from(delivery::Entity)
-            .and_where(delivery::Column::Status.eq("pending"))
-            .and_where(delivery::Column::NextAttemptAt.lte(now))
-            .and_where(free.clone())
-            .order_by(delivery::Column::NextAttemptAt, sea_orm::Order::Asc)
-            .limit(self.settings.batch_size)
-            .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
-            .to_owned();
-        let saturated = self.pool.saturated();
-        if !saturated.is_empty() {
-            due.and_where(delivery::Column::MerchantId.is_not_in(saturated));
-        }
         // The claimed rows come back from the UPDATE itself (`RETURNING`): looking them up by
         // lease token afterwards would scan every delivery ever made (no index on the token).
         let mut claimed = delivery::Entity::update_many()
             .col_expr(delivery::Column::LeaseOwner, Expr::value(token.clone()))
             .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
             .filter(delivery::Column::Id.in_subquery(due))
-            .filter(free)
+            .filter(free(now))
             .exec_with_returning(&self.db)
             .await?;
         claimed.sort_by_key(|d| d.next_attempt_at);
@@ -206,6 +273,69 @@ impl Dispatcher {
         Ok(count)
     }
 
+    /// What to claim: the oldest due deliveries, while no merchant's queue is full. Once one
+    /// is, each other merchant with a delivery due gets its oldest, up to its queue's room: the
+    /// oldest-first walk would pass every due delivery of the full queue on every claim (a
+    /// whole backlog, for an endpoint that answers slowly), where this costs an index seek per
+    /// merchant with deliveries pending (`idx_deliveries_merchant_due`), and nothing at all
+    /// when the last look found nothing and nothing was recorded since. `None`: nothing to
+    /// claim.
+    async fn due(&self, now: DateTime<Utc>) -> Result<Option<SelectStatement>, DbErr> {
+        let batch = self.settings.batch_size;
+        let saturated = self.pool.saturated();
+        if saturated.is_empty() {
+            return Ok(Some(due_query(now).limit(batch).to_owned()));
+        }
+        // Taken before looking: a ring during the look is kept for the next tick.
+        let news = self.wake.take_news();
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if !news && idle.is_some_and(|full| full.iter().all(|m| saturated.contains(m))) {
+            // Nothing was due beside these full queues when last looked, and nothing has been
+            // recorded since: a look would find the same (a claim right after a full batch,
+            // in a backlog of one merchant's, does not look at all).
+            return Ok(None);
+        }
+        let merchants: Vec<(String, u64)> = merchants_due(&self.db, now)
+            .await?
+            .into_iter()
+            .filter(|m| !saturated.contains(m))
+            .map(|m| {
+                let room = self.pool.room(&m);
+                (m, room)
+            })
+            .filter(|(_, room)| *room > 0)
+            .collect();
+        *self.idle.lock().unwrap_or_else(|e| e.into_inner()) =
+            merchants.is_empty().then_some(saturated);
+        if merchants.is_empty() {
+            return Ok(None);
+        }
+        let merchants = {
+            let mut served = self.served.lock().unwrap_or_else(|e| e.into_inner());
+            let turn = take_turns(merchants, served.as_deref(), batch as usize);
+            *served = turn.last().map(|(m, _)| m.clone());
+            turn
+        };
+        let share = batch.div_ceil(merchants.len() as u64);
+        let mut arms = merchants.iter().enumerate().map(|(i, (merchant, room))| {
+            // Wrapped, so each arm keeps its own ORDER BY and LIMIT (SQLite allows neither on
+            // an arm of a compound SELECT).
+            let oldest = due_query(now)
+                .and_where(delivery::Column::MerchantId.eq(merchant.as_str()))
+                .limit(Ord::min(share, *room))
+                .to_owned();
+            Query::select()
+                .column(delivery::Column::Id)
+                .from_subquery(oldest, Alias::new(format!("m{i}")))
+                .to_owned()
+        });
+        let Some(mut due) = arms.next() else {
+            return Ok(None);
+        };
+        due.unions(arms.map(|arm| (UnionType::All, arm)));
+        Ok(Some(due))
+    }
+
     /// The backlog, at most once a second: the deliveries not yet delivered or given up
     /// (due, being sent, or waiting for their next retry), how long the oldest has waited
     /// since its event, and the endpoints' health gauges.
@@ -242,7 +372,131 @@ impl Dispatcher {
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "webhook dispatch failed"),
             }
-            let _ = tokio::time::timeout(poll, self.wake.rung()).await;
+            if tokio::time::timeout(poll, self.wake.rung()).await.is_err() {
+                *self.idle.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Statement};
+
+    use super::*;
+
+    fn pending(id: &str, merchant: &str, due: DateTime<Utc>) -> delivery::ActiveModel {
+        delivery::Model {
+            id: id.to_owned(),
+            event_id: format!("evt_{id}"),
+            merchant_id: merchant.to_owned(),
+            endpoint_id: format!("whep_{merchant}"),
+            status: "pending".into(),
+            attempts: 0,
+            transient_failures: 0,
+            auth_failures: 0,
+            next_attempt_at: due,
+            lease_owner: None,
+            lease_until: None,
+            last_status_code: None,
+            last_error: None,
+            delivered_at: None,
+            created_at: due,
+        }
+        .into()
+    }
+
+    async fn plan(db: &impl ConnectionTrait, stmt: Statement) -> Vec<String> {
+        db.query_all_raw(Statement {
+            sql: format!("EXPLAIN QUERY PLAN {}", stmt.sql),
+            ..stmt
+        })
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.try_get::<String>("", "detail").unwrap())
+        .collect()
+    }
+
+    /// Beside a full queue with a long backlog, the merchants with a delivery due are found by
+    /// one index seek each, and each one's oldest by its own range of the index: neither
+    /// statement walks the full queue's backlog (as the oldest-first claim excluding it did).
+    #[tokio::test]
+    async fn merchants_due_beside_a_full_queue_are_found_without_walking_its_backlog() {
+        let url = "sqlite::memory:";
+        let db = crate::db::connect(url, Some(1)).await.unwrap();
+        crate::db::migrate(url, &db).await.unwrap();
+        db.execute_unprepared("PRAGMA foreign_keys = OFF")
+            .await
+            .unwrap();
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let mut rows: Vec<_> = (0..500)
+            .map(|i| pending(&format!("dlv_full_{i:03}"), "mer_full", now))
+            .collect();
+        rows.push(pending("dlv_b", "mer_b", now));
+        rows.push(pending("dlv_c", "mer_c", now - Duration::seconds(5)));
+        rows.push(pending(
+            "dlv_later",
+            "mer_later",
+            now + Duration::seconds(60),
+        ));
+        delivery::Entity::insert_many(rows).exec(&db).await.unwrap();
+
+        let mut found = merchants_due(&db, now).await.unwrap();
+        found.sort();
+        assert_eq!(
+            found,
+            ["mer_b", "mer_c", "mer_full"],
+            "not mer_later: not due"
+        );
+
+        let discovery = Statement::from_sql_and_values(
+            DbBackend::Sqlite,
+            MERCHANTS_DUE.replace("$1", "?"),
+            [now.into()],
+        );
+        let arm = DbBackend::Sqlite.build(
+            &due_query(now)
+                .and_where(delivery::Column::MerchantId.eq("mer_b"))
+                .limit(50)
+                .to_owned(),
+        );
+        for stmt in [discovery, arm] {
+            let plan = plan(&db, stmt).await;
+            let searches: Vec<_> = plan.iter().filter(|d| d.contains("deliveries")).collect();
+            assert!(
+                !searches.is_empty()
+                    && searches.iter().all(|d| d
+                        .contains("idx_deliveries_merchant_due (status=? AND merchant_id")
+                        || d.ends_with("idx_deliveries_merchant_due (status=?)")),
+                "{plan:?}"
+            );
+        }
+    }
+
+    /// With more merchants than a batch, each claim beside a full queue starts after the
+    /// merchant the last one served last, and wraps around.
+    #[test]
+    fn merchants_beside_a_full_queue_take_turns() {
+        let merchants = |ids: &[&str]| -> Vec<(String, u64)> {
+            ids.iter().map(|m| (m.to_string(), 1)).collect()
+        };
+        let names = |turn: Vec<(String, u64)>| turn.into_iter().map(|(m, _)| m).collect::<Vec<_>>();
+        let all = merchants(&["mer_d", "mer_a", "mer_c", "mer_b", "mer_e"]);
+        assert_eq!(names(take_turns(all.clone(), None, 2)), ["mer_a", "mer_b"]);
+        assert_eq!(
+            names(take_turns(all.clone(), Some("mer_b"), 2)),
+            ["mer_c", "mer_d"]
+        );
+        assert_eq!(
+            names(take_turns(all.clone(), Some("mer_d"), 2)),
+            ["mer_e", "mer_a"]
+        );
+        // The last one served has nothing due any more: the next after it still comes first.
+        assert_eq!(
+            names(take_turns(merchants(&["mer_a", "mer_e"]), Some("mer_c"), 2)),
+            ["mer_e", "mer_a"]
+        );
+        assert_eq!(names(take_turns(all, Some("mer_e"), 9)).len(), 5);
     }
 }
