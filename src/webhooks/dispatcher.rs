@@ -298,11 +298,11 @@ impl Dispatcher {
         let merchants: Vec<(String, u64)> = merchants_due(&self.db, now)
             .await?
             .into_iter()
-            .filter(|m| !saturated.contains(m))
             .map(|m| {
                 let room = self.pool.room(&m);
                 (m, room)
             })
+            // No room: a full queue's merchant (`saturated`).
             .filter(|(_, room)| *room > 0)
             .collect();
         *self.idle.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -423,12 +423,7 @@ mod tests {
     /// statement walks the full queue's backlog (as the oldest-first claim excluding it did).
     #[tokio::test]
     async fn merchants_due_beside_a_full_queue_are_found_without_walking_its_backlog() {
-        let url = "sqlite::memory:";
-        let db = crate::db::connect(url, Some(1)).await.unwrap();
-        crate::db::migrate(url, &db).await.unwrap();
-        db.execute_unprepared("PRAGMA foreign_keys = OFF")
-            .await
-            .unwrap();
+        let db = crate::webhooks::record::tests::scratch_db().await;
         let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let mut rows: Vec<_> = (0..500)
             .map(|i| pending(&format!("dlv_full_{i:03}"), "mer_full", now))

@@ -199,10 +199,22 @@ pub fn without_lease(update: UpdateMany<delivery::Entity>) -> UpdateMany<deliver
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::webhooks) mod tests {
     use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Statement};
 
     use super::*;
+
+    /// An in-memory SQLite database with payd's schema and no foreign keys, for deliveries
+    /// without their events and endpoints.
+    pub(in crate::webhooks) async fn scratch_db() -> sea_orm::DatabaseConnection {
+        let url = "sqlite::memory:";
+        let db = crate::db::connect(url, Some(1)).await.unwrap();
+        crate::db::migrate(url, &db).await.unwrap();
+        db.execute_unprepared("PRAGMA foreign_keys = OFF")
+            .await
+            .unwrap();
+        db
+    }
 
     fn claimed(id: &str, status: &str, lease: &str, now: DateTime<Utc>) -> delivery::Model {
         delivery::Model {
@@ -270,12 +282,7 @@ mod tests {
     /// paused, and one whose lease another sender holds left alone.
     #[tokio::test]
     async fn a_batch_of_outcomes_finds_each_row_by_key_and_writes_its_own() {
-        let url = "sqlite::memory:";
-        let db = crate::db::connect(url, Some(1)).await.unwrap();
-        crate::db::migrate(url, &db).await.unwrap();
-        db.execute_unprepared("PRAGMA foreign_keys = OFF")
-            .await
-            .unwrap();
+        let db = scratch_db().await;
         let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let mut rows: Vec<_> = (0..40)
             .map(|i| claimed(&format!("dlv_{i:02}"), "pending", "lease_a", now))
