@@ -105,7 +105,7 @@ pub fn row(e: NewEvent<'_>, now: DateTime<Utc>) -> Result<event::Model, DbErr> {
     })
 }
 
-/// Records events and one delivery of each per endpoint of its shop, each due at its
+/// Records events and one delivery of each per endpoint of its shop and mode, each due at its
 /// `send_at`, in three statements however many there are (the events, the shops' endpoints,
 /// the deliveries); answers how many deliveries each event queued (the writer wakes the
 /// dispatcher only when there are some). A paused endpoint gets its delivery too: the
@@ -132,10 +132,11 @@ pub async fn record(
     if shops.is_empty() {
         return Ok(vec![0; events.len()]);
     }
-    let endpoints: Vec<(String, String)> = webhook_endpoint::Entity::find()
+    let endpoints: Vec<(String, String, bool)> = webhook_endpoint::Entity::find()
         .select_only()
         .column(webhook_endpoint::Column::Id)
         .column(webhook_endpoint::Column::ProfileId)
+        .column(webhook_endpoint::Column::TestMode)
         .filter(webhook_endpoint::Column::ProfileId.is_in(shops))
         .order_by_asc(webhook_endpoint::Column::Id)
         .into_tuple()
@@ -146,7 +147,11 @@ pub async fn record(
     for (e, send_at) in events {
         let before = deliveries.len();
         if let Some(profile_id) = shop(e) {
-            for (endpoint_id, _) in endpoints.iter().filter(|(_, p)| *p == profile_id) {
+            // Invariant: an event goes only to its shop's endpoint of its own mode.
+            let mine = |(_, p, test_mode): &&(String, String, bool)| {
+                *p == profile_id && *test_mode == e.test_mode
+            };
+            for (endpoint_id, _, _) in endpoints.iter().filter(mine) {
                 deliveries.push(delivery_row(e, endpoint_id, *send_at).into_active_model());
             }
         }

@@ -588,6 +588,7 @@ impl Settings {
     fn validate(&self) -> Result<(), SettingsError> {
         self.validate_listen_and_database()?;
         self.validate_security()?;
+        self.validate_public_url()?;
         self.validate_limits()?;
         self.validate_runtime()?;
         self.validate_webhooks()?;
@@ -622,6 +623,31 @@ impl Settings {
             return bad("database.writers", "must be at least 1");
         }
         Ok(())
+    }
+
+    /// `http.public_url`: where buyers reach payd (checkout and share links, `return_url`
+    /// hand-offs). Production needs it set, as `https://`: the listen address is seldom where
+    /// buyers come from, and a link to it would lead them nowhere, or somewhere else.
+    fn validate_public_url(&self) -> Result<(), SettingsError> {
+        let production = self.mode == DeploymentMode::Production;
+        let url = self.http.public_url.as_deref().map(str::trim);
+        match url {
+            None | Some("") if production => bad(
+                "http.public_url",
+                "production mode needs the address buyers reach payd at, https://… (PAYD_HTTP__PUBLIC_URL)",
+            ),
+            None | Some("") => Ok(()),
+            Some(u) => {
+                let rest = u
+                    .strip_prefix("https://")
+                    .or_else(|| u.strip_prefix("http://").filter(|_| !production));
+                match rest {
+                    Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => Ok(()),
+                    _ if production => bad("http.public_url", "expected an https:// URL"),
+                    _ => bad("http.public_url", "expected an http:// or https:// URL"),
+                }
+            }
+        }
     }
 
     /// `security.*`, the sandbox faults production refuses, and `admin_key`.
@@ -923,7 +949,21 @@ mod tests {
             "PAYD_SECURITY__MASTER_KEY",
             "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
         );
-        assert!(Settings::load_from(vars(&[production[0], production[1], key])).is_ok());
+        let err = Settings::load_from(vars(&[production[0], production[1], key]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`http.public_url`"), "{err}");
+        for (url, ok) in [
+            ("https://pay.example.com", true),
+            ("http://pay.example.com", false),
+            ("pay.example.com", false),
+            ("", false),
+        ] {
+            let public_url = ("PAYD_HTTP__PUBLIC_URL", url);
+            let loaded =
+                Settings::load_from(vars(&[production[0], production[1], key, public_url]));
+            assert_eq!(loaded.is_ok(), ok, "{url}");
+        }
         let short = ("PAYD_SECURITY__MASTER_KEY", "c2hvcnQ=");
         let err = Settings::load_from(vars(&[short])).unwrap_err().to_string();
         assert!(
@@ -948,6 +988,7 @@ mod tests {
                 "PAYD_SECURITY__MASTER_KEY",
                 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
             ),
+            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
         ];
         let s = Settings::load_from(vars(&required)).unwrap();
         assert!(!s.webhooks.allow_private_urls);

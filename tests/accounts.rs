@@ -310,6 +310,7 @@ async fn production_with_live_merchant() -> (common::TestApp, common::Answer) {
         db,
         &[
             ("PAYD_MODE", "production"),
+            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
             ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
             (
                 "PAYD_SECURITY__MASTER_KEY",

@@ -168,6 +168,7 @@ async fn production_with_only_its_required_settings_refuses_private_addresses() 
         Arc::new(TestDb::new().await),
         &[
             ("PAYD_MODE", "production"),
+            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
             ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
             (
                 "PAYD_SECURITY__MASTER_KEY",
@@ -227,7 +228,7 @@ async fn production_with_only_its_required_settings_refuses_private_addresses() 
                 Method::POST,
                 &processors,
                 Some(json!({"name": "stripe", "kind": "stripe",
-                "secret_key": "sk_live_payd0000000000000001", "webhook_secret": "whsec_0000000001",
+                "secret_key": "sk_live_payd0000000000000001", "webhook_secret": "whsec_000000000000000000000000001",
                 "api_base": url})),
             )
             .await;
@@ -244,7 +245,7 @@ async fn production_with_only_its_required_settings_refuses_private_addresses() 
             Method::POST,
             &processors,
             Some(json!({"name": "stripe", "kind": "stripe",
-            "secret_key": "sk_live_payd0000000000000001", "webhook_secret": "whsec_0000000001"})),
+            "secret_key": "sk_live_payd0000000000000001", "webhook_secret": "whsec_000000000000000000000000001"})),
         )
         .await;
     assert_eq!(

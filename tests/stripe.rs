@@ -555,6 +555,82 @@ async fn a_dispute_is_opened_and_lost_by_signed_events_sent_twice() {
     assert_eq!((status, answer["outcome"].as_str()), (200, Some("ignored")));
 }
 
+/// A dispute event acts only on the dispute of a payment its own account served: another
+/// merchant's Stripe account, signing with its own secret, names the victim's case with the
+/// victim's PaymentIntent, with the victim's payment in its metadata, or with a payment of its
+/// own: the victim's dispute stays as it was, and no account may be named `sandbox` (the
+/// implicit sandbox's payments are nobody's account's).
+#[actix_web::test]
+async fn a_dispute_event_never_reaches_another_merchants_dispute() {
+    let Some((app, victim, ls, account)) = setup().await else {
+        return;
+    };
+    let p = pay(&app, &victim, "4242424242424242", json!({})).await;
+    let victim_payment = p["payment_id"].as_str().unwrap().to_owned();
+    let victim_intent = intent_of(&app, &victim, &victim_payment).await;
+    let now = chrono::Utc::now().timestamp();
+    let opened = dispute_event(
+        "evt_v1",
+        "charge.dispute.created",
+        &victim_intent,
+        "needs_response",
+        now - 60,
+    );
+    let body = serde_json::to_vec(&opened).unwrap();
+    let (status, _) = post_event(&app, &account, &opened, &signature(&body)).await;
+    assert_eq!(status, 200);
+
+    let mallory = app.create_merchant("Mallory").await;
+    const MALLORY_SECRET: &str = "whsec_mallory0000000000000000000000001";
+    let processors = format!("/account/shops/{}/processors", mallory.profile_id);
+    let stripe = |name: &str| {
+        json!({"name": name, "kind": "stripe", "secret_key": SECRET_KEY,
+            "webhook_secret": MALLORY_SECRET, "api_base": ls.base})
+    };
+    let r = app
+        .post(&processors, &mallory.secret_key, stripe("sandbox"))
+        .await;
+    assert_eq!((r.status, r.param()), (400, Some("name")), "{}", r.body);
+    let r = app
+        .post(&processors, &mallory.secret_key, stripe("evil"))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let evil = r.body["processor_account_id"].as_str().unwrap().to_owned();
+    let own = pay(&app, &mallory, "4242424242424242", json!({})).await;
+    let own_intent = intent_of(&app, &mallory, own["payment_id"].as_str().unwrap()).await;
+
+    let lost_about = |intent: &str, metadata: Value| {
+        let mut e = dispute_event("evt_m", "charge.dispute.closed", intent, "lost", now - 5);
+        e["data"]["object"]["metadata"] = metadata;
+        e
+    };
+    for event in [
+        lost_about(&victim_intent, json!({})),
+        lost_about(&victim_intent, json!({"payd_payment_id": victim_payment})),
+        lost_about(&own_intent, json!({})),
+    ] {
+        let body = serde_json::to_vec(&event).unwrap();
+        let signed = payd::processors::stripe::sign(MALLORY_SECRET, now, &body);
+        let (status, answer) = post_event(&app, &evil, &event, &signed).await;
+        assert_eq!(
+            (status, answer["outcome"].as_str()),
+            (200, Some("ignored")),
+            "{answer}"
+        );
+    }
+    let disputes = call(
+        &app,
+        &victim,
+        Method::GET,
+        &format!("/disputes/list?payment_id={victim_payment}"),
+        None,
+    )
+    .await;
+    assert_eq!(disputes["data"][0]["status"], "opened", "{disputes}");
+    let theirs = call(&app, &mallory, Method::GET, "/disputes/list", None).await;
+    assert_eq!(theirs["data"], json!([]), "{theirs}");
+}
+
 #[actix_web::test]
 async fn bad_or_stale_signatures_are_refused_and_change_nothing() {
     let Some((app, m, _ls, account)) = setup().await else {

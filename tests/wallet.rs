@@ -850,6 +850,7 @@ async fn the_sandbox_triggers_are_404_in_production() {
         db,
         &[
             ("PAYD_MODE", "production"),
+            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
             ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
             (
                 "PAYD_SECURITY__MASTER_KEY",

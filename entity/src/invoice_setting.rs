@@ -1,5 +1,5 @@
 //! Invoice settings: a merchant's defaults (`profile_id` empty) or a shop's overrides (unset
-//! fields fall back to the merchant's).
+//! fields fall back to the merchant's), in one mode.
 
 use sea_orm::entity::prelude::*;
 
@@ -10,6 +10,9 @@ pub struct Model {
     pub merchant_id: String,
     #[sea_orm(primary_key, auto_increment = false)]
     pub profile_id: String,
+    /// Each mode has its own settings.
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub test_mode: bool,
     pub number_prefix: Option<String>,
     pub credit_note_prefix: Option<String>,
     /// JSON: `{name, address, country, tax_id}`.

@@ -20,6 +20,9 @@ pub struct Model {
     /// `processors.require_operator_approval` is on); a pending account is never routed to.
     pub approval: String,
     pub created_at: DateTimeUtc,
+    /// The mode it serves: test payments only, or live payments only. A Stripe account's
+    /// follows its key (`sk_test_…`/`sk_live_…`); any other's, the key that added it.
+    pub test_mode: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

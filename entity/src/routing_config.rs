@@ -1,4 +1,4 @@
-//! A shop's routing rules, stored whole as JSON and replaced whole.
+//! A shop's routing rules in one mode, stored whole as JSON and replaced whole.
 
 use sea_orm::entity::prelude::*;
 
@@ -7,6 +7,9 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub profile_id: String,
+    /// Test or live: each mode routes among its own accounts by its own rules.
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub test_mode: bool,
     pub rules: String,
     pub updated_at: DateTimeUtc,
 }

@@ -1,4 +1,4 @@
-//! A tax rule of a merchant (`profile_id` empty) or of a shop.
+//! A tax rule of a merchant (`profile_id` empty) or of a shop, in one mode.
 
 use sea_orm::entity::prelude::*;
 
@@ -19,6 +19,8 @@ pub struct Model {
     pub valid_from: Option<DateTimeUtc>,
     pub valid_until: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
+    /// Each mode has its own rules: a test key never changes the tax on live invoices.
+    pub test_mode: bool,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -8,7 +8,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
     pub merchant_id: String,
-    #[sea_orm(unique)]
+    /// With `test_mode`, unique: a shop has one endpoint per mode.
     pub profile_id: String,
     pub url: String,
     /// `whsec_…`: payd signs with it, so it is kept (and never shown again).
@@ -29,7 +29,7 @@ pub struct Model {
     pub max_per_second: Option<i32>,
     /// The first moment (wall time) the next request to it may start, under `max_per_second`.
     pub next_send_at: Option<DateTimeUtc>,
-    /// The mode of the keys that last configured it: its own events carry it.
+    /// Its mode: only that mode's keys read or change it, and only that mode's events reach it.
     pub test_mode: bool,
 }
 

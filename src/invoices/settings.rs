@@ -1,5 +1,6 @@
 //! Persistence of invoice settings and tax rules: a merchant's (kept under the empty shop id)
-//! and each shop's. A put replaces the whole settings or the whole rule set in one commit;
+//! and each shop's, in each mode apart (a test key never changes what live invoices and
+//! renewals use). A put replaces the whole settings or the whole rule set in one commit;
 //! concurrent puts of one owner are serialized on the owner's settings row.
 
 use chrono::{DateTime, Utc};
@@ -25,15 +26,15 @@ pub async fn stored(
     db: &impl ConnectionTrait,
     merchant_id: &str,
     profile_id: &str,
+    test_mode: bool,
 ) -> Result<SettingsInput, DbErr> {
-    Ok(
-        invoice_setting::Entity::find_by_id((merchant_id.to_owned(), profile_id.to_owned()))
-            .one(db)
-            .await?
-            .map(|m| SettingsInput::of(&m))
-            .transpose()?
-            .unwrap_or_default(),
-    )
+    let key = (merchant_id.to_owned(), profile_id.to_owned(), test_mode);
+    Ok(invoice_setting::Entity::find_by_id(key)
+        .one(db)
+        .await?
+        .map(|m| SettingsInput::of(&m))
+        .transpose()?
+        .unwrap_or_default())
 }
 
 /// The settings that apply to a shop: its own over the merchant's over the defaults.
@@ -41,10 +42,11 @@ pub async fn effective(
     db: &impl ConnectionTrait,
     merchant_id: &str,
     profile_id: Option<&str>,
+    test_mode: bool,
 ) -> Result<Effective, DbErr> {
-    let merchant = stored(db, merchant_id, MERCHANT).await?;
+    let merchant = stored(db, merchant_id, MERCHANT, test_mode).await?;
     let settings = match profile_id {
-        Some(p) => stored(db, merchant_id, p).await?.over(merchant),
+        Some(p) => stored(db, merchant_id, p, test_mode).await?.over(merchant),
         None => merchant,
     };
     Ok(Effective::of(settings))
@@ -52,16 +54,12 @@ pub async fn effective(
 
 /// The upsert of an owner's settings row: every field when `fields` is given, else only its
 /// time (which takes the row's lock for the rest of the commit).
-fn upsert(
-    merchant_id: &str,
-    profile_id: &str,
-    fields: Option<&SettingsInput>,
-    now: DateTime<Utc>,
-) -> Write {
+fn upsert(owner: &Owned, fields: Option<&SettingsInput>, now: DateTime<Utc>) -> Write {
     let s = fields.cloned().unwrap_or_default();
     let row = invoice_setting::Model {
-        merchant_id: merchant_id.to_owned(),
-        profile_id: profile_id.to_owned(),
+        merchant_id: owner.merchant_id.to_owned(),
+        profile_id: owner.profile_id.to_owned(),
+        test_mode: owner.test_mode,
         number_prefix: s.number_prefix,
         credit_note_prefix: s.credit_note_prefix,
         seller: s
@@ -88,7 +86,7 @@ fn upsert(
     Write::Insert(
         invoice_setting::Entity::insert(row.into_active_model())
             .on_conflict(
-                OnConflict::columns([C::MerchantId, C::ProfileId])
+                OnConflict::columns([C::MerchantId, C::ProfileId, C::TestMode])
                     .update_columns(updated.iter().copied())
                     .to_owned(),
             )
@@ -96,14 +94,21 @@ fn upsert(
     )
 }
 
+/// Whose settings or rules: a merchant's (`profile_id` = [`MERCHANT`]) or a shop's, in one
+/// mode.
+pub struct Owned<'a> {
+    pub merchant_id: &'a str,
+    pub profile_id: &'a str,
+    pub test_mode: bool,
+}
+
 pub async fn put(
     db: &Db,
-    merchant_id: &str,
-    profile_id: &str,
+    owner: &Owned<'_>,
     settings: &SettingsInput,
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
-    let change = Change::at(now).write(upsert(merchant_id, profile_id, Some(settings), now));
+    let change = Change::at(now).write(upsert(owner, Some(settings), now));
     commit::commit(db, change).await?;
     Ok(())
 }
@@ -111,12 +116,12 @@ pub async fn put(
 /// An owner's rules in the order saved.
 pub async fn rules(
     db: &impl ConnectionTrait,
-    merchant_id: &str,
-    profile_id: &str,
+    owner: &Owned<'_>,
 ) -> Result<Vec<tax_rule::Model>, DbErr> {
     tax_rule::Entity::find()
-        .filter(tax_rule::Column::MerchantId.eq(merchant_id))
-        .filter(tax_rule::Column::ProfileId.eq(profile_id))
+        .filter(tax_rule::Column::MerchantId.eq(owner.merchant_id))
+        .filter(tax_rule::Column::ProfileId.eq(owner.profile_id))
+        .filter(tax_rule::Column::TestMode.eq(owner.test_mode))
         .order_by_asc(tax_rule::Column::Position)
         .all(db)
         .await
@@ -125,17 +130,17 @@ pub async fn rules(
 /// Replaces an owner's rules with `rules` (none: deletes them).
 pub async fn put_rules(
     db: &Db,
-    merchant_id: &str,
-    profile_id: &str,
+    owner: &Owned<'_>,
     rules: &[tax_rule::Model],
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
     let delete = tax_rule::Entity::delete_many()
-        .filter(tax_rule::Column::MerchantId.eq(merchant_id))
-        .filter(tax_rule::Column::ProfileId.eq(profile_id))
+        .filter(tax_rule::Column::MerchantId.eq(owner.merchant_id))
+        .filter(tax_rule::Column::ProfileId.eq(owner.profile_id))
+        .filter(tax_rule::Column::TestMode.eq(owner.test_mode))
         .into_query();
     let mut change = Change::at(now)
-        .write(upsert(merchant_id, profile_id, None, now))
+        .write(upsert(owner, None, now))
         .write(Write::Delete(delete));
     for r in rules {
         change = change.write(commit::insert(r.clone()));
@@ -162,19 +167,26 @@ pub fn rule_of(m: &tax_rule::Model) -> Rule {
     }
 }
 
-/// The rules that count for a shop (its own and the merchant's), or for the merchant alone.
+/// The rules that count in one mode for a shop (its own and the merchant's), or for the
+/// merchant alone.
 pub async fn rules_for(
     db: &impl ConnectionTrait,
     merchant_id: &str,
     profile_id: Option<&str>,
+    test_mode: bool,
 ) -> Result<Vec<Rule>, DbErr> {
-    let mut out: Vec<Rule> = rules(db, merchant_id, MERCHANT)
+    let owner = |profile_id| Owned {
+        merchant_id,
+        profile_id,
+        test_mode,
+    };
+    let mut out: Vec<Rule> = rules(db, &owner(MERCHANT))
         .await?
         .iter()
         .map(rule_of)
         .collect();
     if let Some(p) = profile_id {
-        out.extend(rules(db, merchant_id, p).await?.iter().map(rule_of));
+        out.extend(rules(db, &owner(p)).await?.iter().map(rule_of));
     }
     Ok(out)
 }
@@ -197,7 +209,8 @@ impl crate::subscriptions::api::CycleTax for CycleTaxRules {
         Result<Vec<crate::subscriptions::api::LineTax>, DbErr>,
     > {
         Box::pin(async move {
-            let rules = rules_for(&self.db, &s.merchant_id, Some(&s.profile_id)).await?;
+            let rules =
+                rules_for(&self.db, &s.merchant_id, Some(&s.profile_id), s.test_mode).await?;
             let customer = crate::customers::store::find_owned(
                 &self.db,
                 &s.customer_id,

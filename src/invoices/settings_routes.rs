@@ -35,22 +35,28 @@ fn merchant_wide(caller: &Caller) -> Result<(), ApiError> {
     caller.refuse_bound("a key bound to one shop cannot change the merchant's defaults")
 }
 
+/// The settings and rules a request reads and changes: the merchant's (no shop) or a shop's,
+/// in the key's mode.
+fn owner<'a>(caller: &'a Caller, profile_id: Option<&'a str>) -> settings::Owned<'a> {
+    settings::Owned {
+        merchant_id: caller.merchant_id.as_str(),
+        profile_id: profile_id.unwrap_or(settings::MERCHANT),
+        test_mode: caller.test_mode(),
+    }
+}
+
 async fn settings_of(
     state: &AppState,
     caller: &Caller,
     profile_id: Option<&str>,
 ) -> Result<Settings, ApiError> {
-    let merchant = caller.merchant_id.as_str();
-    let stored = settings::stored(
-        &state.db,
-        merchant,
-        profile_id.unwrap_or(settings::MERCHANT),
-    )
-    .await?;
+    let o = owner(caller, profile_id);
+    let stored = settings::stored(&state.db, o.merchant_id, o.profile_id, o.test_mode).await?;
+    let effective = settings::effective(&state.db, o.merchant_id, profile_id, o.test_mode).await?;
     Ok(Settings {
         profile_id: profile_id.map(str::to_owned),
         settings: stored,
-        effective: settings::effective(&state.db, merchant, profile_id).await?,
+        effective,
     })
 }
 
@@ -78,14 +84,7 @@ pub async fn put_settings(
     merchant_wide(&caller)?;
     let req = req.checked()?;
     let now = state.clock.now();
-    settings::put(
-        &state.db,
-        caller.merchant_id.as_str(),
-        settings::MERCHANT,
-        &req,
-        now,
-    )
-    .await?;
+    settings::put(&state.db, &owner(&caller, None), &req, now).await?;
     Ok(HttpResponse::Ok().json(settings_of(&state, &caller, None).await?))
 }
 
@@ -118,14 +117,7 @@ pub async fn put_shop_settings(
     let shop = shop_in_path(&state, &caller, &profile).await?;
     let req = req.checked()?;
     let now = state.clock.now();
-    settings::put(
-        &state.db,
-        caller.merchant_id.as_str(),
-        shop.as_str(),
-        &req,
-        now,
-    )
-    .await?;
+    settings::put(&state.db, &owner(&caller, Some(shop.as_str())), &req, now).await?;
     Ok(HttpResponse::Ok().json(settings_of(&state, &caller, Some(shop.as_str())).await?))
 }
 
@@ -134,8 +126,7 @@ async fn rules_of(
     caller: &Caller,
     profile_id: Option<&str>,
 ) -> Result<TaxRules, ApiError> {
-    let owner = profile_id.unwrap_or(settings::MERCHANT);
-    let rules = settings::rules(&state.db, caller.merchant_id.as_str(), owner).await?;
+    let rules = settings::rules(&state.db, &owner(caller, profile_id)).await?;
     Ok(TaxRules {
         profile_id: profile_id.map(str::to_owned),
         rules: rules.iter().map(TaxRule::render).collect(),
@@ -144,8 +135,7 @@ async fn rules_of(
 
 /// Checks a rule set (a tie is a 400 naming both rules) and returns its rows.
 fn checked_rules(
-    caller: &Caller,
-    owner: &str,
+    owner: &settings::Owned<'_>,
     input: TaxRulesInput,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<tax_rule::Model>, ApiError> {
@@ -174,8 +164,9 @@ fn checked_rules(
         }
         rows.push(tax_rule::Model {
             id: new_id("tax"),
-            merchant_id: caller.merchant_id.to_string(),
-            profile_id: owner.to_owned(),
+            merchant_id: owner.merchant_id.to_owned(),
+            profile_id: owner.profile_id.to_owned(),
+            test_mode: owner.test_mode,
             position: i as i64,
             rate_bps: r.rate_bps,
             country,
@@ -207,10 +198,10 @@ async fn put_rules(
     profile_id: Option<&str>,
     input: TaxRulesInput,
 ) -> Result<HttpResponse, ApiError> {
-    let owner = profile_id.unwrap_or(settings::MERCHANT);
+    let owner = owner(caller, profile_id);
     let now = state.clock.now();
-    let rows = checked_rules(caller, owner, input, now)?;
-    settings::put_rules(&state.db, caller.merchant_id.as_str(), owner, &rows, now).await?;
+    let rows = checked_rules(&owner, input, now)?;
+    settings::put_rules(&state.db, &owner, &rows, now).await?;
     Ok(HttpResponse::Ok().json(rules_of(state, caller, profile_id).await?))
 }
 
@@ -282,14 +273,7 @@ pub async fn delete_shop_tax_rules(
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
     let now = state.clock.now();
-    settings::put_rules(
-        &state.db,
-        caller.merchant_id.as_str(),
-        shop.as_str(),
-        &[],
-        now,
-    )
-    .await?;
+    settings::put_rules(&state.db, &owner(&caller, Some(shop.as_str())), &[], now).await?;
     Ok(HttpResponse::Ok().json(rules_of(&state, &caller, Some(shop.as_str())).await?))
 }
 
@@ -311,8 +295,13 @@ pub async fn evaluate(
     };
     let lines = api::lines_from(&req.lines, state.settings.limits.max_amount)?;
     let shop = caller.profile.as_ref().map(|p| p.to_string());
-    let rules =
-        settings::rules_for(&state.db, caller.merchant_id.as_str(), shop.as_deref()).await?;
+    let rules = settings::rules_for(
+        &state.db,
+        caller.merchant_id.as_str(),
+        shop.as_deref(),
+        caller.test_mode(),
+    )
+    .await?;
     let at = req.at.unwrap_or_else(|| state.clock.now());
     let overflow = || ApiError::invalid_param("lines", "the amounts overflow");
     let priced = machine::reprice(&lines, &rules, &place, at).ok_or_else(overflow)?;

@@ -481,7 +481,34 @@ impl ListPaymentsRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 pub struct LastError {
     pub code: String,
+    /// The processor's own words on the secret key's routes; a generic sentence for the code
+    /// wherever a publishable key or a buyer's page reads it.
     pub message: String,
+}
+
+impl LastError {
+    /// What a buyer is shown: the code, and a sentence for it that tells nothing of the
+    /// processor (its wording, addresses, internals stay on the merchant's routes).
+    pub fn for_buyer(self) -> Self {
+        let message = match self.code.as_str() {
+            "card_declined" | "do_not_honor" | "generic_decline" => "The card was declined.",
+            "insufficient_funds" => "The card has insufficient funds.",
+            "stolen_card" | "lost_card" | "pickup_card" | "fraudulent" => {
+                "The card was declined. Use another card."
+            }
+            "expired_card" => "The card has expired.",
+            "incorrect_cvc" | "invalid_cvc" => "The card's security code is incorrect.",
+            "incorrect_number" | "invalid_number" => "The card number is incorrect.",
+            "authentication_required" | "authentication_failed" | "challenge_refused" => {
+                "The card's authentication did not succeed."
+            }
+            _ => "The payment could not be completed. Try again or use another card.",
+        };
+        Self {
+            code: self.code,
+            message: message.to_owned(),
+        }
+    }
 }
 
 /// What the buyer must do next (Stripe's shape): open this URL, the hosted 3-D Secure

@@ -155,7 +155,7 @@ impl CheckoutStatus {
             amount: p.amount,
             currency: p.currency,
             test_mode: p.test_mode,
-            last_error: p.last_error,
+            last_error: p.last_error.map(LastError::for_buyer),
             return_url: p.return_url,
         })
     }

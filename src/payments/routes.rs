@@ -8,7 +8,7 @@ use super::{
     api::{
         lines_of, parse_line_items, parse_return_url, state_of, Attempt, CancelPaymentRequest,
         CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest,
-        LineBalance, ListPaymentsRequest, Payment, RetrieveQuery, RoutingDecision,
+        LastError, LineBalance, ListPaymentsRequest, Payment, RetrieveQuery, RoutingDecision,
         RoutingDecisionView, StatusChange, UpdatePaymentRequest,
     },
     create::{self, CreateError},
@@ -16,7 +16,7 @@ use super::{
     refunds, store,
 };
 use crate::{
-    auth::{AnyKey, Caller, SecretKey},
+    auth::{AnyKey, Caller, KeyKind, SecretKey},
     error::{ApiError, ErrorType},
     fields::{check_metadata, check_text, parse_amount, parse_currency, Items},
     http::{ApiJson, ApiQuery, PathId},
@@ -166,6 +166,20 @@ fn render(state: &AppState, m: &payment::Model) -> Result<HttpResponse, ApiError
     Ok(HttpResponse::Ok().json(Payment::render(m, public_url(state))?))
 }
 
+/// The payment as `caller` may read it: a publishable key (the buyer's browser) sees its
+/// `last_error` as a buyer's sentence, never the processor's words.
+fn render_for(
+    state: &AppState,
+    caller: &Caller,
+    m: &payment::Model,
+) -> Result<HttpResponse, ApiError> {
+    let mut p = Payment::render(m, public_url(state))?;
+    if caller.kind == KeyKind::Publishable {
+        p.last_error = p.last_error.map(LastError::for_buyer);
+    }
+    Ok(HttpResponse::Ok().json(p))
+}
+
 /// Runs a command and answers with the payment. The retry of a request whose first run
 /// changed this payment but lost its answer runs no command again: it answers with the payment
 /// as it now stands, reconciled with the processor.
@@ -225,7 +239,7 @@ pub async fn retrieve_payment(
     let access = Access::of(&caller, q.client_secret)?;
     if q.force_sync == Some(true) {
         let m = send(&payments, &http, &id, Some(access), Command::Sync).await?;
-        return render(&state, &m);
+        return render_for(&state, &caller, &m);
     }
     let m = store::find_owned(&state.db, &id, &access.scope)
         .await?
@@ -233,7 +247,7 @@ pub async fn retrieve_payment(
     if !access.shows(&m.client_secret) {
         return Err(PaymentError::Forbidden.into());
     }
-    render(&state, &m)
+    render_for(&state, &caller, &m)
 }
 
 /// Update a payment before it is confirmed.
@@ -295,6 +309,14 @@ pub async fn confirm_payment(
     PathId(id): PathId<crate::ids::PaymentId>,
     ApiJson(req): ApiJson<ConfirmPaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    // Only the merchant chooses where the buyer goes after paying: a buyer's page that could
+    // name it would let a forwarded checkout link send the payer anywhere.
+    if caller.kind == KeyKind::Publishable && req.return_url.is_some() {
+        return Err(ApiError::invalid_param(
+            "return_url",
+            "return_url is set by the merchant (secret key) on create, update or confirm; a publishable key cannot set it",
+        ));
+    }
     let access = Access::of(&caller, req.client_secret.clone())?;
     let ask = req.parse(&payments.deps().cards(&caller))?;
     let return_url = ask.return_url.clone();
@@ -311,7 +333,7 @@ pub async fn confirm_payment(
         },
     )
     .await?;
-    render(&state, &m)
+    render_for(&state, &caller, &m)
 }
 
 /// Capture an authorization, whole or in part.

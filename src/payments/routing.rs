@@ -90,7 +90,7 @@ impl RoutingRules {
                     return Err(rule_error(
                         &format!("rules[{i}].processors[{j}].processor"),
                         format!(
-                            "the shop has no processor account named {:?}",
+                            "the shop has no processor account named {:?} in this mode",
                             split.processor
                         ),
                     ));

@@ -9,10 +9,10 @@ use crate::{
     auth::{Admin, SecretKey},
     error::ApiError,
     fields::Items,
-    http::ApiJson,
+    http::{ApiJson, ApiQuery},
     outbound::Policy,
     processors::{
-        connect,
+        connect::{self, Connections},
         remote::RemoteConfig,
         stripe::{self, StripeConfig},
     },
@@ -23,8 +23,10 @@ use crate::{
 crate::http::routes! {
     "/account/shops/{profile_id}/processors" => { get: list_processors, post: add_processor },
     "/account/shops/{profile_id}/routing" => { get: get_routing, put: put_routing },
-    "/admin/processors" => { get: pending_processors },
+    "/admin/processors" => { get: admin_processors },
+    "/admin/processors/{processor_account_id}" => { get: admin_processor },
     "/admin/processors/{processor_account_id}/approve" => { post: approve_processor },
+    "/admin/processors/{processor_account_id}/reject" => { post: reject_processor },
 }
 
 /// A processor account of a shop.
@@ -36,9 +38,13 @@ pub struct ProcessorAccount {
     pub name: String,
     pub kind: String,
     pub enabled: bool,
-    /// `approved`, or `pending` until the operator approves it (with
-    /// `processors.require_operator_approval` on); a pending account is never routed to.
+    /// `approved`; `pending` until the operator approves it (with
+    /// `processors.require_operator_approval` on); `rejected` when the operator refused it.
+    /// Only an approved account is routed to or heard from.
     pub approval: String,
+    /// The mode it serves: test payments only (`true`) or live payments only. Only keys of
+    /// its mode see it.
+    pub test_mode: bool,
     pub created: chrono::DateTime<chrono::Utc>,
 }
 
@@ -52,6 +58,7 @@ impl From<processor_account::Model> for ProcessorAccount {
             kind: a.kind,
             enabled: a.enabled,
             approval: a.approval,
+            test_mode: a.test_mode,
             created: a.created_at,
         }
     }
@@ -88,8 +95,31 @@ pub struct AddProcessorRequest {
     pub api_base: Option<String>,
 }
 
+/// A processor account as the operator sees it before approving it: the account, and where
+/// its requests go with which credential (never the credential itself).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct AdminProcessorAccount {
+    #[serde(flatten)]
+    pub account: ProcessorAccount,
+    /// None for a sandbox account (nothing leaves payd), or one whose settings cannot be read.
+    pub connection: Option<connect::Seen>,
+}
+
+impl AdminProcessorAccount {
+    fn of(connections: &Connections, a: processor_account::Model) -> Self {
+        Self {
+            connection: connections.seen(&a),
+            account: ProcessorAccount::from(a),
+        }
+    }
+}
+
+/// The name of the implicit sandbox account of a shop without accounts: a payment it served
+/// names it, so no account may take it.
+const RESERVED_NAME: &str = connect::SANDBOX;
+
 impl AddProcessorRequest {
-    /// The account's name: 1 to 40 letters, digits, `-` or `_`.
+    /// The account's name: 1 to 40 letters, digits, `-` or `_`, and not `sandbox`.
     fn checked_name(&self) -> Result<&str, ApiError> {
         let name = self.name.trim();
         let ok = (1..=40).contains(&name.len())
@@ -102,11 +132,18 @@ impl AddProcessorRequest {
                 "1 to 40 letters, digits, - or _",
             ));
         }
+        if name.eq_ignore_ascii_case(RESERVED_NAME) {
+            return Err(ApiError::invalid_param(
+                "name",
+                "sandbox is reserved for the implicit sandbox of a shop without accounts",
+            ));
+        }
         Ok(name)
     }
 }
 
-/// The shop's processor accounts (a shop without any uses one named `sandbox`).
+/// The shop's processor accounts of the key's mode (a shop without any test-mode account uses
+/// the implicit `sandbox` for test payments).
 #[utoipa::path(get, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Items<ProcessorAccount>)), security(("api_key" = [])))]
@@ -116,7 +153,7 @@ pub async fn list_processors(
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let data: Vec<ProcessorAccount> = store::accounts(&state.db, shop.as_str())
+    let data: Vec<ProcessorAccount> = store::accounts(&state.db, shop.as_str(), caller.test_mode())
         .await?
         .into_iter()
         .map(ProcessorAccount::from)
@@ -153,6 +190,7 @@ fn connection(
 }
 
 /// Add a processor account to a shop: the sandbox, a remote processor, or a Stripe account.
+/// It serves the key's mode alone (a Stripe key must be of that mode).
 ///
 /// Every instance can route to it when this answers (instances cache a shop's processors: the
 /// answer waits `database.lookup_staleness_ms`).
@@ -172,9 +210,9 @@ pub async fn add_processor(
     let config = connection(&state, &req, kind, caller.test_mode())?;
     // A remote or Stripe processor receives card data: the operator may want to see it first.
     let approval = if config.is_some() && state.settings.processors.require_operator_approval {
-        "pending"
+        PENDING
     } else {
-        "approved"
+        APPROVED
     };
     let row = store::insert_account(
         &state.db,
@@ -185,6 +223,7 @@ pub async fn add_processor(
         // The connection (with its secrets) is stored sealed.
         config.map(|c| state.keyring.seal(&c)),
         approval,
+        caller.test_mode(),
         state.clock.now(),
         &caller.key_id,
     )
@@ -266,11 +305,10 @@ fn stripe_config(
         ));
     }
     let webhook_secret = req.webhook_secret.as_deref().unwrap_or("").trim();
-    if !(8..=255).contains(&webhook_secret.len()) || webhook_secret.chars().any(char::is_whitespace)
-    {
+    if !is_webhook_secret(webhook_secret) {
         return Err(ApiError::invalid_param(
             "webhook_secret",
-            "the signing secret of the account's webhook endpoint at Stripe (whsec_…) is needed",
+            "the signing secret of the account's webhook endpoint at Stripe is needed: whsec_ and at least 24 letters and digits",
         ));
     }
     let api_base = api_base(state, req.api_base.as_deref().unwrap_or(stripe::API_BASE))?;
@@ -281,6 +319,15 @@ fn stripe_config(
         timeout_ms: timeout_ms(state, req)?,
     };
     serde_json::to_string(&config).map_err(ApiError::internal)
+}
+
+/// Whether `s` has the form of a Stripe webhook signing secret: `whsec_` and 24 to 200
+/// letters and digits (Stripe's are `whsec_` and 32; a short guessable one would let anyone
+/// forge the account's events).
+fn is_webhook_secret(s: &str) -> bool {
+    s.strip_prefix("whsec_").is_some_and(|rest| {
+        (24..=200).contains(&rest.len()) && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
 }
 
 /// A Stripe API base: `https://host[:port]`, or `http://` to a loopback address (a test
@@ -314,41 +361,110 @@ fn api_base(state: &AppState, raw: &str) -> Result<String, ApiError> {
     Ok(format!("{scheme}://{rest}"))
 }
 
-/// Remote processor accounts waiting for the operator's approval (every merchant's).
-#[utoipa::path(get, path = "/admin/processors", tag = "admin",
-    responses((status = 200, body = Items<ProcessorAccount>)), security(("admin_key" = [])))]
-pub async fn pending_processors(
+/// Which accounts the operator lists.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct AdminProcessorsQuery {
+    /// `pending` (default), `approved` or `rejected`.
+    #[serde(default)]
+    pub approval: Option<String>,
+}
+
+/// Every merchant's processor accounts in one approval state (by default those waiting for
+/// the operator), each with where it sends requests and with which credential.
+#[utoipa::path(get, path = "/admin/processors", tag = "admin", params(AdminProcessorsQuery),
+    responses((status = 200, body = Items<AdminProcessorAccount>), (status = 400, body = crate::error::ErrorBody)),
+    security(("admin_key" = [])))]
+pub async fn admin_processors(
     _: Admin,
     state: web::Data<AppState>,
+    connections: web::Data<Connections>,
+    ApiQuery(q): ApiQuery<AdminProcessorsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let data = store::pending_accounts(&state.db)
+    let approval = q.approval.as_deref().unwrap_or(PENDING);
+    if ![PENDING, APPROVED, REJECTED].contains(&approval) {
+        return Err(ApiError::invalid_param(
+            "approval",
+            "approval is pending, approved or rejected",
+        ));
+    }
+    let data = store::accounts_in(&state.db, approval)
         .await?
         .into_iter()
-        .map(ProcessorAccount::from)
+        .map(|a| AdminProcessorAccount::of(&connections, a))
         .collect();
     Ok(HttpResponse::Ok().json(Items { data }))
 }
 
-/// Approve a remote processor account: from now on it is routed to.
+/// One processor account, any merchant's, as the operator sees it before approving it.
+#[utoipa::path(get, path = "/admin/processors/{processor_account_id}", tag = "admin",
+    params(("processor_account_id" = String, Path)),
+    responses((status = 200, body = AdminProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
+    security(("admin_key" = [])))]
+pub async fn admin_processor(
+    _: Admin,
+    state: web::Data<AppState>,
+    connections: web::Data<Connections>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let row = store::find_account(&state.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
+    Ok(HttpResponse::Ok().json(AdminProcessorAccount::of(&connections, row)))
+}
+
+const PENDING: &str = "pending";
+const APPROVED: &str = "approved";
+const REJECTED: &str = "rejected";
+
+/// Sets an account's approval and answers it as the operator sees it.
+async fn decide(
+    state: &AppState,
+    connections: &Connections,
+    id: &str,
+    approval: &str,
+) -> Result<HttpResponse, ApiError> {
+    let row = store::decide_account(&state.db, id, approval, state.clock.now())
+        .await?
+        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
+    // In force on every instance when this answers.
+    state.generation.changed().await;
+    Ok(HttpResponse::Ok().json(AdminProcessorAccount::of(connections, row)))
+}
+
+/// Approve a processor account (of either mode): from now on it is routed to, and its events
+/// are heard.
 ///
 /// Every instance routes to it when this answers (after `database.lookup_staleness_ms`).
 #[utoipa::path(post, path = "/admin/processors/{processor_account_id}/approve", tag = "admin",
     params(("processor_account_id" = String, Path)),
-    responses((status = 200, body = ProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
+    responses((status = 200, body = AdminProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
     security(("admin_key" = [])))]
 pub async fn approve_processor(
     _: Admin,
     state: web::Data<AppState>,
+    connections: web::Data<Connections>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let row = store::approve_account(&state.db, &id, state.clock.now())
-        .await?
-        .ok_or_else(|| ApiError::not_found("processor account"))?;
-    state.generation.changed().await;
-    Ok(HttpResponse::Ok().json(ProcessorAccount::from(row)))
+    decide(&state, &connections, &id, APPROVED).await
 }
 
-/// The shop's routing rules.
+/// Reject a processor account: it is never routed to and its events are refused (an approved
+/// one stops being used when this answers, on every instance).
+#[utoipa::path(post, path = "/admin/processors/{processor_account_id}/reject", tag = "admin",
+    params(("processor_account_id" = String, Path)),
+    responses((status = 200, body = AdminProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
+    security(("admin_key" = [])))]
+pub async fn reject_processor(
+    _: Admin,
+    state: web::Data<AppState>,
+    connections: web::Data<Connections>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    decide(&state, &connections, &id, REJECTED).await
+}
+
+/// The shop's routing rules of the key's mode.
 #[utoipa::path(get, path = "/account/shops/{profile_id}/routing", tag = "account",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = RoutingRules)), security(("api_key" = [])))]
@@ -358,10 +474,11 @@ pub async fn get_routing(
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    Ok(HttpResponse::Ok().json(store::routing_rules(&state.db, shop.as_str()).await?))
+    let rules = store::routing_rules(&state.db, shop.as_str(), caller.test_mode()).await?;
+    Ok(HttpResponse::Ok().json(rules))
 }
 
-/// Replace the shop's routing rules.
+/// Replace the shop's routing rules of the key's mode; they name accounts of that mode only.
 ///
 /// Every instance routes by them when this answers (instances cache a shop's routing: the
 /// answer waits `database.lookup_staleness_ms`).
@@ -376,13 +493,14 @@ pub async fn put_routing(
     ApiJson(rules): ApiJson<RoutingRules>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let names: Vec<String> = store::accounts(&state.db, shop.as_str())
+    let mode = caller.test_mode();
+    let names: Vec<String> = store::accounts(&state.db, shop.as_str(), mode)
         .await?
         .into_iter()
         .map(|a| a.name)
         .collect();
     rules.validate(&names)?;
-    store::put_routing_rules(&state.db, shop.as_str(), &rules, state.clock.now()).await?;
+    store::put_routing_rules(&state.db, shop.as_str(), mode, &rules, state.clock.now()).await?;
     // In force on every instance when this answers.
     state.generation.changed().await;
     Ok(HttpResponse::Ok().json(rules))

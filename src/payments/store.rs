@@ -613,39 +613,56 @@ pub async fn find_account(
     processor_account::Entity::find_by_id(id).one(db).await
 }
 
-/// The shop's payment that a processor account knows by this reference (a processor's event
+/// Whether `account` is the one that served payment `m`: the payment's merchant, shop and
+/// mode, and the account its attempt chose. Names are unique within a shop and never change,
+/// and `sandbox` is the implicit sandbox's alone, so the chosen name in the payment's shop and
+/// mode is one account.
+pub fn served_by(m: &payment::Model, account: &processor_account::Model) -> bool {
+    m.merchant_id == account.merchant_id
+        && m.profile_id == account.profile_id
+        && m.test_mode == account.test_mode
+        && m.processor.as_deref() == Some(account.name.as_str())
+}
+
+/// The payment a processor account served and knows by this reference (a processor's event
 /// names its own payment).
 pub async fn by_processor_reference(
     db: &impl ConnectionTrait,
     account: &processor_account::Model,
     reference: &str,
 ) -> Result<Option<payment::Model>, DbErr> {
-    payment::Entity::find()
+    Ok(payment::Entity::find()
         .filter(payment::Column::ProcessorReference.eq(reference))
         .filter(payment::Column::ProfileId.eq(account.profile_id.as_str()))
         .filter(payment::Column::Processor.eq(account.name.as_str()))
+        .filter(payment::Column::TestMode.eq(account.test_mode))
         .one(db)
-        .await
+        .await?
+        .filter(|m| served_by(m, account)))
 }
 
-/// The shop's processor accounts, in creation order.
+/// The shop's processor accounts of one mode, in creation order.
 pub async fn accounts(
     db: &impl ConnectionTrait,
     profile_id: &str,
+    test_mode: bool,
 ) -> Result<Vec<processor_account::Model>, DbErr> {
     processor_account::Entity::find()
         .filter(processor_account::Column::ProfileId.eq(profile_id))
+        .filter(processor_account::Column::TestMode.eq(test_mode))
         .order_by_asc(processor_account::Column::Id)
         .all(db)
         .await
 }
 
-/// What routing a payment needs, in one read: the shop's processor accounts in creation order
-/// ([`accounts`]) and its routing rules ([`routing_rules`]). The shop's row anchors the query,
-/// so a shop without accounts or rules still answers one row; `None` for no such shop.
+/// What routing a payment needs, in one read: the shop's processor accounts of the payment's
+/// mode in creation order ([`accounts`]) and that mode's routing rules ([`routing_rules`]).
+/// The shop's row anchors the query, so a shop without accounts or rules still answers one
+/// row; `None` for no such shop.
 pub async fn accounts_and_rules(
     db: &impl ConnectionTrait,
     profile_id: &str,
+    test_mode: bool,
 ) -> Result<Option<(Vec<processor_account::Model>, RoutingRules)>, DbErr> {
     const ACCOUNT: &str = "account_";
     const RULES: &str = "routing_rules";
@@ -659,7 +676,12 @@ pub async fn accounts_and_rules(
         .from(profile::Entity)
         .left_join(
             routing_config::Entity,
-            Expr::col((routing_config::Entity, routing_config::Column::ProfileId)).equals(shop),
+            Expr::col((routing_config::Entity, routing_config::Column::ProfileId))
+                .equals(shop)
+                .and(
+                    Expr::col((routing_config::Entity, routing_config::Column::TestMode))
+                        .eq(test_mode),
+                ),
         )
         .left_join(
             processor_account::Entity,
@@ -667,7 +689,14 @@ pub async fn accounts_and_rules(
                 processor_account::Entity,
                 processor_account::Column::ProfileId,
             ))
-            .equals(shop),
+            .equals(shop)
+            .and(
+                Expr::col((
+                    processor_account::Entity,
+                    processor_account::Column::TestMode,
+                ))
+                .eq(test_mode),
+            ),
         )
         .and_where(Expr::col(shop).eq(profile_id))
         .order_by(
@@ -693,25 +722,28 @@ pub async fn accounts_and_rules(
     Ok(Some((accounts, parse_rules(profile_id, rules.as_deref())?)))
 }
 
-/// Remote accounts waiting for an operator's approval, oldest first.
-pub async fn pending_accounts(
+/// Accounts in one approval state (`pending`, `approved`, `rejected`), oldest first.
+pub async fn accounts_in(
     db: &impl ConnectionTrait,
+    approval: &str,
 ) -> Result<Vec<processor_account::Model>, DbErr> {
     processor_account::Entity::find()
-        .filter(processor_account::Column::Approval.eq("pending"))
+        .filter(processor_account::Column::Approval.eq(approval))
         .order_by_asc(processor_account::Column::Id)
         .all(db)
         .await
 }
 
-/// Approves a pending account; `None` if there is no such account.
-pub async fn approve_account(
+/// Sets an account's approval (`approved` or `rejected`: only an approved one is routed to
+/// or heard from); `None` if there is no such account.
+pub async fn decide_account(
     db: &Db,
     id: &str,
+    approval: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<processor_account::Model>, CommitError> {
     let approve = processor_account::Entity::update_many()
-        .col_expr(processor_account::Column::Approval, Expr::value("approved"))
+        .col_expr(processor_account::Column::Approval, Expr::value(approval))
         .filter(processor_account::Column::Id.eq(id))
         .into_query();
     let change = Change::at(now)
@@ -733,6 +765,7 @@ pub async fn insert_account(
     kind: &str,
     config: Option<String>,
     approval: &str,
+    test_mode: bool,
     now: DateTime<Utc>,
     actor: &crate::ids::KeyId,
 ) -> Result<Option<processor_account::Model>, CommitError> {
@@ -746,6 +779,7 @@ pub async fn insert_account(
         config,
         approval: approval.to_owned(),
         created_at: now,
+        test_mode,
     };
     let unique = OnConflict::columns([
         processor_account::Column::ProfileId,
@@ -762,7 +796,7 @@ pub async fn insert_account(
         action: "processor_account.added",
         target_id: &row.id,
         details: serde_json::json!({"profile_id": profile_id, "name": name, "kind": row.kind,
-            "approval": approval}),
+            "approval": approval, "test_mode": test_mode}),
     };
     // Only an account that was added is audited.
     let mut change = Change::at(now);
@@ -781,11 +815,13 @@ pub async fn insert_account(
     Ok(stored.filter(|s| s.id == row.id))
 }
 
+/// The shop's routing rules of one mode.
 pub async fn routing_rules(
     db: &impl ConnectionTrait,
     profile_id: &str,
+    test_mode: bool,
 ) -> Result<RoutingRules, DbErr> {
-    let row = routing_config::Entity::find_by_id(profile_id)
+    let row = routing_config::Entity::find_by_id((profile_id.to_owned(), test_mode))
         .one(db)
         .await?;
     parse_rules(profile_id, row.as_ref().map(|r| r.rules.as_str()))
@@ -800,22 +836,27 @@ fn parse_rules(shop: &str, stored: Option<&str>) -> Result<RoutingRules, DbErr> 
 pub async fn put_routing_rules(
     db: &Db,
     profile_id: &str,
+    test_mode: bool,
     rules: &RoutingRules,
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
     let row = routing_config::ActiveModel {
         profile_id: Set(profile_id.to_owned()),
+        test_mode: Set(test_mode),
         rules: Set(serde_json::to_string(rules).unwrap_or_default()),
         updated_at: Set(now),
     };
     let upsert = routing_config::Entity::insert(row)
         .on_conflict(
-            OnConflict::column(routing_config::Column::ProfileId)
-                .update_columns([
-                    routing_config::Column::Rules,
-                    routing_config::Column::UpdatedAt,
-                ])
-                .to_owned(),
+            OnConflict::columns([
+                routing_config::Column::ProfileId,
+                routing_config::Column::TestMode,
+            ])
+            .update_columns([
+                routing_config::Column::Rules,
+                routing_config::Column::UpdatedAt,
+            ])
+            .to_owned(),
         )
         .into_query();
     let change = Change::at(now)

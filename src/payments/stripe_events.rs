@@ -82,9 +82,11 @@ pub async fn receive_processor_event(
     req: HttpRequest,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
+    // An account the operator has not approved (or rejected) is not heard: until then it is
+    // nobody's processor.
     let account = store::find_account(&state.db, &id)
         .await?
-        .filter(|a| a.kind == STRIPE)
+        .filter(|a| a.kind == STRIPE && a.approval == "approved")
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
     let config = connections
         .stripe(&account)
@@ -127,24 +129,22 @@ async fn handle(
         return Ok(false);
     };
     if kind.starts_with("charge.dispute.") {
-        follow_dispute(db, payments, disputes, account, &payment.id, event).await?;
-    } else {
-        actor::run(payments, &payment.id, None, Command::Sync, None).await?;
+        return follow_dispute(db, payments, disputes, account, &payment.id, event).await;
     }
+    actor::run(payments, &payment.id, None, Command::Sync, None).await?;
     Ok(true)
 }
 
 /// The payment of a PaymentIntent: by the `payd_payment_id` payd put in its metadata, or by
-/// the PaymentIntent id payd recorded; in the account's shop, at this account.
+/// the PaymentIntent id payd recorded; only a payment this account served (its merchant, shop
+/// and mode, and chosen by its attempt), so an account's events never reach another's.
 async fn find_payment(
     db: &crate::commit::Db,
     account: &processor_account::Model,
     intent: &str,
     object: &Value,
 ) -> Result<Option<payd_entity::payment::Model>, ApiError> {
-    let ours = |m: &payd_entity::payment::Model| {
-        m.profile_id == account.profile_id && m.processor.as_deref() == Some(&account.name)
-    };
+    let ours = |m: &payd_entity::payment::Model| store::served_by(m, account);
     if let Some(id) = object["metadata"]["payd_payment_id"].as_str() {
         if let Some(m) = store::find(db, id).await?.filter(ours) {
             return Ok(Some(m));
@@ -154,7 +154,7 @@ async fn find_payment(
 }
 
 /// Opens the payment's dispute for a Stripe dispute (once: one Stripe dispute is one payd
-/// dispute), then brings it up to the dispute's status as of the event.
+/// dispute), then brings it up to the dispute's status as of the event; whether it did.
 async fn follow_dispute(
     db: &crate::commit::Db,
     payments: &Payments,
@@ -162,7 +162,7 @@ async fn follow_dispute(
     account: &processor_account::Model,
     payment_id: &str,
     event: &Value,
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
     let object = &event["data"]["object"];
     let case_id = object["id"].as_str().unwrap_or_default().to_owned();
     if !case_id.starts_with("dp_") {
@@ -180,8 +180,14 @@ async fn follow_dispute(
     let created = at(&event["created"]).unwrap_or_else(clock::wall_now);
     let due_by = at(&object["evidence_details"]["due_by"]);
     let amount = object["amount"].as_i64().unwrap_or(0).max(0);
+    // Invariant: an event acts only on the dispute of the payment it is about (found above
+    // among the payments this account served); a case id alone names nothing.
     let dispute = match disputes::store::by_case(db, &case_id).await? {
-        Some(d) => d,
+        Some(d) if d.payment_id == payment_id => d,
+        Some(d) => {
+            tracing::warn!(account = %account.id, dispute = %d.id, "a Stripe dispute event names a case of another payment; ignored");
+            return Ok(false);
+        }
         None => {
             let opening = CaseOpening {
                 case_id: case_id.clone(),
@@ -198,8 +204,8 @@ async fn follow_dispute(
                 // Opened meanwhile by the same event on another instance, or the payment has
                 // nothing left to dispute.
                 None => match disputes::store::by_case(db, &case_id).await? {
-                    Some(d) => d,
-                    None => return Ok(()),
+                    Some(d) if d.payment_id == payment_id => d,
+                    _ => return Ok(false),
                 },
             }
         }
@@ -220,7 +226,7 @@ async fn follow_dispute(
         timeline: clock::current(),
     };
     disputes.send(&dispute.id, exec).await??;
-    Ok(())
+    Ok(true)
 }
 
 /// payd's stage and status of a Stripe dispute status: an inquiry (`warning_…`) is a

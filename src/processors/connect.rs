@@ -28,6 +28,30 @@ pub fn serves_live(kind: &str) -> bool {
     kind != SANDBOX
 }
 
+/// Whether `account` may serve a payment of this mode: only an account of the payment's own
+/// mode, and never the sandbox for a live one.
+pub fn serves(account: &processor_account::Model, test_mode: bool) -> bool {
+    account.test_mode == test_mode && (test_mode || serves_live(&account.kind))
+}
+
+/// What an operator sees of an account's connection before approving it: where its requests
+/// go and which credential they carry, never the credential itself.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct Seen {
+    /// A remote account's URL; a Stripe account's `api_base` (scheme and host).
+    pub destination: String,
+    /// A Stripe key's own mode, `test` (`sk_test_…`, `rk_test_…`) or `live`; none for a
+    /// remote account's shared secret.
+    pub credential_mode: Option<&'static str>,
+    /// The credential's last four characters.
+    pub credential_last4: String,
+}
+
+fn last4(secret: &str) -> String {
+    let chars: Vec<char> = secret.chars().collect();
+    chars[chars.len().saturating_sub(4)..].iter().collect()
+}
+
 pub struct Connections {
     sandbox: Arc<Sandbox>,
     keyring: Arc<Keyring>,
@@ -96,6 +120,35 @@ impl Connections {
         (account.kind == STRIPE)
             .then(|| self.settings_of(account))
             .flatten()
+    }
+
+    /// What the operator sees of a remote or Stripe account's connection; `None` for a
+    /// sandbox one, or one whose settings cannot be read.
+    pub fn seen(&self, account: &processor_account::Model) -> Option<Seen> {
+        match account.kind.as_str() {
+            REMOTE => {
+                let c: super::remote::RemoteConfig = self.settings_of(account)?;
+                Some(Seen {
+                    credential_last4: last4(&c.secret),
+                    destination: c.url,
+                    credential_mode: None,
+                })
+            }
+            STRIPE => {
+                let c: StripeConfig = self.settings_of(account)?;
+                let mode = if StripeConfig::is_live_key(&c.secret_key) {
+                    "live"
+                } else {
+                    "test"
+                };
+                Some(Seen {
+                    credential_last4: last4(&c.secret_key),
+                    destination: c.api_base,
+                    credential_mode: Some(mode),
+                })
+            }
+            _ => None,
+        }
     }
 
     /// An account's connection settings, opened and read.

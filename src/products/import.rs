@@ -113,7 +113,7 @@ pub struct ProviderAccounts {
 }
 
 /// The catalog processors of a shop: the sandbox catalog in test mode, then its configured
-/// processor accounts (which speak payments only: no catalog actions).
+/// processor accounts of the caller's mode (which speak payments only: no catalog actions).
 async fn accounts(db: &Db, caller: &Caller, shop: &str) -> Result<Vec<ProviderAccount>, DbErr> {
     let mut out = Vec::new();
     if caller.test_mode() {
@@ -126,6 +126,7 @@ async fn accounts(db: &Db, caller: &Caller, shop: &str) -> Result<Vec<ProviderAc
     let configured = processor_account::Entity::find()
         .filter(processor_account::Column::MerchantId.eq(caller.merchant_id.as_str()))
         .filter(processor_account::Column::ProfileId.eq(shop))
+        .filter(processor_account::Column::TestMode.eq(caller.test_mode()))
         .order_by_asc(processor_account::Column::Name)
         .all(db)
         .await?;

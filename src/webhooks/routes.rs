@@ -66,17 +66,20 @@ pub fn check_url(raw: &str, policy: &Policy) -> Result<String, ApiError> {
     Ok(url.to_owned())
 }
 
+/// The shop's endpoint of the caller's mode: a key never reads or changes the other mode's.
 async fn find(
     state: &AppState,
+    caller: &Caller,
     profile: &ProfileId,
 ) -> Result<Option<webhook_endpoint::Model>, ApiError> {
     Ok(webhook_endpoint::Entity::find()
         .filter(webhook_endpoint::Column::ProfileId.eq(profile.as_str()))
+        .filter(webhook_endpoint::Column::TestMode.eq(caller.test_mode()))
         .one(&state.db)
         .await?)
 }
 
-/// The shop's webhook endpoint (without its secret).
+/// The shop's webhook endpoint of the key's mode (without its secret).
 #[utoipa::path(get, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),
@@ -87,13 +90,14 @@ pub async fn get_endpoint(
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
-    let m = find(&state, &profile)
+    let m = find(&state, &caller, &profile)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
     Ok(HttpResponse::Ok().json(Endpoint::of(&m, false)))
 }
 
-/// Set the shop's endpoint URL; the first call creates it and shows its secret, once.
+/// Set the URL of the shop's endpoint of the key's mode (each mode has its own, and receives
+/// only that mode's events); the first call creates it and shows its secret, once.
 #[utoipa::path(put, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
     params(("profile_id" = String, Path)), request_body = PutEndpointRequest,
     responses((status = 200, body = Endpoint), (status = 400, body = crate::error::ErrorBody)),
@@ -139,13 +143,14 @@ fn url_changed<'a>(
             actor: Some(&caller.key_id),
             action: "webhook_endpoint.url_changed",
             target_id: profile.as_str(),
-            details: serde_json::json!({"url": url}),
+            details: serde_json::json!({"url": url, "test_mode": caller.test_mode()}),
         };
         accounts::store::audited(audit, now)
     }
 }
 
-/// Issue a new secret; the old one keeps signing (beside the new) for 24 hours.
+/// Issue a new secret for the shop's endpoint of the key's mode; the old one keeps signing
+/// (beside the new) for 24 hours.
 #[utoipa::path(post, path = "/account/shops/{profile_id}/webhook/rotate", tag = "webhooks",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),
@@ -156,7 +161,7 @@ pub async fn rotate_secret(
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
-    let existing = find(&state, &profile)
+    let existing = find(&state, &caller, &profile)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
     let now = state.clock.base();
@@ -167,7 +172,8 @@ pub async fn rotate_secret(
         actor: Some(&caller.key_id),
         action: "webhook_endpoint.secret_rotated",
         target_id: profile.as_str(),
-        details: serde_json::json!({"previous_secret_expires_at": m.previous_secret_expires_at}),
+        details: serde_json::json!({"previous_secret_expires_at": m.previous_secret_expires_at,
+            "test_mode": caller.test_mode()}),
     };
     let change = Change::at(now)
         .write(rotate)

@@ -27,6 +27,7 @@ pub struct EndpointPut {
     pub url: String,
     pub enabled: Option<bool>,
     pub max_per_second: Option<Option<i32>>,
+    /// The mode of the key that puts it: each mode has its own endpoint.
     pub test_mode: bool,
 }
 
@@ -124,6 +125,7 @@ pub async fn put_endpoint(
 ) -> Result<(webhook_endpoint::Model, EndpointPutDone), CommitError> {
     let existing = webhook_endpoint::Entity::find()
         .filter(webhook_endpoint::Column::ProfileId.eq(put.profile_id.as_str()))
+        .filter(webhook_endpoint::Column::TestMode.eq(put.test_mode))
         .one(db)
         .await?;
     let Some(existing) = existing else {
@@ -244,8 +246,8 @@ pub struct ManualRetry {
     pub endpoint: webhook_endpoint::Model,
 }
 
-/// The manual retries of an event: one per delivery to the shop's endpoint (an event recorded
-/// before the shop had an endpoint gets a delivery to the one it has now). 409 when the shop
+/// The manual retries of an event: one per delivery to the shop's endpoint of the event's mode
+/// (an event recorded before the shop had one gets a delivery to the one it has now). 409 when the shop
 /// has no endpoint, or only a paused one, or the event is one never sent; 410 when retention
 /// purged its payload.
 pub async fn manual_retries(
@@ -269,6 +271,7 @@ pub async fn manual_retries(
         .filter(
             webhook_endpoint::Column::ProfileId.eq(event.profile_id.clone().unwrap_or_default()),
         )
+        .filter(webhook_endpoint::Column::TestMode.eq(event.test_mode))
         .all(db)
         .await?;
     if endpoints.is_empty() {

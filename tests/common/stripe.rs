@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::{client, Merchant, TestApp};
 
 pub const SECRET_KEY: &str = "sk_test_payd0000000000000000000001";
-pub const WEBHOOK_SECRET: &str = "whsec_payd_localstripe_0001";
+pub const WEBHOOK_SECRET: &str = "whsec_payd0localstripe000000000001";
 
 pub struct LocalStripe {
     pub base: String,

@@ -301,16 +301,18 @@ async fn routable(
     first: i32,
     now: DateTime<Utc>,
 ) -> Result<Routable, PaymentError> {
-    // Invariant: a live payment never reaches the sandbox, neither the implicit one of a shop
-    // without accounts nor a sandbox account a test key added.
-    let read = store::accounts_and_rules(&deps.db, &m.profile_id);
-    let routing = deps.routing.get_or_read(&m.profile_id, read).await?;
+    // Invariant: a payment is served only by accounts of its own mode, by its mode's rules: a
+    // live payment never reaches a test account or the sandbox (neither the implicit one of a
+    // shop without accounts nor a sandbox account), a test payment never a live account.
+    let read = store::accounts_and_rules(&deps.db, &m.profile_id, m.test_mode);
+    let key = routing_key(&m.profile_id, m.test_mode);
+    let routing = deps.routing.get_or_read(&key, read).await?;
     let none = (Vec::new(), routing::RoutingRules::default());
     let (accounts, rules) = routing.as_deref().unwrap_or(&none);
     let enabled: Vec<processor_account::Model> = accounts
         .iter()
         .filter(|a| a.enabled && a.approval == "approved")
-        .filter(|a| m.test_mode || connect::serves_live(&a.kind))
+        .filter(|a| connect::serves(a, m.test_mode))
         .cloned()
         .collect();
     if enabled.is_empty() && !m.test_mode {
@@ -343,6 +345,12 @@ async fn routable(
         return Ok(Err(declined.authorized(m, first, card, now, can_save)));
     }
     Ok(Ok((enabled, accounts, rules.clone())))
+}
+
+/// The routing cache's key of a shop's configuration in one mode.
+fn routing_key(profile_id: &str, test_mode: bool) -> String {
+    let mode = if test_mode { "test" } else { "live" };
+    format!("{profile_id}/{mode}")
 }
 
 /// What `routable` finds: the enabled accounts, the available ones' names and the rules; or

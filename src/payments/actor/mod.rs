@@ -108,17 +108,20 @@ impl PaymentDeps {
         m: &payment::Model,
         name: &str,
     ) -> Result<Arc<dyn Processor>, PaymentError> {
-        let account = store::accounts(&self.db, &m.profile_id)
+        // Invariant: only an account of the payment's mode serves it after routing too (a
+        // capture, refund, sync or challenge), and a live one never by the sandbox.
+        let account = store::accounts(&self.db, &m.profile_id, m.test_mode)
             .await?
             .into_iter()
             .find(|a| a.name == name);
-        if !m.test_mode
-            && account
-                .as_ref()
-                .is_none_or(|a| !connect::serves_live(&a.kind))
-        {
+        let served = match &account {
+            Some(a) => connect::serves(a, m.test_mode),
+            // The implicit sandbox of a shop without test accounts.
+            None => m.test_mode && name == connect::SANDBOX,
+        };
+        if !served {
             return Err(ProcessorError::Unavailable(
-                "a live payment's processor account is gone or is a sandbox".into(),
+                "the payment's processor account is gone, of the other mode, or a sandbox serving a live payment".into(),
             )
             .into());
         }
