@@ -148,11 +148,20 @@ fn ensure_sqlite_dir(url: &str) {
     }
 }
 
-/// Applies pending migrations. On PostgreSQL they run on one dedicated connection holding an
-/// advisory lock, so instances starting together take turns instead of racing.
+/// Applies pending migrations, on one dedicated connection. On PostgreSQL it holds an
+/// advisory lock, so instances starting together take turns instead of racing. On SQLite one
+/// connection is what a migration that rebuilds a table (create, copy, drop, rename) needs:
+/// spread over a pool's connections, the rename was refused as if the dropped table were
+/// still there (`tests/migrations.rs`). An in-memory database is only the pool's own.
 pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
     if db.get_database_backend() != DbBackend::Postgres {
-        return Migrator::up(db, None).await;
+        if url.contains(":memory:") || url.contains("mode=memory") {
+            return Migrator::up(db, None).await;
+        }
+        let one = connect(url, Some(1)).await?;
+        let result = Migrator::up(&one, None).await;
+        one.close().await?;
+        return result;
     }
     let lock_conn = connect(url, Some(1)).await?;
     let lock = |sql: &str| {

@@ -69,6 +69,18 @@ async fn advance(app: &TestApp, m: &Merchant, seconds: i64) {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
+/// Advances the merchant's clock to `seconds` past `at` (RFC 3339): past a period's end
+/// whatever the calendar makes its length (a month is 28 to 31 days).
+async fn advance_past(app: &TestApp, m: &Merchant, at: &Value, seconds: i64) {
+    let time = |v: &Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{v}: {e}"))
+    };
+    let clock = get(app, m, "/sandbox/clock").await;
+    let now = time(&clock.body["now"]);
+    advance(app, m, (time(at) - now).num_seconds().max(0) + seconds).await;
+}
+
 async fn cycles(app: &TestApp, m: &Merchant, id: &str) -> Vec<Value> {
     let r = get(app, m, &format!("/subscriptions/{id}/invoices")).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -274,7 +286,7 @@ async fn an_adopted_subscription_is_collected_by_the_processor_and_follows_it() 
 
     // The processor's card declines: a failed renewal, then the retry a day later collects.
     processor_change(&app, &m, &bsub, json!({"declines": true})).await;
-    advance(&app, &m, 30 * DAY + 3_600).await;
+    advance_past(&app, &m, &c[0]["period_end"], 3_600).await;
     let c = cycles(&app, &m, &id).await;
     assert_eq!(
         (c.len(), c[0]["status"].as_str()),

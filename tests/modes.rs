@@ -262,19 +262,27 @@ async fn processor_accounts_and_routing_rules_belong_to_one_mode() {
 }
 
 /// A live payment is served only by live accounts and a test payment only by test ones, when
-/// the other mode's account comes first, when a rule is in force, and in fallback after a
-/// retryable decline.
+/// the other mode's account comes first, and in fallback after a retryable decline. Both
+/// accounts are remote (the kind that may serve live payments): only their modes differ.
 #[actix_web::test]
 async fn payments_route_and_fall_back_only_within_their_mode() {
     let (app, live, test) = production().await;
-    let (sim, url) = start_sim().await;
-    // The test account first, then the live one (pending until the operator approves it).
-    let r = add(&app, &test, json!({"name": "test-sb", "kind": "sandbox"})).await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    let r = add(&app, &live, remote_account(&url, 2000)).await;
-    assert_eq!(r.body["approval"], "pending");
-    approve(&app, r.body["processor_account_id"].as_str().unwrap()).await;
-    let authorizations = || sim.authorizations.load(std::sync::atomic::Ordering::SeqCst);
+    let (test_sim, test_url) = start_sim().await;
+    let (live_sim, live_url) = start_sim().await;
+    // The test account first, then the live one; each pending until the operator approves it.
+    let mut test_account = remote_account(&test_url, 2000);
+    test_account["name"] = json!("test-pay");
+    for (m, body) in [
+        (&test, test_account),
+        (&live, remote_account(&live_url, 2000)),
+    ] {
+        let r = add(&app, m, body).await;
+        assert_eq!(r.body["approval"], "pending", "{}", r.body);
+        approve(&app, r.body["processor_account_id"].as_str().unwrap()).await;
+    }
+    let authorized = |sim: &payd::processors::sim::Sim| {
+        sim.authorizations.load(std::sync::atomic::Ordering::SeqCst)
+    };
 
     let p = app
         .create_payment(&live, pay_body("4242424242424242"))
@@ -286,29 +294,32 @@ async fn payments_route_and_fall_back_only_within_their_mode() {
         p.body
     );
     assert_eq!(tried(&app, &live, &p.body).await, ["acme-pay"]);
-    assert_eq!(authorizations(), 1);
-
     // A retryable decline at the live account does not fall back to the test one.
     let p = app
         .create_payment(&live, pay_body("4000000000000002"))
         .await;
     assert_eq!(p.body["status"], "declined", "{}", p.body);
     assert_eq!(tried(&app, &live, &p.body).await, ["acme-pay"]);
+    assert_eq!(
+        authorized(&test_sim),
+        0,
+        "a live payment reached the test account"
+    );
 
-    // A test payment never reaches the live account: its own sandbox account serves it.
-    let before = authorizations();
+    // And the reverse: a test payment never reaches the live account, first or in fallback.
+    let before = authorized(&live_sim);
     let t = app
         .create_payment(&test, pay_body("4242424242424242"))
         .await;
     assert_eq!(t.body["status"], "succeeded", "{}", t.body);
-    assert_eq!(tried(&app, &test, &t.body).await, ["test-sb"]);
+    assert_eq!(tried(&app, &test, &t.body).await, ["test-pay"]);
     let t = app
         .create_payment(&test, pay_body("4000000000000002"))
         .await;
     assert_eq!(t.body["status"], "declined", "{}", t.body);
-    assert_eq!(tried(&app, &test, &t.body).await, ["test-sb"]);
+    assert_eq!(tried(&app, &test, &t.body).await, ["test-pay"]);
     assert_eq!(
-        authorizations(),
+        authorized(&live_sim),
         before,
         "a test payment reached the live account"
     );

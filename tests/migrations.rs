@@ -1,0 +1,160 @@
+//! Migrations that move existing rows: each test writes rows as the schema before the
+//! migration held them (plain SQL: the entities describe the schema after it), runs the
+//! migration, and reads where the rows went.
+
+mod common;
+
+use common::TestDb;
+use payd_entity::{invoice_setting, processor_account, routing_config, tax_rule, webhook_endpoint};
+use payd_migration::{Migrator, MigratorTrait};
+use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder};
+
+/// Migration 33 (test and live are two worlds) takes existing shop configuration to the mode
+/// that configured it where that is recorded, and to both modes where it is not.
+#[actix_web::test]
+async fn shop_configuration_goes_to_the_mode_that_configured_it() {
+    let db = TestDb::new().await;
+    // A pool of several connections, as `payd migrate` may have: the migration runs on one.
+    let conn = payd::db::connect(&db.url, Some(3)).await.unwrap();
+    Migrator::up(&conn, Some(32)).await.unwrap();
+    let t = "'2026-12-01T00:00:00Z'";
+    // Merchant L has a live and a test key; merchant S only test keys.
+    let rows = [
+        format!("INSERT INTO merchants (id, name, created_at, sandbox_clock_offset) VALUES ('mer_l', 'L', {t}, 0), ('mer_s', 'S', {t}, 0)"),
+        format!("INSERT INTO profiles (id, merchant_id, name, created_at) VALUES ('prof_l', 'mer_l', 'L', {t}), ('prof_s', 'mer_s', 'S', {t})"),
+        format!("INSERT INTO api_keys (id, merchant_id, kind, mode, key_hash, last4, created_at) VALUES \
+            ('key_live', 'mer_l', 'secret', 'live', 'h1', '0001', {t}), \
+            ('key_test', 'mer_l', 'secret', 'test', 'h2', '0002', {t}), \
+            ('key_s', 'mer_s', 'secret', 'test', 'h3', '0003', {t})"),
+        // L: a sandbox account, a remote one its live key added, a Stripe one its test key
+        // added, and a remote one without an audit entry (live: L has a live key). S: a remote
+        // one without an audit entry (test: S has none).
+        format!("INSERT INTO processor_accounts (id, merchant_id, profile_id, name, kind, enabled, approval, created_at) VALUES \
+            ('proc_1', 'mer_l', 'prof_l', 'sb', 'sandbox', TRUE, 'approved', {t}), \
+            ('proc_2', 'mer_l', 'prof_l', 'live-remote', 'remote', TRUE, 'approved', {t}), \
+            ('proc_3', 'mer_l', 'prof_l', 'test-stripe', 'stripe', TRUE, 'approved', {t}), \
+            ('proc_4', 'mer_l', 'prof_l', 'old-remote', 'remote', TRUE, 'approved', {t}), \
+            ('proc_5', 'mer_s', 'prof_s', 'remote', 'remote', TRUE, 'approved', {t})"),
+        format!("INSERT INTO audit_log (id, merchant_id, actor_key_id, action, target_id, details, created_at) VALUES \
+            ('aud_1', 'mer_l', 'key_live', 'processor_account.added', 'proc_2', '{{}}', {t}), \
+            ('aud_2', 'mer_l', 'key_test', 'processor_account.added', 'proc_3', '{{}}', {t})"),
+        format!("INSERT INTO routing_configs (profile_id, rules, updated_at) VALUES ('prof_l', '{{\"rules\":[]}}', {t})"),
+        format!("INSERT INTO webhook_endpoints (id, merchant_id, profile_id, url, secret, enabled, created_at, updated_at, test_mode) VALUES \
+            ('whep_l', 'mer_l', 'prof_l', 'https://l.example/hooks', 'whsec_x', TRUE, {t}, {t}, FALSE), \
+            ('whep_s', 'mer_s', 'prof_s', 'https://s.example/hooks', 'whsec_y', TRUE, {t}, {t}, TRUE)"),
+        format!("INSERT INTO invoice_settings (merchant_id, profile_id, footer, updated_at) VALUES ('mer_l', '', 'thanks', {t})"),
+        format!("INSERT INTO tax_rules (id, merchant_id, profile_id, position, rate_bps, country, inclusive, created_at) VALUES \
+            ('tax_0123456789abcdef0123456789abcdef', 'mer_l', '', 0, 1900, 'DE', FALSE, {t}), \
+            ('tax_fedcba9876543210fedcba9876543211', 'mer_s', 'prof_s', 0, 700, 'DE', FALSE, {t})"),
+    ];
+    for sql in rows {
+        conn.execute_unprepared(&sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    payd::db::migrate(&db.url, &conn).await.unwrap();
+
+    let accounts: Vec<(String, bool)> = processor_account::Entity::find()
+        .order_by_asc(processor_account::Column::Id)
+        .all(&conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.id, a.test_mode))
+        .collect();
+    let expected = [
+        ("proc_1", true),
+        ("proc_2", false),
+        ("proc_3", true),
+        ("proc_4", false),
+        ("proc_5", true),
+    ];
+    assert_eq!(
+        accounts,
+        expected.map(|(id, mode)| (id.to_owned(), mode)).to_vec()
+    );
+
+    let routing: Vec<(String, bool)> = routing_config::Entity::find()
+        .order_by_asc(routing_config::Column::TestMode)
+        .all(&conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.profile_id, r.test_mode))
+        .collect();
+    assert_eq!(routing, [("prof_l".into(), false), ("prof_l".into(), true)]);
+
+    let endpoints: Vec<(String, String, bool)> = webhook_endpoint::Entity::find()
+        .order_by_asc(webhook_endpoint::Column::Id)
+        .all(&conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.id, e.profile_id, e.test_mode))
+        .collect();
+    assert_eq!(
+        endpoints,
+        [
+            ("whep_l".into(), "prof_l".into(), false),
+            ("whep_s".into(), "prof_s".into(), true)
+        ]
+    );
+    // One endpoint per shop and mode: a second live endpoint of shop L is refused.
+    let second = format!("INSERT INTO webhook_endpoints (id, merchant_id, profile_id, url, secret, enabled, created_at, updated_at, test_mode) VALUES ('whep_l2', 'mer_l', 'prof_l', 'https://l2.example/', 'whsec_z', TRUE, {t}, {t}, FALSE)");
+    assert!(conn.execute_unprepared(&second).await.is_err());
+    let test_one = second
+        .replace("'whep_l2'", "'whep_l3'")
+        .replace("FALSE)", "TRUE)");
+    conn.execute_unprepared(&test_one).await.unwrap();
+
+    let settings: Vec<(String, bool, Option<String>)> = invoice_setting::Entity::find()
+        .order_by_asc(invoice_setting::Column::TestMode)
+        .all(&conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.merchant_id, s.test_mode, s.footer))
+        .collect();
+    let footer = Some("thanks".to_owned());
+    assert_eq!(
+        settings,
+        [
+            ("mer_l".into(), false, footer.clone()),
+            ("mer_l".into(), true, footer)
+        ]
+    );
+
+    let mut rules: Vec<(String, String, bool, i64)> = tax_rule::Entity::find()
+        .all(&conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.merchant_id, r.id, r.test_mode, r.rate_bps))
+        .collect();
+    rules.sort();
+    assert_eq!(
+        rules,
+        [
+            // L's rule stays live under its id, and has a test copy under an id of its own.
+            (
+                "mer_l".into(),
+                "tax_0123456789abcdef0123456789abcdef".into(),
+                false,
+                1900
+            ),
+            (
+                "mer_l".into(),
+                "tax_fedcba9876543210fedcba9876543210".into(),
+                true,
+                1900
+            ),
+            // S has only test keys: its rule is a test rule.
+            (
+                "mer_s".into(),
+                "tax_fedcba9876543210fedcba9876543211".into(),
+                true,
+                700
+            ),
+        ]
+    );
+}
