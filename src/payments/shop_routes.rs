@@ -102,7 +102,7 @@ pub struct AdminProcessorAccount {
     #[serde(flatten)]
     pub account: ProcessorAccount,
     /// None for a sandbox account (nothing leaves payd), or one whose settings cannot be read.
-    pub connection: Option<connect::Seen>,
+    pub connection: Option<connect::ProcessorConnection>,
 }
 
 impl AdminProcessorAccount {

@@ -37,7 +37,7 @@ pub fn serves(account: &processor_account::Model, test_mode: bool) -> bool {
 /// What an operator sees of an account's connection before approving it: where its requests
 /// go and which credential they carry, never the credential itself.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
-pub struct Seen {
+pub struct ProcessorConnection {
     /// A remote account's URL; a Stripe account's `api_base` (scheme and host).
     pub destination: String,
     /// A Stripe key's own mode, `test` (`sk_test_…`, `rk_test_…`) or `live`; none for a
@@ -124,11 +124,11 @@ impl Connections {
 
     /// What the operator sees of a remote or Stripe account's connection; `None` for a
     /// sandbox one, or one whose settings cannot be read.
-    pub fn seen(&self, account: &processor_account::Model) -> Option<Seen> {
+    pub fn seen(&self, account: &processor_account::Model) -> Option<ProcessorConnection> {
         match account.kind.as_str() {
             REMOTE => {
                 let c: super::remote::RemoteConfig = self.settings_of(account)?;
-                Some(Seen {
+                Some(ProcessorConnection {
                     credential_last4: last4(&c.secret),
                     destination: c.url,
                     credential_mode: None,
@@ -141,7 +141,7 @@ impl Connections {
                 } else {
                     "test"
                 };
-                Some(Seen {
+                Some(ProcessorConnection {
                     credential_last4: last4(&c.secret_key),
                     destination: c.api_base,
                     credential_mode: Some(mode),
