@@ -597,7 +597,17 @@ async fn a_dispute_event_never_reaches_another_merchants_dispute() {
     assert_eq!(r.status, 201, "{}", r.body);
     let evil = r.body["processor_account_id"].as_str().unwrap().to_owned();
     let own = pay(&app, &mallory, "4242424242424242", json!({})).await;
-    let own_intent = intent_of(&app, &mallory, own["payment_id"].as_str().unwrap()).await;
+    let own_id = own["payment_id"].as_str().unwrap();
+    let attempts = call(
+        &app,
+        &mallory,
+        Method::GET,
+        &format!("/payments/{own_id}/attempts"),
+        None,
+    )
+    .await;
+    assert_eq!(attempts["data"][0]["processor"], "evil", "{attempts}");
+    let own_intent = intent_of(&app, &mallory, own_id).await;
 
     let lost_about = |intent: &str, metadata: Value| {
         let mut e = dispute_event("evt_m", "charge.dispute.closed", intent, "lost", now - 5);

@@ -12,7 +12,7 @@ use crate::{
     http::{ApiJson, ApiQuery},
     outbound::Policy,
     processors::{
-        connect::{self, Connections},
+        connect::{self, Connections, APPROVED, PENDING, REJECTED},
         remote::RemoteConfig,
         stripe::{self, StripeConfig},
     },
@@ -412,10 +412,6 @@ pub async fn admin_processor(
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
     Ok(HttpResponse::Ok().json(AdminProcessorAccount::of(&connections, row)))
 }
-
-const PENDING: &str = "pending";
-const APPROVED: &str = "approved";
-const REJECTED: &str = "rejected";
 
 /// Sets an account's approval and answers it as the operator sees it.
 async fn decide(

@@ -27,7 +27,7 @@ use crate::{
     },
     error::ApiError,
     processors::{
-        connect::{Connections, STRIPE},
+        connect::{Connections, APPROVED, STRIPE},
         stripe,
     },
     state::AppState,
@@ -86,7 +86,7 @@ pub async fn receive_processor_event(
     // nobody's processor.
     let account = store::find_account(&state.db, &id)
         .await?
-        .filter(|a| a.kind == STRIPE && a.approval == "approved")
+        .filter(|a| a.kind == STRIPE && a.approval == APPROVED)
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
     let config = connections
         .stripe(&account)

@@ -23,6 +23,13 @@ pub const SANDBOX: &str = "sandbox";
 pub const REMOTE: &str = "remote";
 pub const STRIPE: &str = "stripe";
 
+/// An account's approval: `pending` until the operator decides (with
+/// `processors.require_operator_approval` on), then `approved` or `rejected`. Only an approved
+/// account is routed to or heard from.
+pub const PENDING: &str = "pending";
+pub const APPROVED: &str = "approved";
+pub const REJECTED: &str = "rejected";
+
 /// Whether an account of this kind may serve live payments (any kind but the sandbox).
 pub fn serves_live(kind: &str) -> bool {
     kind != SANDBOX

@@ -311,7 +311,7 @@ async fn routable(
     let (accounts, rules) = routing.as_deref().unwrap_or(&none);
     let enabled: Vec<processor_account::Model> = accounts
         .iter()
-        .filter(|a| a.enabled && a.approval == "approved")
+        .filter(|a| a.enabled && a.approval == connect::APPROVED)
         .filter(|a| connect::serves(a, m.test_mode))
         .cloned()
         .collect();
