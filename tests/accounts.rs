@@ -306,19 +306,7 @@ async fn shop_selection_and_shop_bound_keys() {
 /// A production-mode instance, and the admin route's answer for a merchant with live keys.
 async fn production_with_live_merchant() -> (common::TestApp, common::Answer) {
     let db = Arc::new(TestDb::new().await);
-    let app = spawn_with(
-        db,
-        &[
-            ("PAYD_MODE", "production"),
-            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
-            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
-            (
-                "PAYD_SECURITY__MASTER_KEY",
-                "cGF5ZC1wcm9kdWN0aW9uLXRlc3QtbWFzdGVyLWtleSE=",
-            ),
-        ],
-    )
-    .await;
+    let app = spawn_with(db, common::PRODUCTION).await;
     let live = app
         .post(
             "/admin/merchants",

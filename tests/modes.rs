@@ -24,16 +24,13 @@ async fn production() -> (TestApp, Merchant, Merchant) {
     let app = spawn_with(
         db,
         &[
-            ("PAYD_MODE", "production"),
-            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
-            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
-            (
-                "PAYD_SECURITY__MASTER_KEY",
-                "cGF5ZC1wcm9kdWN0aW9uLXRlc3QtbWFzdGVyLWtleSE=",
-            ),
-            ("PAYD_PROCESSORS__ALLOW_PRIVATE_URLS", "true"),
-            ("PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS", "true"),
-        ],
+            common::PRODUCTION,
+            &[
+                ("PAYD_PROCESSORS__ALLOW_PRIVATE_URLS", "true"),
+                ("PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS", "true"),
+            ],
+        ]
+        .concat(),
     )
     .await;
     let r = app
@@ -384,21 +381,12 @@ async fn each_modes_endpoint_receives_only_its_own_events() {
     test_rx.stop().await;
 }
 
-/// A Stripe account's event, signed with its webhook secret, as Stripe posts it.
-async fn post_event(app: &TestApp, account: &str, secret: &str, event: &Value) -> (u16, Value) {
+/// A Stripe account's event, signed with its webhook secret now, as Stripe posts it.
+async fn post_signed(app: &TestApp, account: &str, secret: &str, event: &Value) -> (u16, Value) {
     let body = serde_json::to_vec(event).unwrap();
-    let signature = payd::processors::stripe::sign(secret, chrono::Utc::now().timestamp(), &body);
-    let mut res = common::client()
-        .post(format!("{}/processor-webhooks/{account}", app.base))
-        .insert_header(("content-type", "application/json"))
-        .insert_header(("stripe-signature", signature))
-        .send_body(body)
-        .await
-        .unwrap();
-    (
-        res.status().as_u16(),
-        res.json().await.unwrap_or(Value::Null),
-    )
+    let now = chrono::Utc::now().timestamp();
+    let signature = payd::processors::stripe::sign(secret, now, &body);
+    common::stripe::post_event(app, account, event, &signature).await
 }
 
 /// The operator sees where an account points and which key it holds (never the key), and
@@ -445,7 +433,7 @@ async fn the_operator_sees_what_it_approves_and_an_unapproved_account_is_not_hea
     let event = json!({"id": "evt_m1", "type": "charge.dispute.closed",
         "created": chrono::Utc::now().timestamp(),
         "data": {"object": {"id": "dp_m1", "payment_intent": "pi_m1", "status": "lost"}}});
-    let (status, body) = post_event(&app, &id, WHSEC, &event).await;
+    let (status, body) = post_signed(&app, &id, WHSEC, &event).await;
     assert_eq!(status, 404, "a pending account's event was heard: {body}");
 
     let seen = app.get(&format!("/admin/processors/{id}"), ADMIN_KEY).await;
@@ -482,7 +470,7 @@ async fn the_operator_sees_what_it_approves_and_an_unapproved_account_is_not_hea
         )
         .await;
     assert_eq!(r.body["approval"], "rejected", "{}", r.body);
-    let (status, body) = post_event(&app, &id, WHSEC, &event).await;
+    let (status, body) = post_signed(&app, &id, WHSEC, &event).await;
     assert_eq!(status, 404, "a rejected account's event was heard: {body}");
     let rejected = app
         .get("/admin/processors?approval=rejected", ADMIN_KEY)
@@ -493,7 +481,7 @@ async fn the_operator_sees_what_it_approves_and_an_unapproved_account_is_not_hea
     );
 
     approve(&app, &id).await;
-    let (status, body) = post_event(&app, &id, WHSEC, &event).await;
+    let (status, body) = post_signed(&app, &id, WHSEC, &event).await;
     assert_eq!(
         (status, body["outcome"].as_str()),
         (200, Some("ignored")),

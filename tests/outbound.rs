@@ -164,19 +164,7 @@ async fn a_processor_url_that_resolves_to_loopback_is_never_called() {
 /// Stripe's `api_base`, and holds a processor account a merchant adds for the operator.
 #[actix_web::test]
 async fn production_with_only_its_required_settings_refuses_private_addresses() {
-    let app = spawn_with(
-        Arc::new(TestDb::new().await),
-        &[
-            ("PAYD_MODE", "production"),
-            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
-            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
-            (
-                "PAYD_SECURITY__MASTER_KEY",
-                "cGF5ZC1wcm9kdWN0aW9uLXRlc3QtbWFzdGVyLWtleSE=",
-            ),
-        ],
-    )
-    .await;
+    let app = spawn_with(Arc::new(TestDb::new().await), common::PRODUCTION).await;
     let live = app
         .post(
             "/admin/merchants",

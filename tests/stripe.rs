@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use actix_web::http::Method;
 use common::{
     card, client, spawn_with,
-    stripe::{connect, signature, LocalStripe, SECRET_KEY, WEBHOOK_SECRET},
+    stripe::{connect, post_event, signature, LocalStripe, SECRET_KEY, WEBHOOK_SECRET},
     Merchant, TestApp, TestDb,
 };
 use serde_json::{json, Value};
@@ -479,21 +479,6 @@ async fn a_saved_card_charges_off_session_on_one_stripe_customer_and_is_detached
         0,
         "detached: {methods}"
     );
-}
-
-async fn post_event(app: &TestApp, account: &str, event: &Value, signature: &str) -> (u16, Value) {
-    let body = serde_json::to_vec(event).unwrap();
-    let mut res = client()
-        .post(format!("{}/processor-webhooks/{account}", app.base))
-        .insert_header(("content-type", "application/json"))
-        .insert_header(("stripe-signature", signature))
-        .send_body(body)
-        .await
-        .unwrap();
-    (
-        res.status().as_u16(),
-        res.json().await.unwrap_or(Value::Null),
-    )
 }
 
 fn dispute_event(id: &str, kind: &str, intent: &str, status: &str, created: i64) -> Value {

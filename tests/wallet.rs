@@ -846,19 +846,7 @@ async fn other_merchants_cases_answer_404_and_the_triggers_need_a_sandbox() {
 #[actix_web::test]
 async fn the_sandbox_triggers_are_404_in_production() {
     let db = std::sync::Arc::new(TestDb::new().await);
-    let app = spawn_with(
-        db,
-        &[
-            ("PAYD_MODE", "production"),
-            ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
-            ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
-            (
-                "PAYD_SECURITY__MASTER_KEY",
-                "cGF5ZC1wcm9kdWN0aW9uLXRlc3QtbWFzdGVyLWtleSE=",
-            ),
-        ],
-    )
-    .await;
+    let app = spawn_with(db, common::PRODUCTION).await;
     let m = app.create_merchant("Acme").await;
     let pay = paid(&app, &m, 1000).await;
     let r = app

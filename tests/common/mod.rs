@@ -76,6 +76,18 @@ impl TestDb {
     }
 }
 
+/// The settings production requires (mode, public URL, pepper, master key) and nothing else:
+/// `spawn_with(db, PRODUCTION)` is a production instance with every guard at its default.
+pub const PRODUCTION: &[(&str, &str)] = &[
+    ("PAYD_MODE", "production"),
+    ("PAYD_HTTP__PUBLIC_URL", "https://pay.example.com"),
+    ("PAYD_SECURITY__KEY_PEPPER", "a-production-pepper-for-tests"),
+    (
+        "PAYD_SECURITY__MASTER_KEY",
+        "cGF5ZC1wcm9kdWN0aW9uLXRlc3QtbWFzdGVyLWtleSE=",
+    ),
+];
+
 /// Settings for a test server on this database; `extra` are more `PAYD_*` variables.
 pub fn settings(db: &TestDb, extra: &[(&str, &str)]) -> Settings {
     let mut vars: Vec<(String, String)> = [

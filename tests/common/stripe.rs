@@ -155,3 +155,25 @@ pub async fn connect(app: &TestApp, m: &Merchant, ls: &LocalStripe) -> String {
 pub fn signature(body: &[u8]) -> String {
     payd::processors::stripe::sign(WEBHOOK_SECRET, chrono::Utc::now().timestamp(), body)
 }
+
+/// Posts `event` to payd's endpoint for a Stripe account, with this `Stripe-Signature`; the
+/// answer's status and body.
+pub async fn post_event(
+    app: &TestApp,
+    account: &str,
+    event: &Value,
+    signature: &str,
+) -> (u16, Value) {
+    let body = serde_json::to_vec(event).unwrap();
+    let mut res = client()
+        .post(format!("{}/processor-webhooks/{account}", app.base))
+        .insert_header(("content-type", "application/json"))
+        .insert_header(("stripe-signature", signature))
+        .send_body(body)
+        .await
+        .unwrap();
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
+}
