@@ -157,4 +157,24 @@ async fn shop_configuration_goes_to_the_mode_that_configured_it() {
             ),
         ]
     );
+
+    // Back to one configuration per shop (the live one where a shop has both), and forward
+    // again: the rows still go where they did.
+    let one = payd::db::connect(&db.url, Some(1)).await.unwrap();
+    Migrator::down(&one, Some(1)).await.unwrap();
+    let endpoints = "SELECT COUNT(*) FROM webhook_endpoints";
+    let kept = one
+        .query_one_raw(sea_orm::Statement::from_string(
+            one.get_database_backend(),
+            endpoints,
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index::<i64>(0)
+        .unwrap();
+    assert_eq!(kept, 2, "shop L's live endpoint and shop S's test one");
+    Migrator::up(&one, None).await.unwrap();
+    let accounts = processor_account::Entity::find().all(&one).await.unwrap();
+    assert_eq!(accounts.iter().filter(|a| a.test_mode).count(), 3);
 }

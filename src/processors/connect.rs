@@ -30,15 +30,11 @@ pub const PENDING: &str = "pending";
 pub const APPROVED: &str = "approved";
 pub const REJECTED: &str = "rejected";
 
-/// Whether an account of this kind may serve live payments (any kind but the sandbox).
-pub fn serves_live(kind: &str) -> bool {
-    kind != SANDBOX
-}
-
 /// Whether `account` may serve a payment of this mode: only an account of the payment's own
-/// mode, and never the sandbox for a live one.
+/// mode, and never a sandbox account for a live one (no key adds one: this holds for rows
+/// from before that rule too).
 pub fn serves(account: &processor_account::Model, test_mode: bool) -> bool {
-    account.test_mode == test_mode && (test_mode || serves_live(&account.kind))
+    account.test_mode == test_mode && (test_mode || account.kind != SANDBOX)
 }
 
 /// What an operator sees of an account's connection before approving it: where its requests
