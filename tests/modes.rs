@@ -6,88 +6,29 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use actix_web::http::Method;
 use common::{
     card,
     receiver::Receiver,
     sim::{remote_account, start_sim},
-    spawn_with, Merchant, TestApp, TestDb, ADMIN_KEY,
+    Merchant, TestApp, ADMIN_KEY,
 };
 use serde_json::{json, Value};
 
 /// A production instance that lets processors and webhooks reach loopback (the simulator and
 /// the receivers), with operator approval on; a merchant's live and sandbox keys.
 async fn production() -> (TestApp, Merchant, Merchant) {
-    let db = Arc::new(TestDb::new().await);
-    let app = spawn_with(
-        db,
-        &[
-            common::PRODUCTION,
-            &[
-                ("PAYD_PROCESSORS__ALLOW_PRIVATE_URLS", "true"),
-                ("PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS", "true"),
-            ],
-        ]
-        .concat(),
-    )
-    .await;
-    let r = app
-        .post(
-            "/admin/merchants",
-            ADMIN_KEY,
-            json!({"name": "Acme", "mode": "production"}),
-        )
-        .await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    let s = |f: &str| r.body[f].as_str().unwrap().to_owned();
-    let live = Merchant {
-        merchant_id: s("merchant_id"),
-        profile_id: s("profile_id"),
-        secret_key: s("secret_key"),
-        publishable_key: s("publishable_key"),
-    };
-    let key = |kind: &str| {
-        let (app, live) = (&app, &live);
-        let kind = kind.to_owned();
-        async move {
-            let r = app
-                .post(
-                    "/account/api-keys",
-                    &live.secret_key,
-                    json!({"kind": kind, "test_mode": true}),
-                )
-                .await;
-            assert_eq!(r.status, 201, "{}", r.body);
-            r.body["key"].as_str().unwrap().to_owned()
-        }
-    };
-    let test = Merchant {
-        secret_key: key("secret").await,
-        publishable_key: key("publishable").await,
-        ..live.clone()
-    };
-    (app, live, test)
+    common::production_merchant(&[
+        ("PAYD_PROCESSORS__ALLOW_PRIVATE_URLS", "true"),
+        ("PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS", "true"),
+    ])
+    .await
 }
 
 /// Adds a processor account to the merchant's shop with its key; the answer.
 async fn add(app: &TestApp, m: &Merchant, body: Value) -> common::Answer {
     let path = format!("/account/shops/{}/processors", m.profile_id);
     app.call(m, Method::POST, &path, Some(body)).await
-}
-
-/// Approves an account as the operator.
-async fn approve(app: &TestApp, id: &str) -> Value {
-    let r = app
-        .post(
-            &format!("/admin/processors/{id}/approve"),
-            ADMIN_KEY,
-            json!({}),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body
 }
 
 /// The accounts a payment's attempts were made at, in order.
@@ -187,6 +128,17 @@ async fn each_key_reads_and_changes_only_its_own_modes_configuration() {
     assert_ne!(r.body["endpoint_id"], before["endpoint_id"]);
     let after = app.call(&live, Method::GET, &path, None).await.body;
     assert_eq!(before, after, "a sandbox key rotated the live endpoint");
+    // Deleting one mode's shop tax rules leaves the other's.
+    let path = format!("/invoice-settings/profiles/{shop}/tax-rules");
+    let r = app.call(&test, Method::DELETE, &path, None).await;
+    assert_eq!(
+        (r.status, &r.body["rules"]),
+        (200, &json!([])),
+        "{}",
+        r.body
+    );
+    let r = app.call(&live, Method::GET, &path, None).await;
+    assert_eq!(r.body["rules"][0]["rate_bps"], 550, "{}", r.body);
     a.stop().await;
     b.stop().await;
 }
@@ -275,7 +227,8 @@ async fn payments_route_and_fall_back_only_within_their_mode() {
     ] {
         let r = add(&app, m, body).await;
         assert_eq!(r.body["approval"], "pending", "{}", r.body);
-        approve(&app, r.body["processor_account_id"].as_str().unwrap()).await;
+        app.approve_processor(r.body["processor_account_id"].as_str().unwrap())
+            .await;
     }
     let authorized = |sim: &payd::processors::sim::Sim| {
         sim.authorizations.load(std::sync::atomic::Ordering::SeqCst)
@@ -320,6 +273,28 @@ async fn payments_route_and_fall_back_only_within_their_mode() {
         before,
         "a test payment reached the live account"
     );
+
+    // Rules in force: each mode's rules route its own payments only. The sandbox key's rule
+    // sends every test payment to its account, and no live payment anywhere but the live one.
+    let routing = format!("/account/shops/{}/routing", live.profile_id);
+    for (m, name) in [(&test, "test-pay"), (&live, "acme-pay")] {
+        let rule = json!({"rules": [{"name": "all", "processors": [{"processor": name}]}]});
+        let r = app.call(m, Method::PUT, &routing, Some(rule)).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let (test_before, live_before) = (authorized(&test_sim), authorized(&live_sim));
+    let p = app
+        .create_payment(&live, pay_body("4000000000000002"))
+        .await;
+    assert_eq!(tried(&app, &live, &p.body).await, ["acme-pay"]);
+    let t = app
+        .create_payment(&test, pay_body("4000000000000002"))
+        .await;
+    assert_eq!(tried(&app, &test, &t.body).await, ["test-pay"]);
+    assert_eq!(
+        (authorized(&test_sim), authorized(&live_sim)),
+        (test_before + 1, live_before + 1)
+    );
 }
 
 /// A shop whose only account is live: a test payment is the implicit sandbox's, never the
@@ -329,7 +304,8 @@ async fn a_test_payment_never_reaches_a_live_account() {
     let (app, live, test) = production().await;
     let (sim, url) = start_sim().await;
     let r = add(&app, &live, remote_account(&url, 2000)).await;
-    approve(&app, r.body["processor_account_id"].as_str().unwrap()).await;
+    app.approve_processor(r.body["processor_account_id"].as_str().unwrap())
+        .await;
     let t = app
         .create_payment(&test, pay_body("4242424242424242"))
         .await;
@@ -347,7 +323,8 @@ async fn each_modes_endpoint_receives_only_its_own_events() {
     let (app, live, test) = production().await;
     let (_sim, url) = start_sim().await;
     let r = add(&app, &live, remote_account(&url, 2000)).await;
-    approve(&app, r.body["processor_account_id"].as_str().unwrap()).await;
+    app.approve_processor(r.body["processor_account_id"].as_str().unwrap())
+        .await;
     let (live_rx, test_rx) = (Receiver::start().await, Receiver::start().await);
     app.set_webhook(&live, &live_rx.url).await;
     app.set_webhook(&test, &test_rx.url).await;
@@ -480,7 +457,7 @@ async fn the_operator_sees_what_it_approves_and_an_unapproved_account_is_not_hea
         id.as_str()
     );
 
-    approve(&app, &id).await;
+    app.approve_processor(&id).await;
     let (status, body) = post_signed(&app, &id, WHSEC, &event).await;
     assert_eq!(
         (status, body["outcome"].as_str()),

@@ -626,6 +626,89 @@ async fn a_dispute_event_never_reaches_another_merchants_dispute() {
     assert_eq!(theirs["data"], json!([]), "{theirs}");
 }
 
+/// A Stripe account acts only within its own mode: a test-mode account of the same merchant
+/// and shop, approved and signing with its own secret, names the live payment's
+/// PaymentIntent, the live payment in its metadata, or a test payment of its own with the
+/// live dispute's case: the live dispute stays as it was.
+#[actix_web::test]
+async fn a_test_accounts_events_never_reach_a_live_payment() {
+    let Some(ls) = LocalStripe::start().await else {
+        return;
+    };
+    let private = [("PAYD_PROCESSORS__ALLOW_PRIVATE_URLS", "true")];
+    let (app, live, test) = common::production_merchant(&private).await;
+    const LIVE_SECRET: &str = "whsec_live0000000000000000000000000001";
+    const TEST_SECRET: &str = "whsec_test0000000000000000000000000001";
+    let processors = format!("/account/shops/{}/processors", live.profile_id);
+    let account = |m: &Merchant, name: &str, key: &str, secret: &str| {
+        let body = json!({"name": name, "kind": "stripe", "secret_key": key,
+            "webhook_secret": secret, "api_base": ls.base});
+        let (app, processors, m) = (&app, processors.clone(), m.clone());
+        async move {
+            let r = app.post(&processors, &m.secret_key, body).await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            let id = r.body["processor_account_id"].as_str().unwrap().to_owned();
+            app.approve_processor(&id).await;
+            id
+        }
+    };
+    let live_account = account(
+        &live,
+        "live-stripe",
+        "sk_live_payd000000000000000001",
+        LIVE_SECRET,
+    )
+    .await;
+    let test_account = account(&test, "test-stripe", SECRET_KEY, TEST_SECRET).await;
+
+    let p = pay(&app, &live, "4242424242424242", json!({})).await;
+    assert_eq!(p["test_mode"], false, "{p}");
+    let live_payment = p["payment_id"].as_str().unwrap().to_owned();
+    let live_intent = intent_of(&app, &live, &live_payment).await;
+    let now = chrono::Utc::now().timestamp();
+    let sign = |secret: &str, event: &Value| {
+        payd::processors::stripe::sign(secret, now, &serde_json::to_vec(event).unwrap())
+    };
+    let opened = dispute_event(
+        "evt_l1",
+        "charge.dispute.created",
+        &live_intent,
+        "needs_response",
+        now - 60,
+    );
+    let (status, answer) =
+        post_event(&app, &live_account, &opened, &sign(LIVE_SECRET, &opened)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("handled")),
+        "{answer}"
+    );
+
+    let t = pay(&app, &test, "4242424242424242", json!({})).await;
+    let test_intent = intent_of(&app, &test, t["payment_id"].as_str().unwrap()).await;
+    let lost_about = |intent: &str, metadata: Value| {
+        let mut e = dispute_event("evt_t", "charge.dispute.closed", intent, "lost", now - 5);
+        e["data"]["object"]["metadata"] = metadata;
+        e
+    };
+    for event in [
+        lost_about(&live_intent, json!({})),
+        lost_about(&live_intent, json!({"payd_payment_id": live_payment})),
+        lost_about(&test_intent, json!({})),
+    ] {
+        let (status, answer) =
+            post_event(&app, &test_account, &event, &sign(TEST_SECRET, &event)).await;
+        assert_eq!(
+            (status, answer["outcome"].as_str()),
+            (200, Some("ignored")),
+            "{answer}"
+        );
+    }
+    let path = format!("/disputes/list?payment_id={live_payment}");
+    let disputes = call(&app, &live, Method::GET, &path, None).await;
+    assert_eq!(disputes["data"][0]["status"], "opened", "{disputes}");
+}
+
 #[actix_web::test]
 async fn bad_or_stale_signatures_are_refused_and_change_nothing() {
     let Some((app, m, _ls, account)) = setup().await else {

@@ -211,6 +211,34 @@ impl Answer {
     }
 }
 
+/// A production instance (`PRODUCTION` and `extra`) and a merchant's live and sandbox secret
+/// and publishable keys, for one shop: `(app, live, test)`.
+pub async fn production_merchant(extra: &[(&str, &str)]) -> (TestApp, Merchant, Merchant) {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[PRODUCTION, extra].concat()).await;
+    let body = serde_json::json!({"name": "Acme", "mode": "production"});
+    let r = app.post("/admin/merchants", ADMIN_KEY, body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let s = |f: &str| r.body[f].as_str().unwrap().to_owned();
+    let live = Merchant {
+        merchant_id: s("merchant_id"),
+        profile_id: s("profile_id"),
+        secret_key: s("secret_key"),
+        publishable_key: s("publishable_key"),
+    };
+    let mut test = live.clone();
+    for (kind, key) in [
+        ("secret", &mut test.secret_key),
+        ("publishable", &mut test.publishable_key),
+    ] {
+        let body = serde_json::json!({"kind": kind, "test_mode": true});
+        let r = app.post("/account/api-keys", &live.secret_key, body).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        *key = r.body["key"].as_str().unwrap().to_owned();
+    }
+    (app, live, test)
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_with(Arc::new(TestDb::new().await), &[]).await
 }
@@ -398,6 +426,14 @@ impl TestApp {
             .collect();
         types.reverse();
         types
+    }
+
+    /// Approves a processor account as the operator; the account as the operator sees it.
+    pub async fn approve_processor(&self, id: &str) -> Value {
+        let path = format!("/admin/processors/{id}/approve");
+        let r = self.post(&path, ADMIN_KEY, serde_json::json!({})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body
     }
 
     pub async fn create_merchant(&self, name: &str) -> Merchant {
