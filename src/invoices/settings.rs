@@ -22,13 +22,12 @@ pub const MERCHANT: &str = "";
 
 /// Stored settings of a merchant (`profile_id` = [`MERCHANT`]) or a shop; all unset when none
 /// are stored.
-pub async fn stored(
-    db: &impl ConnectionTrait,
-    merchant_id: &str,
-    profile_id: &str,
-    test_mode: bool,
-) -> Result<SettingsInput, DbErr> {
-    let key = (merchant_id.to_owned(), profile_id.to_owned(), test_mode);
+pub async fn stored(db: &impl ConnectionTrait, owner: &Owned<'_>) -> Result<SettingsInput, DbErr> {
+    let key = (
+        owner.merchant_id.to_owned(),
+        owner.profile_id.to_owned(),
+        owner.test_mode,
+    );
     Ok(invoice_setting::Entity::find_by_id(key)
         .one(db)
         .await?
@@ -44,9 +43,14 @@ pub async fn effective(
     profile_id: Option<&str>,
     test_mode: bool,
 ) -> Result<Effective, DbErr> {
-    let merchant = stored(db, merchant_id, MERCHANT, test_mode).await?;
+    let owner = |profile_id| Owned {
+        merchant_id,
+        profile_id,
+        test_mode,
+    };
+    let merchant = stored(db, &owner(MERCHANT)).await?;
     let settings = match profile_id {
-        Some(p) => stored(db, merchant_id, p, test_mode).await?.over(merchant),
+        Some(p) => stored(db, &owner(p)).await?.over(merchant),
         None => merchant,
     };
     Ok(Effective::of(settings))

@@ -51,7 +51,7 @@ async fn settings_of(
     profile_id: Option<&str>,
 ) -> Result<Settings, ApiError> {
     let o = owner(caller, profile_id);
-    let stored = settings::stored(&state.db, o.merchant_id, o.profile_id, o.test_mode).await?;
+    let stored = settings::stored(&state.db, &o).await?;
     let effective = settings::effective(&state.db, o.merchant_id, profile_id, o.test_mode).await?;
     Ok(Settings {
         profile_id: profile_id.map(str::to_owned),
