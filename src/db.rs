@@ -148,6 +148,11 @@ fn ensure_sqlite_dir(url: &str) {
     }
 }
 
+/// Whether a SQLite URL names an in-memory database (which only its own pool sees).
+pub fn is_in_memory(url: &str) -> bool {
+    url.contains(":memory:") || url.contains("mode=memory")
+}
+
 /// Applies pending migrations, on one dedicated connection. On PostgreSQL it holds an
 /// advisory lock, so instances starting together take turns instead of racing. On SQLite one
 /// connection is what a migration that rebuilds a table (create, copy, drop, rename) needs:
@@ -155,7 +160,7 @@ fn ensure_sqlite_dir(url: &str) {
 /// still there (`tests/migrations.rs`). An in-memory database is only the pool's own.
 pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
     if db.get_database_backend() != DbBackend::Postgres {
-        if url.contains(":memory:") || url.contains("mode=memory") {
+        if is_in_memory(url) {
             return Migrator::up(db, None).await;
         }
         let one = connect(url, Some(1)).await?;

@@ -68,7 +68,7 @@ impl Db {
     /// Connects to the configured database (`database.*`) and starts its writers; the
     /// migrations run on [`Db::conn`].
     pub async fn connect(settings: &crate::settings::DatabaseSettings) -> anyhow::Result<Self> {
-        let in_memory = settings.url.contains(":memory:") || settings.url.contains("mode=memory");
+        let in_memory = crate::db::is_in_memory(&settings.url);
         if !settings.is_sqlite() || in_memory {
             let conn = crate::db::connect_to(settings, None).await?;
             return Ok(Self::new(conn, Writers::of(settings))?);

@@ -320,8 +320,9 @@ pub async fn price(
             country: buyer.as_ref().and_then(|b| b.country.clone()),
             region: buyer.and_then(|b| b.region),
         };
-        let shop = Some(after.profile_id.as_str());
-        let rules = settings::rules_for(db, &after.merchant_id, shop, after.test_mode).await?;
+        let shop =
+            settings::Owned::of(&after.merchant_id, Some(&after.profile_id), after.test_mode);
+        let rules = settings::rules_for(db, &shop).await?;
         lines = machine::reprice(&lines, &rules, &place, at).ok_or(InvoiceError::Overflow)?;
     }
     let t = machine::totals(&lines).ok_or(InvoiceError::Overflow)?;
@@ -377,8 +378,8 @@ async fn finalize(
     price(&deps.db, &mut after, now).await?;
     let paid = paid_of(deps, &after).await?;
     let status = machine::finalize(status_of(m), after.total, paid)?;
-    let shop = Some(m.profile_id.as_str());
-    let settings = settings::effective(&deps.db, &m.merchant_id, shop, m.test_mode).await?;
+    let shop = settings::Owned::of(&m.merchant_id, Some(&m.profile_id), m.test_mode);
+    let settings = settings::effective(&deps.db, &shop).await?;
     let issued = now.date_naive();
     let due = match &m.due_date {
         Some(d) => d.parse::<NaiveDate>().unwrap_or(issued),
@@ -491,8 +492,8 @@ async fn credit_note(
 ) -> Result<Done, InvoiceError> {
     let lines = lines_of(m)?;
     let plan = machine::credit(kind_of(m), status_of(m), &lines, ask)?;
-    let shop = Some(m.profile_id.as_str());
-    let settings = settings::effective(&deps.db, &m.merchant_id, shop, m.test_mode).await?;
+    let shop = settings::Owned::of(&m.merchant_id, Some(&m.profile_id), m.test_mode);
+    let settings = settings::effective(&deps.db, &shop).await?;
     let mut original = m.clone();
     original.updated_at = now;
     original.lines = json(&plan.invoice_lines);

@@ -36,22 +36,13 @@ pub async fn stored(db: &impl ConnectionTrait, owner: &Owned<'_>) -> Result<Sett
         .unwrap_or_default())
 }
 
-/// The settings that apply to a shop: its own over the merchant's over the defaults.
-pub async fn effective(
-    db: &impl ConnectionTrait,
-    merchant_id: &str,
-    profile_id: Option<&str>,
-    test_mode: bool,
-) -> Result<Effective, DbErr> {
-    let owner = |profile_id| Owned {
-        merchant_id,
-        profile_id,
-        test_mode,
-    };
-    let merchant = stored(db, &owner(MERCHANT)).await?;
-    let settings = match profile_id {
-        Some(p) => stored(db, &owner(p)).await?.over(merchant),
-        None => merchant,
+/// The settings that apply to an owner: a shop's own over the merchant's over the defaults;
+/// the merchant's over the defaults.
+pub async fn effective(db: &impl ConnectionTrait, owner: &Owned<'_>) -> Result<Effective, DbErr> {
+    let merchant = stored(db, &owner.merchant()).await?;
+    let settings = match owner.is_merchant() {
+        true => merchant,
+        false => stored(db, owner).await?.over(merchant),
     };
     Ok(Effective::of(settings))
 }
@@ -104,6 +95,26 @@ pub struct Owned<'a> {
     pub merchant_id: &'a str,
     pub profile_id: &'a str,
     pub test_mode: bool,
+}
+
+impl<'a> Owned<'a> {
+    /// A shop's settings or rules (`None`: the merchant's), in one mode.
+    pub fn of(merchant_id: &'a str, profile_id: Option<&'a str>, test_mode: bool) -> Self {
+        Self {
+            merchant_id,
+            profile_id: profile_id.unwrap_or(MERCHANT),
+            test_mode,
+        }
+    }
+
+    /// The merchant's own, in the same mode: what a shop's fall back to.
+    fn merchant(&self) -> Self {
+        Self::of(self.merchant_id, None, self.test_mode)
+    }
+
+    fn is_merchant(&self) -> bool {
+        self.profile_id == MERCHANT
+    }
 }
 
 pub async fn put(
@@ -171,26 +182,15 @@ pub fn rule_of(m: &tax_rule::Model) -> Rule {
     }
 }
 
-/// The rules that count in one mode for a shop (its own and the merchant's), or for the
-/// merchant alone.
-pub async fn rules_for(
-    db: &impl ConnectionTrait,
-    merchant_id: &str,
-    profile_id: Option<&str>,
-    test_mode: bool,
-) -> Result<Vec<Rule>, DbErr> {
-    let owner = |profile_id| Owned {
-        merchant_id,
-        profile_id,
-        test_mode,
-    };
-    let mut out: Vec<Rule> = rules(db, &owner(MERCHANT))
+/// The rules that count for an owner: a shop's own and the merchant's; the merchant's alone.
+pub async fn rules_for(db: &impl ConnectionTrait, owner: &Owned<'_>) -> Result<Vec<Rule>, DbErr> {
+    let mut out: Vec<Rule> = rules(db, &owner.merchant())
         .await?
         .iter()
         .map(rule_of)
         .collect();
-    if let Some(p) = profile_id {
-        out.extend(rules(db, &owner(p)).await?.iter().map(rule_of));
+    if !owner.is_merchant() {
+        out.extend(rules(db, owner).await?.iter().map(rule_of));
     }
     Ok(out)
 }
@@ -213,8 +213,8 @@ impl crate::subscriptions::api::CycleTax for CycleTaxRules {
         Result<Vec<crate::subscriptions::api::LineTax>, DbErr>,
     > {
         Box::pin(async move {
-            let rules =
-                rules_for(&self.db, &s.merchant_id, Some(&s.profile_id), s.test_mode).await?;
+            let shop = Owned::of(&s.merchant_id, Some(&s.profile_id), s.test_mode);
+            let rules = rules_for(&self.db, &shop).await?;
             let customer = crate::customers::store::find_owned(
                 &self.db,
                 &s.customer_id,

@@ -38,11 +38,7 @@ fn merchant_wide(caller: &Caller) -> Result<(), ApiError> {
 /// The settings and rules a request reads and changes: the merchant's (no shop) or a shop's,
 /// in the key's mode.
 fn owner<'a>(caller: &'a Caller, profile_id: Option<&'a str>) -> settings::Owned<'a> {
-    settings::Owned {
-        merchant_id: caller.merchant_id.as_str(),
-        profile_id: profile_id.unwrap_or(settings::MERCHANT),
-        test_mode: caller.test_mode(),
-    }
+    settings::Owned::of(caller.merchant_id.as_str(), profile_id, caller.test_mode())
 }
 
 async fn settings_of(
@@ -52,7 +48,7 @@ async fn settings_of(
 ) -> Result<Settings, ApiError> {
     let o = owner(caller, profile_id);
     let stored = settings::stored(&state.db, &o).await?;
-    let effective = settings::effective(&state.db, o.merchant_id, profile_id, o.test_mode).await?;
+    let effective = settings::effective(&state.db, &o).await?;
     Ok(Settings {
         profile_id: profile_id.map(str::to_owned),
         settings: stored,
@@ -294,14 +290,8 @@ pub async fn evaluate(
         region: check_text("buyer.region", req.buyer.region.as_ref(), 64)?,
     };
     let lines = api::lines_from(&req.lines, state.settings.limits.max_amount)?;
-    let shop = caller.profile.as_ref().map(|p| p.to_string());
-    let rules = settings::rules_for(
-        &state.db,
-        caller.merchant_id.as_str(),
-        shop.as_deref(),
-        caller.test_mode(),
-    )
-    .await?;
+    let shop = caller.profile.as_ref().map(|p| p.as_str());
+    let rules = settings::rules_for(&state.db, &owner(&caller, shop)).await?;
     let at = req.at.unwrap_or_else(|| state.clock.now());
     let overflow = || ApiError::invalid_param("lines", "the amounts overflow");
     let priced = machine::reprice(&lines, &rules, &place, at).ok_or_else(overflow)?;

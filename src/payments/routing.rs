@@ -21,7 +21,8 @@ fn rule_error(param: &str, message: impl Into<String>) -> RuleError {
     }
 }
 
-/// The processor every shop has when it configured none.
+/// The implicit sandbox account: the processor of a shop's test payments when the shop has no
+/// test account. Payments it served name it, so no account may take the name.
 pub const DEFAULT_PROCESSOR: &str = "sandbox";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]

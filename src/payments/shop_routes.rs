@@ -3,7 +3,10 @@
 use actix_web::{web, HttpResponse};
 use payd_entity::processor_account;
 
-use super::{routing::RoutingRules, store};
+use super::{
+    routing::{self, RoutingRules},
+    store,
+};
 use crate::{
     accounts::shop_in_path,
     auth::{Admin, SecretKey},
@@ -114,10 +117,6 @@ impl AdminProcessorAccount {
     }
 }
 
-/// The name of the implicit sandbox account of a shop without accounts: a payment it served
-/// names it, so no account may take it.
-const RESERVED_NAME: &str = connect::SANDBOX;
-
 impl AddProcessorRequest {
     /// The account's name: 1 to 40 letters, digits, `-` or `_`, and not `sandbox`.
     fn checked_name(&self) -> Result<&str, ApiError> {
@@ -132,7 +131,8 @@ impl AddProcessorRequest {
                 "1 to 40 letters, digits, - or _",
             ));
         }
-        if name.eq_ignore_ascii_case(RESERVED_NAME) {
+        // A payment the implicit sandbox served names it: no account may take its name.
+        if name.eq_ignore_ascii_case(routing::DEFAULT_PROCESSOR) {
             return Err(ApiError::invalid_param(
                 "name",
                 "sandbox is reserved for the implicit sandbox of a shop without accounts",

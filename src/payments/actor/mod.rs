@@ -117,7 +117,7 @@ impl PaymentDeps {
         let served = match &account {
             Some(a) => connect::serves(a, m.test_mode),
             // The implicit sandbox of a shop without test accounts.
-            None => m.test_mode && name == connect::SANDBOX,
+            None => m.test_mode && name == routing::DEFAULT_PROCESSOR,
         };
         if !served {
             return Err(ProcessorError::Unavailable(
