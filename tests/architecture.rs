@@ -40,6 +40,8 @@ const NAMED: &[(&str, &str)] = &[
     ("clock", "primitives"),
     ("ids", "primitives"),
     ("settings", "primitives"),
+    ("settings::validate", "primitives"),
+    ("settings::tests", "primitives"),
     ("telemetry", "primitives"),
     ("wake", "primitives"),
     ("money", "domain"),
