@@ -177,17 +177,21 @@ fn routing_table(by_mode: bool) -> TableCreateStatement {
     t.to_owned()
 }
 
+/// [`rebuild_with`] copying every row into both modes (`columns` without `test_mode`).
+async fn rebuild_into_both_modes(
+    manager: &SchemaManager<'_>,
+    name: &str,
+    new: TableCreateStatement,
+    columns: &str,
+) -> Result<(), DbErr> {
+    let copies = ["TRUE", "FALSE"].map(|mode| format!("SELECT {columns}, {mode} FROM {name}"));
+    let columns = format!("{columns}, test_mode");
+    rebuild_with(manager, name, new, &columns, &copies).await
+}
+
 async fn routing_up(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
-    let copies = ["TRUE", "FALSE"]
-        .map(|mode| format!("SELECT profile_id, rules, updated_at, {mode} FROM routing_configs"));
-    rebuild_with(
-        manager,
-        "routing_configs",
-        routing_table(true),
-        "profile_id, rules, updated_at, test_mode",
-        &copies,
-    )
-    .await
+    let columns = "profile_id, rules, updated_at";
+    rebuild_into_both_modes(manager, "routing_configs", routing_table(true), columns).await
 }
 
 const ENDPOINT_COLUMNS: &str = "id, merchant_id, profile_id, url, secret, previous_secret, \
@@ -265,16 +269,8 @@ fn invoice_settings_table(by_mode: bool) -> TableCreateStatement {
 }
 
 async fn invoice_settings_up(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
-    let copies = ["TRUE", "FALSE"]
-        .map(|mode| format!("SELECT {INVOICE_SETTINGS_COLUMNS}, {mode} FROM invoice_settings"));
-    rebuild_with(
-        manager,
-        "invoice_settings",
-        invoice_settings_table(true),
-        &format!("{INVOICE_SETTINGS_COLUMNS}, test_mode"),
-        &copies,
-    )
-    .await
+    let table = invoice_settings_table(true);
+    rebuild_into_both_modes(manager, "invoice_settings", table, INVOICE_SETTINGS_COLUMNS).await
 }
 
 async fn tax_rules_up(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
