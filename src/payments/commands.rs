@@ -42,6 +42,13 @@ pub enum PaymentError {
     OperationPending { retry_after: u32 },
     #[error(transparent)]
     Processor(#[from] ProcessorError),
+    /// What the payment's processor cannot do as asked (an amount its units cannot hold, a
+    /// capture it would not leave open); `param` names the field.
+    #[error("{message}")]
+    NotForProcessor {
+        param: &'static str,
+        message: String,
+    },
     /// An update that would change lines the catalog checked at creation (`param` names
     /// what the update sends).
     #[error("lines that name catalog products or prices are set when the payment is created")]

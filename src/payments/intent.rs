@@ -26,6 +26,10 @@ pub enum Intent {
         account: String,
         reference: String,
         at: DateTime<Utc>,
+        /// What the processor needs to send the authorization again under its key, once its
+        /// answer was lost (`AuthResult::resend`): set with the outcome, not before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resend: Option<String>,
     },
     /// The buyer's answer to the authorization's challenge (3-D Secure), passed on to the
     /// processor (whose key for it is the authorization's reference and `challenge`).
@@ -66,6 +70,27 @@ impl Intent {
             Intent::Challenge { .. } => "challenge",
             Intent::Capture { .. } => "capture",
             Intent::Void { .. } => "void",
+        }
+    }
+
+    /// An authorization's intent with what its processor needs to send it again, when its
+    /// answer was lost (`AuthResult::resend`).
+    pub fn resending(self, result: &crate::processors::AuthResult) -> Self {
+        match self {
+            Intent::Authorize {
+                attempt_id,
+                account,
+                reference,
+                at,
+                ..
+            } => Intent::Authorize {
+                attempt_id,
+                account,
+                reference,
+                at,
+                resend: result.resend.clone(),
+            },
+            other => other,
         }
     }
 

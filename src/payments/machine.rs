@@ -185,6 +185,8 @@ pub enum Refusal {
         "the capture is more than 30 minutes old and can no longer be voided; refund it instead"
     )]
     VoidWindowClosed,
+    #[error("the payment's processor cannot void a capture: refund it instead")]
+    CaptureNotVoidable,
 }
 
 /// What the payment's disputes take from what can still go back to the buyer.
@@ -410,6 +412,15 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
             apply_authorization(&mut next, Authorization::Declined { retryable }, now);
         }
         ProcessorView::Voided if pending => next.status = Status::Cancelled,
+        // The processor released the authorization itself (Stripe cancels one unused for 7
+        // days, or its dashboard did): what was held is gone, what was captured stays.
+        ProcessorView::Voided if state.status.is_capturable() => {
+            next.status = if state.captured > 0 {
+                Status::PartiallyCaptured
+            } else {
+                Status::Cancelled
+            };
+        }
         // Captured at the processor (its dashboard) and not yet here: the capture is
         // recorded, final (the rest of the authorization is released there).
         ProcessorView::Captured { amount }
@@ -431,7 +442,7 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
         ProcessorView::Voided
             if matches!(
                 state.status,
-                Status::Cancelled | Status::CancelledPostCapture
+                Status::Cancelled | Status::CancelledPostCapture | Status::Expired
             ) => {}
         ProcessorView::Declined { .. }
             if matches!(state.status, Status::Declined | Status::Failed) => {}

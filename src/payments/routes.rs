@@ -67,7 +67,8 @@ impl From<PaymentError> for ApiError {
                 crate::payments::machine::Refusal::RefundExists => {
                     ApiError::conflict("refund_exists", r.to_string()).param("payment_id")
                 }
-                crate::payments::machine::Refusal::VoidWindowClosed => {
+                crate::payments::machine::Refusal::VoidWindowClosed
+                | crate::payments::machine::Refusal::CaptureNotVoidable => {
                     ApiError::conflict("invalid_state", r.to_string())
                 }
             },
@@ -114,6 +115,9 @@ impl From<PaymentError> for ApiError {
                     .param("payment_id");
                 e.retry_after = Some(retry_after);
                 e
+            }
+            PaymentError::NotForProcessor { param, message } => {
+                ApiError::invalid("processor_unsupported", message).param(param)
             }
             PaymentError::Processor(p) => ApiError::new(
                 actix_web::http::StatusCode::BAD_GATEWAY,

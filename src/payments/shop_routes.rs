@@ -81,7 +81,8 @@ pub struct AddProcessorRequest {
     /// `remote`: the secret shared with the processor (16 to 200 characters); signs requests.
     #[serde(default)]
     pub secret: Option<String>,
-    /// `remote` and `stripe`: per-request timeout (default `processors.default_timeout_ms`).
+    /// `remote` and `stripe`: per-request timeout (default `processors.default_timeout_ms`,
+    /// for `stripe` at least 30 000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
     /// `stripe`: the account's secret key, `sk_test_…` for a test-mode shop, `sk_live_…` for
@@ -261,15 +262,17 @@ fn remote_config(state: &AppState, req: &AddProcessorRequest) -> Result<String, 
     let config = RemoteConfig {
         url,
         secret,
-        timeout_ms: timeout_ms(state, req)?,
+        timeout_ms: timeout_ms(state, req, 0)?,
     };
     serde_json::to_string(&config).map_err(ApiError::internal)
 }
 
-fn timeout_ms(state: &AppState, req: &AddProcessorRequest) -> Result<u64, ApiError> {
+/// The account's timeout per request: its own, else the operator's default (at least
+/// `floor`: Stripe's is 30 seconds).
+fn timeout_ms(state: &AppState, req: &AddProcessorRequest, floor: u64) -> Result<u64, ApiError> {
     let timeout_ms = req
         .timeout_ms
-        .unwrap_or(state.settings.processors.default_timeout_ms);
+        .unwrap_or(state.settings.processors.default_timeout_ms.max(floor));
     if !(100..=120_000).contains(&timeout_ms) {
         return Err(ApiError::invalid_param(
             "timeout_ms",
@@ -316,7 +319,7 @@ fn stripe_config(
         secret_key: key.to_owned(),
         webhook_secret: webhook_secret.to_owned(),
         api_base,
-        timeout_ms: timeout_ms(state, req)?,
+        timeout_ms: timeout_ms(state, req, stripe::DEFAULT_TIMEOUT_MS)?,
     };
     serde_json::to_string(&config).map_err(ApiError::internal)
 }

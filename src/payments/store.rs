@@ -420,6 +420,17 @@ pub async fn resync_jobs(
     commit::commit(db, change).await.map(drop)
 }
 
+/// Schedules the payment's settle job now: a sync with its processor that the scheduler runs
+/// (and runs again after a failure) whatever becomes of the request that asked for it.
+pub async fn sync_soon(db: &Db, payment_id: &str, now: DateTime<Utc>) -> Result<(), CommitError> {
+    let change = Change::at(now).job(Job::Schedule {
+        kind: SETTLE_JOB,
+        entity_id: payment_id.to_owned(),
+        at: now,
+    });
+    commit::commit(db, change).await.map(drop)
+}
+
 /// Inserts an attempt, or records the outcome of one its intent inserted as `pending`.
 fn attempt(a: payment_attempt::Model) -> Write {
     use payment_attempt::Column;

@@ -71,8 +71,7 @@ fn verified_event(secret: &str, req: &HttpRequest, body: &[u8]) -> Result<Value,
         ("Stripe-Signature" = String, Header, description = "t=…,v1=…: HMAC-SHA256 of t.body")),
     request_body(content = Object, content_type = "application/json"),
     responses((status = 200, body = Received), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody),
-        (status = 502, description = "Stripe could not be asked now: Stripe sends the event again", body = crate::error::ErrorBody)))]
+        (status = 404, body = crate::error::ErrorBody)))]
 pub async fn receive_processor_event(
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
@@ -92,7 +91,7 @@ pub async fn receive_processor_event(
         .stripe(&account)
         .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
     let event = verified_event(&config.webhook_secret, &req, &body)?;
-    let handled = handle(&state.db, &payments, &disputes, &account, &event).await?;
+    let handled = handle(&state, &payments, &disputes, &account, &event).await?;
     let outcome = if handled { "handled" } else { "ignored" };
     Ok(HttpResponse::Ok().json(Received {
         received: true,
@@ -102,12 +101,13 @@ pub async fn receive_processor_event(
 
 /// Handles one verified event; whether it concerned a payment payd holds.
 async fn handle(
-    db: &crate::commit::Db,
+    state: &AppState,
     payments: &Payments,
     disputes: &Disputes,
     account: &processor_account::Model,
     event: &Value,
 ) -> Result<bool, ApiError> {
+    let db = &state.db;
     let object = &event["data"]["object"];
     let kind = event["type"].as_str().unwrap_or("");
     let intent = match kind {
@@ -131,7 +131,13 @@ async fn handle(
     if kind.starts_with("charge.dispute.") {
         return follow_dispute(db, payments, disputes, account, &payment.id, event).await;
     }
-    actor::run(payments, &payment.id, None, Command::Sync, None).await?;
+    // Answered at once, whatever Stripe's API is doing: the sync the event prompts is the
+    // payment's settle job, due now, which the scheduler runs (and runs again after a
+    // failure) on whichever instance claims it.
+    store::sync_soon(db, &payment.id, state.clock.now())
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    state.scheduler.wake();
     Ok(true)
 }
 
@@ -171,7 +177,12 @@ async fn follow_dispute(
                 .param("data.object.id"),
         );
     }
-    let (stage, status) = dispute_status(object["status"].as_str().unwrap_or(""));
+    let stripe_status = object["status"].as_str().unwrap_or("");
+    let Some((stage, status, rank)) = dispute_status(stripe_status) else {
+        tracing::warn!(account = %account.id, dispute = %case_id, status = stripe_status,
+            "a Stripe dispute in a status payd does not know; ignored");
+        return Ok(false);
+    };
     let at = |field: &Value| {
         field
             .as_i64()
@@ -179,7 +190,11 @@ async fn follow_dispute(
     };
     let created = at(&event["created"]).unwrap_or_else(clock::wall_now);
     let due_by = at(&object["evidence_details"]["due_by"]);
-    let amount = object["amount"].as_i64().unwrap_or(0).max(0);
+    // In Stripe's units of the dispute's currency (docs.stripe.com/currencies).
+    let amount = crate::processors::stripe::units::from_stripe(
+        object["amount"].as_i64().unwrap_or(0).max(0),
+        object["currency"].as_str().unwrap_or_default(),
+    );
     // Invariant: an event acts only on the dispute of the payment it is about (found above
     // among the payments this account served); a case id alone names nothing.
     let dispute = match disputes::store::by_case(db, &case_id).await? {
@@ -210,8 +225,10 @@ async fn follow_dispute(
             }
         }
     };
+    // Ordered by how far the dispute has come, then by the event's second: two events of the
+    // same second still apply in the dispute's own order.
     let followed = Followed {
-        case_version: created.timestamp(),
+        case_version: (rank << 40) | created.timestamp().max(0),
         stage,
         status,
         amount,
@@ -229,16 +246,21 @@ async fn follow_dispute(
     Ok(true)
 }
 
-/// payd's stage and status of a Stripe dispute status: an inquiry (`warning_…`) is a
-/// pre-dispute; evidence under review is `challenged`.
-fn dispute_status(status: &str) -> (Stage, DisputeStatus) {
-    match status {
-        "warning_needs_response" => (Stage::PreDispute, DisputeStatus::Opened),
-        "warning_under_review" => (Stage::PreDispute, DisputeStatus::Challenged),
-        "warning_closed" => (Stage::PreDispute, DisputeStatus::Cancelled),
-        "under_review" => (Stage::Dispute, DisputeStatus::Challenged),
-        "won" => (Stage::Dispute, DisputeStatus::Won),
-        "lost" => (Stage::Dispute, DisputeStatus::Lost),
-        _ => (Stage::Dispute, DisputeStatus::Opened),
-    }
+/// payd's stage and status of a Stripe dispute status (docs.stripe.com/api/disputes/object,
+/// `status`), with how far along the dispute it is: an inquiry (`warning_…`) is a
+/// pre-dispute; evidence under review is `challenged`; `prevented` (the issuer stopped the
+/// dispute before any money moved) and `charge_refunded` (the charge was refunded, which
+/// closes it) end it `cancelled`. A status Stripe adds later is `None`: never read as opened.
+fn dispute_status(status: &str) -> Option<(Stage, DisputeStatus, i64)> {
+    Some(match status {
+        "warning_needs_response" => (Stage::PreDispute, DisputeStatus::Opened, 0),
+        "warning_under_review" => (Stage::PreDispute, DisputeStatus::Challenged, 1),
+        "warning_closed" => (Stage::PreDispute, DisputeStatus::Cancelled, 4),
+        "needs_response" => (Stage::Dispute, DisputeStatus::Opened, 2),
+        "under_review" => (Stage::Dispute, DisputeStatus::Challenged, 3),
+        "won" => (Stage::Dispute, DisputeStatus::Won, 4),
+        "lost" => (Stage::Dispute, DisputeStatus::Lost, 4),
+        "prevented" | "charge_refunded" => (Stage::Dispute, DisputeStatus::Cancelled, 4),
+        _ => return None,
+    })
 }

@@ -60,6 +60,20 @@ pub struct AuthResult {
     pub error: Option<(String, String)>,
     /// Where the processor keeps the card it saved (`AuthRequest::save`), if it keeps cards.
     pub token: Option<ProcessorToken>,
+    /// For an authorization still `Pending` because its answer was lost: what the processor
+    /// needs to send the same request again under the same idempotency key (`recover`).
+    /// payd keeps it with the authorization's intent.
+    pub resend: Option<String>,
+}
+
+/// What a processor found of an authorization whose answer was lost (`Processor::recover`).
+#[derive(Debug, Clone)]
+pub struct Recovered {
+    pub view: ProcessorView,
+    /// The processor's own reference of the authorization, once found.
+    pub reference: Option<String>,
+    /// Code and message of a decline.
+    pub error: Option<(String, String)>,
 }
 
 /// Where a refund stands at the processor.
@@ -82,6 +96,8 @@ pub struct AppliedRefund {
     /// payd's refund id for a refund payd asked for; the processor's own reference for one
     /// made elsewhere (its dashboard, another integration).
     pub reference: String,
+    /// The processor's own id of the refund (Stripe's `re_…`).
+    pub processor_reference: Option<String>,
     pub amount: i64,
     pub status: RefundStatus,
 }
@@ -95,6 +111,10 @@ pub enum ProcessorError {
     Timeout,
     #[error("the processor refused: {0}")]
     Refused(String),
+    /// The request was sent and no answer tells what became of it (a 5xx, a connection
+    /// broken after the request was written): the operation may or may not have happened.
+    #[error("the processor's answer is unknown: {0}")]
+    Unknown(String),
 }
 
 type Answer<T> = LocalBoxFuture<'static, Result<T, ProcessorError>>;
@@ -122,12 +142,39 @@ pub trait Processor: Send + Sync + 'static {
     fn answer_deadline(&self) -> std::time::Duration {
         std::time::Duration::ZERO
     }
+    /// Why the processor cannot take `amount` of `currency` as it is (an amount its units
+    /// cannot hold), if it cannot: payd refuses such an amount (400) rather than round it.
+    fn refuses_amount(&self, _amount: i64, _currency: &str) -> Option<String> {
+        None
+    }
+    /// Whether a capture that is not final leaves the rest of the authorization capturable
+    /// (Stripe releases it unless the payment was confirmed for multicapture).
+    fn captures_more_than_once(&self) -> bool {
+        true
+    }
+    /// Whether a capture can be voided (within payd's void window) rather than refunded.
+    fn voids_captures(&self) -> bool {
+        true
+    }
     fn authorize(&self, req: AuthRequest) -> Answer<AuthResult>;
-    /// The processor's own reference for payd's `reference` of an authorization (the same,
-    /// for a processor that takes payd's): asked once an authorization whose answer was lost
-    /// is found again, so the payment shows the processor's reference.
-    fn locate(&self, reference: &str) -> Answer<String> {
-        Box::pin(futures_util::future::ready(Ok(reference.to_owned())))
+    /// Finds an authorization whose answer was lost: sent at `at` under `reference`, with what
+    /// the processor kept to send it again (`AuthResult::resend`). A processor that takes
+    /// payd's reference as its own is asked by a sync of it.
+    fn recover(
+        &self,
+        reference: &str,
+        _at: DateTime<Utc>,
+        _resend: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Answer<Recovered> {
+        let (sync, reference) = (self.sync(reference, now), reference.to_owned());
+        Box::pin(async move {
+            Ok(Recovered {
+                view: sync.await?,
+                reference: Some(reference),
+                error: None,
+            })
+        })
     }
     /// The buyer finished (or failed) the challenge of a `ChallengeRequired` authorization.
     fn complete_challenge(
@@ -136,7 +183,7 @@ pub trait Processor: Send + Sync + 'static {
         approved: bool,
         now: DateTime<Utc>,
     ) -> Answer<AuthResult>;
-    fn capture(&self, reference: &str, amount: i64, key: &str) -> Answer<()>;
+    fn capture(&self, reference: &str, amount: i64, currency: &str, key: &str) -> Answer<()>;
     fn void(&self, reference: &str, key: &str) -> Answer<()>;
     /// What the processor holds for this reference now.
     fn sync(&self, reference: &str, now: DateTime<Utc>) -> Answer<ProcessorView>;
@@ -145,6 +192,7 @@ pub trait Processor: Send + Sync + 'static {
         &self,
         reference: &str,
         amount: i64,
+        currency: &str,
         now: DateTime<Utc>,
         key: &str,
     ) -> Answer<RefundResult>;

@@ -224,7 +224,8 @@ impl Inner {
             Ok(_) => OUTCOMES[0],
             Err(ProcessorError::Refused(_)) => OUTCOMES[1],
             Err(ProcessorError::Timeout) => OUTCOMES[2],
-            Err(ProcessorError::Unavailable(_)) => OUTCOMES[3],
+            // The remote's answers are read above: none is unknown.
+            Err(ProcessorError::Unavailable(_) | ProcessorError::Unknown(_)) => OUTCOMES[3],
         };
         metrics::counter!("payd_processor_requests_total", "kind" => "remote", "outcome" => label)
             .increment(1);
@@ -298,6 +299,7 @@ impl AuthAnswer {
             outcome,
             error,
             token: None,
+            resend: None,
         })
     }
 }
@@ -386,6 +388,7 @@ impl Processor for RemoteProcessor {
                     outcome: Authorization::Pending,
                     error: None,
                     token: None,
+                    resend: None,
                 }),
                 Err(e) => Err(e),
             }
@@ -412,7 +415,7 @@ impl Processor for RemoteProcessor {
         })
     }
 
-    fn capture(&self, reference: &str, amount: i64, key: &str) -> Answer<()> {
+    fn capture(&self, reference: &str, amount: i64, _currency: &str, key: &str) -> Answer<()> {
         let (inner, reference, key) = (self.inner.clone(), reference.to_owned(), key.to_owned());
         Box::pin(async move {
             let _: Value = inner
@@ -466,6 +469,7 @@ impl Processor for RemoteProcessor {
         &self,
         reference: &str,
         amount: i64,
+        _currency: &str,
         _now: DateTime<Utc>,
         key: &str,
     ) -> Answer<RefundResult> {
@@ -488,6 +492,7 @@ impl Processor for RemoteProcessor {
             Ok(a.refunds
                 .into_iter()
                 .map(|r| AppliedRefund {
+                    processor_reference: Some(r.refund_reference.clone()),
                     reference: r.refund_reference,
                     amount: r.amount,
                     status: refund_status(r.status, r.failure_reason),

@@ -70,6 +70,7 @@ fn declined(code: &str, message: &str, retryable: bool) -> AuthResult {
         outcome: Authorization::Declined { retryable },
         error: Some((code.to_owned(), message.to_owned())),
         token: None,
+        resend: None,
     }
 }
 
@@ -109,6 +110,7 @@ impl Sandbox {
             outcome,
             error: None,
             token: None,
+            resend: None,
         };
         match behaviour {
             TestBehaviour::Decline | TestBehaviour::ChargesDeclined => {
@@ -180,6 +182,7 @@ impl Processor for Sandbox {
                 outcome: Authorization::Approved { amount: r.amount },
                 error: None,
                 token: None,
+                resend: None,
             }),
             Some(_) => Ok(declined(
                 "authentication_failed",
@@ -190,7 +193,7 @@ impl Processor for Sandbox {
         Box::pin(future::ready(result))
     }
 
-    fn capture(&self, reference: &str, _amount: i64, _key: &str) -> Answer<()> {
+    fn capture(&self, reference: &str, _amount: i64, _currency: &str, _key: &str) -> Answer<()> {
         let known = Reference::decode(reference).is_some();
         Box::pin(future::ready(if known {
             Ok(())
@@ -200,7 +203,7 @@ impl Processor for Sandbox {
     }
 
     fn void(&self, reference: &str, key: &str) -> Answer<()> {
-        self.capture(reference, 0, key)
+        self.capture(reference, 0, "", key)
     }
 
     fn sync(&self, reference: &str, now: DateTime<Utc>) -> Answer<ProcessorView> {
@@ -238,6 +241,7 @@ impl Processor for Sandbox {
         &self,
         reference: &str,
         amount: i64,
+        _currency: &str,
         now: DateTime<Utc>,
         _key: &str,
     ) -> Answer<RefundResult> {

@@ -175,6 +175,7 @@ impl Declined<'_> {
             },
             error: Some((self.code.into(), self.message.into())),
             token: None,
+            resend: None,
         };
         let decision = RoutingDecision {
             algorithm: "none".into(),
@@ -220,6 +221,20 @@ pub(super) async fn authorize(
             brand: card.brand,
         },
     );
+    // An amount the first processor's units cannot hold is refused, never rounded.
+    let first_choice = decision
+        .candidates
+        .first()
+        .and_then(|c| enabled.iter().find(|a| &a.name == c));
+    if let Some(why) = deps
+        .resolve(first_choice)
+        .and_then(|p| p.refuses_amount(m.amount, &m.currency))
+    {
+        return Err(PaymentError::NotForProcessor {
+            param: "amount",
+            message: why,
+        });
+    }
     let mut base = m.clone();
     let mut attempts: Vec<payment_attempt::Model> = Vec::new();
     let mut previous: Option<String> = None;
@@ -243,6 +258,7 @@ pub(super) async fn authorize(
             account: candidate.clone(),
             reference: reference.clone(),
             at: now,
+            resend: None,
         };
         let mut after = base.clone();
         after.payment_method = serde_json::to_string(card).ok();
@@ -268,12 +284,13 @@ pub(super) async fn authorize(
                 outcome: Authorization::Declined { retryable: true },
                 error: Some(("processor_unavailable".into(), why)),
                 token: None,
+                resend: None,
             },
             Err(e) => return Err(e.into()),
         };
         attempts.push(answered(attempt, m, &result));
         let retry = matches!(result.outcome, Authorization::Declined { retryable: true });
-        let intent = processor.keeps_state().then_some(intent);
+        let intent = processor.keeps_state().then(|| intent.resending(&result));
         last = Some((candidate.clone(), result, processor.can_save(card), intent));
         if !retry {
             break;

@@ -14,6 +14,21 @@ pub(super) async fn capture(
     machine::capture(&state, amount, *final_capture, now)?;
     let (account, reference) = processor_of(m)?;
     let processor = deps.processor_for(m, &account).await?;
+    // A capture that is not final must leave the rest capturable at the processor too.
+    if !*final_capture && amount < m.amount_authorized && !processor.captures_more_than_once() {
+        return Err(PaymentError::NotForProcessor {
+            param: "final_capture",
+            message: format!(
+                "the payment's processor ({account}) releases what a partial capture leaves: capture with final_capture true"
+            ),
+        });
+    }
+    if let Some(why) = processor.refuses_amount(amount, &m.currency) {
+        return Err(PaymentError::NotForProcessor {
+            param: "amount",
+            message: why,
+        });
+    }
     let key = op_key(m, "capture");
     let intent = Intent::Capture {
         key: key.clone(),
@@ -21,7 +36,9 @@ pub(super) async fn capture(
         final_capture: *final_capture,
     };
     let base = intend(deps, m, &*processor, m.clone(), intent, vec![]).await?;
-    let answer = processor.capture(&reference, amount, &key).await;
+    let answer = processor
+        .capture(&reference, amount, &m.currency, &key)
+        .await;
     captured(deps, &base, amount, *final_capture, answer).await
 }
 
@@ -75,6 +92,12 @@ pub(super) async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Don
     let next = machine::cancel(&state, now, &disputed)?;
     if kind == CancelKind::Local {
         return commit(deps, m, store::with_state(m, &next, now), plain("cancel")).await;
+    }
+    if kind == CancelKind::VoidCapture {
+        let (account, _) = processor_of(m)?;
+        if !deps.processor_for(m, &account).await?.voids_captures() {
+            return Err(machine::Refusal::CaptureNotVoidable.into());
+        }
     }
     void(deps, m, next.status, false).await
 }

@@ -34,7 +34,7 @@ pub(super) async fn refund(
     if !processor.keeps_state() {
         // Nothing a crash could make payd forget: asked first, recorded once with its answer.
         let answer = processor
-            .refund(&reference, plan.amount, now, &intent.id)
+            .refund(&reference, plan.amount, &m.currency, now, &intent.id)
             .await;
         return refund_answered(deps, m, after, intent, answer).await;
     }
@@ -48,7 +48,9 @@ pub(super) async fn refund(
         recorded.payment,
         recorded.refund.ok_or(PaymentError::RefundNotFound)?,
     );
-    let answer = processor.refund(&reference, r.amount, now, &r.id).await;
+    let answer = processor
+        .refund(&reference, r.amount, &m.currency, now, &r.id)
+        .await;
     match record_refund_outcome(deps, &m, r.clone(), answer).await {
         // Recorded meanwhile (its settle job, on another instance): that record stands, and
         // this request must not decide again.
@@ -137,7 +139,9 @@ pub(super) fn refund_answer(
     match answer {
         Ok(result) => Some((result.status, Some(result.reference))),
         Err(ProcessorError::Refused(why)) => Some((RefundStatus::Failed(why), None)),
-        Err(ProcessorError::Unavailable(_) | ProcessorError::Timeout) => None,
+        Err(
+            ProcessorError::Unavailable(_) | ProcessorError::Timeout | ProcessorError::Unknown(_),
+        ) => None,
     }
 }
 
@@ -157,16 +161,29 @@ pub(super) async fn settle_refund(
     else {
         return Err(PaymentError::RefundNotFound);
     };
-    // The payment's other refunds at the processor first: those payd lacks are recorded.
-    let adopted = adopt_refunds(deps, m).await?;
+    // The payment's refunds at the processor first: those payd lacks are recorded, and payd's
+    // own found there (this one too) settle from what the processor shows.
+    let (adopted, listed) = adopt_refunds(deps, m).await?;
     let m = &adopted.payment;
+    let r = store::find_refund(&deps.db, refund_id).await?.unwrap_or(r);
     if !matches!(r.status.as_str(), "pending" | "manual_review") {
         return Ok(Done::refund(m, r));
     }
     let (account, reference) = processor_of(m)?;
     let processor = deps.processor_for(m, &account).await?;
     let answer = match &r.processor_reference {
-        None => processor.refund(&reference, r.amount, now, &r.id).await,
+        // Not among the processor's refunds: never applied, so asking again cannot refund
+        // twice, even once the processor has forgotten the idempotency key. When the list
+        // cannot be read, payd does not ask blind: the settle job comes back.
+        None if !listed => {
+            store::resync_refund_job(&deps.db, &r, now, deps.settle_delay()).await?;
+            return Ok(Done::refund(m, r));
+        }
+        None => {
+            processor
+                .refund(&reference, r.amount, &m.currency, now, &r.id)
+                .await
+        }
         Some(refund_reference) => processor.sync_refund(refund_reference, now).await,
     };
     record_refund_outcome(deps, m, r, answer).await
@@ -232,20 +249,23 @@ pub(super) async fn record_refund_outcome(
     commit(deps, m, after, changes).await
 }
 
-/// Records the refunds the processor applied that payd has no record of — made in its
-/// dashboard, or by an integration beside payd — each with `refund_succeeded` once, its amount
+/// Brings payd's refunds in line with those the processor lists for the payment. payd's own
+/// refunds found there settle from it: a pending one succeeds or fails, and one that succeeded
+/// and then failed at the processor (a closed card) fails, its balance given back, with
+/// `refund_failed`. The refunds payd has no record of — made in the processor's dashboard, or
+/// by an integration beside payd — are recorded, each with `refund_succeeded` once, its amount
 /// taken from what is refundable (an open dispute does not stop what the processor already
 /// did). One the payment cannot hold makes it `conflicted`. A processor that cannot list
-/// refunds now leaves the payment as it is: the next sync asks again.
+/// refunds now leaves the payment as it is (`false`: not listed): the next sync asks again.
 pub(super) async fn adopt_refunds(
     deps: &PaymentDeps,
     m: &payment::Model,
-) -> Result<Done, PaymentError> {
+) -> Result<(Done, bool), PaymentError> {
     let Ok((account, reference)) = processor_of(m) else {
-        return Ok(Done::unchanged(m));
+        return Ok((Done::unchanged(m), true));
     };
     if m.amount_captured == 0 {
-        return Ok(Done::unchanged(m));
+        return Ok((Done::unchanged(m), true));
     }
     let listed = match deps
         .processor_for(m, &account)
@@ -256,21 +276,33 @@ pub(super) async fn adopt_refunds(
         Ok(listed) => listed,
         Err(e) => {
             tracing::warn!(payment_id = %m.id, error = %e, "the processor's refunds could not be listed");
-            return Ok(Done::unchanged(m));
+            return Ok((Done::unchanged(m), false));
         }
     };
     if listed.is_empty() {
-        return Ok(Done::unchanged(m));
+        return Ok((Done::unchanged(m), true));
     }
     let known = store::refunds_of(&deps.db, &m.id).await?;
-    let is_known = |reference: &str| {
-        known
-            .iter()
-            .any(|r| r.id == reference || r.processor_reference.as_deref() == Some(reference))
-    };
     let mut done = Done::unchanged(m);
     for applied in listed {
-        if matches!(applied.status, RefundStatus::Failed(_)) || is_known(&applied.reference) {
+        let ours = known.iter().find(|r| {
+            r.id == applied.reference
+                || r.processor_reference.as_deref() == Some(applied.reference.as_str())
+        });
+        if let Some(ours) = ours {
+            if settles(ours, &applied) {
+                let answer = Ok(RefundResult {
+                    reference: applied
+                        .processor_reference
+                        .clone()
+                        .unwrap_or(applied.reference),
+                    status: applied.status,
+                });
+                done = record_refund_outcome(deps, &done.payment, ours.clone(), answer).await?;
+            }
+            continue;
+        }
+        if matches!(applied.status, RefundStatus::Failed(_)) {
             continue;
         }
         done = adopt_refund(deps, &done.payment, applied).await?;
@@ -278,7 +310,20 @@ pub(super) async fn adopt_refunds(
             break;
         }
     }
-    Ok(done)
+    Ok((done, true))
+}
+
+/// Whether what the processor lists of payd's refund `ours` changes it: a pending one that
+/// settled or got the processor's reference, or a succeeded one that failed since.
+fn settles(ours: &refund::Model, applied: &AppliedRefund) -> bool {
+    match (ours.status.as_str(), &applied.status) {
+        ("pending", RefundStatus::Pending) => {
+            ours.processor_reference.is_none() && applied.processor_reference.is_some()
+        }
+        ("pending", _) => true,
+        ("succeeded", RefundStatus::Failed(_)) => true,
+        _ => false,
+    }
 }
 
 /// Records one refund the processor made without payd.

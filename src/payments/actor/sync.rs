@@ -23,35 +23,48 @@ pub(super) async fn reconcile(
     };
     let processor = deps.processor_for(m, &account).await?;
     match intent {
-        Intent::Authorize { attempt_id, at, .. } => {
+        Intent::Authorize {
+            attempt_id,
+            at,
+            resend,
+            ..
+        } => {
             let deadline = Duration::from_std(processor.answer_deadline()).unwrap_or_default();
-            let (outcome, error) = match processor.sync(&reference, now).await? {
+            let recovered = processor
+                .recover(&reference, at, resend.as_deref(), now)
+                .await?;
+            let declined = || {
+                recovered.error.clone().unwrap_or_else(|| {
+                    (
+                        "card_declined".to_owned(),
+                        "the processor declined the authorization".to_owned(),
+                    )
+                })
+            };
+            let (outcome, error) = match recovered.view {
                 ProcessorView::Authorized { amount } | ProcessorView::Captured { amount } => {
                     (Authorization::Approved { amount }, None)
                 }
-                ProcessorView::Declined { retryable } => (
-                    Authorization::Declined { retryable },
-                    Some(("card_declined", "the processor declined the authorization")),
-                ),
+                ProcessorView::Declined { retryable } => {
+                    (Authorization::Declined { retryable }, Some(declined()))
+                }
+                // Past the processor's deadline for it, with no trace found: it never arrived.
                 ProcessorView::Unknown if now - at > deadline => (
                     Authorization::Declined { retryable: true },
                     Some((
-                        "processor_unavailable",
-                        "the authorization never reached the processor",
+                        "processor_unavailable".to_owned(),
+                        "the authorization never reached the processor".to_owned(),
                     )),
                 ),
                 // Pending, or no trace yet of a request that may still arrive.
                 _ => return keep_waiting(deps, m).await,
             };
-            let found = match error {
-                Some(("processor_unavailable", _)) => reference.clone(),
-                _ => processor.locate(&reference).await?,
-            };
             let result = AuthResult {
-                reference: Some(found),
+                reference: recovered.reference.or(Some(reference)),
                 outcome,
-                error: error.map(|(c, msg)| (c.to_owned(), msg.to_owned())),
+                error,
                 token: None,
+                resend: None,
             };
             let card = card_of(m)?.ok_or_else(|| {
                 PaymentError::Internal("an authorization's card is not stored".into())
@@ -83,7 +96,9 @@ pub(super) async fn reconcile(
             amount,
             final_capture,
         } => {
-            let answer = processor.capture(&reference, amount, &key).await;
+            let answer = processor
+                .capture(&reference, amount, &m.currency, &key)
+                .await;
             captured(deps, m, amount, final_capture, answer).await
         }
         Intent::Void { key, to, expiry } => {
@@ -97,7 +112,7 @@ pub(super) async fn reconcile(
 /// lacks, and settles payd's refunds still pending there.
 pub(super) async fn sync(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
     let synced = sync_status(deps, m).await?;
-    let adopted = adopt_refunds(deps, &synced.payment).await?;
+    let (adopted, _) = adopt_refunds(deps, &synced.payment).await?;
     settle_pending_refunds(deps, adopted).await
 }
 

@@ -4,37 +4,55 @@
 //!
 //! Every POST carries an `Idempotency-Key` derived from payd's recorded intent and the pinned
 //! `Stripe-Version`, so a request sent again after a lost answer is answered with the first
-//! answer and never moves money twice. An authorization whose answer was lost has no
-//! PaymentIntent id at payd: it is found again by the `payd_reference` in its metadata.
+//! answer and never moves money twice. An answer that does not say what Stripe did (a 5xx, a
+//! broken connection, a timeout) is never read as a refusal (`client`): an authorization stays
+//! `Pending` and is recovered by the same request under the same key, then by its metadata
+//! among the PaymentIntents made since it was sent. Amounts cross in Stripe's units (`units`).
 //!
-//! Requests carry only parameters the real API documents, and only those that localstripe
-//! (the server CI tests against) also models; the few answers where localstripe differs from
-//! Stripe are read both ways, each noted where it is read.
+//! Requests carry only parameters the real API documents; the few answers where localstripe
+//! (the server CI tests against) differs from Stripe are read both ways, each noted where it
+//! is read.
+
+mod client;
+mod signature;
+pub mod units;
 
 use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, Utc};
-use hmac::Mac;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model::{Authorization, ProcessorView};
-use super::remote::{mac, CircuitBreaker};
+use super::remote::CircuitBreaker;
 use super::{
     Answer, AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, ProcessorToken,
-    RefundResult, RefundStatus, SaveFor,
+    Recovered, RefundResult, RefundStatus, SaveFor,
 };
-use crate::outbound::{self, Blocked, Policy};
+use crate::outbound::Policy;
+use client::Failure;
+pub use signature::{sign, verify, SignatureError, SIGNATURE_TOLERANCE_SECS};
 
 /// Stripe's API, when an account names no other.
 pub const API_BASE: &str = "https://api.stripe.com";
 /// The API version every request pins: its PaymentIntents carry `latest_charge` and default
 /// to card payments, so a confirm needs no `return_url`.
 pub const API_VERSION: &str = "2022-11-15";
-/// How old a signed event may be (Stripe's own libraries' default).
-pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
-/// How many pages of 100 recent PaymentIntents a lost authorization is looked for in.
-const SEARCH_PAGES: usize = 5;
+/// A Stripe account's timeout per request when it names none: Stripe's own libraries wait 80
+/// seconds, and an authorization can take tens of seconds at the issuer.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// How long after it was sent an authorization Stripe shows no trace of is still looked for,
+/// beyond the request's timeout: Stripe's lists may lag a request that is still arriving.
+const RECOVERY_GRACE: chrono::Duration = chrono::Duration::minutes(10);
+/// Stripe keeps an idempotency key's first answer for 24 hours (docs.stripe.com/idempotency):
+/// a lost authorization is sent again under its key only well within them, never after, when
+/// the same request would make a second PaymentIntent.
+const RESEND_WITHIN: chrono::Duration = chrono::Duration::hours(23);
+/// How far before its sending an authorization's PaymentIntent is looked for (clocks differ).
+const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
+/// How many pages of 100 PaymentIntents made since an authorization was sent are looked
+/// through before payd gives up for now (and looks again at the next reconciliation).
+const SEARCH_PAGES: usize = 50;
 
 /// How an account reaches Stripe (stored sealed with the account).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -54,33 +72,6 @@ impl StripeConfig {
     /// Whether the key is a live key.
     pub fn is_live_key(key: &str) -> bool {
         key.starts_with("sk_live_") || key.starts_with("rk_live_")
-    }
-}
-
-/// Why Stripe did not do what it was asked.
-#[derive(Debug, Clone)]
-enum Failure {
-    /// A card error (402): the card was declined.
-    Card {
-        code: String,
-        message: String,
-    },
-    /// The secret key was refused (401, 403).
-    Key,
-    Processor(ProcessorError),
-}
-
-impl From<Failure> for ProcessorError {
-    fn from(f: Failure) -> Self {
-        match f {
-            Failure::Card { code, message } => {
-                ProcessorError::Refused(format!("{code}: {message}"))
-            }
-            Failure::Key => {
-                ProcessorError::Refused("Stripe refused the account's secret key".into())
-            }
-            Failure::Processor(e) => e,
-        }
     }
 }
 
@@ -122,73 +113,16 @@ impl StripeProcessor {
     }
 }
 
-impl Inner {
-    /// One request to Stripe: a POST (form-encoded, with its idempotency key) when `key` is
-    /// set, a GET (with `form` as its query) when not.
-    async fn call(&self, path: &str, key: Option<&str>, form: &Form) -> Result<Value, Failure> {
-        if !self.breaker.allow() {
-            count("circuit_open");
-            return Err(Failure::Processor(ProcessorError::Unavailable(
-                "circuit open".into(),
-            )));
-        }
-        let client = outbound::client(&self.outbound)
-            .timeout(Duration::from_millis(self.config.timeout_ms))
-            .disable_redirects()
-            .finish();
-        let url = format!("{}/v1/{path}", self.config.api_base.trim_end_matches('/'));
-        let request = match key {
-            Some(_) => client.post(url),
-            None => client.get(url),
-        }
-        .bearer_auth(&self.config.secret_key)
-        .insert_header(("stripe-version", API_VERSION));
-        let sent = match key {
-            Some(key) => request
-                .insert_header(("idempotency-key", key))
-                .send_form(form),
-            None => match request.query(form) {
-                Ok(request) => request.send(),
-                Err(e) => return Err(Failure::Processor(ProcessorError::Refused(e.to_string()))),
-            },
-        }
-        .await;
-        let outcome = match sent {
-            Err(awc::error::SendRequestError::Timeout) => {
-                Err(Failure::Processor(ProcessorError::Timeout))
-            }
-            Err(e) => Err(unavailable(match outbound::blocked(&e) {
-                Some(ip) => Blocked(ip).to_string(),
-                None => e.to_string(),
-            })),
-            Ok(mut res) => match res.body().limit(4 << 20).await {
-                Err(e) => Err(unavailable(e.to_string())),
-                Ok(bytes) => outcome(
-                    res.status().as_u16(),
-                    serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-                ),
-            },
-        };
-        if matches!(outcome, Err(Failure::Key)) {
-            tracing::error!(account = %self.account_id, "Stripe refused the processor account's secret key");
-        }
-        // Stripe answered (a refusal included): the circuit stays closed.
-        let (label, answered) = match &outcome {
-            Ok(_) => ("ok", true),
-            Err(Failure::Card { .. } | Failure::Key) => ("refused", true),
-            Err(Failure::Processor(ProcessorError::Refused(_))) => ("refused", true),
-            Err(Failure::Processor(ProcessorError::Timeout)) => ("timeout", false),
-            Err(Failure::Processor(ProcessorError::Unavailable(_))) => ("error", false),
-        };
-        count(label);
-        if answered {
-            self.breaker.success();
-        } else {
-            self.breaker.failure();
-        }
-        outcome
-    }
+/// What a look for a lost authorization's PaymentIntent found.
+enum Search {
+    Found(Value),
+    /// Every PaymentIntent made since the authorization was sent was looked at.
+    Absent,
+    /// More were made than payd looks through at once.
+    NotYet,
+}
 
+impl Inner {
     async fn post(&self, path: &str, key: &str, form: Form) -> Result<Value, Failure> {
         self.call(path, Some(key), &form).await
     }
@@ -197,58 +131,62 @@ impl Inner {
         self.call(path, None, &query).await
     }
 
-    /// The PaymentIntent behind a reference: a PaymentIntent id as it is; payd's own
-    /// reference (an authorization whose answer was lost) by the `payd_reference` in the
-    /// metadata of the account's recent PaymentIntents. `None`: Stripe has no such payment.
-    async fn payment_intent(&self, reference: &str) -> Result<Option<Value>, Failure> {
+    /// The PaymentIntent id of a payment's reference. payd's own reference stands in until a
+    /// lost authorization is recovered (`recover`): no capture, void or refund reaches such a
+    /// payment before.
+    fn intent_id(reference: &str) -> Result<&str, Failure> {
         if reference.starts_with("pi_") {
-            return self
-                .get(&format!("payment_intents/{reference}"), vec![])
-                .await
-                .map(Some);
+            Ok(reference)
+        } else {
+            Err(Failure::Refused(format!(
+                "the authorization {reference} is not yet found at Stripe"
+            )))
         }
+    }
+
+    async fn payment_intent(&self, id: &str) -> Result<Value, Failure> {
+        self.get(&format!("payment_intents/{id}"), vec![]).await
+    }
+
+    /// The PaymentIntent sent under `reference` at `at`, by the `payd_reference` in its
+    /// metadata, among those the account made since (a list by `created`, newest first).
+    async fn search(&self, reference: &str, at: DateTime<Utc>) -> Result<Search, Failure> {
+        let since = (at - CLOCK_SKEW).timestamp();
         let mut after: Option<String> = None;
         for _ in 0..SEARCH_PAGES {
-            let mut query = vec![pair("limit", 100)];
+            let mut query = vec![pair("limit", 100), pair("created[gte]", since)];
             if let Some(last) = &after {
                 query.push(pair("starting_after", last));
             }
             let page = self.get("payment_intents", query).await?;
-            let data = page["data"].as_array().cloned().unwrap_or_default();
+            let data = items(&page);
             if let Some(found) = data
                 .iter()
                 .find(|pi| pi["metadata"]["payd_reference"].as_str() == Some(reference))
             {
-                return Ok(Some(found.clone()));
+                return Ok(Search::Found(found.clone()));
             }
             match data.last().and_then(|pi| pi["id"].as_str()) {
                 Some(last) if page["has_more"] == Value::Bool(true) => after = Some(last.into()),
-                _ => break,
+                _ => return Ok(Search::Absent),
             }
         }
-        Ok(None)
+        Ok(Search::NotYet)
     }
 
-    async fn intent_id(&self, reference: &str) -> Result<String, ProcessorError> {
-        match self.payment_intent(reference).await? {
-            Some(pi) => Ok(str_of(&pi, "id")),
-            None => Err(ProcessorError::Refused(format!(
-                "Stripe holds no payment for {reference}"
-            ))),
-        }
-    }
-
-    /// What Stripe captured of a succeeded PaymentIntent: `amount_received`. localstripe has
-    /// no such field: its charge's amount, less the refund by which it records a partial
-    /// capture's uncaptured rest (the one refund that names no PaymentIntent).
+    /// What Stripe captured of a succeeded PaymentIntent, in payd's units:
+    /// `amount_received`. localstripe has no such field: its charge's amount, less the refund
+    /// by which it records a partial capture's uncaptured rest (the one refund that names no
+    /// PaymentIntent).
     async fn captured(&self, pi: &Value) -> Result<i64, Failure> {
+        let currency = pi["currency"].as_str().unwrap_or_default();
         if let Some(received) = pi["amount_received"].as_i64() {
-            return Ok(received);
+            return Ok(units::from_stripe(received, currency));
         }
         let charge = &pi["latest_charge"];
         let amount = charge["amount"].as_i64().unwrap_or(0);
         let Some(charge_id) = charge["id"].as_str() else {
-            return Ok(amount);
+            return Ok(units::from_stripe(amount, currency));
         };
         let refunds = self
             .get(
@@ -261,7 +199,7 @@ impl Inner {
             .filter(|r| r["payment_intent"].is_null())
             .filter_map(|r| r["amount"].as_i64())
             .sum();
-        Ok(amount - released)
+        Ok(units::from_stripe(amount - released, currency))
     }
 
     /// Saves a card at Stripe: attaches its PaymentMethod to the customer's Stripe Customer
@@ -297,9 +235,9 @@ impl Inner {
             return Ok((token.method.clone(), Some(token.clone())));
         }
         let Some(secret) = &req.secret else {
-            return Err(Failure::Processor(ProcessorError::Refused(
+            return Err(Failure::Refused(
                 "the card was saved at another processor: Stripe needs its number".into(),
-            )));
+            ));
         };
         let form = vec![
             pair("type", "card"),
@@ -320,9 +258,11 @@ impl Inner {
     }
 
     async fn authorize(&self, req: &AuthRequest) -> Result<AuthResult, Failure> {
+        let amount =
+            units::to_stripe(req.amount, &req.currency).map_err(|e| Failure::Refused(e.0))?;
         let (method, token) = self.method(req).await?;
         let mut form = vec![
-            pair("amount", req.amount),
+            pair("amount", amount),
             pair("currency", req.currency.to_ascii_lowercase()),
             pair("payment_method", &method),
             pair("confirm", "true"),
@@ -339,7 +279,26 @@ impl Inner {
         if req.off_session && token.is_some() {
             form.push(pair("off_session", "true"));
         }
-        let pi = self.post("payment_intents", &req.reference, form).await?;
+        let pi = match self
+            .call("payment_intents", Some(&req.reference), &form)
+            .await
+        {
+            Ok(pi) => pi,
+            // Stripe may have charged: never a decline. The same request under the same key
+            // tells later (`recover`).
+            Err(f) if f.maybe_done() => {
+                tracing::warn!(payment_id = %req.payment_id, reference = %req.reference, error = ?f,
+                    "Stripe's answer to an authorization is unknown: the payment stays processing");
+                return Ok(AuthResult {
+                    reference: Some(req.reference.clone()),
+                    outcome: Authorization::Pending,
+                    error: None,
+                    token: None,
+                    resend: serde_json::to_string(&form).ok(),
+                });
+            }
+            Err(f) => return Err(f),
+        };
         let mut result = self.auth_result(&pi).await?;
         result.token = token.filter(|_| req.save.is_some());
         Ok(result)
@@ -347,6 +306,7 @@ impl Inner {
 
     /// What a PaymentIntent says of its authorization.
     async fn auth_result(&self, pi: &Value) -> Result<AuthResult, Failure> {
+        let currency = pi["currency"].as_str().unwrap_or_default();
         let amount = pi["amount"].as_i64().unwrap_or(0);
         let (outcome, error) = match pi["status"].as_str().unwrap_or("") {
             "succeeded" => (
@@ -357,7 +317,10 @@ impl Inner {
             ),
             "requires_capture" => (
                 Authorization::Approved {
-                    amount: pi["amount_capturable"].as_i64().unwrap_or(amount),
+                    amount: units::from_stripe(
+                        pi["amount_capturable"].as_i64().unwrap_or(amount),
+                        currency,
+                    ),
                 },
                 None,
             ),
@@ -371,12 +334,7 @@ impl Inner {
                 )),
             ),
             _ => {
-                let error = &pi["last_payment_error"];
-                let code = decline_code(error);
-                let message = error["message"]
-                    .as_str()
-                    .unwrap_or("the card was declined")
-                    .to_owned();
+                let (code, message) = decline_of(&pi["last_payment_error"]);
                 (
                     Authorization::Declined {
                         retryable: retryable(&code),
@@ -390,17 +348,22 @@ impl Inner {
             outcome,
             error,
             token: None,
+            resend: None,
         })
     }
 
     async fn view(&self, pi: &Value) -> Result<ProcessorView, Failure> {
+        let currency = pi["currency"].as_str().unwrap_or_default();
         let amount = pi["amount"].as_i64().unwrap_or(0);
         Ok(match pi["status"].as_str().unwrap_or("") {
             "succeeded" => ProcessorView::Captured {
                 amount: self.captured(pi).await?,
             },
             "requires_capture" => ProcessorView::Authorized {
-                amount: pi["amount_capturable"].as_i64().unwrap_or(amount),
+                amount: units::from_stripe(
+                    pi["amount_capturable"].as_i64().unwrap_or(amount),
+                    currency,
+                ),
             },
             "canceled" => ProcessorView::Voided,
             "requires_payment_method" if !pi["last_payment_error"].is_null() => {
@@ -411,36 +374,65 @@ impl Inner {
             _ => ProcessorView::Pending,
         })
     }
-}
 
-fn unavailable(why: String) -> Failure {
-    Failure::Processor(ProcessorError::Unavailable(why))
-}
-
-/// What Stripe's answer means.
-fn outcome(status: u16, body: Value) -> Result<Value, Failure> {
-    let error = &body["error"];
-    let message = error["message"].as_str().unwrap_or("").to_owned();
-    match status {
-        200..=299 if body.is_object() => Ok(body),
-        200..=299 => Err(unavailable("an answer that is not a JSON object".into())),
-        401 | 403 => Err(Failure::Key),
-        // A card error. localstripe says `type: invalid_request_error` where Stripe says
-        // `card_error`: the status decides.
-        402 => Err(Failure::Card {
-            code: decline_code(error),
-            message: if message.is_empty() {
-                "the card was declined".into()
-            } else {
-                message
-            },
-        }),
-        // Too many requests, and Stripe's own failures: not done, ask again later.
-        429 | 500..=599 => Err(unavailable(format!("Stripe answered {status}: {message}"))),
-        _ => Err(Failure::Processor(ProcessorError::Refused(format!(
-            "Stripe answered {status} ({}): {message}",
-            error["code"].as_str().unwrap_or("no code")
-        )))),
+    /// An authorization whose answer was lost: the same request again under the same key
+    /// (within Stripe's 24 hours), then its metadata among the PaymentIntents made since.
+    async fn recover(
+        &self,
+        reference: &str,
+        at: DateTime<Utc>,
+        resend: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Recovered, Failure> {
+        let found = |view, pi: &Value, error| Recovered {
+            view,
+            reference: Some(str_of(pi, "id")),
+            error,
+        };
+        if reference.starts_with("pi_") {
+            let pi = self.payment_intent(reference).await?;
+            return Ok(found(self.view(&pi).await?, &pi, None));
+        }
+        let form: Option<Form> = resend.and_then(|f| serde_json::from_str(f).ok());
+        if let Some(form) = form.filter(|_| now - at < RESEND_WITHIN) {
+            match self.call("payment_intents", Some(reference), &form).await {
+                Ok(pi) => {
+                    let result = self.auth_result(&pi).await?;
+                    return Ok(found(self.view(&pi).await?, &pi, result.error));
+                }
+                Err(Failure::Card {
+                    code,
+                    message,
+                    intent,
+                }) => {
+                    return Ok(Recovered {
+                        view: ProcessorView::Declined {
+                            retryable: retryable(&code),
+                        },
+                        reference: intent,
+                        error: Some((code, message)),
+                    })
+                }
+                // Stripe's stored answer is itself unknown (a 500 is kept for 24 hours), or
+                // it cannot be asked now: look for the PaymentIntent.
+                Err(f) => {
+                    tracing::info!(reference, error = ?f, "a lost authorization sent again under its key: no answer yet")
+                }
+            }
+        }
+        let view = match self.search(reference, at).await? {
+            Search::Found(pi) => {
+                let result = self.auth_result(&pi).await?;
+                return Ok(found(self.view(&pi).await?, &pi, result.error));
+            }
+            Search::Absent => ProcessorView::Unknown,
+            Search::NotYet => ProcessorView::Pending,
+        };
+        Ok(Recovered {
+            view,
+            reference: None,
+            error: None,
+        })
     }
 }
 
@@ -507,59 +499,80 @@ fn refund_status(r: &Value) -> RefundStatus {
     }
 }
 
+/// A decline's code and message, from Stripe's `error` or a PaymentIntent's
+/// `last_payment_error`.
+fn decline_of(error: &Value) -> (String, String) {
+    let message = error["message"]
+        .as_str()
+        .filter(|m| !m.is_empty())
+        .unwrap_or("the card was declined")
+        .to_owned();
+    (decline_code(error), message)
+}
+
 impl Processor for StripeProcessor {
     fn available(&self) -> bool {
         self.inner.breaker.available()
     }
 
+    /// The request's timeout and then some minutes: Stripe's lists may not yet show a request
+    /// that was still arriving when payd gave up on its answer.
     fn answer_deadline(&self) -> Duration {
         Duration::from_millis(self.inner.config.timeout_ms)
+            + RECOVERY_GRACE.to_std().unwrap_or_default()
+    }
+
+    fn refuses_amount(&self, amount: i64, currency: &str) -> Option<String> {
+        units::to_stripe(amount, currency).err().map(|e| e.0)
+    }
+
+    /// Without multicapture (an opt-in of Stripe's, not used by payd), Stripe releases what a
+    /// partial capture leaves (docs.stripe.com/payments/multicapture).
+    fn captures_more_than_once(&self) -> bool {
+        false
+    }
+
+    /// A succeeded PaymentIntent cannot be canceled: its money goes back by a refund.
+    fn voids_captures(&self) -> bool {
+        false
     }
 
     fn authorize(&self, req: AuthRequest) -> Answer<AuthResult> {
         let inner = self.inner.clone();
         Box::pin(async move {
+            let declined = |code: String, message: String, reference: Option<String>| AuthResult {
+                reference,
+                outcome: Authorization::Declined {
+                    retryable: retryable(&code),
+                },
+                error: Some((code, message)),
+                token: None,
+                resend: None,
+            };
             match inner.authorize(&req).await {
                 Ok(result) => Ok(result),
-                Err(Failure::Card { code, message }) => Ok(AuthResult {
-                    reference: None,
-                    outcome: Authorization::Declined {
-                        retryable: retryable(&code),
-                    },
-                    error: Some((code, message)),
-                    token: None,
-                }),
+                // The PaymentIntent Stripe made for the declined attempt stays its reference.
+                Err(Failure::Card {
+                    code,
+                    message,
+                    intent,
+                }) => Ok(declined(code, message, intent)),
                 // A refused key fails this attempt (routing falls back) and is logged; nothing
                 // is sent again.
-                Err(Failure::Key) => Ok(AuthResult {
-                    reference: None,
-                    outcome: Authorization::Declined { retryable: true },
-                    error: Some((
-                        "processor_authentication_failed".into(),
-                        format!(
-                            "Stripe refused the secret key of processor account {}",
-                            inner.account_id
-                        ),
-                    )),
-                    token: None,
-                }),
+                Err(Failure::Key) => Ok(declined(
+                    "processor_authentication_failed".into(),
+                    format!(
+                        "Stripe refused the secret key of processor account {}",
+                        inner.account_id
+                    ),
+                    None,
+                )),
                 // Stripe refused the request itself (an amount it does not take, a card saved
                 // at another processor): this attempt fails, routing may try the next one.
-                Err(Failure::Processor(ProcessorError::Refused(why))) => Ok(AuthResult {
-                    reference: None,
-                    outcome: Authorization::Declined { retryable: true },
-                    error: Some(("processor_refused".into(), why)),
-                    token: None,
-                }),
-                // No answer: the outcome is unknown, never a failure on a guess. A sync finds
-                // the PaymentIntent by its metadata.
-                Err(Failure::Processor(ProcessorError::Timeout)) => Ok(AuthResult {
-                    reference: Some(req.reference),
-                    outcome: Authorization::Pending,
-                    error: None,
-                    token: None,
-                }),
-                Err(Failure::Processor(e)) => Err(e),
+                Err(Failure::Refused(why)) => Ok(declined("processor_refused".into(), why, None)),
+                // Only a step before the PaymentIntent (the PaymentMethod, the Customer) can
+                // leave an unknown answer here: nothing was charged, routing falls back.
+                Err(f) => Err(ProcessorError::Unavailable(format!("{:?}", f))),
             }
         })
     }
@@ -574,8 +587,8 @@ impl Processor for StripeProcessor {
     ) -> Answer<AuthResult> {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());
         Box::pin(async move {
-            let id = inner.intent_id(&reference).await?;
-            let mut pi = inner.get(&format!("payment_intents/{id}"), vec![]).await?;
+            let id = Inner::intent_id(&reference)?;
+            let mut pi = inner.payment_intent(id).await?;
             if !approved && pi["status"] == "requires_action" {
                 let key = format!("{id}.challenge");
                 pi = inner
@@ -584,23 +597,26 @@ impl Processor for StripeProcessor {
             }
             if !approved && pi["status"] == "canceled" {
                 return Ok(AuthResult {
-                    reference: Some(id),
+                    reference: Some(id.to_owned()),
                     outcome: Authorization::Declined { retryable: true },
                     error: Some((
                         "authentication_failed".into(),
                         "the buyer did not complete 3-D Secure".into(),
                     )),
                     token: None,
+                    resend: None,
                 });
             }
             Ok(inner.auth_result(&pi).await?)
         })
     }
 
-    fn capture(&self, reference: &str, amount: i64, key: &str) -> Answer<()> {
+    fn capture(&self, reference: &str, amount: i64, currency: &str, key: &str) -> Answer<()> {
         let (inner, reference, key) = (self.inner.clone(), reference.to_owned(), key.to_owned());
+        let amount = units::to_stripe(amount, currency);
         Box::pin(async move {
-            let id = inner.intent_id(&reference).await?;
+            let id = Inner::intent_id(&reference)?;
+            let amount = amount.map_err(|e| ProcessorError::Refused(e.0))?;
             let form = vec![pair("amount_to_capture", amount)];
             inner
                 .post(&format!("payment_intents/{id}/capture"), &key, form)
@@ -609,44 +625,69 @@ impl Processor for StripeProcessor {
         })
     }
 
+    /// Cancels the PaymentIntent. One already canceled (Stripe cancels an authorization
+    /// unused for 7 days, or its dashboard did) is done: Stripe refuses to cancel it again.
     fn void(&self, reference: &str, key: &str) -> Answer<()> {
         let (inner, reference, key) = (self.inner.clone(), reference.to_owned(), key.to_owned());
         Box::pin(async move {
-            let id = inner.intent_id(&reference).await?;
-            inner
+            let id = Inner::intent_id(&reference)?;
+            match inner
                 .post(&format!("payment_intents/{id}/cancel"), &key, vec![])
-                .await?;
-            Ok(())
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(Failure::Refused(why)) => match inner.payment_intent(id).await {
+                    Ok(pi) if pi["status"] == "canceled" => Ok(()),
+                    _ => Err(ProcessorError::Refused(why)),
+                },
+                Err(f) => Err(f.into()),
+            }
         })
     }
 
     fn sync(&self, reference: &str, _now: DateTime<Utc>) -> Answer<ProcessorView> {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());
         Box::pin(async move {
-            match inner.payment_intent(&reference).await? {
-                Some(pi) => Ok(inner.view(&pi).await?),
-                None => Ok(ProcessorView::Unknown),
-            }
+            // A lost authorization is not synced but recovered (`recover`).
+            let Ok(id) = Inner::intent_id(&reference) else {
+                return Ok(ProcessorView::Pending);
+            };
+            let pi = inner.payment_intent(id).await?;
+            Ok(inner.view(&pi).await?)
         })
     }
 
-    fn locate(&self, reference: &str) -> Answer<String> {
+    fn recover(
+        &self,
+        reference: &str,
+        at: DateTime<Utc>,
+        resend: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Answer<Recovered> {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());
-        Box::pin(async move { inner.intent_id(&reference).await })
+        let resend = resend.map(str::to_owned);
+        Box::pin(async move {
+            Ok(inner
+                .recover(&reference, at, resend.as_deref(), now)
+                .await?)
+        })
     }
 
     fn refund(
         &self,
         reference: &str,
         amount: i64,
+        currency: &str,
         _now: DateTime<Utc>,
         key: &str,
     ) -> Answer<RefundResult> {
         let (inner, reference, key) = (self.inner.clone(), reference.to_owned(), key.to_owned());
+        let amount = units::to_stripe(amount, currency);
         Box::pin(async move {
-            let id = inner.intent_id(&reference).await?;
+            let id = Inner::intent_id(&reference)?;
+            let amount = amount.map_err(|e| ProcessorError::Refused(e.0))?;
             let form = vec![
-                pair("payment_intent", &id),
+                pair("payment_intent", id),
                 pair("amount", amount),
                 pair("metadata[payd_refund_id]", &key),
             ];
@@ -675,18 +716,22 @@ impl Processor for StripeProcessor {
     fn refunds(&self, reference: &str) -> Answer<Vec<AppliedRefund>> {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());
         Box::pin(async move {
-            let id = inner.intent_id(&reference).await?;
-            let query = vec![pair("payment_intent", &id), pair("limit", 100)];
+            let id = Inner::intent_id(&reference)?;
+            let query = vec![pair("payment_intent", id), pair("limit", 100)];
             let list = inner.get("refunds", query).await?;
             Ok(items(&list)
                 .iter()
-                .filter(|r| r["payment_intent"].as_str() == Some(id.as_str()))
+                .filter(|r| r["payment_intent"].as_str() == Some(id))
                 .map(|r| AppliedRefund {
                     reference: r["metadata"]["payd_refund_id"]
                         .as_str()
                         .map(str::to_owned)
                         .unwrap_or_else(|| str_of(r, "id")),
-                    amount: r["amount"].as_i64().unwrap_or(0),
+                    processor_reference: r["id"].as_str().map(str::to_owned),
+                    amount: units::from_stripe(
+                        r["amount"].as_i64().unwrap_or(0),
+                        r["currency"].as_str().unwrap_or_default(),
+                    ),
                     status: refund_status(r),
                 })
                 .collect())
@@ -705,93 +750,9 @@ impl Processor for StripeProcessor {
     }
 }
 
-/// Why a Stripe event was not accepted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
-    #[error("the Stripe-Signature header is missing or malformed")]
-    Malformed,
-    #[error("the event is older than {SIGNATURE_TOLERANCE_SECS} seconds, or from the future")]
-    Stale,
-    #[error("no signature matches the account's webhook secret")]
-    Mismatch,
-}
-
-/// Checks a `Stripe-Signature` header (`t=…,v1=…[,v1=…]`): some `v1` must be the
-/// HMAC-SHA256 of `"{t}.{body}"` under the webhook secret, and `t` within the tolerance of
-/// `now` (Unix seconds).
-pub fn verify(secret: &str, header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
-    let mut timestamp = None;
-    let mut signatures = Vec::new();
-    for part in header.split(',') {
-        match part.trim().split_once('=') {
-            Some(("t", t)) => timestamp = t.parse::<i64>().ok(),
-            Some(("v1", s)) => {
-                signatures.push(hex::decode(s).map_err(|_| SignatureError::Malformed)?)
-            }
-            _ => {}
-        }
-    }
-    let timestamp = timestamp.ok_or(SignatureError::Malformed)?;
-    if signatures.is_empty() {
-        return Err(SignatureError::Malformed);
-    }
-    if (now - timestamp).abs() > SIGNATURE_TOLERANCE_SECS {
-        return Err(SignatureError::Stale);
-    }
-    // Compared in constant time, each against the same MAC.
-    let expected = mac(secret, timestamp, body);
-    if signatures
-        .iter()
-        .any(|s| expected.clone().verify_slice(s).is_ok())
-    {
-        Ok(())
-    } else {
-        Err(SignatureError::Mismatch)
-    }
-}
-
-/// Signs an event as Stripe does: the `Stripe-Signature` header for `body` at `timestamp`.
-pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
-    let signature = hex::encode(mac(secret, timestamp, body).finalize().into_bytes());
-    format!("t={timestamp},v1={signature}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_signature_is_checked_against_the_secret_the_body_and_the_clock() {
-        let body = br#"{"id":"evt_1"}"#;
-        let header = sign("whsec_test", 1_000, body);
-        assert_eq!(verify("whsec_test", &header, body, 1_100), Ok(()));
-        assert_eq!(
-            verify("whsec_other", &header, body, 1_100),
-            Err(SignatureError::Mismatch)
-        );
-        assert_eq!(
-            verify("whsec_test", &header, b"{}", 1_100),
-            Err(SignatureError::Mismatch)
-        );
-        assert_eq!(
-            verify(
-                "whsec_test",
-                &header,
-                body,
-                1_000 + SIGNATURE_TOLERANCE_SECS + 1
-            ),
-            Err(SignatureError::Stale)
-        );
-        assert_eq!(
-            verify("whsec_test", "v1=00", body, 1_000),
-            Err(SignatureError::Malformed)
-        );
-        let rolled = format!(
-            "t=1000,v1={},v1=00",
-            &header[header.find("v1=").unwrap() + 3..]
-        );
-        assert_eq!(verify("whsec_test", &rolled, body, 1_000), Ok(()));
-    }
 
     #[test]
     fn declines_keep_stripes_code_and_the_sandboxs_classes() {
