@@ -829,3 +829,56 @@ async fn a_challenge_whose_answer_is_not_recorded_is_reconciled() {
         ["action_required", "payment_succeeded"]
     );
 }
+
+/// The remote processor applied a refund whose answer payd never recorded (the commit of its
+/// answer failed, as when payd is killed): the payment's `force_sync` finds it among the
+/// processor's refunds and settles it, announcing `refund_succeeded` once, before its own
+/// settle job would (set far off here) and without asking for it again.
+#[actix_web::test]
+async fn a_payments_sync_settles_its_refund_whose_answer_was_lost() {
+    let (app, m, sim, _) = setup(&[
+        ("PAYD_SANDBOX__FAIL_OUTCOME_COMMITS", "refund"),
+        ("PAYD_SANDBOX__ASYNC_DELAY_SECS", "600"),
+    ])
+    .await;
+    let p = pay(&app, &m, json!({})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            "/refunds",
+            Some(json!({"payment_id": id, "amount": 120})),
+        )
+        .await;
+    assert_eq!(r.status, 500, "the answer is lost: {}", r.body);
+    assert_eq!(sim.refunded_amount.load(Ordering::SeqCst), 120);
+    let list = app
+        .post("/refunds/list", &m.secret_key, json!({"payment_id": id}))
+        .await;
+    let refund = list.body["data"][0].clone();
+    assert_eq!(refund["status"], "pending", "{refund}");
+    let refund_id = refund["refund_id"].as_str().unwrap();
+
+    // Each instance fails its own first commit of a refund's answer: with two, the sync may
+    // meet the fault once more.
+    let path = format!("/payments/{id}?force_sync=true");
+    let sync = || app.call(&m, Method::GET, &path, None);
+    let mut synced = sync().await;
+    for _ in 1..app.instances() {
+        if synced.status == 500 {
+            synced = sync().await;
+        }
+    }
+    assert_eq!(synced.body["amount_refunded"], 120, "{}", synced.body);
+    let refund = app
+        .get(&format!("/refunds/{refund_id}"), &m.secret_key)
+        .await;
+    assert_eq!(refund.body["status"], "succeeded", "{}", refund.body);
+    assert_eq!(app.event_types(&m, refund_id).await, ["refund_succeeded"]);
+    assert_eq!(
+        sim.refunded_amount.load(Ordering::SeqCst),
+        120,
+        "refunded once"
+    );
+}

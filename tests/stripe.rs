@@ -7,17 +7,19 @@ use std::{sync::Arc, time::Duration};
 
 use actix_web::http::Method;
 use common::{
-    card, client, spawn_with,
-    stripe::{connect, post_event, signature, LocalStripe, SECRET_KEY, WEBHOOK_SECRET},
+    card, spawn_with,
+    strict_stripe::{Fault, StrictStripe},
+    stripe::{connect_via, post_event, signature, LocalStripe, SECRET_KEY, WEBHOOK_SECRET},
     Merchant, TestApp, TestDb,
 };
 use serde_json::{json, Value};
 
-async fn setup() -> Option<(TestApp, Merchant, LocalStripe, String)> {
-    let ls = LocalStripe::start().await?;
+/// payd with a merchant whose Stripe account is localstripe behind the strict layer.
+async fn setup() -> Option<(TestApp, Merchant, StrictStripe, String)> {
+    let ls = StrictStripe::start().await?;
     let app = spawn_with(Arc::new(TestDb::new().await), &[]).await;
     let m = app.create_merchant("Acme").await;
-    let account = connect(&app, &m, &ls).await;
+    let account = ls.connect(&app, &m).await;
     Some((app, m, ls, account))
 }
 
@@ -195,7 +197,7 @@ async fn a_decline_keeps_stripes_code_and_stripe_down_is_no_5xx() {
     assert_eq!(declined[0]["last_payment_error"]["code"], "card_declined");
 
     // Stripe unreachable: the attempt fails as processor_unavailable, never a 5xx.
-    drop(ls);
+    ls.stop().await;
     let r = app
         .create_payment(
             &m,
@@ -341,7 +343,8 @@ async fn refunds_partial_and_full_and_a_capture_and_a_refund_made_at_stripe() {
 
     // A refund made in Stripe's dashboard is recorded once, with refund_succeeded, from
     // Stripe's `charge.refunded` event (localstripe sends none: signed here as Stripe would)
-    // however often it arrives, and a sync after it changes nothing.
+    // however often it arrives, and a sync after it changes nothing. The event is answered at
+    // once; the sync it prompts follows as a job.
     let (status, re) = ls
         .post(
             "/v1/refunds",
@@ -360,7 +363,7 @@ async fn refunds_partial_and_full_and_a_capture_and_a_refund_made_at_stripe() {
             (200, Some("handled")),
             "{answer}"
         );
-        let p = call(&app, &m, Method::GET, &format!("/payments/{id}"), None).await;
+        let p = wait_until(&app, &m, id, |p| p["amount_refunded"] != 0).await;
         assert_eq!(p["amount_refunded"], 250, "{p}");
     }
     let synced = force_sync(&app, &m, id).await;
@@ -874,93 +877,21 @@ async fn a_refused_key_fails_the_attempt_naming_the_account() {
     );
 }
 
-/// A Stripe in front of which the answers to PaymentIntent creations arrive late: the
-/// request reaches localstripe at once, its answer after payd gave up waiting.
-struct SlowCreates {
-    target: String,
-    late: std::sync::atomic::AtomicU32,
-    /// POSTs seen, and those without an `Idempotency-Key` or the pinned `Stripe-Version`.
-    posts: std::sync::atomic::AtomicU32,
-    unkeyed: std::sync::atomic::AtomicU32,
-}
-
-async fn forward(
-    req: actix_web::HttpRequest,
-    body: actix_web::web::Bytes,
-    proxy: actix_web::web::Data<SlowCreates>,
-) -> actix_web::HttpResponse {
-    use std::sync::atomic::Ordering;
-    if req.method() == Method::POST {
-        proxy.posts.fetch_add(1, Ordering::SeqCst);
-        let header = |name| {
-            req.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-        };
-        if header("idempotency-key").is_empty() || header("stripe-version") != "2022-11-15" {
-            proxy.unkeyed.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-    let mut sent = client().request(
-        req.method().clone(),
-        format!("{}{}", proxy.target, req.uri()),
-    );
-    for (name, value) in req.headers() {
-        if name != "host" && name != "content-length" {
-            sent = sent.insert_header((name.clone(), value.clone()));
-        }
-    }
-    let mut res = sent.send_body(body).await.expect("localstripe answers");
-    let bytes = res.body().limit(1 << 22).await.expect("a body");
-    let create = req.method() == Method::POST && req.path() == "/v1/payment_intents";
-    if create
-        && proxy
-            .late
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-    {
-        actix_web::rt::time::sleep(Duration::from_millis(1_500)).await;
-    }
-    actix_web::HttpResponse::build(res.status())
-        .content_type("application/json")
-        .body(bytes)
-}
-
+/// The answer to the PaymentIntent's creation arrives after payd's timeout: the payment stays
+/// `processing` (never a decline on a guess), and its reconciliation sends the same request
+/// under the same key, which Stripe answers with its first answer: charged once.
 #[actix_web::test]
-async fn an_authorization_whose_answer_was_lost_is_found_by_its_metadata_and_charged_once() {
-    let Some(ls) = LocalStripe::start().await else {
+async fn an_authorization_whose_answer_was_late_is_recovered_by_its_key_and_charged_once() {
+    let Some(ls) = StrictStripe::start().await else {
         return;
     };
-    let proxy = actix_web::web::Data::new(SlowCreates {
-        target: ls.base.clone(),
-        late: 1.into(),
-        posts: 0.into(),
-        unkeyed: 0.into(),
-    });
-    let data = proxy.clone();
-    let server = actix_web::HttpServer::new(move || {
-        actix_web::App::new()
-            .app_data(data.clone())
-            .default_service(actix_web::web::to(forward))
-    })
-    .workers(1)
-    .bind("127.0.0.1:0")
-    .unwrap();
-    let proxy_base = format!("http://{}", server.addrs()[0]);
-    actix_web::rt::spawn(server.run());
-
     let app = spawn_with(Arc::new(TestDb::new().await), &[]).await;
     let m = app.create_merchant("Acme").await;
-    let r = app
-        .post(
-            &format!("/account/shops/{}/processors", m.profile_id),
-            &m.secret_key,
-            json!({"name": "stripe", "kind": "stripe", "secret_key": SECRET_KEY,
-                "webhook_secret": WEBHOOK_SECRET, "api_base": proxy_base, "timeout_ms": 500}),
-        )
-        .await;
-    assert_eq!(r.status, 201, "{}", r.body);
+    connect_via(&app, &m, &ls, &ls.base, json!({"timeout_ms": 500})).await;
+    ls.inject(Fault::LateAnswer {
+        path: "/v1/payment_intents".into(),
+        delay: Duration::from_millis(1_500),
+    });
     let p = pay(&app, &m, "4242424242424242", json!({})).await;
     assert_eq!(p["status"], "processing", "never failed on a guess: {p}");
     let id = p["payment_id"].as_str().unwrap();
@@ -993,11 +924,14 @@ async fn an_authorization_whose_answer_was_lost_is_found_by_its_metadata_and_cha
     )
     .await;
     assert_eq!(refund["status"], "succeeded", "{refund}");
-    use std::sync::atomic::Ordering;
-    assert!(proxy.posts.load(Ordering::SeqCst) >= 3);
-    assert_eq!(
-        proxy.unkeyed.load(Ordering::SeqCst),
-        0,
-        "every POST is keyed and pinned"
+    let posts: Vec<_> = ls
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "POST")
+        .collect();
+    assert!(posts.len() >= 4, "{posts:?}");
+    assert!(
+        posts.iter().all(|p| p.key.is_some()),
+        "every POST is keyed: {posts:?}"
     );
 }

@@ -48,6 +48,8 @@ pub struct ProcessorConnection {
     pub credential_mode: Option<&'static str>,
     /// The credential's last four characters.
     pub credential_last4: String,
+    /// How long payd waits for each request's answer.
+    pub timeout_ms: u64,
 }
 
 fn last4(secret: &str) -> String {
@@ -135,6 +137,7 @@ impl Connections {
                     credential_last4: last4(&c.secret),
                     destination: c.url,
                     credential_mode: None,
+                    timeout_ms: c.timeout_ms,
                 })
             }
             STRIPE => {
@@ -148,6 +151,7 @@ impl Connections {
                     credential_last4: last4(&c.secret_key),
                     destination: c.api_base,
                     credential_mode: Some(mode),
+                    timeout_ms: c.timeout_ms,
                 })
             }
             _ => None,

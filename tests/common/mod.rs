@@ -7,7 +7,9 @@ pub mod formation;
 pub mod keyed_load;
 pub mod receiver;
 pub mod sim;
+pub mod strict_stripe;
 pub mod stripe;
+pub mod stripe_api;
 
 use std::{sync::Arc, time::Duration};
 

@@ -136,12 +136,28 @@ impl LocalStripe {
 /// Adds a Stripe account on localstripe to the merchant's shop and has localstripe send its
 /// events to payd; the account's id.
 pub async fn connect(app: &TestApp, m: &Merchant, ls: &LocalStripe) -> String {
+    connect_via(app, m, ls, &ls.base, serde_json::json!({})).await
+}
+
+/// Adds a Stripe account reached at `api_base` (localstripe, or a layer in front of it) with
+/// the `extra` fields of the request, and has localstripe send its events to payd.
+pub async fn connect_via(
+    app: &TestApp,
+    m: &Merchant,
+    ls: &LocalStripe,
+    api_base: &str,
+    extra: Value,
+) -> String {
+    let mut body = serde_json::json!({"name": "stripe", "kind": "stripe", "secret_key": SECRET_KEY,
+        "webhook_secret": WEBHOOK_SECRET, "api_base": api_base});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().cloned().unwrap_or_default());
     let r = app
         .post(
             &format!("/account/shops/{}/processors", m.profile_id),
             &m.secret_key,
-            serde_json::json!({"name": "stripe", "kind": "stripe", "secret_key": SECRET_KEY,
-                "webhook_secret": WEBHOOK_SECRET, "api_base": ls.base}),
+            body,
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.body);

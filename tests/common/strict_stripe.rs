@@ -1,0 +1,670 @@
+//! A strict Stripe for the Stripe processor's tests: localstripe keeps the state (PaymentIntents,
+//! charges, refunds), and this layer between payd and it answers the way Stripe's documentation
+//! says Stripe answers where localstripe is lenient. Each rule names the page it follows.
+//!
+//! Besides the rules, a test can make Stripe fail as it really fails (`Fault`): a 500 after
+//! the charge was made, an answer later than payd's timeout, 429 with `Stripe-Should-Retry`, a
+//! refund that fails a day after it succeeded. Every request payd sent is kept (`seen`), so a
+//! test can count them and check their parameters against Stripe's published API.
+
+#![allow(dead_code)]
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::Mutex,
+    time::Duration,
+};
+
+use actix_web::{http::Method, web, HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+
+use super::{
+    client,
+    stripe::{connect_via, LocalStripe},
+    stripe_api::StripeApi,
+    Merchant, TestApp,
+};
+
+/// A way Stripe fails, injected once.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// The next POST to `path` is carried out (the charge is made), then answered 500; the
+    /// 500 is what Stripe keeps under its idempotency key (docs.stripe.com/idempotency: "including
+    /// 500 errors").
+    ServerErrorAfter { path: String },
+    /// The next POST to `path` is carried out and answered after `delay`.
+    LateAnswer { path: String, delay: Duration },
+    /// The next `times` requests to `path` are answered 429 `lock_timeout`, not carried out,
+    /// with this `Stripe-Should-Retry` (docs.stripe.com/rate-limits).
+    RateLimited {
+        path: String,
+        times: u32,
+        should_retry: Option<bool>,
+    },
+}
+
+/// A request payd sent.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub params: Vec<(String, String)>,
+    pub key: Option<String>,
+    /// The `Stripe-Version` it pinned.
+    pub version: Option<String>,
+}
+
+/// An idempotency key's first request and Stripe's stored answer to it.
+enum Stored {
+    Running,
+    Done {
+        request: (String, Vec<(String, String)>),
+        status: u16,
+        body: Vec<u8>,
+    },
+}
+
+pub struct Strict {
+    target: String,
+    /// Whether the account may send raw card numbers (docs.stripe.com/testing, "raw card data
+    /// APIs": an account must be enabled for them; Stripe.js and test PaymentMethods need not).
+    pub raw_cards: std::sync::atomic::AtomicBool,
+    keys: Mutex<HashMap<String, Stored>>,
+    faults: Mutex<VecDeque<Fault>>,
+    /// Refunds that failed after they succeeded (a closed card), with the reason.
+    failed_refunds: Mutex<HashMap<String, String>>,
+    /// The card number behind each PaymentMethod made here.
+    numbers: Mutex<HashMap<String, String>>,
+    seen: Mutex<Vec<Seen>>,
+    /// Stripe's published API for the pinned version, when installed.
+    api: Option<StripeApi>,
+}
+
+/// The strict layer's address (`base`, what payd's account names as `api_base`) over a
+/// localstripe, whose own API (`get`, `post`) the tests read state through.
+pub struct StrictStripe {
+    pub base: String,
+    ls: LocalStripe,
+    pub strict: web::Data<Strict>,
+    server: actix_web::dev::ServerHandle,
+}
+
+impl std::ops::Deref for StrictStripe {
+    type Target = LocalStripe;
+    fn deref(&self) -> &LocalStripe {
+        &self.ls
+    }
+}
+
+/// Stripe's test PaymentMethods (docs.stripe.com/testing, "Test cards": PaymentMethods), with
+/// the card localstripe models for each.
+const TEST_METHODS: [(&str, &str); 5] = [
+    ("pm_card_visa", "4242424242424242"),
+    ("pm_card_mastercard", "5555555555554444"),
+    ("pm_card_chargeDeclined", "4000000000000002"),
+    (
+        "pm_card_chargeDeclinedInsufficientFunds",
+        "4000000000009995",
+    ),
+    ("pm_card_authenticationRequired", "4000000000003220"),
+];
+
+/// Stripe's decline test cards (docs.stripe.com/testing#declined-payments): a confirm is
+/// declined with 402, the PaymentIntent named in the error. localstripe lets them succeed.
+const DECLINES: [(&str, &str, &str); 6] = [
+    ("4000000000000002", "card_declined", "generic_decline"),
+    ("4000000000009995", "card_declined", "insufficient_funds"),
+    ("4000000000009987", "card_declined", "lost_card"),
+    ("4000000000009979", "card_declined", "stolen_card"),
+    ("4000000000000069", "expired_card", "expired_card"),
+    ("4000000000000127", "incorrect_cvc", "incorrect_cvc"),
+];
+
+impl StrictStripe {
+    /// localstripe behind the strict layer, or `None` when localstripe is not installed (see
+    /// `LocalStripe::start`). Raw card numbers are allowed, as for an account enabled for them.
+    pub async fn start() -> Option<Self> {
+        let ls = LocalStripe::start().await?;
+        let strict = web::Data::new(Strict {
+            target: ls.base.clone(),
+            raw_cards: true.into(),
+            keys: Mutex::default(),
+            faults: Mutex::default(),
+            failed_refunds: Mutex::default(),
+            numbers: Mutex::default(),
+            seen: Mutex::default(),
+            api: StripeApi::load(),
+        });
+        let data = strict.clone();
+        let server = actix_web::HttpServer::new(move || {
+            actix_web::App::new()
+                .app_data(data.clone())
+                .default_service(web::to(handle))
+        })
+        .workers(2)
+        .bind("127.0.0.1:0")
+        .expect("a loopback port");
+        let base = format!("http://{}", server.addrs()[0]);
+        let server = server.run();
+        let handle = server.handle();
+        actix_web::rt::spawn(server);
+        Some(Self {
+            base,
+            ls,
+            strict,
+            server: handle,
+        })
+    }
+
+    /// Adds a Stripe account behind the strict layer to the merchant's shop, its events sent
+    /// by localstripe to payd; the account's id.
+    pub async fn connect(&self, app: &TestApp, m: &Merchant) -> String {
+        connect_via(app, m, &self.ls, &self.base, json!({})).await
+    }
+
+    /// Stripe can no longer be reached: the layer stops listening and localstripe stops.
+    pub async fn stop(self) {
+        self.server.stop(false).await;
+    }
+
+    pub fn inject(&self, fault: Fault) {
+        self.strict.faults.lock().unwrap().push_back(fault);
+    }
+
+    /// The refund fails now, after it succeeded (docs.stripe.com/refunds#failed-refunds: a
+    /// refund can fail after it succeeded, when the card is closed).
+    pub fn fail_refund(&self, id: &str, reason: &str) {
+        self.strict
+            .failed_refunds
+            .lock()
+            .unwrap()
+            .insert(id.to_owned(), reason.to_owned());
+    }
+
+    /// Whether parameters are checked against Stripe's published API description.
+    pub fn checks_parameters(&self) -> bool {
+        self.strict.api.is_some()
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.strict.seen.lock().unwrap().clone()
+    }
+
+    /// The POSTs payd sent to `path`.
+    pub fn posts_to(&self, path: &str) -> usize {
+        self.seen()
+            .iter()
+            .filter(|s| s.method == "POST" && s.path == path)
+            .count()
+    }
+}
+
+fn error(status: u16, kind: &str, code: &str, message: &str, param: Option<&str>) -> HttpResponse {
+    let mut e = json!({"error": {"type": kind, "code": code, "message": message}});
+    if let Some(p) = param {
+        e["error"]["param"] = json!(p);
+    }
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap())
+        .content_type("application/json")
+        .json(e)
+}
+
+fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+async fn handle(req: HttpRequest, body: web::Bytes, s: web::Data<Strict>) -> HttpResponse {
+    let path = req.path().to_owned();
+    let post = req.method() == Method::POST;
+    let params: Vec<(String, String)> = if post {
+        form_urlencoded::parse(&body).into_owned().collect()
+    } else {
+        form_urlencoded::parse(req.query_string().as_bytes())
+            .into_owned()
+            .collect()
+    };
+    let key = req
+        .headers()
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let version = req
+        .headers()
+        .get("stripe-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    s.seen.lock().unwrap().push(Seen {
+        method: req.method().to_string(),
+        path: path.clone(),
+        params: params.clone(),
+        key: key.clone(),
+        version,
+    });
+    // docs.stripe.com/error-codes#parameter-unknown: a parameter the endpoint does not take
+    // is refused, as the API description for the pinned version says.
+    if let Some(why) = s
+        .api
+        .as_ref()
+        .and_then(|api| api.refuses(req.method().as_str(), &path, &params))
+    {
+        return error(
+            400,
+            "invalid_request_error",
+            "parameter_unknown",
+            &why,
+            None,
+        );
+    }
+    // docs.stripe.com/rate-limits: a 429 did nothing; it is not kept under the key.
+    if let Some(retry) = take_rate_limit(&s, &path) {
+        let mut res = error(
+            429,
+            "invalid_request_error",
+            "lock_timeout",
+            "This object cannot be accessed right now because another API request or Stripe process is currently accessing it.",
+            None,
+        );
+        if let Some(retry) = retry {
+            res.headers_mut().insert(
+                actix_web::http::header::HeaderName::from_static("stripe-should-retry"),
+                actix_web::http::header::HeaderValue::from_static(if retry {
+                    "true"
+                } else {
+                    "false"
+                }),
+            );
+        }
+        return res;
+    }
+    if !post {
+        return get(&req, &path, params, &s).await;
+    }
+    // docs.stripe.com/idempotency: a key's first answer is kept and given again to the same
+    // request; the same key with other parameters is refused; while the first request runs,
+    // another under its key gets 409.
+    let Some(key) = key else {
+        return forward(&s, &req, &path, &params).await.into_response();
+    };
+    let request = (path.clone(), sorted(&params));
+    {
+        let mut keys = s.keys.lock().unwrap();
+        match keys.get(&key) {
+            Some(Stored::Running) => {
+                return error(
+                    409,
+                    "idempotency_error",
+                    "idempotency_key_in_use",
+                    "There is currently another in-progress request using this Idempotent Key.",
+                    None,
+                )
+            }
+            Some(Stored::Done {
+                request: first,
+                status,
+                body,
+            }) => {
+                if *first != request {
+                    return error(
+                        400,
+                        "idempotency_error",
+                        "",
+                        "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+                        None,
+                    );
+                }
+                return HttpResponse::build(
+                    actix_web::http::StatusCode::from_u16(*status).unwrap(),
+                )
+                .content_type("application/json")
+                .insert_header(("idempotent-replayed", "true"))
+                .body(body.clone());
+            }
+            None => {
+                keys.insert(key.clone(), Stored::Running);
+            }
+        }
+    }
+    let answer = post_strictly(&s, &req, &path, &params).await;
+    // "Results are only saved if an API endpoint started executing": a request refused by
+    // validation (400) is not kept.
+    let stored = (answer.status != 400).then(|| Stored::Done {
+        request,
+        status: answer.status,
+        body: answer.body.clone(),
+    });
+    match stored {
+        Some(done) => s.keys.lock().unwrap().insert(key, done),
+        None => s.keys.lock().unwrap().remove(&key),
+    };
+    if let Some(delay) = answer.late {
+        actix_web::rt::time::sleep(delay).await;
+    }
+    answer.into_response()
+}
+
+fn sorted(params: &[(String, String)]) -> Vec<(String, String)> {
+    let mut p = params.to_vec();
+    p.sort();
+    p
+}
+
+fn take_rate_limit(s: &Strict, path: &str) -> Option<Option<bool>> {
+    let mut faults = s.faults.lock().unwrap();
+    let i = faults
+        .iter()
+        .position(|f| matches!(f, Fault::RateLimited { path: p, .. } if p == path))?;
+    let Fault::RateLimited {
+        times,
+        should_retry,
+        ..
+    } = &mut faults[i]
+    else {
+        return None;
+    };
+    let retry = *should_retry;
+    *times -= 1;
+    if *times == 0 {
+        faults.remove(i);
+    }
+    Some(retry)
+}
+
+fn take_fault(s: &Strict, path: &str) -> Option<Fault> {
+    let mut faults = s.faults.lock().unwrap();
+    let i = faults.iter().position(|f| match f {
+        Fault::ServerErrorAfter { path: p } | Fault::LateAnswer { path: p, .. } => p == path,
+        Fault::RateLimited { .. } => false,
+    })?;
+    faults.remove(i)
+}
+
+struct Answer {
+    status: u16,
+    body: Vec<u8>,
+    late: Option<Duration>,
+}
+
+impl Answer {
+    fn json(status: u16, v: Value) -> Self {
+        Answer {
+            status,
+            body: serde_json::to_vec(&v).unwrap(),
+            late: None,
+        }
+    }
+
+    fn into_response(self) -> HttpResponse {
+        HttpResponse::build(actix_web::http::StatusCode::from_u16(self.status).unwrap())
+            .content_type("application/json")
+            .body(self.body)
+    }
+}
+
+fn refusal(code: &str, message: &str, param: Option<&str>) -> Answer {
+    let mut e =
+        json!({"error": {"type": "invalid_request_error", "code": code, "message": message}});
+    if let Some(p) = param {
+        e["error"]["param"] = json!(p);
+    }
+    Answer::json(400, e)
+}
+
+/// Sends the request on to localstripe.
+async fn forward(s: &Strict, req: &HttpRequest, path: &str, params: &[(String, String)]) -> Answer {
+    let url = format!("{}{path}", s.target);
+    let mut sent = client().request(req.method().clone(), url);
+    for (name, value) in req.headers() {
+        if !matches!(name.as_str(), "host" | "content-length" | "idempotency-key") {
+            sent = sent.insert_header((name.clone(), value.clone()));
+        }
+    }
+    let mut res = if req.method() == Method::POST {
+        sent.send_form(&params).await
+    } else {
+        sent.query(&params).unwrap().send().await
+    }
+    .expect("localstripe answers");
+    let body = res.body().limit(1 << 22).await.expect("a body").to_vec();
+    Answer {
+        status: res.status().as_u16(),
+        body,
+        late: None,
+    }
+}
+
+async fn ls_get(s: &Strict, req: &HttpRequest, path: &str) -> Value {
+    let a = forward_get(s, req, path).await;
+    serde_json::from_slice(&a.body).unwrap_or(Value::Null)
+}
+
+async fn forward_get(s: &Strict, req: &HttpRequest, path: &str) -> Answer {
+    let mut sent = client().get(format!("{}{path}", s.target));
+    if let Some(auth) = req.headers().get("authorization") {
+        sent = sent.insert_header(("authorization", auth.clone()));
+    }
+    let mut res = sent.send().await.expect("localstripe answers");
+    let body = res.body().limit(1 << 22).await.expect("a body").to_vec();
+    Answer {
+        status: res.status().as_u16(),
+        body,
+        late: None,
+    }
+}
+
+/// Stripe's unit rules for an amount (docs.stripe.com/currencies): ISK is two-decimal with
+/// `00` decimals; a three-decimal currency's last digit is 0.
+fn unit_refusal(amount: &str, currency: &str, param: &str) -> Option<Answer> {
+    let amount: i64 = amount.parse().ok()?;
+    let currency = currency.to_ascii_uppercase();
+    let bad = match currency.as_str() {
+        "ISK" => amount % 100 != 0,
+        "BHD" | "JOD" | "KWD" | "OMR" | "TND" => amount % 10 != 0,
+        _ => false,
+    };
+    bad.then(|| {
+        refusal(
+            "amount_invalid",
+            &format!("Invalid {param} for {currency}: Stripe's unit for it does not hold it"),
+            Some(param),
+        )
+    })
+}
+
+async fn post_strictly(
+    s: &Strict,
+    req: &HttpRequest,
+    path: &str,
+    params: &[(String, String)],
+) -> Answer {
+    let mut params = params.to_vec();
+    let segments: Vec<&str> = path.trim_start_matches("/v1/").split('/').collect();
+    match segments.as_slice() {
+        ["payment_methods"]
+            if param(&params, "card[number]").is_some()
+                && !s.raw_cards.load(std::sync::atomic::Ordering::SeqCst) =>
+        {
+            return refusal(
+                "",
+                "Sending credit card numbers directly to the Stripe API is generally unsafe. To enable raw card data APIs, see https://support.stripe.com/questions/enabling-access-to-raw-card-data-apis.",
+                None,
+            );
+        }
+        ["payment_intents"] => {
+            // docs.stripe.com/testing: the test PaymentMethods stand for test cards.
+            if let Some(pm) = param(&params, "payment_method").map(str::to_owned) {
+                if let Some((_, number)) = TEST_METHODS.iter().find(|(id, _)| *id == pm) {
+                    let made = forward(
+                        s,
+                        req,
+                        "/v1/payment_methods",
+                        &[
+                            ("type".into(), "card".into()),
+                            ("card[number]".into(), (*number).into()),
+                            ("card[exp_month]".into(), "12".into()),
+                            ("card[exp_year]".into(), "2040".into()),
+                            ("card[cvc]".into(), "123".into()),
+                        ],
+                    )
+                    .await;
+                    let made: Value = serde_json::from_slice(&made.body).unwrap_or(Value::Null);
+                    let id = made["id"].as_str().unwrap_or_default().to_owned();
+                    s.numbers
+                        .lock()
+                        .unwrap()
+                        .insert(id.clone(), (*number).into());
+                    for p in params.iter_mut().filter(|(k, _)| k == "payment_method") {
+                        p.1 = id.clone();
+                    }
+                }
+            }
+            let currency = param(&params, "currency").unwrap_or("usd").to_owned();
+            if let Some(refused) =
+                unit_refusal(param(&params, "amount").unwrap_or("0"), &currency, "amount")
+            {
+                return refused;
+            }
+            // docs.stripe.com/testing#declined-payments: the decline cards are declined at
+            // confirm, 402, the PaymentIntent named in the error.
+            let number = param(&params, "payment_method")
+                .and_then(|pm| s.numbers.lock().unwrap().get(pm).cloned());
+            if let Some((_, code, decline)) = number
+                .as_deref()
+                .and_then(|n| DECLINES.iter().find(|(d, _, _)| *d == n))
+            {
+                let unconfirmed: Vec<(String, String)> = params
+                    .iter()
+                    .filter(|(k, _)| k != "confirm" && k != "off_session")
+                    .cloned()
+                    .collect();
+                let made = forward(s, req, path, &unconfirmed).await;
+                let pi: Value = serde_json::from_slice(&made.body).unwrap_or(Value::Null);
+                return Answer::json(
+                    402,
+                    json!({"error": {"type": "card_error", "code": code, "decline_code": decline,
+                        "message": "Your card was declined.", "payment_intent": pi}}),
+                );
+            }
+        }
+        ["payment_intents", id, "capture"] => {
+            // docs.stripe.com/payments/multicapture: `final_capture=false` only for a
+            // PaymentIntent confirmed with `request_multicapture`, which payd never asks.
+            if param(&params, "final_capture") == Some("false") {
+                return refusal(
+                    "",
+                    "This PaymentIntent was not confirmed with multicapture.",
+                    Some("final_capture"),
+                );
+            }
+            let pi = ls_get(s, req, &format!("/v1/payment_intents/{id}")).await;
+            if let Some(amount) = param(&params, "amount_to_capture") {
+                if let Some(refused) = unit_refusal(
+                    amount,
+                    pi["currency"].as_str().unwrap_or("usd"),
+                    "amount_to_capture",
+                ) {
+                    return refused;
+                }
+            }
+            if pi["status"] != "requires_capture" {
+                return unexpected_state(&pi);
+            }
+        }
+        ["payment_intents", id, "cancel"] => {
+            // docs.stripe.com/api/payment_intents/cancel: only a PaymentIntent not yet
+            // succeeded or canceled can be canceled.
+            let pi = ls_get(s, req, &format!("/v1/payment_intents/{id}")).await;
+            if matches!(pi["status"].as_str(), Some("succeeded" | "canceled")) {
+                return unexpected_state(&pi);
+            }
+        }
+        ["refunds"] => {
+            if let (Some(amount), Some(pi)) =
+                (param(&params, "amount"), param(&params, "payment_intent"))
+            {
+                let pi = ls_get(s, req, &format!("/v1/payment_intents/{pi}")).await;
+                if let Some(refused) =
+                    unit_refusal(amount, pi["currency"].as_str().unwrap_or("usd"), "amount")
+                {
+                    return refused;
+                }
+            }
+        }
+        _ => {}
+    }
+    let fault = take_fault(s, path);
+    let mut answer = forward(s, req, path, &params).await;
+    if path == "/v1/payment_methods" && answer.status == 200 {
+        let made: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        if let (Some(id), Some(number)) = (made["id"].as_str(), param(&params, "card[number]")) {
+            s.numbers.lock().unwrap().insert(id.into(), number.into());
+        }
+    }
+    match fault {
+        Some(Fault::ServerErrorAfter { .. }) => Answer::json(
+            500,
+            json!({"error": {"type": "api_error", "message": "An unknown error occurred"}}),
+        ),
+        Some(Fault::LateAnswer { delay, .. }) => {
+            answer.late = Some(delay);
+            answer
+        }
+        _ => answer,
+    }
+}
+
+fn unexpected_state(pi: &Value) -> Answer {
+    refusal(
+        "payment_intent_unexpected_state",
+        &format!(
+            "This PaymentIntent's status is {}, which does not allow this action.",
+            pi["status"].as_str().unwrap_or("unknown")
+        ),
+        None,
+    )
+}
+
+/// A GET: refunds that failed later read as failed; a list of PaymentIntents by `created`
+/// (which localstripe does not filter) is filtered here.
+async fn get(
+    req: &HttpRequest,
+    path: &str,
+    mut params: Vec<(String, String)>,
+    s: &Strict,
+) -> HttpResponse {
+    let since: Option<i64> = params
+        .iter()
+        .find(|(k, _)| k == "created[gte]")
+        .and_then(|(_, v)| v.parse().ok());
+    params.retain(|(k, _)| !k.starts_with("created["));
+    let answer = forward(s, req, path, &params).await;
+    let Ok(mut v) = serde_json::from_slice::<Value>(&answer.body) else {
+        return answer.into_response();
+    };
+    let failed = s.failed_refunds.lock().unwrap().clone();
+    let mark = |r: &mut Value| {
+        if let Some(reason) = r["id"].as_str().and_then(|id| failed.get(id)) {
+            r["status"] = json!("failed");
+            r["failure_reason"] = json!(reason);
+        }
+    };
+    if path.starts_with("/v1/refunds/") {
+        mark(&mut v);
+    } else if let Some(data) = v["data"].as_array_mut() {
+        if path == "/v1/refunds" {
+            data.iter_mut().for_each(mark);
+        }
+        if let Some(since) = since {
+            let before = data.len();
+            data.retain(|o| o["created"].as_i64().unwrap_or(0) >= since);
+            if data.len() < before {
+                v["has_more"] = json!(false);
+            }
+        }
+    }
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(answer.status).unwrap())
+        .content_type("application/json")
+        .json(v)
+}
