@@ -74,8 +74,8 @@ impl Intent {
     }
 
     /// An authorization's intent with what its processor needs to send it again, when its
-    /// answer was lost (`AuthResult::resend`).
-    pub fn resending(self, result: &crate::processors::AuthResult) -> Self {
+    /// answer was lost (the processor's `AuthResult::resend`).
+    pub fn resending(self, resend: Option<String>) -> Self {
         match self {
             Intent::Authorize {
                 attempt_id,
@@ -88,7 +88,7 @@ impl Intent {
                 account,
                 reference,
                 at,
-                resend: result.resend.clone(),
+                resend,
             },
             other => other,
         }

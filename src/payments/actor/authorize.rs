@@ -226,14 +226,8 @@ pub(super) async fn authorize(
         .candidates
         .first()
         .and_then(|c| enabled.iter().find(|a| &a.name == c));
-    if let Some(why) = deps
-        .resolve(first_choice)
-        .and_then(|p| p.refuses_amount(m.amount, &m.currency))
-    {
-        return Err(PaymentError::NotForProcessor {
-            param: "amount",
-            message: why,
-        });
+    if let Some(first) = deps.resolve(first_choice) {
+        takes_amount(&*first, m.amount, &m.currency)?;
     }
     let mut base = m.clone();
     let mut attempts: Vec<payment_attempt::Model> = Vec::new();
@@ -290,7 +284,9 @@ pub(super) async fn authorize(
         };
         attempts.push(answered(attempt, m, &result));
         let retry = matches!(result.outcome, Authorization::Declined { retryable: true });
-        let intent = processor.keeps_state().then(|| intent.resending(&result));
+        let intent = processor
+            .keeps_state()
+            .then(|| intent.resending(result.resend.clone()));
         last = Some((candidate.clone(), result, processor.can_save(card), intent));
         if !retry {
             break;

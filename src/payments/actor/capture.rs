@@ -23,12 +23,7 @@ pub(super) async fn capture(
             ),
         });
     }
-    if let Some(why) = processor.refuses_amount(amount, &m.currency) {
-        return Err(PaymentError::NotForProcessor {
-            param: "amount",
-            message: why,
-        });
-    }
+    takes_amount(&*processor, amount, &m.currency)?;
     let key = op_key(m, "capture");
     let intent = Intent::Capture {
         key: key.clone(),

@@ -554,6 +554,21 @@ fn fault(deps: &PaymentDeps, op: &str) -> Result<(), PaymentError> {
     Ok(())
 }
 
+/// Refuses (400 naming `amount`) an amount the processor's units cannot hold: never rounded.
+fn takes_amount(
+    processor: &dyn Processor,
+    amount: i64,
+    currency: &str,
+) -> Result<(), PaymentError> {
+    match processor.refuses_amount(amount, currency) {
+        Some(why) => Err(PaymentError::NotForProcessor {
+            param: "amount",
+            message: why,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Leaves a payment as it is and keeps its jobs (the settle job asks again).
 async fn keep_waiting(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
     store::resync_jobs(&deps.db, m, deps.clock.now(), deps.settle_delay()).await?;

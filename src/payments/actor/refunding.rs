@@ -31,12 +31,7 @@ pub(super) async fn refund(
     intent.reason = reason.clone();
     intent.metadata = serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into());
     let processor = deps.processor_for(m, &account).await?;
-    if let Some(why) = processor.refuses_amount(plan.amount, &m.currency) {
-        return Err(PaymentError::NotForProcessor {
-            param: "amount",
-            message: why,
-        });
-    }
+    takes_amount(&*processor, plan.amount, &m.currency)?;
     if !processor.keeps_state() {
         // Nothing a crash could make payd forget: asked first, recorded once with its answer.
         let answer = processor
