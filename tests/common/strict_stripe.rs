@@ -634,10 +634,16 @@ async fn get(
     mut params: Vec<(String, String)>,
     s: &Strict,
 ) -> HttpResponse {
-    let since: Option<i64> = params
-        .iter()
-        .find(|(k, _)| k == "created[gte]")
-        .and_then(|(_, v)| v.parse().ok());
+    let bound = |name: &str| -> Option<i64> {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.parse().ok())
+    };
+    let (since, until) = (bound("created[gte]"), bound("created[lte]"));
+    if path == "/v1/payment_intents" && (since.is_some() || until.is_some()) {
+        return created_between(s, req, &params, since, until).await;
+    }
     params.retain(|(k, _)| !k.starts_with("created["));
     let answer = forward(s, req, path, &params).await;
     let Ok(mut v) = serde_json::from_slice::<Value>(&answer.body) else {
@@ -652,19 +658,63 @@ async fn get(
     };
     if path.starts_with("/v1/refunds/") {
         mark(&mut v);
-    } else if let Some(data) = v["data"].as_array_mut() {
-        if path == "/v1/refunds" {
-            data.iter_mut().for_each(mark);
-        }
-        if let Some(since) = since {
-            let before = data.len();
-            data.retain(|o| o["created"].as_i64().unwrap_or(0) >= since);
-            if data.len() < before {
-                v["has_more"] = json!(false);
-            }
-        }
+    } else if path == "/v1/refunds" {
+        v["data"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+            .for_each(mark);
     }
     HttpResponse::build(actix_web::http::StatusCode::from_u16(answer.status).unwrap())
         .content_type("application/json")
         .json(v)
+}
+
+/// A list of PaymentIntents by `created` (docs.stripe.com/api/payment_intents/list), which
+/// localstripe does not filter: all of localstripe's, newest first, filtered here, then paged
+/// by `limit` and `starting_after` as Stripe pages.
+async fn created_between(
+    s: &Strict,
+    req: &HttpRequest,
+    params: &[(String, String)],
+    since: Option<i64>,
+    until: Option<i64>,
+) -> HttpResponse {
+    let mut all: Vec<Value> = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..100 {
+        let mut query = vec![("limit".to_owned(), "100".to_owned())];
+        if let Some(a) = &after {
+            query.push(("starting_after".into(), a.clone()));
+        }
+        let page = forward(s, req, "/v1/payment_intents", &query).await;
+        let page: Value = serde_json::from_slice(&page.body).unwrap_or(Value::Null);
+        let data = page["data"].as_array().cloned().unwrap_or_default();
+        after = data
+            .last()
+            .and_then(|pi| pi["id"].as_str())
+            .map(str::to_owned);
+        all.extend(data);
+        if page["has_more"] != json!(true) || after.is_none() {
+            break;
+        }
+    }
+    all.retain(|pi| {
+        let created = pi["created"].as_i64().unwrap_or(0);
+        since.is_none_or(|s| created >= s) && until.is_none_or(|u| created <= u)
+    });
+    let start = match param(params, "starting_after") {
+        Some(id) => all
+            .iter()
+            .position(|pi| pi["id"] == id)
+            .map_or(all.len(), |i| i + 1),
+        None => 0,
+    };
+    let limit: usize = param(params, "limit")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(10);
+    let page: Vec<Value> = all.iter().skip(start).take(limit).cloned().collect();
+    let has_more = start + page.len() < all.len();
+    HttpResponse::Ok().json(json!({"object": "list", "url": "/v1/payment_intents",
+        "data": page, "has_more": has_more}))
 }

@@ -149,12 +149,20 @@ impl Inner {
     }
 
     /// The PaymentIntent sent under `reference` at `at`, by the `payd_reference` in its
-    /// metadata, among those the account made since (a list by `created`, newest first).
+    /// metadata, among those the account made while it could have arrived (a list by
+    /// `created`, newest first): from a little before it was sent to the end of its recovery
+    /// grace, so the window's size does not grow with the attempt's age.
     async fn search(&self, reference: &str, at: DateTime<Utc>) -> Result<Search, Failure> {
         let since = (at - CLOCK_SKEW).timestamp();
+        let until =
+            (at + RECOVERY_GRACE + CLOCK_SKEW).timestamp() + (self.config.timeout_ms / 1000) as i64;
         let mut after: Option<String> = None;
         for _ in 0..SEARCH_PAGES {
-            let mut query = vec![pair("limit", 100), pair("created[gte]", since)];
+            let mut query = vec![
+                pair("limit", 100),
+                pair("created[gte]", since),
+                pair("created[lte]", until),
+            ];
             if let Some(last) = &after {
                 query.push(pair("starting_after", last));
             }
