@@ -674,3 +674,64 @@ async fn a_refund_whose_answer_was_lost_settles_from_stripes_list_not_a_second_p
     assert_eq!(app.event_types(&m, refund_id).await, ["refund_succeeded"]);
     assert_eq!(ls.posts_to("/v1/refunds"), 1, "never POSTed again");
 }
+
+/// Several Stripe disputes on one payment are several payd disputes, and a dispute whose
+/// events never arrived is found by the payment's `force_sync`, which lists the
+/// PaymentIntent's disputes (docs.stripe.com/api/disputes/list, `payment_intent`).
+#[actix_web::test]
+async fn several_disputes_are_several_and_a_missed_one_is_found_by_a_sync() {
+    let Some((app, m, ls, account)) = setup().await else {
+        return;
+    };
+    let p = pay(&app, &m, json!({})).await;
+    let id = p.body["payment_id"].as_str().unwrap();
+    let pi = intents_of(&ls, id).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let now = chrono::Utc::now().timestamp();
+    let first = dispute_event("evt_a", &pi, "dp_first", "warning_needs_response", now);
+    let body = serde_json::to_vec(&first).unwrap();
+    let (status, answer) = post_event(&app, &account, &first, &signature(&body)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("handled")),
+        "{answer}"
+    );
+
+    // Stripe holds a second dispute whose events payd never got.
+    let mut missed =
+        dispute_event("evt_b", &pi, "dp_missed", "under_review", now)["data"]["object"].clone();
+    missed["amount"] = json!(400);
+    ls.hold_dispute(missed);
+    get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    let disputes = get(&app, &m, &format!("/disputes/list?payment_id={id}")).await["data"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let seen: Vec<(Option<&str>, Option<&str>, Option<i64>)> = disputes
+        .iter()
+        .map(|d| {
+            (
+                d["stage"].as_str(),
+                d["status"].as_str(),
+                d["amount"].as_i64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Some("dispute"), Some("challenged"), Some(400)),
+            (Some("pre_dispute"), Some("opened"), Some(1000)),
+        ],
+        "newest first: {disputes:?}"
+    );
+    let missed_id = disputes[0]["dispute_id"].as_str().unwrap();
+    assert_eq!(
+        app.event_types(&m, missed_id).await,
+        ["dispute_opened", "dispute_challenged"],
+        "each change announced once, however often it is synced"
+    );
+}

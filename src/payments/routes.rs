@@ -232,17 +232,29 @@ pub async fn create_payment(
     params(("payment_id" = String, Path), RetrieveQuery),
     responses((status = 200, body = Payment), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
+#[allow(clippy::too_many_arguments)]
 pub async fn retrieve_payment(
     http: HttpRequest,
     AnyKey(caller): AnyKey,
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
+    disputes: web::Data<crate::disputes::Disputes>,
+    connections: web::Data<crate::processors::connect::Connections>,
     PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<RetrieveQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let access = Access::of(&caller, q.client_secret)?;
     if q.force_sync == Some(true) {
         let m = send(&payments, &http, &id, Some(access), Command::Sync).await?;
+        // Disputes whose events were missed (a Stripe account's).
+        crate::payments::stripe_events::follow_cases(
+            &state,
+            &payments,
+            &disputes,
+            &connections,
+            &m,
+        )
+        .await?;
         return render_for(&state, &caller, &m);
     }
     let m = store::find_owned(&state.db, &id, &access.scope)

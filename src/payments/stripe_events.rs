@@ -129,7 +129,20 @@ async fn handle(
         return Ok(false);
     };
     if kind.starts_with("charge.dispute.") {
-        return follow_dispute(db, payments, disputes, account, &payment.id, event).await;
+        let created = event["created"]
+            .as_i64()
+            .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
+            .unwrap_or_else(clock::wall_now);
+        return follow_dispute(
+            db,
+            payments,
+            disputes,
+            account,
+            &payment.id,
+            object,
+            created,
+        )
+        .await;
     }
     // Answered at once, whatever Stripe's API is doing: the sync the event prompts is the
     // payment's settle job, due now, which the scheduler runs (and runs again after a
@@ -159,17 +172,66 @@ async fn find_payment(
     Ok(store::by_processor_reference(db, account, intent).await?)
 }
 
-/// Opens the payment's dispute for a Stripe dispute (once: one Stripe dispute is one payd
-/// dispute), then brings it up to the dispute's status as of the event; whether it did.
+/// Follows every dispute Stripe holds against a payment a Stripe account served, as Stripe
+/// lists them now (`GET /v1/disputes?payment_intent=…`): a dispute whose events were missed
+/// is opened and brought up to its status. Asked by a payment's `force_sync`; a Stripe that
+/// cannot be asked now leaves the disputes as they are (logged), never fails the sync.
+pub async fn follow_cases(
+    state: &AppState,
+    payments: &Payments,
+    disputes: &Disputes,
+    connections: &Connections,
+    payment: &payd_entity::payment::Model,
+) -> Result<(), ApiError> {
+    let (Some(name), Some(intent)) = (&payment.processor, &payment.processor_reference) else {
+        return Ok(());
+    };
+    let account = store::accounts(&state.db, &payment.profile_id, payment.test_mode)
+        .await?
+        .into_iter()
+        .find(|a| &a.name == name && a.kind == STRIPE && a.approval == APPROVED);
+    let Some(account) = account.filter(|a| store::served_by(payment, a)) else {
+        return Ok(());
+    };
+    let Some(processor) = connections.resolve(Some(&account)) else {
+        return Ok(());
+    };
+    let cases = match processor.cases(intent).await {
+        Ok(cases) => cases,
+        Err(e) => {
+            tracing::warn!(payment_id = %payment.id, error = %e, "Stripe's disputes of a payment could not be listed");
+            return Ok(());
+        }
+    };
+    let now = clock::wall_now();
+    for case in cases {
+        follow_dispute(
+            &state.db,
+            payments,
+            disputes,
+            &account,
+            &payment.id,
+            &case,
+            now,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Opens a payd dispute for a Stripe dispute of the payment (once: one Stripe dispute is one
+/// payd dispute, and a payment Stripe holds several against has several), then brings it up
+/// to the dispute's status as of `created` (the event's, or now for a dispute listed now);
+/// whether it did.
 async fn follow_dispute(
     db: &crate::commit::Db,
     payments: &Payments,
     disputes: &Disputes,
     account: &processor_account::Model,
     payment_id: &str,
-    event: &Value,
+    object: &Value,
+    created: DateTime<Utc>,
 ) -> Result<bool, ApiError> {
-    let object = &event["data"]["object"];
     let case_id = object["id"].as_str().unwrap_or_default().to_owned();
     if !case_id.starts_with("dp_") {
         return Err(
@@ -188,7 +250,6 @@ async fn follow_dispute(
             .as_i64()
             .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
     };
-    let created = at(&event["created"]).unwrap_or_else(clock::wall_now);
     let due_by = at(&object["evidence_details"]["due_by"]);
     // In Stripe's units of the dispute's currency (docs.stripe.com/currencies).
     let amount = crate::processors::stripe::units::from_stripe(

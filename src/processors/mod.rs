@@ -203,6 +203,12 @@ pub trait Processor: Send + Sync + 'static {
     fn refunds(&self, _reference: &str) -> Answer<Vec<AppliedRefund>> {
         Box::pin(futures_util::future::ready(Ok(Vec::new())))
     }
+    /// The processor's own dispute objects against the payment behind `reference` (Stripe's),
+    /// for the code that follows that processor's disputes; none for a processor whose disputes
+    /// reach payd otherwise.
+    fn cases(&self, _reference: &str) -> Answer<Vec<serde_json::Value>> {
+        Box::pin(futures_util::future::ready(Ok(Vec::new())))
+    }
     /// Forgets a card it saved (its saved method was deleted at payd).
     fn forget(&self, _token: &ProcessorToken) -> Answer<()> {
         Box::pin(futures_util::future::ready(Ok(())))

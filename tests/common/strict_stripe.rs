@@ -73,6 +73,8 @@ pub struct Strict {
     faults: Mutex<VecDeque<Fault>>,
     /// Refunds that failed after they succeeded (a closed card), with the reason.
     failed_refunds: Mutex<HashMap<String, String>>,
+    /// Disputes Stripe holds (localstripe models none): what `GET /v1/disputes` lists.
+    disputes: Mutex<Vec<Value>>,
     /// The card number behind each PaymentMethod made here.
     numbers: Mutex<HashMap<String, String>>,
     seen: Mutex<Vec<Seen>>,
@@ -131,6 +133,7 @@ impl StrictStripe {
             keys: Mutex::default(),
             faults: Mutex::default(),
             failed_refunds: Mutex::default(),
+            disputes: Mutex::default(),
             numbers: Mutex::default(),
             seen: Mutex::default(),
             api: StripeApi::load(),
@@ -184,6 +187,14 @@ impl StrictStripe {
     /// Whether parameters are checked against Stripe's published API description.
     pub fn checks_parameters(&self) -> bool {
         self.strict.api.is_some()
+    }
+
+    /// Stripe now holds this dispute (a `dispute` object): listed by `GET /v1/disputes`,
+    /// replacing one of the same id.
+    pub fn hold_dispute(&self, dispute: Value) {
+        let mut held = self.strict.disputes.lock().unwrap();
+        held.retain(|d| d["id"] != dispute["id"]);
+        held.push(dispute);
     }
 
     pub fn seen(&self) -> Vec<Seen> {
@@ -641,6 +652,19 @@ async fn get(
             .and_then(|(_, v)| v.parse().ok())
     };
     let (since, until) = (bound("created[gte]"), bound("created[lte]"));
+    if path == "/v1/disputes" {
+        let intent = param(&params, "payment_intent").map(str::to_owned);
+        let held: Vec<Value> = s
+            .disputes
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|d| intent.is_none() || d["payment_intent"].as_str() == intent.as_deref())
+            .cloned()
+            .collect();
+        return HttpResponse::Ok().json(json!({"object": "list", "url": "/v1/disputes",
+            "data": held, "has_more": false}));
+    }
     if path == "/v1/payment_intents" && (since.is_some() || until.is_some()) {
         return created_between(s, req, &params, since, until).await;
     }

@@ -13,7 +13,7 @@ use std::{collections::HashMap, path::PathBuf};
 
 /// The parameters the endpoint `method path` takes, by the `d.ts` file and interface that
 /// describe it. Path segments that are ids are written `{id}`.
-const ENDPOINTS: [(&str, &str, &str, &str); 12] = [
+const ENDPOINTS: [(&str, &str, &str, &str); 13] = [
     (
         "POST",
         "/v1/payment_methods",
@@ -66,6 +66,7 @@ const ENDPOINTS: [(&str, &str, &str, &str); 12] = [
     ("POST", "/v1/refunds", "Refunds", "RefundCreateParams"),
     ("GET", "/v1/refunds", "Refunds", "RefundListParams"),
     ("GET", "/v1/refunds/{id}", "Refunds", "RefundRetrieveParams"),
+    ("GET", "/v1/disputes", "Disputes", "DisputeListParams"),
 ];
 
 /// Where the type definitions for the pinned version are, if installed.

@@ -365,8 +365,10 @@ pub(super) async fn adopt_refund(
 }
 
 /// The processor reports the buyer's dispute of what was captured.
-/// Opens the payment's dispute: the card sandbox's (`case: None`) or a wallet case's. A payment
-/// has at most one dispute.
+/// Opens a dispute of the payment: the card sandbox's (`case: None`), of which a payment has at
+/// most one, or a processor's case (a wallet case, a Stripe dispute): one payd dispute per case,
+/// so a payment the processor holds several disputes against has as many. (A wallet case
+/// is imported only into a payment without a dispute: `wallet::follow`.)
 pub(super) async fn open_dispute(
     deps: &PaymentDeps,
     m: &payment::Model,
@@ -377,10 +379,14 @@ pub(super) async fn open_dispute(
     let Some(left) = machine::dispute_amount(&state) else {
         return Ok(Done::unchanged(m));
     };
-    if !disputes::store::of_payment(&deps.db, &m.id)
-        .await?
-        .is_empty()
-    {
+    let existing = disputes::store::of_payment(&deps.db, &m.id).await?;
+    let opened = match case {
+        Some(c) => existing
+            .iter()
+            .any(|d| d.case_id.as_deref() == Some(c.case_id.as_str())),
+        None => !existing.is_empty(),
+    };
+    if opened {
         return Ok(Done::unchanged(m));
     }
     let opening = match case {

@@ -746,6 +746,16 @@ impl Processor for StripeProcessor {
         })
     }
 
+    /// `GET /v1/disputes?payment_intent=…`: every dispute of the PaymentIntent's charges.
+    fn cases(&self, reference: &str) -> Answer<Vec<Value>> {
+        let (inner, reference) = (self.inner.clone(), reference.to_owned());
+        Box::pin(async move {
+            let id = Inner::intent_id(&reference)?;
+            let query = vec![pair("payment_intent", id), pair("limit", 100)];
+            Ok(items(&inner.get("disputes", query).await?))
+        })
+    }
+
     fn forget(&self, token: &ProcessorToken) -> Answer<()> {
         let (inner, method) = (self.inner.clone(), token.method.clone());
         Box::pin(async move {
