@@ -735,3 +735,52 @@ async fn several_disputes_are_several_and_a_missed_one_is_found_by_a_sync() {
         "each change announced once, however often it is synced"
     );
 }
+
+/// An event whose delivery was missed (payd down for longer than Stripe retries, an endpoint
+/// misconfigured) is read back from Stripe's `GET /v1/events` (docs.stripe.com/api/events/list)
+/// by the periodic catch-up and handled as if delivered: a dispute reaches payd without any
+/// delivery.
+#[actix_web::test]
+async fn an_event_whose_delivery_was_missed_is_read_back_from_stripe() {
+    let Some(ls) = StrictStripe::start().await else {
+        return;
+    };
+    // payd's clock moves only when told: each step of it makes the catch-up due.
+    let clock = payd::clock::ManualClock::new();
+    let app = common::spawn_with_clock(
+        Arc::new(TestDb::new().await),
+        &[("PAYD_PROCESSORS__STRIPE_EVENTS_CATCH_UP_SECS", "1")],
+        clock.clone(),
+    )
+    .await;
+    let m = app.create_merchant("Acme").await;
+    ls.connect(&app, &m).await;
+    let p = pay(&app, &m, json!({})).await;
+    let id = p.body["payment_id"].as_str().unwrap();
+    let pi = intents_of(&ls, id).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let now = chrono::Utc::now().timestamp();
+    let mut dispute = dispute_event("evt_missed_dp", &pi, "dp_missed", "needs_response", now);
+    dispute["type"] = json!("charge.dispute.created");
+    ls.made_event(dispute);
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let disputes = get(&app, &m, &format!("/disputes/list?payment_id={id}")).await;
+        if disputes["data"].as_array().unwrap().len() == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never read back: {disputes}"
+        );
+        clock.advance(chrono::Duration::seconds(2));
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(ls.seen().iter().any(|s| s.path == "/v1/events"
+        && s.params
+            .iter()
+            .any(|(k, v)| k == "types[]" && v == "charge.dispute.created")));
+}

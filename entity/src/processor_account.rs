@@ -23,6 +23,9 @@ pub struct Model {
     /// The mode it serves: test payments only, or live payments only. A Stripe account's
     /// follows its key (`sk_test_…`/`sk_live_…`); any other's, the key that added it.
     pub test_mode: bool,
+    /// A Stripe account's: how far its events have been read from Stripe's `GET /v1/events`
+    /// (Unix seconds) by the catch-up of missed deliveries; none before its first look.
+    pub events_read_until: Option<i64>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

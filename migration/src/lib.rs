@@ -39,6 +39,7 @@ mod m20261128_000030_add_shop_branding;
 mod m20261128_000031_add_payment_locale;
 mod m20261128_000032_add_delivery_merchant_due_index;
 mod m20261206_000033_split_shop_config_by_mode;
+mod m20261206_000034_add_processor_events_read_until;
 
 pub struct Migrator;
 
@@ -79,6 +80,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000031_add_payment_locale::Migration),
             Box::new(m20261128_000032_add_delivery_merchant_due_index::Migration),
             Box::new(m20261206_000033_split_shop_config_by_mode::Migration),
+            Box::new(m20261206_000034_add_processor_events_read_until::Migration),
         ]
     }
 }

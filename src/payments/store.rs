@@ -745,6 +745,37 @@ pub async fn accounts_in(
         .await
 }
 
+/// The approved Stripe accounts, whose events the catch-up reads back.
+pub async fn stripe_accounts(
+    db: &impl ConnectionTrait,
+) -> Result<Vec<processor_account::Model>, DbErr> {
+    processor_account::Entity::find()
+        .filter(processor_account::Column::Kind.eq(crate::processors::connect::STRIPE))
+        .filter(processor_account::Column::Approval.eq(crate::processors::connect::APPROVED))
+        .order_by_asc(processor_account::Column::Id)
+        .all(db)
+        .await
+}
+
+/// Records how far an account's events have been read back (Unix seconds).
+pub async fn set_events_read_until(
+    db: &Db,
+    id: &str,
+    until: i64,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
+    let read = processor_account::Entity::update_many()
+        .col_expr(
+            processor_account::Column::EventsReadUntil,
+            Expr::value(until),
+        )
+        .filter(processor_account::Column::Id.eq(id))
+        .into_query();
+    commit::commit(db, Change::at(now).write(Write::Update(read)))
+        .await
+        .map(drop)
+}
+
 /// Sets an account's approval (`approved` or `rejected`: only an approved one is routed to
 /// or heard from); `None` if there is no such account.
 pub async fn decide_account(
@@ -791,6 +822,7 @@ pub async fn insert_account(
         approval: approval.to_owned(),
         created_at: now,
         test_mode,
+        events_read_until: None,
     };
     let unique = OnConflict::columns([
         processor_account::Column::ProfileId,

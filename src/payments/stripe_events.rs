@@ -19,6 +19,7 @@ use super::{
 };
 use crate::{
     clock,
+    commit::Db,
     disputes::{
         self,
         actor::{CaseOpening, Command as DisputeCommand, Exec as DisputeExec, Followed},
@@ -26,10 +27,12 @@ use crate::{
         Disputes,
     },
     error::ApiError,
+    mount::Env,
     processors::{
         connect::{Connections, APPROVED, STRIPE},
         stripe,
     },
+    scheduler::Scheduler,
     state::AppState,
 };
 
@@ -91,7 +94,19 @@ pub async fn receive_processor_event(
         .stripe(&account)
         .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
     let event = verified_event(&config.webhook_secret, &req, &body)?;
-    let handled = handle(&state, &payments, &disputes, &account, &event).await?;
+    let handled = handle(
+        &state.db,
+        state.clock.now(),
+        &payments,
+        &disputes,
+        &account,
+        &event,
+    )
+    .await?;
+    if handled {
+        // A payment's settle job may be due now.
+        state.scheduler.wake();
+    }
     let outcome = if handled { "handled" } else { "ignored" };
     Ok(HttpResponse::Ok().json(Received {
         received: true,
@@ -99,15 +114,16 @@ pub async fn receive_processor_event(
     }))
 }
 
-/// Handles one verified event; whether it concerned a payment payd holds.
+/// Handles one event (verified, or read back from Stripe's API); whether it concerned a
+/// payment payd holds.
 async fn handle(
-    state: &AppState,
+    db: &Db,
+    now: DateTime<Utc>,
     payments: &Payments,
     disputes: &Disputes,
     account: &processor_account::Model,
     event: &Value,
 ) -> Result<bool, ApiError> {
-    let db = &state.db;
     let object = &event["data"]["object"];
     let kind = event["type"].as_str().unwrap_or("");
     let intent = match kind {
@@ -147,11 +163,82 @@ async fn handle(
     // Answered at once, whatever Stripe's API is doing: the sync the event prompts is the
     // payment's settle job, due now, which the scheduler runs (and runs again after a
     // failure) on whichever instance claims it.
-    store::sync_soon(db, &payment.id, state.clock.now())
+    store::sync_soon(db, &payment.id, now)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    state.scheduler.wake();
     Ok(true)
+}
+
+/// The periodic job that reads each Stripe account's events back from Stripe.
+pub const CATCH_UP_JOB: &str = "stripe_events_catch_up";
+/// How far before where the last catch-up stopped the next one reads again: an event Stripe
+/// lists a little late is not skipped (handling one twice changes nothing).
+const CATCH_UP_OVERLAP_SECS: i64 = 60;
+
+/// Registers the catch-up of missed events: every `processors.stripe_events_catch_up_secs`,
+/// each approved Stripe account's events since the last look are read back from
+/// `GET /v1/events` and handled as if Stripe had delivered them, so an event whose delivery
+/// failed (payd down for longer than Stripe retries, an endpoint misconfigured) still
+/// reaches payd.
+pub fn register_catch_up(
+    scheduler: &mut Scheduler,
+    env: &Env<'_>,
+    payments: &Payments,
+    disputes: &Disputes,
+) {
+    let every =
+        Duration::seconds(env.settings.processors.stripe_events_catch_up_secs.max(1) as i64);
+    let (db, connections) = (env.db.clone(), env.connections.clone());
+    let (payments, disputes) = (payments.clone(), disputes.clone());
+    scheduler.register_periodic(CATCH_UP_JOB, every, move |now| {
+        let (db, connections) = (db.clone(), connections.clone());
+        let (payments, disputes) = (payments.clone(), disputes.clone());
+        async move { catch_up(&db, &connections, &payments, &disputes, now).await }
+    });
+}
+
+/// One catch-up over every approved Stripe account. An account whose events cannot be read
+/// now, or one of whose events fails, keeps its mark: the next catch-up reads them again.
+async fn catch_up(
+    db: &Db,
+    connections: &Connections,
+    payments: &Payments,
+    disputes: &Disputes,
+    now: DateTime<Utc>,
+) -> Result<(), ApiError> {
+    for account in store::stripe_accounts(db).await? {
+        let Some(processor) = connections.resolve(Some(&account)) else {
+            continue;
+        };
+        // A first look reads from when the account was added, at most a day back.
+        let since = match account.events_read_until {
+            Some(until) => until - CATCH_UP_OVERLAP_SECS,
+            None => account.created_at.max(now - Duration::days(1)).timestamp(),
+        };
+        let (events, until) = match processor.events_since(since).await {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::warn!(account = %account.id, error = %e, "Stripe's events could not be read back");
+                continue;
+            }
+        };
+        let mut failed = false;
+        for event in &events {
+            if let Err(e) = handle(db, now, payments, disputes, &account, event).await {
+                tracing::warn!(account = %account.id, event = %event["id"], error = %e.message,
+                    "an event read back from Stripe could not be handled; read again next time");
+                failed = true;
+                break;
+            }
+        }
+        let mark = until.max(account.events_read_until.unwrap_or(until));
+        if !failed && Some(mark) != account.events_read_until {
+            store::set_events_read_until(db, &account.id, mark, now)
+                .await
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The payment of a PaymentIntent: by the `payd_payment_id` payd put in its metadata, or by

@@ -162,6 +162,9 @@ pub struct ProcessorSettings {
     /// A remote account a merchant adds is `pending` (never routed to) until an operator
     /// approves it through `POST /admin/processors/{id}/approve`.
     pub require_operator_approval: bool,
+    /// How often each Stripe account's events are read from Stripe's `GET /v1/events`, so
+    /// that one whose delivery was missed still reaches payd.
+    pub stripe_events_catch_up_secs: u64,
 }
 
 /// Abuse limits.

@@ -75,6 +75,8 @@ pub struct Strict {
     failed_refunds: Mutex<HashMap<String, String>>,
     /// Disputes Stripe holds (localstripe models none): what `GET /v1/disputes` lists.
     disputes: Mutex<Vec<Value>>,
+    /// Events Stripe made, oldest first (localstripe lists none): what `GET /v1/events` lists.
+    events: Mutex<Vec<Value>>,
     /// The card number behind each PaymentMethod made here.
     numbers: Mutex<HashMap<String, String>>,
     seen: Mutex<Vec<Seen>>,
@@ -134,6 +136,7 @@ impl StrictStripe {
             faults: Mutex::default(),
             failed_refunds: Mutex::default(),
             disputes: Mutex::default(),
+            events: Mutex::default(),
             numbers: Mutex::default(),
             seen: Mutex::default(),
             api: StripeApi::load(),
@@ -195,6 +198,11 @@ impl StrictStripe {
         let mut held = self.strict.disputes.lock().unwrap();
         held.retain(|d| d["id"] != dispute["id"]);
         held.push(dispute);
+    }
+
+    /// Stripe made this event (whether or not it was delivered): listed by `GET /v1/events`.
+    pub fn made_event(&self, event: Value) {
+        self.strict.events.lock().unwrap().push(event);
     }
 
     pub fn seen(&self) -> Vec<Seen> {
@@ -652,6 +660,9 @@ async fn get(
             .and_then(|(_, v)| v.parse().ok())
     };
     let (since, until) = (bound("created[gte]"), bound("created[lte]"));
+    if path == "/v1/events" {
+        return events(s, &params, since);
+    }
     if path == "/v1/disputes" {
         let intent = param(&params, "payment_intent").map(str::to_owned);
         let held: Vec<Value> = s
@@ -727,10 +738,32 @@ async fn created_between(
         let created = pi["created"].as_i64().unwrap_or(0);
         since.is_none_or(|s| created >= s) && until.is_none_or(|u| created <= u)
     });
+    page_of(&all, params, "/v1/payment_intents")
+}
+
+/// `GET /v1/events` (docs.stripe.com/api/events/list): the events made, newest first, of the
+/// `types[]` asked for, created since `since`, paged by `limit` and `starting_after`.
+fn events(s: &Strict, params: &[(String, String)], since: Option<i64>) -> HttpResponse {
+    let types: Vec<&str> = params
+        .iter()
+        .filter(|(k, _)| k.starts_with("types["))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let mut all: Vec<Value> = s.events.lock().unwrap().clone();
+    all.reverse();
+    all.retain(|e| {
+        since.is_none_or(|t| e["created"].as_i64().unwrap_or(0) >= t)
+            && (types.is_empty() || types.contains(&e["type"].as_str().unwrap_or("")))
+    });
+    page_of(&all, params, "/v1/events")
+}
+
+/// One page of a list, newest first, as Stripe pages: `limit` objects after `starting_after`.
+fn page_of(all: &[Value], params: &[(String, String)], url: &str) -> HttpResponse {
     let start = match param(params, "starting_after") {
         Some(id) => all
             .iter()
-            .position(|pi| pi["id"] == id)
+            .position(|o| o["id"] == id)
             .map_or(all.len(), |i| i + 1),
         None => 0,
     };
@@ -739,6 +772,6 @@ async fn created_between(
         .unwrap_or(10);
     let page: Vec<Value> = all.iter().skip(start).take(limit).cloned().collect();
     let has_more = start + page.len() < all.len();
-    HttpResponse::Ok().json(json!({"object": "list", "url": "/v1/payment_intents",
-        "data": page, "has_more": has_more}))
+    HttpResponse::Ok().json(json!({"object": "list", "url": url, "data": page,
+        "has_more": has_more}))
 }

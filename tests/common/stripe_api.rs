@@ -13,7 +13,7 @@ use std::{collections::HashMap, path::PathBuf};
 
 /// The parameters the endpoint `method path` takes, by the `d.ts` file and interface that
 /// describe it. Path segments that are ids are written `{id}`.
-const ENDPOINTS: [(&str, &str, &str, &str); 13] = [
+const ENDPOINTS: [(&str, &str, &str, &str); 14] = [
     (
         "POST",
         "/v1/payment_methods",
@@ -67,6 +67,7 @@ const ENDPOINTS: [(&str, &str, &str, &str); 13] = [
     ("GET", "/v1/refunds", "Refunds", "RefundListParams"),
     ("GET", "/v1/refunds/{id}", "Refunds", "RefundRetrieveParams"),
     ("GET", "/v1/disputes", "Disputes", "DisputeListParams"),
+    ("GET", "/v1/events", "Events", "EventListParams"),
 ];
 
 /// Where the type definitions for the pinned version are, if installed.
@@ -165,7 +166,7 @@ fn declaration<'a>(src: &'a str, name: &str) -> Option<&'a str> {
 
 /// The fields of `interface {name}` (inside `namespace {outer}` when given), each with the
 /// names its value holds: the fields of the nested interfaces its type names, any name for
-/// metadata, the range operators for a range.
+/// metadata and arrays, the range operators for a range.
 fn fields(src: &str, name: &str, outer: Option<&str>) -> Params {
     let lines: Vec<&str> = src.lines().collect();
     let mut start = 0;
@@ -201,7 +202,8 @@ fn fields(src: &str, name: &str, outer: Option<&str>) -> Params {
             continue;
         };
         let key = key.trim_end_matches('?').to_owned();
-        let inside = if ty.contains("MetadataParam") {
+        // An array is sent as `name[]` (or `name[0]`); metadata takes any key.
+        let inside = if ty.contains("MetadataParam") || ty.trim_start().starts_with("Array<") {
             None
         } else if ty.contains("RangeQueryParam") {
             Some(["gt", "gte", "lt", "lte"].map(String::from).to_vec())

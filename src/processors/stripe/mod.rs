@@ -53,6 +53,25 @@ const CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(5);
 /// How many pages of 100 PaymentIntents made since an authorization was sent are looked
 /// through before payd gives up for now (and looks again at the next reconciliation).
 const SEARCH_PAGES: usize = 50;
+/// How many pages of 100 events one catch-up reads back at most.
+const EVENT_PAGES: usize = 20;
+/// The event types payd follows (`docs/processors/stripe.md`): those the catch-up reads back.
+pub const FOLLOWED_EVENTS: [&str; 14] = [
+    "payment_intent.succeeded",
+    "payment_intent.payment_failed",
+    "payment_intent.canceled",
+    "payment_intent.amount_capturable_updated",
+    "payment_intent.processing",
+    "charge.captured",
+    "charge.refunded",
+    "charge.refund.updated",
+    "refund.created",
+    "refund.updated",
+    "refund.failed",
+    "charge.dispute.created",
+    "charge.dispute.updated",
+    "charge.dispute.closed",
+];
 
 /// How an account reaches Stripe (stored sealed with the account).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -753,6 +772,47 @@ impl Processor for StripeProcessor {
             let id = Inner::intent_id(&reference)?;
             let query = vec![pair("payment_intent", id), pair("limit", 100)];
             Ok(items(&inner.get("disputes", query).await?))
+        })
+    }
+
+    /// `GET /v1/events?created[gte]=…&types[]=…`: the events payd follows, newest first, read
+    /// back page by page (at most `EVENT_PAGES` of 100; beyond, the oldest are skipped and
+    /// logged) and handed over oldest first.
+    fn events_since(&self, since: i64) -> Answer<(Vec<Value>, i64)> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let mut events: Vec<Value> = Vec::new();
+            let mut after: Option<String> = None;
+            let mut complete = false;
+            for _ in 0..EVENT_PAGES {
+                let mut query = vec![pair("limit", 100), pair("created[gte]", since)];
+                query.extend(FOLLOWED_EVENTS.iter().map(|t| pair("types[]", t)));
+                if let Some(last) = &after {
+                    query.push(pair("starting_after", last));
+                }
+                let page = inner.get("events", query).await?;
+                let data = items(&page);
+                after = data
+                    .last()
+                    .and_then(|e| e["id"].as_str())
+                    .map(str::to_owned);
+                events.extend(data);
+                if page["has_more"] != Value::Bool(true) || after.is_none() {
+                    complete = true;
+                    break;
+                }
+            }
+            if !complete {
+                tracing::warn!(account = %inner.account_id, since, read = events.len(),
+                    "more Stripe events than one catch-up reads: the oldest are skipped");
+            }
+            let until = events
+                .iter()
+                .filter_map(|e| e["created"].as_i64())
+                .max()
+                .unwrap_or(since);
+            events.reverse();
+            Ok((events, until))
         })
     }
 
