@@ -264,7 +264,7 @@ async fn mount(m: &mut Mount, env: &Env<'_>) -> anyhow::Result<Arc<Dispatcher>> 
     let payments = payments::mount(m, env);
     m.routes(&[refunds::ROUTES]);
     let disputes = disputes::mount(m, env);
-    payments::stripe_events::register_catch_up(&mut m.scheduler, env, &payments, &disputes);
+    payments::stripe_events::register_jobs(&mut m.scheduler, env, &payments, &disputes);
     wallet::mount(m, env, &payments, &disputes);
     m.routes(&[sales::ROUTES]);
     m.routes(&products::ROUTES);

@@ -784,3 +784,92 @@ async fn an_event_whose_delivery_was_missed_is_read_back_from_stripe() {
             .iter()
             .any(|(k, v)| k == "types[]" && v == "charge.dispute.created")));
 }
+
+/// A PaymentIntent made for a payment that the payment does not hold (an attempt payd declared
+/// never reached, which reached Stripe after all, charged the buyer a second time) is given
+/// back: refunded in full at Stripe when Stripe tells of it, and the payment's own charge is
+/// left alone.
+#[actix_web::test]
+async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
+    let Some((app, m, ls, account)) = setup().await else {
+        return;
+    };
+    let p = pay(&app, &m, json!({})).await;
+    let id = p.body["payment_id"].as_str().unwrap();
+    let own = intents_of(&ls, id).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A second charge for the same payment, made at Stripe under an attempt payd gave up on.
+    let (status, pm) = ls
+        .post(
+            "/v1/payment_methods",
+            &[
+                ("type", "card"),
+                ("card[number]", "4242424242424242"),
+                ("card[exp_month]", "12"),
+                ("card[exp_year]", "2040"),
+                ("card[cvc]", "123"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{pm}");
+    let (status, orphan) = ls
+        .post(
+            "/v1/payment_intents",
+            &[
+                ("amount", "1000"),
+                ("currency", "usd"),
+                ("confirm", "true"),
+                ("payment_method", pm["id"].as_str().unwrap()),
+                ("metadata[payd_payment_id]", id),
+                ("metadata[payd_reference]", &format!("{id}.9.stripe")),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, orphan["status"].as_str()),
+        (200, Some("succeeded")),
+        "{orphan}"
+    );
+    let orphan_id = orphan["id"].as_str().unwrap();
+    let event = json!({"id": "evt_orphan", "object": "event", "type": "payment_intent.succeeded",
+        "created": chrono::Utc::now().timestamp(), "data": {"object": orphan}});
+    let body = serde_json::to_vec(&event).unwrap();
+    let (status, answer) = post_event(&app, &account, &event, &signature(&body)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("handled")),
+        "{answer}"
+    );
+
+    let refunded = async |pi: &str| -> i64 {
+        ls.get(&format!("/v1/refunds?payment_intent={pi}")).await["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["payment_intent"] == pi)
+            .map(|r| r["amount"].as_i64().unwrap())
+            .sum()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while refunded(orphan_id).await != 1000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the orphan was never refunded"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(refunded(&own).await, 0, "the payment's own charge stays");
+    let p = get(&app, &m, &format!("/payments/{id}")).await;
+    assert_eq!(
+        (p["status"].as_str(), p["amount_refunded"].as_i64()),
+        (Some("succeeded"), Some(0)),
+        "{p}"
+    );
+    // Told again, nothing more happens.
+    let (status, _) = post_event(&app, &account, &event, &signature(&body)).await;
+    assert_eq!(status, 200);
+    actix_web::rt::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(refunded(orphan_id).await, 1000);
+}

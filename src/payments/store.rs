@@ -423,9 +423,19 @@ pub async fn resync_jobs(
 /// Schedules the payment's settle job now: a sync with its processor that the scheduler runs
 /// (and runs again after a failure) whatever becomes of the request that asked for it.
 pub async fn sync_soon(db: &Db, payment_id: &str, now: DateTime<Utc>) -> Result<(), CommitError> {
+    due_now(db, SETTLE_JOB, payment_id, now).await
+}
+
+/// Schedules a job of `kind` for `entity_id`, due now.
+pub async fn due_now(
+    db: &Db,
+    kind: &'static str,
+    entity_id: &str,
+    now: DateTime<Utc>,
+) -> Result<(), CommitError> {
     let change = Change::at(now).job(Job::Schedule {
-        kind: SETTLE_JOB,
-        entity_id: payment_id.to_owned(),
+        kind,
+        entity_id: entity_id.to_owned(),
         at: now,
     });
     commit::commit(db, change).await.map(drop)

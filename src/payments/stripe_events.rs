@@ -32,7 +32,7 @@ use crate::{
         connect::{Connections, APPROVED, STRIPE},
         stripe,
     },
-    scheduler::Scheduler,
+    scheduler::{Job, Outcome, Scheduler},
     state::AppState,
 };
 
@@ -160,6 +160,15 @@ async fn handle(
         )
         .await;
     }
+    // A PaymentIntent made for the payment that the payment does not hold (an attempt payd
+    // declared never reached, which reached Stripe after all): given back, by a job.
+    if kind.starts_with("payment_intent.") && orphan(&payment, object) {
+        let entity = format!("{}/{}/{}", account.id, intent, payment.id);
+        store::due_now(db, ORPHAN_JOB, &entity, now)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        return Ok(true);
+    }
     // Answered at once, whatever Stripe's API is doing: the sync the event prompts is the
     // payment's settle job, due now, which the scheduler runs (and runs again after a
     // failure) on whichever instance claims it.
@@ -169,18 +178,91 @@ async fn handle(
     Ok(true)
 }
 
+/// Whether a PaymentIntent Stripe tells of is an orphan of `payment`: made for it (its
+/// metadata says so) but neither the one it holds nor the one its pending authorization is
+/// being recovered under.
+fn orphan(payment: &payd_entity::payment::Model, pi: &Value) -> bool {
+    let id = pi["id"].as_str();
+    if pi["metadata"]["payd_payment_id"].as_str() != Some(payment.id.as_str())
+        || payment.processor_reference.as_deref() == id
+    {
+        return false;
+    }
+    let recovering = payment
+        .pending_operation
+        .as_deref()
+        .and_then(|raw| serde_json::from_str::<crate::payments::intent::Intent>(raw).ok())
+        .is_some_and(|intent| match intent {
+            crate::payments::intent::Intent::Authorize { reference, .. } => {
+                pi["metadata"]["payd_reference"].as_str() == Some(reference.as_str())
+            }
+            _ => false,
+        });
+    !recovering
+}
+
+/// The job that gives back an orphan PaymentIntent (entity `{account}/{pi}/{payment}`).
+pub const ORPHAN_JOB: &str = "stripe_orphan_release";
+
+/// Gives back an orphan PaymentIntent: checked again against the payment as it now is (one
+/// with an operation pending waits for it), then canceled or refunded at Stripe, and announced
+/// to the operator (logged, `payd_stripe_orphans_total`).
+async fn release_orphan(
+    db: &Db,
+    connections: &Connections,
+    entity: &str,
+    now: DateTime<Utc>,
+) -> Outcome {
+    let mut parts = entity.splitn(3, '/');
+    let (Some(account_id), Some(intent), Some(payment_id)) =
+        (parts.next(), parts.next(), parts.next())
+    else {
+        return Outcome::Done;
+    };
+    let found = async {
+        let account = store::find_account(db, account_id).await?;
+        let payment = store::find(db, payment_id).await?;
+        Ok::<_, sea_orm::DbErr>((account, payment))
+    };
+    let (account, payment) = match found.await {
+        Ok((Some(a), Some(p))) if a.kind == STRIPE && store::served_by(&p, &a) => (a, p),
+        Ok(_) => return Outcome::Done,
+        Err(e) => return Outcome::Failed(e.to_string()),
+    };
+    if payment.processor_reference.as_deref() == Some(intent) {
+        return Outcome::Done;
+    }
+    if payment.pending_operation.is_some() {
+        return Outcome::RunAt(now + Duration::minutes(1));
+    }
+    let Some(processor) = connections.resolve(Some(&account)) else {
+        return Outcome::Done;
+    };
+    match processor.release(intent, payment_id).await {
+        Ok(Some(action)) => {
+            tracing::warn!(account = %account.id, payment_id, payment_intent = intent, action,
+                "a PaymentIntent made for a payment that does not hold it was given back");
+            metrics::counter!("payd_stripe_orphans_total", "action" => action).increment(1);
+            Outcome::Done
+        }
+        Ok(None) => Outcome::Done,
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
 /// The periodic job that reads each Stripe account's events back from Stripe.
 pub const CATCH_UP_JOB: &str = "stripe_events_catch_up";
 /// How far before where the last catch-up stopped the next one reads again: an event Stripe
 /// lists a little late is not skipped (handling one twice changes nothing).
 const CATCH_UP_OVERLAP_SECS: i64 = 60;
 
-/// Registers the catch-up of missed events: every `processors.stripe_events_catch_up_secs`,
+/// Registers the Stripe jobs: the release of orphan PaymentIntents, and the catch-up of
+/// missed events: every `processors.stripe_events_catch_up_secs`,
 /// each approved Stripe account's events since the last look are read back from
 /// `GET /v1/events` and handled as if Stripe had delivered them, so an event whose delivery
 /// failed (payd down for longer than Stripe retries, an endpoint misconfigured) still
 /// reaches payd.
-pub fn register_catch_up(
+pub fn register_jobs(
     scheduler: &mut Scheduler,
     env: &Env<'_>,
     payments: &Payments,
@@ -189,6 +271,12 @@ pub fn register_catch_up(
     let every =
         Duration::seconds(env.settings.processors.stripe_events_catch_up_secs.max(1) as i64);
     let (db, connections) = (env.db.clone(), env.connections.clone());
+    let (orphan_db, orphan_connections, clock) =
+        (db.clone(), connections.clone(), env.clock.clone());
+    scheduler.register(ORPHAN_JOB, move |job: Job| {
+        let (db, connections, now) = (orphan_db.clone(), orphan_connections.clone(), clock.now());
+        async move { release_orphan(&db, &connections, &job.entity_id, now).await }
+    });
     let (payments, disputes) = (payments.clone(), disputes.clone());
     scheduler.register_periodic(CATCH_UP_JOB, every, move |now| {
         let (db, connections) = (db.clone(), connections.clone());

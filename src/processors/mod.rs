@@ -215,6 +215,13 @@ pub trait Processor: Send + Sync + 'static {
     fn events_since(&self, since: i64) -> Answer<(Vec<serde_json::Value>, i64)> {
         Box::pin(futures_util::future::ready(Ok((Vec::new(), since))))
     }
+    /// Gives back what an authorization payd does not hold took (`reference`: the processor's
+    /// own, one payd never recorded as its payment's, made for `payment_id`): voids it if it is
+    /// only authorized, refunds it in full if it was captured. What it did (`canceled`,
+    /// `refunded`), or `None` when there was nothing to give back.
+    fn release(&self, _reference: &str, _payment_id: &str) -> Answer<Option<&'static str>> {
+        Box::pin(futures_util::future::ready(Ok(None)))
+    }
     /// Forgets a card it saved (its saved method was deleted at payd).
     fn forget(&self, _token: &ProcessorToken) -> Answer<()> {
         Box::pin(futures_util::future::ready(Ok(())))

@@ -816,6 +816,42 @@ impl Processor for StripeProcessor {
         })
     }
 
+    /// A PaymentIntent made for `payment_id` that its payment does not hold: canceled if it
+    /// waits for capture, refunded in full (`metadata[payd_orphan_of]`) if it succeeded, each
+    /// under a key of its own so that asking again does nothing twice.
+    fn release(&self, reference: &str, payment_id: &str) -> Answer<Option<&'static str>> {
+        let (inner, reference, payment_id) = (
+            self.inner.clone(),
+            reference.to_owned(),
+            payment_id.to_owned(),
+        );
+        Box::pin(async move {
+            let id = Inner::intent_id(&reference)?;
+            let pi = inner.payment_intent(id).await?;
+            if pi["metadata"]["payd_payment_id"].as_str() != Some(payment_id.as_str()) {
+                return Ok(None);
+            }
+            let key = format!("{id}.orphan");
+            match pi["status"].as_str() {
+                Some("requires_capture") => {
+                    inner
+                        .post(&format!("payment_intents/{id}/cancel"), &key, vec![])
+                        .await?;
+                    Ok(Some("canceled"))
+                }
+                Some("succeeded") => {
+                    let form = vec![
+                        pair("payment_intent", id),
+                        pair("metadata[payd_orphan_of]", &payment_id),
+                    ];
+                    inner.post("refunds", &key, form).await?;
+                    Ok(Some("refunded"))
+                }
+                _ => Ok(None),
+            }
+        })
+    }
+
     fn forget(&self, token: &ProcessorToken) -> Answer<()> {
         let (inner, method) = (self.inner.clone(), token.method.clone());
         Box::pin(async move {
