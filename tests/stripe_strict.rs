@@ -54,6 +54,14 @@ async fn intents_of(ls: &StrictStripe, payment_id: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The id of the (first) PaymentIntent localstripe holds for a payment.
+async fn intent_of(ls: &StrictStripe, payment_id: &str) -> String {
+    intents_of(ls, payment_id).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 async fn attempts(app: &TestApp, m: &Merchant, id: &str) -> Vec<Value> {
     get(app, m, &format!("/payments/{id}/attempts")).await["data"]
         .as_array()
@@ -366,10 +374,7 @@ async fn an_authorization_canceled_at_stripe_is_cancelled_not_conflicted() {
     };
     let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
     let id = p.body["payment_id"].as_str().unwrap();
-    let pi = intents_of(&ls, id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pi = intent_of(&ls, id).await;
     let (status, _) = ls
         .post(&format!("/v1/payment_intents/{pi}/cancel"), &[])
         .await;
@@ -408,10 +413,7 @@ async fn dispute_statuses_follow_stripes_and_an_unknown_one_opens_nothing() {
 
     let p = pay(&app, &m, json!({})).await;
     let id = p.body["payment_id"].as_str().unwrap();
-    let pi = intents_of(&ls, id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pi = intent_of(&ls, id).await;
     let (status, answer) = send(&dispute_event(
         "evt_u",
         &pi,
@@ -441,10 +443,7 @@ async fn dispute_statuses_follow_stripes_and_an_unknown_one_opens_nothing() {
 
     let p = pay(&app, &m, json!({})).await;
     let id = p.body["payment_id"].as_str().unwrap();
-    let pi = intents_of(&ls, id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pi = intent_of(&ls, id).await;
     send(&dispute_event(
         "evt_3",
         &pi,
@@ -479,10 +478,7 @@ async fn an_event_is_answered_at_once_and_its_sync_runs_after() {
     };
     let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
     let id = p.body["payment_id"].as_str().unwrap();
-    let pi = intents_of(&ls, id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pi = intent_of(&ls, id).await;
     let (status, _) = ls
         .post(&format!("/v1/payment_intents/{pi}/capture"), &[])
         .await;
@@ -685,10 +681,7 @@ async fn several_disputes_are_several_and_a_missed_one_is_found_by_a_sync() {
     };
     let p = pay(&app, &m, json!({})).await;
     let id = p.body["payment_id"].as_str().unwrap();
-    let pi = intents_of(&ls, id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pi = intent_of(&ls, id).await;
     let now = chrono::Utc::now().timestamp();
     let first = dispute_event("evt_a", &pi, "dp_first", "warning_needs_response", now);
     let body = serde_json::to_vec(&first).unwrap();
@@ -757,10 +750,7 @@ async fn an_event_whose_delivery_was_missed_is_read_back_from_stripe() {
     ls.connect(&app, &m).await;
     let p = pay(&app, &m, json!({})).await;
     let id = p.body["payment_id"].as_str().unwrap();
-    let pi = intents_of(&ls, id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pi = intent_of(&ls, id).await;
     let now = chrono::Utc::now().timestamp();
     let mut dispute = dispute_event("evt_missed_dp", &pi, "dp_missed", "needs_response", now);
     dispute["type"] = json!("charge.dispute.created");
@@ -796,10 +786,7 @@ async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
     };
     let p = pay(&app, &m, json!({})).await;
     let id = p.body["payment_id"].as_str().unwrap();
-    let own = intents_of(&ls, id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let own = intent_of(&ls, id).await;
     // A second charge for the same payment, made at Stripe under an attempt payd gave up on.
     let (status, pm) = ls
         .post(
