@@ -350,7 +350,8 @@ async fn find_payment(
 /// Follows every dispute Stripe holds against a payment a Stripe account served, as Stripe
 /// lists them now (`GET /v1/disputes?payment_intent=…`): a dispute whose events were missed
 /// is opened and brought up to its status. Asked by a payment's `force_sync`; a Stripe that
-/// cannot be asked now leaves the disputes as they are (logged), never fails the sync.
+/// cannot be asked now, or a dispute that cannot be followed, leaves the disputes as they are
+/// (logged), never fails the sync.
 pub async fn follow_cases(
     state: &AppState,
     payments: &Payments,
@@ -380,16 +381,12 @@ pub async fn follow_cases(
     };
     let now = clock::wall_now();
     for case in cases {
-        follow_dispute(
-            &state.db,
-            payments,
-            disputes,
-            &account,
-            &payment.id,
-            &case,
-            now,
-        )
-        .await?;
+        let db = &state.db;
+        let followed = follow_dispute(db, payments, disputes, &account, &payment.id, &case, now);
+        if let Err(e) = followed.await {
+            tracing::warn!(payment_id = %payment.id, dispute = %case["id"], error = %e.message,
+                "a Stripe dispute listed on a sync could not be followed");
+        }
     }
     Ok(())
 }
