@@ -366,7 +366,7 @@ async fn a_refund_that_fails_after_it_succeeded_gives_its_balance_back() {
 
 /// An authorization Stripe canceled itself (7 days unused, or its dashboard:
 /// docs.stripe.com/payments/place-a-hold-on-a-payment-method) is `cancelled` at payd, never
-/// `conflicted`.
+/// `conflicted`; and a void of it is done, though Stripe refuses to cancel it again.
 #[actix_web::test]
 async fn an_authorization_canceled_at_stripe_is_cancelled_not_conflicted() {
     let Some((app, m, ls, _)) = setup().await else {
@@ -381,6 +381,23 @@ async fn an_authorization_canceled_at_stripe_is_cancelled_not_conflicted() {
     assert_eq!(status, 200);
     let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
     assert_eq!(synced["status"], "cancelled", "{synced}");
+
+    // Canceled at Stripe and not yet synced: payd's own cancel (or the expiry's void), which
+    // Stripe refuses for a canceled PaymentIntent, is done.
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    let id = p.body["payment_id"].as_str().unwrap();
+    let pi = intent_of(&ls, id).await;
+    let (status, _) = ls
+        .post(&format!("/v1/payment_intents/{pi}/cancel"), &[])
+        .await;
+    assert_eq!(status, 200);
+    let cancelled = post(&app, &m, &format!("/payments/{id}/cancel"), json!({})).await;
+    assert_eq!(
+        (cancelled.status, cancelled.body["status"].as_str()),
+        (200, Some("cancelled")),
+        "{}",
+        cancelled.body
+    );
 }
 
 fn dispute_event(id: &str, intent: &str, dispute: &str, status: &str, created: i64) -> Value {
