@@ -121,6 +121,13 @@ pub fn describe_metrics() {
         "payd_processor_requests_total",
         "Requests to remote processors by outcome"
     );
+    describe_counter!(
+        "payd_stripe_orphans_total",
+        "PaymentIntents made for a payment that does not hold them, given back at Stripe"
+    );
+    for action in ["canceled", "refunded"] {
+        metrics::counter!("payd_stripe_orphans_total", "action" => action).increment(0);
+    }
     describe_gauge!(
         "payd_processor_circuits_open",
         "Remote processor accounts whose circuit breaker is open"

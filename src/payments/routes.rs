@@ -246,15 +246,12 @@ pub async fn retrieve_payment(
     let access = Access::of(&caller, q.client_secret)?;
     if q.force_sync == Some(true) {
         let m = send(&payments, &http, &id, Some(access), Command::Sync).await?;
-        // Disputes whose events were missed (a Stripe account's).
-        crate::payments::stripe_events::follow_cases(
-            &state,
-            &payments,
-            &disputes,
-            &connections,
-            &m,
-        )
-        .await?;
+        // Disputes whose events were missed (a Stripe account's): the merchant's concern, not
+        // a buyer's page's.
+        if caller.kind == crate::auth::keys::KeyKind::Secret {
+            use crate::payments::stripe_events::follow_cases;
+            follow_cases(&state, &payments, &disputes, &connections, &m).await?;
+        }
         return render_for(&state, &caller, &m);
     }
     let m = store::find_owned(&state.db, &id, &access.scope)
