@@ -877,3 +877,22 @@ async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
     actix_web::rt::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(refunded(orphan_id).await, 1000);
 }
+
+/// An authorization may be captured until the card's network says
+/// (docs.stripe.com/payments/place-a-hold-on-a-payment-method, `capture_before` on the
+/// charge), not payd's own seven days: the payment's `capture_before` is Stripe's.
+#[actix_web::test]
+async fn capture_before_is_the_one_stripe_gives() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    assert_eq!(p.body["status"], "requires_capture", "{}", p.body);
+    let id = p.body["payment_id"].as_str().unwrap();
+    let pi = &intents_of(&ls, id).await[0];
+    let stripes =
+        chrono::DateTime::from_timestamp(pi["created"].as_i64().unwrap() + 5 * 86_400, 0).unwrap();
+    let ours: chrono::DateTime<chrono::Utc> =
+        p.body["capture_before"].as_str().unwrap().parse().unwrap();
+    assert_eq!(ours, stripes, "{}", p.body);
+}

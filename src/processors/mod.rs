@@ -64,6 +64,9 @@ pub struct AuthResult {
     /// needs to send the same request again under the same idempotency key (`recover`).
     /// payd keeps it with the authorization's intent.
     pub resend: Option<String>,
+    /// Until when the processor lets an approved authorization be captured, when it says
+    /// (Stripe's `capture_before`); payd's own window otherwise.
+    pub capture_before: Option<DateTime<Utc>>,
 }
 
 /// What a processor found of an authorization whose answer was lost (`Processor::recover`).

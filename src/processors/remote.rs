@@ -300,6 +300,7 @@ impl AuthAnswer {
             error,
             token: None,
             resend: None,
+            capture_before: None,
         })
     }
 }
@@ -389,6 +390,7 @@ impl Processor for RemoteProcessor {
                     error: None,
                     token: None,
                     resend: None,
+                    capture_before: None,
                 }),
                 Err(e) => Err(e),
             }

@@ -71,6 +71,7 @@ fn declined(code: &str, message: &str, retryable: bool) -> AuthResult {
         error: Some((code.to_owned(), message.to_owned())),
         token: None,
         resend: None,
+        capture_before: None,
     }
 }
 
@@ -111,6 +112,7 @@ impl Sandbox {
             error: None,
             token: None,
             resend: None,
+            capture_before: None,
         };
         match behaviour {
             TestBehaviour::Decline | TestBehaviour::ChargesDeclined => {
@@ -183,6 +185,7 @@ impl Processor for Sandbox {
                 error: None,
                 token: None,
                 resend: None,
+                capture_before: None,
             }),
             Some(_) => Ok(declined(
                 "authentication_failed",

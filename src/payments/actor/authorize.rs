@@ -83,7 +83,7 @@ pub(super) async fn confirmed(
     after.processor = Some(chosen);
     after.processor_reference = result.reference.clone();
     after.last_error = last_error(&result);
-    after.capture_before = deps.capture_before(&next, now);
+    after.capture_before = capture_window(deps, &next, &result, now);
     if return_url.is_some() {
         after.return_url = return_url.clone();
     }
@@ -131,8 +131,20 @@ pub(super) async fn challenged(
     let next = machine::complete_challenge(&state, result.outcome, now);
     let mut after = store::with_state(base, &next, now);
     after.last_error = last_error(&result);
-    after.capture_before = deps.capture_before(&next, now);
+    after.capture_before = capture_window(deps, &next, &result, now);
     record_outcome(deps, base, after, plain("challenge")).await
+}
+
+/// Until when an approved authorization may be captured: what the processor says (Stripe's
+/// `capture_before`), else payd's own window; none unless the payment is capturable.
+fn capture_window(
+    deps: &PaymentDeps,
+    next: &machine::State,
+    result: &AuthResult,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let ours = deps.capture_before(next, now);
+    ours.and(result.capture_before).or(ours)
 }
 
 /// What routing and the processors decided about a confirm.
@@ -176,6 +188,7 @@ impl Declined<'_> {
             error: Some((self.code.into(), self.message.into())),
             token: None,
             resend: None,
+            capture_before: None,
         };
         let decision = RoutingDecision {
             algorithm: "none".into(),
@@ -279,6 +292,7 @@ pub(super) async fn authorize(
                 error: Some(("processor_unavailable".into(), why)),
                 token: None,
                 resend: None,
+                capture_before: None,
             },
             Err(e) => return Err(e.into()),
         };

@@ -65,6 +65,7 @@ pub(super) async fn reconcile(
                 error,
                 token: None,
                 resend: None,
+                capture_before: None,
             };
             let card = card_of(m)?.ok_or_else(|| {
                 PaymentError::Internal("an authorization's card is not stored".into())

@@ -299,6 +299,8 @@ impl Inner {
             ),
             pair("metadata[payd_payment_id]", &req.payment_id),
             pair("metadata[payd_reference]", &req.reference),
+            // The charge, for the card's `capture_before`.
+            pair("expand[]", "latest_charge"),
         ];
         if let Some(t) = &token {
             form.push(pair("customer", &t.customer));
@@ -322,6 +324,7 @@ impl Inner {
                     error: None,
                     token: None,
                     resend: serde_json::to_string(&form).ok(),
+                    capture_before: None,
                 });
             }
             Err(f) => return Err(f),
@@ -370,12 +373,20 @@ impl Inner {
                 )
             }
         };
+        // Until when the card's network lets the charge be captured
+        // (docs.stripe.com/payments/place-a-hold-on-a-payment-method: `capture_before`).
+        let capture_before = pi["latest_charge"]["payment_method_details"]["card"]
+            ["capture_before"]
+            .as_i64()
+            .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
+            .filter(|_| pi["status"] == "requires_capture");
         Ok(AuthResult {
             reference: Some(str_of(pi, "id")),
             outcome,
             error,
             token: None,
             resend: None,
+            capture_before,
         })
     }
 
@@ -575,6 +586,7 @@ impl Processor for StripeProcessor {
                 error: Some((code, message)),
                 token: None,
                 resend: None,
+                capture_before: None,
             };
             match inner.authorize(&req).await {
                 Ok(result) => Ok(result),
@@ -632,6 +644,7 @@ impl Processor for StripeProcessor {
                     )),
                     token: None,
                     resend: None,
+                    capture_before: None,
                 });
             }
             Ok(inner.auth_result(&pi).await?)
