@@ -117,9 +117,20 @@ pub fn describe_metrics() {
         "Database outages this instance saw begin (each logged once at its start and once at its end)"
     );
     metrics::counter!("payd_database_outages_total").increment(0);
+    describe_processor_metrics();
+    metrics::counter!("payd_http_rate_limited_total").increment(0);
+}
+
+/// The processors' families: requests, open circuits, Stripe orphans given back.
+fn describe_processor_metrics() {
+    use metrics::{describe_counter, describe_gauge};
     describe_counter!(
         "payd_processor_requests_total",
         "Requests to remote processors by outcome"
+    );
+    describe_gauge!(
+        "payd_processor_circuits_open",
+        "Remote processor accounts whose circuit breaker is open"
     );
     describe_counter!(
         "payd_stripe_orphans_total",
@@ -128,11 +139,6 @@ pub fn describe_metrics() {
     for action in ["canceled", "refunded"] {
         metrics::counter!("payd_stripe_orphans_total", "action" => action).increment(0);
     }
-    describe_gauge!(
-        "payd_processor_circuits_open",
-        "Remote processor accounts whose circuit breaker is open"
-    );
-    metrics::counter!("payd_http_rate_limited_total").increment(0);
 }
 
 /// Whether this instance is in a database outage: it found the database unreachable (or not

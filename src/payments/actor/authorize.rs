@@ -234,14 +234,7 @@ pub(super) async fn authorize(
             brand: card.brand,
         },
     );
-    // An amount the first processor's units cannot hold is refused, never rounded.
-    let first_choice = decision
-        .candidates
-        .first()
-        .and_then(|c| enabled.iter().find(|a| &a.name == c));
-    if let Some(first) = deps.resolve(first_choice) {
-        takes_amount(&*first, m.amount, &m.currency)?;
-    }
+    first_takes_amount(deps, m, &decision, &enabled)?;
     let mut base = m.clone();
     let mut attempts: Vec<payment_attempt::Model> = Vec::new();
     let mut previous: Option<String> = None;
@@ -317,6 +310,24 @@ pub(super) async fn authorize(
         intent,
     };
     Ok((base, authorized))
+}
+
+/// Refuses (400 naming `amount`) an amount the first routed processor's units cannot hold:
+/// never rounded. A fallback that cannot hold it declines its attempt itself.
+fn first_takes_amount(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    decision: &RoutingDecision,
+    enabled: &[processor_account::Model],
+) -> Result<(), PaymentError> {
+    let first = decision
+        .candidates
+        .first()
+        .and_then(|c| enabled.iter().find(|a| &a.name == c));
+    match deps.resolve(first) {
+        Some(processor) => takes_amount(&*processor, m.amount, &m.currency),
+        None => Ok(()),
+    }
 }
 
 /// The shop's accounts this payment may use, the names of those available now and the

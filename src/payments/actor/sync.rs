@@ -33,31 +33,9 @@ pub(super) async fn reconcile(
             let recovered = processor
                 .recover(&reference, at, resend.as_deref(), now)
                 .await?;
-            let declined = || {
-                recovered.error.clone().unwrap_or_else(|| {
-                    (
-                        "card_declined".to_owned(),
-                        "the processor declined the authorization".to_owned(),
-                    )
-                })
-            };
-            let (outcome, error) = match recovered.view {
-                ProcessorView::Authorized { amount } | ProcessorView::Captured { amount } => {
-                    (Authorization::Approved { amount }, None)
-                }
-                ProcessorView::Declined { retryable } => {
-                    (Authorization::Declined { retryable }, Some(declined()))
-                }
-                // Past the processor's deadline for it, with no trace found: it never arrived.
-                ProcessorView::Unknown if now - at > deadline => (
-                    Authorization::Declined { retryable: true },
-                    Some((
-                        "processor_unavailable".to_owned(),
-                        "the authorization never reached the processor".to_owned(),
-                    )),
-                ),
+            let Some((outcome, error)) = recovered_outcome(&recovered, now - at > deadline) else {
                 // Pending, or no trace yet of a request that may still arrive.
-                _ => return keep_waiting(deps, m).await,
+                return keep_waiting(deps, m).await;
             };
             let result = AuthResult {
                 reference: recovered.reference.or(Some(reference)),
@@ -106,6 +84,37 @@ pub(super) async fn reconcile(
             let answer = processor.void(&reference, &key).await;
             voided(deps, m, &to, expiry, answer).await
         }
+    }
+}
+
+/// What a recovered authorization's outcome is, with a decline's code and message; `None`
+/// while it is pending, or not found yet before the processor's deadline (`overdue`): past
+/// it, with no trace found, the authorization never arrived.
+fn recovered_outcome(
+    recovered: &crate::processors::Recovered,
+    overdue: bool,
+) -> Option<(Authorization, Option<(String, String)>)> {
+    match recovered.view {
+        ProcessorView::Authorized { amount } | ProcessorView::Captured { amount } => {
+            Some((Authorization::Approved { amount }, None))
+        }
+        ProcessorView::Declined { retryable } => {
+            let error = recovered.error.clone().unwrap_or_else(|| {
+                (
+                    "card_declined".to_owned(),
+                    "the processor declined the authorization".to_owned(),
+                )
+            });
+            Some((Authorization::Declined { retryable }, Some(error)))
+        }
+        ProcessorView::Unknown if overdue => Some((
+            Authorization::Declined { retryable: true },
+            Some((
+                "processor_unavailable".to_owned(),
+                "the authorization never reached the processor".to_owned(),
+            )),
+        )),
+        _ => None,
     }
 }
 
