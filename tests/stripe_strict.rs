@@ -792,6 +792,128 @@ async fn an_event_whose_delivery_was_missed_is_read_back_from_stripe() {
             .any(|(k, v)| k == "types[]" && v == "charge.dispute.created")));
 }
 
+/// Stripe cancels an authorization left uncaptured past the card's window itself
+/// (docs.stripe.com/payments/place-a-hold-on-a-payment-method), with `cancellation_reason:
+/// automatic` (docs.stripe.com/api/payment_intents/object): the payment `expired`, as payd's own
+/// expiry would have made it, though payd's clock has not reached its `capture_before`.
+#[actix_web::test]
+async fn an_authorization_stripe_let_lapse_expired() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    assert_eq!(p.body["status"], "requires_capture", "{}", p.body);
+    let id = p.body["payment_id"].as_str().unwrap();
+    ls.lapse(&intent_of(&ls, id).await).await;
+    let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    assert_eq!(synced["status"], "expired", "{synced}");
+}
+
+/// An attempt payd concluded never reached Stripe (Stripe answered 500 before doing anything,
+/// and kept that 500 under the key: docs.stripe.com/idempotency) whose PaymentIntent appears at
+/// Stripe after all: the payment's `force_sync` looks for it again, in the window it was sent
+/// in, and gives it back (refunded in full), though no event told of it. The payment's own
+/// charge, made by the buyer's next attempt, stays.
+#[actix_web::test]
+async fn an_orphan_payment_intent_is_found_by_a_sync() {
+    let Some(ls) = StrictStripe::start().await else {
+        return;
+    };
+    let clock = payd::clock::ManualClock::new();
+    let app = common::spawn_with_clock(Arc::new(TestDb::new().await), &[], clock.clone()).await;
+    let m = app.create_merchant("Acme").await;
+    ls.connect(&app, &m).await;
+    ls.inject(Fault::ServerErrorBefore {
+        path: "/v1/payment_intents".into(),
+    });
+    let p = pay(&app, &m, json!({})).await;
+    assert_eq!(p.body["status"], "processing", "{}", p.body);
+    let id = p.body["payment_id"].as_str().unwrap();
+    let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    assert_eq!(
+        synced["status"], "processing",
+        "not before the deadline: {synced}"
+    );
+    // Past Stripe's timeout and payd's grace, with no trace: never reached.
+    clock.advance(chrono::Duration::minutes(12));
+    let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    assert_eq!(synced["status"], "declined", "{synced}");
+    let gave_up = attempts(&app, &m, id).await;
+    assert_eq!(
+        gave_up[0]["error"]["code"], "processor_unavailable",
+        "{gave_up:?}"
+    );
+    let reference = gave_up[0]["processor_reference"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!reference.starts_with("pi_"), "{reference}");
+    let again = post(
+        &app,
+        &m,
+        &format!("/payments/{id}/confirm"),
+        json!({"payment_method_data": card("4242424242424242")}),
+    )
+    .await;
+    assert_eq!(again.body["status"], "succeeded", "{}", again.body);
+    let own = intent_of(&ls, id).await;
+    // The first attempt's request, carried out at Stripe after all.
+    let (status, pm) = ls
+        .post(
+            "/v1/payment_methods",
+            &[
+                ("type", "card"),
+                ("card[number]", "4242424242424242"),
+                ("card[exp_month]", "12"),
+                ("card[exp_year]", "2040"),
+                ("card[cvc]", "123"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{pm}");
+    let (status, orphan) = ls
+        .post(
+            "/v1/payment_intents",
+            &[
+                ("amount", "1000"),
+                ("currency", "usd"),
+                ("confirm", "true"),
+                ("payment_method", pm["id"].as_str().unwrap()),
+                ("metadata[payd_payment_id]", id),
+                ("metadata[payd_reference]", &reference),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, orphan["status"].as_str()),
+        (200, Some("succeeded")),
+        "{orphan}"
+    );
+    let orphan_id = orphan["id"].as_str().unwrap();
+
+    let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    assert_eq!(synced["status"], "succeeded", "{synced}");
+    let refunded = async |pi: &str| -> i64 {
+        ls.get(&format!("/v1/refunds?payment_intent={pi}")).await["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["payment_intent"] == pi)
+            .map(|r| r["amount"].as_i64().unwrap())
+            .sum()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while refunded(orphan_id).await != 1000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the orphan was never refunded"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_ne!(own, orphan_id);
+    assert_eq!(refunded(&own).await, 0, "the payment's own charge stays");
+}
+
 /// A PaymentIntent made for a payment that the payment does not hold (an attempt payd declared
 /// never reached, which reached Stripe after all, charged the buyer a second time) is given
 /// back: refunded in full at Stripe when Stripe tells of it, and the payment's own charge is
@@ -895,4 +1017,152 @@ async fn capture_before_is_the_one_stripe_gives() {
     let ours: chrono::DateTime<chrono::Utc> =
         p.body["capture_before"].as_str().unwrap().parse().unwrap();
     assert_eq!(ours, stripes, "{}", p.body);
+}
+
+/// The card of a Stripe PaymentMethod (docs.stripe.com/payments/payment-methods: made by
+/// Stripe.js in the buyer's browser; in test mode one of Stripe's test PaymentMethods,
+/// docs.stripe.com/testing) reaches payd only as Stripe describes it: the account need not be
+/// enabled for raw card data, no card number crosses payd, a decline test PaymentMethod is
+/// declined, and one saved for later charges off-session on the customer's Stripe Customer.
+#[actix_web::test]
+async fn a_stripe_payment_method_pays_and_no_card_number_crosses_payd() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    ls.strict
+        .raw_cards
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let stripe = |pm: &str| json!({"stripe": {"payment_method": pm}});
+    let p = pay(
+        &app,
+        &m,
+        json!({"payment_method_data": stripe("pm_card_visa")}),
+    )
+    .await;
+    assert_eq!(
+        (p.status, p.body["status"].as_str()),
+        (201, Some("succeeded")),
+        "{}",
+        p.body
+    );
+    let card = &p.body["payment_method"];
+    assert_eq!(
+        (card["brand"].as_str(), card["last4"].as_str()),
+        (Some("visa"), Some("4242")),
+        "{}",
+        p.body
+    );
+    let id = p.body["payment_id"].as_str().unwrap();
+    let charged = &intents_of(&ls, id).await[0];
+    assert_eq!(charged["status"], "succeeded", "{charged}");
+
+    let declined = pay(
+        &app,
+        &m,
+        json!({"payment_method_data": stripe("pm_card_chargeDeclined")}),
+    )
+    .await;
+    assert_eq!(
+        (
+            declined.body["status"].as_str(),
+            declined.body["last_error"]["code"].as_str()
+        ),
+        (Some("declined"), Some("generic_decline")),
+        "{}",
+        declined.body
+    );
+
+    // Saved for later: attached to one Stripe Customer, then charged off-session by its mandate.
+    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
+    let cid = c.body["customer_id"].as_str().unwrap();
+    let first = pay(
+        &app,
+        &m,
+        json!({"payment_method_data": stripe("pm_card_mastercard"),
+            "customer_id": cid, "setup_future_usage": "off_session"}),
+    )
+    .await;
+    assert_eq!(first.body["status"], "succeeded", "{}", first.body);
+    let mandate = first.body["mandate_id"].as_str().expect("a mandate");
+    let later = app
+        .create_payment(
+            &m,
+            json!({"amount": 700, "currency": "USD", "confirm": true,
+                "customer_id": cid, "mandate_id": mandate, "off_session": true}),
+        )
+        .await;
+    assert_eq!(later.body["status"], "succeeded", "{}", later.body);
+    let pis = [
+        intent_of(&ls, first.body["payment_id"].as_str().unwrap()).await,
+        intent_of(&ls, later.body["payment_id"].as_str().unwrap()).await,
+    ];
+    let mut on = Vec::new();
+    for pi in &pis {
+        on.push(ls.get(&format!("/v1/payment_intents/{pi}")).await["customer"].clone());
+    }
+    assert!(
+        on[0].as_str().is_some_and(|c| c.starts_with("cus_")) && on[0] == on[1],
+        "one Stripe customer: {on:?}"
+    );
+
+    assert!(
+        ls.seen().iter().all(|s| s
+            .params
+            .iter()
+            .all(|(k, _)| !k.starts_with("card[number]") && !k.starts_with("card[cvc]"))),
+        "a card number crossed payd"
+    );
+}
+
+/// A Stripe PaymentMethod that cannot be charged is refused before anything is sent to charge
+/// it, each refusal naming its field: an id that is not Stripe's, a card and a PaymentMethod
+/// at once, a PaymentMethod the account does not hold, and a shop without a Stripe account.
+#[actix_web::test]
+async fn a_stripe_payment_method_no_account_can_charge_is_refused_naming_its_field() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let cases = [
+        (
+            json!({"stripe": {"payment_method": "card_123; drop"}}),
+            "payment_method_data.stripe.payment_method",
+        ),
+        (
+            json!({"card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2040,
+                "cvc": "123"}, "stripe": {"payment_method": "pm_card_visa"}}),
+            "payment_method_data",
+        ),
+        (
+            json!({"stripe": {"payment_method": "pm_NoSuchMethod"}}),
+            "payment_method_data.stripe.payment_method",
+        ),
+        (
+            json!({"stripe": {"payment_method": "pm_card_visa", "processor_account_id": "pa_nope"}}),
+            "payment_method_data.stripe.processor_account_id",
+        ),
+    ];
+    for (data, param) in cases {
+        let r = pay(&app, &m, json!({"payment_method_data": data})).await;
+        assert_eq!(
+            (r.status, r.body["error"]["param"].as_str()),
+            (400, Some(param)),
+            "{data}: {}",
+            r.body
+        );
+    }
+    assert_eq!(ls.posts_to("/v1/payment_intents"), 0);
+
+    let other = app.create_merchant("Sandbox only").await;
+    let r = pay(
+        &app,
+        &other,
+        json!({"payment_method_data": {"stripe": {"payment_method": "pm_card_visa"}}}),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.body["error"]["param"].as_str()),
+        (400, Some("payment_method_data.stripe")),
+        "{}",
+        r.body
+    );
 }

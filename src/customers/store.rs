@@ -226,8 +226,8 @@ pub async fn processor_customer(
 ) -> Result<Option<String>, DbErr> {
     for pm in methods(db, customer_id).await? {
         let card: StoredCard = crate::stored::json("card", &pm.id, &pm.card)?;
-        if let Some(token) = card.token_at(account_id) {
-            return Ok(Some(token.customer.clone()));
+        if let Some(customer) = card.token_at(account_id).and_then(|t| t.customer.clone()) {
+            return Ok(Some(customer));
         }
     }
     Ok(None)

@@ -31,10 +31,42 @@ pub enum CaptureMethodDto {
     Manual,
 }
 
+/// The payment method a request sends: a card typed in (`card`), or a PaymentMethod Stripe.js
+/// made at one of the shop's Stripe accounts (`stripe`), whose card number payd never sees.
+/// Exactly one of them.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentMethodData {
-    pub card: CardInput,
+    #[serde(default)]
+    pub card: Option<CardInput>,
+    #[serde(default)]
+    pub stripe: Option<StripeMethodInput>,
+}
+
+/// A PaymentMethod made by Stripe.js (or Stripe's mobile libraries) with the publishable key
+/// of one of the shop's Stripe accounts.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StripeMethodInput {
+    /// Stripe's id of the PaymentMethod (`pm_…`); in test mode also one of Stripe's test
+    /// PaymentMethods (`pm_card_visa`, `pm_card_chargeDeclined`, …).
+    pub payment_method: String,
+    /// The Stripe account it was made at: needed only when the shop has several Stripe
+    /// accounts in the payment's mode.
+    #[serde(default)]
+    pub processor_account_id: Option<String>,
+}
+
+/// The payment method a request sent, read.
+#[derive(Debug, Clone)]
+pub enum SentCard {
+    /// A card typed in: as stored, and its number and code for the processor.
+    Entered(StoredCard, SecretCard),
+    /// A Stripe PaymentMethod: what it is, and where, is asked of Stripe (`create::card_sent`).
+    Stripe {
+        payment_method: String,
+        account: Option<String>,
+    },
 }
 
 /// What reading a request's card takes besides the request: the time (an expired card is
@@ -47,22 +79,50 @@ pub struct CardReader<'a> {
 }
 
 impl CardReader<'_> {
-    /// A request's `payment_method_data`: the card as stored, and its number and code for
-    /// the processor.
-    pub fn read(
-        &self,
-        data: Option<&PaymentMethodData>,
-    ) -> Result<Option<(StoredCard, SecretCard)>, ApiError> {
-        let Some(d) = data else { return Ok(None) };
-        let stored = parse_card(
-            &d.card,
-            "payment_method_data.card",
-            self.now,
-            self.pepper,
-            self.merchant_id,
-            self.test_mode,
-        )?;
-        Ok(Some((stored, SecretCard::from(&d.card))))
+    /// A request's `payment_method_data`.
+    pub fn read(&self, data: Option<&PaymentMethodData>) -> Result<Option<SentCard>, ApiError> {
+        const FIELD: &str = "payment_method_data";
+        match data {
+            None => Ok(None),
+            Some(PaymentMethodData {
+                card: Some(card),
+                stripe: None,
+            }) => {
+                let stored = parse_card(
+                    card,
+                    "payment_method_data.card",
+                    self.now,
+                    self.pepper,
+                    self.merchant_id,
+                    self.test_mode,
+                )?;
+                Ok(Some(SentCard::Entered(stored, SecretCard::from(card))))
+            }
+            Some(PaymentMethodData {
+                card: None,
+                stripe: Some(stripe),
+            }) => {
+                let id = stripe.payment_method.as_str();
+                // Stripe's ids: a prefix, an underscore, letters and digits.
+                let valid = id.starts_with("pm_")
+                    && id.len() <= 255
+                    && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                if !valid {
+                    return Err(ApiError::invalid_param(
+                        "payment_method_data.stripe.payment_method",
+                        "a Stripe PaymentMethod id (pm_…)",
+                    ));
+                }
+                Ok(Some(SentCard::Stripe {
+                    payment_method: id.to_owned(),
+                    account: stripe.processor_account_id.clone(),
+                }))
+            }
+            Some(_) => Err(ApiError::invalid_param(
+                FIELD,
+                "send one of payment_method_data.card and payment_method_data.stripe",
+            )),
+        }
     }
 }
 
@@ -161,8 +221,8 @@ pub struct NewPayment {
     pub amount: Money,
     pub manual_capture: bool,
     pub confirm: bool,
-    /// The card sent (`payment_method_data`): as stored, and for the processor.
-    pub card: Option<(StoredCard, SecretCard)>,
+    /// The card sent (`payment_method_data`).
+    pub card: Option<SentCard>,
     /// A saved method of the customer to charge instead.
     pub payment_method_id: Option<String>,
     pub customer_id: Option<String>,
@@ -319,8 +379,8 @@ fn needs_customer(param: &str) -> ApiError {
 /// `POST /payments/{payment_id}/confirm` parsed.
 #[derive(Debug)]
 pub struct ConfirmAsk {
-    /// The card sent: as stored, and for the processor.
-    pub card: Option<(StoredCard, SecretCard)>,
+    /// The card sent.
+    pub card: Option<SentCard>,
     /// A saved method of the payment's customer to charge instead.
     pub payment_method_id: Option<String>,
     pub return_url: Option<String>,

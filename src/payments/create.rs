@@ -9,7 +9,7 @@ use sea_orm::DbErr;
 
 use super::{
     actor::{run, Access, Command, Fresh, PaymentDeps, PaymentError, Payments},
-    api::{ConfirmAsk, NewPayment},
+    api::{ConfirmAsk, NewPayment, SentCard},
     machine::{Line, Status},
     store,
 };
@@ -21,7 +21,11 @@ use crate::{
         api::{check_mandate, MandateRefusal},
     },
     ids::new_id,
-    processors::card::{SecretCard, StoredCard},
+    processors::{
+        card::{fingerprint, ProcessorToken, SecretCard, StoredCard},
+        connect::{self, APPROVED, STRIPE},
+        ProcessorError,
+    },
     products,
     recovery::RequestKey,
 };
@@ -51,6 +55,13 @@ pub enum CreateError {
     /// A line names a product or price the shop's catalog does not have as the line says.
     #[error("{message}")]
     LineMismatch { param: String, message: String },
+    /// A Stripe PaymentMethod sent (`payment_method_data.stripe`) that no Stripe account of the
+    /// shop can charge; `param` names the field.
+    #[error("{message}")]
+    StripeMethod {
+        param: &'static str,
+        message: String,
+    },
     #[error(transparent)]
     Payment(#[from] PaymentError),
     #[error("database: {0}")]
@@ -91,7 +102,11 @@ pub async fn create(
     let currency = &ask.amount.currency;
     let (id, catalog) = identify(deps, caller, maker, lines, currency, now).await?;
     let (card, secret) = match (ask.card, side.saved) {
-        (Some((card, secret)), _) => (Some(card), Some(secret)),
+        (Some(sent), _) => {
+            let shop = (caller.merchant_id.as_str(), ask.shop.as_str());
+            let (card, secret) = card_sent(deps, shop, caller.test_mode(), sent).await?;
+            (Some(card), secret)
+        }
         (None, saved) => (saved, None),
     };
     let m = payment::Model {
@@ -443,15 +458,106 @@ pub async fn confirm_card(
     id: &str,
     ask: ConfirmAsk,
 ) -> Result<(Option<StoredCard>, Option<SecretCard>), CreateError> {
-    if let Some((card, secret)) = ask.card {
+    if let Some(SentCard::Entered(card, secret)) = ask.card {
         return Ok((Some(card), Some(secret)));
     }
-    let Some(pm_id) = &ask.payment_method_id else {
+    if ask.card.is_none() && ask.payment_method_id.is_none() {
         return Ok((None, None));
-    };
+    }
     let payment = store::find_owned(&deps.db, id, &access.scope)
         .await?
         .ok_or(PaymentError::NotFound)?;
-    let saved = saved_card(&deps.db, payment.customer_id.as_deref(), pm_id).await?;
+    if let Some(sent) = ask.card {
+        let shop = (payment.merchant_id.as_str(), payment.profile_id.as_str());
+        let (card, secret) = card_sent(deps, shop, payment.test_mode, sent).await?;
+        return Ok((Some(card), secret));
+    }
+    let pm_id = ask.payment_method_id.unwrap_or_default();
+    let saved = saved_card(&deps.db, payment.customer_id.as_deref(), &pm_id).await?;
     Ok((Some(saved), None))
+}
+
+/// The card a request sent, as stored, with its number and code when it was typed in. A
+/// Stripe PaymentMethod is asked of the shop's Stripe account in the payment's mode (the one
+/// named, or the only one): its card as Stripe describes it, fingerprinted from Stripe's own
+/// fingerprint, and charged there only (its token).
+pub async fn card_sent(
+    deps: &PaymentDeps,
+    (merchant_id, profile_id): (&str, &str),
+    test_mode: bool,
+    sent: SentCard,
+) -> Result<(StoredCard, Option<SecretCard>), CreateError> {
+    let (method, named) = match sent {
+        SentCard::Entered(card, secret) => return Ok((card, Some(secret))),
+        SentCard::Stripe {
+            payment_method,
+            account,
+        } => (payment_method, account),
+    };
+    let refuse = |param, message: &str| CreateError::StripeMethod {
+        param,
+        message: message.to_owned(),
+    };
+    let stripe: Vec<_> = store::accounts(&deps.db, profile_id, test_mode)
+        .await?
+        .into_iter()
+        .filter(|a| a.kind == STRIPE && a.approval == APPROVED && a.enabled)
+        .filter(|a| a.merchant_id == merchant_id && connect::serves(a, test_mode))
+        .collect();
+    const ACCOUNT: &str = "payment_method_data.stripe.processor_account_id";
+    let account = match (named, stripe.as_slice()) {
+        (Some(id), _) => stripe.iter().find(|a| a.id == id).ok_or_else(|| {
+            refuse(
+                ACCOUNT,
+                "no enabled Stripe account of the shop in this mode has this id",
+            )
+        })?,
+        (None, [only]) => only,
+        (None, []) => {
+            return Err(refuse(
+                "payment_method_data.stripe",
+                "the shop has no enabled Stripe account in this mode",
+            ))
+        }
+        (None, _) => {
+            return Err(refuse(
+                ACCOUNT,
+                "the shop has several Stripe accounts in this mode: name the one the PaymentMethod was made at",
+            ))
+        }
+    };
+    let processor = deps.connections.resolve(Some(account)).ok_or_else(|| {
+        refuse(
+            "payment_method_data.stripe",
+            "the shop's Stripe account cannot be used now",
+        )
+    })?;
+    let card = match processor.method_card(&method).await {
+        Ok(card) => card,
+        Err(ProcessorError::Refused(why)) => {
+            return Err(refuse("payment_method_data.stripe.payment_method", &why))
+        }
+        Err(e) => return Err(PaymentError::Processor(e).into()),
+    };
+    let fingerprint = fingerprint(
+        &deps.settings.security.key_pepper,
+        merchant_id,
+        &format!("stripe:{}", card.fingerprint),
+    )
+    .map_err(|e| PaymentError::Internal(e.message))?;
+    let stored = StoredCard {
+        brand: card.brand,
+        last4: card.last4,
+        exp_month: card.exp_month,
+        exp_year: card.exp_year,
+        fingerprint,
+        holder_name: None,
+        test_behaviour: None,
+        token: Some(ProcessorToken {
+            account: account.id.clone(),
+            customer: None,
+            method,
+        }),
+    };
+    Ok((stored, None))
 }

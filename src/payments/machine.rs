@@ -411,14 +411,15 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
         ProcessorView::Declined { retryable } if pending => {
             apply_authorization(&mut next, Authorization::Declined { retryable }, now);
         }
-        ProcessorView::Voided if pending => next.status = Status::Cancelled,
+        ProcessorView::Voided | ProcessorView::Lapsed if pending => next.status = Status::Cancelled,
         // The processor released the authorization itself (Stripe cancels one unused for 7
-        // days, or its dashboard did): what was held is gone, what was captured stays.
-        ProcessorView::Voided if state.status.is_capturable() => {
-            next.status = if state.captured > 0 {
-                Status::PartiallyCaptured
-            } else {
-                Status::Cancelled
+        // days, or its dashboard did): what was held is gone, what was captured stays. One
+        // whose window closed expired, as payd's own expiry would have made it.
+        ProcessorView::Voided | ProcessorView::Lapsed if state.status.is_capturable() => {
+            next.status = match view {
+                _ if state.captured > 0 => Status::PartiallyCaptured,
+                ProcessorView::Lapsed => Status::Expired,
+                _ => Status::Cancelled,
             };
         }
         // Captured at the processor (its dashboard) and not yet here: the capture is
@@ -439,7 +440,7 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
             if amount == state.captured
                 && (state.status.is_capturable()
                     || matches!(state.status, Status::Succeeded | Status::PartiallyCaptured)) => {}
-        ProcessorView::Voided
+        ProcessorView::Voided | ProcessorView::Lapsed
             if matches!(
                 state.status,
                 Status::Cancelled | Status::CancelledPostCapture | Status::Expired
@@ -540,6 +541,31 @@ mod tests {
             (s.status, s.authorized, s.captured),
             (Status::RequiresCapture, 500, 0)
         );
+    }
+
+    #[test]
+    fn an_authorization_the_processor_released_is_cancelled_and_one_that_lapsed_expired() {
+        let held = confirm(
+            &fresh(500, CaptureMethod::Manual),
+            Authorization::Approved { amount: 500 },
+            now(),
+        );
+        assert_eq!(
+            settle(&held, ProcessorView::Voided, now()).status,
+            Status::Cancelled
+        );
+        assert_eq!(
+            settle(&held, ProcessorView::Lapsed, now()).status,
+            Status::Expired
+        );
+        let part = capture(&held, 200, false, now()).unwrap();
+        assert_eq!(
+            settle(&part, ProcessorView::Lapsed, now()).status,
+            Status::PartiallyCaptured,
+            "what was captured stays"
+        );
+        let expired = settle(&held, ProcessorView::Lapsed, now());
+        assert_eq!(settle(&expired, ProcessorView::Voided, now()), expired);
     }
 
     #[test]
@@ -762,7 +788,7 @@ mod tests {
             (proptest::option::of(-10i64..1200), any::<bool>())
                 .prop_map(|(a, f)| Cmd::Capture(a, f)),
             (0i64..3600).prop_map(Cmd::Cancel),
-            (0u8..6, 0i64..1200).prop_map(|(k, a)| Cmd::Settle(k, a)),
+            (0u8..7, 0i64..1200).prop_map(|(k, a)| Cmd::Settle(k, a)),
             (0i64..20).prop_map(Cmd::Expire),
             any::<bool>().prop_map(Cmd::Challenge),
             (0u8..3).prop_map(Cmd::Dispute),
@@ -839,6 +865,7 @@ mod tests {
                         2 => ProcessorView::Authorized { amount: a.min(amount) },
                         3 => ProcessorView::Captured { amount: a.min(amount) },
                         4 => ProcessorView::Declined { retryable: a % 2 == 0 },
+                        5 => ProcessorView::Lapsed,
                         _ => ProcessorView::Voided,
                     }, t)),
                     Cmd::Expire(days) => expire(&s, t + Duration::days(days), expires_at, capture_before),

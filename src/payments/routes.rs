@@ -156,6 +156,9 @@ impl From<CreateError> for ApiError {
             CreateError::LineMismatch { param, .. } => {
                 ApiError::invalid("line_catalog_mismatch", message).param(param)
             }
+            CreateError::StripeMethod { param, .. } => {
+                ApiError::invalid("payment_method_unusable", message).param(param)
+            }
             CreateError::Payment(e) => e.into(),
             CreateError::Db(e) => e.into(),
         }
@@ -246,11 +249,11 @@ pub async fn retrieve_payment(
     let access = Access::of(&caller, q.client_secret)?;
     if q.force_sync == Some(true) {
         let m = send(&payments, &http, &id, Some(access), Command::Sync).await?;
-        // Disputes whose events were missed (a Stripe account's): the merchant's concern, not
-        // a buyer's page's.
+        // What Stripe holds that its events did not tell (disputes, orphan charges): the
+        // merchant's concern, not a buyer's page's.
         if caller.kind == crate::auth::keys::KeyKind::Secret {
-            use crate::payments::stripe_events::follow_cases;
-            follow_cases(&state, &payments, &disputes, &connections, &m).await?;
+            use crate::payments::stripe_events::follow_up;
+            follow_up(&state, &payments, &disputes, &connections, &m).await?;
         }
         return render_for(&state, &caller, &m);
     }
@@ -277,6 +280,22 @@ pub async fn update_payment(
     ApiJson(req): ApiJson<UpdatePaymentRequest>,
 ) -> Result<HttpResponse, ApiError> {
     check_metadata(req.metadata.as_ref())?;
+    let sent = payments
+        .deps()
+        .cards(&caller)
+        .read(req.payment_method_data.as_ref())?;
+    let card = match sent {
+        Some(sent) => {
+            let access = Access::of(&caller, None)?;
+            let m = store::find_owned(&state.db, &id, &access.scope)
+                .await?
+                .ok_or_else(ApiError::no_such::<crate::ids::PaymentId>)?;
+            let shop = (m.merchant_id.as_str(), m.profile_id.as_str());
+            let deps = payments.deps();
+            Some(create::card_sent(deps, shop, m.test_mode, sent).await?.0)
+        }
+        None => None,
+    };
     let patch = Patch {
         amount: req
             .amount
@@ -288,11 +307,7 @@ pub async fn update_payment(
             .map(|c| parse_currency("currency", c))
             .transpose()?,
         manual_capture: req.capture_method.map(|c| c == CaptureMethodDto::Manual),
-        card: payments
-            .deps()
-            .cards(&caller)
-            .read(req.payment_method_data.as_ref())?
-            .map(|(card, _)| card),
+        card,
         lines: req.lines.as_deref().map(parse_line_items).transpose()?,
         metadata: req.metadata,
         description: check_text("description", req.description.as_ref(), 1000)?,

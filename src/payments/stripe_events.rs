@@ -225,7 +225,7 @@ async fn release_orphan(
         Ok::<_, sea_orm::DbErr>((account, payment))
     };
     let (account, payment) = match found.await {
-        Ok((Some(a), Some(p))) if a.kind == STRIPE && store::served_by(&p, &a) => (a, p),
+        Ok((Some(a), Some(p))) if a.kind == STRIPE && same_shop(&p, &a) => (a, p),
         Ok(_) => return Outcome::Done,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
@@ -347,45 +347,132 @@ async fn find_payment(
     Ok(store::by_processor_reference(db, account, intent).await?)
 }
 
-/// Follows every dispute Stripe holds against a payment a Stripe account served, as Stripe
-/// lists them now (`GET /v1/disputes?payment_intent=…`): a dispute whose events were missed
-/// is opened and brought up to its status. Asked by a payment's `force_sync`; a Stripe that
-/// cannot be asked now, or a dispute that cannot be followed, leaves the disputes as they are
-/// (logged), never fails the sync.
-pub async fn follow_cases(
+/// What a payment's `force_sync` reads from Stripe beyond the PaymentIntent it holds, for the
+/// shop's approved Stripe accounts in the payment's mode: the disputes Stripe holds against
+/// it (`follow_cases`), and PaymentIntents made for it that it does not hold (`find_orphans`).
+/// A Stripe that cannot be asked now leaves things as they are (logged), never fails the sync.
+pub async fn follow_up(
     state: &AppState,
     payments: &Payments,
     disputes: &Disputes,
     connections: &Connections,
     payment: &payd_entity::payment::Model,
 ) -> Result<(), ApiError> {
-    let (Some(name), Some(intent)) = (&payment.processor, &payment.processor_reference) else {
-        return Ok(());
-    };
-    let account = store::accounts(&state.db, &payment.profile_id, payment.test_mode)
-        .await?
-        .into_iter()
-        .find(|a| &a.name == name && a.kind == STRIPE && a.approval == APPROVED);
-    let Some(account) = account.filter(|a| store::served_by(payment, a)) else {
-        return Ok(());
-    };
-    let Some(processor) = connections.resolve(Some(&account)) else {
-        return Ok(());
+    let accounts: Vec<processor_account::Model> =
+        store::accounts(&state.db, &payment.profile_id, payment.test_mode)
+            .await?
+            .into_iter()
+            .filter(|a| a.kind == STRIPE && a.approval == APPROVED && same_shop(payment, a))
+            .collect();
+    let now = clock::wall_now();
+    if let Some(account) = accounts.iter().find(|a| store::served_by(payment, a)) {
+        follow_cases(
+            state,
+            payments,
+            disputes,
+            connections,
+            account,
+            payment,
+            now,
+        )
+        .await;
+    }
+    find_orphans(&state.db, connections, &accounts, payment, now).await
+}
+
+/// Whether the account is one of the payment's shop, in its mode: the only accounts whose
+/// PaymentIntents can be the payment's.
+fn same_shop(payment: &payd_entity::payment::Model, account: &processor_account::Model) -> bool {
+    payment.merchant_id == account.merchant_id
+        && payment.profile_id == account.profile_id
+        && payment.test_mode == account.test_mode
+}
+
+/// Follows every dispute Stripe holds against the payment the account serves, as Stripe lists
+/// them now (`GET /v1/disputes?payment_intent=…`): a dispute whose events were missed is
+/// opened and brought up to its status; one that cannot be followed is logged.
+async fn follow_cases(
+    state: &AppState,
+    payments: &Payments,
+    disputes: &Disputes,
+    connections: &Connections,
+    account: &processor_account::Model,
+    payment: &payd_entity::payment::Model,
+    now: DateTime<Utc>,
+) {
+    let (Some(intent), Some(processor)) = (
+        &payment.processor_reference,
+        connections.resolve(Some(account)),
+    ) else {
+        return;
     };
     let cases = match processor.cases(intent).await {
         Ok(cases) => cases,
         Err(e) => {
             tracing::warn!(payment_id = %payment.id, error = %e, "Stripe's disputes of a payment could not be listed");
-            return Ok(());
+            return;
         }
     };
-    let now = clock::wall_now();
     for case in cases {
         let db = &state.db;
-        let followed = follow_dispute(db, payments, disputes, &account, &payment.id, &case, now);
+        let followed = follow_dispute(db, payments, disputes, account, &payment.id, &case, now);
         if let Err(e) = followed.await {
             tracing::warn!(payment_id = %payment.id, dispute = %case["id"], error = %e.message,
                 "a Stripe dispute listed on a sync could not be followed");
+        }
+    }
+}
+
+/// Looks again for the PaymentIntent of each of the payment's attempts that payd concluded
+/// never reached Stripe (`processor_unavailable`, no PaymentIntent named): by its reference, in
+/// the window it was sent in, never by sending it again. One found that succeeded or waits for
+/// capture, and that the payment does not hold, is an orphan, given back by the orphan job.
+async fn find_orphans(
+    db: &Db,
+    connections: &Connections,
+    accounts: &[processor_account::Model],
+    payment: &payd_entity::payment::Model,
+    now: DateTime<Utc>,
+) -> Result<(), ApiError> {
+    use crate::processors::model::ProcessorView::{Authorized, Captured};
+    let attempts = store::attempts(db, &payment.id).await?;
+    let gave_up = attempts.iter().filter(|a| {
+        a.error_code.as_deref() == Some("processor_unavailable")
+            && a.processor_reference
+                .as_deref()
+                .is_some_and(|r| !r.starts_with("pi_"))
+    });
+    for attempt in gave_up {
+        let (Some(account), Some(reference)) = (
+            accounts.iter().find(|a| a.name == attempt.processor),
+            attempt.processor_reference.as_deref(),
+        ) else {
+            continue;
+        };
+        let Some(processor) = connections.resolve(Some(account)) else {
+            continue;
+        };
+        match processor
+            .recover(reference, attempt.created_at, None, now)
+            .await
+        {
+            Ok(found) if matches!(found.view, Authorized { .. } | Captured { .. }) => {
+                let Some(intent) = found
+                    .reference
+                    .filter(|pi| payment.processor_reference.as_ref() != Some(pi))
+                else {
+                    continue;
+                };
+                let entity = format!("{}/{}/{}", account.id, intent, payment.id);
+                store::due_now(db, ORPHAN_JOB, &entity, now)
+                    .await
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(payment_id = %payment.id, reference, error = %e,
+                    "an attempt given up on could not be looked for at Stripe");
+            }
         }
     }
     Ok(())

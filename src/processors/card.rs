@@ -103,7 +103,10 @@ pub struct StoredCard {
 pub struct ProcessorToken {
     /// payd's processor account id.
     pub account: String,
-    pub customer: String,
+    /// The processor's customer the method is attached to; none for a method made in the
+    /// buyer's browser and not saved (Stripe.js's).
+    #[serde(default)]
+    pub customer: Option<String>,
     pub method: String,
 }
 
@@ -203,15 +206,7 @@ pub fn parse_card(
     if input.cvc.len() != digits || !input.cvc.bytes().all(|b| b.is_ascii_digit()) {
         return Err(ApiError::invalid("invalid_cvc", rule).param(field("cvc")));
     }
-    let mut mac =
-        <Hmac<Sha256> as KeyInit>::new_from_slice(pepper.as_bytes()).map_err(ApiError::internal)?;
-    // Keyed per merchant: one buyer's card looks different at every merchant (and at every
-    // merchant's processor), so fingerprints correlate nothing across merchants.
-    mac.update(b"card:");
-    mac.update(merchant_id.as_bytes());
-    mac.update(b":");
-    mac.update(number.as_bytes());
-    let fingerprint = hex::encode(&mac.finalize().into_bytes()[..16]);
+    let fingerprint = fingerprint(pepper, merchant_id, &number)?;
     Ok(StoredCard {
         brand: brand_of(&number),
         last4: number[number.len() - 4..].to_owned(),
@@ -222,6 +217,21 @@ pub fn parse_card(
         test_behaviour: test_mode.then(|| TestBehaviour::of(&number)),
         token: None,
     })
+}
+
+/// A card's fingerprint at a merchant: an HMAC, under the deployment's pepper, of the merchant
+/// and what identifies the card (its number; for a card payd never saw, the processor's own
+/// fingerprint of it, prefixed).
+pub fn fingerprint(pepper: &str, merchant_id: &str, card: &str) -> Result<String, ApiError> {
+    let mut mac =
+        <Hmac<Sha256> as KeyInit>::new_from_slice(pepper.as_bytes()).map_err(ApiError::internal)?;
+    // Keyed per merchant: one buyer's card looks different at every merchant (and at every
+    // merchant's processor), so fingerprints correlate nothing across merchants.
+    mac.update(b"card:");
+    mac.update(merchant_id.as_bytes());
+    mac.update(b":");
+    mac.update(card.as_bytes());
+    Ok(hex::encode(&mac.finalize().into_bytes()[..16]))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use futures_util::future::LocalBoxFuture;
 
 pub use card::{CardInput, ProcessorToken, SecretCard, StoredCard};
-use model::{Authorization, ProcessorView};
+use model::{Authorization, Brand, ProcessorView};
 
 /// An authorization request.
 #[derive(Debug, Clone)]
@@ -77,6 +77,18 @@ pub struct Recovered {
     pub reference: Option<String>,
     /// Code and message of a decline.
     pub error: Option<(String, String)>,
+}
+
+/// A card the processor holds and payd never saw (a PaymentMethod Stripe.js made), as the
+/// processor describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodCard {
+    pub brand: Brand,
+    pub last4: String,
+    pub exp_month: u32,
+    pub exp_year: u32,
+    /// The processor's own fingerprint of the card's number.
+    pub fingerprint: String,
 }
 
 /// Where a refund stands at the processor.
@@ -224,6 +236,13 @@ pub trait Processor: Send + Sync + 'static {
     /// `refunded`), or `None` when there was nothing to give back.
     fn release(&self, _reference: &str, _payment_id: &str) -> Answer<Option<&'static str>> {
         Box::pin(futures_util::future::ready(Ok(None)))
+    }
+    /// The card behind a payment method the processor holds (`method`: its id there, made in
+    /// the buyer's browser); `Refused` when it holds no such method, or holds none at all.
+    fn method_card(&self, _method: &str) -> Answer<MethodCard> {
+        Box::pin(futures_util::future::ready(Err(ProcessorError::Refused(
+            "this processor holds no payment methods of its own".into(),
+        ))))
     }
     /// Forgets a card it saved (its saved method was deleted at payd).
     fn forget(&self, _token: &ProcessorToken) -> Answer<()> {

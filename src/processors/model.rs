@@ -48,6 +48,9 @@ pub enum ProcessorView {
         retryable: bool,
     },
     Voided,
+    /// The processor released the authorization itself when its window to capture closed
+    /// (Stripe's `cancellation_reason: automatic`): it lapsed rather than being voided.
+    Lapsed,
     /// The processor has no trace of the reference: the request never reached it (or has not
     /// yet).
     Unknown,

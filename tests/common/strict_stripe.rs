@@ -32,6 +32,9 @@ pub enum Fault {
     /// 500 is what Stripe keeps under its idempotency key (docs.stripe.com/idempotency: "including
     /// 500 errors").
     ServerErrorAfter { path: String },
+    /// The next POST to `path` is answered 500 and not carried out; the 500 is kept under its
+    /// key as well, so the same request sent again gets it again.
+    ServerErrorBefore { path: String },
     /// The next POST to `path` is carried out and answered after `delay`.
     LateAnswer { path: String, delay: Duration },
     /// The next `times` requests to `path` are answered 429 `lock_timeout`, not carried out,
@@ -73,6 +76,9 @@ pub struct Strict {
     faults: Mutex<VecDeque<Fault>>,
     /// Refunds that failed after they succeeded (a closed card), with the reason.
     failed_refunds: Mutex<HashMap<String, String>>,
+    /// PaymentIntents Stripe canceled itself, their authorization's window closed
+    /// (`cancellation_reason: automatic`, which localstripe does not set).
+    lapsed: Mutex<std::collections::HashSet<String>>,
     /// Disputes Stripe holds (localstripe models none): what `GET /v1/disputes` lists.
     disputes: Mutex<Vec<Value>>,
     /// Events Stripe made, oldest first (localstripe lists none): what `GET /v1/events` lists.
@@ -135,6 +141,7 @@ impl StrictStripe {
             keys: Mutex::default(),
             faults: Mutex::default(),
             failed_refunds: Mutex::default(),
+            lapsed: Mutex::default(),
             disputes: Mutex::default(),
             events: Mutex::default(),
             numbers: Mutex::default(),
@@ -198,6 +205,18 @@ impl StrictStripe {
         let mut held = self.strict.disputes.lock().unwrap();
         held.retain(|d| d["id"] != dispute["id"]);
         held.push(dispute);
+    }
+
+    /// Stripe cancels the PaymentIntent itself, its authorization left uncaptured past the
+    /// card's window (docs.stripe.com/payments/place-a-hold-on-a-payment-method): canceled,
+    /// with `cancellation_reason: automatic`.
+    pub async fn lapse(&self, id: &str) {
+        let (status, pi) = self
+            .ls
+            .post(&format!("/v1/payment_intents/{id}/cancel"), &[])
+            .await;
+        assert_eq!(status, 200, "{pi}");
+        self.strict.lapsed.lock().unwrap().insert(id.to_owned());
     }
 
     /// Stripe made this event (whether or not it was delivered): listed by `GET /v1/events`.
@@ -394,7 +413,9 @@ fn take_rate_limit(s: &Strict, path: &str) -> Option<Option<bool>> {
 fn take_fault(s: &Strict, path: &str) -> Option<Fault> {
     let mut faults = s.faults.lock().unwrap();
     let i = faults.iter().position(|f| match f {
-        Fault::ServerErrorAfter { path: p } | Fault::LateAnswer { path: p, .. } => p == path,
+        Fault::ServerErrorAfter { path: p }
+        | Fault::ServerErrorBefore { path: p }
+        | Fault::LateAnswer { path: p, .. } => p == path,
         Fault::RateLimited { .. } => false,
     })?;
     faults.remove(i)
@@ -433,14 +454,26 @@ fn refusal(code: &str, message: &str, param: Option<&str>) -> Answer {
 
 /// Sends the request on to localstripe.
 async fn forward(s: &Strict, req: &HttpRequest, path: &str, params: &[(String, String)]) -> Answer {
+    forward_as(s, req, req.method().clone(), path, params).await
+}
+
+/// Sends a request with `req`'s headers and this method on to localstripe.
+async fn forward_as(
+    s: &Strict,
+    req: &HttpRequest,
+    method: Method,
+    path: &str,
+    params: &[(String, String)],
+) -> Answer {
     let url = format!("{}{path}", s.target);
-    let mut sent = client().request(req.method().clone(), url);
+    let post = method == Method::POST;
+    let mut sent = client().request(method, url);
     for (name, value) in req.headers() {
         if !matches!(name.as_str(), "host" | "content-length" | "idempotency-key") {
             sent = sent.insert_header((name.clone(), value.clone()));
         }
     }
-    let mut res = if req.method() == Method::POST {
+    let mut res = if post {
         sent.send_form(&params).await
     } else {
         sent.query(&params).unwrap().send().await
@@ -471,6 +504,33 @@ async fn forward_get(s: &Strict, req: &HttpRequest, path: &str) -> Answer {
         body,
         late: None,
     }
+}
+
+/// A PaymentMethod of the card a Stripe test PaymentMethod (`pm_card_visa`) stands for, made
+/// at localstripe now: its id, or `None` for an id that is not a test PaymentMethod.
+async fn test_method(s: &Strict, req: &HttpRequest, id: &str) -> Option<String> {
+    let (_, number) = TEST_METHODS.iter().find(|(test, _)| *test == id)?;
+    let made = forward_as(
+        s,
+        req,
+        Method::POST,
+        "/v1/payment_methods",
+        &[
+            ("type".into(), "card".into()),
+            ("card[number]".into(), (*number).into()),
+            ("card[exp_month]".into(), "12".into()),
+            ("card[exp_year]".into(), "2040".into()),
+            ("card[cvc]".into(), "123".into()),
+        ],
+    )
+    .await;
+    let made: Value = serde_json::from_slice(&made.body).unwrap_or(Value::Null);
+    let made = made["id"].as_str()?.to_owned();
+    s.numbers
+        .lock()
+        .unwrap()
+        .insert(made.clone(), (*number).into());
+    Some(made)
 }
 
 /// Stripe's unit rules for an amount (docs.stripe.com/currencies): ISK is two-decimal with
@@ -519,26 +579,7 @@ async fn post_strictly(
         ["payment_intents"] => {
             // docs.stripe.com/testing: the test PaymentMethods stand for test cards.
             if let Some(pm) = param(&params, "payment_method").map(str::to_owned) {
-                if let Some((_, number)) = TEST_METHODS.iter().find(|(id, _)| *id == pm) {
-                    let made = forward(
-                        s,
-                        req,
-                        "/v1/payment_methods",
-                        &[
-                            ("type".into(), "card".into()),
-                            ("card[number]".into(), (*number).into()),
-                            ("card[exp_month]".into(), "12".into()),
-                            ("card[exp_year]".into(), "2040".into()),
-                            ("card[cvc]".into(), "123".into()),
-                        ],
-                    )
-                    .await;
-                    let made: Value = serde_json::from_slice(&made.body).unwrap_or(Value::Null);
-                    let id = made["id"].as_str().unwrap_or_default().to_owned();
-                    s.numbers
-                        .lock()
-                        .unwrap()
-                        .insert(id.clone(), (*number).into());
+                if let Some(id) = test_method(s, req, &pm).await {
                     for p in params.iter_mut().filter(|(k, _)| k == "payment_method") {
                         p.1 = id.clone();
                     }
@@ -570,6 +611,13 @@ async fn post_strictly(
                     json!({"error": {"type": "card_error", "code": code, "decline_code": decline,
                         "message": "Your card was declined.", "payment_intent": pi}}),
                 );
+            }
+        }
+        ["payment_methods", pm, "attach"] => {
+            // A test PaymentMethod attaches as a new PaymentMethod of its card.
+            if let Some(id) = test_method(s, req, pm).await {
+                let path = format!("/v1/payment_methods/{id}/attach");
+                return forward(s, req, &path, &params).await;
             }
         }
         ["payment_intents", id, "capture"] => {
@@ -619,6 +667,12 @@ async fn post_strictly(
         _ => {}
     }
     let fault = take_fault(s, path);
+    if let Some(Fault::ServerErrorBefore { .. }) = fault {
+        return Answer::json(
+            500,
+            json!({"error": {"type": "api_error", "message": "An unknown error occurred"}}),
+        );
+    }
     let mut answer = forward(s, req, path, &params).await;
     if expand_charge && answer.status == 200 {
         let mut pi: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
@@ -677,6 +731,13 @@ async fn get(
     if path == "/v1/events" {
         return events(s, &params, since);
     }
+    // A test PaymentMethod is retrieved as a PaymentMethod of its card.
+    if let Some(id) = path.strip_prefix("/v1/payment_methods/") {
+        if let Some(made) = test_method(s, req, id).await {
+            let a = forward_get(s, req, &format!("/v1/payment_methods/{made}")).await;
+            return a.into_response();
+        }
+    }
     if path == "/v1/disputes" {
         let intent = param(&params, "payment_intent").map(str::to_owned);
         let held: Vec<Value> = s
@@ -699,13 +760,21 @@ async fn get(
         return answer.into_response();
     };
     let failed = s.failed_refunds.lock().unwrap().clone();
+    let lapsed = s.lapsed.lock().unwrap().clone();
+    let reason = |pi: &mut Value| {
+        if pi["id"].as_str().is_some_and(|id| lapsed.contains(id)) {
+            pi["cancellation_reason"] = json!("automatic");
+        }
+    };
     let mark = |r: &mut Value| {
         if let Some(reason) = r["id"].as_str().and_then(|id| failed.get(id)) {
             r["status"] = json!("failed");
             r["failure_reason"] = json!(reason);
         }
     };
-    if path.starts_with("/v1/refunds/") {
+    if path.starts_with("/v1/payment_intents/") {
+        reason(&mut v);
+    } else if path.starts_with("/v1/refunds/") {
         mark(&mut v);
     } else if path == "/v1/refunds" {
         v["data"]

@@ -13,7 +13,7 @@ use std::{collections::HashMap, path::PathBuf};
 
 /// The parameters the endpoint `method path` takes, by the `d.ts` file and interface that
 /// describe it. Path segments that are ids are written `{id}`.
-const ENDPOINTS: [(&str, &str, &str, &str); 14] = [
+const ENDPOINTS: [(&str, &str, &str, &str); 15] = [
     (
         "POST",
         "/v1/payment_methods",
@@ -31,6 +31,12 @@ const ENDPOINTS: [(&str, &str, &str, &str); 14] = [
         "/v1/payment_methods/{id}/detach",
         "PaymentMethods",
         "PaymentMethodDetachParams",
+    ),
+    (
+        "GET",
+        "/v1/payment_methods/{id}",
+        "PaymentMethods",
+        "PaymentMethodRetrieveParams",
     ),
     ("POST", "/v1/customers", "Customers", "CustomerCreateParams"),
     (

@@ -351,8 +351,21 @@ async fn routable(
         .iter()
         .filter(|a| a.enabled && a.approval == connect::APPROVED)
         .filter(|a| connect::serves(a, m.test_mode))
+        // A card a processor holds and payd has no number of (a Stripe PaymentMethod) is
+        // charged at that processor account only.
+        .filter(|a| card.token.as_ref().is_none_or(|t| t.account == a.id))
         .cloned()
         .collect();
+    if enabled.is_empty() && card.token.is_some() {
+        let declined = Declined {
+            processor: "none",
+            retryable: false,
+            code: "no_processor",
+            message: "the processor account that holds the card cannot serve the payment",
+            reason: "the account the card's token belongs to is not enabled in this mode",
+        };
+        return Ok(Err(declined.authorized(m, first, card, now, false)));
+    }
     if enabled.is_empty() && !m.test_mode {
         let declined = Declined {
             processor: "none",

@@ -172,6 +172,14 @@ pub(super) async fn sync_status(
         .await?
         .sync(&reference, now)
         .await?;
+    // Released at the processor once its window to capture had closed: it lapsed, whether
+    // or not the processor says why.
+    let view = match view {
+        ProcessorView::Voided if m.capture_before.is_some_and(|at| now >= at) => {
+            ProcessorView::Lapsed
+        }
+        view => view,
+    };
     let next = machine::settle(&state, view, now);
     if next == state {
         store::resync_jobs(&deps.db, m, now, deps.settle_delay()).await?;

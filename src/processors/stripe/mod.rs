@@ -23,11 +23,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model::{Authorization, ProcessorView};
+use super::model::{Authorization, Brand, ProcessorView};
 use super::remote::CircuitBreaker;
 use super::{
-    Answer, AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, ProcessorToken,
-    Recovered, RefundResult, RefundStatus, SaveFor,
+    Answer, AppliedRefund, AuthRequest, AuthResult, MethodCard, Processor, ProcessorError,
+    ProcessorToken, Recovered, RefundResult, RefundStatus, SaveFor,
 };
 use crate::outbound::Policy;
 use client::Failure;
@@ -247,19 +247,27 @@ impl Inner {
         };
         let form = vec![pair("customer", &customer)];
         let key = format!("{}.attach", req.reference);
-        self.post(&format!("payment_methods/{method}/attach"), &key, form)
+        let attached = self
+            .post(&format!("payment_methods/{method}/attach"), &key, form)
             .await?;
+        // The PaymentMethod attached: in test mode, one of Stripe's test PaymentMethods
+        // (`pm_card_visa`) attaches as a new one.
         Ok(ProcessorToken {
             account: self.account_id.clone(),
-            customer,
-            method: method.to_owned(),
+            customer: Some(customer),
+            method: attached["id"].as_str().unwrap_or(method).to_owned(),
         })
     }
 
-    /// The PaymentMethod to charge: the saved one, or one made of the card just entered.
+    /// The PaymentMethod to charge: the saved one, the one Stripe.js made (attached to the
+    /// customer first when the payment saves it), or one made of the card just entered.
     async fn method(&self, req: &AuthRequest) -> Result<(String, Option<ProcessorToken>), Failure> {
         if let Some(token) = req.card.token_at(&self.account_id) {
-            return Ok((token.method.clone(), Some(token.clone())));
+            let token = match (&token.customer, &req.save) {
+                (None, Some(save)) => self.save(req, save, &token.method).await?,
+                _ => token.clone(),
+            };
+            return Ok((token.method.clone(), Some(token)));
         }
         let Some(secret) = &req.secret else {
             return Err(Failure::Refused(
@@ -302,10 +310,11 @@ impl Inner {
             // The charge, for the card's `capture_before`.
             pair("expand[]", "latest_charge"),
         ];
-        if let Some(t) = &token {
-            form.push(pair("customer", &t.customer));
+        let customer = token.as_ref().and_then(|t| t.customer.as_deref());
+        if let Some(customer) = customer {
+            form.push(pair("customer", customer));
         }
-        if req.off_session && token.is_some() {
+        if req.off_session && customer.is_some() {
             form.push(pair("off_session", "true"));
         }
         let pi = match self
@@ -403,6 +412,9 @@ impl Inner {
                     currency,
                 ),
             },
+            // docs.stripe.com/api/payment_intents/object#payment_intent_object-cancellation_reason:
+            // `automatic` is Stripe's own cancel of an authorization left uncaptured.
+            "canceled" if pi["cancellation_reason"] == "automatic" => ProcessorView::Lapsed,
             "canceled" => ProcessorView::Voided,
             "requires_payment_method" if !pi["last_payment_error"].is_null() => {
                 ProcessorView::Declined {
@@ -865,6 +877,39 @@ impl Processor for StripeProcessor {
         })
     }
 
+    /// `GET /v1/payment_methods/{id}` (docs.stripe.com/api/payment_methods/retrieve): the card
+    /// of a PaymentMethod Stripe.js made. One that is not a card's, or that the account does
+    /// not hold (404), is refused.
+    fn method_card(&self, method: &str) -> Answer<MethodCard> {
+        let (inner, method) = (self.inner.clone(), method.to_owned());
+        Box::pin(async move {
+            let pm = inner
+                .get(&format!("payment_methods/{method}"), vec![])
+                .await?;
+            let card = &pm["card"];
+            let (Some(last4), Some(exp_month), Some(exp_year)) = (
+                card["last4"].as_str(),
+                card["exp_month"].as_u64(),
+                card["exp_year"].as_u64(),
+            ) else {
+                return Err(ProcessorError::Refused(format!(
+                    "{method} is not a card's PaymentMethod"
+                )));
+            };
+            Ok(MethodCard {
+                brand: brand_of(card["brand"].as_str().unwrap_or_default()),
+                last4: last4.to_owned(),
+                exp_month: exp_month as u32,
+                exp_year: exp_year as u32,
+                // localstripe gives none: the PaymentMethod itself stands for its card.
+                fingerprint: card["fingerprint"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| str_of(&pm, "id")),
+            })
+        })
+    }
+
     fn forget(&self, token: &ProcessorToken) -> Answer<()> {
         let (inner, method) = (self.inner.clone(), token.method.clone());
         Box::pin(async move {
@@ -874,6 +919,17 @@ impl Processor for StripeProcessor {
                 .await?;
             Ok(())
         })
+    }
+}
+
+/// payd's brand of Stripe's `card.brand` (docs.stripe.com/api/payment_methods/object).
+fn brand_of(stripe: &str) -> Brand {
+    match stripe {
+        "visa" => Brand::Visa,
+        "mastercard" => Brand::Mastercard,
+        "amex" => Brand::Amex,
+        "discover" => Brand::Discover,
+        _ => Brand::Unknown,
     }
 }
 
