@@ -572,7 +572,7 @@ async fn a_dispute_event_never_reaches_another_merchants_dispute() {
     const MALLORY_SECRET: &str = "whsec_mallory0000000000000000000000001";
     let processors = format!("/account/shops/{}/processors", mallory.profile_id);
     let stripe = |name: &str| {
-        json!({"name": name, "kind": "stripe", "secret_key": SECRET_KEY,
+        json!({"name": name, "kind": "stripe", "raw_card_data": true, "secret_key": SECRET_KEY,
             "webhook_secret": MALLORY_SECRET, "api_base": ls.base})
     };
     let r = app
@@ -644,7 +644,7 @@ async fn a_test_accounts_events_never_reach_a_live_payment() {
     const TEST_SECRET: &str = "whsec_test0000000000000000000000000001";
     let processors = format!("/account/shops/{}/processors", live.profile_id);
     let account = |m: &Merchant, name: &str, key: &str, secret: &str| {
-        let body = json!({"name": name, "kind": "stripe", "secret_key": key,
+        let body = json!({"name": name, "kind": "stripe", "raw_card_data": true, "secret_key": key,
             "webhook_secret": secret, "api_base": ls.base});
         let (app, processors, m) = (&app, processors.clone(), m.clone());
         async move {
@@ -767,8 +767,10 @@ async fn keys_are_checked_against_the_shops_mode_and_secrets_never_leave_sealed(
         ("pk_test_1", "secret_key"),
         ("", "secret_key"),
     ] {
-        let r = add(json!({"name": "live", "kind": "stripe", "secret_key": key,
-            "webhook_secret": WEBHOOK_SECRET, "api_base": ls.base}))
+        let r = add(
+            json!({"name": "live", "kind": "stripe", "raw_card_data": true, "secret_key": key,
+            "webhook_secret": WEBHOOK_SECRET, "api_base": ls.base}),
+        )
         .await;
         assert_eq!(
             (r.status, r.param()),
@@ -778,7 +780,7 @@ async fn keys_are_checked_against_the_shops_mode_and_secrets_never_leave_sealed(
         );
     }
     let r = add(
-        json!({"name": "nohook", "kind": "stripe", "secret_key": SECRET_KEY, "api_base": ls.base}),
+        json!({"name": "nohook", "kind": "stripe", "raw_card_data": true, "secret_key": SECRET_KEY, "api_base": ls.base}),
     )
     .await;
     assert_eq!(
@@ -793,7 +795,7 @@ async fn keys_are_checked_against_the_shops_mode_and_secrets_never_leave_sealed(
         "http://example.com",
     ] {
         let r = add(
-            json!({"name": "base", "kind": "stripe", "secret_key": SECRET_KEY,
+            json!({"name": "base", "kind": "stripe", "raw_card_data": true, "secret_key": SECRET_KEY,
             "webhook_secret": WEBHOOK_SECRET, "api_base": base}),
         )
         .await;
@@ -859,7 +861,7 @@ async fn a_refused_key_fails_the_attempt_naming_the_account() {
         .post(
             &format!("/account/shops/{}/processors", m.profile_id),
             &m.secret_key,
-            json!({"name": "restricted", "kind": "stripe", "secret_key": "rk_test_payd000000000001",
+            json!({"name": "restricted", "kind": "stripe", "raw_card_data": true, "secret_key": "rk_test_payd000000000001",
                 "webhook_secret": WEBHOOK_SECRET, "api_base": ls.base}),
         )
         .await;

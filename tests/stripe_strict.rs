@@ -532,13 +532,28 @@ async fn an_event_is_answered_at_once_and_its_sync_runs_after() {
 }
 
 /// Raw card numbers reach Stripe only from an account enabled for them (docs.stripe.com/testing,
-/// "raw card data APIs"): for any other the attempt fails as Stripe refused it, and nothing
-/// is charged. (Card entry moves to Stripe.js in the next issue.)
+/// "raw card data APIs"; support.stripe.com/questions/enabling-access-to-raw-card-data-apis).
+/// An account the merchant did not mark `raw_card_data` refuses a card typed in with 400 naming
+/// it, before anything is sent; one marked but not approved at Stripe fails the attempt with
+/// `processor_configuration` (the merchant's to fix), not a card's decline; nothing is charged.
 #[actix_web::test]
 async fn raw_card_numbers_are_refused_for_an_account_not_enabled_for_them() {
-    let Some((app, m, ls, _)) = setup().await else {
+    let Some(ls) = StrictStripe::start().await else {
         return;
     };
+    let app = spawn_with(Arc::new(TestDb::new().await), &[]).await;
+    let m = app.create_merchant("Acme").await;
+    connect_via(&app, &m, &ls, &ls.base, json!({"raw_card_data": false})).await;
+    let p = pay(&app, &m, json!({})).await;
+    assert_eq!(
+        (p.status, p.body["error"]["param"].as_str()),
+        (400, Some("payment_method_data.card")),
+        "{}",
+        p.body
+    );
+    assert!(ls.seen().iter().all(|s| s.method != "POST"), "nothing sent");
+
+    let (app, m, ls, _) = setup().await.unwrap();
     ls.strict
         .raw_cards
         .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -548,7 +563,7 @@ async fn raw_card_numbers_are_refused_for_an_account_not_enabled_for_them() {
             p.body["status"].as_str(),
             p.body["last_error"]["code"].as_str()
         ),
-        (Some("declined"), Some("processor_refused")),
+        (Some("declined"), Some("processor_configuration")),
         "{}",
         p.body
     );

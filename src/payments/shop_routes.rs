@@ -97,6 +97,15 @@ pub struct AddProcessorRequest {
     /// regional proxy or a test server; plain `http` only for a loopback address.
     #[serde(default)]
     pub api_base: Option<String>,
+    /// `stripe`: the account's publishable key (`pk_test_…` for a test-mode shop, `pk_live_…`
+    /// for a live one), with which the hosted checkout's Stripe.js takes the card.
+    #[serde(default)]
+    pub publishable_key: Option<String>,
+    /// `stripe`: send Stripe the card numbers typed in (default false). Only for an account
+    /// Stripe approved for raw card data, whose merchant is PCI DSS SAQ D compliant; off, a
+    /// card reaches Stripe only through Stripe.js (`payment_method_data.stripe`).
+    #[serde(default)]
+    pub raw_card_data: Option<bool>,
 }
 
 /// A processor account as the operator sees it before approving it: the account, and where
@@ -315,11 +324,29 @@ fn stripe_config(
         ));
     }
     let api_base = api_base(state, req.api_base.as_deref().unwrap_or(stripe::API_BASE))?;
+    let publishable_key = match req.publishable_key.as_deref().map(str::trim) {
+        None => None,
+        Some(pk) => {
+            let prefix = if test_mode { "pk_test_" } else { "pk_live_" };
+            let fits = pk.starts_with(prefix)
+                && pk.len() <= 255
+                && pk.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !fits {
+                return Err(ApiError::invalid_param(
+                    "publishable_key",
+                    format!("the account's publishable key of the shop's mode: {prefix}…"),
+                ));
+            }
+            Some(pk.to_owned())
+        }
+    };
     let config = StripeConfig {
         secret_key: key.to_owned(),
         webhook_secret: webhook_secret.to_owned(),
         api_base,
         timeout_ms: timeout_ms(state, req, stripe::DEFAULT_TIMEOUT_MS)?,
+        publishable_key,
+        raw_card_data: req.raw_card_data.unwrap_or(false),
     };
     serde_json::to_string(&config).map_err(ApiError::internal)
 }

@@ -142,6 +142,16 @@ pub trait Processor: Send + Sync + 'static {
     fn can_save(&self, _card: &StoredCard) -> bool {
         true
     }
+    /// Whether a card typed in (its number and code) may be sent to it. A Stripe account takes
+    /// them only when the merchant says Stripe approved it for raw card data.
+    fn takes_card_numbers(&self) -> bool {
+        true
+    }
+    /// The key with which a buyer's browser makes a payment method at the processor itself
+    /// (Stripe's publishable key, for Stripe.js), when it has one.
+    fn browser_key(&self) -> Option<String> {
+        None
+    }
     /// Whether it may be tried now (an open circuit breaker says no).
     fn available(&self) -> bool {
         true

@@ -165,6 +165,9 @@ pub struct ProcessorSettings {
     /// How often each Stripe account's events are read from Stripe's `GET /v1/events`, so
     /// that one whose delivery was missed still reaches payd.
     pub stripe_events_catch_up_secs: u64,
+    /// The full URL of Stripe.js that the hosted checkout loads for a Stripe account: Stripe's
+    /// own (`https://js.stripe.com/v3/`), or a loopback address (a test server's stand-in).
+    pub stripe_js_url: String,
 }
 
 /// Abuse limits.

@@ -20,6 +20,7 @@ use super::{client, Merchant, TestApp};
 
 pub const SECRET_KEY: &str = "sk_test_payd0000000000000000000001";
 pub const WEBHOOK_SECRET: &str = "whsec_payd0localstripe000000000001";
+pub const PUBLISHABLE_KEY: &str = "pk_test_payd0000000000000000000001";
 
 pub struct LocalStripe {
     pub base: String,
@@ -148,8 +149,11 @@ pub async fn connect_via(
     api_base: &str,
     extra: Value,
 ) -> String {
+    // Raw card data on, as for an account Stripe approved for it (the strict layer's default):
+    // most tests type card numbers in. `extra` may turn it off.
     let mut body = serde_json::json!({"name": "stripe", "kind": "stripe", "secret_key": SECRET_KEY,
-        "webhook_secret": WEBHOOK_SECRET, "api_base": api_base});
+        "webhook_secret": WEBHOOK_SECRET, "api_base": api_base, "raw_card_data": true,
+        "publishable_key": PUBLISHABLE_KEY});
     body.as_object_mut()
         .unwrap()
         .extend(extra.as_object().cloned().unwrap_or_default());

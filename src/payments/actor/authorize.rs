@@ -235,6 +235,7 @@ pub(super) async fn authorize(
         },
     );
     first_takes_amount(deps, m, &decision, &enabled)?;
+    first_takes_card(deps, &decision, &enabled, secret.is_some())?;
     let mut base = m.clone();
     let mut attempts: Vec<payment_attempt::Model> = Vec::new();
     let mut previous: Option<String> = None;
@@ -245,6 +246,10 @@ pub(super) async fn authorize(
         let Some(processor) = deps.resolve(account) else {
             continue;
         };
+        // A fallback that may not be sent the number typed in is not tried.
+        if secret.is_some() && !processor.takes_card_numbers() {
+            continue;
+        }
         // Each attempt its own number, and so its own processor reference.
         let number = first + attempts.len() as i32;
         let this_decision = match &previous {
@@ -327,6 +332,30 @@ fn first_takes_amount(
     match deps.resolve(first) {
         Some(processor) => takes_amount(&*processor, m.amount, &m.currency),
         None => Ok(()),
+    }
+}
+
+/// Refuses (400 naming `payment_method_data.card`) a card typed in when the first routed
+/// processor may not be sent card numbers (a Stripe account not approved for raw card data):
+/// such an account takes a card only from Stripe.js.
+fn first_takes_card(
+    deps: &PaymentDeps,
+    decision: &RoutingDecision,
+    enabled: &[processor_account::Model],
+    typed_in: bool,
+) -> Result<(), PaymentError> {
+    let first = decision
+        .candidates
+        .first()
+        .and_then(|c| enabled.iter().find(|a| &a.name == c));
+    match deps.resolve(first) {
+        Some(processor) if typed_in && !processor.takes_card_numbers() => {
+            Err(PaymentError::NotForProcessor {
+                param: "payment_method_data.card",
+                message: "the shop's Stripe account takes cards from Stripe.js only (payment_method_data.stripe): card numbers need raw_card_data on the account, which Stripe must approve".into(),
+            })
+        }
+        _ => Ok(()),
     }
 }
 

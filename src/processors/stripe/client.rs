@@ -50,6 +50,9 @@ pub(super) enum Failure {
     Key,
     /// Another 4xx: the request was refused and did nothing.
     Refused(String),
+    /// Refused for the account's configuration (card numbers from an account Stripe did not
+    /// approve for raw card data): did nothing.
+    Configuration(String),
     /// 429: Stripe did nothing now; the same request may go again later.
     Busy(String),
     /// The request never left payd (no connection, the outbound guard, an open circuit).
@@ -77,7 +80,7 @@ impl From<Failure> for ProcessorError {
             Failure::Key => {
                 ProcessorError::Refused("Stripe refused the account's secret key".into())
             }
-            Failure::Refused(why) => ProcessorError::Refused(why),
+            Failure::Refused(why) | Failure::Configuration(why) => ProcessorError::Refused(why),
             Failure::Busy(why) | Failure::Unreached(why) => ProcessorError::Unavailable(why),
             Failure::Timeout => ProcessorError::Timeout,
             Failure::Unknown(why) => ProcessorError::Unknown(why),
@@ -199,7 +202,12 @@ impl Inner {
         }
         let label = match &outcome {
             Ok(_) => "ok",
-            Err(Failure::Card { .. } | Failure::Key | Failure::Refused(_)) => "refused",
+            Err(
+                Failure::Card { .. }
+                | Failure::Key
+                | Failure::Refused(_)
+                | Failure::Configuration(_),
+            ) => "refused",
             Err(Failure::Busy(_)) => "busy",
             Err(Failure::Unreached(_)) => "unreached",
             Err(Failure::Timeout) => "timeout",

@@ -35,6 +35,32 @@ pub use signature::{sign, verify, SignatureError, SIGNATURE_TOLERANCE_SECS};
 
 /// Stripe's API, when an account names no other.
 pub const API_BASE: &str = "https://api.stripe.com";
+/// Stripe.js, which the hosted checkout loads for a Stripe account
+/// (docs.stripe.com/js: always from js.stripe.com, never bundled or self-hosted).
+pub const JS_URL: &str = "https://js.stripe.com/v3/";
+
+/// The origin (`scheme://host[:port]`) of a Stripe.js URL payd may load: Stripe's own, or one
+/// on a loopback address (a test server's stand-in); `None` for any other.
+pub fn js_origin(url: &str) -> Option<String> {
+    let url = url.trim();
+    if url == JS_URL {
+        return Some("https://js.stripe.com".into());
+    }
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if !matches!(scheme, "http" | "https") || authority.contains('@') {
+        return None;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => authority.split(':').next()?,
+    };
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback.then(|| format!("{scheme}://{authority}"))
+}
 /// The API version every request pins: its PaymentIntents carry `latest_charge` and default
 /// to card payments, so a confirm needs no `return_url`.
 pub const API_VERSION: &str = "2022-11-15";
@@ -80,6 +106,14 @@ pub struct StripeConfig {
     pub webhook_secret: String,
     pub api_base: String,
     pub timeout_ms: u64,
+    /// The account's publishable key (`pk_test_…`/`pk_live_…`), with which the hosted
+    /// checkout's Stripe.js makes the buyer's PaymentMethod; none: the page cannot.
+    #[serde(default)]
+    pub publishable_key: Option<String>,
+    /// Whether payd may send Stripe card numbers typed in (Stripe's raw card data APIs, which
+    /// need Stripe's approval and PCI DSS SAQ D); off, only Stripe.js's PaymentMethods.
+    #[serde(default)]
+    pub raw_card_data: bool,
 }
 
 impl StripeConfig {
@@ -281,9 +315,15 @@ impl Inner {
             pair("card[exp_year]", req.card.exp_year),
             pair("card[cvc]", &secret.cvc),
         ];
-        let created = self
+        let created = match self
             .post("payment_methods", &format!("{}.pm", req.reference), form)
-            .await?;
+            .await
+        {
+            // payd checked the card itself: Stripe refusing its number is the account's
+            // configuration (not approved for raw card data), not the buyer's card.
+            Err(Failure::Refused(why)) => return Err(Failure::Configuration(why)),
+            made => made?,
+        };
         let method = str_of(&created, "id");
         let token = match &req.save {
             Some(save) => Some(self.save(req, save, &method).await?),
@@ -565,6 +605,14 @@ impl Processor for StripeProcessor {
         self.inner.breaker.available()
     }
 
+    fn takes_card_numbers(&self) -> bool {
+        self.inner.config.raw_card_data
+    }
+
+    fn browser_key(&self) -> Option<String> {
+        self.inner.config.publishable_key.clone()
+    }
+
     /// The request's timeout and then some minutes: Stripe's lists may not yet show a request
     /// that was still arriving when payd gave up on its answer.
     fn answer_deadline(&self) -> Duration {
@@ -621,6 +669,13 @@ impl Processor for StripeProcessor {
                 // Stripe refused the request itself (an amount it does not take, a card saved
                 // at another processor): this attempt fails, routing may try the next one.
                 Err(Failure::Refused(why)) => Ok(declined("processor_refused".into(), why, None)),
+                // The account may not send card numbers: the merchant's configuration to fix,
+                // which the code says apart from the buyer's card. Routing may try the next.
+                Err(Failure::Configuration(why)) => Ok(declined(
+                    "processor_configuration".into(),
+                    format!("Stripe refused the card number from this account: {why}"),
+                    None,
+                )),
                 // Only a step before the PaymentIntent (the PaymentMethod, the Customer) can
                 // leave an unknown answer here: nothing was charged, routing falls back.
                 Err(f) => Err(ProcessorError::Unavailable(format!("{:?}", f))),
