@@ -808,6 +808,97 @@ async fn hosted_checkout_in_a_browser() {
     app.stop().await;
 }
 
+/// A shop whose Stripe account takes cards from Stripe.js only (no raw card data): the hosted
+/// checkout mounts Stripe.js's card field (localstripe's stand-in for Stripe.js, served
+/// through the strict Stripe layer), the buyer pays after a declined card on the same page, and
+/// no card number ever crosses payd: Stripe.js sends it to Stripe, and payd hands Stripe only
+/// the token it made (docs.stripe.com/payments/accept-a-payment-charges, "tokenize the card").
+#[actix_web::test]
+async fn a_stripe_account_takes_the_card_through_stripe_js() {
+    if !browser_available() {
+        return;
+    }
+    let Some(ls) = common::strict_stripe::StrictStripe::start().await else {
+        return;
+    };
+    ls.strict
+        .raw_cards
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let js = format!("{}/js.stripe.com/v3/", ls.base);
+    let db = std::sync::Arc::new(common::TestDb::new().await);
+    let app = common::spawn_with(db, &[("PAYD_PROCESSORS__STRIPE_JS_URL", js.as_str())]).await;
+    let m = app.create_merchant("Stripe shop").await;
+    common::stripe::connect_via(&app, &m, &ls, &ls.base, json!({"raw_card_data": false})).await;
+    let (id, url) = checkout(&app, &m).await;
+
+    // The page's policy lets Stripe.js's origin in, and nothing inline.
+    let path = app.path_of(&url).expect("a URL of this app").to_owned();
+    let res = app.send(Method::GET, &path, None, None, &[]).await;
+    let csp = res.header("content-security-policy").expect("a policy");
+    assert!(
+        csp.contains(&format!("script-src 'self' {}", ls.base)) && !csp.contains("unsafe"),
+        "{csp}"
+    );
+
+    let profile = tempfile::tempdir().expect("browser profile dir");
+    let driver = ChromeDriver::start();
+    let client = open_browser(&driver, profile.path()).await;
+    let page = Page { c: &client };
+    let outcome = AssertUnwindSafe(timeout(ALL_SCENARIOS, async {
+        open(&page, &url).await;
+        assert!(!page.inline_script_runs().await);
+        let pay = |number: &'static str| {
+            let page = &page;
+            async move {
+                let field = |name: &str| format!("#stripe-card input[placeholder={name}]");
+                page.type_into(&field("number"), number).await;
+                page.type_into(&field("exp_month"), "12").await;
+                page.type_into(&field("exp_year"), "35").await;
+                page.type_into(&field("cvc"), "123").await;
+                page.type_into(&field("postal_code"), "42424").await;
+                page.click("#submit").await;
+            }
+        };
+        pay("4000000000000002").await;
+        page.wait_status("declined").await;
+        assert!(!page.text("#message").await.is_empty());
+        pay("4242424242424242").await;
+        page.wait_status("succeeded").await;
+    }))
+    .catch_unwind()
+    .await;
+    let _ = timeout(Duration::from_secs(10), client.close()).await;
+    drop(driver);
+    match outcome {
+        Err(panic) => std::panic::resume_unwind(panic),
+        Ok(Err(_)) => panic!("the Stripe.js checkout took longer than {ALL_SCENARIOS:?}"),
+        Ok(Ok(())) => {}
+    }
+
+    let p = api_get(&app, &m, &format!("/payments/{id}")).await;
+    assert_eq!(
+        (p["status"].as_str(), p["payment_method"]["last4"].as_str()),
+        (Some("succeeded"), Some("4242")),
+        "{p}"
+    );
+    let attempts = api_get(&app, &m, &format!("/payments/{id}/attempts")).await;
+    assert_eq!(attempts["data"].as_array().unwrap().len(), 2, "{attempts}");
+    assert_eq!(ls.tokens_made(), 2, "Stripe.js made a token per card");
+    // payd sent Stripe tokens, never a card number.
+    let seen = ls.seen();
+    assert!(
+        seen.iter().all(|s| s
+            .params
+            .iter()
+            .all(|(k, _)| k != "card[number]" && k != "card[cvc]")),
+        "{seen:?}"
+    );
+    assert!(seen
+        .iter()
+        .any(|s| s.params.iter().any(|(k, _)| k == "card[token]")));
+    app.stop().await;
+}
+
 /// What the browser scenarios take on trust, checked over plain HTTP: the page's policy allows
 /// no inline script or style, its script and stylesheet are payd's own with matching
 /// `integrity` hashes, and it speaks the buyer's language.

@@ -99,11 +99,16 @@ pub const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self
 /// A hosted page, rendered from its template (in `src/templates/`, every value HTML-escaped
 /// unless the template says otherwise): never cached, never framed, under [`POLICY`].
 pub fn html(page: &impl askama::Template) -> Result<HttpResponse, ApiError> {
+    html_with(page, POLICY)
+}
+
+/// A hosted page under its own policy (one that loads a processor's script besides payd's).
+pub fn html_with(page: &impl askama::Template, policy: &str) -> Result<HttpResponse, ApiError> {
     let body = page.render().map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .content_type(ContentType::html())
         .insert_header(("cache-control", "no-store"))
-        .insert_header(("content-security-policy", POLICY))
+        .insert_header(("content-security-policy", policy))
         // Another site must not frame the buyer's card form or challenge (clickjacking).
         .insert_header(("x-frame-options", "DENY"))
         .insert_header(("referrer-policy", "no-referrer"))

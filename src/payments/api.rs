@@ -43,18 +43,51 @@ pub struct PaymentMethodData {
     pub stripe: Option<StripeMethodInput>,
 }
 
-/// A PaymentMethod made by Stripe.js (or Stripe's mobile libraries) with the publishable key
-/// of one of the shop's Stripe accounts.
+/// A card Stripe.js (or Stripe's mobile libraries) took with the publishable key of one of the
+/// shop's Stripe accounts: its PaymentMethod, or a card token. Exactly one of them.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StripeMethodInput {
-    /// Stripe's id of the PaymentMethod (`pm_…`); in test mode also one of Stripe's test
-    /// PaymentMethods (`pm_card_visa`, `pm_card_chargeDeclined`, …).
-    pub payment_method: String,
+    /// Stripe's id of the PaymentMethod (`pm_…`, from `stripe.createPaymentMethod`); in test
+    /// mode also one of Stripe's test PaymentMethods (`pm_card_visa`, `pm_card_chargeDeclined`, …).
+    #[serde(default)]
+    pub payment_method: Option<String>,
+    /// A card token (`tok_…`, from `stripe.createToken`): payd makes it a PaymentMethod at the
+    /// account.
+    #[serde(default)]
+    pub token: Option<String>,
     /// The Stripe account it was made at: needed only when the shop has several Stripe
     /// accounts in the payment's mode.
     #[serde(default)]
     pub processor_account_id: Option<String>,
+}
+
+impl StripeMethodInput {
+    /// The PaymentMethod or the token, whichever was sent, in the form of Stripe's ids (a
+    /// prefix, an underscore, letters and digits).
+    pub fn method(&self) -> Result<String, ApiError> {
+        const FIELD: &str = "payment_method_data.stripe";
+        let (id, param, prefix) = match (&self.payment_method, &self.token) {
+            (Some(pm), None) => (pm, "payment_method_data.stripe.payment_method", "pm_"),
+            (None, Some(tok)) => (tok, "payment_method_data.stripe.token", "tok_"),
+            _ => {
+                return Err(ApiError::invalid_param(
+                    FIELD,
+                    "send one of payment_method (pm_…) and token (tok_…)",
+                ))
+            }
+        };
+        let valid = id.starts_with(prefix)
+            && id.len() <= 255
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            return Err(ApiError::invalid_param(
+                param,
+                format!("a Stripe id of the form {prefix}…"),
+            ));
+        }
+        Ok(id.clone())
+    }
 }
 
 /// The payment method a request sent, read.
@@ -62,9 +95,10 @@ pub struct StripeMethodInput {
 pub enum SentCard {
     /// A card typed in: as stored, and its number and code for the processor.
     Entered(StoredCard, SecretCard),
-    /// A Stripe PaymentMethod: what it is, and where, is asked of Stripe (`create::card_sent`).
+    /// A Stripe PaymentMethod (`pm_…`) or card token (`tok_…`): what it is, and where, is asked
+    /// of Stripe (`create::card_sent`).
     Stripe {
-        payment_method: String,
+        method: String,
         account: Option<String>,
     },
 }
@@ -101,23 +135,10 @@ impl CardReader<'_> {
             Some(PaymentMethodData {
                 card: None,
                 stripe: Some(stripe),
-            }) => {
-                let id = stripe.payment_method.as_str();
-                // Stripe's ids: a prefix, an underscore, letters and digits.
-                let valid = id.starts_with("pm_")
-                    && id.len() <= 255
-                    && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-                if !valid {
-                    return Err(ApiError::invalid_param(
-                        "payment_method_data.stripe.payment_method",
-                        "a Stripe PaymentMethod id (pm_…)",
-                    ));
-                }
-                Ok(Some(SentCard::Stripe {
-                    payment_method: id.to_owned(),
-                    account: stripe.processor_account_id.clone(),
-                }))
-            }
+            }) => Ok(Some(SentCard::Stripe {
+                method: stripe.method()?,
+                account: stripe.processor_account_id.clone(),
+            })),
             Some(_) => Err(ApiError::invalid_param(
                 FIELD,
                 "send one of payment_method_data.card and payment_method_data.stripe",

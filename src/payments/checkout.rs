@@ -8,20 +8,21 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    actor::{run, Access, Command, Payments},
-    api::{LastError, Payment},
-    store,
+    actor::{first_account, run, Access, Command, Payments},
+    api::{LastError, Payment, SentCard, StripeMethodInput},
+    create, store,
 };
 use crate::{
     auth::keys::Scope,
     error::ApiError,
     http::{ApiJson, ApiQuery, PathId},
     pages::{
-        html,
+        html, html_with,
         text::{Locale, Text},
         Chrome,
     },
     processors::{card::parse_card, CardInput, SecretCard},
+    settings::Settings,
     state::AppState,
 };
 
@@ -45,6 +46,8 @@ struct CheckoutPage<'a> {
     pay_label: String,
     payment_id: &'a str,
     test_mode: bool,
+    /// The Stripe.js script the page loads when a Stripe account takes the card.
+    stripe_js: Option<&'a str>,
     /// What the page's script starts from.
     data: CheckoutData<'a>,
 }
@@ -66,6 +69,16 @@ struct CheckoutData<'a> {
     status: CheckoutStatus,
     text: &'static Text,
     accent: Option<&'a Accent>,
+    /// Set when a Stripe account takes the card: Stripe.js takes it in the page, and the page
+    /// hands payd only the token Stripe made.
+    stripe: Option<StripeData>,
+}
+
+/// What the page's Stripe.js is started with.
+#[derive(Serialize)]
+struct StripeData {
+    publishable_key: String,
+    processor_account_id: String,
 }
 
 /// The sandbox 3-D Secure challenge page.
@@ -109,11 +122,16 @@ pub struct SecretQuery {
     pub client_secret: String,
 }
 
+/// The buyer's card: typed into payd's page (`card`), or taken by Stripe.js on it (`stripe`).
+/// Exactly one of them.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckoutConfirmRequest {
     pub client_secret: String,
-    pub card: CardInput,
+    #[serde(default)]
+    pub card: Option<CardInput>,
+    #[serde(default)]
+    pub stripe: Option<StripeMethodInput>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema, PartialEq, Eq)]
@@ -208,11 +226,14 @@ fn buyer(m: &payment::Model, secret: String) -> Access {
     responses((status = 200, description = "the hosted checkout page", content_type = "text/html")))]
 pub async fn page(
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     req: HttpRequest,
     PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
+    let stripe = stripe_form(&payments, &m).await?;
+    let js_url = &state.settings.processors.stripe_js_url;
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
     let display_amount = locale.amount(m.amount, &m.currency);
@@ -226,7 +247,7 @@ pub async fn page(
             amount: locale.amount(l.amount, &m.currency),
         })
         .collect();
-    html(&CheckoutPage {
+    let page = CheckoutPage {
         chrome: Chrome::new(locale.tag(), Some("checkout.js")),
         text,
         shop_name: &shop.name,
@@ -240,6 +261,7 @@ pub async fn page(
         pay_label: pay_label.clone(),
         payment_id: &m.id,
         test_mode: m.test_mode,
+        stripe_js: stripe.is_some().then_some(js_url.as_str()),
         data: CheckoutData {
             payment_id: &m.id,
             client_secret: &m.client_secret,
@@ -247,8 +269,50 @@ pub async fn page(
             status: CheckoutStatus::of(&m, &state.public_url)?,
             text,
             accent: shop.accent.as_ref(),
+            stripe,
         },
-    })
+    };
+    match page.stripe_js {
+        Some(_) => html_with(&page, &stripe_policy(&state.settings)),
+        None => html(&page),
+    }
+}
+
+/// Stripe.js's part of the page, when the payment would go first to a Stripe account that has
+/// a publishable key (routed as the page opens: the card's brand is not known yet).
+async fn stripe_form(
+    payments: &Payments,
+    m: &payment::Model,
+) -> Result<Option<StripeData>, ApiError> {
+    let first = first_account(payments.deps(), m).await?;
+    Ok(first.and_then(|(account, processor)| {
+        processor.browser_key().map(|publishable_key| StripeData {
+            publishable_key,
+            processor_account_id: account.id,
+        })
+    }))
+}
+
+/// The page's policy with Stripe.js (docs.stripe.com/security/guide#content-security-policy):
+/// its script and frames from Stripe.js's origin and `https://hooks.stripe.com` (3-D Secure),
+/// its requests to Stripe's API; for a stand-in on a loopback address (a test server), that
+/// address for all three. Still no inline script or style.
+fn stripe_policy(settings: &Settings) -> String {
+    let js = crate::processors::stripe::js_origin(&settings.processors.stripe_js_url)
+        .unwrap_or_else(|| "https://js.stripe.com".into());
+    let (frames, api) = if js == "https://js.stripe.com" {
+        (
+            format!("{js} https://*.js.stripe.com https://hooks.stripe.com"),
+            crate::processors::stripe::API_BASE.to_owned(),
+        )
+    } else {
+        (js.clone(), js.clone())
+    };
+    format!(
+        "default-src 'none'; script-src 'self' {js}; style-src 'self'; img-src 'self'; \
+         connect-src 'self' {api}; frame-src {frames}; form-action 'self'; base-uri 'none'; \
+         frame-ancestors 'none'"
+    )
 }
 
 /// The language a buyer's page speaks: the payment's `locale`, else the best of the buyer's
@@ -360,17 +424,34 @@ pub async fn confirm(
     ApiJson(req): ApiJson<CheckoutConfirmRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &req.client_secret).await?;
-    let card = parse_card(
-        &req.card,
-        "card",
-        state.clock.now(),
-        &state.settings.security.key_pepper,
-        &m.merchant_id,
-        m.test_mode,
-    )?;
+    let sent = match (&req.card, &req.stripe) {
+        (Some(card), None) => {
+            let stored = parse_card(
+                card,
+                "card",
+                state.clock.now(),
+                &state.settings.security.key_pepper,
+                &m.merchant_id,
+                m.test_mode,
+            )?;
+            SentCard::Entered(stored, SecretCard::from(card))
+        }
+        (None, Some(stripe)) => SentCard::Stripe {
+            method: stripe.method()?,
+            account: stripe.processor_account_id.clone(),
+        },
+        _ => {
+            return Err(ApiError::invalid_param(
+                "card",
+                "send one of card and stripe",
+            ))
+        }
+    };
+    let shop = (m.merchant_id.as_str(), m.profile_id.as_str());
+    let (card, secret) = create::card_sent(payments.deps(), shop, m.test_mode, sent).await?;
     let command = Command::Confirm {
         card: Some(card),
-        secret: Some(SecretCard::from(&req.card)),
+        secret,
         return_url: None,
     };
     as_buyer(&state, &payments, &m, req.client_secret, command).await
@@ -468,6 +549,7 @@ mod tests {
             pay_label: "Pay €1.00".into(),
             payment_id: "pay_1",
             test_mode: true,
+            stripe_js: None,
             data: CheckoutData {
                 payment_id: "pay_1",
                 client_secret: hostile,
@@ -478,6 +560,7 @@ mod tests {
                     color: "#3a4ccf".into(),
                     text: "#ffffff",
                 }),
+                stripe: None,
             },
         }
         .render()

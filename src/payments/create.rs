@@ -489,10 +489,13 @@ pub async fn card_sent(
 ) -> Result<(StoredCard, Option<SecretCard>), CreateError> {
     let (method, named) = match sent {
         SentCard::Entered(card, secret) => return Ok((card, Some(secret))),
-        SentCard::Stripe {
-            payment_method,
-            account,
-        } => (payment_method, account),
+        SentCard::Stripe { method, account } => (method, account),
+    };
+    // Where Stripe's refusal of the PaymentMethod or token points.
+    let sent_field = if method.starts_with("tok_") {
+        "payment_method_data.stripe.token"
+    } else {
+        "payment_method_data.stripe.payment_method"
     };
     let refuse = |param, message: &str| CreateError::StripeMethod {
         param,
@@ -534,9 +537,7 @@ pub async fn card_sent(
     })?;
     let card = match processor.method_card(&method).await {
         Ok(card) => card,
-        Err(ProcessorError::Refused(why)) => {
-            return Err(refuse("payment_method_data.stripe.payment_method", &why))
-        }
+        Err(ProcessorError::Refused(why)) => return Err(refuse(sent_field, &why)),
         Err(e) => return Err(PaymentError::Processor(e).into()),
     };
     let fingerprint = fingerprint(
@@ -556,7 +557,7 @@ pub async fn card_sent(
         token: Some(ProcessorToken {
             account: account.id.clone(),
             customer: None,
-            method,
+            method: card.method,
         }),
     };
     Ok((stored, None))

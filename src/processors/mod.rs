@@ -83,6 +83,8 @@ pub struct Recovered {
 /// processor describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MethodCard {
+    /// The processor's payment method to charge (for a token, the one made of it).
+    pub method: String,
     pub brand: Brand,
     pub last4: String,
     pub exp_month: u32,
@@ -247,8 +249,9 @@ pub trait Processor: Send + Sync + 'static {
     fn release(&self, _reference: &str, _payment_id: &str) -> Answer<Option<&'static str>> {
         Box::pin(futures_util::future::ready(Ok(None)))
     }
-    /// The card behind a payment method the processor holds (`method`: its id there, made in
-    /// the buyer's browser); `Refused` when it holds no such method, or holds none at all.
+    /// The card behind a payment method the processor holds (`method`: its id there, or a card
+    /// token its browser library made, which becomes a payment method now); `Refused` when it
+    /// holds no such method, or holds none at all.
     fn method_card(&self, _method: &str) -> Answer<MethodCard> {
         Box::pin(futures_util::future::ready(Err(ProcessorError::Refused(
             "this processor holds no payment methods of its own".into(),

@@ -85,6 +85,9 @@ pub struct Strict {
     events: Mutex<Vec<Value>>,
     /// The card number behind each PaymentMethod made here.
     numbers: Mutex<HashMap<String, String>>,
+    /// The card behind each token Stripe.js made in a browser (`POST /v1/tokens`, which
+    /// carries the card as the buyer typed it: number, expiry, CVC).
+    tokens: Mutex<HashMap<String, Vec<(String, String)>>>,
     seen: Mutex<Vec<Seen>>,
     /// Stripe's published API for the pinned version, when installed.
     api: Option<StripeApi>,
@@ -145,6 +148,7 @@ impl StrictStripe {
             disputes: Mutex::default(),
             events: Mutex::default(),
             numbers: Mutex::default(),
+            tokens: Mutex::default(),
             seen: Mutex::default(),
             api: StripeApi::load(),
         });
@@ -228,6 +232,11 @@ impl StrictStripe {
         self.strict.seen.lock().unwrap().clone()
     }
 
+    /// The card tokens Stripe.js made in a buyer's browser.
+    pub fn tokens_made(&self) -> usize {
+        self.strict.tokens.lock().unwrap().len()
+    }
+
     /// The POSTs payd sent to `path`.
     pub fn posts_to(&self, path: &str) -> usize {
         self.seen()
@@ -264,6 +273,11 @@ async fn handle(req: HttpRequest, body: web::Bytes, s: web::Data<Strict>) -> Htt
             .into_owned()
             .collect()
     };
+    // What a buyer's browser asks of Stripe, not payd: Stripe.js itself (localstripe's
+    // stand-in, whose requests then come here), and the card token it makes.
+    if let Some(answer) = from_browser(&s, &req, &path, &params).await {
+        return answer;
+    }
     let key = req
         .headers()
         .get("idempotency-key")
@@ -506,6 +520,44 @@ async fn forward_get(s: &Strict, req: &HttpRequest, path: &str) -> Answer {
     }
 }
 
+/// A buyer's browser's request: Stripe.js (`GET /js.stripe.com/v3/`), or the card token it
+/// makes (`POST /v1/tokens`, docs.stripe.com/api/tokens/create_card), answered with the CORS
+/// header Stripe's API sends a page; `None` for payd's own requests.
+async fn from_browser(
+    s: &Strict,
+    req: &HttpRequest,
+    path: &str,
+    params: &[(String, String)],
+) -> Option<HttpResponse> {
+    if path.starts_with("/js.stripe.com/") {
+        let a = forward_get(s, req, path).await;
+        return Some(
+            HttpResponse::build(actix_web::http::StatusCode::from_u16(a.status).unwrap())
+                .content_type("text/javascript; charset=utf-8")
+                .body(a.body),
+        );
+    }
+    if path != "/v1/tokens" || req.method() != Method::POST {
+        return None;
+    }
+    let a = forward(s, req, path, params).await;
+    let made: Value = serde_json::from_slice(&a.body).unwrap_or(Value::Null);
+    if let Some(id) = made["id"].as_str() {
+        let card: Vec<(String, String)> = params
+            .iter()
+            .filter(|(k, _)| k.starts_with("card["))
+            .cloned()
+            .collect();
+        s.tokens.lock().unwrap().insert(id.to_owned(), card);
+    }
+    Some(
+        HttpResponse::build(actix_web::http::StatusCode::from_u16(a.status).unwrap())
+            .content_type("application/json")
+            .insert_header(("access-control-allow-origin", "*"))
+            .body(a.body),
+    )
+}
+
 /// A PaymentMethod of the card a Stripe test PaymentMethod (`pm_card_visa`) stands for, made
 /// at localstripe now: its id, or `None` for an id that is not a test PaymentMethod.
 async fn test_method(s: &Strict, req: &HttpRequest, id: &str) -> Option<String> {
@@ -612,6 +664,29 @@ async fn post_strictly(
                         "message": "Your card was declined.", "payment_intent": pi}}),
                 );
             }
+        }
+        // docs.stripe.com/api/payment_methods/create: `card[token]` makes a PaymentMethod of
+        // a card token (localstripe takes only the card itself: the token's card is given).
+        ["payment_methods"] if param(&params, "card[token]").is_some() => {
+            let token = param(&params, "card[token]").unwrap_or_default().to_owned();
+            let Some(card) = s.tokens.lock().unwrap().get(&token).cloned() else {
+                return refusal(
+                    "resource_missing",
+                    &format!("No such token: '{token}'"),
+                    Some("card[token]"),
+                );
+            };
+            params.retain(|(k, _)| k != "card[token]");
+            params.extend(card);
+            let number = param(&params, "card[number]")
+                .unwrap_or_default()
+                .to_owned();
+            let made = forward(s, req, path, &params).await;
+            let pm: Value = serde_json::from_slice(&made.body).unwrap_or(Value::Null);
+            if let Some(id) = pm["id"].as_str() {
+                s.numbers.lock().unwrap().insert(id.to_owned(), number);
+            }
+            return made;
         }
         ["payment_methods", pm, "attach"] => {
             // A test PaymentMethod attaches as a new PaymentMethod of its card.

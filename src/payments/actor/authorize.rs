@@ -368,22 +368,12 @@ async fn routable(
     first: i32,
     now: DateTime<Utc>,
 ) -> Result<Routable, PaymentError> {
-    // Invariant: a payment is served only by accounts of its own mode, by its mode's rules: a
-    // live payment never reaches a test account or the sandbox (neither the implicit one of a
-    // shop without accounts nor a sandbox account), a test payment never a live account.
-    let read = store::accounts_and_rules(&deps.db, &m.profile_id, m.test_mode);
-    let key = routing_key(&m.profile_id, m.test_mode);
-    let routing = deps.routing.get_or_read(&key, read).await?;
-    let none = (Vec::new(), routing::RoutingRules::default());
-    let (accounts, rules) = routing.as_deref().unwrap_or(&none);
-    let enabled: Vec<processor_account::Model> = accounts
-        .iter()
-        .filter(|a| a.enabled && a.approval == connect::APPROVED)
-        .filter(|a| connect::serves(a, m.test_mode))
-        // A card a processor holds and payd has no number of (a Stripe PaymentMethod) is
-        // charged at that processor account only.
+    let (enabled, rules) = serving(deps, m).await?;
+    // A card a processor holds and payd has no number of (a Stripe PaymentMethod) is charged at
+    // that processor account only.
+    let enabled: Vec<processor_account::Model> = enabled
+        .into_iter()
         .filter(|a| card.token.as_ref().is_none_or(|t| t.account == a.id))
-        .cloned()
         .collect();
     if enabled.is_empty() && card.token.is_some() {
         let declined = Declined {
@@ -405,12 +395,7 @@ async fn routable(
         };
         return Ok(Err(declined.authorized(m, first, card, now, false)));
     }
-    // An open circuit takes its processor out of routing until it recovers.
-    let accounts: Vec<String> = enabled
-        .iter()
-        .filter(|a| deps.resolve(Some(a)).is_some_and(|p| p.available()))
-        .map(|a| a.name.clone())
-        .collect();
+    let accounts = available(deps, &enabled);
     if accounts.is_empty() && !enabled.is_empty() {
         let declined = Declined {
             processor: &enabled[0].name,
@@ -424,7 +409,62 @@ async fn routable(
             .is_some_and(|p| p.can_save(card));
         return Ok(Err(declined.authorized(m, first, card, now, can_save)));
     }
-    Ok(Ok((enabled, accounts, rules.clone())))
+    Ok(Ok((enabled, accounts, rules)))
+}
+
+/// The shop's accounts that may serve the payment (enabled, approved, of its mode) and its
+/// mode's routing rules.
+async fn serving(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+) -> Result<(Vec<processor_account::Model>, routing::RoutingRules), PaymentError> {
+    // Invariant: a payment is served only by accounts of its own mode, by its mode's rules: a
+    // live payment never reaches a test account or the sandbox (neither the implicit one of a
+    // shop without accounts nor a sandbox account), a test payment never a live account.
+    let read = store::accounts_and_rules(&deps.db, &m.profile_id, m.test_mode);
+    let key = routing_key(&m.profile_id, m.test_mode);
+    let routing = deps.routing.get_or_read(&key, read).await?;
+    let Some((accounts, rules)) = routing.as_deref() else {
+        return Ok((Vec::new(), routing::RoutingRules::default()));
+    };
+    let enabled = accounts
+        .iter()
+        .filter(|a| a.enabled && a.approval == connect::APPROVED)
+        .filter(|a| connect::serves(a, m.test_mode))
+        .cloned()
+        .collect();
+    Ok((enabled, rules.clone()))
+}
+
+/// The names of the accounts routing may choose now: an open circuit takes its processor out
+/// until it recovers.
+fn available(deps: &PaymentDeps, enabled: &[processor_account::Model]) -> Vec<String> {
+    enabled
+        .iter()
+        .filter(|a| deps.resolve(Some(a)).is_some_and(|p| p.available()))
+        .map(|a| a.name.clone())
+        .collect()
+}
+
+/// The account a payment would be sent to first if its buyer paid now, its card's brand not
+/// yet known, with its processor: what the hosted checkout builds its card form for.
+pub async fn first_account(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+) -> Result<Option<(processor_account::Model, Arc<dyn Processor>)>, PaymentError> {
+    let (enabled, rules) = serving(deps, m).await?;
+    let facts = Facts {
+        payment_id: &m.id,
+        amount: m.amount,
+        currency: &m.currency,
+        brand: crate::processors::model::Brand::Unknown,
+    };
+    let decision = routing::decide(&rules, &available(deps, &enabled), &facts);
+    let first = decision
+        .candidates
+        .first()
+        .and_then(|c| enabled.iter().find(|a| &a.name == c));
+    Ok(first.and_then(|a| deps.resolve(Some(a)).map(|p| (a.clone(), p))))
 }
 
 /// The routing cache's key of a shop's configuration in one mode.

@@ -7,6 +7,7 @@ mod capture;
 mod refunding;
 mod sync;
 
+pub use authorize::first_account;
 use authorize::*;
 use capture::*;
 use refunding::*;

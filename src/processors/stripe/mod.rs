@@ -932,15 +932,29 @@ impl Processor for StripeProcessor {
         })
     }
 
-    /// `GET /v1/payment_methods/{id}` (docs.stripe.com/api/payment_methods/retrieve): the card
-    /// of a PaymentMethod Stripe.js made. One that is not a card's, or that the account does
-    /// not hold (404), is refused.
+    /// The card of a PaymentMethod Stripe.js made: `GET /v1/payment_methods/{id}`
+    /// (docs.stripe.com/api/payment_methods/retrieve); for a card token, the PaymentMethod made
+    /// of it, `POST /v1/payment_methods` with `card[token]`
+    /// (docs.stripe.com/api/payment_methods/create). One that is not a card's, or that the
+    /// account does not hold (404), is refused.
     fn method_card(&self, method: &str) -> Answer<MethodCard> {
         let (inner, method) = (self.inner.clone(), method.to_owned());
         Box::pin(async move {
-            let pm = inner
-                .get(&format!("payment_methods/{method}"), vec![])
-                .await?;
+            let pm = if method.starts_with("tok_") {
+                let form = vec![pair("type", "card"), pair("card[token]", &method)];
+                inner
+                    .post("payment_methods", &format!("{method}.pm"), form)
+                    .await?
+            } else {
+                inner
+                    .get(&format!("payment_methods/{method}"), vec![])
+                    .await?
+            };
+            // A test PaymentMethod (`pm_card_visa`) is charged by its own name.
+            let id = match pm["id"].as_str() {
+                Some(made) if method.starts_with("tok_") => made.to_owned(),
+                _ => method.clone(),
+            };
             let card = &pm["card"];
             let (Some(last4), Some(exp_month), Some(exp_year)) = (
                 card["last4"].as_str(),
@@ -952,6 +966,7 @@ impl Processor for StripeProcessor {
                 )));
             };
             Ok(MethodCard {
+                method: id,
                 brand: brand_of(card["brand"].as_str().unwrap_or_default()),
                 last4: last4.to_owned(),
                 exp_month: exp_month as u32,

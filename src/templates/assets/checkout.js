@@ -1,7 +1,8 @@
 // The hosted checkout's script, served from payd's own route with an integrity hash (the page
 // allows no inline script). It reads the page's data from the JSON block #page-data, checks the
 // card as the buyer types (grouping, brand, Luhn, expiry, CVC length) and sends nothing the
-// page can tell is wrong.
+// page can tell is wrong. When a Stripe account takes the card (`data.stripe`), Stripe.js takes
+// it instead, in its own field, and the page sends payd only what Stripe.js made of it.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("page-data").textContent);
@@ -18,6 +19,15 @@
     cvc: document.getElementById("cvc")
   };
   var brandMark = document.getElementById("brand");
+  // Stripe.js's card field, when a Stripe account takes the card.
+  var stripe = data.stripe && typeof window.Stripe === "function" ? window.Stripe(data.stripe.publishable_key) : null;
+  var stripeCard = null;
+  if (stripe) {
+    fields = {};
+    stripeCard = stripe.elements().create("card");
+    stripeCard.mount("#stripe-card");
+    stripeCard.on("change", function (e) { problem("number", e && e.error ? e.error.message : ""); });
+  }
 
   if (data.accent) {
     document.documentElement.style.setProperty("--accent", data.accent.color);
@@ -86,7 +96,8 @@
   function problem(name, words) {
     var p = document.getElementById(name + "-problem");
     p.textContent = words || "";
-    fields[name].setAttribute("aria-invalid", words ? "true" : "false");
+    var field = fields[name] || document.getElementById("stripe-card");
+    field.setAttribute("aria-invalid", words ? "true" : "false");
   }
 
   // Each check answers the problem with a field's value, or "" when there is none.
@@ -129,8 +140,9 @@
     return "";
   }
 
-  var CHECKS = { number: numberProblem, exp: expProblem, cvc: cvcProblem };
+  var CHECKS = stripe ? {} : { number: numberProblem, exp: expProblem, cvc: cvcProblem };
 
+  if (!stripe) {
   fields.number.addEventListener("input", function () {
     var n = digits(fields.number.value).slice(0, 19);
     var brand = brandOf(n);
@@ -163,6 +175,7 @@
       if (fields[name].value) problem(name, CHECKS[name](true));
     });
   });
+  }
 
   function busy(on) {
     button.disabled = on;
@@ -215,14 +228,24 @@
     } else if (status.status === "declined") {
       form.hidden = false;
       tell("error", declined(status));
+      busy(false);
+      if (stripe) {
+        if (typeof stripeCard.clear === "function") stripeCard.clear();
+        if (typeof stripeCard.focus === "function") stripeCard.focus();
+        return;
+      }
       fields.number.value = "";
       fields.cvc.value = "";
       brandMark.textContent = "";
       brandMark.setAttribute("data-brand", "");
-      busy(false);
       fields.number.focus();
     } else if (status.status === "requires_payment_method" || status.status === "requires_confirmation") {
       form.hidden = false;
+      // Stripe.js did not load (blocked, offline): the card cannot be taken here.
+      if (data.stripe && !stripe) {
+        form.hidden = true;
+        tell("error", text.network);
+      }
     } else {
       form.hidden = true;
       tell("error", text.cannot_pay);
@@ -242,39 +265,79 @@
     }
   }
 
-  form.addEventListener("submit", function (e) {
-    e.preventDefault();
-    tell("", "");
+  // What Stripe.js made of the card: a PaymentMethod, or (from a Stripe.js without
+  // createPaymentMethod) a card token. Stripe's own message when it refuses the card.
+  function stripeMethod() {
+    var made = typeof stripe.createPaymentMethod === "function"
+      ? stripe.createPaymentMethod({ type: "card", card: stripeCard }) : null;
+    return Promise.resolve(made).then(function (r) {
+      if (r && r.error) throw r.error;
+      if (r && r.paymentMethod) return { payment_method: r.paymentMethod.id };
+      return stripe.createToken(stripeCard).then(function (t) {
+        if (t.error) throw t.error;
+        return { token: t.token.id };
+      });
+    }).then(function (made) {
+      made.processor_account_id = data.stripe.processor_account_id;
+      return { client_secret: data.client_secret, stripe: made };
+    });
+  }
+
+  // The card typed into payd's own fields, checked; null (and the field told) if it is wrong.
+  function typedCard() {
     var first = null;
     ["number", "exp", "cvc"].forEach(function (name) {
       var words = CHECKS[name](true);
       problem(name, words);
       if (words && !first) first = name;
     });
-    if (first) { fields[first].focus(); return; }
+    if (first) { fields[first].focus(); return null; }
     var exp = expiry();
-    busy(true);
-    fetch("/checkout/" + encodeURIComponent(data.payment_id) + "/confirm", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        client_secret: data.client_secret,
-        card: {
-          number: digits(fields.number.value),
-          exp_month: exp.month,
-          exp_year: exp.year,
-          cvc: digits(fields.cvc.value)
-        }
-      })
+    return {
+      client_secret: data.client_secret,
+      card: {
+        number: digits(fields.number.value),
+        exp_month: exp.month,
+        exp_year: exp.year,
+        cvc: digits(fields.cvc.value)
+      }
+    };
+  }
+
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    tell("", "");
+    var body;
+    if (stripe) {
+      busy(true);
+      body = stripeMethod();
+    } else {
+      var card = typedCard();
+      if (!card) return;
+      busy(true);
+      body = Promise.resolve(card);
+    }
+    body.then(function (b) {
+      return fetch("/checkout/" + encodeURIComponent(data.payment_id) + "/confirm", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(b)
+      });
+    }, function (stripeError) {
+      throw { stripe: stripeError };
     }).then(function (r) {
       return r.json().then(function (j) { return { ok: r.ok, body: j }; });
     }).then(function (res) {
       if (res.ok) { show(res.body); if (res.body.status !== "declined") busy(false); return; }
       busy(false);
       refused(res.body.error);
-    }).catch(function () {
+    }).catch(function (failure) {
       busy(false);
-      tell("error", text.network);
+      if (failure && failure.stripe) {
+        problem("number", failure.stripe.message || text.number_invalid);
+      } else {
+        tell("error", text.network);
+      }
     });
   });
 
