@@ -864,6 +864,14 @@ async fn a_stripe_account_takes_the_card_through_stripe_js() {
         assert!(!page.text("#message").await.is_empty());
         pay("4242424242424242").await;
         page.wait_status("succeeded").await;
+
+        // 3-D Secure: from the page to Stripe's page and back (docs.stripe.com/payments/3d-secure).
+        let (_, url) = checkout(&app, &m).await;
+        open(&page, &url).await;
+        pay("4000000000003220").await;
+        // Stripe's 3-D Secure page (the strict layer's stand-in for it).
+        page.click("#complete").await;
+        page.wait_status("succeeded").await;
     }))
     .catch_unwind()
     .await;
@@ -883,7 +891,7 @@ async fn a_stripe_account_takes_the_card_through_stripe_js() {
     );
     let attempts = api_get(&app, &m, &format!("/payments/{id}/attempts")).await;
     assert_eq!(attempts["data"].as_array().unwrap().len(), 2, "{attempts}");
-    assert_eq!(ls.tokens_made(), 2, "Stripe.js made a token per card");
+    assert_eq!(ls.tokens_made(), 3, "Stripe.js made a token per card");
     // payd sent Stripe tokens, never a card number.
     let seen = ls.seen();
     assert!(

@@ -635,7 +635,7 @@ async fn a_dispute_event_never_reaches_another_merchants_dispute() {
 /// live dispute's case: the live dispute stays as it was.
 #[actix_web::test]
 async fn a_test_accounts_events_never_reach_a_live_payment() {
-    let Some(ls) = LocalStripe::start().await else {
+    let Some(ls) = StrictStripe::start().await else {
         return;
     };
     let private = [("PAYD_PROCESSORS__ALLOW_PRIVATE_URLS", "true")];

@@ -1181,3 +1181,103 @@ async fn a_stripe_payment_method_no_account_can_charge_is_refused_naming_its_fie
         r.body
     );
 }
+
+/// The `Location` of a redirect answer, as a path of `app` (or as it is, for another host).
+fn location(r: &common::Answer) -> String {
+    r.header("location").expect("a Location").to_owned()
+}
+
+/// 3-D Secure a buyer can finish (docs.stripe.com/payments/3d-secure/authentication-flow): the
+/// PaymentIntent is confirmed with a `return_url` on payd, so Stripe's `next_action` is a
+/// redirect; payd's challenge link sends the buyer to Stripe's page, Stripe sends them back to
+/// payd, and payd reads the PaymentIntent: paid when 3-D Secure passed, declined with Stripe's
+/// `payment_intent_authentication_failure` when it failed. A payment cancelled while it waits for
+/// 3-D Secure cancels its PaymentIntent at Stripe too.
+#[actix_web::test]
+async fn three_d_secure_completes_by_stripes_redirect_and_back() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let challenge = async |outcome: &str| -> (String, Value) {
+        let p = pay(
+            &app,
+            &m,
+            json!({"payment_method_data": card("4000000000003220")}),
+        )
+        .await;
+        assert_eq!(p.body["status"], "requires_customer_action", "{}", p.body);
+        let id = p.body["payment_id"].as_str().unwrap().to_owned();
+        let ours = p.body["next_action"]["redirect_to_url"]["url"]
+            .as_str()
+            .unwrap();
+        let path = app.path_of(ours).expect("payd's challenge link").to_owned();
+        let to_stripe = app.send(Method::GET, &path, None, None, &[]).await;
+        assert_eq!(to_stripe.status, 303, "{}", to_stripe.body);
+        let stripe_page = location(&to_stripe);
+        assert!(
+            stripe_page.starts_with(&format!("{}/3ds/pi_", ls.base)),
+            "{stripe_page}"
+        );
+        let mut back = common::client()
+            .post(&stripe_page)
+            .send_form(&[("result", outcome)])
+            .await
+            .unwrap();
+        assert_eq!(back.status(), 303);
+        let _ = back.body().await;
+        let back = back
+            .headers()
+            .get("location")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let back = app.path_of(&back).expect("back to payd").to_owned();
+        assert!(
+            back.starts_with(&format!("/checkout/{id}/challenge/return?")),
+            "{back}"
+        );
+        let page = app.send(Method::GET, &back, None, None, &[]).await;
+        assert_eq!(page.status, 303, "{}", page.body);
+        assert!(location(&page).starts_with(&format!("/checkout/{id}?client_secret=")));
+        (id.clone(), get(&app, &m, &format!("/payments/{id}")).await)
+    };
+    let (_, paid) = challenge("complete").await;
+    assert_eq!(paid["status"], "succeeded", "{paid}");
+    let (_, failed) = challenge("fail").await;
+    assert_eq!(
+        (
+            failed["status"].as_str(),
+            failed["last_error"]["code"].as_str()
+        ),
+        (
+            Some("declined"),
+            Some("payment_intent_authentication_failure")
+        ),
+        "{failed}"
+    );
+    // Every PaymentIntent was confirmed with payd's way back.
+    assert!(ls
+        .seen()
+        .iter()
+        .filter(|s| s.method == "POST" && s.path == "/v1/payment_intents")
+        .all(|s| s
+            .params
+            .iter()
+            .any(|(k, v)| k == "return_url" && v.contains("/challenge/return?client_secret="))));
+
+    let waiting = pay(
+        &app,
+        &m,
+        json!({"payment_method_data": card("4000000000003220")}),
+    )
+    .await;
+    let id = waiting.body["payment_id"].as_str().unwrap();
+    let cancelled = post(&app, &m, &format!("/payments/{id}/cancel"), json!({})).await;
+    assert_eq!(cancelled.body["status"], "cancelled", "{}", cancelled.body);
+    let pi = intent_of(&ls, id).await;
+    assert_eq!(
+        ls.get(&format!("/v1/payment_intents/{pi}")).await["status"],
+        "canceled"
+    );
+}

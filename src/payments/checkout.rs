@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    actor::{first_account, run, Access, Command, Payments},
+    actor::{challenge_url, first_account, run, Access, Command, Payments},
     api::{LastError, Payment, SentCard, StripeMethodInput},
     create, store,
 };
@@ -113,6 +113,7 @@ crate::http::routes! {
     "/checkout/{payment_id}/status" => { get: status },
     "/checkout/{payment_id}/confirm" => { post: confirm },
     "/checkout/{payment_id}/challenge" => { get: challenge_page, post: complete_challenge },
+    "/checkout/{payment_id}/challenge/return" => { get: challenge_return },
     "/checkout/{payment_id}/logo" => { get: logo },
 }
 
@@ -298,7 +299,7 @@ async fn stripe_form(
 /// its requests to Stripe's API; for a stand-in on a loopback address (a test server), that
 /// address for all three. Still no inline script or style.
 fn stripe_policy(settings: &Settings) -> String {
-    let js = crate::processors::stripe::js_origin(&settings.processors.stripe_js_url)
+    let js = crate::settings::stripe_js_origin(&settings.processors.stripe_js_url)
         .unwrap_or_else(|| "https://js.stripe.com".into());
     let (frames, api) = if js == "https://js.stripe.com" {
         (
@@ -463,11 +464,21 @@ pub async fn confirm(
     responses((status = 200, description = "the challenge page", content_type = "text/html")))]
 pub async fn challenge_page(
     state: web::Data<AppState>,
+    payments: web::Data<Payments>,
     req: HttpRequest,
     PathId(id): PathId<crate::ids::PaymentId>,
     ApiQuery(q): ApiQuery<SecretQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
+    // A processor that runs 3-D Secure on its own page (Stripe) gets the buyer there; it sends
+    // them back to `…/challenge/return`.
+    if let Some(url) = challenge_url(payments.deps(), &m).await? {
+        return Ok(HttpResponse::SeeOther()
+            .insert_header((header::LOCATION, url))
+            .insert_header(("cache-control", "no-store"))
+            .insert_header(("referrer-policy", "no-referrer"))
+            .finish());
+    }
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
     let shop = shop_look(&state, &m).await?;
@@ -488,6 +499,46 @@ pub async fn challenge_page(
             accent: shop.accent.as_ref(),
         },
     })
+}
+
+/// Where a processor's 3-D Secure page (Stripe's) sends the buyer back: payd reads the
+/// challenge's outcome from the processor, then shows the buyer the checkout page, which tells the outcome
+/// (and goes on to the shop's `return_url`, or lets the buyer try another card).
+#[utoipa::path(get, path = "/checkout/{payment_id}/challenge/return", tag = "checkout",
+    params(("payment_id" = String, Path), SecretQuery),
+    responses((status = 303, description = "to the checkout page"), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn challenge_return(
+    state: web::Data<AppState>,
+    payments: web::Data<Payments>,
+    PathId(id): PathId<crate::ids::PaymentId>,
+    ApiQuery(q): ApiQuery<SecretQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let m = by_secret(&state, &id, &q.client_secret).await?;
+    // The challenge's outcome is what the processor now holds (for Stripe, the PaymentIntent
+    // read back, its decline's code included). One already settled (by Stripe's event), or a
+    // processor that cannot be asked now, leaves the payment as it is: the page shows it, and
+    // the event or the settle job settles it.
+    let read = run(
+        &payments,
+        &m.id,
+        Some(buyer(&m, q.client_secret.clone())),
+        Command::CompleteChallenge { approve: true },
+        None,
+    )
+    .await;
+    if let Err(e) = read {
+        tracing::info!(payment_id = %m.id, error = %e, "a payment back from 3-D Secure was not changed");
+    }
+    let page = format!(
+        "/checkout/{}?client_secret={}",
+        m.id,
+        form_urlencoded::byte_serialize(q.client_secret.as_bytes()).collect::<String>()
+    );
+    Ok(HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, page))
+        .insert_header(("cache-control", "no-store"))
+        .insert_header(("referrer-policy", "no-referrer"))
+        .finish())
 }
 
 /// The buyer passes or fails the challenge.

@@ -39,6 +39,9 @@ pub struct AuthRequest {
     pub save: Option<SaveFor>,
     /// A merchant-initiated charge of a saved card (a mandate's).
     pub off_session: bool,
+    /// Where a processor that runs 3-D Secure on its own page sends the buyer back (payd's
+    /// `/checkout/{payment_id}/challenge/return`).
+    pub return_url: String,
     pub now: DateTime<Utc>,
 }
 
@@ -178,6 +181,18 @@ pub trait Processor: Send + Sync + 'static {
     /// (Stripe releases it unless the payment was confirmed for multicapture).
     fn captures_more_than_once(&self) -> bool {
         true
+    }
+    /// Whether an authorization waiting for the buyer's 3-D Secure is held at the processor, so
+    /// that cancelling or expiring the payment must void it there (Stripe's `requires_action`
+    /// PaymentIntent).
+    fn voids_challenges(&self) -> bool {
+        false
+    }
+    /// Where the buyer completes the 3-D Secure of the authorization behind `reference`, when
+    /// the processor runs it on its own page (Stripe's `next_action.redirect_to_url`); `None`
+    /// when payd's challenge page does.
+    fn challenge_url(&self, _reference: &str) -> Answer<Option<String>> {
+        Box::pin(futures_util::future::ready(Ok(None)))
     }
     /// Whether a capture can be voided (within payd's void window) rather than refunded.
     fn voids_captures(&self) -> bool {

@@ -170,6 +170,33 @@ pub struct ProcessorSettings {
     pub stripe_js_url: String,
 }
 
+/// Stripe.js, which the hosted checkout loads for a Stripe account
+/// (docs.stripe.com/js: always from js.stripe.com, never bundled or self-hosted).
+pub const STRIPE_JS_URL: &str = "https://js.stripe.com/v3/";
+
+/// The origin (`scheme://host[:port]`) of a Stripe.js URL payd may load: Stripe's own, or one
+/// on a loopback address (a test server's stand-in); `None` for any other.
+pub fn stripe_js_origin(url: &str) -> Option<String> {
+    let url = url.trim();
+    if url == STRIPE_JS_URL {
+        return Some("https://js.stripe.com".into());
+    }
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    if !matches!(scheme, "http" | "https") || authority.contains('@') {
+        return None;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => authority.split(':').next()?,
+    };
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback.then(|| format!("{scheme}://{authority}"))
+}
+
 /// Abuse limits.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

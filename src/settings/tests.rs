@@ -165,3 +165,29 @@ fn production_turns_every_guard_on_unless_the_operator_turns_one_off() {
         assert!(warnings[0].starts_with(named), "{warnings:?}");
     }
 }
+
+#[test]
+fn stripe_js_loads_only_from_stripe_or_a_loopback_stand_in() {
+    let load = |url: &str| Settings::load_from(vars(&[("PAYD_PROCESSORS__STRIPE_JS_URL", url)]));
+    assert_eq!(
+        load("https://js.stripe.com/v3/")
+            .unwrap()
+            .processors
+            .stripe_js_url,
+        STRIPE_JS_URL
+    );
+    assert_eq!(
+        stripe_js_origin("http://127.0.0.1:8420/js.stripe.com/v3/").as_deref(),
+        Some("http://127.0.0.1:8420")
+    );
+    assert!(load("http://[::1]:9/js.stripe.com/v3/").is_ok());
+    for refused in [
+        "https://js.stripe.com.evil.example/v3/",
+        "https://cdn.example.com/stripe.js",
+        "http://127.0.0.1@evil.example/v3/",
+        "javascript:alert(1)",
+    ] {
+        let e = load(refused).unwrap_err().to_string();
+        assert!(e.contains("processors.stripe_js_url"), "{refused}: {e}");
+    }
+}

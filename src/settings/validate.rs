@@ -26,7 +26,7 @@ impl Settings {
     /// `processors.stripe_js_url`: Stripe's own Stripe.js, or a stand-in on a loopback address.
     /// A buyer's card number is typed into what it loads: no other host may serve it.
     fn validate_stripe_js(&self) -> Result<(), SettingsError> {
-        if crate::processors::stripe::js_origin(&self.processors.stripe_js_url).is_none() {
+        if super::stripe_js_origin(&self.processors.stripe_js_url).is_none() {
             return bad(
                 "processors.stripe_js_url",
                 "Stripe's own https://js.stripe.com/v3/, or a loopback address (a test server's stand-in)",

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::{
     client,
-    stripe::{connect_via, LocalStripe},
+    stripe::{connect_via, LocalStripe, SECRET_KEY},
     stripe_api::StripeApi,
     Merchant, TestApp,
 };
@@ -85,6 +85,11 @@ pub struct Strict {
     events: Mutex<Vec<Value>>,
     /// The card number behind each PaymentMethod made here.
     numbers: Mutex<HashMap<String, String>>,
+    /// The `return_url` of each PaymentIntent confirmed with one: its 3-D Secure is Stripe's
+    /// redirect (`next_action.redirect_to_url`), which localstripe does not model.
+    returns: Mutex<HashMap<String, String>>,
+    /// PaymentIntents whose 3-D Secure the buyer failed (their `last_payment_error`).
+    unauthenticated: Mutex<std::collections::HashSet<String>>,
     /// The card behind each token Stripe.js made in a browser (`POST /v1/tokens`, which
     /// carries the card as the buyer typed it: number, expiry, CVC).
     tokens: Mutex<HashMap<String, Vec<(String, String)>>>,
@@ -149,6 +154,8 @@ impl StrictStripe {
             events: Mutex::default(),
             numbers: Mutex::default(),
             tokens: Mutex::default(),
+            returns: Mutex::default(),
+            unauthenticated: Mutex::default(),
             seen: Mutex::default(),
             api: StripeApi::load(),
         });
@@ -537,6 +544,9 @@ async fn from_browser(
                 .body(a.body),
         );
     }
+    if let Some(pi) = path.strip_prefix("/3ds/") {
+        return Some(three_d_secure(s, req, pi, params).await);
+    }
     if path != "/v1/tokens" || req.method() != Method::POST {
         return None;
     }
@@ -556,6 +566,86 @@ async fn from_browser(
             .insert_header(("access-control-allow-origin", "*"))
             .body(a.body),
     )
+}
+
+/// A PaymentIntent as Stripe shows it after a confirm with `return_url`
+/// (docs.stripe.com/payments/3d-secure/authentication-flow): while it `requires_action`, its
+/// `next_action` is `redirect_to_url` to Stripe's 3-D Secure page (here, the layer's `/3ds/…`);
+/// once the buyer failed it, `last_payment_error` says so.
+fn redirect_for_3ds(s: &Strict, req: &HttpRequest, pi: &mut Value) {
+    let Some(id) = pi["id"].as_str().map(str::to_owned) else {
+        return;
+    };
+    let Some(back) = s.returns.lock().unwrap().get(&id).cloned() else {
+        return;
+    };
+    if pi["status"] == "requires_action" {
+        let host = req.connection_info().host().to_owned();
+        pi["next_action"] = json!({"type": "redirect_to_url",
+            "redirect_to_url": {"url": format!("http://{host}/3ds/{id}"), "return_url": back}});
+    }
+    if s.unauthenticated.lock().unwrap().contains(&id) && pi["last_payment_error"].is_null() {
+        pi["last_payment_error"] = json!({"type": "card_error",
+            "code": "payment_intent_authentication_failure",
+            "message": "The provided PaymentMethod has failed authentication."});
+    }
+}
+
+/// Stripe's 3-D Secure page for a PaymentIntent: `GET` shows the buyer two buttons, `POST`
+/// (`result=complete` or `fail`) authenticates it (localstripe's `_authenticate`) and sends
+/// the buyer back to the `return_url` with `payment_intent` and `redirect_status`, as Stripe
+/// does.
+async fn three_d_secure(
+    s: &Strict,
+    req: &HttpRequest,
+    pi: &str,
+    params: &[(String, String)],
+) -> HttpResponse {
+    let Some(back) = s.returns.lock().unwrap().get(pi).cloned() else {
+        return HttpResponse::NotFound().finish();
+    };
+    if req.method() != Method::POST {
+        return HttpResponse::Ok().content_type("text/html").body(format!(
+            "<!doctype html><title>3D Secure</title><form method=post action=/3ds/{pi}>\
+             <button id=complete name=result value=complete>Complete authentication</button>\
+             <button id=fail name=result value=fail>Fail authentication</button></form>"
+        ));
+    }
+    let success = param(params, "result") == Some("complete");
+    // The buyer's browser carries no key: Stripe's page acts for the account.
+    let auth = ("authorization", format!("Bearer {SECRET_KEY}"));
+    let mut got = client()
+        .get(format!("{}/v1/payment_intents/{pi}", s.target))
+        .insert_header(auth.clone())
+        .send()
+        .await
+        .expect("localstripe answers");
+    let intent: Value = got.json().await.unwrap_or(Value::Null);
+    let secret = intent["client_secret"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let form = [("client_secret", secret), ("success", success.to_string())];
+    let done = client()
+        .post(format!(
+            "{}/v1/payment_intents/{pi}/_authenticate",
+            s.target
+        ))
+        .insert_header(auth)
+        .send_form(&form)
+        .await
+        .expect("localstripe answers");
+    assert_eq!(done.status(), 200, "_authenticate");
+    if !success {
+        s.unauthenticated.lock().unwrap().insert(pi.to_owned());
+    }
+    let status = if success { "succeeded" } else { "failed" };
+    HttpResponse::SeeOther()
+        .insert_header((
+            "location",
+            format!("{back}&payment_intent={pi}&redirect_status={status}"),
+        ))
+        .finish()
 }
 
 /// A PaymentMethod of the card a Stripe test PaymentMethod (`pm_card_visa`) stands for, made
@@ -616,6 +706,9 @@ async fn post_strictly(
     // a network with a shorter window than payd's seven days would set it.
     let expand_charge = param(&params, "expand[]") == Some("latest_charge");
     params.retain(|(k, _)| k != "expand[]");
+    // localstripe refuses `return_url`: kept here, for Stripe's 3-D Secure redirect.
+    let return_url = param(&params, "return_url").map(str::to_owned);
+    params.retain(|(k, _)| k != "return_url");
     let segments: Vec<&str> = path.trim_start_matches("/v1/").split('/').collect();
     match segments.as_slice() {
         ["payment_methods"]
@@ -758,6 +851,17 @@ async fn post_strictly(
             answer.body = serde_json::to_vec(&pi).unwrap();
         }
     }
+    if let (Some(back), "/v1/payment_intents", 200) = (&return_url, path, answer.status) {
+        let mut pi: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        if let Some(id) = pi["id"].as_str() {
+            s.returns
+                .lock()
+                .unwrap()
+                .insert(id.to_owned(), back.clone());
+        }
+        redirect_for_3ds(s, req, &mut pi);
+        answer.body = serde_json::to_vec(&pi).unwrap();
+    }
     if path == "/v1/payment_methods" && answer.status == 200 {
         let made: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         if let (Some(id), Some(number)) = (made["id"].as_str(), param(&params, "card[number]")) {
@@ -849,6 +953,7 @@ async fn get(
     };
     if path.starts_with("/v1/payment_intents/") {
         reason(&mut v);
+        redirect_for_3ds(s, req, &mut v);
     } else if path.starts_with("/v1/refunds/") {
         mark(&mut v);
     } else if path == "/v1/refunds" {

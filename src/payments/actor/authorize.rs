@@ -280,6 +280,12 @@ pub(super) async fn authorize(
             secret: secret.clone(),
             save: save_for(deps, m, account).await?,
             off_session: m.off_session,
+            return_url: format!(
+                "{}/checkout/{}/challenge/return?client_secret={}",
+                deps.public_url.trim_end_matches('/'),
+                m.id,
+                m.client_secret
+            ),
             now,
         };
         let result = match processor.authorize(request).await {
@@ -444,6 +450,22 @@ fn available(deps: &PaymentDeps, enabled: &[processor_account::Model]) -> Vec<St
         .filter(|a| deps.resolve(Some(a)).is_some_and(|p| p.available()))
         .map(|a| a.name.clone())
         .collect()
+}
+
+/// Where the buyer completes the payment's 3-D Secure when its processor runs it on its own
+/// page (Stripe's); `None` when payd's challenge page does, or the payment waits for none.
+pub async fn challenge_url(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+) -> Result<Option<String>, PaymentError> {
+    if m.status != Status::RequiresCustomerAction.as_str() {
+        return Ok(None);
+    }
+    let Ok((account, reference)) = processor_of(m) else {
+        return Ok(None);
+    };
+    let processor = deps.processor_for(m, &account).await?;
+    Ok(processor.challenge_url(&reference).await?)
 }
 
 /// The account a payment would be sent to first if its buyer paid now, its card's brand not

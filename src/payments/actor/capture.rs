@@ -85,7 +85,7 @@ pub(super) async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Don
         _ => refunds::Disputed::default(),
     };
     let next = machine::cancel(&state, now, &disputed)?;
-    if kind == CancelKind::Local {
+    if kind == CancelKind::Local && !challenge_held(deps, m).await? {
         return commit(deps, m, store::with_state(m, &next, now), plain("cancel")).await;
     }
     if kind == CancelKind::VoidCapture {
@@ -95,6 +95,18 @@ pub(super) async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Don
         }
     }
     void(deps, m, next.status, false).await
+}
+
+/// Whether the payment waits for the buyer's 3-D Secure on an authorization its processor holds
+/// (a Stripe PaymentIntent in `requires_action`): cancelling or expiring it voids it there.
+async fn challenge_held(deps: &PaymentDeps, m: &payment::Model) -> Result<bool, PaymentError> {
+    if m.status != Status::RequiresCustomerAction.as_str() {
+        return Ok(false);
+    }
+    let Ok((account, _)) = processor_of(m) else {
+        return Ok(false);
+    };
+    Ok(deps.processor_for(m, &account).await?.voids_challenges())
 }
 
 /// Voids what the processor holds, after which the payment is `to` (for a cancel, or the
@@ -161,7 +173,8 @@ pub(super) async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Don
         return Ok(Done::unchanged(m));
     };
     // Release what the processor still holds for us.
-    if state.status.is_capturable() && processor_of(m).is_ok() {
+    let held = state.status.is_capturable() || challenge_held(deps, m).await?;
+    if held && processor_of(m).is_ok() {
         return void(deps, m, next.status, true).await;
     }
     commit(deps, m, store::with_state(m, &next, now), plain("expire")).await

@@ -7,8 +7,8 @@ mod capture;
 mod refunding;
 mod sync;
 
-pub use authorize::first_account;
 use authorize::*;
+pub use authorize::{challenge_url, first_account};
 use capture::*;
 use refunding::*;
 use sync::*;

@@ -35,32 +35,6 @@ pub use signature::{sign, verify, SignatureError, SIGNATURE_TOLERANCE_SECS};
 
 /// Stripe's API, when an account names no other.
 pub const API_BASE: &str = "https://api.stripe.com";
-/// Stripe.js, which the hosted checkout loads for a Stripe account
-/// (docs.stripe.com/js: always from js.stripe.com, never bundled or self-hosted).
-pub const JS_URL: &str = "https://js.stripe.com/v3/";
-
-/// The origin (`scheme://host[:port]`) of a Stripe.js URL payd may load: Stripe's own, or one
-/// on a loopback address (a test server's stand-in); `None` for any other.
-pub fn js_origin(url: &str) -> Option<String> {
-    let url = url.trim();
-    if url == JS_URL {
-        return Some("https://js.stripe.com".into());
-    }
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    if !matches!(scheme, "http" | "https") || authority.contains('@') {
-        return None;
-    }
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => authority.split(':').next()?,
-    };
-    let loopback = host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    loopback.then(|| format!("{scheme}://{authority}"))
-}
 /// The API version every request pins: its PaymentIntents carry `latest_charge` and default
 /// to card payments, so a confirm needs no `return_url`.
 pub const API_VERSION: &str = "2022-11-15";
@@ -349,6 +323,10 @@ impl Inner {
             pair("metadata[payd_reference]", &req.reference),
             // The charge, for the card's `capture_before`.
             pair("expand[]", "latest_charge"),
+            // 3-D Secure by Stripe's redirect (docs.stripe.com/payments/3d-secure/authentication-flow):
+            // with a `return_url`, `next_action` is `redirect_to_url`, and the buyer comes back
+            // to payd, which then reads the PaymentIntent.
+            pair("return_url", &req.return_url),
         ];
         let customer = token.as_ref().and_then(|t| t.customer.as_deref());
         if let Some(customer) = customer {
@@ -607,6 +585,25 @@ impl Processor for StripeProcessor {
 
     fn takes_card_numbers(&self) -> bool {
         self.inner.config.raw_card_data
+    }
+
+    fn voids_challenges(&self) -> bool {
+        true
+    }
+
+    /// `next_action.redirect_to_url.url` of a PaymentIntent that `requires_action`
+    /// (docs.stripe.com/api/payment_intents/object#payment_intent_object-next_action).
+    fn challenge_url(&self, reference: &str) -> Answer<Option<String>> {
+        let (inner, reference) = (self.inner.clone(), reference.to_owned());
+        Box::pin(async move {
+            let id = Inner::intent_id(&reference)?;
+            let pi = inner.payment_intent(id).await?;
+            let redirect = &pi["next_action"]["redirect_to_url"]["url"];
+            Ok(redirect
+                .as_str()
+                .filter(|_| pi["status"] == "requires_action")
+                .map(str::to_owned))
+        })
     }
 
     fn browser_key(&self) -> Option<String> {
