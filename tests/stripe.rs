@@ -779,8 +779,10 @@ async fn keys_are_checked_against_the_shops_mode_and_secrets_never_leave_sealed(
             r.body
         );
     }
+    // A webhook secret may come later (PATCH), but one sent is checked.
     let r = add(
-        json!({"name": "nohook", "kind": "stripe", "raw_card_data": true, "secret_key": SECRET_KEY, "api_base": ls.base}),
+        json!({"name": "nohook", "kind": "stripe", "raw_card_data": true, "secret_key": SECRET_KEY,
+            "webhook_secret": "whsec_short", "api_base": ls.base}),
     )
     .await;
     assert_eq!(

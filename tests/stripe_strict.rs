@@ -1281,3 +1281,137 @@ async fn three_d_secure_completes_by_stripes_redirect_and_back() {
         "canceled"
     );
 }
+
+/// An account a merchant can keep: created before its webhook secret exists (the endpoint's
+/// URL at Stripe names the account), then given it; its secret key rolled in place
+/// (docs.stripe.com/keys#rolling-keys) with payments before and after, the id unchanged; its
+/// webhook secret rolled with both accepted while Stripe signs with either
+/// (docs.stripe.com/webhooks#roll-endpoint-secrets), the old one refused after 24 hours;
+/// disabled and enabled again; every change audited without its secrets.
+#[actix_web::test]
+async fn a_stripe_accounts_credentials_rotate_in_place() {
+    let Some(ls) = StrictStripe::start().await else {
+        return;
+    };
+    let clock = payd::clock::ManualClock::new();
+    let app = common::spawn_with_clock(Arc::new(TestDb::new().await), &[], clock.clone()).await;
+    let m = app.create_merchant("Acme").await;
+    let processors = format!("/account/shops/{}/processors", m.profile_id);
+    let r = app
+        .post(
+            &processors,
+            &m.secret_key,
+            json!({"name": "stripe", "kind": "stripe", "raw_card_data": true,
+                "secret_key": common::stripe::SECRET_KEY, "api_base": ls.base}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["processor_account_id"].as_str().unwrap().to_owned();
+    let account = format!("{processors}/{id}");
+    let patch = async |body: Value| app.call(&m, Method::PATCH, &account, Some(body)).await;
+    let event = json!({"id": "evt_1", "object": "event", "type": "payment_intent.succeeded",
+        "created": chrono::Utc::now().timestamp(),
+        "data": {"object": {"id": "pi_unknown", "object": "payment_intent", "metadata": {}}}});
+    let body = serde_json::to_vec(&event).unwrap();
+    let signed = |secret: &str| {
+        payd::processors::stripe::sign(secret, chrono::Utc::now().timestamp(), &body)
+    };
+    let (status, _) = post_event(&app, &id, &event, &signed(WEBHOOK_SECRET)).await;
+    assert_eq!(status, 400, "no webhook secret yet");
+    let r = patch(json!({"webhook_secret": WEBHOOK_SECRET})).await;
+    assert_eq!(
+        (r.status, r.body["processor_account_id"].as_str()),
+        (200, Some(id.as_str()))
+    );
+    let (status, _) = post_event(&app, &id, &event, &signed(WEBHOOK_SECRET)).await;
+    assert_eq!(status, 200);
+
+    // The secret key rolled: the payment made before is refunded with the new key.
+    let before = pay(&app, &m, json!({})).await;
+    assert_eq!(before.body["status"], "succeeded", "{}", before.body);
+    const ROLLED: &str = "sk_test_rolled0000000000000000000002";
+    let r = patch(json!({"secret_key": ROLLED})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let refund = post(
+        &app,
+        &m,
+        "/refunds",
+        json!({"payment_id": before.body["payment_id"], "amount": 100}),
+    )
+    .await;
+    assert_eq!(refund.body["status"], "succeeded", "{}", refund.body);
+    let after = pay(&app, &m, json!({})).await;
+    assert_eq!(after.body["status"], "succeeded", "{}", after.body);
+    let posts: Vec<_> = ls
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "POST")
+        .collect();
+    assert_eq!(posts.last().unwrap().bearer.as_deref(), Some(ROLLED));
+    assert_eq!(
+        posts.first().unwrap().bearer.as_deref(),
+        Some(common::stripe::SECRET_KEY)
+    );
+    let r = patch(json!({"secret_key": "sk_live_other0000000000000000000003"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["param"].as_str()),
+        (400, Some("secret_key"))
+    );
+    let r = patch(json!({"secret": "a-remote-accounts-secret"})).await;
+    assert_eq!(
+        (r.status, r.body["error"]["param"].as_str()),
+        (400, Some("secret"))
+    );
+
+    // The webhook secret rolled: both sign for 24 hours, then only the new one.
+    const NEW_SECRET: &str = "whsec_rolled0000000000000000000000000002";
+    assert_eq!(
+        patch(json!({"webhook_secret": NEW_SECRET})).await.status,
+        200
+    );
+    for secret in [WEBHOOK_SECRET, NEW_SECRET] {
+        let (status, _) = post_event(&app, &id, &event, &signed(secret)).await;
+        assert_eq!(status, 200, "{secret}");
+    }
+    clock.advance(chrono::Duration::hours(25));
+    let (status, _) = post_event(&app, &id, &event, &signed(WEBHOOK_SECRET)).await;
+    assert_eq!(status, 400, "the old secret is no longer accepted");
+    let (status, _) = post_event(&app, &id, &event, &signed(NEW_SECRET)).await;
+    assert_eq!(status, 200);
+
+    // Disabled, the shop's payments go elsewhere (its implicit sandbox); enabled, here again.
+    assert_eq!(
+        patch(json!({"enabled": false})).await.body["enabled"],
+        false
+    );
+    let elsewhere = pay(&app, &m, json!({})).await;
+    let tried = attempts(&app, &m, elsewhere.body["payment_id"].as_str().unwrap()).await;
+    assert_eq!(tried[0]["processor"], "sandbox", "{tried:?}");
+    assert_eq!(patch(json!({"enabled": true})).await.body["enabled"], true);
+    let back = pay(&app, &m, json!({})).await;
+    let tried = attempts(&app, &m, back.body["payment_id"].as_str().unwrap()).await;
+    assert_eq!(tried[0]["processor"], "stripe", "{tried:?}");
+
+    let log = get(&app, &m, "/account/audit-log?limit=100").await;
+    let updates: Vec<&Value> = log["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "processor_account.updated")
+        .collect();
+    assert_eq!(updates.len(), 5, "{log}");
+    let text = log.to_string();
+    for secret in [ROLLED, NEW_SECRET, WEBHOOK_SECRET] {
+        assert!(!text.contains(secret), "a secret in the audit log");
+    }
+    let other = app.create_merchant("Other").await;
+    let r = app
+        .call(
+            &other,
+            Method::PATCH,
+            &format!("/account/shops/{}/processors/{id}", other.profile_id),
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(r.status, 404, "{}", r.body);
+}

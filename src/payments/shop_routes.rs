@@ -25,6 +25,7 @@ use crate::{
 
 crate::http::routes! {
     "/account/shops/{profile_id}/processors" => { get: list_processors, post: add_processor },
+    "/account/shops/{profile_id}/processors/{processor_account_id}" => { patch: update_processor },
     "/account/shops/{profile_id}/routing" => { get: get_routing, put: put_routing },
     "/admin/processors" => { get: admin_processors },
     "/admin/processors/{processor_account_id}" => { get: admin_processor },
@@ -106,6 +107,191 @@ pub struct AddProcessorRequest {
     /// card reaches Stripe only through Stripe.js (`payment_method_data.stripe`).
     #[serde(default)]
     pub raw_card_data: Option<bool>,
+}
+
+/// What a merchant may change of a processor account in place: its id (so the webhook URL at
+/// Stripe, the saved cards and the payments it served) stays, and so do its kind, mode,
+/// destination and approval. Only the fields sent change.
+#[derive(serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateProcessorRequest {
+    /// Route to it (`true`) or not (`false`); a disabled account keeps its payments, which
+    /// it still captures, refunds and syncs.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// `remote` and `stripe`: per-request timeout, 100 to 120 000 ms.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// `remote`: a new shared secret (16 to 200 characters).
+    #[serde(default)]
+    pub secret: Option<String>,
+    /// `stripe`: a new secret key of the account's mode (Stripe's key roll).
+    #[serde(default)]
+    pub secret_key: Option<String>,
+    /// `stripe`: a new publishable key of the account's mode.
+    #[serde(default)]
+    pub publishable_key: Option<String>,
+    /// `stripe`: the endpoint's signing secret; the one it replaces is still accepted for 24
+    /// hours, while Stripe's roll keeps both.
+    #[serde(default)]
+    pub webhook_secret: Option<String>,
+    /// `stripe`: whether payd may send Stripe card numbers typed in.
+    #[serde(default)]
+    pub raw_card_data: Option<bool>,
+}
+
+/// How long a replaced webhook secret is still accepted: as long as Stripe's roll lets the
+/// old one sign (at most 24 hours, docs.stripe.com/webhooks#roll-endpoint-secrets).
+const WEBHOOK_SECRET_OVERLAP_HOURS: i64 = 24;
+
+/// Change a processor account in place: its credentials (a Stripe account's keys and webhook
+/// secret, a remote one's shared secret), its timeout, and whether it is enabled. The id stays,
+/// and so do the kind, the mode, the destination and the operator's approval. Audited
+/// (`processor_account.updated`, naming the fields changed). In force on every instance when
+/// this answers.
+#[utoipa::path(patch, path = "/account/shops/{profile_id}/processors/{processor_account_id}", tag = "account",
+    params(("profile_id" = String, Path), ("processor_account_id" = String, Path)),
+    request_body = UpdateProcessorRequest,
+    responses((status = 200, body = ProcessorAccount), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody)),
+    security(("api_key" = [])))]
+pub async fn update_processor(
+    SecretKey(caller): SecretKey,
+    state: web::Data<AppState>,
+    connections: web::Data<Connections>,
+    path: web::Path<(String, String)>,
+    ApiJson(req): ApiJson<UpdateProcessorRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let (profile, id) = path.into_inner();
+    let shop = shop_in_path(&state, &caller, &profile).await?;
+    let mut account = store::find_account(&state.db, &id)
+        .await?
+        .filter(|a| {
+            a.merchant_id == caller.merchant_id.as_str()
+                && a.profile_id == shop.as_str()
+                && a.test_mode == caller.test_mode()
+        })
+        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
+    let mut changed: Vec<&str> = Vec::new();
+    let now = state.clock.now();
+    match account.kind.as_str() {
+        connect::STRIPE => {
+            let mut c = connections
+                .stripe(&account)
+                .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
+            changed.extend(restripe(&state, &mut c, &req, account.test_mode, now)?);
+            account.config = Some(
+                state
+                    .keyring
+                    .seal(&serde_json::to_string(&c).map_err(ApiError::internal)?),
+            );
+        }
+        connect::REMOTE => {
+            not_for(
+                "remote",
+                [
+                    ("secret_key", req.secret_key.is_some()),
+                    ("publishable_key", req.publishable_key.is_some()),
+                    ("webhook_secret", req.webhook_secret.is_some()),
+                    ("raw_card_data", req.raw_card_data.is_some()),
+                ],
+            )?;
+            let mut c: RemoteConfig = connections
+                .remote(&account)
+                .ok_or_else(|| ApiError::internal("a remote account's settings cannot be read"))?;
+            if let Some(secret) = &req.secret {
+                if !(16..=200).contains(&secret.len()) {
+                    return Err(ApiError::invalid_param("secret", "16 to 200 characters"));
+                }
+                c.secret = secret.clone();
+                changed.push("secret");
+            }
+            if req.timeout_ms.is_some() {
+                c.timeout_ms = timeout_ms(&state, req.timeout_ms, 0)?;
+                changed.push("timeout_ms");
+            }
+            account.config = Some(
+                state
+                    .keyring
+                    .seal(&serde_json::to_string(&c).map_err(ApiError::internal)?),
+            );
+        }
+        _ => not_for(
+            "sandbox",
+            [
+                ("secret_key", req.secret_key.is_some()),
+                ("publishable_key", req.publishable_key.is_some()),
+                ("webhook_secret", req.webhook_secret.is_some()),
+                ("raw_card_data", req.raw_card_data.is_some()),
+                ("secret", req.secret.is_some()),
+                ("timeout_ms", req.timeout_ms.is_some()),
+            ],
+        )?,
+    }
+    if let Some(enabled) = req.enabled {
+        account.enabled = enabled;
+        changed.push("enabled");
+    }
+    let row = store::update_account(&state.db, &account, &changed, now, &caller.key_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
+    // Routed to (or not) with its new settings by every instance when this answers.
+    state.generation.changed().await;
+    Ok(HttpResponse::Ok().json(ProcessorAccount::from(row)))
+}
+
+/// Refuses (400 naming it) the first field sent that an account of `kind` does not have.
+fn not_for<const N: usize>(kind: &str, sent: [(&str, bool); N]) -> Result<(), ApiError> {
+    match sent.iter().find(|(_, sent)| *sent) {
+        Some((field, _)) => Err(ApiError::invalid_param(
+            field,
+            format!("a {kind} account has no {field}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A Stripe account's settings with the request's changes, each checked as on creation (a
+/// key of the account's own mode); the names of the fields changed. A new webhook secret keeps
+/// the one it replaces for [`WEBHOOK_SECRET_OVERLAP_HOURS`].
+fn restripe(
+    state: &AppState,
+    c: &mut StripeConfig,
+    req: &UpdateProcessorRequest,
+    test_mode: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<&'static str>, ApiError> {
+    not_for("stripe", [("secret", req.secret.is_some())])?;
+    let mut changed = Vec::new();
+    if let Some(key) = &req.secret_key {
+        c.secret_key = secret_key(key, test_mode)?;
+        changed.push("secret_key");
+    }
+    if let Some(pk) = &req.publishable_key {
+        c.publishable_key = Some(publishable_key(pk, test_mode)?);
+        changed.push("publishable_key");
+    }
+    if let Some(s) = &req.webhook_secret {
+        let new = webhook_secret(s)?;
+        if new != c.webhook_secret {
+            let old = std::mem::replace(&mut c.webhook_secret, new);
+            c.previous_webhook_secret = Some(old).filter(|o| !o.is_empty());
+            c.previous_webhook_secret_until = c
+                .previous_webhook_secret
+                .as_ref()
+                .map(|_| now + chrono::Duration::hours(WEBHOOK_SECRET_OVERLAP_HOURS));
+        }
+        changed.push("webhook_secret");
+    }
+    if req.timeout_ms.is_some() {
+        c.timeout_ms = timeout_ms(state, req.timeout_ms, stripe::DEFAULT_TIMEOUT_MS)?;
+        changed.push("timeout_ms");
+    }
+    if let Some(raw) = req.raw_card_data {
+        c.raw_card_data = raw;
+        changed.push("raw_card_data");
+    }
+    Ok(changed)
 }
 
 /// A processor account as the operator sees it before approving it: the account, and where
@@ -271,17 +457,15 @@ fn remote_config(state: &AppState, req: &AddProcessorRequest) -> Result<String, 
     let config = RemoteConfig {
         url,
         secret,
-        timeout_ms: timeout_ms(state, req, 0)?,
+        timeout_ms: timeout_ms(state, req.timeout_ms, 0)?,
     };
     serde_json::to_string(&config).map_err(ApiError::internal)
 }
 
 /// The account's timeout per request: its own, else the operator's default (at least
 /// `floor`: Stripe's is 30 seconds).
-fn timeout_ms(state: &AppState, req: &AddProcessorRequest, floor: u64) -> Result<u64, ApiError> {
-    let timeout_ms = req
-        .timeout_ms
-        .unwrap_or(state.settings.processors.default_timeout_ms.max(floor));
+fn timeout_ms(state: &AppState, asked: Option<u64>, floor: u64) -> Result<u64, ApiError> {
+    let timeout_ms = asked.unwrap_or(state.settings.processors.default_timeout_ms.max(floor));
     if !(100..=120_000).contains(&timeout_ms) {
         return Err(ApiError::invalid_param(
             "timeout_ms",
@@ -298,7 +482,35 @@ fn stripe_config(
     req: &AddProcessorRequest,
     test_mode: bool,
 ) -> Result<String, ApiError> {
-    let key = req.secret_key.as_deref().unwrap_or("").trim();
+    let secret_key = secret_key(req.secret_key.as_deref().unwrap_or(""), test_mode)?;
+    // The endpoint's URL at Stripe names the account: its secret may come after (PATCH).
+    let webhook_secret = match req.webhook_secret.as_deref() {
+        Some(s) => webhook_secret(s)?,
+        None => String::new(),
+    };
+    let api_base = api_base(state, req.api_base.as_deref().unwrap_or(stripe::API_BASE))?;
+    let publishable_key = req
+        .publishable_key
+        .as_deref()
+        .map(|pk| publishable_key(pk, test_mode))
+        .transpose()?;
+    let config = StripeConfig {
+        secret_key,
+        webhook_secret,
+        previous_webhook_secret: None,
+        previous_webhook_secret_until: None,
+        api_base,
+        timeout_ms: timeout_ms(state, req.timeout_ms, stripe::DEFAULT_TIMEOUT_MS)?,
+        publishable_key,
+        raw_card_data: req.raw_card_data.unwrap_or(false),
+    };
+    serde_json::to_string(&config).map_err(ApiError::internal)
+}
+
+/// A Stripe secret key of the shop's mode (`sk_test_…`/`rk_test_…` for a test-mode shop,
+/// `sk_live_…`/`rk_live_…` for a live one), checked.
+fn secret_key(key: &str, test_mode: bool) -> Result<String, ApiError> {
+    let key = key.trim();
     let (fits, mode) = if test_mode {
         (
             StripeConfig::is_test_key(key),
@@ -316,39 +528,35 @@ fn stripe_config(
             format!("a Stripe secret key is needed; {mode}"),
         ));
     }
-    let webhook_secret = req.webhook_secret.as_deref().unwrap_or("").trim();
-    if !is_webhook_secret(webhook_secret) {
+    Ok(key.to_owned())
+}
+
+/// A Stripe webhook signing secret, checked.
+fn webhook_secret(s: &str) -> Result<String, ApiError> {
+    let s = s.trim();
+    if !is_webhook_secret(s) {
         return Err(ApiError::invalid_param(
             "webhook_secret",
-            "the signing secret of the account's webhook endpoint at Stripe is needed: whsec_ and at least 24 letters and digits",
+            "the signing secret of the account's webhook endpoint at Stripe: whsec_ and at least 24 letters and digits",
         ));
     }
-    let api_base = api_base(state, req.api_base.as_deref().unwrap_or(stripe::API_BASE))?;
-    let publishable_key = match req.publishable_key.as_deref().map(str::trim) {
-        None => None,
-        Some(pk) => {
-            let prefix = if test_mode { "pk_test_" } else { "pk_live_" };
-            let fits = pk.starts_with(prefix)
-                && pk.len() <= 255
-                && pk.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            if !fits {
-                return Err(ApiError::invalid_param(
-                    "publishable_key",
-                    format!("the account's publishable key of the shop's mode: {prefix}…"),
-                ));
-            }
-            Some(pk.to_owned())
-        }
-    };
-    let config = StripeConfig {
-        secret_key: key.to_owned(),
-        webhook_secret: webhook_secret.to_owned(),
-        api_base,
-        timeout_ms: timeout_ms(state, req, stripe::DEFAULT_TIMEOUT_MS)?,
-        publishable_key,
-        raw_card_data: req.raw_card_data.unwrap_or(false),
-    };
-    serde_json::to_string(&config).map_err(ApiError::internal)
+    Ok(s.to_owned())
+}
+
+/// A Stripe publishable key of the shop's mode, checked.
+fn publishable_key(pk: &str, test_mode: bool) -> Result<String, ApiError> {
+    let pk = pk.trim();
+    let prefix = if test_mode { "pk_test_" } else { "pk_live_" };
+    let fits = pk.starts_with(prefix)
+        && pk.len() <= 255
+        && pk.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !fits {
+        return Err(ApiError::invalid_param(
+            "publishable_key",
+            format!("the account's publishable key of the shop's mode: {prefix}…"),
+        ));
+    }
+    Ok(pk.to_owned())
 }
 
 /// Whether `s` has the form of a Stripe webhook signing secret: `whsec_` and 24 to 200

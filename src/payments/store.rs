@@ -805,6 +805,45 @@ pub async fn decide_account(
     Ok(processor_account::Entity::find_by_id(id).one(db).await?)
 }
 
+/// Changes a processor account's connection settings (sealed) and whether it is enabled, with
+/// its audit row (`processor_account.updated` by `actor`, naming what changed, never a
+/// secret); the account as it now is.
+pub async fn update_account(
+    db: &Db,
+    account: &processor_account::Model,
+    changed: &[&str],
+    now: DateTime<Utc>,
+    actor: &crate::ids::KeyId,
+) -> Result<Option<processor_account::Model>, CommitError> {
+    let update = processor_account::Entity::update_many()
+        .col_expr(
+            processor_account::Column::Config,
+            Expr::value(account.config.clone()),
+        )
+        .col_expr(
+            processor_account::Column::Enabled,
+            Expr::value(account.enabled),
+        )
+        .filter(processor_account::Column::Id.eq(account.id.as_str()))
+        .into_query();
+    let audit = accounts::store::Audit {
+        merchant_id: &account.merchant_id,
+        actor: Some(actor),
+        action: "processor_account.updated",
+        target_id: &account.id,
+        details: serde_json::json!({"profile_id": account.profile_id, "changed": changed,
+            "enabled": account.enabled, "test_mode": account.test_mode}),
+    };
+    let change = Change::at(now)
+        .write(Write::Update(update))
+        .write(accounts::store::audited(audit, now))
+        .write(crate::lookups::bump());
+    commit::commit(db, change).await?;
+    Ok(processor_account::Entity::find_by_id(account.id.as_str())
+        .one(db)
+        .await?)
+}
+
 /// Adds a processor account, with its audit row (`processor_account.added` by `actor`);
 /// `None` when the shop has one of that name. `config` is the sealed JSON of a remote or
 /// Stripe account's connection.

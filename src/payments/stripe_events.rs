@@ -49,16 +49,30 @@ pub struct Received {
     pub outcome: &'static str,
 }
 
-/// The Stripe event of the body, if its `Stripe-Signature` is the account's and fresh.
-fn verified_event(secret: &str, req: &HttpRequest, body: &[u8]) -> Result<Value, ApiError> {
+/// The Stripe event of the body, if its `Stripe-Signature` is made with one of the account's
+/// secrets (`secrets`: the current one, and one being rolled) and fresh.
+fn verified_event(secrets: &[&str], req: &HttpRequest, body: &[u8]) -> Result<Value, ApiError> {
     let signature = req
         .headers()
         .get("stripe-signature")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    stripe::verify(secret, signature, body, clock::wall_now().timestamp()).map_err(|e| {
-        ApiError::invalid("invalid_signature", e.to_string()).param("Stripe-Signature")
-    })?;
+    let refused =
+        |why: String| ApiError::invalid("invalid_signature", why).param("Stripe-Signature");
+    if secrets.is_empty() {
+        return Err(refused(
+            "the account has no webhook secret yet: set the endpoint's signing secret on it (PATCH)".into(),
+        ));
+    }
+    let now = clock::wall_now().timestamp();
+    let mut outcome = Ok(());
+    for secret in secrets {
+        outcome = stripe::verify(secret, signature, body, now);
+        if outcome.is_ok() {
+            break;
+        }
+    }
+    outcome.map_err(|e| refused(e.to_string()))?;
     serde_json::from_slice(body)
         .ok()
         .filter(|e: &Value| e["type"].is_string() && e["data"]["object"].is_object())
@@ -93,7 +107,7 @@ pub async fn receive_processor_event(
     let config = connections
         .stripe(&account)
         .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
-    let event = verified_event(&config.webhook_secret, &req, &body)?;
+    let event = verified_event(&config.webhook_secrets(state.clock.now()), &req, &body)?;
     let handled = handle(
         &state.db,
         state.clock.now(),

@@ -61,8 +61,9 @@ pub struct Connections {
     sandbox: Arc<Sandbox>,
     keyring: Arc<Keyring>,
     settings: Arc<Settings>,
-    /// The connected processors by account id.
-    connected: DashMap<String, Arc<dyn Processor>>,
+    /// The connected processors by account id, each with the sealed settings it was made from:
+    /// an account whose settings changed (a key rolled) is connected again.
+    connected: DashMap<String, (Option<String>, Arc<dyn Processor>)>,
 }
 
 impl Connections {
@@ -85,7 +86,9 @@ impl Connections {
             return Some(self.sandbox.clone());
         };
         if let Some(found) = self.connected.get(&account.id) {
-            return Some(found.clone());
+            if found.0 == account.config {
+                return Some(found.1.clone());
+            }
         }
         let p = &self.settings.processors;
         let (threshold, cooldown) = (
@@ -112,12 +115,24 @@ impl Connections {
             )),
             _ => return None,
         };
-        Some(
-            self.connected
-                .entry(account.id.clone())
-                .or_insert(processor)
-                .clone(),
-        )
+        let mut entry = self
+            .connected
+            .entry(account.id.clone())
+            .or_insert_with(|| (account.config.clone(), processor.clone()));
+        if entry.0 != account.config {
+            *entry = (account.config.clone(), processor);
+        }
+        Some(entry.1.clone())
+    }
+
+    /// A remote account's settings.
+    pub fn remote(
+        &self,
+        account: &processor_account::Model,
+    ) -> Option<super::remote::RemoteConfig> {
+        (account.kind == REMOTE)
+            .then(|| self.settings_of(account))
+            .flatten()
     }
 
     /// A Stripe account's settings (its webhook secret verifies the events Stripe posts).

@@ -55,6 +55,8 @@ pub struct Seen {
     pub key: Option<String>,
     /// The `Stripe-Version` it pinned.
     pub version: Option<String>,
+    /// The secret key it was sent with (`Authorization: Bearer …`).
+    pub bearer: Option<String>,
 }
 
 /// An idempotency key's first request and Stripe's stored answer to it.
@@ -295,12 +297,19 @@ async fn handle(req: HttpRequest, body: web::Bytes, s: web::Data<Strict>) -> Htt
         .get("stripe-version")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let bearer = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
     s.seen.lock().unwrap().push(Seen {
         method: req.method().to_string(),
         path: path.clone(),
         params: params.clone(),
         key: key.clone(),
         version,
+        bearer,
     });
     // docs.stripe.com/error-codes#parameter-unknown: a parameter the endpoint does not take
     // is refused, as the API description for the pinned version says.

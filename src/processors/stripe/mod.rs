@@ -77,7 +77,17 @@ pub const FOLLOWED_EVENTS: [&str; 14] = [
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct StripeConfig {
     pub secret_key: String,
+    /// The signing secret of the account's webhook endpoint at Stripe; empty until the
+    /// merchant sets it (the endpoint's URL names the account, so the account comes first).
+    #[serde(default)]
     pub webhook_secret: String,
+    /// The secret the last change replaced, still accepted until `previous_webhook_secret_until`
+    /// (Stripe's roll keeps the old one working for a while: events already signed with it
+    /// still arrive).
+    #[serde(default)]
+    pub previous_webhook_secret: Option<String>,
+    #[serde(default)]
+    pub previous_webhook_secret_until: Option<DateTime<Utc>>,
     pub api_base: String,
     pub timeout_ms: u64,
     /// The account's publishable key (`pk_test_…`/`pk_live_…`), with which the hosted
@@ -99,6 +109,20 @@ impl StripeConfig {
     /// Whether the key is a live key.
     pub fn is_live_key(key: &str) -> bool {
         key.starts_with("sk_live_") || key.starts_with("rk_live_")
+    }
+
+    /// The webhook secrets an event may be signed with now: the account's, and the one it
+    /// replaced while that one is still accepted.
+    pub fn webhook_secrets(&self, now: DateTime<Utc>) -> Vec<&str> {
+        let previous = self.previous_webhook_secret.as_deref().filter(|_| {
+            self.previous_webhook_secret_until
+                .is_some_and(|until| now < until)
+        });
+        [Some(self.webhook_secret.as_str()), previous]
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.is_empty())
+            .collect()
     }
 }
 
