@@ -1187,6 +1187,46 @@ fn location(r: &common::Answer) -> String {
     r.header("location").expect("a Location").to_owned()
 }
 
+/// The buyer follows a payment's 3-D Secure link: payd's challenge link, Stripe's page (the
+/// strict layer's) where they pass (`complete`) or fail (`fail`), and back to payd, which sends
+/// them on to the checkout page.
+async fn through_3ds(app: &TestApp, ls: &StrictStripe, payment: &Value, outcome: &str) {
+    let id = payment["payment_id"].as_str().unwrap();
+    let ours = payment["next_action"]["redirect_to_url"]["url"]
+        .as_str()
+        .unwrap();
+    let path = app.path_of(ours).expect("payd's challenge link").to_owned();
+    let to_stripe = app.send(Method::GET, &path, None, None, &[]).await;
+    assert_eq!(to_stripe.status, 303, "{}", to_stripe.body);
+    let stripe_page = location(&to_stripe);
+    assert!(
+        stripe_page.starts_with(&format!("{}/3ds/pi_", ls.base)),
+        "{stripe_page}"
+    );
+    let mut back = common::client()
+        .post(&stripe_page)
+        .send_form(&[("result", outcome)])
+        .await
+        .unwrap();
+    assert_eq!(back.status(), 303);
+    let _ = back.body().await;
+    let back = back
+        .headers()
+        .get("location")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let back = app.path_of(&back).expect("back to payd").to_owned();
+    assert!(
+        back.starts_with(&format!("/checkout/{id}/challenge/return?")),
+        "{back}"
+    );
+    let page = app.send(Method::GET, &back, None, None, &[]).await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert!(location(&page).starts_with(&format!("/checkout/{id}?client_secret=")));
+}
+
 /// 3-D Secure a buyer can finish (docs.stripe.com/payments/3d-secure/authentication-flow): the
 /// PaymentIntent is confirmed with a `return_url` on payd, so Stripe's `next_action` is a
 /// redirect; payd's challenge link sends the buyer to Stripe's page, Stripe sends them back to
@@ -1207,39 +1247,7 @@ async fn three_d_secure_completes_by_stripes_redirect_and_back() {
         .await;
         assert_eq!(p.body["status"], "requires_customer_action", "{}", p.body);
         let id = p.body["payment_id"].as_str().unwrap().to_owned();
-        let ours = p.body["next_action"]["redirect_to_url"]["url"]
-            .as_str()
-            .unwrap();
-        let path = app.path_of(ours).expect("payd's challenge link").to_owned();
-        let to_stripe = app.send(Method::GET, &path, None, None, &[]).await;
-        assert_eq!(to_stripe.status, 303, "{}", to_stripe.body);
-        let stripe_page = location(&to_stripe);
-        assert!(
-            stripe_page.starts_with(&format!("{}/3ds/pi_", ls.base)),
-            "{stripe_page}"
-        );
-        let mut back = common::client()
-            .post(&stripe_page)
-            .send_form(&[("result", outcome)])
-            .await
-            .unwrap();
-        assert_eq!(back.status(), 303);
-        let _ = back.body().await;
-        let back = back
-            .headers()
-            .get("location")
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let back = app.path_of(&back).expect("back to payd").to_owned();
-        assert!(
-            back.starts_with(&format!("/checkout/{id}/challenge/return?")),
-            "{back}"
-        );
-        let page = app.send(Method::GET, &back, None, None, &[]).await;
-        assert_eq!(page.status, 303, "{}", page.body);
-        assert!(location(&page).starts_with(&format!("/checkout/{id}?client_secret=")));
+        through_3ds(&app, &ls, &p.body, outcome).await;
         (id.clone(), get(&app, &m, &format!("/payments/{id}")).await)
     };
     let (_, paid) = challenge("complete").await;
@@ -1414,4 +1422,96 @@ async fn a_stripe_accounts_credentials_rotate_in_place() {
         )
         .await;
     assert_eq!(r.status, 404, "{}", r.body);
+}
+
+/// docs.stripe.com/payments/save-during-payment: a payment that saves its card is confirmed
+/// with the customer's Stripe Customer and `setup_future_usage`, and Stripe attaches the card
+/// when the payment succeeds. A declined card is neither attached at Stripe nor saved at payd,
+/// and gets no mandate; a card behind 3-D Secure is saved, with its mandate, once it passed.
+#[actix_web::test]
+async fn a_card_is_saved_only_when_its_payment_succeeds() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
+    let cid = c.body["customer_id"].as_str().unwrap();
+    let saving = |number: &str| {
+        json!({"payment_method_data": card(number), "customer_id": cid,
+            "setup_future_usage": "off_session"})
+    };
+    let saved_at_stripe = async |payment_id: &str| -> usize {
+        let pi = &intents_of(&ls, payment_id).await[0];
+        let customer = pi["customer"]
+            .as_str()
+            .expect("the customer's Stripe Customer");
+        ls.get(&format!(
+            "/v1/payment_methods?customer={customer}&type=card"
+        ))
+        .await["data"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let saved_at_payd = async || {
+        get(&app, &m, &format!("/customers/{cid}/payment-methods")).await["data"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+
+    let declined = pay(&app, &m, saving("4000000000000002")).await;
+    assert_eq!(declined.body["status"], "declined", "{}", declined.body);
+    assert!(declined.body["mandate_id"].is_null(), "{}", declined.body);
+    let id = declined.body["payment_id"].as_str().unwrap();
+    assert_eq!(
+        saved_at_stripe(id).await,
+        0,
+        "a declined card is not attached"
+    );
+    assert_eq!(saved_at_payd().await, 0);
+
+    let challenged = pay(&app, &m, saving("4000000000003220")).await;
+    assert_eq!(challenged.body["status"], "requires_customer_action");
+    assert!(
+        challenged.body["mandate_id"].is_null(),
+        "not before 3-D Secure"
+    );
+    through_3ds(&app, &ls, &challenged.body, "complete").await;
+    let id = challenged.body["payment_id"].as_str().unwrap();
+    let paid = get(&app, &m, &format!("/payments/{id}")).await;
+    assert_eq!(paid["status"], "succeeded", "{paid}");
+    let mandate = paid["mandate_id"]
+        .as_str()
+        .expect("a mandate once it passed");
+    assert_eq!(saved_at_stripe(id).await, 1);
+    assert_eq!(saved_at_payd().await, 1);
+    assert!(ls
+        .seen()
+        .iter()
+        .filter(|s| s.method == "POST" && s.path == "/v1/payment_intents")
+        .all(|s| s
+            .params
+            .contains(&("setup_future_usage".into(), "off_session".into()))));
+    assert_eq!(ls.posts_to("/v1/payment_methods/{id}/attach"), 0);
+
+    // Charged off-session under its mandate, at Stripe, on the customer's Stripe Customer: this
+    // card's issuer asks for 3-D Secure on every payment, which an absent buyer cannot pass.
+    let charge = app
+        .create_payment(
+            &m,
+            json!({"amount": 700, "currency": "USD", "confirm": true,
+                "customer_id": cid, "mandate_id": mandate, "off_session": true}),
+        )
+        .await;
+    assert_eq!(
+        (
+            charge.body["status"].as_str(),
+            charge.body["last_error"]["code"].as_str()
+        ),
+        (Some("declined"), Some("authentication_required")),
+        "{}",
+        charge.body
+    );
+    let pi = &intents_of(&ls, charge.body["payment_id"].as_str().unwrap()).await[0];
+    assert_eq!(pi["customer"], intents_of(&ls, id).await[0]["customer"]);
 }

@@ -52,6 +52,9 @@ pub struct SaveFor {
     pub customer_id: String,
     /// The processor's customer this customer already has there (from a card saved before).
     pub known_customer: Option<String>,
+    /// Saved for merchant-initiated charges (a mandate's, a subscription's), not only for the
+    /// buyer's own later payments.
+    pub off_session: bool,
 }
 
 /// The processor's answer to an authorization.
@@ -156,6 +159,12 @@ pub trait Processor: Send + Sync + 'static {
     /// (Stripe's publishable key, for Stripe.js), when it has one.
     fn browser_key(&self) -> Option<String> {
         None
+    }
+    /// Whether it keeps the cards it saves itself (Stripe, under its Customers): such a card is
+    /// saved only when the processor says it saved it (`AuthResult::token`, once the payment
+    /// is approved).
+    fn keeps_cards(&self) -> bool {
+        false
     }
     /// Whether it may be tried now (an open circuit breaker says no).
     fn available(&self) -> bool {

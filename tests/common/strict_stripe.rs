@@ -90,6 +90,10 @@ pub struct Strict {
     /// The `return_url` of each PaymentIntent confirmed with one: its 3-D Secure is Stripe's
     /// redirect (`next_action.redirect_to_url`), which localstripe does not model.
     returns: Mutex<HashMap<String, String>>,
+    /// The `setup_future_usage` of each PaymentIntent confirmed with one.
+    usages: Mutex<HashMap<String, String>>,
+    /// The PaymentIntents whose PaymentMethod was attached to their customer on success.
+    attached: Mutex<std::collections::HashSet<String>>,
     /// PaymentIntents whose 3-D Secure the buyer failed (their `last_payment_error`).
     unauthenticated: Mutex<std::collections::HashSet<String>>,
     /// The card behind each token Stripe.js made in a browser (`POST /v1/tokens`, which
@@ -129,6 +133,9 @@ const TEST_METHODS: [(&str, &str); 5] = [
     ("pm_card_authenticationRequired", "4000000000003220"),
 ];
 
+/// Stripe's test cards that ask for 3-D Secure on every payment (docs.stripe.com/testing#regulatory-cards).
+const AUTHENTICATED: [&str; 1] = ["4000000000003220"];
+
 /// Stripe's decline test cards (docs.stripe.com/testing#declined-payments): a confirm is
 /// declined with 402, the PaymentIntent named in the error. localstripe lets them succeed.
 const DECLINES: [(&str, &str, &str); 6] = [
@@ -157,6 +164,8 @@ impl StrictStripe {
             numbers: Mutex::default(),
             tokens: Mutex::default(),
             returns: Mutex::default(),
+            usages: Mutex::default(),
+            attached: Mutex::default(),
             unauthenticated: Mutex::default(),
             seen: Mutex::default(),
             api: StripeApi::load(),
@@ -581,10 +590,32 @@ async fn from_browser(
 /// (docs.stripe.com/payments/3d-secure/authentication-flow): while it `requires_action`, its
 /// `next_action` is `redirect_to_url` to Stripe's 3-D Secure page (here, the layer's `/3ds/…`);
 /// once the buyer failed it, `last_payment_error` says so.
-fn redirect_for_3ds(s: &Strict, req: &HttpRequest, pi: &mut Value) {
+///
+/// And one confirmed with `setup_future_usage` (docs.stripe.com/payments/save-during-payment)
+/// shows it, and its PaymentMethod is attached to its customer once it succeeded or waits for
+/// capture: never before, never when declined.
+async fn as_stripe_shows(s: &Strict, req: &HttpRequest, pi: &mut Value) {
     let Some(id) = pi["id"].as_str().map(str::to_owned) else {
         return;
     };
+    let usage = s.usages.lock().unwrap().get(&id).cloned();
+    if let Some(usage) = usage {
+        pi["setup_future_usage"] = json!(usage);
+        let approved = matches!(
+            pi["status"].as_str(),
+            Some("succeeded" | "requires_capture")
+        );
+        let method = pi["payment_method"].as_str().map(str::to_owned);
+        let customer = pi["customer"].as_str().map(str::to_owned);
+        if let (true, Some(method), Some(customer)) = (approved, method, customer) {
+            if s.attached.lock().unwrap().insert(id.clone()) {
+                let path = format!("/v1/payment_methods/{method}/attach");
+                let form = [("customer".to_owned(), customer)];
+                let done = forward_as(s, req, Method::POST, &path, &form).await;
+                assert_eq!(done.status, 200, "{}", String::from_utf8_lossy(&done.body));
+            }
+        }
+    }
     let Some(back) = s.returns.lock().unwrap().get(&id).cloned() else {
         return;
     };
@@ -715,9 +746,11 @@ async fn post_strictly(
     // a network with a shorter window than payd's seven days would set it.
     let expand_charge = param(&params, "expand[]") == Some("latest_charge");
     params.retain(|(k, _)| k != "expand[]");
-    // localstripe refuses `return_url`: kept here, for Stripe's 3-D Secure redirect.
+    // localstripe refuses `return_url` and `setup_future_usage`: kept here, for Stripe's 3-D
+    // Secure redirect and its saving of the card when the payment succeeds.
     let return_url = param(&params, "return_url").map(str::to_owned);
-    params.retain(|(k, _)| k != "return_url");
+    let usage = param(&params, "setup_future_usage").map(str::to_owned);
+    params.retain(|(k, _)| k != "return_url" && k != "setup_future_usage");
     let segments: Vec<&str> = path.trim_start_matches("/v1/").split('/').collect();
     match segments.as_slice() {
         ["payment_methods"]
@@ -749,10 +782,22 @@ async fn post_strictly(
             // confirm, 402, the PaymentIntent named in the error.
             let number = param(&params, "payment_method")
                 .and_then(|pm| s.numbers.lock().unwrap().get(pm).cloned());
-            if let Some((_, code, decline)) = number
-                .as_deref()
-                .and_then(|n| DECLINES.iter().find(|(d, _, _)| *d == n))
-            {
+            // docs.stripe.com/payments/save-during-payment ("Charge the saved payment method
+            // later"): an off-session charge the card's issuer wants authenticated fails with
+            // `authentication_required`, the buyer being absent.
+            let off_session = param(&params, "off_session") == Some("true");
+            let needs_buyer = off_session
+                && number
+                    .as_deref()
+                    .is_some_and(|n| AUTHENTICATED.contains(&n));
+            let declined = if needs_buyer {
+                Some(&("", "authentication_required", "authentication_required"))
+            } else {
+                number
+                    .as_deref()
+                    .and_then(|n| DECLINES.iter().find(|(d, _, _)| *d == n))
+            };
+            if let Some((_, code, decline)) = declined {
                 let unconfirmed: Vec<(String, String)> = params
                     .iter()
                     .filter(|(k, _)| k != "confirm" && k != "off_session")
@@ -860,15 +905,17 @@ async fn post_strictly(
             answer.body = serde_json::to_vec(&pi).unwrap();
         }
     }
-    if let (Some(back), "/v1/payment_intents", 200) = (&return_url, path, answer.status) {
+    if let ("/v1/payment_intents", 200) = (path, answer.status) {
         let mut pi: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-        if let Some(id) = pi["id"].as_str() {
-            s.returns
-                .lock()
-                .unwrap()
-                .insert(id.to_owned(), back.clone());
+        if let Some(id) = pi["id"].as_str().map(str::to_owned) {
+            if let Some(back) = &return_url {
+                s.returns.lock().unwrap().insert(id.clone(), back.clone());
+            }
+            if let Some(usage) = &usage {
+                s.usages.lock().unwrap().insert(id, usage.clone());
+            }
         }
-        redirect_for_3ds(s, req, &mut pi);
+        as_stripe_shows(s, req, &mut pi).await;
         answer.body = serde_json::to_vec(&pi).unwrap();
     }
     if path == "/v1/payment_methods" && answer.status == 200 {
@@ -962,7 +1009,7 @@ async fn get(
     };
     if path.starts_with("/v1/payment_intents/") {
         reason(&mut v);
-        redirect_for_3ds(s, req, &mut v);
+        as_stripe_shows(s, req, &mut v).await;
     } else if path.starts_with("/v1/refunds/") {
         mark(&mut v);
     } else if path == "/v1/refunds" {

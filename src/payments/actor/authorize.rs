@@ -61,22 +61,7 @@ pub(super) async fn confirmed(
         token: result.token.clone().or(card.token),
         ..card
     };
-    let save = match (&m.customer_id, &m.setup_future_usage) {
-        (Some(customer_id), Some(_)) if can_save => {
-            let mandate: Option<MandateRequest> =
-                crate::stored::json_opt("mandate_request", &m.id, m.mandate_request.as_deref())?;
-            let mandate_id = mandate.as_ref().map(|_| new_id("man"));
-            if mandate_id.is_some() {
-                after.mandate_id = mandate_id.clone();
-            }
-            Some(SaveCard {
-                customer_id: customer_id.clone(),
-                card: card.clone(),
-                mandate: mandate.zip(mandate_id),
-            })
-        }
-        _ => None,
-    };
+    let save = saved_card(m, &mut after, &card, can_save)?;
     // Invariant: a single-use mandate is spent by the charge it approved, in the same commit.
     let spend_mandate = mandate.filter(|md| approved && md.mandate_type == "single_use");
     after.payment_method = serde_json::to_string(&card).ok();
@@ -116,7 +101,39 @@ pub(super) async fn complete_challenge(
     challenged(deps, &base, answer).await
 }
 
-/// Commits the processor's answer to a completed challenge (an authorization, or a decline).
+/// Whether the processor's answer lets the payment save its card: a card the processor accepts
+/// for later charges; at a processor that keeps cards itself (Stripe), only one it saved (once
+/// the payment is approved: never a declined card, nor one still waiting for 3-D Secure).
+pub(super) fn saves(processor: &dyn Processor, card: &StoredCard, result: &AuthResult) -> bool {
+    processor.can_save(card) && (!processor.keeps_cards() || result.token.is_some())
+}
+
+/// The card a payment saves for its customer (`setup_future_usage`), with the mandate it asked
+/// for (its id set on `after`), when `saves`.
+fn saved_card(
+    m: &payment::Model,
+    after: &mut payment::Model,
+    card: &StoredCard,
+    saves: bool,
+) -> Result<Option<SaveCard>, PaymentError> {
+    let (Some(customer_id), Some(_), true) = (&m.customer_id, &m.setup_future_usage, saves) else {
+        return Ok(None);
+    };
+    let mandate: Option<MandateRequest> =
+        crate::stored::json_opt("mandate_request", &m.id, m.mandate_request.as_deref())?;
+    let mandate_id = mandate.as_ref().map(|_| new_id("man"));
+    if mandate_id.is_some() {
+        after.mandate_id = mandate_id.clone();
+    }
+    Ok(Some(SaveCard {
+        customer_id: customer_id.clone(),
+        card: card.clone(),
+        mandate: mandate.zip(mandate_id),
+    }))
+}
+
+/// Commits the processor's answer to a completed challenge (an authorization, or a decline),
+/// and saves the card of an approved one that asked for it.
 /// A refusal clears its intent and is answered; no answer leaves it to be reconciled.
 pub(super) async fn challenged(
     deps: &PaymentDeps,
@@ -132,7 +149,26 @@ pub(super) async fn challenged(
     let mut after = store::with_state(base, &next, now);
     after.last_error = last_error(&result);
     after.capture_before = capture_window(deps, &next, &result, now);
-    record_outcome(deps, base, after, plain("challenge")).await
+    let approved = matches!(result.outcome, Authorization::Approved { .. });
+    let save = match card_of(base)? {
+        Some(card) if approved => {
+            let card = StoredCard {
+                token: result.token.clone().or(card.token),
+                ..card
+            };
+            after.payment_method = serde_json::to_string(&card).ok();
+            let (account, _) = processor_of(base)?;
+            let processor = deps.processor_for(base, &account).await?;
+            saved_card(base, &mut after, &card, saves(&*processor, &card, &result))?
+        }
+        _ => None,
+    };
+    let changes = Changes {
+        trigger: "challenge",
+        save,
+        ..Default::default()
+    };
+    record_outcome(deps, base, after, changes).await
 }
 
 /// Until when an approved authorization may be captured: what the processor says (Stripe's
@@ -305,7 +341,8 @@ pub(super) async fn authorize(
         let intent = processor
             .keeps_state()
             .then(|| intent.resending(result.resend.clone()));
-        last = Some((candidate.clone(), result, processor.can_save(card), intent));
+        let can_save = saves(&*processor, card, &result);
+        last = Some((candidate.clone(), result, can_save, intent));
         if !retry {
             break;
         }
@@ -523,5 +560,6 @@ pub(super) async fn save_for(
     Ok(Some(SaveFor {
         customer_id: customer_id.clone(),
         known_customer,
+        off_session: m.setup_future_usage.as_deref() == Some("off_session"),
     }))
 }

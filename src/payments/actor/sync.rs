@@ -59,7 +59,7 @@ pub(super) async fn reconcile(
             };
             let authorized = Authorized {
                 chosen: account,
-                can_save: processor.can_save(&card),
+                can_save: saves(&*processor, &card, &result),
                 attempts: vec![answered(attempt, m, &result)],
                 result,
                 intent: None,

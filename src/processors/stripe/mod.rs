@@ -261,45 +261,32 @@ impl Inner {
         Ok(units::from_stripe(amount - released, currency))
     }
 
-    /// Saves a card at Stripe: attaches its PaymentMethod to the customer's Stripe Customer
-    /// (made now for a customer who has none at this account).
-    async fn save(
-        &self,
-        req: &AuthRequest,
-        save: &SaveFor,
-        method: &str,
-    ) -> Result<ProcessorToken, Failure> {
-        let customer = match &save.known_customer {
-            Some(known) => known.clone(),
-            None => {
-                let form = vec![pair("metadata[payd_customer_id]", &save.customer_id)];
-                let key = format!("{}.customer", req.reference);
-                str_of(&self.post("customers", &key, form).await?, "id")
-            }
-        };
-        let form = vec![pair("customer", &customer)];
-        let key = format!("{}.attach", req.reference);
-        let attached = self
-            .post(&format!("payment_methods/{method}/attach"), &key, form)
-            .await?;
-        // The PaymentMethod attached: in test mode, one of Stripe's test PaymentMethods
-        // (`pm_card_visa`) attaches as a new one.
-        Ok(ProcessorToken {
-            account: self.account_id.clone(),
-            customer: Some(customer),
-            method: attached["id"].as_str().unwrap_or(method).to_owned(),
-        })
+    /// The customer's Stripe Customer, made now for a customer who has none at this account:
+    /// a card saved is filed under it.
+    async fn customer(&self, req: &AuthRequest, save: &SaveFor) -> Result<String, Failure> {
+        if let Some(known) = &save.known_customer {
+            return Ok(known.clone());
+        }
+        let form = vec![pair("metadata[payd_customer_id]", &save.customer_id)];
+        let key = format!("{}.customer", req.reference);
+        Ok(str_of(&self.post("customers", &key, form).await?, "id"))
     }
 
-    /// The PaymentMethod to charge: the saved one, the one Stripe.js made (attached to the
-    /// customer first when the payment saves it), or one made of the card just entered.
-    async fn method(&self, req: &AuthRequest) -> Result<(String, Option<ProcessorToken>), Failure> {
+    /// The PaymentMethod to charge (the saved one, the one Stripe.js made, or one made of the
+    /// card just entered) and the Stripe Customer it goes with: the one it is saved under, or,
+    /// when the payment saves it, the customer's (Stripe attaches it when the payment
+    /// succeeds, `setup_future_usage`).
+    async fn method(&self, req: &AuthRequest) -> Result<(String, Option<String>), Failure> {
+        let for_saving = async || match &req.save {
+            Some(save) => Ok(Some(self.customer(req, save).await?)),
+            None => Ok::<_, Failure>(None),
+        };
         if let Some(token) = req.card.token_at(&self.account_id) {
-            let token = match (&token.customer, &req.save) {
-                (None, Some(save)) => self.save(req, save, &token.method).await?,
-                _ => token.clone(),
+            let customer = match &token.customer {
+                Some(saved) => Some(saved.clone()),
+                None => for_saving().await?,
             };
-            return Ok((token.method.clone(), Some(token)));
+            return Ok((token.method.clone(), customer));
         }
         let Some(secret) = &req.secret else {
             return Err(Failure::Refused(
@@ -322,18 +309,13 @@ impl Inner {
             Err(Failure::Refused(why)) => return Err(Failure::Configuration(why)),
             made => made?,
         };
-        let method = str_of(&created, "id");
-        let token = match &req.save {
-            Some(save) => Some(self.save(req, save, &method).await?),
-            None => None,
-        };
-        Ok((method, token))
+        Ok((str_of(&created, "id"), for_saving().await?))
     }
 
     async fn authorize(&self, req: &AuthRequest) -> Result<AuthResult, Failure> {
         let amount =
             units::to_stripe(req.amount, &req.currency).map_err(|e| Failure::Refused(e.0))?;
-        let (method, token) = self.method(req).await?;
+        let (method, customer) = self.method(req).await?;
         let mut form = vec![
             pair("amount", amount),
             pair("currency", req.currency.to_ascii_lowercase()),
@@ -352,9 +334,19 @@ impl Inner {
             // to payd, which then reads the PaymentIntent.
             pair("return_url", &req.return_url),
         ];
-        let customer = token.as_ref().and_then(|t| t.customer.as_deref());
-        if let Some(customer) = customer {
+        if let Some(customer) = &customer {
             form.push(pair("customer", customer));
+        }
+        // docs.stripe.com/payments/save-during-payment: Stripe attaches the card to the
+        // customer when the payment succeeds, set up for the charges to come (a declined card
+        // is never saved).
+        if let Some(save) = &req.save {
+            let usage = if save.off_session {
+                "off_session"
+            } else {
+                "on_session"
+            };
+            form.push(pair("setup_future_usage", usage));
         }
         if req.off_session && customer.is_some() {
             form.push(pair("off_session", "true"));
@@ -380,9 +372,7 @@ impl Inner {
             }
             Err(f) => return Err(f),
         };
-        let mut result = self.auth_result(&pi).await?;
-        result.token = token.filter(|_| req.save.is_some());
-        Ok(result)
+        self.auth_result(&pi).await
     }
 
     /// What a PaymentIntent says of its authorization.
@@ -426,6 +416,25 @@ impl Inner {
         };
         // Until when the card's network lets the charge be captured
         // (docs.stripe.com/payments/place-a-hold-on-a-payment-method: `capture_before`).
+        // A card the payment saves (`setup_future_usage`), once the payment is approved: the
+        // PaymentMethod Stripe attached to the customer (a test PaymentMethod, `pm_card_visa`,
+        // is charged as a new one). A declined or challenged payment saves nothing yet.
+        let approved = matches!(outcome, Authorization::Approved { .. });
+        let token = match (&pi["customer"], &pi["payment_method"]) {
+            (Value::String(customer), method)
+                if approved && !pi["setup_future_usage"].is_null() =>
+            {
+                method
+                    .as_str()
+                    .or(method["id"].as_str())
+                    .map(|m| ProcessorToken {
+                        account: self.account_id.clone(),
+                        customer: Some(customer.clone()),
+                        method: m.to_owned(),
+                    })
+            }
+            _ => None,
+        };
         let capture_before = pi["latest_charge"]["payment_method_details"]["card"]
             ["capture_before"]
             .as_i64()
@@ -435,7 +444,7 @@ impl Inner {
             reference: Some(str_of(pi, "id")),
             outcome,
             error,
-            token: None,
+            token,
             resend: None,
             capture_before,
         })
@@ -612,6 +621,10 @@ impl Processor for StripeProcessor {
     }
 
     fn voids_challenges(&self) -> bool {
+        true
+    }
+
+    fn keeps_cards(&self) -> bool {
         true
     }
 
