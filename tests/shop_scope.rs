@@ -447,6 +447,14 @@ async fn objects_in_shop_b(
         link = r.body;
     }
     let link_id = link["link_id"].as_str().unwrap().to_owned();
+    let processor = app
+        .post(
+            &format!("/account/shops/{shop_b}/processors"),
+            &m.secret_key,
+            json!({"name": "b-sandbox"}),
+        )
+        .await;
+    assert_eq!(processor.status, 201, "{}", processor.body);
     let payout = post(
         "/payouts/create",
         json!({"amount": 100, "currency": "EUR", "destination": {"bank_account":
@@ -473,6 +481,13 @@ async fn objects_in_shop_b(
         ("processor_invoice_id", invoice),
         ("invoice_id", invoice_id),
         ("link_id", link_id),
+        (
+            "processor_account_id",
+            processor.body["processor_account_id"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ),
         (
             "payout_id",
             payout["payout_id"].as_str().unwrap().to_owned(),
@@ -555,7 +570,10 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         }
         ("put", "/invoice-settings/profiles/{profile_id}/tax-rules") => Some(json!({"rules": []})),
         ("post", "/events/{merchant_id}/replay") => Some(json!({"since": "2020-01-01T00:00:00Z"})),
-        ("post" | "put", _) => Some(json!({})),
+        ("patch", "/account/shops/{profile_id}/processors/{processor_account_id}") => {
+            Some(json!({"enabled": false}))
+        }
+        ("post" | "put" | "patch", _) => Some(json!({})),
         _ => None,
     }
 }
