@@ -873,37 +873,7 @@ async fn an_orphan_payment_intent_is_found_by_a_sync() {
     assert_eq!(again.body["status"], "succeeded", "{}", again.body);
     let own = intent_of(&ls, id).await;
     // The first attempt's request, carried out at Stripe after all.
-    let (status, pm) = ls
-        .post(
-            "/v1/payment_methods",
-            &[
-                ("type", "card"),
-                ("card[number]", "4242424242424242"),
-                ("card[exp_month]", "12"),
-                ("card[exp_year]", "2040"),
-                ("card[cvc]", "123"),
-            ],
-        )
-        .await;
-    assert_eq!(status, 200, "{pm}");
-    let (status, orphan) = ls
-        .post(
-            "/v1/payment_intents",
-            &[
-                ("amount", "1000"),
-                ("currency", "usd"),
-                ("confirm", "true"),
-                ("payment_method", pm["id"].as_str().unwrap()),
-                ("metadata[payd_payment_id]", id),
-                ("metadata[payd_reference]", &reference),
-            ],
-        )
-        .await;
-    assert_eq!(
-        (status, orphan["status"].as_str()),
-        (200, Some("succeeded")),
-        "{orphan}"
-    );
+    let orphan = charge_at_stripe(&ls, id, &reference).await;
     let orphan_id = orphan["id"].as_str().unwrap();
 
     let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
@@ -929,19 +899,10 @@ async fn an_orphan_payment_intent_is_found_by_a_sync() {
     assert_eq!(refunded(&own).await, 0, "the payment's own charge stays");
 }
 
-/// A PaymentIntent made for a payment that the payment does not hold (an attempt payd declared
-/// never reached, which reached Stripe after all, charged the buyer a second time) is given
-/// back: refunded in full at Stripe when Stripe tells of it, and the payment's own charge is
-/// left alone.
-#[actix_web::test]
-async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
-    let Some((app, m, ls, account)) = setup().await else {
-        return;
-    };
-    let p = pay(&app, &m, json!({})).await;
-    let id = p.body["payment_id"].as_str().unwrap();
-    let own = intent_of(&ls, id).await;
-    // A second charge for the same payment, made at Stripe under an attempt payd gave up on.
+/// A succeeded PaymentIntent of 10.00 USD made straight at Stripe (localstripe) for the
+/// payment, under an attempt's reference: what an attempt payd gave up on leaves at Stripe when
+/// it arrives after all.
+async fn charge_at_stripe(ls: &StrictStripe, payment_id: &str, reference: &str) -> Value {
     let (status, pm) = ls
         .post(
             "/v1/payment_methods",
@@ -963,8 +924,8 @@ async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
                 ("currency", "usd"),
                 ("confirm", "true"),
                 ("payment_method", pm["id"].as_str().unwrap()),
-                ("metadata[payd_payment_id]", id),
-                ("metadata[payd_reference]", &format!("{id}.9.stripe")),
+                ("metadata[payd_payment_id]", payment_id),
+                ("metadata[payd_reference]", reference),
             ],
         )
         .await;
@@ -973,6 +934,23 @@ async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
         (200, Some("succeeded")),
         "{orphan}"
     );
+    orphan
+}
+
+/// A PaymentIntent made for a payment that the payment does not hold (an attempt payd declared
+/// never reached, which reached Stripe after all, charged the buyer a second time) is given
+/// back: refunded in full at Stripe when Stripe tells of it, and the payment's own charge is
+/// left alone.
+#[actix_web::test]
+async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
+    let Some((app, m, ls, account)) = setup().await else {
+        return;
+    };
+    let p = pay(&app, &m, json!({})).await;
+    let id = p.body["payment_id"].as_str().unwrap();
+    let own = intent_of(&ls, id).await;
+    // A second charge for the same payment, made at Stripe under an attempt payd gave up on.
+    let orphan = charge_at_stripe(&ls, id, &format!("{id}.9.stripe")).await;
     let orphan_id = orphan["id"].as_str().unwrap();
     let event = json!({"id": "evt_orphan", "object": "event", "type": "payment_intent.succeeded",
         "created": chrono::Utc::now().timestamp(), "data": {"object": orphan}});

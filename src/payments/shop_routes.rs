@@ -153,7 +153,7 @@ const WEBHOOK_SECRET_OVERLAP_HOURS: i64 = 24;
     params(("profile_id" = String, Path), ("processor_account_id" = String, Path)),
     request_body = UpdateProcessorRequest,
     responses((status = 200, body = ProcessorAccount), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody)),
+        (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn update_processor(
     SecretKey(caller): SecretKey,

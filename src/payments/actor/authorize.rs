@@ -270,8 +270,7 @@ pub(super) async fn authorize(
             brand: card.brand,
         },
     );
-    first_takes_amount(deps, m, &decision, &enabled)?;
-    first_takes_card(deps, &decision, &enabled, secret.is_some())?;
+    first_takes(deps, m, &decision, &enabled, secret.is_some())?;
     let mut base = m.clone();
     let mut attempts: Vec<payment_attempt::Model> = Vec::new();
     let mut previous: Option<String> = None;
@@ -360,29 +359,13 @@ pub(super) async fn authorize(
     Ok((base, authorized))
 }
 
-/// Refuses (400 naming `amount`) an amount the first routed processor's units cannot hold:
-/// never rounded. A fallback that cannot hold it declines its attempt itself.
-fn first_takes_amount(
+/// Refuses (400 naming the field) what the first routed processor cannot take as it is: an
+/// amount its units cannot hold (never rounded), or a card typed in when it may not be sent
+/// card numbers (a Stripe account not approved for raw card data, which takes a card only
+/// from Stripe.js). A fallback that cannot take them declines its attempt, or is skipped.
+fn first_takes(
     deps: &PaymentDeps,
     m: &payment::Model,
-    decision: &RoutingDecision,
-    enabled: &[processor_account::Model],
-) -> Result<(), PaymentError> {
-    let first = decision
-        .candidates
-        .first()
-        .and_then(|c| enabled.iter().find(|a| &a.name == c));
-    match deps.resolve(first) {
-        Some(processor) => takes_amount(&*processor, m.amount, &m.currency),
-        None => Ok(()),
-    }
-}
-
-/// Refuses (400 naming `payment_method_data.card`) a card typed in when the first routed
-/// processor may not be sent card numbers (a Stripe account not approved for raw card data):
-/// such an account takes a card only from Stripe.js.
-fn first_takes_card(
-    deps: &PaymentDeps,
     decision: &RoutingDecision,
     enabled: &[processor_account::Model],
     typed_in: bool,
@@ -391,15 +374,17 @@ fn first_takes_card(
         .candidates
         .first()
         .and_then(|c| enabled.iter().find(|a| &a.name == c));
-    match deps.resolve(first) {
-        Some(processor) if typed_in && !processor.takes_card_numbers() => {
-            Err(PaymentError::NotForProcessor {
-                param: "payment_method_data.card",
-                message: "the shop's Stripe account takes cards from Stripe.js only (payment_method_data.stripe): card numbers need raw_card_data on the account, which Stripe must approve".into(),
-            })
-        }
-        _ => Ok(()),
+    let Some(processor) = deps.resolve(first) else {
+        return Ok(());
+    };
+    takes_amount(&*processor, m.amount, &m.currency)?;
+    if typed_in && !processor.takes_card_numbers() {
+        return Err(PaymentError::NotForProcessor {
+            param: "payment_method_data.card",
+            message: "the shop's Stripe account takes cards from Stripe.js only (payment_method_data.stripe): card numbers need raw_card_data on the account, which Stripe must approve".into(),
+        });
     }
+    Ok(())
 }
 
 /// The shop's accounts this payment may use, the names of those available now and the
