@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::machine::{CaptureMethod, State, Status};
+pub use super::methods::{CardReader, PaymentMethodData, SentCard, StripeMethodInput};
 pub use super::{machine::Line, routing::RoutingDecision};
 use crate::{
     auth::keys::Caller,
@@ -16,10 +17,7 @@ use crate::{
     ids::ProfileId,
     money::Money,
     pagination::ListQuery,
-    processors::{
-        card::{parse_card, CardInput, SecretCard, StoredCard},
-        model::shown_reference,
-    },
+    processors::{card::StoredCard, model::shown_reference},
     stored,
 };
 
@@ -29,122 +27,6 @@ pub enum CaptureMethodDto {
     #[default]
     Automatic,
     Manual,
-}
-
-/// The payment method a request sends: a card typed in (`card`), or a PaymentMethod Stripe.js
-/// made at one of the shop's Stripe accounts (`stripe`), whose card number payd never sees.
-/// Exactly one of them.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PaymentMethodData {
-    #[serde(default)]
-    pub card: Option<CardInput>,
-    #[serde(default)]
-    pub stripe: Option<StripeMethodInput>,
-}
-
-/// A card Stripe.js (or Stripe's mobile libraries) took with the publishable key of one of the
-/// shop's Stripe accounts: its PaymentMethod, or a card token. Exactly one of them.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StripeMethodInput {
-    /// Stripe's id of the PaymentMethod (`pm_…`, from `stripe.createPaymentMethod`); in test
-    /// mode also one of Stripe's test PaymentMethods (`pm_card_visa`, `pm_card_chargeDeclined`, …).
-    #[serde(default)]
-    pub payment_method: Option<String>,
-    /// A card token (`tok_…`, from `stripe.createToken`): payd makes it a PaymentMethod at the
-    /// account.
-    #[serde(default)]
-    pub token: Option<String>,
-    /// The Stripe account it was made at: needed only when the shop has several Stripe
-    /// accounts in the payment's mode.
-    #[serde(default)]
-    pub processor_account_id: Option<String>,
-}
-
-impl StripeMethodInput {
-    /// The PaymentMethod or the token, whichever was sent, in the form of Stripe's ids (a
-    /// prefix, an underscore, letters and digits).
-    pub fn method(&self) -> Result<String, ApiError> {
-        const FIELD: &str = "payment_method_data.stripe";
-        let (id, param, prefix) = match (&self.payment_method, &self.token) {
-            (Some(pm), None) => (pm, "payment_method_data.stripe.payment_method", "pm_"),
-            (None, Some(tok)) => (tok, "payment_method_data.stripe.token", "tok_"),
-            _ => {
-                return Err(ApiError::invalid_param(
-                    FIELD,
-                    "send one of payment_method (pm_…) and token (tok_…)",
-                ))
-            }
-        };
-        let valid = id.starts_with(prefix)
-            && id.len() <= 255
-            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !valid {
-            return Err(ApiError::invalid_param(
-                param,
-                format!("a Stripe id of the form {prefix}…"),
-            ));
-        }
-        Ok(id.clone())
-    }
-}
-
-/// The payment method a request sent, read.
-#[derive(Debug, Clone)]
-pub enum SentCard {
-    /// A card typed in: as stored, and its number and code for the processor.
-    Entered(StoredCard, SecretCard),
-    /// A Stripe PaymentMethod (`pm_…`) or card token (`tok_…`): what it is, and where, is asked
-    /// of Stripe (`create::card_sent`).
-    Stripe {
-        method: String,
-        account: Option<String>,
-    },
-}
-
-/// What reading a request's card takes besides the request: the time (an expired card is
-/// refused) and the key and owner its fingerprint is made with.
-pub struct CardReader<'a> {
-    pub now: DateTime<Utc>,
-    pub pepper: &'a str,
-    pub merchant_id: &'a str,
-    pub test_mode: bool,
-}
-
-impl CardReader<'_> {
-    /// A request's `payment_method_data`.
-    pub fn read(&self, data: Option<&PaymentMethodData>) -> Result<Option<SentCard>, ApiError> {
-        const FIELD: &str = "payment_method_data";
-        match data {
-            None => Ok(None),
-            Some(PaymentMethodData {
-                card: Some(card),
-                stripe: None,
-            }) => {
-                let stored = parse_card(
-                    card,
-                    "payment_method_data.card",
-                    self.now,
-                    self.pepper,
-                    self.merchant_id,
-                    self.test_mode,
-                )?;
-                Ok(Some(SentCard::Entered(stored, SecretCard::from(card))))
-            }
-            Some(PaymentMethodData {
-                card: None,
-                stripe: Some(stripe),
-            }) => Ok(Some(SentCard::Stripe {
-                method: stripe.method()?,
-                account: stripe.processor_account_id.clone(),
-            })),
-            Some(_) => Err(ApiError::invalid_param(
-                FIELD,
-                "send one of payment_method_data.card and payment_method_data.stripe",
-            )),
-        }
-    }
 }
 
 /// A product line: its total is `quantity × unit_amount + tax_amount`.

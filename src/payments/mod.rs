@@ -9,6 +9,7 @@ pub mod create;
 pub mod intent;
 pub mod jobs;
 pub mod machine;
+pub mod methods;
 pub mod refunds;
 pub mod routes;
 pub mod routing;
