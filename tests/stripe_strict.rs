@@ -618,7 +618,14 @@ async fn every_parameter_payd_sends_is_in_stripes_published_api() {
     if !ls.checks_parameters() {
         return;
     }
-    let p = pay(&app, &m, json!({"capture_method": "manual"})).await;
+    let mut named = card("4242424242424242");
+    named["card"]["holder_name"] = json!("Ana Lima");
+    let p = pay(
+        &app,
+        &m,
+        json!({"capture_method": "manual", "payment_method_data": named}),
+    )
+    .await;
     let id = p.body["payment_id"].as_str().unwrap();
     let captured = post(
         &app,
@@ -639,6 +646,10 @@ async fn every_parameter_payd_sends_is_in_stripes_published_api() {
     get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
     let seen = ls.seen();
     assert!(seen.len() >= 5, "{seen:?}");
+    // The cardholder's name goes with the card, for Stripe's fraud screening.
+    assert!(seen.iter().any(|s| s.path == "/v1/payment_methods"
+        && s.params
+            .contains(&("billing_details[name]".into(), "Ana Lima".into()))));
     assert!(
         seen.iter()
             .all(|s| s.version.as_deref() == Some(payd::processors::stripe::API_VERSION)),
