@@ -889,25 +889,36 @@ async fn an_orphan_payment_intent_is_found_by_a_sync() {
 
     let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
     assert_eq!(synced["status"], "succeeded", "{synced}");
-    let refunded = async |pi: &str| -> i64 {
-        ls.get(&format!("/v1/refunds?payment_intent={pi}")).await["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["payment_intent"] == pi)
-            .map(|r| r["amount"].as_i64().unwrap())
-            .sum()
-    };
+    wait_refunded(&ls, orphan_id, 1000).await;
+    assert_ne!(own, orphan_id);
+    assert_eq!(
+        refunded(&ls, &own).await,
+        0,
+        "the payment's own charge stays"
+    );
+}
+
+/// What Stripe (localstripe) refunded of a PaymentIntent.
+async fn refunded(ls: &StrictStripe, pi: &str) -> i64 {
+    ls.get(&format!("/v1/refunds?payment_intent={pi}")).await["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["payment_intent"] == pi)
+        .map(|r| r["amount"].as_i64().unwrap())
+        .sum()
+}
+
+/// Waits (at most 20 s) until Stripe refunded `amount` of the PaymentIntent.
+async fn wait_refunded(ls: &StrictStripe, pi: &str, amount: i64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while refunded(orphan_id).await != 1000 {
+    while refunded(ls, pi).await != amount {
         assert!(
             std::time::Instant::now() < deadline,
-            "the orphan was never refunded"
+            "{pi} was never refunded"
         );
         actix_web::rt::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_ne!(own, orphan_id);
-    assert_eq!(refunded(&own).await, 0, "the payment's own charge stays");
 }
 
 /// A succeeded PaymentIntent of 10.00 USD made straight at Stripe (localstripe) for the
@@ -973,24 +984,12 @@ async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
         "{answer}"
     );
 
-    let refunded = async |pi: &str| -> i64 {
-        ls.get(&format!("/v1/refunds?payment_intent={pi}")).await["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|r| r["payment_intent"] == pi)
-            .map(|r| r["amount"].as_i64().unwrap())
-            .sum()
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while refunded(orphan_id).await != 1000 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the orphan was never refunded"
-        );
-        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(refunded(&own).await, 0, "the payment's own charge stays");
+    wait_refunded(&ls, orphan_id, 1000).await;
+    assert_eq!(
+        refunded(&ls, &own).await,
+        0,
+        "the payment's own charge stays"
+    );
     let p = get(&app, &m, &format!("/payments/{id}")).await;
     assert_eq!(
         (p["status"].as_str(), p["amount_refunded"].as_i64()),
@@ -1001,7 +1000,7 @@ async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
     let (status, _) = post_event(&app, &account, &event, &signature(&body)).await;
     assert_eq!(status, 200);
     actix_web::rt::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(refunded(orphan_id).await, 1000);
+    assert_eq!(refunded(&ls, orphan_id).await, 1000);
 }
 
 /// An authorization may be captured until the card's network says

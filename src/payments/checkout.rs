@@ -473,11 +473,7 @@ pub async fn challenge_page(
     // A processor that runs 3-D Secure on its own page (Stripe) gets the buyer there; it sends
     // them back to `…/challenge/return`.
     if let Some(url) = challenge_url(payments.deps(), &m).await? {
-        return Ok(HttpResponse::SeeOther()
-            .insert_header((header::LOCATION, url))
-            .insert_header(("cache-control", "no-store"))
-            .insert_header(("referrer-policy", "no-referrer"))
-            .finish());
+        return Ok(see_other(url));
     }
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
@@ -534,11 +530,17 @@ pub async fn challenge_return(
         m.id,
         form_urlencoded::byte_serialize(q.client_secret.as_bytes()).collect::<String>()
     );
-    Ok(HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, page))
+    Ok(see_other(page))
+}
+
+/// The buyer's browser sent on to `url` (303): never cached, and no referrer (the page's URL
+/// holds the payment's `client_secret`).
+fn see_other(url: String) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, url))
         .insert_header(("cache-control", "no-store"))
         .insert_header(("referrer-policy", "no-referrer"))
-        .finish())
+        .finish()
 }
 
 /// The buyer passes or fails the challenge.

@@ -583,15 +583,7 @@ fn api_base(state: &AppState, raw: &str) -> Result<String, ApiError> {
     if rest.contains(['/', '?', '#']) {
         return Err(bad("api_base is a scheme and host only (payd adds /v1/…)"));
     }
-    let host = match rest.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => rest.split(':').next().unwrap_or(""),
-    };
-    let loopback = host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if scheme != "https" && !loopback {
+    if scheme != "https" && !crate::settings::is_loopback_authority(rest) {
         return Err(bad(
             "api_base must use https (http only for a loopback test server)",
         ));

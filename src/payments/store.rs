@@ -639,10 +639,15 @@ pub async fn find_account(
 /// and `sandbox` is the implicit sandbox's alone, so the chosen name in the payment's shop and
 /// mode is one account.
 pub fn served_by(m: &payment::Model, account: &processor_account::Model) -> bool {
+    of_shop(m, account) && m.processor.as_deref() == Some(account.name.as_str())
+}
+
+/// Whether the account is one of the payment's shop, in its mode: the only accounts that can
+/// hold anything of the payment's.
+pub fn of_shop(m: &payment::Model, account: &processor_account::Model) -> bool {
     m.merchant_id == account.merchant_id
         && m.profile_id == account.profile_id
         && m.test_mode == account.test_mode
-        && m.processor.as_deref() == Some(account.name.as_str())
 }
 
 /// The payment a processor account served and knows by this reference (a processor's event

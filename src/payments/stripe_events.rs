@@ -239,7 +239,7 @@ async fn release_orphan(
         Ok::<_, sea_orm::DbErr>((account, payment))
     };
     let (account, payment) = match found.await {
-        Ok((Some(a), Some(p))) if a.kind == STRIPE && same_shop(&p, &a) => (a, p),
+        Ok((Some(a), Some(p))) if a.kind == STRIPE && store::of_shop(&p, &a) => (a, p),
         Ok(_) => return Outcome::Done,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
@@ -376,7 +376,7 @@ pub async fn follow_up(
         store::accounts(&state.db, &payment.profile_id, payment.test_mode)
             .await?
             .into_iter()
-            .filter(|a| a.kind == STRIPE && a.approval == APPROVED && same_shop(payment, a))
+            .filter(|a| a.kind == STRIPE && a.approval == APPROVED && store::of_shop(payment, a))
             .collect();
     let now = clock::wall_now();
     if let Some(account) = accounts.iter().find(|a| store::served_by(payment, a)) {
@@ -392,14 +392,6 @@ pub async fn follow_up(
         .await;
     }
     find_orphans(&state.db, connections, &accounts, payment, now).await
-}
-
-/// Whether the account is one of the payment's shop, in its mode: the only accounts whose
-/// PaymentIntents can be the payment's.
-fn same_shop(payment: &payd_entity::payment::Model, account: &processor_account::Model) -> bool {
-    payment.merchant_id == account.merchant_id
-        && payment.profile_id == account.profile_id
-        && payment.test_mode == account.test_mode
 }
 
 /// Follows every dispute Stripe holds against the payment the account serves, as Stripe lists

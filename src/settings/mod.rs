@@ -186,15 +186,20 @@ pub fn stripe_js_origin(url: &str) -> Option<String> {
     if !matches!(scheme, "http" | "https") || authority.contains('@') {
         return None;
     }
+    is_loopback_authority(authority).then(|| format!("{scheme}://{authority}"))
+}
+
+/// Whether a URL's `host[:port]` (`[v6]:port` for IPv6) names a loopback address: `localhost`,
+/// `127.…`, `[::1]`.
+pub fn is_loopback_authority(authority: &str) -> bool {
     let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => authority.split(':').next()?,
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
     };
-    let loopback = host == "localhost"
+    host == "localhost"
         || host
             .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    loopback.then(|| format!("{scheme}://{authority}"))
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Abuse limits.

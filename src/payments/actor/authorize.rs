@@ -304,35 +304,11 @@ pub(super) async fn authorize(
         after.payment_method = serde_json::to_string(card).ok();
         let recorded = [attempts.as_slice(), std::slice::from_ref(&attempt)].concat();
         base = intend(deps, &base, &*processor, after, intent.clone(), recorded).await?;
-        let request = AuthRequest {
-            reference,
-            payment_id: m.id.clone(),
-            amount: m.amount,
-            currency: m.currency.clone(),
-            capture: m.capture_method == "automatic",
-            partial_allowed: m.enable_partial_authorization,
-            card: card.clone(),
-            secret: secret.clone(),
-            save: save_for(deps, m, account).await?,
-            off_session: m.off_session,
-            return_url: format!(
-                "{}/checkout/{}/challenge/return?client_secret={}",
-                deps.public_url.trim_end_matches('/'),
-                m.id,
-                m.client_secret
-            ),
-            now,
-        };
+        let save = save_for(deps, m, account).await?;
+        let request = auth_request(deps, m, reference, card, &secret, save, now);
         let result = match processor.authorize(request).await {
             Ok(r) => r,
-            Err(ProcessorError::Unavailable(why)) => AuthResult {
-                reference: None,
-                outcome: Authorization::Declined { retryable: true },
-                error: Some(("processor_unavailable".into(), why)),
-                token: None,
-                resend: None,
-                capture_before: None,
-            },
+            Err(ProcessorError::Unavailable(why)) => unreached(why),
             Err(e) => return Err(e.into()),
         };
         attempts.push(answered(attempt, m, &result));
@@ -357,6 +333,50 @@ pub(super) async fn authorize(
         intent,
     };
     Ok((base, authorized))
+}
+
+/// What one attempt asks its processor.
+fn auth_request(
+    deps: &PaymentDeps,
+    m: &payment::Model,
+    reference: String,
+    card: &StoredCard,
+    secret: &Option<SecretCard>,
+    save: Option<SaveFor>,
+    now: DateTime<Utc>,
+) -> AuthRequest {
+    AuthRequest {
+        reference,
+        payment_id: m.id.clone(),
+        amount: m.amount,
+        currency: m.currency.clone(),
+        capture: m.capture_method == "automatic",
+        partial_allowed: m.enable_partial_authorization,
+        card: card.clone(),
+        secret: secret.clone(),
+        save,
+        off_session: m.off_session,
+        return_url: format!(
+            "{}/checkout/{}/challenge/return?client_secret={}",
+            deps.public_url.trim_end_matches('/'),
+            m.id,
+            m.client_secret
+        ),
+        now,
+    }
+}
+
+/// The answer of an attempt whose request never left payd: a retryable decline, so routing
+/// falls back.
+fn unreached(why: String) -> AuthResult {
+    AuthResult {
+        reference: None,
+        outcome: Authorization::Declined { retryable: true },
+        error: Some(("processor_unavailable".into(), why)),
+        token: None,
+        resend: None,
+        capture_before: None,
+    }
 }
 
 /// Refuses (400 naming the field) what the first routed processor cannot take as it is: an

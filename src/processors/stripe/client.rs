@@ -69,6 +69,20 @@ impl Failure {
     pub(super) fn maybe_done(&self) -> bool {
         matches!(self, Failure::Timeout | Failure::Unknown(_))
     }
+
+    /// Its `outcome` in `payd_processor_requests_total`.
+    fn label(&self) -> &'static str {
+        match self {
+            Failure::Card { .. }
+            | Failure::Key
+            | Failure::Refused(_)
+            | Failure::Configuration(_) => "refused",
+            Failure::Busy(_) => "busy",
+            Failure::Unreached(_) => "unreached",
+            Failure::Timeout => "timeout",
+            Failure::Unknown(_) => "unknown",
+        }
+    }
 }
 
 impl From<Failure> for ProcessorError {
@@ -189,7 +203,18 @@ impl Inner {
                 }
             }
         };
-        match &outcome {
+        self.record(path, &outcome);
+        Sent {
+            outcome,
+            should_retry,
+        }
+    }
+
+    /// What one answer tells the operator: an error logged where the account's settings are
+    /// at fault, the request counted by outcome, and the circuit breaker told whether Stripe
+    /// was reached (a Stripe that answers, even with an error, is reachable).
+    fn record(&self, path: &str, outcome: &Result<Value, Failure>) {
+        match outcome {
             Err(Failure::Key) => tracing::error!(
                 account = %self.account_id,
                 "Stripe refused the processor account's secret key"
@@ -200,28 +225,13 @@ impl Inner {
             ),
             _ => {}
         }
-        let label = match &outcome {
+        count(match outcome {
             Ok(_) => "ok",
-            Err(
-                Failure::Card { .. }
-                | Failure::Key
-                | Failure::Refused(_)
-                | Failure::Configuration(_),
-            ) => "refused",
-            Err(Failure::Busy(_)) => "busy",
-            Err(Failure::Unreached(_)) => "unreached",
-            Err(Failure::Timeout) => "timeout",
-            Err(Failure::Unknown(_)) => "unknown",
-        };
-        count(label);
-        // Stripe answered (an error included): the circuit stays closed.
-        match &outcome {
+            Err(f) => f.label(),
+        });
+        match outcome {
             Err(Failure::Unreached(_) | Failure::Timeout) => self.breaker.failure(),
             _ => self.breaker.success(),
-        }
-        Sent {
-            outcome,
-            should_retry,
         }
     }
 }
