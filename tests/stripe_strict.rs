@@ -9,58 +9,12 @@ use std::{sync::Arc, time::Duration};
 use actix_web::http::Method;
 use common::{
     card, spawn_with,
+    strict_app::{get, intent_of, intents_of, pay, post, setup},
     strict_stripe::{Fault, StrictStripe},
     stripe::{connect_via, post_event, signature, WEBHOOK_SECRET},
     Merchant, TestApp, TestDb,
 };
 use serde_json::{json, Value};
-
-async fn setup() -> Option<(TestApp, Merchant, StrictStripe, String)> {
-    let ls = StrictStripe::start().await?;
-    let app = spawn_with(Arc::new(TestDb::new().await), &[]).await;
-    let m = app.create_merchant("Acme").await;
-    let account = ls.connect(&app, &m).await;
-    Some((app, m, ls, account))
-}
-
-async fn pay(app: &TestApp, m: &Merchant, body: Value) -> common::Answer {
-    let mut full = json!({"amount": 1000, "currency": "USD", "confirm": true,
-        "payment_method_data": card("4242424242424242")});
-    full.as_object_mut()
-        .unwrap()
-        .extend(body.as_object().unwrap().clone());
-    app.create_payment(m, full).await
-}
-
-async fn get(app: &TestApp, m: &Merchant, path: &str) -> Value {
-    let r = app.call(m, Method::GET, path, None).await;
-    assert_eq!(r.status, 200, "{path}: {}", r.body);
-    r.body
-}
-
-async fn post(app: &TestApp, m: &Merchant, path: &str, body: Value) -> common::Answer {
-    app.call(m, Method::POST, path, Some(body)).await
-}
-
-/// The PaymentIntents localstripe holds for a payment.
-async fn intents_of(ls: &StrictStripe, payment_id: &str) -> Vec<Value> {
-    let pis = ls.get("/v1/payment_intents?limit=100").await;
-    pis["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|pi| pi["metadata"]["payd_payment_id"] == payment_id)
-        .cloned()
-        .collect()
-}
-
-/// The id of the (first) PaymentIntent localstripe holds for a payment.
-async fn intent_of(ls: &StrictStripe, payment_id: &str) -> String {
-    intents_of(ls, payment_id).await[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
 
 async fn attempts(app: &TestApp, m: &Merchant, id: &str) -> Vec<Value> {
     get(app, m, &format!("/payments/{id}/attempts")).await["data"]
@@ -535,7 +489,8 @@ async fn an_event_is_answered_at_once_and_its_sync_runs_after() {
 /// "raw card data APIs"; support.stripe.com/questions/enabling-access-to-raw-card-data-apis).
 /// An account the merchant did not mark `raw_card_data` refuses a card typed in with 400 naming
 /// it, before anything is sent; one marked but not approved at Stripe fails the attempt with
-/// `processor_configuration` (the merchant's to fix), not a card's decline; nothing is charged.
+/// `processor_configuration` (the merchant's to fix), not a card's decline, and uses up none of
+/// the payment's attempts (three declines fail a payment); nothing is charged.
 #[actix_web::test]
 async fn raw_card_numbers_are_refused_for_an_account_not_enabled_for_them() {
     let Some(ls) = StrictStripe::start().await else {
@@ -567,6 +522,18 @@ async fn raw_card_numbers_are_refused_for_an_account_not_enabled_for_them() {
         "{}",
         p.body
     );
+    let id = p.body["payment_id"].as_str().unwrap();
+    for _ in 0..3 {
+        let again = post(
+            &app,
+            &m,
+            &format!("/payments/{id}/confirm"),
+            json!({"payment_method_data": card("4242424242424242")}),
+        )
+        .await;
+        assert_eq!(again.body["status"], "declined", "{}", again.body);
+    }
+    assert_eq!(attempts(&app, &m, id).await.len(), 4);
     assert_eq!(ls.posts_to("/v1/payment_intents"), 0);
 }
 
@@ -1170,114 +1137,6 @@ async fn a_stripe_payment_method_no_account_can_charge_is_refused_naming_its_fie
     );
 }
 
-/// The `Location` of a redirect answer, as a path of `app` (or as it is, for another host).
-fn location(r: &common::Answer) -> String {
-    r.header("location").expect("a Location").to_owned()
-}
-
-/// The buyer follows a payment's 3-D Secure link: payd's challenge link, Stripe's page (the
-/// strict layer's) where they pass (`complete`) or fail (`fail`), and back to payd, which sends
-/// them on to the checkout page.
-async fn through_3ds(app: &TestApp, ls: &StrictStripe, payment: &Value, outcome: &str) {
-    let id = payment["payment_id"].as_str().unwrap();
-    let ours = payment["next_action"]["redirect_to_url"]["url"]
-        .as_str()
-        .unwrap();
-    let path = app.path_of(ours).expect("payd's challenge link").to_owned();
-    let to_stripe = app.send(Method::GET, &path, None, None, &[]).await;
-    assert_eq!(to_stripe.status, 303, "{}", to_stripe.body);
-    let stripe_page = location(&to_stripe);
-    assert!(
-        stripe_page.starts_with(&format!("{}/3ds/pi_", ls.base)),
-        "{stripe_page}"
-    );
-    let mut back = common::client()
-        .post(&stripe_page)
-        .send_form(&[("result", outcome)])
-        .await
-        .unwrap();
-    assert_eq!(back.status(), 303);
-    let _ = back.body().await;
-    let back = back
-        .headers()
-        .get("location")
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let back = app.path_of(&back).expect("back to payd").to_owned();
-    assert!(
-        back.starts_with(&format!("/checkout/{id}/challenge/return?")),
-        "{back}"
-    );
-    let page = app.send(Method::GET, &back, None, None, &[]).await;
-    assert_eq!(page.status, 303, "{}", page.body);
-    assert!(location(&page).starts_with(&format!("/checkout/{id}?client_secret=")));
-}
-
-/// 3-D Secure a buyer can finish (docs.stripe.com/payments/3d-secure/authentication-flow): the
-/// PaymentIntent is confirmed with a `return_url` on payd, so Stripe's `next_action` is a
-/// redirect; payd's challenge link sends the buyer to Stripe's page, Stripe sends them back to
-/// payd, and payd reads the PaymentIntent: paid when 3-D Secure passed, declined with Stripe's
-/// `payment_intent_authentication_failure` when it failed. A payment cancelled while it waits for
-/// 3-D Secure cancels its PaymentIntent at Stripe too.
-#[actix_web::test]
-async fn three_d_secure_completes_by_stripes_redirect_and_back() {
-    let Some((app, m, ls, _)) = setup().await else {
-        return;
-    };
-    let challenge = async |outcome: &str| -> (String, Value) {
-        let p = pay(
-            &app,
-            &m,
-            json!({"payment_method_data": card("4000000000003220")}),
-        )
-        .await;
-        assert_eq!(p.body["status"], "requires_customer_action", "{}", p.body);
-        let id = p.body["payment_id"].as_str().unwrap().to_owned();
-        through_3ds(&app, &ls, &p.body, outcome).await;
-        (id.clone(), get(&app, &m, &format!("/payments/{id}")).await)
-    };
-    let (_, paid) = challenge("complete").await;
-    assert_eq!(paid["status"], "succeeded", "{paid}");
-    let (_, failed) = challenge("fail").await;
-    assert_eq!(
-        (
-            failed["status"].as_str(),
-            failed["last_error"]["code"].as_str()
-        ),
-        (
-            Some("declined"),
-            Some("payment_intent_authentication_failure")
-        ),
-        "{failed}"
-    );
-    // Every PaymentIntent was confirmed with payd's way back.
-    assert!(ls
-        .seen()
-        .iter()
-        .filter(|s| s.method == "POST" && s.path == "/v1/payment_intents")
-        .all(|s| s
-            .params
-            .iter()
-            .any(|(k, v)| k == "return_url" && v.contains("/challenge/return?client_secret="))));
-
-    let waiting = pay(
-        &app,
-        &m,
-        json!({"payment_method_data": card("4000000000003220")}),
-    )
-    .await;
-    let id = waiting.body["payment_id"].as_str().unwrap();
-    let cancelled = post(&app, &m, &format!("/payments/{id}/cancel"), json!({})).await;
-    assert_eq!(cancelled.body["status"], "cancelled", "{}", cancelled.body);
-    let pi = intent_of(&ls, id).await;
-    assert_eq!(
-        ls.get(&format!("/v1/payment_intents/{pi}")).await["status"],
-        "canceled"
-    );
-}
-
 /// An account a merchant can keep: created before its webhook secret exists (the endpoint's
 /// URL at Stripe names the account), then given it; its secret key rolled in place
 /// (docs.stripe.com/keys#rolling-keys) with payments before and after, the id unchanged; its
@@ -1410,96 +1269,4 @@ async fn a_stripe_accounts_credentials_rotate_in_place() {
         )
         .await;
     assert_eq!(r.status, 404, "{}", r.body);
-}
-
-/// docs.stripe.com/payments/save-during-payment: a payment that saves its card is confirmed
-/// with the customer's Stripe Customer and `setup_future_usage`, and Stripe attaches the card
-/// when the payment succeeds. A declined card is neither attached at Stripe nor saved at payd,
-/// and gets no mandate; a card behind 3-D Secure is saved, with its mandate, once it passed.
-#[actix_web::test]
-async fn a_card_is_saved_only_when_its_payment_succeeds() {
-    let Some((app, m, ls, _)) = setup().await else {
-        return;
-    };
-    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
-    let cid = c.body["customer_id"].as_str().unwrap();
-    let saving = |number: &str| {
-        json!({"payment_method_data": card(number), "customer_id": cid,
-            "setup_future_usage": "off_session"})
-    };
-    let saved_at_stripe = async |payment_id: &str| -> usize {
-        let pi = &intents_of(&ls, payment_id).await[0];
-        let customer = pi["customer"]
-            .as_str()
-            .expect("the customer's Stripe Customer");
-        ls.get(&format!(
-            "/v1/payment_methods?customer={customer}&type=card"
-        ))
-        .await["data"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
-    let saved_at_payd = async || {
-        get(&app, &m, &format!("/customers/{cid}/payment-methods")).await["data"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
-
-    let declined = pay(&app, &m, saving("4000000000000002")).await;
-    assert_eq!(declined.body["status"], "declined", "{}", declined.body);
-    assert!(declined.body["mandate_id"].is_null(), "{}", declined.body);
-    let id = declined.body["payment_id"].as_str().unwrap();
-    assert_eq!(
-        saved_at_stripe(id).await,
-        0,
-        "a declined card is not attached"
-    );
-    assert_eq!(saved_at_payd().await, 0);
-
-    let challenged = pay(&app, &m, saving("4000000000003220")).await;
-    assert_eq!(challenged.body["status"], "requires_customer_action");
-    assert!(
-        challenged.body["mandate_id"].is_null(),
-        "not before 3-D Secure"
-    );
-    through_3ds(&app, &ls, &challenged.body, "complete").await;
-    let id = challenged.body["payment_id"].as_str().unwrap();
-    let paid = get(&app, &m, &format!("/payments/{id}")).await;
-    assert_eq!(paid["status"], "succeeded", "{paid}");
-    let mandate = paid["mandate_id"]
-        .as_str()
-        .expect("a mandate once it passed");
-    assert_eq!(saved_at_stripe(id).await, 1);
-    assert_eq!(saved_at_payd().await, 1);
-    assert!(ls
-        .seen()
-        .iter()
-        .filter(|s| s.method == "POST" && s.path == "/v1/payment_intents")
-        .all(|s| s
-            .params
-            .contains(&("setup_future_usage".into(), "off_session".into()))));
-    assert_eq!(ls.posts_to("/v1/payment_methods/{id}/attach"), 0);
-
-    // Charged off-session under its mandate, at Stripe, on the customer's Stripe Customer: this
-    // card's issuer asks for 3-D Secure on every payment, which an absent buyer cannot pass.
-    let charge = app
-        .create_payment(
-            &m,
-            json!({"amount": 700, "currency": "USD", "confirm": true,
-                "customer_id": cid, "mandate_id": mandate, "off_session": true}),
-        )
-        .await;
-    assert_eq!(
-        (
-            charge.body["status"].as_str(),
-            charge.body["last_error"]["code"].as_str()
-        ),
-        (Some("declined"), Some("authentication_required")),
-        "{}",
-        charge.body
-    );
-    let pi = &intents_of(&ls, charge.body["payment_id"].as_str().unwrap()).await[0];
-    assert_eq!(pi["customer"], intents_of(&ls, id).await[0]["customer"]);
 }

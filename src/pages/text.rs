@@ -145,6 +145,8 @@ pub struct Text {
     pub challenge_intro: &'static str,
     pub approve: &'static str,
     pub reject: &'static str,
+    pub bank_intro: &'static str,
+    pub to_bank: &'static str,
     pub challenge_closed: &'static str,
     pub back_to_payment: &'static str,
 }
@@ -199,6 +201,9 @@ pub static EN: Text = Text {
     challenge_intro: "This is the sandbox's 3-D Secure challenge. Choose how the bank answers.",
     approve: "Complete authentication",
     reject: "Fail authentication",
+    bank_intro: "Your bank asks you to confirm this payment. You will go to your bank's page and \
+         come back here.",
+    to_bank: "Continue to your bank",
     challenge_closed: "This payment no longer waits for authentication: it is {status}.",
     back_to_payment: "Back to the payment",
 };
@@ -244,6 +249,9 @@ pub static DE: Text = Text {
          Bank.",
     approve: "Authentifizierung abschließen",
     reject: "Authentifizierung ablehnen",
+    bank_intro: "Ihre Bank bittet Sie, diese Zahlung zu bestätigen. Sie gelangen zur Seite Ihrer \
+         Bank und danach hierher zurück.",
+    to_bank: "Weiter zu Ihrer Bank",
     challenge_closed:
         "Diese Zahlung wartet nicht mehr auf eine Authentifizierung (Status: {status}).",
     back_to_payment: "Zurück zur Zahlung",
@@ -289,6 +297,9 @@ pub static FR: Text = Text {
          de la banque.",
     approve: "Valider l’authentification",
     reject: "Refuser l’authentification",
+    bank_intro: "Votre banque vous demande de confirmer ce paiement. Vous passerez par la page de \
+         votre banque avant de revenir ici.",
+    to_bank: "Continuer vers votre banque",
     challenge_closed: "Ce paiement n’attend plus d’authentification (statut : {status}).",
     back_to_payment: "Retour au paiement",
 };

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    actor::{challenge_url, first_account, run, Access, Command, Payments},
+    actor::{challenge, first_account, run, Access, Command, Payments},
     api::{LastError, Payment, SentCard, StripeMethodInput},
     create, store,
 };
@@ -21,7 +21,7 @@ use crate::{
         text::{Locale, Text},
         Chrome,
     },
-    processors::{card::parse_card, CardInput, SecretCard},
+    processors::{card::parse_card, CardInput, Challenge, SecretCard},
     settings::Settings,
     state::AppState,
 };
@@ -81,7 +81,8 @@ struct StripeData {
     processor_account_id: String,
 }
 
-/// The sandbox 3-D Secure challenge page.
+/// The sandbox 3-D Secure challenge page; for a processor that runs 3-D Secure on its own
+/// page (Stripe's), the page where the buyer of an off-session charge goes on to it.
 #[derive(askama::Template)]
 #[template(path = "challenge.html", config = "src/templates/askama.toml")]
 struct ChallengePage<'a> {
@@ -92,6 +93,8 @@ struct ChallengePage<'a> {
     title: String,
     /// Whether the payment waits for the challenge (only then are its answers offered).
     waiting: bool,
+    /// Whether the bank's own page follows (`Challenge::Started`): one button, to go on there.
+    at_bank: bool,
     /// What became of the payment, when it no longer waits for the challenge.
     closed: String,
     payment_id: &'a str,
@@ -471,10 +474,14 @@ pub async fn challenge_page(
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
     // A processor that runs 3-D Secure on its own page (Stripe) gets the buyer there; it sends
-    // them back to `…/challenge/return`.
-    if let Some(url) = challenge_url(payments.deps(), &m).await? {
-        return Ok(see_other(url));
-    }
+    // them back to `…/challenge/return`. One that waits for the buyer to start it (an
+    // off-session charge) gets the buyer's "continue" first: a link opened by a mail scanner
+    // starts nothing.
+    let at_bank = match challenge(payments.deps(), &m).await? {
+        Challenge::At(url) => return Ok(see_other(url)),
+        Challenge::Started => true,
+        Challenge::Here => false,
+    };
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
     let shop = shop_look(&state, &m).await?;
@@ -485,6 +492,7 @@ pub async fn challenge_page(
         logo: shop.logo,
         title: Text::with_amount(text.challenge_title, &locale.amount(m.amount, &m.currency)),
         waiting: m.status == super::machine::Status::RequiresCustomerAction.as_str(),
+        at_bank,
         closed: Text::with_status(text.challenge_closed, &m.status.replace('_', " ")),
         payment_id: &m.id,
         client_secret: &m.client_secret,
@@ -652,6 +660,7 @@ mod tests {
             logo: false,
             title: "Confirm".into(),
             waiting: false,
+            at_bank: false,
             closed: "It is succeeded.".into(),
             payment_id: "pay_1",
             client_secret: "a&b c",

@@ -240,10 +240,10 @@ pub fn check_confirm(state: &State) -> Result<(), Refusal> {
 
 /// The state after the processor answered a confirm. The attempt counts once: a payment
 /// already `processing` it (the processor answered "pending", or did not answer) does not
-/// count it again when its outcome arrives.
+/// count it again when its outcome arrives; one the processor refused untried does not count.
 pub fn confirm(state: &State, auth: Authorization, now: DateTime<Utc>) -> State {
     let mut next = state.clone();
-    if state.status != Status::Processing {
+    if state.status != Status::Processing && auth != Authorization::Refused {
         next.attempts = state.attempts.saturating_add(1);
     }
     apply_authorization(&mut next, auth, now);
@@ -277,6 +277,7 @@ fn apply_authorization(next: &mut State, auth: Authorization, now: DateTime<Utc>
         Authorization::ChallengeRequired => next.status = Status::RequiresCustomerAction,
         Authorization::ReviewRequired => next.status = Status::RequiresMerchantAction,
         Authorization::Pending => next.status = Status::Processing,
+        Authorization::Refused => next.status = Status::Declined,
     }
 }
 
@@ -412,6 +413,17 @@ pub fn settle(state: &State, view: ProcessorView, now: DateTime<Utc>) -> State {
             apply_authorization(&mut next, Authorization::Declined { retryable }, now);
         }
         ProcessorView::Voided | ProcessorView::Lapsed if pending => next.status = Status::Cancelled,
+        // An off-session charge whose answer was lost, found waiting for the buyer to
+        // authenticate it: the buyer is asked, as the answer would have had it.
+        ProcessorView::AwaitsBuyer if state.status == Status::Processing => {
+            apply_authorization(&mut next, Authorization::ChallengeRequired, now);
+        }
+        // Still waiting for the buyer; or declined here before payd offered the buyer a way.
+        ProcessorView::AwaitsBuyer
+            if matches!(
+                state.status,
+                Status::RequiresCustomerAction | Status::Declined | Status::Failed
+            ) => {}
         // The processor released the authorization itself (Stripe cancels one unused for 7
         // days, or its dashboard did): what was held is gone, what was captured stays. One
         // whose window closed expired, as payd's own expiry would have made it.
@@ -769,6 +781,19 @@ mod tests {
         );
     }
 
+    /// A confirm the processor refused untried (the merchant's configuration) leaves the
+    /// payment `declined` however often it happens; a decline after it still counts.
+    #[test]
+    fn a_refused_confirm_uses_up_no_attempt() {
+        let mut s = fresh(1000, CaptureMethod::Automatic);
+        for _ in 0..5 {
+            s = confirm(&s, Authorization::Refused, now());
+        }
+        assert_eq!((s.status, s.attempts), (Status::Declined, 0));
+        let s = confirm(&s, Authorization::Declined { retryable: true }, now());
+        assert_eq!((s.status, s.attempts), (Status::Declined, 1));
+    }
+
     #[derive(Debug, Clone)]
     enum Cmd {
         Confirm(u8, i64),
@@ -784,11 +809,11 @@ mod tests {
 
     fn cmd() -> impl Strategy<Value = Cmd> {
         prop_oneof![
-            (0u8..5, 0i64..1200).prop_map(|(k, a)| Cmd::Confirm(k, a)),
+            (0u8..6, 0i64..1200).prop_map(|(k, a)| Cmd::Confirm(k, a)),
             (proptest::option::of(-10i64..1200), any::<bool>())
                 .prop_map(|(a, f)| Cmd::Capture(a, f)),
             (0i64..3600).prop_map(Cmd::Cancel),
-            (0u8..7, 0i64..1200).prop_map(|(k, a)| Cmd::Settle(k, a)),
+            (0u8..8, 0i64..1200).prop_map(|(k, a)| Cmd::Settle(k, a)),
             (0i64..20).prop_map(Cmd::Expire),
             any::<bool>().prop_map(Cmd::Challenge),
             (0u8..3).prop_map(Cmd::Dispute),
@@ -803,6 +828,7 @@ mod tests {
             },
             2 => Authorization::ChallengeRequired,
             3 => Authorization::ReviewRequired,
+            4 => Authorization::Refused,
             _ => Authorization::Pending,
         }
     }
@@ -866,6 +892,7 @@ mod tests {
                         3 => ProcessorView::Captured { amount: a.min(amount) },
                         4 => ProcessorView::Declined { retryable: a % 2 == 0 },
                         5 => ProcessorView::Lapsed,
+                        6 => ProcessorView::AwaitsBuyer,
                         _ => ProcessorView::Voided,
                     }, t)),
                     Cmd::Expire(days) => expire(&s, t + Duration::days(days), expires_at, capture_before),

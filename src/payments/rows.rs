@@ -56,7 +56,7 @@ pub(super) fn answered(
         Authorization::Approved { amount } if amount < m.amount => "partially_authorized",
         Authorization::Approved { .. } if m.capture_method == "automatic" => "captured",
         Authorization::Approved { .. } => "authorized",
-        Authorization::Declined { .. } => "declined",
+        Authorization::Declined { .. } | Authorization::Refused => "declined",
         Authorization::ChallengeRequired => "challenge_required",
         Authorization::ReviewRequired => "review_required",
         Authorization::Pending => "pending",

@@ -107,6 +107,12 @@ pub struct AddProcessorRequest {
     /// card reaches Stripe only through Stripe.js (`payment_method_data.stripe`).
     #[serde(default)]
     pub raw_card_data: Option<bool>,
+    /// `stripe`: what follows the account's statement descriptor on the buyer's card
+    /// statement, on every payment (Stripe's `statement_descriptor_suffix`): 1 to 22 Latin
+    /// characters with a letter among them, none of `< > \ ' " *`.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 22)]
+    pub statement_descriptor_suffix: Option<String>,
 }
 
 /// What a merchant may change of a processor account in place: its id (so the webhook URL at
@@ -138,6 +144,10 @@ pub struct UpdateProcessorRequest {
     /// `stripe`: whether payd may send Stripe card numbers typed in.
     #[serde(default)]
     pub raw_card_data: Option<bool>,
+    /// `stripe`: the statement descriptor suffix (as on creation); `""` removes it.
+    #[serde(default)]
+    #[schema(max_length = 22)]
+    pub statement_descriptor_suffix: Option<String>,
 }
 
 /// How long a replaced webhook secret is still accepted: as long as Stripe's roll lets the
@@ -194,6 +204,10 @@ pub async fn update_processor(
                     ("publishable_key", req.publishable_key.is_some()),
                     ("webhook_secret", req.webhook_secret.is_some()),
                     ("raw_card_data", req.raw_card_data.is_some()),
+                    (
+                        "statement_descriptor_suffix",
+                        req.statement_descriptor_suffix.is_some(),
+                    ),
                 ],
             )?;
             let mut c: RemoteConfig = connections
@@ -223,6 +237,10 @@ pub async fn update_processor(
                 ("publishable_key", req.publishable_key.is_some()),
                 ("webhook_secret", req.webhook_secret.is_some()),
                 ("raw_card_data", req.raw_card_data.is_some()),
+                (
+                    "statement_descriptor_suffix",
+                    req.statement_descriptor_suffix.is_some(),
+                ),
                 ("secret", req.secret.is_some()),
                 ("timeout_ms", req.timeout_ms.is_some()),
             ],
@@ -290,6 +308,13 @@ fn restripe(
     if let Some(raw) = req.raw_card_data {
         c.raw_card_data = raw;
         changed.push("raw_card_data");
+    }
+    if let Some(suffix) = &req.statement_descriptor_suffix {
+        c.statement_descriptor_suffix = match suffix.as_str() {
+            "" => None,
+            s => Some(descriptor_suffix(s)?),
+        };
+        changed.push("statement_descriptor_suffix");
     }
     Ok(changed)
 }
@@ -503,6 +528,11 @@ fn stripe_config(
         timeout_ms: timeout_ms(state, req.timeout_ms, stripe::DEFAULT_TIMEOUT_MS)?,
         publishable_key,
         raw_card_data: req.raw_card_data.unwrap_or(false),
+        statement_descriptor_suffix: req
+            .statement_descriptor_suffix
+            .as_deref()
+            .map(descriptor_suffix)
+            .transpose()?,
     };
     serde_json::to_string(&config).map_err(ApiError::internal)
 }
@@ -557,6 +587,31 @@ fn publishable_key(pk: &str, test_mode: bool) -> Result<String, ApiError> {
         ));
     }
     Ok(pk.to_owned())
+}
+
+/// A statement descriptor suffix as Stripe takes it
+/// (docs.stripe.com/get-started/account/statement-descriptors): Latin characters only, at most
+/// 22 (with the account's prefix, Stripe shortens the whole to 22), at least one letter, none
+/// of `< > \ ' " *`.
+fn descriptor_suffix(s: &str) -> Result<String, ApiError> {
+    let param = "statement_descriptor_suffix";
+    let s = s.trim();
+    if !(1..=22).contains(&s.chars().count()) {
+        return Err(ApiError::invalid_param(param, "1 to 22 characters"));
+    }
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(' '..='~').contains(c) || "<>\\'\"*".contains(*c))
+    {
+        return Err(ApiError::invalid_param(
+            param,
+            format!("Stripe takes Latin letters, digits and punctuation other than < > \\ ' \" *, not {c:?}"),
+        ));
+    }
+    if !s.chars().any(|c| c.is_ascii_alphabetic()) {
+        return Err(ApiError::invalid_param(param, "at least one letter"));
+    }
+    Ok(s.to_owned())
 }
 
 /// Whether `s` has the form of a Stripe webhook signing secret: `whsec_` and 24 to 200

@@ -45,6 +45,20 @@ pub struct AuthRequest {
     pub now: DateTime<Utc>,
 }
 
+/// Where the buyer completes an authorization's 3-D Secure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Challenge {
+    /// On payd's own challenge page (the sandbox's).
+    Here,
+    /// On the processor's page, at this URL (Stripe's `next_action.redirect_to_url`).
+    At(String),
+    /// On the processor's page, once the buyer asks for it on payd's page (an off-session
+    /// charge the card's issuer wants the buyer to authenticate: Stripe's
+    /// `authentication_required`). The buyer's "continue" is `complete_challenge` approved,
+    /// which starts it; the challenge is then `At` the processor's page.
+    Started,
+}
+
 /// The customer a card is saved for.
 #[derive(Debug, Clone)]
 pub struct SaveFor {
@@ -197,11 +211,9 @@ pub trait Processor: Send + Sync + 'static {
     fn voids_challenges(&self) -> bool {
         false
     }
-    /// Where the buyer completes the 3-D Secure of the authorization behind `reference`, when
-    /// the processor runs it on its own page (Stripe's `next_action.redirect_to_url`); `None`
-    /// when payd's challenge page does.
-    fn challenge_url(&self, _reference: &str) -> Answer<Option<String>> {
-        Box::pin(futures_util::future::ready(Ok(None)))
+    /// Where the buyer completes the 3-D Secure of the authorization behind `reference`.
+    fn challenge(&self, _reference: &str) -> Answer<Challenge> {
+        Box::pin(futures_util::future::ready(Ok(Challenge::Here)))
     }
     /// Whether a capture can be voided (within payd's void window) rather than refunded.
     fn voids_captures(&self) -> bool {
@@ -227,11 +239,14 @@ pub trait Processor: Send + Sync + 'static {
             })
         })
     }
-    /// The buyer finished (or failed) the challenge of a `ChallengeRequired` authorization.
+    /// The buyer finished (or failed) the challenge of a `ChallengeRequired` authorization; for
+    /// `Challenge::Started`, asked to start it (`return_url` is where the processor's page
+    /// sends the buyer back to, as in `AuthRequest`).
     fn complete_challenge(
         &self,
         reference: &str,
         approved: bool,
+        return_url: &str,
         now: DateTime<Utc>,
     ) -> Answer<AuthResult>;
     fn capture(&self, reference: &str, amount: i64, currency: &str, key: &str) -> Answer<()>;

@@ -29,6 +29,11 @@ pub enum Authorization {
     ReviewRequired,
     /// Pending, or no answer (a timeout): never a failure on a guess.
     Pending,
+    /// The processor refused the request for the merchant's configuration (Stripe's refusal
+    /// of card numbers from an account not approved for them): the card was never tried. The
+    /// payment may be confirmed again, and the attempt does not count against its
+    /// `max_attempts`.
+    Refused,
 }
 
 /// What the processor reports when asked (force_sync, or the settle job).
@@ -51,6 +56,9 @@ pub enum ProcessorView {
     /// The processor released the authorization itself when its window to capture closed
     /// (Stripe's `cancellation_reason: automatic`): it lapsed rather than being voided.
     Lapsed,
+    /// An off-session charge the card's issuer wants the buyer to authenticate (Stripe's
+    /// `authentication_required`): it waits for the buyer (`Challenge::Started`).
+    AwaitsBuyer,
     /// The processor has no trace of the reference: the request never reached it (or has not
     /// yet).
     Unknown,

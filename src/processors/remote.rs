@@ -401,6 +401,7 @@ impl Processor for RemoteProcessor {
         &self,
         reference: &str,
         approved: bool,
+        _return_url: &str,
         _now: DateTime<Utc>,
     ) -> Answer<AuthResult> {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());

@@ -175,6 +175,7 @@ impl Processor for Sandbox {
         &self,
         reference: &str,
         approved: bool,
+        _return_url: &str,
         _now: DateTime<Utc>,
     ) -> Answer<AuthResult> {
         let result = match Reference::decode(reference) {

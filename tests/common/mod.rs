@@ -7,6 +7,7 @@ pub mod formation;
 pub mod keyed_load;
 pub mod receiver;
 pub mod sim;
+pub mod strict_app;
 pub mod strict_stripe;
 pub mod stripe;
 pub mod stripe_api;

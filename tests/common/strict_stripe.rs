@@ -96,6 +96,10 @@ pub struct Strict {
     attached: Mutex<std::collections::HashSet<String>>,
     /// PaymentIntents whose 3-D Secure the buyer failed (their `last_payment_error`).
     unauthenticated: Mutex<std::collections::HashSet<String>>,
+    /// PaymentIntents of off-session charges declined `authentication_required`, with the
+    /// PaymentMethod tried: until confirmed again, Stripe shows them `requires_payment_method`
+    /// with that decline (localstripe holds them unconfirmed).
+    awaiting: Mutex<HashMap<String, String>>,
     /// The card behind each token Stripe.js made in a browser (`POST /v1/tokens`, which
     /// carries the card as the buyer typed it: number, expiry, CVC).
     tokens: Mutex<HashMap<String, Vec<(String, String)>>>,
@@ -167,6 +171,7 @@ impl StrictStripe {
             usages: Mutex::default(),
             attached: Mutex::default(),
             unauthenticated: Mutex::default(),
+            awaiting: Mutex::default(),
             seen: Mutex::default(),
             api: StripeApi::load(),
         });
@@ -598,6 +603,15 @@ async fn as_stripe_shows(s: &Strict, req: &HttpRequest, pi: &mut Value) {
     let Some(id) = pi["id"].as_str().map(str::to_owned) else {
         return;
     };
+    let tried = s.awaiting.lock().unwrap().get(&id).cloned();
+    if let (Some(method), Some("requires_confirmation")) = (tried, pi["status"].as_str()) {
+        pi["status"] = json!("requires_payment_method");
+        pi["payment_method"] = Value::Null;
+        pi["last_payment_error"] = json!({"type": "card_error",
+            "code": "authentication_required", "decline_code": "authentication_required",
+            "message": "Your card was declined. This transaction requires authentication.",
+            "payment_method": {"id": method, "object": "payment_method"}});
+    }
     let usage = s.usages.lock().unwrap().get(&id).cloned();
     if let Some(usage) = usage {
         pi["setup_future_usage"] = json!(usage);
@@ -747,10 +761,17 @@ async fn post_strictly(
     let expand_charge = param(&params, "expand[]") == Some("latest_charge");
     params.retain(|(k, _)| k != "expand[]");
     // localstripe refuses `return_url` and `setup_future_usage`: kept here, for Stripe's 3-D
-    // Secure redirect and its saving of the card when the payment succeeds.
+    // Secure redirect and its saving of the card when the payment succeeds. It refuses
+    // `statement_descriptor_suffix` too, which changes nothing else: the tests read it in
+    // `seen`.
     let return_url = param(&params, "return_url").map(str::to_owned);
     let usage = param(&params, "setup_future_usage").map(str::to_owned);
-    params.retain(|(k, _)| k != "return_url" && k != "setup_future_usage");
+    params.retain(|(k, _)| {
+        !matches!(
+            k.as_str(),
+            "return_url" | "setup_future_usage" | "statement_descriptor_suffix"
+        )
+    });
     let segments: Vec<&str> = path.trim_start_matches("/v1/").split('/').collect();
     match segments.as_slice() {
         ["payment_methods"]
@@ -804,7 +825,16 @@ async fn post_strictly(
                     .cloned()
                     .collect();
                 let made = forward(s, req, path, &unconfirmed).await;
-                let pi: Value = serde_json::from_slice(&made.body).unwrap_or(Value::Null);
+                let mut pi: Value = serde_json::from_slice(&made.body).unwrap_or(Value::Null);
+                if let (true, Some(id), Some(method)) = (
+                    needs_buyer,
+                    pi["id"].as_str(),
+                    param(&params, "payment_method"),
+                ) {
+                    let (id, method) = (id.to_owned(), method.to_owned());
+                    s.awaiting.lock().unwrap().insert(id, method);
+                    as_stripe_shows(s, req, &mut pi).await;
+                }
                 return Answer::json(
                     402,
                     json!({"error": {"type": "card_error", "code": code, "decline_code": decline,
@@ -866,6 +896,33 @@ async fn post_strictly(
                 return unexpected_state(&pi);
             }
         }
+        // docs.stripe.com/api/payment_intents/confirm: an off-session charge declined
+        // `authentication_required` is confirmed again with the buyer there, on its
+        // PaymentMethod; its 3-D Secure is then Stripe's redirect (the 3220 card asks for it).
+        ["payment_intents", id, "confirm"] => {
+            let pi = ls_get(s, req, &format!("/v1/payment_intents/{id}")).await;
+            if !matches!(
+                pi["status"].as_str(),
+                Some("requires_payment_method" | "requires_confirmation")
+            ) {
+                return unexpected_state(&pi);
+            }
+            if let Some(back) = &return_url {
+                s.returns.lock().unwrap().insert((*id).to_owned(), back.clone());
+            }
+            // localstripe confirms only with the PaymentMethod it holds, and takes none named:
+            // the one the declined attempt was made with, which Stripe names in
+            // `last_payment_error.payment_method`.
+            let tried = s.awaiting.lock().unwrap().remove(*id);
+            if let Some(method) = param(&params, "payment_method") {
+                assert_eq!(
+                    Some(method),
+                    tried.as_deref(),
+                    "the strict layer confirms again only the PaymentMethod declined"
+                );
+            }
+            params.retain(|(k, _)| k != "payment_method");
+        }
         ["payment_intents", id, "cancel"] => {
             // docs.stripe.com/api/payment_intents/cancel: only a PaymentIntent not yet
             // succeeded or canceled can be canceled.
@@ -904,6 +961,11 @@ async fn post_strictly(
                 json!(created + 5 * 86_400);
             answer.body = serde_json::to_vec(&pi).unwrap();
         }
+    }
+    if segments.len() == 3 && segments[2] == "confirm" && answer.status == 200 {
+        let mut pi: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        as_stripe_shows(s, req, &mut pi).await;
+        answer.body = serde_json::to_vec(&pi).unwrap();
     }
     if let ("/v1/payment_intents", 200) = (path, answer.status) {
         let mut pi: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);

@@ -13,7 +13,7 @@ use std::{collections::HashMap, path::PathBuf};
 
 /// The parameters the endpoint `method path` takes, by the `d.ts` file and interface that
 /// describe it. Path segments that are ids are written `{id}`.
-const ENDPOINTS: [(&str, &str, &str, &str); 15] = [
+const ENDPOINTS: [(&str, &str, &str, &str); 16] = [
     (
         "POST",
         "/v1/payment_methods",
@@ -56,6 +56,12 @@ const ENDPOINTS: [(&str, &str, &str, &str); 15] = [
         "/v1/payment_intents/{id}/cancel",
         "PaymentIntents",
         "PaymentIntentCancelParams",
+    ),
+    (
+        "POST",
+        "/v1/payment_intents/{id}/confirm",
+        "PaymentIntents",
+        "PaymentIntentConfirmParams",
     ),
     (
         "GET",

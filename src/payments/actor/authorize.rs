@@ -96,7 +96,7 @@ pub(super) async fn complete_challenge(
     let intent = Intent::Challenge { approve: *approve };
     let base = intend(deps, m, &*processor, m.clone(), intent, vec![]).await?;
     let answer = processor
-        .complete_challenge(&reference, *approve, now)
+        .complete_challenge(&reference, *approve, &challenge_return(deps, m), now)
         .await;
     challenged(deps, &base, answer).await
 }
@@ -312,7 +312,10 @@ pub(super) async fn authorize(
             Err(e) => return Err(e.into()),
         };
         attempts.push(answered(attempt, m, &result));
-        let retry = matches!(result.outcome, Authorization::Declined { retryable: true });
+        let retry = matches!(
+            result.outcome,
+            Authorization::Declined { retryable: true } | Authorization::Refused
+        );
         let intent = processor
             .keeps_state()
             .then(|| intent.resending(result.resend.clone()));
@@ -356,14 +359,20 @@ fn auth_request(
         secret: secret.clone(),
         save,
         off_session: m.off_session,
-        return_url: format!(
-            "{}/checkout/{}/challenge/return?client_secret={}",
-            deps.public_url.trim_end_matches('/'),
-            m.id,
-            m.client_secret
-        ),
+        return_url: challenge_return(deps, m),
         now,
     }
+}
+
+/// Where a processor's 3-D Secure page sends the buyer back to: payd's
+/// `/checkout/{payment_id}/challenge/return`.
+pub(super) fn challenge_return(deps: &PaymentDeps, m: &payment::Model) -> String {
+    format!(
+        "{}/checkout/{}/challenge/return?client_secret={}",
+        deps.public_url.trim_end_matches('/'),
+        m.id,
+        form_urlencoded::byte_serialize(m.client_secret.as_bytes()).collect::<String>()
+    )
 }
 
 /// The answer of an attempt whose request never left payd: a retryable decline, so routing
@@ -494,20 +503,16 @@ fn available(deps: &PaymentDeps, enabled: &[processor_account::Model]) -> Vec<St
         .collect()
 }
 
-/// Where the buyer completes the payment's 3-D Secure when its processor runs it on its own
-/// page (Stripe's); `None` when payd's challenge page does, or the payment waits for none.
-pub async fn challenge_url(
-    deps: &PaymentDeps,
-    m: &payment::Model,
-) -> Result<Option<String>, PaymentError> {
+/// Where the buyer completes the payment's 3-D Secure (payd's page when it waits for none).
+pub async fn challenge(deps: &PaymentDeps, m: &payment::Model) -> Result<Challenge, PaymentError> {
     if m.status != Status::RequiresCustomerAction.as_str() {
-        return Ok(None);
+        return Ok(Challenge::Here);
     }
     let Ok((account, reference)) = processor_of(m) else {
-        return Ok(None);
+        return Ok(Challenge::Here);
     };
     let processor = deps.processor_for(m, &account).await?;
-    Ok(processor.challenge_url(&reference).await?)
+    Ok(processor.challenge(&reference).await?)
 }
 
 /// The account a payment would be sent to first if its buyer paid now, its card's brand not

@@ -8,7 +8,7 @@ mod refunding;
 mod sync;
 
 use authorize::*;
-pub use authorize::{challenge_url, first_account};
+pub use authorize::{challenge, first_account};
 use capture::*;
 use refunding::*;
 use sync::*;
@@ -51,7 +51,7 @@ use crate::{
     processors::{
         connect::{self, Connections},
         sandbox::Sandbox,
-        AppliedRefund, AuthRequest, AuthResult, Processor, ProcessorError, RefundResult,
+        AppliedRefund, AuthRequest, AuthResult, Challenge, Processor, ProcessorError, RefundResult,
         RefundStatus, SaveFor, SecretCard, StoredCard,
     },
     recovery::RequestKey,

@@ -67,7 +67,10 @@ pub(super) async fn reconcile(
             confirmed(deps, m, card, mandate, authorized, &None).await
         }
         Intent::Challenge { approve } => {
-            let answer = processor.complete_challenge(&reference, approve, now).await;
+            let back = super::authorize::challenge_return(deps, m);
+            let answer = processor
+                .complete_challenge(&reference, approve, &back, now)
+                .await;
             challenged(deps, m, answer).await
         }
         Intent::Capture {
@@ -107,6 +110,10 @@ fn recovered_outcome(
             });
             Some((Authorization::Declined { retryable }, Some(error)))
         }
+        ProcessorView::AwaitsBuyer => Some((
+            Authorization::ChallengeRequired,
+            recovered.error.clone(),
+        )),
         ProcessorView::Unknown if overdue => Some((
             Authorization::Declined { retryable: true },
             Some((

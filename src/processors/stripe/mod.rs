@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::model::{Authorization, Brand, ProcessorView};
 use super::remote::CircuitBreaker;
 use super::{
-    Answer, AppliedRefund, AuthRequest, AuthResult, MethodCard, Processor, ProcessorError,
+    Answer, AppliedRefund, AuthRequest, AuthResult, Challenge, MethodCard, Processor, ProcessorError,
     ProcessorToken, Recovered, RefundResult, RefundStatus, SaveFor,
 };
 use crate::outbound::Policy;
@@ -87,6 +87,10 @@ pub struct StripeConfig {
     /// need Stripe's approval and PCI DSS SAQ D); off, only Stripe.js's PaymentMethods.
     #[serde(default)]
     pub raw_card_data: bool,
+    /// What follows the account's statement descriptor on the buyer's card statement
+    /// (`statement_descriptor_suffix` on every PaymentIntent).
+    #[serde(default)]
+    pub statement_descriptor_suffix: Option<String>,
 }
 
 impl StripeConfig {
@@ -302,6 +306,12 @@ impl Inner {
         if req.off_session && customer.is_some() {
             form.push(pair("off_session", "true"));
         }
+        // docs.stripe.com/get-started/account/statement-descriptors#dynamic: the shop's name
+        // for the payment on the buyer's statement, which a buyer who recognises it does not
+        // dispute as fraud.
+        if let Some(suffix) = &self.config.statement_descriptor_suffix {
+            form.push(pair("statement_descriptor_suffix", suffix));
+        }
         let pi = match self
             .call("payment_intents", Some(&req.reference), &form)
             .await
@@ -347,6 +357,10 @@ impl Inner {
                 None,
             ),
             "requires_action" => (Authorization::ChallengeRequired, None),
+            _ if awaits_buyer(pi) => (
+                Authorization::ChallengeRequired,
+                Some(decline_of(&pi["last_payment_error"])),
+            ),
             "processing" | "requires_confirmation" => (Authorization::Pending, None),
             "canceled" => (
                 Authorization::Declined { retryable: false },
@@ -418,6 +432,7 @@ impl Inner {
             // `automatic` is Stripe's own cancel of an authorization left uncaptured.
             "canceled" if pi["cancellation_reason"] == "automatic" => ProcessorView::Lapsed,
             "canceled" => ProcessorView::Voided,
+            _ if awaits_buyer(pi) => ProcessorView::AwaitsBuyer,
             "requires_payment_method" if !pi["last_payment_error"].is_null() => {
                 ProcessorView::Declined {
                     retryable: retryable(&decline_code(&pi["last_payment_error"])),
@@ -425,6 +440,30 @@ impl Inner {
             }
             _ => ProcessorView::Pending,
         })
+    }
+}
+
+/// Stripe's code for an off-session charge the card's issuer wants the buyer to authenticate.
+const AUTHENTICATION_REQUIRED: &str = "authentication_required";
+
+/// Whether a PaymentIntent waits for the buyer to authenticate an off-session charge: its last
+/// attempt declined `authentication_required`, nothing tried since.
+fn awaits_buyer(pi: &Value) -> bool {
+    pi["status"] == "requires_payment_method"
+        && decline_code(&pi["last_payment_error"]) == AUTHENTICATION_REQUIRED
+}
+
+/// A declined attempt: its code, message, and the PaymentIntent Stripe made for it.
+fn declined(code: String, message: String, reference: Option<String>) -> AuthResult {
+    AuthResult {
+        reference,
+        outcome: Authorization::Declined {
+            retryable: retryable(&code),
+        },
+        error: Some((code, message)),
+        token: None,
+        resend: None,
+        capture_before: None,
     }
 }
 
@@ -520,17 +559,19 @@ impl Processor for StripeProcessor {
     }
 
     /// `next_action.redirect_to_url.url` of a PaymentIntent that `requires_action`
-    /// (docs.stripe.com/api/payment_intents/object#payment_intent_object-next_action).
-    fn challenge_url(&self, reference: &str) -> Answer<Option<String>> {
+    /// (docs.stripe.com/api/payment_intents/object#payment_intent_object-next_action); any
+    /// other (an off-session charge declined `authentication_required`) starts it when the
+    /// buyer asks on payd's page.
+    fn challenge(&self, reference: &str) -> Answer<Challenge> {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());
         Box::pin(async move {
             let id = Inner::intent_id(&reference)?;
             let pi = inner.payment_intent(id).await?;
             let redirect = &pi["next_action"]["redirect_to_url"]["url"];
-            Ok(redirect
-                .as_str()
-                .filter(|_| pi["status"] == "requires_action")
-                .map(str::to_owned))
+            Ok(match redirect.as_str() {
+                Some(url) if pi["status"] == "requires_action" => Challenge::At(url.to_owned()),
+                _ => Challenge::Started,
+            })
         })
     }
 
@@ -563,18 +604,25 @@ impl Processor for StripeProcessor {
     fn authorize(&self, req: AuthRequest) -> Answer<AuthResult> {
         let inner = self.inner.clone();
         Box::pin(async move {
-            let declined = |code: String, message: String, reference: Option<String>| AuthResult {
-                reference,
-                outcome: Authorization::Declined {
-                    retryable: retryable(&code),
-                },
-                error: Some((code, message)),
-                token: None,
-                resend: None,
-                capture_before: None,
-            };
             match inner.authorize(&req).await {
                 Ok(result) => Ok(result),
+                // docs.stripe.com/payments/save-during-payment#charge-saved-payment-method: an
+                // off-session charge the issuer wants authenticated is Stripe's 402
+                // `authentication_required`, its PaymentIntent kept to be confirmed with the
+                // buyer there. It waits for the buyer (payd's challenge link) instead of
+                // failing.
+                Err(Failure::Card {
+                    code,
+                    message,
+                    intent: Some(intent),
+                }) if req.off_session && code == AUTHENTICATION_REQUIRED => Ok(AuthResult {
+                    reference: Some(intent),
+                    outcome: Authorization::ChallengeRequired,
+                    error: Some((code, message)),
+                    token: None,
+                    resend: None,
+                    capture_before: None,
+                }),
                 // The PaymentIntent Stripe made for the declined attempt stays its reference.
                 Err(Failure::Card {
                     code,
@@ -595,12 +643,16 @@ impl Processor for StripeProcessor {
                 // at another processor): this attempt fails, routing may try the next one.
                 Err(Failure::Refused(why)) => Ok(declined("processor_refused".into(), why, None)),
                 // The account may not send card numbers: the merchant's configuration to fix,
-                // which the code says apart from the buyer's card. Routing may try the next.
-                Err(Failure::Configuration(why)) => Ok(declined(
-                    "processor_configuration".into(),
-                    format!("Stripe refused the card number from this account: {why}"),
-                    None,
-                )),
+                // which the code says apart from the buyer's card. The card was never tried:
+                // no attempt is used up. Routing may try the next.
+                Err(Failure::Configuration(why)) => Ok(AuthResult {
+                    outcome: Authorization::Refused,
+                    ..declined(
+                        "processor_configuration".into(),
+                        format!("Stripe refused the card number from this account: {why}"),
+                        None,
+                    )
+                }),
                 // Only a step before the PaymentIntent (the PaymentMethod, the Customer) can
                 // leave an unknown answer here: nothing was charged, routing falls back.
                 Err(f) => Err(ProcessorError::Unavailable(format!("{:?}", f))),
@@ -608,18 +660,47 @@ impl Processor for StripeProcessor {
         })
     }
 
-    /// The buyer finished the challenge at Stripe (Stripe.js), or gave up on payd's page: the
-    /// PaymentIntent says how it ended. One the buyer gave up on is canceled.
+    /// The buyer finished the challenge at Stripe, or gave up on payd's page: the
+    /// PaymentIntent says how it ended. One the buyer gave up on is canceled. One that waits
+    /// for the buyer to authenticate an off-session charge is confirmed now, the buyer there
+    /// (docs.stripe.com/payments/save-during-payment#charge-saved-payment-method: the failed
+    /// attempt's PaymentMethod, on the same PaymentIntent), and Stripe's page follows.
     fn complete_challenge(
         &self,
         reference: &str,
         approved: bool,
+        return_url: &str,
         _now: DateTime<Utc>,
     ) -> Answer<AuthResult> {
         let (inner, reference) = (self.inner.clone(), reference.to_owned());
+        let return_url = return_url.to_owned();
         Box::pin(async move {
             let id = Inner::intent_id(&reference)?;
             let mut pi = inner.payment_intent(id).await?;
+            if approved && awaits_buyer(&pi) {
+                let error = &pi["last_payment_error"];
+                let Some(method) = error["payment_method"]["id"]
+                    .as_str()
+                    .or(pi["payment_method"].as_str())
+                else {
+                    return Err(ProcessorError::Refused(
+                        "the PaymentIntent names no PaymentMethod to authenticate".into(),
+                    ));
+                };
+                let form = vec![
+                    pair("payment_method", method),
+                    pair("return_url", &return_url),
+                    pair("expand[]", "latest_charge"),
+                ];
+                let path = format!("payment_intents/{id}/confirm");
+                pi = match inner.post(&path, &format!("{id}.authenticate"), form).await {
+                    Ok(pi) => pi,
+                    Err(Failure::Card { code, message, .. }) => {
+                        return Ok(declined(code, message, Some(id.to_owned())))
+                    }
+                    Err(f) => return Err(f.into()),
+                };
+            }
             if !approved && pi["status"] == "requires_action" {
                 let key = format!("{id}.challenge");
                 pi = inner

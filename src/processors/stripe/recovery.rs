@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{client::Failure, items, pair, retryable, str_of, Form, Inner};
+use super::{client::Failure, items, pair, retryable, str_of, Form, Inner, AUTHENTICATION_REQUIRED};
 use crate::processors::{model::ProcessorView, Recovered};
 
 /// How long after it was sent an authorization Stripe shows no trace of is still looked for,
@@ -96,10 +96,17 @@ impl Inner {
                     message,
                     intent,
                 }) => {
-                    return Ok(Recovered {
-                        view: ProcessorView::Declined {
+                    // Only an off-session charge is declined `authentication_required`: it
+                    // waits for the buyer, as its first answer would have had it.
+                    let view = if code == AUTHENTICATION_REQUIRED && intent.is_some() {
+                        ProcessorView::AwaitsBuyer
+                    } else {
+                        ProcessorView::Declined {
                             retryable: retryable(&code),
-                        },
+                        }
+                    };
+                    return Ok(Recovered {
+                        view,
                         reference: intent,
                         error: Some((code, message)),
                     })

@@ -1,5 +1,6 @@
-// The sandbox 3-D Secure challenge page's script, served from payd's own route with an
-// integrity hash (the page allows no inline script). Its data is the JSON block #page-data.
+// The 3-D Secure challenge page's script (the sandbox's challenge, or the way on to the
+// bank's), served from payd's own route with an integrity hash (the page allows no inline
+// script). Its data is the JSON block #page-data.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("page-data").textContent);
@@ -14,23 +15,27 @@
   var back = "/checkout/" + encodeURIComponent(data.payment_id) +
     "?client_secret=" + encodeURIComponent(data.client_secret);
 
+  // Only approve where the bank's own page follows (an off-session charge to authenticate):
+  // the answer then names that page.
+  var buttons = [approve, reject].filter(Boolean);
+
   function answer(result) {
-    approve.disabled = true;
-    reject.disabled = true;
+    buttons.forEach(function (b) { b.disabled = true; });
     fetch("/checkout/" + encodeURIComponent(data.payment_id) + "/challenge", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ client_secret: data.client_secret, result: result })
     }).then(function (r) {
       if (!r.ok) throw new Error("status " + r.status);
-      location.href = back;
+      return r.json();
+    }).then(function (status) {
+      location.href = (status.status === "requires_customer_action" && status.next_action_url) || back;
     }).catch(function () {
       message.className = "error";
       message.textContent = data.text.failed;
-      approve.disabled = false;
-      reject.disabled = false;
+      buttons.forEach(function (b) { b.disabled = false; });
     });
   }
   approve.addEventListener("click", function () { answer("approve"); });
-  reject.addEventListener("click", function () { answer("reject"); });
+  if (reject) reject.addEventListener("click", function () { answer("reject"); });
 })();
