@@ -379,3 +379,71 @@ async fn the_shops_statement_descriptor_suffix_goes_on_every_payment_intent() {
     pay(&app, &m, json!({})).await;
     assert_eq!(suffixes(&ls), [Some("ORDER 42".to_owned()), None]);
 }
+
+/// A subscription's cycle is charged off-session under its mandate, so Stripe's
+/// `authentication_required` takes the same path: its payment waits for the buyer, the cycle
+/// waits with it (neither failed nor retried), and once the buyer passed 3-D Secure the cycle
+/// is paid and the subscription active.
+#[actix_web::test]
+async fn a_subscription_cycle_stripe_wants_authenticated_is_paid_once_the_buyer_finishes() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
+    let cid = c.body["customer_id"].as_str().unwrap();
+    let (_, mandate) = saved_behind_3ds(&app, &m, &ls, cid).await;
+    let product = post(
+        &app,
+        &m,
+        "/products",
+        json!({"name": "Plan", "prices": [{"unit_amount": 900, "currency": "USD",
+            "recurring": {"interval": "month"}}]}),
+    )
+    .await;
+    let price = product.body["prices"][0]["price_id"].as_str().unwrap();
+    let s = post(
+        &app,
+        &m,
+        "/subscriptions",
+        json!({"customer_id": cid, "mandate_id": mandate, "items": [{"price_id": price}]}),
+    )
+    .await;
+    assert_eq!(s.status, 201, "{}", s.body);
+    let sid = s.body["subscription_id"].as_str().unwrap();
+    let cycle = async || {
+        get(&app, &m, &format!("/subscriptions/{sid}/invoices")).await["data"][0].clone()
+    };
+    let pid = cycle().await["payment_id"].as_str().unwrap().to_owned();
+    let waiting = get(&app, &m, &format!("/payments/{pid}")).await;
+    assert_eq!(
+        (
+            waiting["status"].as_str(),
+            waiting["last_error"]["code"].as_str()
+        ),
+        (
+            Some("requires_customer_action"),
+            Some("authentication_required")
+        ),
+        "{waiting}"
+    );
+    assert_ne!(cycle().await["status"], "paid");
+
+    let go = json!({"client_secret": waiting["client_secret"], "result": "approve"});
+    let on = app
+        .send(Method::POST, &format!("/checkout/{pid}/challenge"), None, Some(&go), &[])
+        .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    through_3ds(&app, &ls, &waiting, "complete").await;
+    // The cycle looks at its payment again a minute on.
+    for _ in 0..200 {
+        if cycle().await["status"] == "paid" {
+            break;
+        }
+        app.clock.advance(chrono::Duration::minutes(2));
+        actix_web::rt::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let paid = cycle().await;
+    assert_eq!(paid["status"], "paid", "{paid}");
+    let s = get(&app, &m, &format!("/subscriptions/{sid}")).await;
+    assert_eq!(s["status"], "active", "{s}");
+}
