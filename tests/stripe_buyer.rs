@@ -447,3 +447,39 @@ async fn a_subscription_cycle_stripe_wants_authenticated_is_paid_once_the_buyer_
     let s = get(&app, &m, &format!("/subscriptions/{sid}")).await;
     assert_eq!(s["status"], "active", "{s}");
 }
+
+/// A deleted customer's cards go at Stripe too (docs.stripe.com/api/payment_methods/detach):
+/// each is detached from the customer's Stripe Customer, so none can be charged there again.
+#[actix_web::test]
+async fn a_deleted_customers_cards_are_detached_at_stripe() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
+    let cid = c.body["customer_id"].as_str().unwrap();
+    let p = pay(
+        &app,
+        &m,
+        json!({"customer_id": cid, "setup_future_usage": "on_session"}),
+    )
+    .await;
+    assert_eq!(p.body["status"], "succeeded", "{}", p.body);
+    let pi = &intents_of(&ls, p.body["payment_id"].as_str().unwrap()).await[0];
+    let attached = format!(
+        "/v1/payment_methods?customer={}&type=card",
+        pi["customer"].as_str().expect("the customer's Stripe Customer")
+    );
+    assert_eq!(ls.get(&attached).await["data"].as_array().unwrap().len(), 1);
+
+    let deleted = app
+        .call(&m, Method::DELETE, &format!("/customers/{cid}"), None)
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(deleted.body["deleted_payment_methods"].as_array().unwrap().len(), 1);
+    let method = pi["payment_method"].as_str().unwrap();
+    assert_eq!(
+        ls.posts_to(&format!("/v1/payment_methods/{method}/detach")),
+        1
+    );
+    assert!(ls.get(&attached).await["data"].as_array().unwrap().is_empty());
+}

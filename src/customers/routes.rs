@@ -154,13 +154,15 @@ async fn change(
     .await
 }
 
-/// Delete a customer: redact its personal data and delete its saved methods. Refused while
-/// a mandate is active; its id, payments and refunds stay.
+/// Delete a customer: redact its personal data and delete its saved methods (detached, too,
+/// from the processor that keeps them: Stripe). Refused while a mandate is active; its id,
+/// payments and refunds stay.
 #[utoipa::path(delete, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
     responses((status = 200, body = Redaction), (status = 409, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn delete_customer(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
+    connections: web::Data<Connections>,
     PathId(id): PathId<crate::ids::CustomerId>,
 ) -> Result<HttpResponse, ApiError> {
     let c = owned(&state, &caller, &id).await?;
@@ -169,10 +171,14 @@ pub async fn delete_customer(
     }
     let (after, erased) = redaction(&c, state.clock.now());
     let (after, deleted) = store::redact(&state.db, &c, after).await?;
+    // Its cards go at the processor that keeps them (Stripe) too.
+    for pm in &deleted {
+        store::forget_at_processor(&state.db, &connections, pm).await;
+    }
     Ok(HttpResponse::Ok().json(Redaction {
         customer: Customer::try_from(&after)?,
         erased_fields: erased,
-        deleted_payment_methods: deleted,
+        deleted_payment_methods: deleted.into_iter().map(|pm| pm.id).collect(),
     }))
 }
 

@@ -100,12 +100,8 @@ pub async fn redact(
     db: &Db,
     before: &customer::Model,
     after: customer::Model,
-) -> Result<(customer::Model, Vec<String>), CommitError> {
-    let deleted: Vec<String> = methods(db, &before.id)
-        .await?
-        .into_iter()
-        .map(|m| m.id)
-        .collect();
+) -> Result<(customer::Model, Vec<payment_method::Model>), CommitError> {
+    let deleted = methods(db, &before.id).await?;
     let live_mandate = mandate::Entity::find()
         .select_only()
         .column(mandate::Column::Id)
