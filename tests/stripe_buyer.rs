@@ -9,7 +9,7 @@ use actix_web::http::Method;
 use common::{
     card,
     strict_app::{get, intent_of, intents_of, pay, post, setup},
-    strict_stripe::StrictStripe,
+    strict_stripe::{Fault, StrictStripe},
     Merchant, TestApp,
 };
 use serde_json::{json, Value};
@@ -254,7 +254,10 @@ async fn an_off_session_charge_stripe_wants_authenticated_waits_for_the_buyer() 
     // Charged at Stripe on the customer's Stripe Customer, under the card saved there.
     let pi = intents_of(&ls, id).await.remove(0);
     let first_id = first["payment_id"].as_str().unwrap();
-    assert_eq!(pi["customer"], intents_of(&ls, first_id).await[0]["customer"]);
+    assert_eq!(
+        pi["customer"],
+        intents_of(&ls, first_id).await[0]["customer"]
+    );
     let pi = pi["id"].as_str().unwrap().to_owned();
     assert_eq!(app.event_types(&m, id).await, ["action_required"]);
     let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
@@ -275,7 +278,13 @@ async fn an_off_session_charge_stripe_wants_authenticated_waits_for_the_buyer() 
     let secret = waiting["client_secret"].as_str().unwrap();
     let go = json!({"client_secret": secret, "result": "approve"});
     let on = app
-        .send(Method::POST, &format!("/checkout/{id}/challenge"), None, Some(&go), &[])
+        .send(
+            Method::POST,
+            &format!("/checkout/{id}/challenge"),
+            None,
+            Some(&go),
+            &[],
+        )
         .await;
     assert_eq!(on.status, 200, "{}", on.body);
     assert_eq!(on.body["status"], "requires_customer_action", "{}", on.body);
@@ -285,8 +294,16 @@ async fn an_off_session_charge_stripe_wants_authenticated_waits_for_the_buyer() 
         .find(|s| s.method == "POST" && s.path == confirm)
         .expect("the PaymentIntent confirmed again");
     let method = pi_method(&ls, first_id).await;
-    assert!(sent.params.contains(&("payment_method".into(), method)), "{:?}", sent.params);
-    assert!(!sent.params.iter().any(|(k, _)| k == "off_session"), "{:?}", sent.params);
+    assert!(
+        sent.params.contains(&("payment_method".into(), method)),
+        "{:?}",
+        sent.params
+    );
+    assert!(
+        !sent.params.iter().any(|(k, _)| k == "off_session"),
+        "{:?}",
+        sent.params
+    );
     through_3ds(&app, &ls, &waiting, "complete").await;
     let paid = get(&app, &m, &format!("/payments/{id}")).await;
     assert_eq!(
@@ -330,7 +347,13 @@ async fn the_shops_statement_descriptor_suffix_goes_on_every_payment_intent() {
     let app = common::spawn_with(std::sync::Arc::new(common::TestDb::new().await), &[]).await;
     let m = app.create_merchant("Acme").await;
     let path = format!("/account/shops/{}/processors", m.profile_id);
-    for bad in ["", "12345", "ACME <SHOP>", "A VERY LONG SUFFIX OF 23X", "ÉCOLE"] {
+    for bad in [
+        "",
+        "12345",
+        "ACME <SHOP>",
+        "A VERY LONG SUFFIX OF 23X",
+        "ÉCOLE",
+    ] {
         let r = app
             .post(
                 &path,
@@ -410,9 +433,8 @@ async fn a_subscription_cycle_stripe_wants_authenticated_is_paid_once_the_buyer_
     .await;
     assert_eq!(s.status, 201, "{}", s.body);
     let sid = s.body["subscription_id"].as_str().unwrap();
-    let cycle = async || {
-        get(&app, &m, &format!("/subscriptions/{sid}/invoices")).await["data"][0].clone()
-    };
+    let cycle =
+        async || get(&app, &m, &format!("/subscriptions/{sid}/invoices")).await["data"][0].clone();
     let pid = cycle().await["payment_id"].as_str().unwrap().to_owned();
     let waiting = get(&app, &m, &format!("/payments/{pid}")).await;
     assert_eq!(
@@ -430,7 +452,13 @@ async fn a_subscription_cycle_stripe_wants_authenticated_is_paid_once_the_buyer_
 
     let go = json!({"client_secret": waiting["client_secret"], "result": "approve"});
     let on = app
-        .send(Method::POST, &format!("/checkout/{pid}/challenge"), None, Some(&go), &[])
+        .send(
+            Method::POST,
+            &format!("/checkout/{pid}/challenge"),
+            None,
+            Some(&go),
+            &[],
+        )
         .await;
     assert_eq!(on.status, 200, "{}", on.body);
     through_3ds(&app, &ls, &waiting, "complete").await;
@@ -467,7 +495,9 @@ async fn a_deleted_customers_cards_are_detached_at_stripe() {
     let pi = &intents_of(&ls, p.body["payment_id"].as_str().unwrap()).await[0];
     let attached = format!(
         "/v1/payment_methods?customer={}&type=card",
-        pi["customer"].as_str().expect("the customer's Stripe Customer")
+        pi["customer"]
+            .as_str()
+            .expect("the customer's Stripe Customer")
     );
     assert_eq!(ls.get(&attached).await["data"].as_array().unwrap().len(), 1);
 
@@ -475,11 +505,48 @@ async fn a_deleted_customers_cards_are_detached_at_stripe() {
         .call(&m, Method::DELETE, &format!("/customers/{cid}"), None)
         .await;
     assert_eq!(deleted.status, 200, "{}", deleted.body);
-    assert_eq!(deleted.body["deleted_payment_methods"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        deleted.body["deleted_payment_methods"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     let method = pi["payment_method"].as_str().unwrap();
     assert_eq!(
         ls.posts_to(&format!("/v1/payment_methods/{method}/detach")),
         1
     );
-    assert!(ls.get(&attached).await["data"].as_array().unwrap().is_empty());
+    assert!(ls.get(&attached).await["data"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+/// A payment that saves its card, whose answer was lost (Stripe charged and answered 500:
+/// docs.stripe.com/error-low-level): the reconciliation that finds it approved saves the card
+/// Stripe attached, with its mandate, as the answer would have.
+#[actix_web::test]
+async fn an_approval_whose_answer_was_lost_still_saves_its_card() {
+    let Some((app, m, ls, _)) = setup().await else {
+        return;
+    };
+    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
+    let cid = c.body["customer_id"].as_str().unwrap();
+    ls.inject(Fault::ServerErrorAfter {
+        path: "/v1/payment_intents".into(),
+    });
+    let p = pay(
+        &app,
+        &m,
+        json!({"customer_id": cid, "setup_future_usage": "off_session"}),
+    )
+    .await;
+    assert_eq!(p.body["status"], "processing", "{}", p.body);
+    let id = p.body["payment_id"].as_str().unwrap();
+    let synced = get(&app, &m, &format!("/payments/{id}?force_sync=true")).await;
+    assert_eq!(synced["status"], "succeeded", "{synced}");
+    assert!(synced["mandate_id"].is_string(), "{synced}");
+    let saved = get(&app, &m, &format!("/customers/{cid}/payment-methods")).await;
+    assert_eq!(saved["data"].as_array().unwrap().len(), 1, "{saved}");
 }

@@ -97,6 +97,8 @@ pub struct Recovered {
     pub reference: Option<String>,
     /// Code and message of a decline.
     pub error: Option<(String, String)>,
+    /// Where the processor keeps the card the authorization saved, as `AuthResult::token`.
+    pub token: Option<ProcessorToken>,
 }
 
 /// A card the processor holds and payd never saw (a PaymentMethod Stripe.js made), as the
@@ -236,6 +238,7 @@ pub trait Processor: Send + Sync + 'static {
                 view: sync.await?,
                 reference: Some(reference),
                 error: None,
+                token: None,
             })
         })
     }

@@ -908,7 +908,10 @@ async fn post_strictly(
                 return unexpected_state(&pi);
             }
             if let Some(back) = &return_url {
-                s.returns.lock().unwrap().insert((*id).to_owned(), back.clone());
+                s.returns
+                    .lock()
+                    .unwrap()
+                    .insert((*id).to_owned(), back.clone());
             }
             // localstripe confirms only with the PaymentMethod it holds, and takes none named:
             // the one the declined attempt was made with, which Stripe names in
@@ -1119,6 +1122,9 @@ async fn created_between(
         let created = pi["created"].as_i64().unwrap_or(0);
         since.is_none_or(|s| created >= s) && until.is_none_or(|u| created <= u)
     });
+    for pi in &mut all {
+        as_stripe_shows(s, req, pi).await;
+    }
     page_of(&all, params, "/v1/payment_intents")
 }
 

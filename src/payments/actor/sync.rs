@@ -41,7 +41,7 @@ pub(super) async fn reconcile(
                 reference: recovered.reference.or(Some(reference)),
                 outcome,
                 error,
-                token: None,
+                token: recovered.token,
                 resend: None,
                 capture_before: None,
             };
@@ -110,10 +110,9 @@ fn recovered_outcome(
             });
             Some((Authorization::Declined { retryable }, Some(error)))
         }
-        ProcessorView::AwaitsBuyer => Some((
-            Authorization::ChallengeRequired,
-            recovered.error.clone(),
-        )),
+        ProcessorView::AwaitsBuyer => {
+            Some((Authorization::ChallengeRequired, recovered.error.clone()))
+        }
         ProcessorView::Unknown if overdue => Some((
             Authorization::Declined { retryable: true },
             Some((

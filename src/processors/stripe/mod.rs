@@ -27,8 +27,8 @@ use serde_json::Value;
 use super::model::{Authorization, Brand, ProcessorView};
 use super::remote::CircuitBreaker;
 use super::{
-    Answer, AppliedRefund, AuthRequest, AuthResult, Challenge, MethodCard, Processor, ProcessorError,
-    ProcessorToken, Recovered, RefundResult, RefundStatus, SaveFor,
+    Answer, AppliedRefund, AuthRequest, AuthResult, Challenge, MethodCard, Processor,
+    ProcessorError, ProcessorToken, Recovered, RefundResult, RefundStatus, SaveFor,
 };
 use crate::outbound::Policy;
 use client::Failure;

@@ -6,7 +6,9 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{client::Failure, items, pair, retryable, str_of, Form, Inner, AUTHENTICATION_REQUIRED};
+use super::{
+    client::Failure, items, pair, retryable, str_of, Form, Inner, AUTHENTICATION_REQUIRED,
+};
 use crate::processors::{model::ProcessorView, Recovered};
 
 /// How long after it was sent an authorization Stripe shows no trace of is still looked for,
@@ -75,22 +77,14 @@ impl Inner {
         resend: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<Recovered, Failure> {
-        let found = |view, pi: &Value, error| Recovered {
-            view,
-            reference: Some(str_of(pi, "id")),
-            error,
-        };
         if reference.starts_with("pi_") {
             let pi = self.payment_intent(reference).await?;
-            return Ok(found(self.view(&pi).await?, &pi, None));
+            return self.found(&pi).await;
         }
         let form: Option<Form> = resend.and_then(|f| serde_json::from_str(f).ok());
         if let Some(form) = form.filter(|_| now - at < RESEND_WITHIN) {
             match self.call("payment_intents", Some(reference), &form).await {
-                Ok(pi) => {
-                    let result = self.auth_result(&pi).await?;
-                    return Ok(found(self.view(&pi).await?, &pi, result.error));
-                }
+                Ok(pi) => return self.found(&pi).await,
                 Err(Failure::Card {
                     code,
                     message,
@@ -109,7 +103,8 @@ impl Inner {
                         view,
                         reference: intent,
                         error: Some((code, message)),
-                    })
+                        token: None,
+                    });
                 }
                 // Stripe's stored answer is itself unknown (a 500 is kept for 24 hours), or
                 // it cannot be asked now: look for the PaymentIntent.
@@ -119,10 +114,7 @@ impl Inner {
             }
         }
         let view = match self.search(reference, at).await? {
-            Search::Found(pi) => {
-                let result = self.auth_result(&pi).await?;
-                return Ok(found(self.view(&pi).await?, &pi, result.error));
-            }
+            Search::Found(pi) => return self.found(&pi).await,
             Search::Absent => ProcessorView::Unknown,
             Search::NotYet => ProcessorView::Pending,
         };
@@ -130,6 +122,20 @@ impl Inner {
             view,
             reference: None,
             error: None,
+            token: None,
+        })
+    }
+
+    /// What a PaymentIntent found says of the authorization: its status, its decline, and the
+    /// card Stripe saved if it saved one (an approval recovered saves the card as its answer
+    /// would have).
+    async fn found(&self, pi: &Value) -> Result<Recovered, Failure> {
+        let result = self.auth_result(pi).await?;
+        Ok(Recovered {
+            view: self.view(pi).await?,
+            reference: Some(str_of(pi, "id")),
+            error: result.error,
+            token: result.token,
         })
     }
 }
