@@ -83,6 +83,7 @@ const NAMED: &[(&str, &str)] = &[
     ("processors::stripe::signature", "store"),
     ("processors::stripe::units", "domain"),
     ("processors::stripe::recovery", "store"),
+    ("processors::stripe::answers", "store"),
     ("processors::connect", "store"),
     ("wallet::processor", "store"),
     ("sales::tally", "domain"),
