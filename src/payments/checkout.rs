@@ -461,10 +461,14 @@ pub async fn confirm(
     as_buyer(&state, &payments, &m, req.client_secret, command).await
 }
 
-/// The sandbox 3-D Secure challenge page, in the buyer's language.
+/// The 3-D Secure challenge page, in the buyer's language: the sandbox's challenge; for a
+/// Stripe payment, 303 to Stripe's 3-D Secure page, or (an off-session charge the bank wants
+/// authenticated) a page whose button takes the buyer on to it.
 #[utoipa::path(get, path = "/checkout/{payment_id}/challenge", tag = "checkout",
     params(("payment_id" = String, Path), SecretQuery),
-    responses((status = 200, description = "the challenge page", content_type = "text/html")))]
+    responses((status = 200, description = "the challenge page", content_type = "text/html"),
+        (status = 303, description = "to the processor's 3-D Secure page"),
+        (status = 404, body = crate::error::ErrorBody)))]
 pub async fn challenge_page(
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
@@ -551,7 +555,8 @@ fn see_other(url: String) -> HttpResponse {
         .finish()
 }
 
-/// The buyer passes or fails the challenge.
+/// The buyer passes or fails the challenge; or, where the bank's own page follows, goes on
+/// to it (`approve`: the answer's `next_action_url` leads there).
 #[utoipa::path(post, path = "/checkout/{payment_id}/challenge", tag = "checkout",
     params(("payment_id" = String, Path)), request_body = ChallengeRequest,
     responses((status = 200, body = CheckoutStatus), (status = 409, body = crate::error::ErrorBody)))]
