@@ -312,7 +312,7 @@ impl Inner {
         if req.off_session && customer.is_some() {
             form.push(pair("off_session", "true"));
         }
-        // docs.stripe.com/get-started/account/statement-descriptors#dynamic: the shop's name
+        // docs.stripe.com/get-started/account/statement-descriptors: the shop's name
         // for the payment on the buyer's statement, which a buyer who recognises it does not
         // dispute as fraud.
         if let Some(suffix) = &self.config.statement_descriptor_suffix {
