@@ -11,15 +11,29 @@
 //! caller, as a single commit's would be, since whether it committed is unknown.
 //!
 //! A lone change is written in a transaction of its own, as it always was: at low load there
-//! is no savepoint, no wait and no extra statement.
+//! is no savepoint and no extra statement, and no wait unless another writer is mid-transaction
+//! (below).
+//!
+//! **Writers join as the queue grows.** With several writers (PostgreSQL's default), a writer
+//! that finds another mid-transaction and fewer than [`SPILL`] changes waiting does not start
+//! a transaction beside it: it gathers what arrives until that transaction ends (or enough
+//! has arrived), then writes it all in one. At a steady rate one writer keeps up, and each
+//! transaction more costs its `BEGIN`, `COMMIT`, WAL flush and statements (docs/performance.md,
+//! "paced"); in a burst the queue outgrows [`SPILL`] and the writers write side by side.
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
 
 use sea_orm::{
     sqlx::sqlite::SqlitePool, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
     DbErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
 };
-use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::sync::{mpsc, oneshot, Mutex, Notify};
 
 use super::{
     change::{write, Change, CommitError},
@@ -80,6 +94,8 @@ pub(super) fn start(
         conn,
         announce,
         direct,
+        busy: Arc::default(),
+        done: Arc::default(),
     };
     for i in 0..writers.count.max(1) {
         let (w, rx) = (w.clone(), rx.clone());
@@ -105,7 +121,19 @@ struct Writer {
     /// SQLite with `database.sqlite_direct`: the pool whose connection a transaction holds
     /// and runs on this thread (`direct.rs`).
     direct: Option<SqlitePool>,
+    /// How many writers are writing a batch now.
+    busy: Arc<AtomicUsize>,
+    /// Told when a writer's batch is written.
+    done: Arc<Notify>,
 }
+
+/// How many waiting changes make a writer start a transaction beside one already running.
+const SPILL: usize = 4;
+
+/// How often a writer gathering changes beside a running transaction looks at the queue, and
+/// how many times at most before it writes what it has.
+const GATHER_TICK: Duration = Duration::from_millis(1);
+const GATHER_TICKS: u32 = 10;
 
 async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max_batch: usize) {
     loop {
@@ -115,12 +143,23 @@ async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max
                 return;
             };
             let mut batch = vec![first];
-            while batch.len() < max_batch {
-                match queue.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
+            take_waiting(&mut queue, &mut batch, max_batch);
+            // Another writer is mid-transaction and few changes wait: gather until it ends
+            // (the queue is looked at again then, or each `GATHER_TICK`, not at each arrival),
+            // for `GATHER_TICKS` at most: a transaction that hangs (a lost connection) holds no
+            // change back for long.
+            for _ in 0..GATHER_TICKS {
+                let waiting = batch.len() + queue.len();
+                if w.busy.load(Ordering::Acquire) == 0 || waiting >= SPILL.min(max_batch) {
+                    break;
+                }
+                tokio::select! {
+                    _ = w.done.notified() => break,
+                    _ = tokio::time::sleep(GATHER_TICK) => {}
                 }
             }
+            take_waiting(&mut queue, &mut batch, max_batch);
+            w.busy.fetch_add(1, Ordering::AcqRel);
             batch
         };
         let started = Instant::now();
@@ -132,9 +171,26 @@ async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max
         let outcomes = write_batch(&w, &changes).await;
         metrics::histogram!("payd_commit_batch_size").record(size as f64);
         metrics::histogram!("payd_commit_batch_seconds").record(started.elapsed().as_secs_f64());
+        w.busy.fetch_sub(1, Ordering::AcqRel);
+        // A permit when no writer gathers: the next one to gather looks at `busy` again.
+        w.done.notify_one();
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             // A caller that went away (its request cancelled) still had its change committed.
             let _ = reply.send(outcome);
+        }
+    }
+}
+
+/// Moves the changes already queued into `batch`, up to `max_batch`.
+fn take_waiting(
+    queue: &mut mpsc::UnboundedReceiver<Pending>,
+    batch: &mut Vec<Pending>,
+    max_batch: usize,
+) {
+    while batch.len() < max_batch {
+        match queue.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
         }
     }
 }
