@@ -54,3 +54,8 @@ pub async fn intent_of(ls: &StrictStripe, payment_id: &str) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// A payment's status and its last error's code, as one value to compare.
+pub fn outcome(p: &Value) -> (Option<&str>, Option<&str>) {
+    (p["status"].as_str(), p["last_error"]["code"].as_str())
+}
