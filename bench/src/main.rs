@@ -81,6 +81,9 @@ struct Args {
     /// the memory the first actors held is reused).
     #[arg(long)]
     retouch: bool,
+    /// The paced end-to-end phase's rate (payments/s).
+    #[arg(long, default_value_t = 250.0)]
+    end_to_end_rate: f64,
     /// The paced phase's rate (payments/s) instead of half of the create+confirm rate: for
     /// comparing the latency of two builds at one rate.
     #[arg(long)]
@@ -150,6 +153,8 @@ enum Phase {
     Mixed,
     Webhooks,
     EndToEnd,
+    /// Payments at `--end-to-end-rate` a second, each timed until its webhook arrives.
+    PacedEndToEnd,
     Memory,
 }
 
@@ -308,6 +313,7 @@ async fn measure(args: &Args, bin: &Path, db: &TestDb, report: &mut Report) -> a
         Phase::Mixed,
         Phase::Webhooks,
         Phase::EndToEnd,
+        Phase::PacedEndToEnd,
         Phase::Memory,
     ];
     if payd_phases.iter().any(|p| args.wants(*p)) {
@@ -365,6 +371,16 @@ async fn measure_payd(
         let c = args.concurrency;
         report.end_to_end =
             Some(webhooks::end_to_end(&api, c, args.webhook_events, receiver, received).await?);
+    }
+
+    if args.wants(Phase::PacedEndToEnd) {
+        let rate = args.end_to_end_rate;
+        eprintln!("payd-bench: paced end to end at {rate:.0}/s (request → webhook received)");
+        let secs = std::time::Duration::from_secs(args.seconds);
+        let c = args.concurrency;
+        let stats = webhooks::paced_end_to_end(&api, c, rate, secs, receiver, received).await?;
+        eprintln!("payd-bench:   {}", stats.summary());
+        report.paced_end_to_end = Some((rate, stats));
     }
 
     if args.wants(Phase::Memory) {

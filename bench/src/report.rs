@@ -31,6 +31,8 @@ pub(crate) struct Report {
     pub(crate) mixed: Option<Stats>,
     pub(crate) webhooks: Option<WebhookRun>,
     pub(crate) end_to_end: Option<WebhookRun>,
+    /// The paced end-to-end phase: its rate, and each payment's time to its webhook.
+    pub(crate) paced_end_to_end: Option<(f64, Stats)>,
     pub(crate) memory: Option<MemoryRun>,
     pub(crate) payd_version: Option<String>,
     /// POSTs the receiver counted during the raw awc phases.
@@ -243,6 +245,15 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
             ));
         }
     }
+    if let Some((rate, s)) = &r.paced_end_to_end {
+        line(format!(
+            "| p99 paced end to end (create+confirm → `payment_succeeded` received, at {rate:.0}/s; p50 {:.1} ms) | {:.1} ms{} | | | ≤ 20 ms | {} |",
+            s.pct_ms(50.0),
+            s.pct_ms(99.0),
+            errs(s),
+            verdict(s.pct_ms(99.0) <= 20.0 && s.errors == 0)
+        ));
+    }
     if let Some((rate, s)) = &r.paced {
         line(format!(
             "| p99 at half of the max rate (create+confirm paced at {rate:.0}/s; p50 {:.1} ms) | {:.1} ms{} | | | ≤ 20 ms | {} |",
@@ -385,6 +396,12 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
     if let Some((_, s)) = &r.paced {
         line(format!(
             "- paced create+confirm (latency from the planned start): {}",
+            s.summary()
+        ));
+    }
+    if let Some((rate, s)) = &r.paced_end_to_end {
+        line(format!(
+            "- paced end to end at {rate:.0}/s (from each request's sending to its `payment_succeeded` at the receiver): {}",
             s.summary()
         ));
     }

@@ -3,7 +3,9 @@
 //! the raw awc POSTs of the baseline.
 
 use std::{
-    collections::HashSet,
+    cell::RefCell,
+    collections::{HashMap, HashSet},
+    rc::Rc,
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Mutex,
@@ -18,7 +20,7 @@ use serde_json::json;
 
 use crate::{
     cpu::{Meter, PerOp},
-    load::{drive, outcome, payment_body, Api, Outcome},
+    load::{drive, outcome, payment_body, Api, Outcome, Stats},
     server::{serve_local, Local},
 };
 
@@ -59,6 +61,9 @@ pub(crate) struct Received {
     hooks: Mutex<Hooks>,
     held: AtomicBool,
     opened: tokio::sync::Notify,
+    /// While set (the paced end-to-end phase): when each payment's `payment_succeeded`
+    /// first arrived, by payment id.
+    arrivals: Mutex<Option<HashMap<String, Instant>>>,
 }
 
 impl Received {
@@ -104,7 +109,7 @@ async fn receive_raw(state: web::Data<Received>, _body: web::Bytes) -> HttpRespo
 async fn receive_hook(
     req: HttpRequest,
     state: web::Data<Received>,
-    _body: web::Bytes,
+    body: web::Bytes,
 ) -> HttpResponse {
     let deadline = Instant::now() + WEBHOOK_LIMIT;
     while state.held.load(Ordering::SeqCst) && Instant::now() < deadline {
@@ -121,12 +126,104 @@ async fn receive_hook(
         .unwrap_or("")
         .to_owned();
     let now = Instant::now();
+    arrived(&state, &body, now);
     let mut h = state.hooks.lock().unwrap_or_else(|e| e.into_inner());
     h.requests += 1;
     if !id.is_empty() && h.ids.insert(id) {
         h.last = Some(now);
     }
     HttpResponse::NoContent().finish()
+}
+
+/// Notes when a payment's `payment_succeeded` arrived, while the paced end-to-end phase runs.
+fn arrived(state: &Received, body: &[u8], at: Instant) {
+    let mut arrivals = state.arrivals.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(arrivals) = arrivals.as_mut() else {
+        return;
+    };
+    let Ok(event) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return;
+    };
+    if event["event_type"] != "payment_succeeded" {
+        return;
+    }
+    if let Some(id) = event["content"]["object"]["payment_id"].as_str() {
+        arrivals.entry(id.to_owned()).or_insert(at);
+    }
+}
+
+/// Paced end to end: payments created and confirmed at `rate` a second for `secs`, the shop's
+/// endpoint at the receiver, each timed from its request's sending to its `payment_succeeded`
+/// arriving (committing, claiming, signing and delivering included). A payment whose event
+/// never arrives (within the bound) counts as an error.
+pub(crate) async fn paced_end_to_end(
+    api: &Api,
+    c: usize,
+    rate: f64,
+    secs: Duration,
+    receiver: &str,
+    received: &web::Data<Received>,
+) -> anyhow::Result<Stats> {
+    endpoint(api, receiver, true).await?;
+    *received.arrivals.lock().unwrap_or_else(|e| e.into_inner()) = Some(HashMap::new());
+    let sent: Rc<RefCell<Vec<(String, Instant)>>> = Rc::default();
+    let (api2, body, sent2) = (api.clone(), payment_body(true, false), sent.clone());
+    let run = drive(c, secs, Some(rate), move |_| {
+        let (api, body, sent) = (api2.clone(), body.clone(), sent2.clone());
+        async move {
+            let at = Instant::now();
+            match api.create_expect(body, "succeeded").await {
+                Ok(id) => {
+                    sent.borrow_mut().push((id, at));
+                    Outcome::Ok
+                }
+                Err(e) => Outcome::Failed(e),
+            }
+        }
+    })
+    .await;
+    let missing = |arrivals: &HashMap<String, Instant>| {
+        sent.borrow()
+            .iter()
+            .filter(|(id, _)| !arrivals.contains_key(id))
+            .count()
+    };
+    let deadline = Instant::now() + WEBHOOK_LIMIT;
+    loop {
+        let left = {
+            let arrivals = received.arrivals.lock().unwrap_or_else(|e| e.into_inner());
+            arrivals.as_ref().map_or(0, missing)
+        };
+        if left == 0 || Instant::now() >= deadline {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(5)).await;
+    }
+    let arrivals = received
+        .arrivals
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_default();
+    endpoint(api, receiver, false).await?;
+    let mut lat_us: Vec<u64> = sent
+        .borrow()
+        .iter()
+        .filter_map(|(id, at)| arrivals.get(id).map(|a| a.saturating_duration_since(*at)))
+        .map(|d| d.as_micros() as u64)
+        .collect();
+    lat_us.sort_unstable();
+    let lost = missing(&arrivals) as u64;
+    Ok(Stats {
+        ok: lat_us.len() as u64,
+        errors: run.errors + lost,
+        first_error: run
+            .first_error
+            .or_else(|| (lost > 0).then(|| format!("{lost} events never arrived"))),
+        elapsed: run.elapsed,
+        lat_us,
+        cpu: None,
+    })
 }
 
 /// Points `api`'s shop at the receiver, creates `events` payments (one `payment_succeeded`
