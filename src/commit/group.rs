@@ -137,7 +137,7 @@ const GATHER_TICKS: u32 = 10;
 
 async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max_batch: usize) {
     loop {
-        let batch = {
+        let (batch, writing) = {
             let mut queue = queue.lock().await;
             let Some(first) = queue.recv().await else {
                 return;
@@ -159,8 +159,8 @@ async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max
                 }
             }
             take_waiting(&mut queue, &mut batch, max_batch);
-            w.busy.fetch_add(1, Ordering::AcqRel);
-            batch
+            // Counted before the queue is let go: the next writer to look sees it.
+            (batch, Writing::start(&w))
         };
         let started = Instant::now();
         let size = batch.len();
@@ -171,13 +171,30 @@ async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max
         let outcomes = write_batch(&w, &changes).await;
         metrics::histogram!("payd_commit_batch_size").record(size as f64);
         metrics::histogram!("payd_commit_batch_seconds").record(started.elapsed().as_secs_f64());
-        w.busy.fetch_sub(1, Ordering::AcqRel);
-        // A permit when no writer gathers: the next one to gather looks at `busy` again.
-        w.done.notify_one();
+        drop(writing);
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             // A caller that went away (its request cancelled) still had its change committed.
             let _ = reply.send(outcome);
         }
+    }
+}
+
+/// A writer writing a batch: counted in `busy` until dropped (also when the write panics), then
+/// the writers gathering beside it are told.
+struct Writing<'w>(&'w Writer);
+
+impl<'w> Writing<'w> {
+    fn start(w: &'w Writer) -> Self {
+        w.busy.fetch_add(1, Ordering::AcqRel);
+        Self(w)
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::AcqRel);
+        // A permit when no writer gathers: the next one to gather looks at `busy` again.
+        self.0.done.notify_one();
     }
 }
 
