@@ -24,6 +24,9 @@ pub(crate) enum Outcome {
     Failed(String),
     /// Nothing left to do (e.g. no payment left to refund): this worker stops.
     Exhausted,
+    /// Refused by a rule the phase checks (a payout the balance does not cover): neither done
+    /// nor failed, so counted as neither.
+    Refused,
 }
 
 /// The result of one timed phase.
@@ -137,6 +140,7 @@ where
                         s.first_error.get_or_insert(e);
                     }
                     Outcome::Exhausted => break,
+                    Outcome::Refused => {}
                 }
             }
         }));

@@ -22,6 +22,7 @@
 
 mod baselines;
 mod cpu;
+mod ledger;
 mod load;
 mod memory;
 mod payments;
@@ -155,6 +156,8 @@ enum Phase {
     EndToEnd,
     /// Payments at `--end-to-end-rate` a second, each timed until its webhook arrives.
     PacedEndToEnd,
+    /// Refunds and payouts against one shop's balance from many connections.
+    Ledger,
     Memory,
 }
 
@@ -314,6 +317,7 @@ async fn measure(args: &Args, bin: &Path, db: &TestDb, report: &mut Report) -> a
         Phase::Webhooks,
         Phase::EndToEnd,
         Phase::PacedEndToEnd,
+        Phase::Ledger,
         Phase::Memory,
     ];
     if payd_phases.iter().any(|p| args.wants(*p)) {
@@ -381,6 +385,22 @@ async fn measure_payd(
         let stats = webhooks::paced_end_to_end(&api, c, rate, secs, receiver, received).await?;
         eprintln!("payd-bench:   {}", stats.summary());
         report.paced_end_to_end = Some((rate, stats));
+    }
+
+    if args.wants(Phase::Ledger) {
+        eprintln!("payd-bench: ledger (refunds and payouts against one shop's balance)");
+        let secs = std::time::Duration::from_secs(args.seconds);
+        let run = ledger::measure(&api, args.concurrency, secs, &meter).await?;
+        eprintln!(
+            "payd-bench:   {}; {} refunds, {} payouts, {} payouts refused for the balance; overdrafts {}, the balance adds up: {}",
+            run.stats.summary(),
+            run.refunds,
+            run.payouts,
+            run.refused,
+            run.overdrafts(),
+            run.adds_up()
+        );
+        report.ledger = Some(run);
     }
 
     if args.wants(Phase::Memory) {

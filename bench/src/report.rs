@@ -33,6 +33,7 @@ pub(crate) struct Report {
     pub(crate) end_to_end: Option<WebhookRun>,
     /// The paced end-to-end phase: its rate, and each payment's time to its webhook.
     pub(crate) paced_end_to_end: Option<(f64, Stats)>,
+    pub(crate) ledger: Option<crate::ledger::LedgerRun>,
     pub(crate) memory: Option<MemoryRun>,
     pub(crate) payd_version: Option<String>,
     /// POSTs the receiver counted during the raw awc phases.
@@ -244,6 +245,28 @@ pub(crate) fn render(args: &Args, r: &Report) -> String {
                 pct(s.rate() / e.rate())
             ));
         }
+    }
+    if let Some(l) = &r.ledger {
+        let s = &l.stats;
+        let sound = l.overdrafts() == 0 && l.adds_up();
+        let (base, ratio, status) = match raw {
+            Some(b) => (
+                format!("{b:.0} raw INSERTs/s"),
+                pct(s.rate() / b),
+                verdict(s.rate() / b >= 0.5 && sound).to_owned(),
+            ),
+            None => ("—".into(), "—".into(), verdict(sound).to_owned()),
+        };
+        line(format!(
+            "| ledger: refunds and payouts against one shop's balance (postings/s; {} refunds, {} payouts, {} payouts refused for the balance; overdrafts {}; the balance adds up: {}) | {:.0}{} | {base} | {ratio} | ≥ 50 %, 0 overdrafts | {status} |",
+            l.refunds,
+            l.payouts,
+            l.refused,
+            l.overdrafts(),
+            if l.adds_up() { "yes" } else { "**no**" },
+            s.rate(),
+            errs(s)
+        ));
     }
     if let Some((rate, s)) = &r.paced_end_to_end {
         line(format!(
@@ -529,6 +552,7 @@ fn cpu_table(r: &Report) -> Vec<String> {
         ("manual capture flow", r.manual.as_ref()),
         ("refund", r.refund.as_ref()),
         ("mixed (per request)", r.mixed.as_ref()),
+        ("ledger posting", r.ledger.as_ref().map(|l| &l.stats)),
     ] {
         row(name, stats.and_then(|s| s.cpu), true);
     }
