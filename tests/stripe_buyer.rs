@@ -8,7 +8,7 @@ mod common;
 use actix_web::http::Method;
 use common::{
     card,
-    strict_app::{get, intent_of, intents_of, outcome, pay, post, setup},
+    strict_app::{customer, get, intent_of, intents_of, outcome, pay, post, setup},
     strict_stripe::{Fault, StrictStripe},
     Merchant, TestApp,
 };
@@ -128,8 +128,7 @@ async fn a_card_is_saved_only_when_its_payment_succeeds() {
     let Some((app, m, ls, _)) = setup().await else {
         return;
     };
-    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
-    let cid = c.body["customer_id"].as_str().unwrap();
+    let cid = &customer(&app, &m).await;
     let saving = |number: &str| {
         json!({"payment_method_data": card(number), "customer_id": cid,
             "setup_future_usage": "off_session"})
@@ -227,8 +226,7 @@ async fn an_off_session_charge_stripe_wants_authenticated_waits_for_the_buyer() 
     let Some((app, m, ls, _)) = setup().await else {
         return;
     };
-    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
-    let cid = c.body["customer_id"].as_str().unwrap();
+    let cid = &customer(&app, &m).await;
     let (first, mandate) = saved_behind_3ds(&app, &m, &ls, cid).await;
     let charge = async || {
         let r = app
@@ -404,8 +402,7 @@ async fn a_subscription_cycle_stripe_wants_authenticated_is_paid_once_the_buyer_
     let Some((app, m, ls, _)) = setup().await else {
         return;
     };
-    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
-    let cid = c.body["customer_id"].as_str().unwrap();
+    let cid = &customer(&app, &m).await;
     let (_, mandate) = saved_behind_3ds(&app, &m, &ls, cid).await;
     let product = post(
         &app,
@@ -465,8 +462,7 @@ async fn a_deleted_customers_cards_are_detached_at_stripe() {
     let Some((app, m, ls, _)) = setup().await else {
         return;
     };
-    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
-    let cid = c.body["customer_id"].as_str().unwrap();
+    let cid = &customer(&app, &m).await;
     let p = pay(
         &app,
         &m,
@@ -513,8 +509,7 @@ async fn an_approval_whose_answer_was_lost_still_saves_its_card() {
     let Some((app, m, ls, _)) = setup().await else {
         return;
     };
-    let c = post(&app, &m, "/customers", json!({"name": "Ana"})).await;
-    let cid = c.body["customer_id"].as_str().unwrap();
+    let cid = &customer(&app, &m).await;
     ls.inject(Fault::ServerErrorAfter {
         path: "/v1/payment_intents".into(),
     });

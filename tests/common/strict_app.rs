@@ -59,3 +59,10 @@ pub async fn intent_of(ls: &StrictStripe, payment_id: &str) -> String {
 pub fn outcome(p: &Value) -> (Option<&str>, Option<&str>) {
     (p["status"].as_str(), p["last_error"]["code"].as_str())
 }
+
+/// A new customer of the merchant: its id.
+pub async fn customer(app: &TestApp, m: &Merchant) -> String {
+    let c = post(app, m, "/customers", json!({"name": "Ana"})).await;
+    assert_eq!(c.status, 201, "{}", c.body);
+    c.body["customer_id"].as_str().unwrap().to_owned()
+}
