@@ -265,19 +265,8 @@ async fn an_off_session_charge_stripe_wants_authenticated_waits_for_the_buyer() 
     let confirm = format!("/v1/payment_intents/{pi}/confirm");
     assert_eq!(ls.posts_to(&confirm), 0, "opening the link starts nothing");
 
-    let secret = waiting["client_secret"].as_str().unwrap();
-    let go = json!({"client_secret": secret, "result": "approve"});
-    let on = app
-        .send(
-            Method::POST,
-            &format!("/checkout/{id}/challenge"),
-            None,
-            Some(&go),
-            &[],
-        )
-        .await;
-    assert_eq!(on.status, 200, "{}", on.body);
-    assert_eq!(on.body["status"], "requires_customer_action", "{}", on.body);
+    let on = to_the_bank(&app, &waiting).await;
+    assert_eq!(on["status"], "requires_customer_action", "{on}");
     let sent = ls
         .seen()
         .into_iter()
@@ -316,6 +305,24 @@ async fn an_off_session_charge_stripe_wants_authenticated_waits_for_the_buyer() 
         ls.get(&format!("/v1/payment_intents/{pi}")).await["status"],
         "canceled"
     );
+}
+
+/// The buyer's "Continue to your bank" on payd's page for `payment`: the checkout status it
+/// answers.
+async fn to_the_bank(app: &TestApp, payment: &Value) -> Value {
+    let id = payment["payment_id"].as_str().unwrap();
+    let go = json!({"client_secret": payment["client_secret"], "result": "approve"});
+    let on = app
+        .send(
+            Method::POST,
+            &format!("/checkout/{id}/challenge"),
+            None,
+            Some(&go),
+            &[],
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    on.body
 }
 
 /// The PaymentMethod a payment's PaymentIntent was charged with, at Stripe.
@@ -429,17 +436,7 @@ async fn a_subscription_cycle_stripe_wants_authenticated_is_paid_once_the_buyer_
     assert_eq!(outcome(&waiting), WAITS_FOR_THE_BUYER, "{waiting}");
     assert_ne!(cycle().await["status"], "paid");
 
-    let go = json!({"client_secret": waiting["client_secret"], "result": "approve"});
-    let on = app
-        .send(
-            Method::POST,
-            &format!("/checkout/{pid}/challenge"),
-            None,
-            Some(&go),
-            &[],
-        )
-        .await;
-    assert_eq!(on.status, 200, "{}", on.body);
+    to_the_bank(&app, &waiting).await;
     through_3ds(&app, &ls, &waiting, "complete").await;
     // The cycle looks at its payment again a minute on.
     for _ in 0..200 {

@@ -143,7 +143,6 @@ async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max
                 return;
             };
             let mut batch = vec![first];
-            take_waiting(&mut queue, &mut batch, max_batch);
             // Another writer is mid-transaction and few changes wait: gather until it ends
             // (the queue is looked at again then, or each `GATHER_TICK`, not at each arrival),
             // for `GATHER_TICKS` at most: a transaction that hangs (a lost connection) holds no

@@ -562,7 +562,7 @@ impl Payment {
             locale: m.locale.clone(),
             checkout_url: m
                 .hosted_checkout
-                .then(|| format!("{base}/checkout/{}?client_secret={}", m.id, m.client_secret)),
+                .then(|| format!("{base}{}", buyer_path(&m.id, "", &m.client_secret))),
             // The only customer action payd knows is the 3-D Secure challenge.
             next_action: (m.status == "requires_customer_action").then(|| NextAction {
                 kind: "redirect_to_url".to_owned(),
@@ -795,9 +795,16 @@ pub fn parse_line_items(lines: &[LineInput]) -> Result<Vec<Line>, ApiError> {
     Ok(out)
 }
 
+/// A buyer's page of a payment (`/checkout/{payment_id}` and `page` after it), with its
+/// `client_secret` in the query, relative to payd's public URL.
+pub fn buyer_path(payment_id: &str, page: &str, client_secret: &str) -> String {
+    let secret: String = form_urlencoded::byte_serialize(client_secret.as_bytes()).collect();
+    format!("/checkout/{payment_id}{page}?client_secret={secret}")
+}
+
 /// The hosted 3-D Secure challenge of a payment, relative to payd's public URL.
 pub fn challenge_path(payment_id: &str, client_secret: &str) -> String {
-    format!("/checkout/{payment_id}/challenge?client_secret={client_secret}")
+    buyer_path(payment_id, "/challenge", client_secret)
 }
 
 /// The payment's stored lines (none when it has none); a corrupt row is an error.

@@ -537,12 +537,11 @@ pub async fn challenge_return(
     if let Err(e) = read {
         tracing::info!(payment_id = %m.id, error = %e, "a payment back from 3-D Secure was not changed");
     }
-    let page = format!(
-        "/checkout/{}?client_secret={}",
-        m.id,
-        form_urlencoded::byte_serialize(q.client_secret.as_bytes()).collect::<String>()
-    );
-    Ok(see_other(page))
+    Ok(see_other(super::api::buyer_path(
+        &m.id,
+        "",
+        &q.client_secret,
+    )))
 }
 
 /// The buyer's browser sent on to `url` (303): never cached, and no referrer (the page's URL

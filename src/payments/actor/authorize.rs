@@ -367,12 +367,8 @@ fn auth_request(
 /// Where a processor's 3-D Secure page sends the buyer back to: payd's
 /// `/checkout/{payment_id}/challenge/return`.
 pub(super) fn challenge_return(deps: &PaymentDeps, m: &payment::Model) -> String {
-    format!(
-        "{}/checkout/{}/challenge/return?client_secret={}",
-        deps.public_url.trim_end_matches('/'),
-        m.id,
-        form_urlencoded::byte_serialize(m.client_secret.as_bytes()).collect::<String>()
-    )
+    let page = crate::payments::api::buyer_path(&m.id, "/challenge/return", &m.client_secret);
+    format!("{}{page}", deps.public_url.trim_end_matches('/'))
 }
 
 /// The answer of an attempt whose request never left payd: a retryable decline, so routing
