@@ -425,7 +425,8 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
 
 /// A shop's reservations written in one transaction see each other's debits (so they never
 /// spend the same money twice), while the credits committed with them are appended: every
-/// entry lands, and the balance never goes below zero.
+/// entry lands, the balance never goes below zero, and the running total the reservations
+/// keep, with the deltas not yet folded, is the entries' sum.
 #[actix_rt::test]
 async fn reservations_in_one_transaction_see_each_others_debits() {
     use payd::ledger::{machine, store as ledger};
@@ -447,19 +448,13 @@ async fn reservations_in_one_transaction_see_each_others_debits() {
 
     // Twenty reservations of 700 and twenty credits of 100, all at once.
     let changes = (0..40).map(|i| {
-        let mut change = Change::at(chrono::Utc::now());
-        change.writes = if i % 2 == 0 {
-            let mut writes = ledger::reserve(&account, 700);
+        let now = chrono::Utc::now();
+        let change = if i % 2 == 0 {
             let moves = machine::reserve_moves(700);
-            writes.extend(ledger::writes(
-                &account,
-                &moves,
-                &format!("po_{i}"),
-                change.at,
-            ));
-            writes
+            ledger::reserve(&account, 700, now, db.get_database_backend())
+                .write_all(ledger::writes(&account, &moves, &format!("po_{i}"), now))
         } else {
-            credit(100, &format!("pay_{i}"))
+            Change::at(now).write_all(credit(100, &format!("pay_{i}")))
         };
         commit::commit(&db, change)
     });
@@ -493,6 +488,15 @@ async fn reservations_in_one_transaction_see_each_others_debits() {
         "{made} reservations made"
     );
     assert!(expected >= 0, "{made} reservations of 700 overdrew 12 000");
+    // The reservations' running total and the deltas not yet folded make the same sum.
+    let kept = strings(
+        &db,
+        "SELECT CAST(available + (SELECT COALESCE(SUM(amount), 0) FROM balance_deltas) \
+         AS VARCHAR(32)) AS total FROM balance_locks",
+        "total",
+    )
+    .await;
+    assert_eq!(kept, [expected.to_string()]);
     assert!(
         made >= 14,
         "10 000 holds fourteen, credits aside; {made} made"

@@ -5,7 +5,10 @@
 mod common;
 
 use common::TestDb;
-use payd_entity::{invoice_setting, processor_account, routing_config, tax_rule, webhook_endpoint};
+use payd_entity::{
+    balance_delta, balance_lock, invoice_setting, processor_account, routing_config, tax_rule,
+    webhook_endpoint,
+};
 use payd_migration::{Migrator, MigratorTrait};
 use sea_orm::{ConnectionTrait, EntityTrait, QueryOrder};
 
@@ -158,11 +161,11 @@ async fn shop_configuration_goes_to_the_mode_that_configured_it() {
         ]
     );
 
-    // Back to one configuration per shop (the live one where a shop has both; migration 34,
-    // the Stripe events' mark on the accounts, goes first), and forward again: the rows still
-    // go where they did.
+    // Back to one configuration per shop (the live one where a shop has both; migrations 35
+    // and 34, the balance deltas and the Stripe events' mark on the accounts, go first), and
+    // forward again: the rows still go where they did.
     let one = payd::db::connect(&db.url, Some(1)).await.unwrap();
-    Migrator::down(&one, Some(2)).await.unwrap();
+    Migrator::down(&one, Some(3)).await.unwrap();
     let endpoints = "SELECT COUNT(*) FROM webhook_endpoints";
     let kept = one
         .query_one_raw(sea_orm::Statement::from_string(
@@ -178,4 +181,69 @@ async fn shop_configuration_goes_to_the_mode_that_configured_it() {
     Migrator::up(&one, None).await.unwrap();
     let accounts = processor_account::Entity::find().all(&one).await.unwrap();
     assert_eq!(accounts.iter().filter(|a| a.test_mode).count(), 3);
+}
+
+/// Migration 35 (the available balance as a running total) turns the entries written before it
+/// into one delta per shop, mode and currency holding their available sum, and leaves the
+/// lock rows' totals at 0: the first reservation after the upgrade folds what the shop had.
+#[actix_web::test]
+async fn the_entries_before_the_running_total_become_one_delta_per_account() {
+    let db = TestDb::new().await;
+    let conn = payd::db::connect(&db.url, Some(1)).await.unwrap();
+    Migrator::up(&conn, Some(34)).await.unwrap();
+    let t = "'2026-12-01T00:00:00Z'";
+    let entries = [
+        ("bt_1", "prof_a", true, "EUR", "available", 10_000),
+        ("bt_2", "prof_a", true, "EUR", "available", -700),
+        ("bt_3", "prof_a", true, "EUR", "pending", 700),
+        ("bt_4", "prof_a", false, "EUR", "available", 5_000),
+        ("bt_5", "prof_a", true, "USD", "available", 300),
+        ("bt_6", "prof_b", true, "EUR", "available", -50),
+    ];
+    for (id, profile, test, currency, bucket, amount) in entries {
+        let sql = format!(
+            "INSERT INTO balance_transactions (id, merchant_id, profile_id, test_mode, currency, \
+             bucket, amount, kind, source_id, created_at) VALUES ('{id}', 'mer_x', '{profile}', \
+             {test}, '{currency}', '{bucket}', {amount}, 'capture', 'pay_x', {t})"
+        );
+        conn.execute_unprepared(&sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    conn.execute_unprepared(
+        "INSERT INTO balance_locks (profile_id, test_mode, currency, reservations) \
+         VALUES ('prof_a', TRUE, 'EUR', 1)",
+    )
+    .await
+    .unwrap();
+    payd::db::migrate(&db.url, &conn).await.unwrap();
+
+    let mut deltas: Vec<(String, bool, String, i64)> = balance_delta::Entity::find()
+        .all(&conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.profile_id, d.test_mode, d.currency, d.amount))
+        .collect();
+    deltas.sort();
+    let expected = [
+        ("prof_a", false, "EUR", 5_000),
+        ("prof_a", true, "EUR", 9_300),
+        ("prof_a", true, "USD", 300),
+        ("prof_b", true, "EUR", -50),
+    ];
+    assert_eq!(
+        deltas,
+        expected
+            .map(|(p, t, c, a)| (p.to_owned(), t, c.to_owned(), a))
+            .to_vec()
+    );
+    let locks = balance_lock::Entity::find().all(&conn).await.unwrap();
+    assert_eq!(
+        locks
+            .iter()
+            .map(|l| (l.reservations, l.available))
+            .collect::<Vec<_>>(),
+        [(1, 0)]
+    );
 }

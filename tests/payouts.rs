@@ -445,6 +445,26 @@ async fn the_ledger_sums_to_the_balance_after_a_mixed_history() {
     assert_eq!(r.body["status"], "reversed", "{}", r.body);
     assert_eq!(balance(&app, &m).await, (expected, 0));
     assert_eq!(ledger_sums(&app, &m).await, (expected, 0));
+    // The reservations' running total is the entries' sum to the unit: one unit more than is
+    // available is refused, exactly what is available is paid out.
+    let over = payout(
+        &app,
+        &m,
+        expected + 1,
+        "000123456789",
+        json!({"confirm": true}),
+    )
+    .await;
+    assert_eq!(
+        (over.status, over.code()),
+        (400, "insufficient_balance"),
+        "{}",
+        over.body
+    );
+    let all = payout(&app, &m, expected, "000123456789", json!({"confirm": true})).await;
+    assert_eq!(all.status, 201, "{}", all.body);
+    assert_eq!(balance(&app, &m).await, (0, expected));
+    assert_eq!(ledger_sums(&app, &m).await, (0, expected));
     let kinds = get(
         &app,
         &m,

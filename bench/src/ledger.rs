@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// Each funding payment's amount, and how many there are.
-const FUNDING_AMOUNT: i64 = 30_000;
+const FUNDING_AMOUNT: i64 = 500_000;
 const FUNDING_PAYMENTS: u64 = 64;
 /// Each refund's and each payout's amount.
 const REFUND: i64 = 100;

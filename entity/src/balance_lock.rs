@@ -1,5 +1,6 @@
 //! The row a payout's reservation updates first in its transaction, so that reservations of
-//! one shop's currency are serialized (each then sees the others' entries).
+//! one shop's currency are serialized, and the running total of its available balance: the
+//! available-bucket entries folded so far (the others wait in `balance_deltas`).
 
 use sea_orm::entity::prelude::*;
 
@@ -14,6 +15,9 @@ pub struct Model {
     pub currency: String,
     /// How many reservations were made (only its row lock matters).
     pub reservations: i64,
+    /// The sum of the available-bucket entries folded into it (a reservation folds the
+    /// deltas waiting, then needs this to cover it).
+    pub available: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

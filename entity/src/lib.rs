@@ -2,6 +2,7 @@
 
 pub mod api_key;
 pub mod audit_entry;
+pub mod balance_delta;
 pub mod balance_lock;
 pub mod balance_transaction;
 pub mod billing_invoice;

@@ -40,6 +40,7 @@ mod m20261128_000031_add_payment_locale;
 mod m20261128_000032_add_delivery_merchant_due_index;
 mod m20261206_000033_split_shop_config_by_mode;
 mod m20261206_000034_add_processor_events_read_until;
+mod m20261206_000035_create_balance_deltas;
 
 pub struct Migrator;
 
@@ -81,6 +82,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000032_add_delivery_merchant_due_index::Migration),
             Box::new(m20261206_000033_split_shop_config_by_mode::Migration),
             Box::new(m20261206_000034_add_processor_events_read_until::Migration),
+            Box::new(m20261206_000035_create_balance_deltas::Migration),
         ]
     }
 }

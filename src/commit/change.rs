@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sea_orm::{
     sea_query::{DeleteStatement, InsertStatement, OnConflict, SelectStatement, UpdateStatement},
-    ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel, QueryTrait,
+    ActiveModelTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel, QueryTrait, Statement,
 };
 
 use serde_json::Value::Null;
@@ -26,11 +26,11 @@ pub enum Write {
     /// An insert: history, attempts, child objects. With `ON CONFLICT DO NOTHING` or an
     /// `INSERT … SELECT`, it may add nothing.
     Insert(InsertStatement),
-    /// A row nothing in its transaction reads or refers to (history, attempts), or whose
-    /// absence a reader may only see as an earlier moment (a ledger credit: see
-    /// `ledger::store::writes`): written after every change of the transaction, with the other
-    /// changes' rows of its table, as one multi-row `INSERT` (`later.rs`). It may refer only to
-    /// rows written before it.
+    /// A row nothing in its transaction reads or refers to (history, attempts, ledger
+    /// entries), or whose absence a reader may only see as an earlier moment (a credit's
+    /// balance delta: see `ledger::store::writes`): written after every change of the
+    /// transaction, with the other changes' rows of its table, as one multi-row `INSERT`
+    /// (`later.rs`). It may refer only to rows written before it.
     Append(Row),
     /// An insert with `ON CONFLICT DO NOTHING` that must add its row: none added means
     /// another writer took its key first, and the whole change is a lost race.
@@ -38,6 +38,9 @@ pub enum Write {
     /// An update whose row count does not matter (a default set only if none is).
     Update(UpdateStatement),
     Delete(DeleteStatement),
+    /// A statement written for one database, where sea-query cannot say it for both (a
+    /// `DELETE … RETURNING` inside a `WITH` on PostgreSQL); its row count does not matter.
+    Raw(Statement),
     /// A condition the change needs: the query must find a row (`exists`) or none; if it
     /// does not hold, the change is refused with `refusal`.
     Require {
@@ -94,6 +97,10 @@ pub struct Change {
     pub optional: Vec<Change>,
     /// The time the change is made at (its events and jobs carry it).
     pub at: DateTime<Utc>,
+    /// It takes a lock row that changes of its kind all take (a payout's reservation takes
+    /// its shop's): written by one writer only, so that payd's writers never wait for each
+    /// other's lock (`group.rs`).
+    pub serial: bool,
 }
 
 impl Change {
@@ -104,7 +111,14 @@ impl Change {
             jobs: Vec::new(),
             optional: Vec::new(),
             at,
+            serial: false,
         }
+    }
+
+    /// Written by the one writer that writes every change taking a contended lock row.
+    pub fn serialized(mut self) -> Self {
+        self.serial = true;
+        self
     }
 
     pub fn write(mut self, w: Write) -> Self {
@@ -136,6 +150,7 @@ impl Change {
         self.events.extend(other.events);
         self.jobs.extend(other.jobs);
         self.optional.extend(other.optional);
+        self.serial |= other.serial;
         self
     }
 }
@@ -342,6 +357,7 @@ pub(super) async fn write(
             Write::Insert(stmt) => txn.execute(stmt).await?.rows_affected(),
             Write::Update(stmt) => txn.execute(stmt).await?.rows_affected(),
             Write::Delete(stmt) => txn.execute(stmt).await?.rows_affected(),
+            Write::Raw(stmt) => txn.execute_raw(stmt.clone()).await?.rows_affected(),
             Write::Require {
                 query,
                 exists,

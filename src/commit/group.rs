@@ -20,6 +20,14 @@
 //! has arrived), then writes it all in one. At a steady rate one writer keeps up, and each
 //! transaction more costs its `BEGIN`, `COMMIT`, WAL flush and statements (docs/performance.md,
 //! "paced"); in a burst the queue outgrows [`SPILL`] and the writers write side by side.
+//!
+//! **One writer takes the contended locks.** A change marked [`Change::serial`] (a payout's
+//! reservation, which takes its shop's lock row) waits on a queue of its own that only the
+//! first writer takes from, besides the common one. Written by several writers, such changes
+//! would each hold a transaction open while waiting for the lock row of another's, and the
+//! changes sharing those transactions with them would wait too; written by one, those that
+//! arrive together share one transaction and take the lock once. Across instances the lock
+//! row still orders them.
 
 use std::{
     sync::{
@@ -78,15 +86,33 @@ pub(super) struct Pending {
     pub reply: oneshot::Sender<Outcome>,
 }
 
+/// Where changes wait for the writers: most on the queue every writer takes from, a
+/// [`Change::serial`] one on the first writer's own.
+#[derive(Clone)]
+pub(super) struct Queues {
+    any: mpsc::UnboundedSender<Pending>,
+    serial: mpsc::UnboundedSender<Pending>,
+}
+
+impl Queues {
+    /// `Err` when the writers have stopped.
+    pub(super) fn send(&self, pending: Pending) -> Result<(), ()> {
+        let queue = match pending.change.serial {
+            true => &self.serial,
+            false => &self.any,
+        };
+        queue.send(pending).map_err(drop)
+    }
+}
+
 /// Starts the writers on threads of their own (a connection a writer opens is bound to its
-/// runtime, which lives as long as the channel does) and returns their queue. They stop when
+/// runtime, which lives as long as the channel does) and returns their queues. They stop when
 /// the last sender is dropped.
-pub(super) fn start(
-    conn: DatabaseConnection,
-    writers: Writers,
-) -> std::io::Result<mpsc::UnboundedSender<Pending>> {
+pub(super) fn start(conn: DatabaseConnection, writers: Writers) -> std::io::Result<Queues> {
     let (tx, rx) = mpsc::unbounded_channel();
     let rx = Arc::new(Mutex::new(rx));
+    let (serial_tx, serial_rx) = mpsc::unbounded_channel();
+    let mut serial_rx = Some(serial_rx);
     let announce = writers.announce && conn.get_database_backend() == DbBackend::Postgres;
     let direct = (writers.direct && conn.get_database_backend() == DbBackend::Sqlite)
         .then(|| conn.get_sqlite_connection_pool().clone());
@@ -98,7 +124,11 @@ pub(super) fn start(
         done: Arc::default(),
     };
     for i in 0..writers.count.max(1) {
-        let (w, rx) = (w.clone(), rx.clone());
+        let queues = Taken {
+            any: rx.clone(),
+            serial: serial_rx.take(),
+        };
+        let w = w.clone();
         std::thread::Builder::new()
             .name(format!("payd-writer-{i}"))
             .spawn(move || {
@@ -106,10 +136,46 @@ pub(super) fn start(
                     .enable_all()
                     .build()
                     .expect("a writer's runtime");
-                runtime.block_on(run(w, rx, writers.max_batch.max(1)));
+                runtime.block_on(run(w, queues, writers.max_batch.max(1)));
             })?;
     }
-    Ok(tx)
+    Ok(Queues {
+        any: tx,
+        serial: serial_tx,
+    })
+}
+
+/// The queues a writer takes from: the common one, and (the first writer) the serial one.
+struct Taken {
+    any: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>,
+    serial: Option<mpsc::UnboundedReceiver<Pending>>,
+}
+
+/// The common queue, held by the writer taking from it.
+type Common<'q> = tokio::sync::MutexGuard<'q, mpsc::UnboundedReceiver<Pending>>;
+
+/// The next change of either queue, with the common queue when this writer holds it (the first
+/// writer takes a serial change without waiting for the common queue, which another writer may
+/// be holding); `None` once the senders are gone.
+async fn next<'q>(
+    serial: &mut Option<mpsc::UnboundedReceiver<Pending>>,
+    any: &'q Mutex<mpsc::UnboundedReceiver<Pending>>,
+) -> Option<(Pending, Option<Common<'q>>)> {
+    let Some(serial) = serial else {
+        let mut any = any.lock().await;
+        return any.recv().await.map(|p| (p, Some(any)));
+    };
+    let mut common = tokio::select! {
+        biased;
+        Some(p) = serial.recv() => return Some((p, any.try_lock().ok())),
+        common = any.lock() => common,
+    };
+    let next = tokio::select! {
+        biased;
+        Some(p) = serial.recv() => Some(p),
+        p = common.recv() => p,
+    };
+    next.map(|p| (p, Some(common)))
 }
 
 /// What a writer writes with.
@@ -135,20 +201,20 @@ const SPILL: usize = 4;
 const GATHER_TICK: Duration = Duration::from_millis(1);
 const GATHER_TICKS: u32 = 10;
 
-async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max_batch: usize) {
+async fn run(w: Writer, mut queues: Taken, max_batch: usize) {
     loop {
         let (batch, writing) = {
-            let mut queue = queue.lock().await;
-            let Some(first) = queue.recv().await else {
+            let Some((first, mut any)) = next(&mut queues.serial, &queues.any).await else {
                 return;
             };
             let mut batch = vec![first];
             // Another writer is mid-transaction and few changes wait: gather until it ends
-            // (the queue is looked at again then, or each `GATHER_TICK`, not at each arrival),
-            // for `GATHER_TICKS` at most: a transaction that hangs (a lost connection) holds no
-            // change back for long.
+            // (the queues are looked at again then, or each `GATHER_TICK`, not at each
+            // arrival), for `GATHER_TICKS` at most: a transaction that hangs (a lost
+            // connection) holds no change back for long.
             for _ in 0..GATHER_TICKS {
-                let waiting = batch.len() + queue.len();
+                let serial = queues.serial.as_ref().map_or(0, |s| s.len());
+                let waiting = batch.len() + any.as_ref().map_or(0, |q| q.len()) + serial;
                 if w.busy.load(Ordering::Acquire) == 0 || waiting >= SPILL.min(max_batch) {
                     break;
                 }
@@ -157,8 +223,13 @@ async fn run(w: Writer, queue: Arc<Mutex<mpsc::UnboundedReceiver<Pending>>>, max
                     _ = tokio::time::sleep(GATHER_TICK) => {}
                 }
             }
-            take_waiting(&mut queue, &mut batch, max_batch);
-            // Counted before the queue is let go: the next writer to look sees it.
+            if let Some(serial) = &mut queues.serial {
+                take_waiting(serial, &mut batch, max_batch);
+            }
+            if let Some(any) = &mut any {
+                take_waiting(any, &mut batch, max_batch);
+            }
+            // Counted before the common queue is let go: the next writer to look sees it.
             (batch, Writing::start(&w))
         };
         let started = Instant::now();

@@ -8,18 +8,21 @@
 //! appended row refers only to rows written before it, and no write reads an appended table,
 //! the events, the deliveries or the jobs). Writing them last is then the same as writing each
 //! change's in its place. One reader is allowed, because what it can miss is only a moment
-//! earlier: a payout's reservation sums the ledger, where credits are appended and debits
-//! written in place; one that is refused fails its change, and the batch is written again
-//! under savepoints, each change with its own rows.
+//! earlier: a payout's reservation folds the balance deltas, where a credit's is appended and
+//! a debit's written in place; one that is refused fails its change, and the batch is written
+//! again under savepoints, each change with its own rows.
 
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
 use sea_orm::{
-    sea_query::{Expr, InsertStatement, OnConflict, Query, TableRef},
-    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, DbErr, DynIden, EntityName,
-    EntityTrait, IdenStatic, IntoActiveModel, Iterable,
+    sea_query::{
+        Alias, CommonTableExpression, Expr, InsertStatement, OnConflict, Query, TableRef,
+        WithClause,
+    },
+    ActiveModelTrait, ActiveValue, ColumnTrait, ConnectionTrait, DbBackend, DbErr, DynIden,
+    EntityName, EntityTrait, IdenStatic, IntoActiveModel, Iterable,
 };
 
 use crate::{db::ROWS_PER_INSERT, outbox, scheduler::JobWrite};
@@ -100,6 +103,70 @@ impl Row {
     }
 }
 
+/// Bound values at most in one statement of several tables' rows: half of what PostgreSQL
+/// takes.
+const VALUES_TOGETHER: usize = 32_000;
+
+/// The appended rows' `INSERT`s as they go out. On PostgreSQL those without a conflict clause
+/// go out together, all but the last inside a `WITH` (`WITH a0 AS (INSERT …) INSERT …`): one
+/// statement, and one round trip, for a transaction's history rows, attempts, ledger entries
+/// and deltas. The statements of a `WITH` see the same snapshot and none reads another's
+/// tables, so together they write what they would one after the other; foreign keys are
+/// checked at the end of the whole statement. An upsert goes alone: two parts of one statement
+/// must not touch the same row.
+struct Together {
+    postgres: bool,
+    waiting: Vec<InsertStatement>,
+    values: usize,
+}
+
+impl Together {
+    fn new(postgres: bool) -> Self {
+        Self {
+            postgres,
+            waiting: Vec::new(),
+            values: 0,
+        }
+    }
+
+    async fn add(&mut self, txn: &impl ConnectionTrait, chunk: &[&Row]) -> Result<(), DbErr> {
+        let insert = Row::insert(chunk);
+        if !self.postgres || chunk[0].conflict.is_some() {
+            txn.execute(&insert).await?;
+            return Ok(());
+        }
+        let values = chunk.len() * chunk[0].columns.len();
+        if self.values + values > VALUES_TOGETHER {
+            self.flush(txn).await?;
+        }
+        self.waiting.push(insert);
+        self.values += values;
+        Ok(())
+    }
+
+    async fn flush(&mut self, txn: &impl ConnectionTrait) -> Result<(), DbErr> {
+        self.values = 0;
+        let Some(last) = self.waiting.pop() else {
+            return Ok(());
+        };
+        if self.waiting.is_empty() {
+            txn.execute(&last).await?;
+            return Ok(());
+        }
+        let mut with = WithClause::new();
+        for (i, insert) in self.waiting.drain(..).enumerate() {
+            with.cte(
+                CommonTableExpression::new()
+                    .query(insert)
+                    .table_name(Alias::new(format!("a{i}")))
+                    .to_owned(),
+            );
+        }
+        txn.execute(&with.query(last)).await?;
+        Ok(())
+    }
+}
+
 /// The rows, events and jobs of a transaction's changes, kept until they are all written.
 #[derive(Default)]
 pub(super) struct Later {
@@ -145,12 +212,14 @@ impl Later {
                 groups.push(row.group());
             }
         }
+        let mut together = Together::new(txn.get_database_backend() == DbBackend::Postgres);
         for group in groups {
             let rows: Vec<&Row> = self.rows.iter().filter(|r| r.group() == group).collect();
             for chunk in rows.chunks(ROWS_PER_INSERT) {
-                txn.execute(&Row::insert(chunk)).await?;
+                together.add(txn, chunk).await?;
             }
         }
+        together.flush(txn).await?;
         let (owners, events): (Vec<usize>, Vec<_>) = self.events.into_iter().unzip();
         let queued = outbox::record(txn, &events).await?;
         let mut committed = vec![

@@ -19,7 +19,7 @@
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 mod change;
 mod direct;
@@ -43,7 +43,7 @@ pub use later::{Committed, Row};
 pub struct Db {
     conn: DatabaseConnection,
     reads: DatabaseConnection,
-    writers: mpsc::UnboundedSender<group::Pending>,
+    writers: group::Queues,
 }
 
 impl Db {
@@ -139,6 +139,6 @@ pub async fn commit(db: &Db, change: Change) -> Result<Committed, CommitError> {
             timeline: crate::clock::current(),
             reply,
         })
-        .map_err(|_| stopped())?;
+        .map_err(|()| stopped())?;
     outcome.await.map_err(|_| stopped())?
 }

@@ -1,14 +1,23 @@
 //! The ledger's writes and reads. Entries are inserted in the same commit as the change that
 //! moves the money (a payment's, a dispute's, a payout's); they are never updated. A payout's
 //! reservation first updates its shop's lock row, which serializes reservations of one shop's
-//! currency on every database, then requires the available sum to cover it.
+//! currency on every database, then requires the available balance to cover it.
+//!
+//! The available balance is kept without summing the shop's history: each available-bucket
+//! entry is written with a delta (`balance_deltas`, the entry's id and amount), and a
+//! reservation, holding the lock row, folds the deltas waiting into the row's running total
+//! (`balance_locks.available`, deleting them in the same statement on PostgreSQL) before it
+//! compares. A delta its transaction cannot see yet (another transaction's, not committed) is
+//! folded by a later reservation: none is counted twice or lost, since a delta is deleted by
+//! the statement that adds it. Invariant: the available balance = `available` + the deltas
+//! waiting = the sum of the available-bucket entries.
 
 use chrono::{DateTime, Utc};
-use payd_entity::{balance_lock, balance_transaction, payment};
+use payd_entity::{balance_delta, balance_lock, balance_transaction, payment};
 use sea_orm::{
     sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query},
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, IntoActiveModel,
-    QueryFilter, QuerySelect, QueryTrait,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IntoActiveModel,
+    QueryFilter, QuerySelect, QueryTrait, Statement,
 };
 
 use super::{
@@ -16,7 +25,7 @@ use super::{
     machine::{self, Bucket, Move},
 };
 use crate::{
-    commit::{self, Write},
+    commit::{self, Change, Write},
     ids::new_id,
     pagination::{created_between, paginate, List, Page, PageError},
 };
@@ -33,14 +42,16 @@ pub struct Account<'a> {
     pub currency: &'a str,
 }
 
-/// The inserts of `moves` of `account`, caused by `source_id`.
+/// The inserts of `moves` of `account`, caused by `source_id`: each entry, and for an
+/// available-bucket entry its delta.
 ///
-/// A debit is written in its place: a reservation later in the same transaction sums the
-/// entries and must see it, or two payouts could both spend the same money. A credit is
-/// appended (written after every change of the transaction, with the others' entries): a
-/// reservation that does not see it yet refuses no more than if the credit's change had
-/// come after it, which is as valid an order for changes committed together; and a refused
-/// reservation sends the batch again under savepoints, each change's entries in their place.
+/// Entries are appended (written after every change of the transaction, a table's rows
+/// together): nothing in a transaction reads them. A debit's delta is written in its place: a
+/// reservation later in the same transaction folds the deltas and must see it, or two payouts
+/// could both spend the same money. A credit's delta is appended: a reservation that does not
+/// see it yet refuses no more than if the credit's change had come after it, which is as valid
+/// an order for changes committed together; and a refused reservation sends the batch again
+/// under savepoints, each change's rows in their place.
 pub fn writes(
     account: &Account,
     moves: &[Move],
@@ -49,7 +60,7 @@ pub fn writes(
 ) -> Vec<Write> {
     moves
         .iter()
-        .map(|m| {
+        .flat_map(|m| {
             let entry = balance_transaction::Model {
                 id: new_id("bt"),
                 merchant_id: account.merchant_id.to_owned(),
@@ -62,11 +73,18 @@ pub fn writes(
                 source_id: source_id.to_owned(),
                 created_at: now,
             };
-            if m.amount > 0 {
-                commit::append(entry)
-            } else {
-                commit::insert(entry)
-            }
+            let delta = (m.bucket == Bucket::Available).then(|| balance_delta::Model {
+                id: entry.id.clone(),
+                profile_id: entry.profile_id.clone(),
+                test_mode: entry.test_mode,
+                currency: entry.currency.clone(),
+                amount: entry.amount,
+            });
+            let delta = match m.amount > 0 {
+                true => delta.map(commit::append),
+                false => delta.map(commit::insert),
+            };
+            std::iter::once(commit::append(entry)).chain(delta)
         })
         .collect()
 }
@@ -108,60 +126,98 @@ pub fn payment_writes(
 }
 
 /// Reserves `amount` of `account`'s available balance: the lock row first (serializing
-/// reservations), then the condition that the available sum covers it, refused as
-/// [`INSUFFICIENT`].
-pub fn reserve(account: &Account, amount: i64) -> Vec<Write> {
+/// reservations), then the deltas waiting folded into its running total, then the condition
+/// that the total covers it, refused as [`INSUFFICIENT`]. Written by the writer that writes
+/// every reservation (a shop's payouts would otherwise queue on its lock row in several
+/// writers' transactions at once).
+pub fn reserve(account: &Account, amount: i64, at: DateTime<Utc>, db: DbBackend) -> Change {
     let first = balance_lock::Model {
         profile_id: account.profile_id.to_owned(),
         test_mode: account.test_mode,
         currency: account.currency.to_owned(),
-        reservations: 0,
+        reservations: 1,
+        available: 0,
     };
-    let create = balance_lock::Entity::insert(first.into_active_model())
+    // Made by the shop's first reservation in the currency, updated by every later one: one
+    // statement either way, which holds the row until the transaction ends.
+    let lock = balance_lock::Entity::insert(first.into_active_model())
         .on_conflict(
             OnConflict::columns([
                 balance_lock::Column::ProfileId,
                 balance_lock::Column::TestMode,
                 balance_lock::Column::Currency,
             ])
-            .do_nothing()
+            .value(
+                balance_lock::Column::Reservations,
+                Expr::col((balance_lock::Entity, balance_lock::Column::Reservations)).add(1),
+            )
             .to_owned(),
         )
         .into_query();
-    let lock = balance_lock::Entity::update_many()
+    let covered = Query::select()
+        .expr(Expr::val(1))
+        .from(balance_lock::Entity)
+        .and_where(balance_lock::Column::ProfileId.eq(account.profile_id))
+        .and_where(balance_lock::Column::TestMode.eq(account.test_mode))
+        .and_where(balance_lock::Column::Currency.eq(account.currency))
+        .and_where(balance_lock::Column::Available.gte(amount))
+        .to_owned();
+    Change::at(at)
+        .write(Write::Insert(lock))
+        .write_all(fold(account, db))
+        .write(Write::Require {
+            query: covered,
+            exists: true,
+            refusal: INSUFFICIENT,
+        })
+        .serialized()
+}
+
+/// Folds `account`'s waiting deltas into its lock row's running total (the lock row held).
+///
+/// On PostgreSQL one statement deletes them and adds what it deleted, so that a delta
+/// committed meanwhile by another transaction is either in both or in neither. On SQLite the
+/// one writer holds the database between the two statements: nothing commits in between.
+fn fold(account: &Account, db: DbBackend) -> Vec<Write> {
+    let keys = [
+        account.profile_id.into(),
+        account.test_mode.into(),
+        account.currency.into(),
+    ];
+    if db == DbBackend::Postgres {
+        let sql = "WITH folded AS (DELETE FROM balance_deltas \
+                   WHERE profile_id = $1 AND test_mode = $2 AND currency = $3 RETURNING amount) \
+                   UPDATE balance_locks SET available = available + \
+                   (SELECT COALESCE(SUM(amount), 0) FROM folded) \
+                   WHERE profile_id = $1 AND test_mode = $2 AND currency = $3";
+        return vec![Write::Raw(Statement::from_sql_and_values(db, sql, keys))];
+    }
+    let waiting = Query::select()
+        .expr(Func::coalesce([
+            Expr::col(balance_delta::Column::Amount).sum(),
+            Expr::val(0i64),
+        ]))
+        .from(balance_delta::Entity)
+        .and_where(balance_delta::Column::ProfileId.eq(account.profile_id))
+        .and_where(balance_delta::Column::TestMode.eq(account.test_mode))
+        .and_where(balance_delta::Column::Currency.eq(account.currency))
+        .to_owned();
+    let add = balance_lock::Entity::update_many()
         .col_expr(
-            balance_lock::Column::Reservations,
-            Expr::col(balance_lock::Column::Reservations).add(1),
+            balance_lock::Column::Available,
+            Expr::col(balance_lock::Column::Available)
+                .add(Expr::SubQuery(None, Box::new(waiting.into()))),
         )
         .filter(balance_lock::Column::ProfileId.eq(account.profile_id))
         .filter(balance_lock::Column::TestMode.eq(account.test_mode))
         .filter(balance_lock::Column::Currency.eq(account.currency))
         .into_query();
-    // One row (the aggregate's) when the available sum covers the amount, none otherwise.
-    let covered = Query::select()
-        .expr(Func::sum(Expr::col(balance_transaction::Column::Amount)))
-        .from(balance_transaction::Entity)
-        .and_where(balance_transaction::Column::ProfileId.eq(account.profile_id))
-        .and_where(balance_transaction::Column::TestMode.eq(account.test_mode))
-        .and_where(balance_transaction::Column::Currency.eq(account.currency))
-        .and_where(balance_transaction::Column::Bucket.eq(Bucket::Available.as_str()))
-        .and_having(
-            Expr::expr(Func::coalesce([
-                Expr::from(Func::sum(Expr::col(balance_transaction::Column::Amount))),
-                Expr::val(0i64),
-            ]))
-            .gte(amount),
-        )
-        .to_owned();
-    vec![
-        Write::Insert(create),
-        Write::Update(lock),
-        Write::Require {
-            query: covered,
-            exists: true,
-            refusal: INSUFFICIENT,
-        },
-    ]
+    let delete = balance_delta::Entity::delete_many()
+        .filter(balance_delta::Column::ProfileId.eq(account.profile_id))
+        .filter(balance_delta::Column::TestMode.eq(account.test_mode))
+        .filter(balance_delta::Column::Currency.eq(account.currency))
+        .into_query();
+    vec![Write::Update(add), Write::Delete(delete)]
 }
 
 #[derive(Debug, FromQueryResult)]

@@ -166,7 +166,7 @@ fn status_of(m: &payout::Model) -> Status {
 fn next_sync(deps: &PayoutDeps, m: &payout::Model, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let submitted = m.submitted_at?;
     match status_of(m) {
-        Status::Initiated => Some(now + Duration::minutes(1)),
+        Status::Initiated => Some(machine::ask_again_at(now)),
         Status::Pending | Status::Success => {
             processor::next_change(&m.recipient, submitted, now, deps.delay)
         }

@@ -210,8 +210,8 @@ pub struct NewPayout {
 }
 
 impl NewPayout {
-    /// Its row in the shop: `requires_confirmation`, or `requires_fulfillment` (reserved)
-    /// when confirmed at once.
+    /// Its row in the shop: `requires_confirmation`; or, confirmed at once, reserved and
+    /// `requires_fulfillment`, or `initiated` (sent to the processor now) with `auto_fulfill`.
     pub fn row(
         self,
         merchant_id: &str,
@@ -219,7 +219,7 @@ impl NewPayout {
         test_mode: bool,
         now: DateTime<Utc>,
     ) -> payout::Model {
-        let (status, _) = machine::created(self.confirm, self.auto_fulfill);
+        let status = machine::created(self.confirm, self.auto_fulfill);
         payout::Model {
             id: new_id("po"),
             merchant_id: merchant_id.to_owned(),
@@ -237,7 +237,7 @@ impl NewPayout {
             failure_code: None,
             failure_message: None,
             processor_reference: None,
-            submitted_at: None,
+            submitted_at: (status == machine::Status::Initiated).then_some(now),
             created_at: now,
             updated_at: now,
             version: 0,

@@ -138,14 +138,21 @@ pub fn confirm(status: Status, auto_fulfill: bool) -> Result<Status, Refusal> {
     })
 }
 
-/// A new payout's status, and whether it goes on to the processor at once: `confirm`ed at
-/// creation it is reserved and waits in `requires_fulfillment` (with `auto_fulfill`, to be
-/// fulfilled right away); else it waits for confirm.
-pub fn created(confirm: bool, auto_fulfill: bool) -> (Status, bool) {
-    match confirm {
-        true => (Status::RequiresFulfillment, auto_fulfill),
-        false => (Status::RequiresConfirmation, false),
+/// A new payout's status: `confirm`ed at creation it is reserved, and goes to the processor
+/// at once (`initiated`, as [`confirm`] with `auto_fulfill`) or waits in
+/// `requires_fulfillment`; else it waits for confirm.
+pub fn created(confirm: bool, auto_fulfill: bool) -> Status {
+    match (confirm, auto_fulfill) {
+        (true, true) => Status::Initiated,
+        (true, false) => Status::RequiresFulfillment,
+        (false, _) => Status::RequiresConfirmation,
     }
+}
+
+/// When the processor is asked again about a payout sent to it whose answer was not
+/// committed (the process stopped between the two).
+pub fn ask_again_at(now: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+    now + chrono::Duration::minutes(1)
 }
 
 /// Fulfil: to the processor.
@@ -233,9 +240,12 @@ mod tests {
 
     #[test]
     fn a_payout_confirmed_at_creation_is_reserved_and_waits_for_fulfil_unless_auto() {
-        assert_eq!(created(false, true), (Status::RequiresConfirmation, false));
-        assert_eq!(created(true, false), (Status::RequiresFulfillment, false));
-        assert_eq!(created(true, true), (Status::RequiresFulfillment, true));
+        assert_eq!(created(false, true), Status::RequiresConfirmation);
+        assert_eq!(created(true, false), Status::RequiresFulfillment);
+        assert_eq!(
+            created(true, true),
+            confirm(Status::RequiresConfirmation, true).unwrap()
+        );
     }
 
     #[test]

@@ -79,22 +79,23 @@ pub async fn create_payout(
 ) -> Result<HttpResponse, ApiError> {
     let shop = caller.require_shop()?.to_string();
     let now = state.clock.now();
-    let (_, submit) = machine::created(req.confirm, req.auto_fulfill);
     let m = req.parse(state.settings.limits.max_amount, now)?.row(
         caller.merchant_id.as_str(),
         &shop,
         caller.test_mode(),
         now,
     );
-    // A payout is created `requires_confirmation` or `requires_fulfillment`: no event yet.
-    store::insert(&state.db, &m, None)
+    // Sent to the processor (`initiated`, its event and the job that asks again recorded with
+    // the row and its reservation), then the processor is asked, as a confirm does.
+    let sent = m.status == machine::Status::Initiated.as_str();
+    store::insert(&state.db, &m, sent.then(|| machine::ask_again_at(now)))
         .await
         .map_err(PayoutError::from)?;
-    let m = match submit {
+    let m = match sent {
         true => {
             let exec = Exec {
                 scope: Some(caller.scope()),
-                command: Command::Fulfill,
+                command: Command::Sync,
                 timeline: clock::current(),
             };
             payouts.send(&m.id, exec).await??

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use payd_entity::payout;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, IntoActiveModel,
     QueryFilter, QueryTrait,
 };
 
@@ -50,6 +50,7 @@ fn around(
     after: &payout::Model,
     next_sync: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
+    db: DbBackend,
 ) -> Result<Change, DbErr> {
     let account = ledger::store::Account {
         merchant_id: &after.merchant_id,
@@ -62,9 +63,7 @@ fn around(
     let mut change = Change::at(now);
     let moves = match (was_reserved, after.reserved) {
         (false, true) => {
-            for w in ledger::store::reserve(&account, after.amount) {
-                change = change.write(w);
-            }
+            change = change.and(ledger::store::reserve(&account, after.amount, now, db));
             book::reserve_moves(after.amount)
         }
         (true, false) if status == Some(Status::Success) => book::paid_moves(after.amount),
@@ -84,29 +83,35 @@ fn around(
             change = change.event(event(after, e)?);
         }
     }
-    let expires = status.and_then(machine::expire).is_some();
-    change = change.job(match expires {
-        true => Job::ScheduleIfAbsent {
-            kind: EXPIRY_JOB,
+    // A new payout has no job to cancel.
+    let mut cancel = Vec::new();
+    match status.and_then(machine::expire) {
+        Some(_) => {
+            change = change.job(Job::ScheduleIfAbsent {
+                kind: EXPIRY_JOB,
+                entity_id: after.id.clone(),
+                at: machine::expires_at(after.created_at),
+            })
+        }
+        None => cancel.push(EXPIRY_JOB),
+    }
+    match next_sync {
+        Some(at) => {
+            change = change.job(Job::Schedule {
+                kind: SYNC_JOB,
+                entity_id: after.id.clone(),
+                at,
+            })
+        }
+        None => cancel.push(SYNC_JOB),
+    }
+    if before.is_some() && !cancel.is_empty() {
+        change = change.job(Job::Cancel {
+            kinds: cancel,
             entity_id: after.id.clone(),
-            at: machine::expires_at(after.created_at),
-        },
-        false => Job::Cancel {
-            kinds: vec![EXPIRY_JOB],
-            entity_id: after.id.clone(),
-        },
-    });
-    Ok(change.job(match next_sync {
-        Some(at) => Job::Schedule {
-            kind: SYNC_JOB,
-            entity_id: after.id.clone(),
-            at,
-        },
-        None => Job::Cancel {
-            kinds: vec![SYNC_JOB],
-            entity_id: after.id.clone(),
-        },
-    }))
+        });
+    }
+    Ok(change)
 }
 
 /// A new payout (reserved already when created confirmed).
@@ -117,7 +122,13 @@ pub async fn insert(
 ) -> Result<usize, CommitError> {
     let change = Change::at(m.created_at)
         .write(commit::insert(m.clone()))
-        .and(around(None, m, next_sync, m.created_at)?);
+        .and(around(
+            None,
+            m,
+            next_sync,
+            m.created_at,
+            db.get_database_backend(),
+        )?);
     Ok(commit::commit(db, change).await?.deliveries)
 }
 
@@ -139,7 +150,13 @@ pub async fn commit(
                 .filter(payout::Column::Version.eq(before.version))
                 .into_query(),
         ))
-        .and(around(Some(before), &after, next_sync, now)?);
+        .and(around(
+            Some(before),
+            &after,
+            next_sync,
+            now,
+            db.get_database_backend(),
+        )?);
     let committed = commit::commit(db, change).await?;
     Ok((after, committed.deliveries))
 }
