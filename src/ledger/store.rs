@@ -16,8 +16,8 @@ use chrono::{DateTime, Utc};
 use payd_entity::{balance_delta, balance_lock, balance_transaction, payment};
 use sea_orm::{
     sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query},
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IntoActiveModel,
-    QueryFilter, QuerySelect, QueryTrait, Statement,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult,
+    IntoActiveModel, QueryFilter, QuerySelect, QueryTrait, Statement,
 };
 
 use super::{
@@ -40,6 +40,33 @@ pub struct Account<'a> {
     pub profile_id: &'a str,
     pub test_mode: bool,
     pub currency: &'a str,
+}
+
+impl Account<'_> {
+    /// The account's lock row, with its running total.
+    fn lock(&self) -> Condition {
+        self.with([
+            balance_lock::Column::ProfileId,
+            balance_lock::Column::TestMode,
+            balance_lock::Column::Currency,
+        ])
+    }
+
+    /// The account's deltas waiting to be folded.
+    fn deltas(&self) -> Condition {
+        self.with([
+            balance_delta::Column::ProfileId,
+            balance_delta::Column::TestMode,
+            balance_delta::Column::Currency,
+        ])
+    }
+
+    fn with<C: ColumnTrait>(&self, [profile, test_mode, currency]: [C; 3]) -> Condition {
+        Condition::all()
+            .add(profile.eq(self.profile_id))
+            .add(test_mode.eq(self.test_mode))
+            .add(currency.eq(self.currency))
+    }
 }
 
 /// The inserts of `moves` of `account`, caused by `source_id`: each entry, and for an
@@ -157,9 +184,7 @@ pub fn reserve(account: &Account, amount: i64, at: DateTime<Utc>, db: DbBackend)
     let covered = Query::select()
         .expr(Expr::val(1))
         .from(balance_lock::Entity)
-        .and_where(balance_lock::Column::ProfileId.eq(account.profile_id))
-        .and_where(balance_lock::Column::TestMode.eq(account.test_mode))
-        .and_where(balance_lock::Column::Currency.eq(account.currency))
+        .cond_where(account.lock())
         .and_where(balance_lock::Column::Available.gte(amount))
         .to_owned();
     Change::at(at)
@@ -198,9 +223,7 @@ fn fold(account: &Account, db: DbBackend) -> Vec<Write> {
             Expr::val(0i64),
         ]))
         .from(balance_delta::Entity)
-        .and_where(balance_delta::Column::ProfileId.eq(account.profile_id))
-        .and_where(balance_delta::Column::TestMode.eq(account.test_mode))
-        .and_where(balance_delta::Column::Currency.eq(account.currency))
+        .cond_where(account.deltas())
         .to_owned();
     let add = balance_lock::Entity::update_many()
         .col_expr(
@@ -208,14 +231,10 @@ fn fold(account: &Account, db: DbBackend) -> Vec<Write> {
             Expr::col(balance_lock::Column::Available)
                 .add(Expr::SubQuery(None, Box::new(waiting.into()))),
         )
-        .filter(balance_lock::Column::ProfileId.eq(account.profile_id))
-        .filter(balance_lock::Column::TestMode.eq(account.test_mode))
-        .filter(balance_lock::Column::Currency.eq(account.currency))
+        .filter(account.lock())
         .into_query();
     let delete = balance_delta::Entity::delete_many()
-        .filter(balance_delta::Column::ProfileId.eq(account.profile_id))
-        .filter(balance_delta::Column::TestMode.eq(account.test_mode))
-        .filter(balance_delta::Column::Currency.eq(account.currency))
+        .filter(account.deltas())
         .into_query();
     vec![Write::Update(add), Write::Delete(delete)]
 }
