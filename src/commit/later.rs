@@ -114,13 +114,13 @@ const VALUES_TOGETHER: usize = 32_000;
 /// tables, so together they write what they would one after the other; foreign keys are
 /// checked at the end of the whole statement. An upsert goes alone: two parts of one statement
 /// must not touch the same row.
-struct Together {
+struct Appends {
     postgres: bool,
     waiting: Vec<InsertStatement>,
     values: usize,
 }
 
-impl Together {
+impl Appends {
     fn new(postgres: bool) -> Self {
         Self {
             postgres,
@@ -212,14 +212,14 @@ impl Later {
                 groups.push(row.group());
             }
         }
-        let mut together = Together::new(txn.get_database_backend() == DbBackend::Postgres);
+        let mut appends = Appends::new(txn.get_database_backend() == DbBackend::Postgres);
         for group in groups {
             let rows: Vec<&Row> = self.rows.iter().filter(|r| r.group() == group).collect();
             for chunk in rows.chunks(ROWS_PER_INSERT) {
-                together.add(txn, chunk).await?;
+                appends.add(txn, chunk).await?;
             }
         }
-        together.flush(txn).await?;
+        appends.flush(txn).await?;
         let (owners, events): (Vec<usize>, Vec<_>) = self.events.into_iter().unzip();
         let queued = outbox::record(txn, &events).await?;
         let mut committed = vec![
