@@ -24,26 +24,24 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // Keyed by account first: a reservation reads and deletes one account's deltas, a
+        // range of this one index (no second index to keep per row).
         manager
             .create_table(
                 Table::create()
                     .table(BalanceDeltas::Table)
-                    .col(string(BalanceDeltas::Id).primary_key())
                     .col(string(BalanceDeltas::ProfileId))
                     .col(boolean(BalanceDeltas::TestMode))
                     .col(string(BalanceDeltas::Currency))
+                    .col(string(BalanceDeltas::Id))
                     .col(big_integer(BalanceDeltas::Amount))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .create_index(
-                Index::create()
-                    .name("idx_balance_deltas_account")
-                    .table(BalanceDeltas::Table)
-                    .col(BalanceDeltas::ProfileId)
-                    .col(BalanceDeltas::TestMode)
-                    .col(BalanceDeltas::Currency)
+                    .primary_key(
+                        Index::create()
+                            .col(BalanceDeltas::ProfileId)
+                            .col(BalanceDeltas::TestMode)
+                            .col(BalanceDeltas::Currency)
+                            .col(BalanceDeltas::Id),
+                    )
                     .to_owned(),
             )
             .await?;
