@@ -85,13 +85,12 @@ pub async fn create_payout(
         caller.test_mode(),
         now,
     );
-    // Sent to the processor (`initiated`, its event and the job that asks again recorded with
-    // the row and its reservation), then the processor is asked, as a confirm does.
-    let sent = m.status == machine::Status::Initiated.as_str();
-    store::insert(&state.db, &m, sent.then(|| machine::ask_again_at(now)))
+    // One created `initiated` (its reservation, event and the job that asks again recorded
+    // with the row) is then asked about at the processor, as a confirm does.
+    store::insert(&state.db, &m)
         .await
         .map_err(PayoutError::from)?;
-    let m = match sent {
+    let m = match m.status == machine::Status::Initiated.as_str() {
         true => {
             let exec = Exec {
                 scope: Some(caller.scope()),

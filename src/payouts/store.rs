@@ -115,17 +115,15 @@ fn around(
 }
 
 /// A new payout (reserved already when created confirmed).
-pub async fn insert(
-    db: &Db,
-    m: &payout::Model,
-    next_sync: Option<DateTime<Utc>>,
-) -> Result<usize, CommitError> {
+pub async fn insert(db: &Db, m: &payout::Model) -> Result<usize, CommitError> {
+    // One sent to the processor at once is asked again if its answer is not committed.
+    let sent = m.status == Status::Initiated.as_str();
     let change = Change::at(m.created_at)
         .write(commit::insert(m.clone()))
         .and(around(
             None,
             m,
-            next_sync,
+            sent.then(|| machine::ask_again_at(m.created_at)),
             m.created_at,
             db.get_database_backend(),
         )?);
