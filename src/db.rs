@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use payd_migration::{Migrator, MigratorTrait};
 
-use crate::settings::DatabaseSettings;
+use crate::{
+    schema::{self, Found, MigrateError},
+    settings::DatabaseSettings,
+};
 use sea_orm::{
     sea_query::OnConflict,
     sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
@@ -158,13 +161,13 @@ pub fn is_in_memory(url: &str) -> bool {
 /// connection is what a migration that rebuilds a table (create, copy, drop, rename) needs:
 /// spread over a pool's connections, the rename was refused as if the dropped table were
 /// still there (`tests/migrations.rs`). An in-memory database is only the pool's own.
-pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
+pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), MigrateError> {
     if db.get_database_backend() != DbBackend::Postgres {
         if is_in_memory(url) {
-            return Migrator::up(db, None).await;
+            return migrate_on(db).await;
         }
         let one = connect(url, Some(1)).await?;
-        let result = Migrator::up(&one, None).await;
+        let result = migrate_on(&one).await;
         one.close().await?;
         return result;
     }
@@ -175,12 +178,60 @@ pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), DbErr> {
     lock_conn
         .execute_raw(lock("SELECT pg_advisory_lock($1)"))
         .await?;
-    let result = Migrator::up(&lock_conn, None).await;
+    let result = migrate_on(&lock_conn).await;
     let unlocked = lock_conn
         .execute_raw(lock("SELECT pg_advisory_unlock($1)"))
         .await;
     lock_conn.close().await?;
-    result.and(unlocked.map(|_| ()))
+    result?;
+    unlocked?;
+    Ok(())
+}
+
+/// On one connection: the schema checked against this build's ([`schema::check`]), then the
+/// pending migrations applied and what older releases may do beside them recorded; or, on a
+/// database a newer release migrated, nothing written (refused, or run as it is).
+async fn migrate_on(conn: &DatabaseConnection) -> Result<(), MigrateError> {
+    match schema::check(conn).await? {
+        Found::Known { pending } => {
+            Migrator::up(conn, None).await?;
+            schema::record(conn).await?;
+            if pending > 0 {
+                tracing::info!(pending, release = schema::RELEASE, "migrations applied");
+            }
+        }
+        Found::NewerCompatible(newer) => tracing::warn!("{}", newer.warning()),
+    }
+    Ok(())
+}
+
+/// Writes a consistent copy of a SQLite database to `to`, a new file, while payd serves:
+/// SQLite's `VACUUM INTO` reads one snapshot (every commit before it began) and writes it
+/// whole, where a copy of the file under writes could be torn or miss the WAL's commits.
+/// PostgreSQL has its own tools (docs/backups.md). Returns the backup's size in bytes.
+pub async fn backup(url: &str, to: &std::path::Path) -> anyhow::Result<u64> {
+    if !url.starts_with("sqlite:") {
+        anyhow::bail!("payd backup copies SQLite databases; back PostgreSQL up with pg_dump or point-in-time recovery (docs/backups.md)");
+    }
+    if is_in_memory(url) {
+        anyhow::bail!("database.url names an in-memory database: there is nothing to back up");
+    }
+    if to.exists() {
+        anyhow::bail!(
+            "{} exists: payd backup writes a new file, it never overwrites one",
+            to.display()
+        );
+    }
+    let target = to
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("the backup's path is not UTF-8: {}", to.display()))?;
+    let conn = connect(url, Some(1)).await?;
+    let vacuum =
+        Statement::from_sql_and_values(DbBackend::Sqlite, "VACUUM INTO ?", [target.into()]);
+    let result = conn.execute_raw(vacuum).await;
+    conn.close().await?;
+    result?;
+    Ok(std::fs::metadata(to)?.len())
 }
 
 /// Whether the database takes writes, answering within `within`: on PostgreSQL a server that

@@ -2,7 +2,7 @@
 //! answers by itself, HTTP metrics, and the JSON body and query extractors that name the
 //! offending field.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix_web::{
     body::{BoxBody, MessageBody},
@@ -10,7 +10,7 @@ use actix_web::{
     http::header::{self, HeaderValue},
     middleware::Next,
     web::{self, Bytes},
-    Error, FromRequest, HttpRequest, ResponseError,
+    Error, FromRequest, HttpMessage, HttpRequest, ResponseError,
 };
 use futures_util::{future::LocalBoxFuture, StreamExt};
 use serde::de::DeserializeOwned;
@@ -172,16 +172,37 @@ pub async fn http_metrics(
         .request()
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
-    let status = res.status().as_u16().to_string();
+    let took = started.elapsed();
+    let status = res.status().as_u16();
+    access_log(&res, method, &route, status, took);
     let labels = [
         ("method", method.to_owned()),
         ("route", route),
-        ("status", status),
+        ("status", status.to_string()),
     ];
     metrics::counter!("payd_http_requests_total", &labels).increment(1);
-    metrics::histogram!("payd_http_request_duration_seconds", &labels)
-        .record(started.elapsed().as_secs_f64());
+    metrics::histogram!("payd_http_request_duration_seconds", &labels).record(took.as_secs_f64());
     Ok(res)
+}
+
+/// The access log: one line per request at `info`, target `payd::access` (`log.filter =
+/// "info,payd::access=off"` turns it off): the method, the route pattern (never the raw path,
+/// which holds ids and share-link tokens), the status, the latency and the caller's merchant;
+/// the request id is the request span's. Never a key, a header or a body.
+fn access_log<B>(res: &ServiceResponse<B>, method: &str, route: &str, status: u16, took: Duration) {
+    let extensions = res.request().extensions();
+    let merchant = extensions
+        .get::<crate::auth::Caller>()
+        .map_or("", |c| c.merchant_id.as_str());
+    tracing::info!(
+        target: "payd::access",
+        method,
+        route,
+        status,
+        latency_ms = took.as_secs_f64() * 1000.0,
+        merchant_id = merchant,
+        "request"
+    );
 }
 
 /// Reads a whole body, refusing one over `limit` bytes (early, when Content-Length says so).

@@ -41,6 +41,7 @@ pub mod risk;
 pub mod row_actor;
 pub mod sales;
 pub mod scheduler;
+pub mod schema;
 pub mod sealed;
 pub mod settings;
 pub mod state;

@@ -1,7 +1,7 @@
-//! The `payd` command line: `serve` (default), `migrate`, `admin create-merchant`,
-//! `admin rotate-master-key`.
+//! The `payd` command line: `serve` (default), `migrate`, `backup`, `health`, `listen`,
+//! `admin create-merchant`, `admin rotate-master-key`.
 
-use std::{process::ExitCode, sync::Arc};
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use payd::{
@@ -22,8 +22,22 @@ struct Cli {
 enum Command {
     /// Serve the API (the default).
     Serve,
-    /// Apply pending database migrations and exit.
+    /// Apply pending database migrations and exit. Needs only the database URL.
     Migrate,
+    /// Write a consistent copy of the SQLite database to a new file while payd serves
+    /// (docs/backups.md). Needs only the database URL.
+    Backup {
+        /// The new file to write; an existing one is refused.
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Exit 0 when payd on this host answers `GET /health/ready` with 200, else 1: the
+    /// container image's health check.
+    Health {
+        /// What to ask; by default `/health/ready` on 127.0.0.1 at the port of `listen`.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// For development: forward a merchant's new events to a local URL, signed as real
     /// deliveries with a secret printed on the first line.
     Listen {
@@ -73,7 +87,16 @@ enum KeyMode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::load() {
+    let command = cli.command.unwrap_or(Command::Serve);
+    // What needs only the database or the listen address runs without the application's
+    // secrets: an operator migrates or backs up with the database URL alone.
+    let loaded = match command {
+        Command::Migrate | Command::Backup { .. } | Command::Health { .. } => {
+            Settings::load_for_database()
+        }
+        _ => Settings::load(),
+    };
+    let settings = match loaded {
         Ok(s) => s,
         Err(e) => {
             eprintln!("payd: {}", telemetry::redact_credentials(&e.to_string()));
@@ -86,7 +109,7 @@ fn main() -> ExitCode {
     let system = actix_web::rt::System::with_tokio_rt(|| {
         payd_actors::entered_runtime().expect("start the main runtime")
     });
-    let result = system.block_on(run(cli, settings));
+    let result = system.block_on(run(command, settings));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -97,8 +120,8 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
-    match cli.command.unwrap_or(Command::Serve) {
+async fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
+    match command {
         Command::Serve => {
             Application::build(settings, Arc::new(SystemClock))
                 .await?
@@ -123,6 +146,24 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             let conn = db::connect_to(&settings.database, None).await?;
             db::migrate(&settings.database.url, &conn).await?;
             println!("payd: migrations applied");
+        }
+        Command::Backup { to } => {
+            let bytes = db::backup(&settings.database.url, &to).await?;
+            println!("payd: backed up to {} ({bytes} bytes)", to.display());
+        }
+        Command::Health { url } => {
+            let url = url.unwrap_or_else(|| ready_url(&settings.listen));
+            let answer = awc::Client::default()
+                .get(&url)
+                .timeout(std::time::Duration::from_secs(3))
+                .send()
+                .await
+                .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+            anyhow::ensure!(
+                answer.status().is_success(),
+                "{url} answered {}",
+                answer.status()
+            );
         }
         Command::Admin {
             command: AdminCommand::CreateMerchant { name, mode },
@@ -168,4 +209,11 @@ async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `/health/ready` on this host at the port of `listen` (an unspecified address is asked on
+/// loopback).
+fn ready_url(listen: &str) -> String {
+    let port = listen.rsplit_once(':').map_or("8080", |(_, port)| port);
+    format!("http://127.0.0.1:{port}/health/ready")
 }

@@ -9,9 +9,18 @@ use crate::settings::{LogFormat, LogSettings};
 
 /// Installs the global subscriber; `RUST_LOG` overrides the configured filter.
 pub fn init(log: &LogSettings) {
-    let filter = EnvFilter::try_from_default_env()
+    let mut filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&log.filter))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    // The migration library's notices at every start ("No pending migrations", each step)
+    // are noise to an operator: payd logs the migrations it applied itself (`db::migrate`).
+    // A filter that names the library keeps its own say.
+    let spec = std::env::var("RUST_LOG").unwrap_or_else(|_| log.filter.clone());
+    if !spec.contains("sea_orm_migration") {
+        if let Ok(quiet) = "sea_orm_migration=warn".parse() {
+            filter = filter.add_directive(quiet);
+        }
+    }
     // Standard error, so that commands' own output (JSON on stdout) stays clean.
     let builder = fmt()
         .with_env_filter(filter)

@@ -59,6 +59,7 @@ const NAMED: &[(&str, &str)] = &[
     ("stored", "types"),
     ("auth::keys", "types"),
     ("db", "store"),
+    ("schema", "store"),
     ("lookups", "store"),
     ("accounts::demo", "store"),
     ("failover", "store"),

@@ -542,6 +542,37 @@ async fn no_card_number_cvc_key_or_secret_is_logged() {
         lines.iter().any(|l| l.contains(r#""level":"DEBUG""#)),
         "the logs are at debug level: {lines:?}"
     );
+    // The access log: a line per request with its route pattern, never its raw path.
+    let access: Vec<Value> = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["message"] == "request" && v["route"].is_string())
+        .collect();
+    let merchant = text(&m, "merchant_id");
+    assert!(
+        access.iter().any(|v| v["method"] == "POST"
+            && v["route"] == "/payments"
+            && v["status"] == 201
+            && v["merchant_id"] == merchant.as_str()
+            && v["latency_ms"].as_f64().is_some_and(|ms| ms > 0.0)
+            && v["span"]["request_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("req_"))),
+        "an access line for a created payment: {access:?}"
+    );
+    assert!(
+        access
+            .iter()
+            .any(|v| v["route"] == "/admin/merchants" && v["merchant_id"] == ""),
+        "the operator's request, before any merchant: {access:?}"
+    );
+    for v in &access {
+        let route = v["route"].as_str().unwrap();
+        assert!(
+            !route.contains("pay_") && !route.contains("mer_"),
+            "a raw path: {v}"
+        );
+    }
     let mut leaks = Vec::new();
     for line in &lines {
         for (what, secret) in &secrets {

@@ -161,11 +161,12 @@ async fn shop_configuration_goes_to_the_mode_that_configured_it() {
         ]
     );
 
-    // Back to one configuration per shop (the live one where a shop has both; migrations 35
-    // and 34, the balance deltas and the Stripe events' mark on the accounts, go first), and
-    // forward again: the rows still go where they did.
+    // Back to one configuration per shop (the live one where a shop has both; migrations 36,
+    // 35 and 34, the schema's compatibility table, the balance deltas and the Stripe events'
+    // mark on the accounts, go first), and forward again: the rows still go where they did.
     let one = payd::db::connect(&db.url, Some(1)).await.unwrap();
-    Migrator::down(&one, Some(3)).await.unwrap();
+    let after_33 = Migrator::migrations().len() as u32 - 33;
+    Migrator::down(&one, Some(after_33 + 1)).await.unwrap();
     let endpoints = "SELECT COUNT(*) FROM webhook_endpoints";
     let kept = one
         .query_one_raw(sea_orm::Statement::from_string(
@@ -246,4 +247,142 @@ async fn the_entries_before_the_running_total_become_one_delta_per_account() {
             .collect::<Vec<_>>(),
         [(1, 0)]
     );
+}
+
+/// A newer release's migration, as that release would leave it: applied, and recorded with
+/// what older releases do beside it (`None`: not recorded).
+async fn newer_migration(
+    conn: &sea_orm::DatabaseConnection,
+    name: &str,
+    older: Option<(&str, &str, &str)>,
+) {
+    let sql = format!("INSERT INTO seaql_migrations (version, applied_at) VALUES ('{name}', 0)");
+    conn.execute_unprepared(&sql).await.unwrap();
+    if let Some((older, reason, release)) = older {
+        let sql = format!(
+            "INSERT INTO schema_compatibility (migration, older_releases, reason, recorded_by) \
+             VALUES ('{name}', '{older}', '{reason}', '{release}')"
+        );
+        conn.execute_unprepared(&sql).await.unwrap();
+    }
+}
+
+/// docs/upgrading.md: a release runs on a database a newer one migrated when every newer
+/// migration is recorded as one older releases run beside, and stops with its own message,
+/// naming both schema versions, the refusing migrations and the doc, when one is not. A
+/// refused start writes nothing.
+#[actix_web::test]
+async fn a_newer_schema_runs_when_its_migrations_say_so_and_stops_naming_them_when_not() {
+    let db = std::sync::Arc::new(TestDb::new().await);
+    let conn = payd::db::connect(&db.url, Some(1)).await.unwrap();
+    payd::db::migrate(&db.url, &conn).await.unwrap();
+    let newest_here = Migrator::migrations().last().unwrap().name().to_owned();
+
+    // What this release recorded for its own migrations, for the releases before it.
+    let recorded = conn
+        .query_all_raw(sea_orm::Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT migration, older_releases, recorded_by FROM schema_compatibility",
+        ))
+        .await
+        .unwrap();
+    let recorded: Vec<(String, String, String)> = recorded
+        .iter()
+        .map(|r| {
+            (
+                r.try_get("", "migration").unwrap(),
+                r.try_get("", "older_releases").unwrap(),
+                r.try_get("", "recorded_by").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        payd_migration::OLDER_RELEASES
+            .iter()
+            .map(|(m, o)| (
+                m.to_string(),
+                o.as_str().to_owned(),
+                payd::schema::RELEASE.to_owned()
+            ))
+            .collect::<Vec<_>>()
+    );
+
+    // An expand step of a newer release: this one starts on it and takes payments.
+    let expand = "m20991231_000100_add_future_column";
+    newer_migration(
+        &conn,
+        expand,
+        Some(("runs", "adds payments.future", "9.9.0")),
+    )
+    .await;
+    payd::db::migrate(&db.url, &conn).await.unwrap();
+    let app = common::spawn_with(db.clone(), &[]).await;
+    let m = app.create_merchant("Older release").await;
+    let paid = app.succeeded_payment(&m).await;
+    assert_eq!(
+        app.get(&format!("/payments/{paid}"), &m.secret_key)
+            .await
+            .body["status"],
+        "succeeded"
+    );
+    app.stop().await;
+
+    // A contract step: this release refuses, in its own words.
+    let contract = "m20991231_000101_drop_old_column";
+    newer_migration(
+        &conn,
+        contract,
+        Some(("refuses", "drops payments.legacy", "9.9.1")),
+    )
+    .await;
+    let refused = payd::db::migrate(&db.url, &conn)
+        .await
+        .unwrap_err()
+        .to_string();
+    for said in [
+        "the database was migrated by a newer payd (9.9.1)",
+        &format!("its newest migration is {contract}"),
+        &format!(
+            "this build's (payd {}) is {newest_here}",
+            payd::schema::RELEASE
+        ),
+        &format!("{contract} (drops payments.legacy)"),
+        "Run payd 9.9.1 or later",
+        "docs/upgrading.md",
+    ] {
+        assert!(refused.contains(said), "{said:?} in {refused:?}");
+    }
+    assert!(!refused.contains(expand), "{refused}");
+    assert!(
+        !refused.contains("is missing"),
+        "never the migration library's error: {refused}"
+    );
+    let built =
+        payd::Application::build(common::settings(&db, &[]), payd::clock::ManualClock::new()).await;
+    let err = built
+        .err()
+        .expect("a refused schema stops the start")
+        .to_string();
+    assert!(err.contains(contract), "{err}");
+
+    // A newer migration nobody recorded is refused too.
+    conn.execute_unprepared(&format!(
+        "DELETE FROM schema_compatibility WHERE migration = '{contract}'"
+    ))
+    .await
+    .unwrap();
+    let refused = payd::db::migrate(&db.url, &conn)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains(&format!(
+            "{contract} (not recorded in schema_compatibility)"
+        )),
+        "{refused}"
+    );
+    // Nothing was written: the newer migrations are as they were, this release's too.
+    let applied = Migrator::get_migration_models(&conn).await.unwrap();
+    assert_eq!(applied.len(), Migrator::migrations().len() + 2);
 }

@@ -971,3 +971,155 @@ async fn an_authorization_and_a_capture_the_processor_made_while_payd_was_killed
     );
     assert!(server.terminate().success());
 }
+
+/// `payd migrate` needs only the database URL (docs/upgrading.md): in production mode, with
+/// no pepper, master key, admin key or public URL, it migrates; and on a database a newer
+/// release migrated with a step this one cannot run beside, it exits 1 with payd's own
+/// message, never the migration library's.
+#[actix_web::test]
+async fn migrate_needs_only_the_database_url_and_refuses_a_newer_schema_in_its_own_words() {
+    let db = TestDb::new().await;
+    let migrate = || {
+        let mut cmd = Command::new(BIN);
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PAYD_MODE", "production")
+            .env("PAYD_DATABASE_URL", &db.url)
+            .arg("migrate");
+        cmd.output().unwrap()
+    };
+    let out = migrate();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("migrations applied"));
+
+    let conn = payd::db::connect(&db.url, Some(1)).await.unwrap();
+    use sea_orm::ConnectionTrait;
+    conn.execute_unprepared(
+        "INSERT INTO seaql_migrations (version, applied_at) VALUES ('m20991231_000100_future', 0)",
+    )
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+    let out = migrate();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("payd: the database was migrated by a newer payd"))
+            && said.contains("m20991231_000100_future (not recorded in schema_compatibility)")
+            && said.contains("docs/upgrading.md")
+            && !said.contains("is missing"),
+        "{said}"
+    );
+}
+
+/// docs/backups.md: `payd backup` copies a running SQLite instance under a steady load of
+/// payments, and payd started on the copy alone has every payment acknowledged before the
+/// backup began, as it was acknowledged. It refuses an existing file and PostgreSQL.
+#[actix_web::test]
+async fn a_backup_under_load_restores_every_acknowledged_payment() {
+    use std::sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    };
+    let db = TestDb::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("backup.db");
+    let backup = || {
+        let mut cmd = tokio::process::Command::new(BIN);
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PAYD_DATABASE_URL", &db.url)
+            .args(["backup", "--to"])
+            .arg(&target);
+        cmd
+    };
+    if db.is_postgres() {
+        let out = backup().output().await.unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("pg_dump"));
+        return;
+    }
+    let server = Server::start(fast_retries(payd(&db.url, dir.path())));
+    let port = server.port;
+    let (key, shop) = create_merchant(port).await;
+
+    // Four clients pay in a loop, each noting the moment its payment was acknowledged.
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, acked, key, shop) = (stop.clone(), acked.clone(), key.clone(), shop.clone());
+            actix_web::rt::spawn(async move {
+                // Bounded: the test stops it long before.
+                for _ in 0..5_000 {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let id = pay(port, &key, &shop).await;
+                    acked.lock().unwrap().push((Instant::now(), id));
+                }
+            })
+        })
+        .collect();
+    let count = || acked.lock().unwrap().len();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count() < 100 && Instant::now() < deadline {
+        actix_web::rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    let began = Instant::now();
+    let out = backup().output().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let during = acked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(at, _)| *at >= began)
+        .count();
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.await.unwrap();
+    }
+    assert!(server.terminate().success());
+
+    let before: Vec<String> = acked
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(at, _)| *at < began)
+        .map(|(_, id)| id.clone())
+        .collect();
+    assert!(
+        before.len() >= 100,
+        "load before the backup: {}",
+        before.len()
+    );
+    println!(
+        "backup: {} payments acknowledged before it began, {during} while it ran",
+        before.len()
+    );
+
+    // A second backup to the same file is refused; the first is intact.
+    let again = backup().output().await.unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+
+    let restored_dir = tempfile::tempdir().unwrap();
+    let restored = format!("sqlite://{}?mode=rwc", target.display());
+    let server = Server::start(fast_retries(payd(&restored, restored_dir.path())));
+    for id in &before {
+        let (status, p) = get(server.port, &format!("/payments/{id}"), Some(&key)).await;
+        assert_eq!(status, 200, "{id} acknowledged before the backup: {p}");
+        assert_eq!(p["status"], "succeeded", "{p}");
+        assert_eq!(p["amount"], 500, "{p}");
+    }
+    assert!(server.terminate().success());
+}

@@ -3,6 +3,10 @@
 //! Migrations use only portable column types so the same history runs on SQLite and
 //! PostgreSQL. The root crate runs them under a PostgreSQL advisory lock, so several
 //! instances may start at once against one database.
+//!
+//! Every migration from [`POLICY_STARTS_AT`] on says in [`OLDER_RELEASES`] whether the
+//! release before it runs beside it (an expand step) or must refuse to (a contract step);
+//! payd records that in `schema_compatibility` when it applies them (docs/upgrading.md).
 
 pub use sea_orm_migration::prelude::*;
 
@@ -41,6 +45,7 @@ mod m20261128_000032_add_delivery_merchant_due_index;
 mod m20261206_000033_split_shop_config_by_mode;
 mod m20261206_000034_add_processor_events_read_until;
 mod m20261206_000035_create_balance_deltas;
+mod m20261206_000036_create_schema_compatibility;
 
 pub struct Migrator;
 
@@ -83,6 +88,73 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000033_split_shop_config_by_mode::Migration),
             Box::new(m20261206_000034_add_processor_events_read_until::Migration),
             Box::new(m20261206_000035_create_balance_deltas::Migration),
+            Box::new(m20261206_000036_create_schema_compatibility::Migration),
         ]
+    }
+}
+
+/// What a payd release that does not know a migration does on a database it was applied to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Older {
+    /// An expand step (a new table, index, or a column that is nullable or has a default):
+    /// the release before it runs beside it unchanged.
+    Runs,
+    /// A contract step, and what the release before it would get wrong beside it.
+    Refuses(&'static str),
+}
+
+impl Older {
+    /// The word `schema_compatibility.older_releases` stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Older::Runs => "runs",
+            Older::Refuses(_) => "refuses",
+        }
+    }
+
+    pub fn reason(self) -> &'static str {
+        match self {
+            Older::Runs => "an expand step: older releases run beside it",
+            Older::Refuses(why) => why,
+        }
+    }
+}
+
+/// The first migration the compatibility policy covers: releases before it do not read
+/// `schema_compatibility` (they refuse every migration they do not know).
+pub const POLICY_STARTS_AT: &str = "m20261206_000036_create_schema_compatibility";
+
+/// Each migration from [`POLICY_STARTS_AT`] on, with what an older release does beside it.
+/// A migration missing here fails `every_migration_says_what_older_releases_do`.
+pub const OLDER_RELEASES: &[(&str, Older)] =
+    &[("m20261206_000036_create_schema_compatibility", Older::Runs)];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_migration_says_what_older_releases_do() {
+        let names: Vec<String> = Migrator::migrations()
+            .iter()
+            .map(|m| m.name().to_owned())
+            .collect();
+        let start = names
+            .iter()
+            .position(|n| n == POLICY_STARTS_AT)
+            .expect("the policy's first migration is a migration");
+        for name in &names[start..] {
+            let said = OLDER_RELEASES.iter().filter(|(n, _)| n == name).count();
+            assert_eq!(
+                said, 1,
+                "{name}: say once in OLDER_RELEASES whether older releases run beside it"
+            );
+        }
+        for (name, _) in OLDER_RELEASES {
+            assert!(
+                names[start..].iter().any(|n| n == name),
+                "{name} in OLDER_RELEASES is not a migration of the policy"
+            );
+        }
     }
 }

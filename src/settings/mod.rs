@@ -543,11 +543,26 @@ impl Settings {
     /// defaults follow the mode: the layers are read once to learn the mode, and again with
     /// [`PRODUCTION_DEFAULTS`] over the built-in ones when it is production.
     pub fn load_from(vars: Vec<(String, String)>) -> Result<Self, SettingsError> {
-        let mut settings = Self::layered(&vars, false)?;
-        if settings.mode == DeploymentMode::Production {
-            settings = Self::layered(&vars, true)?;
-        }
+        let settings = Self::layered_for_mode(&vars)?;
         settings.validate()?;
+        Ok(settings)
+    }
+
+    /// The layers with only `listen` and `database.*` checked: what `payd migrate`, `payd
+    /// backup` and `payd health` need, so that they run without the application's secrets.
+    pub fn load_for_database() -> Result<Self, SettingsError> {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let settings = Self::layered_for_mode(&vars)?;
+        settings.validate_listen_and_database()?;
+        Ok(settings)
+    }
+
+    /// The layers, with production's defaults when the mode they give is production.
+    fn layered_for_mode(vars: &[(String, String)]) -> Result<Self, SettingsError> {
+        let settings = Self::layered(vars, false)?;
+        if settings.mode == DeploymentMode::Production {
+            return Self::layered(vars, true);
+        }
         Ok(settings)
     }
 

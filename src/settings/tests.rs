@@ -137,8 +137,11 @@ fn production_turns_every_guard_on_unless_the_operator_turns_one_off() {
     assert!(!s.processors.allow_private_urls);
     assert!(s.processors.require_operator_approval);
     assert_eq!(s.production_warnings(), Vec::<String>::new());
+    // Not a guard, but production's default too: logs a collector parses.
+    assert_eq!(s.log.format, LogFormat::Json);
     let sandbox = Settings::load_from(vars(&[])).unwrap();
     assert!(sandbox.webhooks.allow_private_urls && sandbox.production_warnings().is_empty());
+    assert_eq!(sandbox.log.format, LogFormat::Pretty);
     for (var, value, named) in [
         (
             "PAYD_WEBHOOKS__ALLOW_PRIVATE_URLS",

@@ -36,7 +36,7 @@ impl Settings {
     }
 
     /// `listen` and `database.*`.
-    fn validate_listen_and_database(&self) -> Result<(), SettingsError> {
+    pub(super) fn validate_listen_and_database(&self) -> Result<(), SettingsError> {
         if std::net::SocketAddr::from_str(&self.listen).is_err() {
             return bad("listen", "expected host:port, e.g. 127.0.0.1:8080");
         }
