@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# An upgrade and a rollback across one release, with the real binaries (docs/upgrading.md):
+# the previous release (built from its tag, or its commit when the clone has no tags) takes a
+# payment on a fresh database; this release migrates it, serves that payment and takes
+# another; then the previous release is started on the migrated database and what it does is
+# printed and checked. Both binaries share CI's target directory, so only payd's own crates
+# (and the patched sqlx under vendor/) are built again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PREVIOUS_TAG=v0.1.0
+PREVIOUS_COMMIT=fa03244
+TARGET="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
+WORK="$TARGET/upgrade"
+PORT="${PAYD_UPGRADE_PORT:-18082}"
+ADMIN=upgrade-admin-key-0123456789
+
+rev=$(git rev-parse --verify -q "$PREVIOUS_TAG^{commit}" || git rev-parse --verify "$PREVIOUS_COMMIT^{commit}")
+previous="$TARGET/previous/payd-$PREVIOUS_TAG"
+if [ ! -x "$previous" ]; then
+    rm -rf "$WORK/src" && git worktree prune
+    git worktree add --detach "$WORK/src" "$rev" >/dev/null
+    (cd "$WORK/src" && CARGO_TARGET_DIR="$TARGET" cargo build --quiet --bin payd)
+    mkdir -p "$TARGET/previous" && cp "$TARGET/debug/payd" "$previous"
+    git worktree remove --force "$WORK/src"
+    # The current build's binary back in its place.
+    cargo build --quiet --bin payd
+fi
+current="$TARGET/debug/payd"
+"$previous" --version
+"$current" --version
+
+rm -rf "$WORK/run" && mkdir -p "$WORK/run"
+db="sqlite://$WORK/run/payd.db?mode=rwc"
+server=
+run() {
+    exec env -i PATH="$PATH" PAYD_DATABASE_URL="$db" PAYD_LISTEN="127.0.0.1:$PORT" PAYD_ADMIN_KEY="$ADMIN" \
+        PAYD_SANDBOX__DEMO_MERCHANT=false PAYD_SANDBOX__DATA_DIR="$WORK/run/data" PAYD_LOG__FILTER=warn "$@"
+}
+start() {
+    run "$1" serve &
+    server=$!
+    for _ in $(seq 1 150); do
+        curl -fsS "http://127.0.0.1:$PORT/health/ready" >/dev/null 2>&1 && return 0
+        kill -0 "$server" 2>/dev/null || { wait "$server" || true; server=; return 1; }
+        sleep 0.2
+    done
+    return 1
+}
+stop() {
+    kill -TERM "$server"
+    wait "$server"
+    server=
+}
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; true' EXIT
+field() { python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
+pay() {
+    curl -fsS -X POST "http://127.0.0.1:$PORT/payments" -H "api-key: $key" -H "x-profile-id: $shop" \
+        -H 'content-type: application/json' \
+        -d '{"amount": 700, "currency": "EUR", "confirm": true, "payment_method_data": {"card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2035, "cvc": "123"}}}' | field payment_id
+}
+
+# The previous release: a merchant and a payment.
+start "$previous"
+merchant=$(curl -fsS -X POST "http://127.0.0.1:$PORT/admin/merchants" -H "api-key: $ADMIN" \
+    -H 'content-type: application/json' -d '{"name":"Upgrade"}')
+key=$(printf '%s' "$merchant" | field secret_key)
+shop=$(printf '%s' "$merchant" | field profile_id)
+before=$(pay)
+stop
+echo "previous release: payment $before"
+
+# The upgrade: this release migrates with the database URL alone, then serves.
+env -i PATH="$PATH" PAYD_MODE=production PAYD_DATABASE_URL="$db" "$current" migrate
+start "$current"
+status=$(curl -fsS "http://127.0.0.1:$PORT/payments/$before" -H "api-key: $key" | field status)
+test "$status" = succeeded
+after=$(pay)
+stop
+echo "this release: the previous release's payment is $status; payment $after"
+
+# The rollback: the previous release on the migrated database.
+set +e
+out=$(run "$previous" serve 2>&1)
+code=$?
+set -e
+echo "previous release on the migrated database: exit $code: $out"
+test "$code" -ne 0
+grep -q "m20261206_000036_create_schema_compatibility" <<<"$out"
+echo "upgrade and rollback: as docs/upgrading.md says (0.1.0 predates the policy and refuses; restore the backup to roll back)"
