@@ -7,6 +7,7 @@
 # Usage: .ci/image.sh [path of the payd binary to put in the image, target/release/payd]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. .ci/lib.sh
 BIN="${1:-target/release/payd}"
 TARGET="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
 PORT="${PAYD_IMAGE_PORT:-18081}"
@@ -51,20 +52,11 @@ test "$(buildah run --isolation chroot "$ctr" -- id -un)" = payd
 buildah run --isolation chroot "${secrets[@]}" "$ctr" -- /usr/local/bin/payd serve &
 server=$!
 base="http://127.0.0.1:$PORT"
-for _ in $(seq 1 150); do
-    curl -fsS "$base/health/ready" >/dev/null 2>&1 && break
-    sleep 0.2
-done
+wait_ready "$base" "$server"
 buildah run --isolation chroot "${secrets[@]}" "$ctr" -- /usr/local/bin/payd health
 echo "health check command: ready"
-
-merchant=$(curl -fsS -X POST "$base/admin/merchants" -H "api-key: image-admin-key-0123456789" \
-    -H 'content-type: application/json' -d '{"name":"Image test"}')
-key=$(printf '%s' "$merchant" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret_key"])')
-shop=$(printf '%s' "$merchant" | python3 -c 'import json,sys; print(json.load(sys.stdin)["profile_id"])')
-payment=$(curl -sS --fail-with-body -X POST "$base/payments" -H "api-key: $key" -H "x-profile-id: $shop" -H 'content-type: application/json' \
-    -d '{"amount": 990, "currency": "EUR", "confirm": true, "payment_method_data": {"card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2035, "cvc": "123"}}}')
-status=$(printf '%s' "$payment" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')
+create_merchant "$base" image-admin-key-0123456789
+read -r _ status < <(pay "$base" 990)
 echo "payment through the image: $status"
 test "$status" = succeeded
 echo "image: built from a local Debian base, started, healthy, paid through"

@@ -9,6 +9,7 @@
 # release package is the same files around the release binary: `cargo deb`.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. .ci/lib.sh
 PROFILE="${1:-release}"
 TARGET="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
 PORT="${PAYD_PACKAGE_PORT:-18080}"
@@ -79,19 +80,10 @@ as_unit $pre
 as_unit $start &
 server=$!
 base="http://127.0.0.1:$PORT"
-for _ in $(seq 1 100); do
-    curl -fsS "$base/health/ready" >/dev/null 2>&1 && break
-    sleep 0.2
-done
+wait_ready "$base" "$server"
 as_unit /usr/bin/payd health
-
-merchant=$(curl -fsS -X POST "$base/admin/merchants" -H "api-key: package-admin-key-0123456789" \
-    -H 'content-type: application/json' -d '{"name":"Package test"}')
-key=$(printf '%s' "$merchant" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret_key"])')
-shop=$(printf '%s' "$merchant" | python3 -c 'import json,sys; print(json.load(sys.stdin)["profile_id"])')
-payment=$(curl -sS --fail-with-body -X POST "$base/payments" -H "api-key: $key" -H "x-profile-id: $shop" -H 'content-type: application/json' \
-    -d '{"amount": 1250, "currency": "EUR", "confirm": true, "payment_method_data": {"card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2035, "cvc": "123"}}}')
-status=$(printf '%s' "$payment" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')
+create_merchant "$base" package-admin-key-0123456789
+read -r _ status < <(pay "$base" 1250)
 echo "payment through the installed unit's command line: $status"
 test "$status" = succeeded
 # The database is where the package said, owned by the unit's user.

@@ -7,6 +7,7 @@
 # (and the patched sqlx under vendor/) are built again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. .ci/lib.sh
 PREVIOUS_TAG=v0.1.0
 PREVIOUS_COMMIT=fa03244
 TARGET="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
@@ -39,12 +40,7 @@ run() {
 start() {
     run "$1" serve &
     server=$!
-    for _ in $(seq 1 150); do
-        curl -fsS "http://127.0.0.1:$PORT/health/ready" >/dev/null 2>&1 && return 0
-        kill -0 "$server" 2>/dev/null || { wait "$server" || true; server=; return 1; }
-        sleep 0.2
-    done
-    return 1
+    wait_ready "http://127.0.0.1:$PORT" "$server"
 }
 stop() {
     kill -TERM "$server"
@@ -52,29 +48,20 @@ stop() {
     server=
 }
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; true' EXIT
-field() { python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"; }
-pay() {
-    curl -fsS -X POST "http://127.0.0.1:$PORT/payments" -H "api-key: $key" -H "x-profile-id: $shop" \
-        -H 'content-type: application/json' \
-        -d '{"amount": 700, "currency": "EUR", "confirm": true, "payment_method_data": {"card": {"number": "4242424242424242", "exp_month": 12, "exp_year": 2035, "cvc": "123"}}}' | field payment_id
-}
-
 # The previous release: a merchant and a payment.
+base="http://127.0.0.1:$PORT"
 start "$previous"
-merchant=$(curl -fsS -X POST "http://127.0.0.1:$PORT/admin/merchants" -H "api-key: $ADMIN" \
-    -H 'content-type: application/json' -d '{"name":"Upgrade"}')
-key=$(printf '%s' "$merchant" | field secret_key)
-shop=$(printf '%s' "$merchant" | field profile_id)
-before=$(pay)
+create_merchant "$base" "$ADMIN"
+read -r before _ < <(pay "$base" 700)
 stop
 echo "previous release: payment $before"
 
 # The upgrade: this release migrates with the database URL alone, then serves.
 env -i PATH="$PATH" PAYD_MODE=production PAYD_DATABASE_URL="$db" "$current" migrate
 start "$current"
-status=$(curl -fsS "http://127.0.0.1:$PORT/payments/$before" -H "api-key: $key" | field status)
+status=$(curl -fsS "$base/payments/$before" -H "api-key: $KEY" | json_field status)
 test "$status" = succeeded
-after=$(pay)
+read -r after _ < <(pay "$base" 700)
 stop
 echo "this release: the previous release's payment is $status; payment $after"
 
