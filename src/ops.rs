@@ -71,12 +71,24 @@ pub async fn ready(state: web::Data<AppState>) -> Result<HttpResponse, ApiError>
     }
 }
 
+/// Prometheus's standard `process_*` families (CPU seconds, resident memory, open and maximum
+/// file descriptors, threads, start time), read from `/proc` at each scrape.
+fn process_metrics() -> &'static metrics_process::Collector {
+    static COLLECTOR: OnceLock<metrics_process::Collector> = OnceLock::new();
+    COLLECTOR.get_or_init(|| {
+        let collector = metrics_process::Collector::default();
+        collector.describe();
+        collector
+    })
+}
+
 /// Prometheus text exposition.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics() -> HttpResponse {
     let handle = prometheus();
     metrics::counter!("payd_database_statements_total").absolute(crate::db::statements());
+    process_metrics().collect();
     handle.run_upkeep();
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")

@@ -40,6 +40,11 @@ pub fn init(log: &LogSettings) {
 /// together.
 pub fn describe_metrics() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_gauge!(
+        "payd_build_info",
+        "1, labelled with the running release: which instances run which build"
+    );
+    metrics::gauge!("payd_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     describe_counter!("payd_http_requests_total", "HTTP requests answered");
     describe_counter!(
         "payd_database_statements_total",

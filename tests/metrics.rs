@@ -93,6 +93,21 @@ async fn the_documented_metrics_are_the_exported_ones_each_with_help() {
         .collect();
     let documented = documented();
     assert!(documented.len() > 10, "the table was read: {documented:?}");
+    let build = format!(
+        "payd_build_info{{version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(text.lines().any(|l| l == build), "{build} in:\n{text}");
+    for process in [
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+        "process_cpu_seconds_total ",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(process)),
+            "the process family {process}in:\n{text}"
+        );
+    }
     for (name, kind) in &documented {
         assert!(
             exported.contains(&(name.clone(), kind.clone())),
