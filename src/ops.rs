@@ -85,9 +85,16 @@ fn process_metrics() -> &'static metrics_process::Collector {
 /// Prometheus text exposition.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
-pub async fn metrics() -> HttpResponse {
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let handle = prometheus();
     metrics::counter!("payd_database_statements_total").absolute(crate::db::statements());
+    for (pool, open, idle) in state.db.pool_sizes() {
+        let in_use = (open as usize).saturating_sub(idle);
+        metrics::gauge!("payd_database_connections", "pool" => pool, "state" => "in_use")
+            .set(in_use as f64);
+        metrics::gauge!("payd_database_connections", "pool" => pool, "state" => "idle")
+            .set(idle as f64);
+    }
     process_metrics().collect();
     handle.run_upkeep();
     HttpResponse::Ok()

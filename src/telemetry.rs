@@ -45,6 +45,10 @@ pub fn describe_metrics() {
         "1, labelled with the running release: which instances run which build"
     );
     metrics::gauge!("payd_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+    describe_gauge!(
+        "payd_database_connections",
+        "Connections of each database pool, in use or idle, at the scrape"
+    );
     describe_counter!("payd_http_requests_total", "HTTP requests answered");
     describe_counter!(
         "payd_database_statements_total",

@@ -87,6 +87,30 @@ impl Db {
     pub fn conn(&self) -> &DatabaseConnection {
         &self.conn
     }
+
+    /// Each pool's open connections and how many of them are idle, by name: `writes` (the
+    /// writers, migrations and claims), and on SQLite `reads` (PostgreSQL reads through the
+    /// one pool). For `payd_database_connections`.
+    pub fn pool_sizes(&self) -> Vec<(&'static str, u32, usize)> {
+        let size = |conn: &DatabaseConnection| match conn.get_database_backend() {
+            sea_orm::DbBackend::Postgres => {
+                let pool = conn.get_postgres_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+            _ => {
+                let pool = conn.get_sqlite_connection_pool();
+                (pool.size(), pool.num_idle())
+            }
+        };
+        let mut sizes = vec![("writes", size(&self.conn))];
+        if self.conn.get_database_backend() != sea_orm::DbBackend::Postgres {
+            sizes.push(("reads", size(&self.reads)));
+        }
+        sizes
+            .into_iter()
+            .map(|(pool, (open, idle))| (pool, open, idle))
+            .collect()
+    }
 }
 
 impl Db {
