@@ -40,6 +40,8 @@ use crate::{
 /// The built service: bound to its port, not yet serving.
 pub struct Application {
     port: u16,
+    /// The port of `http.operator_listen`, when set.
+    operator_port: Option<u16>,
     server: Server,
     state: web::Data<AppState>,
     dispatcher: web::Data<Dispatcher>,
@@ -80,6 +82,18 @@ impl Application {
         })?;
         let local = listener.local_addr()?;
         let port = local.port();
+        let operator = match &settings.http.operator_listen {
+            Some(addr) => Some(TcpListener::bind(addr).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot listen on {addr}: {e} (set PAYD_HTTP__OPERATOR_LISTEN to another address)"
+                )
+            })?),
+            None => None,
+        };
+        let operator_port = match &operator {
+            Some(l) => Some(l.local_addr()?.port()),
+            None => None,
+        };
         let public_url = settings
             .http
             .public_url
@@ -134,9 +148,16 @@ impl Application {
             keys: Cache::new("api_key", &generation),
             generation,
         });
-        let server = serve(listener, &settings, state.clone(), mounted.clone())?;
+        let server = serve(
+            listener,
+            operator,
+            &settings,
+            state.clone(),
+            mounted.clone(),
+        )?;
         tracing::info!(
             port,
+            operator_port,
             url = %public_url,
             docs = %format!("{public_url}/docs"),
             mode = ?settings.mode,
@@ -147,6 +168,7 @@ impl Application {
         }
         Ok(Self {
             port,
+            operator_port,
             server,
             state,
             dispatcher,
@@ -156,6 +178,11 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port `/metrics` and `/admin/…` answer on, when `http.operator_listen` is set.
+    pub fn operator_port(&self) -> Option<u16> {
+        self.operator_port
     }
 
     pub fn state(&self) -> web::Data<AppState> {
@@ -289,10 +316,15 @@ async fn mount(m: &mut Mount, env: &Env<'_>) -> anyhow::Result<Arc<Dispatcher>> 
 /// document outside the idempotency layer, the mounted resources' routes inside it.
 fn serve(
     listener: TcpListener,
+    operator: Option<TcpListener>,
     settings: &Settings,
     state: web::Data<AppState>,
     mounted: Arc<Mounted>,
 ) -> std::io::Result<Server> {
+    let split = match &operator {
+        Some(l) => Some(http::OperatorListener(l.local_addr()?)),
+        None => None,
+    };
     let doc = openapi::document([&ops::ROUTES].into_iter().chain(mounted.routes()));
     let limit = settings.http.max_body_bytes;
     let limiter = web::Data::from(RateLimiter::new(&settings.limits));
@@ -306,10 +338,12 @@ fn serve(
             .app_data(limiter.clone())
             .app_data(timeout)
             .app_data(http::path_config())
+            .app_data(split)
             .app_data(web::PayloadConfig::new(limit))
             .wrap(from_fn(ratelimit::rate_limit))
             .wrap(from_fn(ratelimit::deadline))
             .wrap(from_fn(http::json_errors))
+            .wrap(from_fn(http::operator_split))
             .wrap(from_fn(http::http_metrics))
             .wrap(from_fn(http::request_id))
             // No answer is ever to be sniffed into another type (a JSON error as HTML).
@@ -323,12 +357,16 @@ fn serve(
             )
             .default_service(web::to(not_found))
     })
-    .listen(listener)?
-    .shutdown_timeout(settings.http.shutdown_timeout_secs)
-    // `run_until_stopped` handles SIGTERM and SIGINT: actix-server's own handling stops the
-    // whole actix System 300 ms after the server, taking the actors (and the webhook
-    // requests in flight) with it.
-    .disable_signals();
+    .listen(listener)?;
+    if let Some(operator) = operator {
+        server = server.listen(operator)?;
+    }
+    let mut server = server
+        .shutdown_timeout(settings.http.shutdown_timeout_secs)
+        // `run_until_stopped` handles SIGTERM and SIGINT: actix-server's own handling stops the
+        // whole actix System 300 ms after the server, taking the actors (and the webhook
+        // requests in flight) with it.
+        .disable_signals();
     if settings.http.workers > 0 {
         server = server.workers(settings.http.workers);
     }

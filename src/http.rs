@@ -117,6 +117,29 @@ pub async fn request_id(
     Ok(res)
 }
 
+/// The address of `http.operator_listen`'s listener, when set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperatorListener(pub std::net::SocketAddr);
+
+/// With `http.operator_listen` set, the operator's routes (`/metrics`, `/admin/…`) answer only
+/// on that listener and every other route only on `listen`; the health checks and `/version`
+/// answer on both. Anything else is the one 404.
+pub async fn operator_split(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    if let Some(Some(operator)) = req.app_data::<Option<OperatorListener>>() {
+        let path = req.path();
+        let on_operator = req.request().app_config().local_addr() == operator.0;
+        let operators = path == "/metrics" || path == "/admin" || path.starts_with("/admin/");
+        let both = path.starts_with("/health/") || path == "/version";
+        if !both && operators != on_operator {
+            return Err(ApiError::from_status(actix_web::http::StatusCode::NOT_FOUND).into());
+        }
+    }
+    next.call(req).await
+}
+
 /// Replaces the body of any error answer that is not already JSON (actix's own 404, 405,
 /// 413 …) with the one error body, keeping the answer's other headers (the `Allow` of a 405).
 pub async fn json_errors(

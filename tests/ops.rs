@@ -199,3 +199,51 @@ fn every_schema_name_is_unique() {
         clashes.join("\n")
     );
 }
+
+/// `http.operator_listen`: `/metrics` and `/admin/…` answer only on the operator's address,
+/// the API only on `listen`, the health checks and `/version` on both (docs/operations.md).
+#[actix_web::test]
+async fn the_operator_routes_answer_only_on_the_operator_listener() {
+    let db = common::TestDb::new().await;
+    let settings = common::settings(&db, &[("PAYD_HTTP__OPERATOR_LISTEN", "127.0.0.1:0")]);
+    let app = payd::Application::build(settings, payd::clock::ManualClock::new())
+        .await
+        .unwrap();
+    let (public, operator) = (app.port(), app.operator_port().expect("an operator port"));
+    assert_ne!(public, operator);
+    let handle = app.handle();
+    actix_web::rt::spawn(app.run_until_stopped());
+    let ask = |port: u16, method: Method, path: &'static str| async move {
+        let mut req =
+            common::client().request(method.clone(), format!("http://127.0.0.1:{port}{path}"));
+        req = req.insert_header(("api-key", common::ADMIN_KEY));
+        let res = if method == Method::POST {
+            req.send_json(&serde_json::json!({"name": "Operator"}))
+                .await
+        } else {
+            req.send().await
+        };
+        res.unwrap().status().as_u16()
+    };
+    for (method, path, on_public, on_operator) in [
+        (Method::GET, "/metrics", 404, 200),
+        (Method::POST, "/admin/merchants", 404, 201),
+        (Method::GET, "/admin/processors", 404, 200),
+        (Method::GET, "/health/ready", 200, 200),
+        (Method::GET, "/version", 200, 200),
+        (Method::GET, "/openapi.json", 200, 404),
+        (Method::GET, "/account", 401, 404),
+    ] {
+        assert_eq!(
+            ask(public, method.clone(), path).await,
+            on_public,
+            "{method} {path} on listen"
+        );
+        assert_eq!(
+            ask(operator, method.clone(), path).await,
+            on_operator,
+            "{method} {path} on operator_listen"
+        );
+    }
+    handle.stop(true).await;
+}

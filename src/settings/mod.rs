@@ -371,6 +371,10 @@ pub struct HttpSettings {
     /// Worker threads; 0 means one per core.
     #[serde(default)]
     pub workers: usize,
+    /// A second listen address for the operator's routes (`/metrics`, `/admin/…`), which then
+    /// answer only there; unset, every route answers on `listen`.
+    #[serde(default)]
+    pub operator_listen: Option<String>,
     /// The address buyers reach payd at (the base of `checkout_url`); defaults to
     /// `http://<listen address>`.
     #[serde(default)]

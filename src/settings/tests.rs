@@ -76,6 +76,15 @@ fn invalid_settings_name_the_key() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("listen"), "{err}");
+    for operator in ["nowhere", "127.0.0.1:8080"] {
+        let err = Settings::load_from(vars(&[
+            ("PAYD_LISTEN", "127.0.0.1:8080"),
+            ("PAYD_HTTP__OPERATOR_LISTEN", operator),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("http.operator_listen"), "{operator}: {err}");
+    }
     let err = Settings::load_from(vars(&[("PAYD_MODE", "production")]))
         .unwrap_err()
         .to_string();

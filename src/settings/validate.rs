@@ -40,6 +40,17 @@ impl Settings {
         if std::net::SocketAddr::from_str(&self.listen).is_err() {
             return bad("listen", "expected host:port, e.g. 127.0.0.1:8080");
         }
+        if let Some(operator) = &self.http.operator_listen {
+            if std::net::SocketAddr::from_str(operator).is_err() {
+                return bad(
+                    "http.operator_listen",
+                    "expected host:port, e.g. 127.0.0.1:9090",
+                );
+            }
+            if *operator == self.listen && !operator.ends_with(":0") {
+                return bad("http.operator_listen", "must differ from listen");
+            }
+        }
         if !(self.database.is_sqlite()
             || self.database.url.starts_with("postgres://")
             || self.database.url.starts_with("postgresql://"))
