@@ -6,8 +6,9 @@
 #
 # Usage: .ci/image.sh [path of the payd binary to put in the image, target/release/payd]
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
-. .ci/lib.sh
 BIN="${1:-target/release/payd}"
 TARGET="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
 PORT="${PAYD_IMAGE_PORT:-18081}"
@@ -17,7 +18,7 @@ for tool in mmdebstrap buildah podman; do
     command -v "$tool" >/dev/null || missing+=("$tool")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    apt_install "${missing[@]}"
 fi
 
 if ! podman image exists localhost/debian-base; then

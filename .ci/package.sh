@@ -8,16 +8,15 @@
 # Usage: .ci/package.sh [dev|release]   (CI packages the debug build it already has; the
 # release package is the same files around the release binary: `cargo deb`.)
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
-. .ci/lib.sh
 PROFILE="${1:-release}"
 TARGET="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
 PORT="${PAYD_PACKAGE_PORT:-18080}"
 
 command -v cargo-deb >/dev/null || cargo install --locked --quiet cargo-deb --version 3.6.3
-command -v systemd-analyze >/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
-}
+command -v systemd-analyze >/dev/null || apt_install systemd
 
 rm -rf "$TARGET/debian"
 if [ "$PROFILE" = release ]; then

@@ -6,8 +6,9 @@
 # printed and checked. Both binaries share CI's target directory, so only payd's own crates
 # (and the patched sqlx under vendor/) are built again.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
-. .ci/lib.sh
 PREVIOUS_TAG=v0.1.0
 PREVIOUS_COMMIT=fa03244
 TARGET="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
@@ -56,6 +57,10 @@ read -r before _ < <(pay "$base" 700)
 stop
 echo "previous release: payment $before"
 
+# The backup docs/upgrading.md asks for before an upgrade (the previous release has no
+# `payd backup`; this one's copies any schema and migrates nothing).
+env -i PATH="$PATH" PAYD_DATABASE_URL="$db" "$current" backup --to "$WORK/run/before-upgrade.db"
+
 # The upgrade: this release migrates with the database URL alone, then serves.
 env -i PATH="$PATH" PAYD_MODE=production PAYD_DATABASE_URL="$db" "$current" migrate
 start "$current"
@@ -73,4 +78,16 @@ set -e
 echo "previous release on the migrated database: exit $code: $out"
 test "$code" -ne 0
 grep -q "m20261206_000036_create_schema_compatibility" <<<"$out"
-echo "upgrade and rollback: as docs/upgrading.md says (0.1.0 predates the policy and refuses; restore the backup to roll back)"
+
+# The rollback docs/upgrading.md gives for it: the backup restored, the previous release
+# serves what it had; what only the new release wrote is gone with the window.
+rm -f "$WORK/run/payd.db" "$WORK/run/payd.db-wal" "$WORK/run/payd.db-shm"
+cp "$WORK/run/before-upgrade.db" "$WORK/run/payd.db"
+start "$previous"
+status=$(curl -fsS "$base/payments/$before" -H "api-key: $KEY" | json_field status)
+test "$status" = succeeded
+lost=$(curl -sS -o /dev/null -w '%{http_code}' "$base/payments/$after" -H "api-key: $KEY")
+test "$lost" = 404
+stop
+echo "rollback by restoring the backup: the previous release serves $before ($status); $after, made after the backup, is gone ($lost)"
+echo "upgrade and rollback: as docs/upgrading.md says"

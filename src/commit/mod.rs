@@ -92,23 +92,22 @@ impl Db {
     /// writers, migrations and claims), and on SQLite `reads` (PostgreSQL reads through the
     /// one pool). For `payd_database_connections`.
     pub fn pool_sizes(&self) -> Vec<(&'static str, u32, usize)> {
-        let size = |conn: &DatabaseConnection| match conn.get_database_backend() {
-            sea_orm::DbBackend::Postgres => {
-                let pool = conn.get_postgres_connection_pool();
-                (pool.size(), pool.num_idle())
-            }
-            _ => {
-                let pool = conn.get_sqlite_connection_pool();
-                (pool.size(), pool.num_idle())
-            }
-        };
-        let mut sizes = vec![("writes", size(&self.conn))];
+        let mut pools = vec![("writes", &self.conn)];
         if self.conn.get_database_backend() != sea_orm::DbBackend::Postgres {
-            sizes.push(("reads", size(&self.reads)));
+            pools.push(("reads", &self.reads));
         }
-        sizes
+        pools
             .into_iter()
-            .map(|(pool, (open, idle))| (pool, open, idle))
+            .map(|(name, conn)| match conn.get_database_backend() {
+                sea_orm::DbBackend::Postgres => {
+                    let pool = conn.get_postgres_connection_pool();
+                    (name, pool.size(), pool.num_idle())
+                }
+                _ => {
+                    let pool = conn.get_sqlite_connection_pool();
+                    (name, pool.size(), pool.num_idle())
+                }
+            })
             .collect()
     }
 }
