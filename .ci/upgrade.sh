@@ -16,7 +16,10 @@ WORK="$TARGET/upgrade"
 PORT="${PAYD_UPGRADE_PORT:-18082}"
 ADMIN=upgrade-admin-key-0123456789
 
-rev=$(git rev-parse --verify -q "$PREVIOUS_TAG^{commit}" || git rev-parse --verify "$PREVIOUS_COMMIT^{commit}")
+rev=$(git rev-parse --verify -q "$PREVIOUS_TAG^{commit}" || git rev-parse --verify -q "$PREVIOUS_COMMIT^{commit}") || {
+    echo "upgrade check: this clone has neither $PREVIOUS_TAG nor $PREVIOUS_COMMIT (a shallow clone? git fetch --unshallow)" >&2
+    exit 1
+}
 previous="$TARGET/previous/payd-$PREVIOUS_TAG"
 if [ ! -x "$previous" ]; then
     rm -rf "$WORK/src" && git worktree prune
