@@ -31,6 +31,53 @@ async fn admin_creates_a_merchant_with_a_shop_and_keys() {
     assert_eq!(account.body["test_mode"], true);
 }
 
+/// The operator's list of merchants: newest first, paged, the admin key only.
+#[actix_web::test]
+async fn admin_lists_merchants_newest_first_by_page() {
+    let app = spawn_app().await;
+    let mut made = Vec::new();
+    for name in ["First", "Second", "Third"] {
+        made.push(app.create_merchant(name).await);
+    }
+    let first = app.get("/admin/merchants?limit=2", ADMIN_KEY).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let names: Vec<&str> = first.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Third", "Second"]);
+    assert_eq!(first.body["has_more"], true);
+    assert_eq!(
+        first.body["data"][0]["merchant_id"],
+        made[2].merchant_id.as_str()
+    );
+    assert!(first.body["data"][0]["created"].is_string());
+    let last = first.body["data"][1]["merchant_id"].as_str().unwrap();
+    let rest = app
+        .get(
+            &format!("/admin/merchants?limit=2&starting_after={last}"),
+            ADMIN_KEY,
+        )
+        .await;
+    assert_eq!(
+        rest.body["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        rest.body
+    );
+    assert_eq!(
+        rest.body["data"][0]["merchant_id"],
+        made[0].merchant_id.as_str()
+    );
+    assert_eq!(rest.body["has_more"], false);
+    for key in ["wrong-admin-key", made[0].secret_key.as_str()] {
+        let res = app.get("/admin/merchants", key).await;
+        assert_eq!((res.status, res.code()), (401, "invalid_api_key"));
+    }
+}
+
 #[actix_web::test]
 async fn admin_route_refuses_wrong_keys_and_production_in_a_sandbox() {
     let app = spawn_app().await;

@@ -1,7 +1,7 @@
 //! Request and response types of the account and admin routes.
 
 use chrono::{DateTime, Utc};
-use payd_entity::{api_key, audit_entry, profile};
+use payd_entity::{api_key, audit_entry, merchant, profile};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -42,6 +42,24 @@ pub struct CreateMerchantRequest {
     pub name: String,
     #[serde(default)]
     pub mode: Option<RequestedMode>,
+}
+
+/// A merchant as the operator's list shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MerchantSummary {
+    pub merchant_id: String,
+    pub name: String,
+    pub created: DateTime<Utc>,
+}
+
+impl From<merchant::Model> for MerchantSummary {
+    fn from(m: merchant::Model) -> Self {
+        Self {
+            merchant_id: m.id,
+            name: m.name,
+            created: m.created_at,
+        }
+    }
 }
 
 /// A new merchant with its first shop and keys. The keys are shown only here.

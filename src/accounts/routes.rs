@@ -5,8 +5,8 @@ use actix_web::{web, HttpResponse};
 use super::{
     api::{
         parse_branding, parse_name, Account, ApiKey, AuditEntry, CreateApiKeyRequest,
-        CreateMerchantRequest, CreateShopRequest, CreatedApiKey, CreatedMerchant, PutShopRequest,
-        RequestedMode, Shop,
+        CreateMerchantRequest, CreateShopRequest, CreatedApiKey, CreatedMerchant, MerchantSummary,
+        PutShopRequest, RequestedMode, Shop,
     },
     store,
 };
@@ -23,7 +23,7 @@ use crate::{
 };
 
 crate::http::routes! {
-    "/admin/merchants" => { post: create_merchant },
+    "/admin/merchants" => { get: list_merchants, post: create_merchant },
     "/account" => { get: get_account },
     "/account/shops" => { get: list_shops, post: create_shop },
     "/account/shops/{profile_id}" => { get: get_shop, put: put_shop },
@@ -68,6 +68,21 @@ fn merchant_mode(
         )
         .param("mode")),
     }
+}
+
+/// Every merchant, newest first (admin key): to find a merchant's id.
+#[utoipa::path(get, path = "/admin/merchants", tag = "admin", params(ListQuery),
+    responses((status = 200, body = List<MerchantSummary>),
+        (status = 401, description = "admin key missing or wrong")),
+    security(("admin_key" = [])))]
+pub async fn list_merchants(
+    _: Admin,
+    state: web::Data<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = Page::parse::<crate::ids::MerchantId>(&query)?;
+    let merchants = store::list_merchants(&state.db, &page).await?;
+    Ok(HttpResponse::Ok().json(merchants.map(MerchantSummary::from)))
 }
 
 /// Create a merchant with a default shop and its first keys (admin key).

@@ -52,6 +52,15 @@ pub async fn list_audit(
     paginate(db, select.clone(), select, audit_entry::Column::Id, page).await
 }
 
+/// Every merchant, newest first (the operator's list).
+pub async fn list_merchants(
+    db: &impl ConnectionTrait,
+    page: &Page,
+) -> Result<List<merchant::Model>, PageError> {
+    let select = merchant::Entity::find();
+    paginate(db, select.clone(), select, merchant::Column::Id, page).await
+}
+
 /// A merchant just created, with its first shop and the only copy of its keys.
 pub struct NewMerchant {
     pub merchant: merchant::Model,
