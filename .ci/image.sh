@@ -53,7 +53,7 @@ test "$(buildah run --isolation chroot "$ctr" -- id -un)" = payd
 buildah run --isolation chroot "${secrets[@]}" "$ctr" -- /usr/local/bin/payd serve &
 server=$!
 base="http://127.0.0.1:$PORT"
-wait_ready "$base" "$server"
+wait_for_url "$base/health/ready"
 buildah run --isolation chroot "${secrets[@]}" "$ctr" -- /usr/local/bin/payd health
 echo "health check command: ready"
 create_merchant "$base" image-admin-key-0123456789

@@ -107,18 +107,6 @@ json_field() {
     python3 -c "import json,sys; print(json.load(sys.stdin)[\"$1\"])"
 }
 
-# Waits until the payd at $1 is ready; with $2, gives up as soon as process $2 has exited.
-wait_ready() {
-    for _ in $(seq 1 150); do
-        curl -fsS "$1/health/ready" >/dev/null 2>&1 && return 0
-        if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then
-            return 1
-        fi
-        sleep 0.2
-    done
-    return 1
-}
-
 # A merchant made through the operator API of the payd at $1 with the admin key $2: sets KEY
 # and SHOP.
 create_merchant() {

@@ -79,7 +79,7 @@ as_unit $pre
 as_unit $start &
 server=$!
 base="http://127.0.0.1:$PORT"
-wait_ready "$base" "$server"
+wait_for_url "$base/health/ready"
 as_unit /usr/bin/payd health
 create_merchant "$base" package-admin-key-0123456789
 read -r _ status < <(pay "$base" 1250)

@@ -74,22 +74,9 @@ impl Application {
             0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
             n => n,
         })?;
-        let listener = TcpListener::bind(&settings.listen).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot listen on {}: {e} (set PAYD_LISTEN to another address, e.g. 127.0.0.1:8081)",
-                settings.listen
-            )
-        })?;
+        let (listener, operator) = bind(&settings)?;
         let local = listener.local_addr()?;
         let port = local.port();
-        let operator = match &settings.http.operator_listen {
-            Some(addr) => Some(TcpListener::bind(addr).map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot listen on {addr}: {e} (set PAYD_HTTP__OPERATOR_LISTEN to another address)"
-                )
-            })?),
-            None => None,
-        };
         let operator_port = match &operator {
             Some(l) => Some(l.local_addr()?.port()),
             None => None,
@@ -155,17 +142,7 @@ impl Application {
             state.clone(),
             mounted.clone(),
         )?;
-        tracing::info!(
-            port,
-            operator_port,
-            url = %public_url,
-            docs = %format!("{public_url}/docs"),
-            mode = ?settings.mode,
-            "payd listening"
-        );
-        if settings.mode == DeploymentMode::Sandbox && settings.sandbox.demo_merchant {
-            accounts::demo::show_demo_keys(&settings.sandbox.data_dir);
-        }
+        announce(&settings, port, operator_port, &public_url);
         Ok(Self {
             port,
             operator_port,
@@ -310,6 +287,40 @@ async fn mount(m: &mut Mount, env: &Env<'_>) -> anyhow::Result<Arc<Dispatcher>> 
     let ttl = ChronoDuration::hours(env.settings.idempotency.ttl_hours as i64);
     idempotency::register_purge(&mut m.scheduler, env.db, ttl);
     webhooks::mount(m, env).await
+}
+
+/// The start's line (operators and tests read its port), and a sandbox's demo keys.
+fn announce(settings: &Settings, port: u16, operator_port: Option<u16>, public_url: &str) {
+    tracing::info!(
+        port,
+        operator_port,
+        url = %public_url,
+        docs = %format!("{public_url}/docs"),
+        mode = ?settings.mode,
+        "payd listening"
+    );
+    if settings.mode == DeploymentMode::Sandbox && settings.sandbox.demo_merchant {
+        accounts::demo::show_demo_keys(&settings.sandbox.data_dir);
+    }
+}
+
+/// Binds `listen` (port 0 picks a free one) and, when set, `http.operator_listen`.
+fn bind(settings: &Settings) -> anyhow::Result<(TcpListener, Option<TcpListener>)> {
+    let listener = TcpListener::bind(&settings.listen).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot listen on {}: {e} (set PAYD_LISTEN to another address, e.g. 127.0.0.1:8081)",
+            settings.listen
+        )
+    })?;
+    let operator = match &settings.http.operator_listen {
+        Some(addr) => Some(TcpListener::bind(addr).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot listen on {addr}: {e} (set PAYD_HTTP__OPERATOR_LISTEN to another address)"
+            )
+        })?),
+        None => None,
+    };
+    Ok((listener, operator))
 }
 
 /// The HTTP server: the middleware every request passes, the operations routes and the API
