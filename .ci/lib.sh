@@ -112,7 +112,7 @@ json_field() {
 create_merchant() {
     local merchant
     merchant=$(curl -fsS -X POST "$1/admin/merchants" -H "api-key: $2" \
-        -H 'content-type: application/json' -d '{"name":"CI"}')
+        -H 'content-type: application/json' -d '{"name":"CI","mode":"sandbox"}')
     KEY=$(printf '%s' "$merchant" | json_field secret_key)
     SHOP=$(printf '%s' "$merchant" | json_field profile_id)
 }

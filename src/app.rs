@@ -239,8 +239,13 @@ impl Application {
 }
 
 /// The master keys, with every stored secret sealed under the current one (secrets stored
-/// before sealing, or under an older master key, are sealed now).
+/// before sealing, or under an older master key, are sealed now); and, outside a pepper
+/// rotation, the current pepper recorded on API keys made before payd recorded peppers.
 async fn keyring(db: &Db, settings: &Settings) -> anyhow::Result<Arc<Keyring>> {
+    let security = &settings.security;
+    if crate::settings::split_list(&security.previous_key_peppers).count() == 0 {
+        accounts::store::record_pepper(db.conn(), &security.key_pepper).await?;
+    }
     let keyring = Arc::new(Keyring::from_settings(&settings.security)?);
     if keyring.is_sandbox_key() {
         tracing::warn!(
@@ -264,7 +269,7 @@ async fn keyring(db: &Db, settings: &Settings) -> anyhow::Result<Arc<Keyring>> {
 /// Every resource, once, in routing order (the first matching path wins): its routes, data,
 /// actors and jobs. The webhook dispatcher comes back to be run.
 async fn mount(m: &mut Mount, env: &Env<'_>) -> anyhow::Result<Arc<Dispatcher>> {
-    m.routes(&[accounts::ROUTES]);
+    m.routes(&[accounts::ROUTES, accounts::ADMIN_ROUTES]);
     let payments = payments::mount(m, env);
     m.routes(&[refunds::ROUTES]);
     let disputes = disputes::mount(m, env);

@@ -161,7 +161,7 @@ pub fn is_in_memory(url: &str) -> bool {
 /// connection is what a migration that rebuilds a table (create, copy, drop, rename) needs:
 /// spread over a pool's connections, the rename was refused as if the dropped table were
 /// still there (`tests/migrations.rs`). An in-memory database is only the pool's own.
-pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), MigrateError> {
+pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<Migrated, MigrateError> {
     if db.get_database_backend() != DbBackend::Postgres {
         if is_in_memory(url) {
             return migrate_on(db).await;
@@ -183,15 +183,38 @@ pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<(), MigrateEr
         .execute_raw(lock("SELECT pg_advisory_unlock($1)"))
         .await;
     lock_conn.close().await?;
-    result?;
+    let migrated = result?;
     unlocked?;
-    Ok(())
+    Ok(migrated)
+}
+
+/// What [`migrate`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migrated {
+    /// This many pending migrations applied (none: the schema was this build's already).
+    Applied(usize),
+    /// The schema is a newer release's, every newer migration one this build runs beside:
+    /// nothing was applied.
+    NewerCompatible,
+}
+
+impl std::fmt::Display for Migrated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Migrated::Applied(0) => write!(f, "the schema is up to date"),
+            Migrated::Applied(n) => write!(f, "{n} migrations applied"),
+            Migrated::NewerCompatible => write!(
+                f,
+                "the schema is a newer release's, which this build runs beside: nothing applied"
+            ),
+        }
+    }
 }
 
 /// On one connection: the schema checked against this build's ([`schema::check`]), then the
 /// pending migrations applied and what older releases may do beside them recorded; or, on a
 /// database a newer release migrated, nothing written (refused, or run as it is).
-async fn migrate_on(conn: &DatabaseConnection) -> Result<(), MigrateError> {
+async fn migrate_on(conn: &DatabaseConnection) -> Result<Migrated, MigrateError> {
     match schema::check(conn).await? {
         Found::Known { pending } => {
             Migrator::up(conn, None).await?;
@@ -199,10 +222,13 @@ async fn migrate_on(conn: &DatabaseConnection) -> Result<(), MigrateError> {
             if pending > 0 {
                 tracing::info!(pending, release = schema::RELEASE, "migrations applied");
             }
+            Ok(Migrated::Applied(pending))
         }
-        Found::NewerCompatible(newer) => tracing::warn!("{}", newer.warning()),
+        Found::NewerCompatible(newer) => {
+            tracing::warn!("{}", newer.warning());
+            Ok(Migrated::NewerCompatible)
+        }
     }
-    Ok(())
 }
 
 /// Writes a consistent copy of a SQLite database to `to`, a new file, while payd serves:

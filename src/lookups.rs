@@ -119,6 +119,18 @@ impl Generation {
     }
 }
 
+/// A key found by its hash, with what a request on it needs of its merchant (read in the same
+/// query).
+#[derive(Debug)]
+pub struct FoundKey {
+    pub key: payd_entity::api_key::Model,
+    /// Seconds the merchant's sandbox test clock is ahead: every request on a sandbox key runs
+    /// on that clock.
+    pub clock_offset: i64,
+    /// The operator suspended the merchant: its keys are refused.
+    pub suspended: bool,
+}
+
 /// One lookup's cache, keyed by a string, trusted as its [`Generation`] says. Its clones
 /// share the entries.
 pub struct Cache<V> {

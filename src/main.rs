@@ -144,8 +144,8 @@ async fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
         }
         Command::Migrate => {
             let conn = db::connect_to(&settings.database, None).await?;
-            db::migrate(&settings.database.url, &conn).await?;
-            println!("payd: migrations applied");
+            let migrated = db::migrate(&settings.database.url, &conn).await?;
+            println!("payd: {migrated}");
         }
         Command::Backup { to } => {
             let bytes = db::backup(&settings.database.url, &to).await?;

@@ -7,7 +7,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::{db, error::ApiError, state::AppState};
+use crate::{commit::PoolSize, db, error::ApiError, state::AppState};
 
 /// Histogram buckets, in seconds, for every `*_seconds` metric.
 const BUCKETS: [f64; 14] = [
@@ -82,18 +82,44 @@ fn process_metrics() -> &'static metrics_process::Collector {
     })
 }
 
+/// How long a scrape waits for a pool's connection: a pool that makes it wait longer reads as
+/// this long (`payd_database_acquire_seconds`), and the scrape still answers.
+const ACQUIRE_PROBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Prometheus text exposition.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
-pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+pub async fn metrics(
+    state: web::Data<AppState>,
+    dispatcher: Option<web::Data<crate::webhooks::dispatcher::Dispatcher>>,
+) -> HttpResponse {
     let handle = prometheus();
     metrics::counter!("payd_database_statements_total").absolute(crate::db::statements());
-    for (pool, open, idle) in state.db.pool_sizes() {
-        let in_use = (open as usize).saturating_sub(idle);
-        metrics::gauge!("payd_database_connections", "pool" => pool, "state" => "in_use")
-            .set(in_use as f64);
-        metrics::gauge!("payd_database_connections", "pool" => pool, "state" => "idle")
-            .set(idle as f64);
+    let mut sizes = state.db.pool_sizes();
+    let mut acquired = state.db.acquire_times(ACQUIRE_PROBE_LIMIT).await;
+    // On PostgreSQL the webhook side has a pool of its own (`webhooks::mount`).
+    let own_pool = state.db.conn().get_database_backend() == sea_orm::DbBackend::Postgres;
+    if let Some(webhooks) = dispatcher.filter(|_| own_pool) {
+        let db = webhooks.db();
+        let pool = "webhooks";
+        sizes.extend(db.pool_sizes().into_iter().map(|s| PoolSize { pool, ..s }));
+        let times = db.acquire_times(ACQUIRE_PROBE_LIMIT).await;
+        acquired.extend(times.into_iter().map(|(_, took)| (pool, took)));
+    }
+    for size in sizes {
+        let in_use = (size.open as usize).saturating_sub(size.idle);
+        let pool = size.pool;
+        for (value, count) in [
+            ("in_use", in_use),
+            ("idle", size.idle),
+            ("max", size.max as usize),
+        ] {
+            metrics::gauge!("payd_database_connections", "pool" => pool, "state" => value)
+                .set(count as f64);
+        }
+    }
+    for (pool, took) in acquired {
+        metrics::gauge!("payd_database_acquire_seconds", "pool" => pool).set(took.as_secs_f64());
     }
     process_metrics().collect();
     handle.run_upkeep();

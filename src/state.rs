@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use payd_actors::ArbiterPool;
-use payd_entity::api_key;
 
 use crate::commit::Db;
 use crate::ids::{MerchantId, ProfileId};
@@ -35,8 +34,8 @@ pub struct AppState {
     pub shops: KnownShops,
     /// When the cached lookups may be trusted; what a route that changes them waits on.
     pub generation: Arc<Generation>,
-    /// API keys by hash, with their merchant's test-clock offset (spares a request's read).
-    pub keys: Cache<(api_key::Model, i64)>,
+    /// API keys by hash, with what a request needs of their merchant (spares a request's read).
+    pub keys: Cache<crate::lookups::FoundKey>,
 }
 
 /// The shops seen to belong to their merchants. A shop is never deleted nor moved to another

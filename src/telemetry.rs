@@ -47,7 +47,12 @@ pub fn describe_metrics() {
     metrics::gauge!("payd_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     describe_gauge!(
         "payd_database_connections",
-        "Connections of each database pool, in use or idle, at the scrape"
+        "Connections of each database pool at the scrape: in use, idle, and the most it opens"
+    );
+    describe_gauge!(
+        "payd_database_acquire_seconds",
+        Unit::Seconds,
+        "How long the scrape waited for a connection of each pool (at most 1 s): what a statement waits before it runs"
     );
     describe_counter!("payd_http_requests_total", "HTTP requests answered");
     describe_counter!(
@@ -149,6 +154,10 @@ fn describe_processor_metrics() {
     describe_gauge!(
         "payd_processor_circuits_open",
         "Remote processor accounts whose circuit breaker is open"
+    );
+    describe_counter!(
+        "payd_processor_outcomes_total",
+        "Authorization attempts by processor account (its id, or sandbox) and outcome: approved, declined, challenge, review, refused, unavailable, unknown"
     );
     describe_counter!(
         "payd_stripe_orphans_total",

@@ -119,6 +119,7 @@ const NAMED: &[(&str, &str)] = &[
     ("ratelimit", "edge"),
     ("idempotency", "edge"),
     ("ops", "routes"),
+    ("accounts::admin", "routes"),
     ("payments::checkout", "routes"),
     ("pages", "routes"),
     ("pages::text", "types"),

@@ -36,6 +36,16 @@ async fn every_actor_and_webhook_series_exists_at_zero_from_start_up() {
         let count = format!("payd_actor_message_seconds_count{{kind=\"{kind}\"}}");
         assert_eq!(value(&count).as_deref(), Some("0"), "{count} in:\n{text}");
     }
+    // `writes` on both databases (SQLite adds `reads`, PostgreSQL `webhooks`).
+    for pool in ["writes"] {
+        for state in ["in_use", "idle", "max"] {
+            let series = format!("payd_database_connections{{pool=\"{pool}\",state=\"{state}\"}}");
+            assert!(value(&series).is_some(), "{series} in:\n{text}");
+        }
+        let acquire = format!("payd_database_acquire_seconds{{pool=\"{pool}\"}}");
+        let took: f64 = value(&acquire).and_then(|v| v.parse().ok()).unwrap_or(-1.0);
+        assert!((0.0..1.0).contains(&took), "{acquire} in:\n{text}");
+    }
     for series in [
         "payd_webhook_queue_depth",
         "payd_webhook_oldest_pending_seconds",

@@ -994,7 +994,9 @@ async fn migrate_needs_only_the_database_url_and_refuses_a_newer_schema_in_its_o
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("migrations applied"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" migrations applied"));
+    let again = String::from_utf8_lossy(&migrate().stdout).into_owned();
+    assert_eq!(again.trim(), "payd: the schema is up to date");
 
     let conn = payd::db::connect(&db.url, Some(1)).await.unwrap();
     use sea_orm::ConnectionTrait;

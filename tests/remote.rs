@@ -156,7 +156,36 @@ async fn a_5xx_falls_back_and_repeated_failures_open_the_circuit() {
     assert_eq!(d[0]["chosen"], "backup");
     assert_eq!(d[0]["candidates"], json!(["backup"]));
     let metrics = app.send(Method::GET, "/metrics", None, None, &[]).await;
-    assert!(String::from_utf8_lossy(&metrics.raw).contains("payd_processor_circuits_open"));
+    let text = String::from_utf8_lossy(&metrics.raw);
+    assert!(text.contains("payd_processor_circuits_open"));
+    // Each account's attempts by outcome: the operator sees which account fails.
+    let accounts = app
+        .call(
+            &m,
+            Method::GET,
+            &format!("/account/shops/{}/processors", m.profile_id),
+            None,
+        )
+        .await;
+    let id = |name: &str| {
+        accounts.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .and_then(|a| a["processor_account_id"].as_str())
+            .unwrap()
+            .to_owned()
+    };
+    for (account, outcome, count) in [
+        (id("acme-pay"), "unavailable", 2),
+        (id("backup"), "approved", 3),
+    ] {
+        let series = format!(
+            "payd_processor_outcomes_total{{account=\"{account}\",outcome=\"{outcome}\"}} {count}"
+        );
+        assert!(text.lines().any(|l| l == series), "{series} in:\n{text}");
+    }
 }
 
 #[actix_web::test]

@@ -20,6 +20,9 @@ pub struct Model {
     pub name: Option<String>,
     pub created_at: DateTimeUtc,
     pub revoked_at: Option<DateTimeUtc>,
+    /// The pepper `key_hash` was made with (first 8 hex digits of its SHA-256); none for a key
+    /// made before payd recorded it.
+    pub pepper_id: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -11,6 +11,8 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Seconds its sandbox test clock is ahead of the base time.
     pub sandbox_clock_offset: i64,
+    /// When the operator suspended it: its keys are refused until it is reinstated.
+    pub suspended_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

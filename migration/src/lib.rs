@@ -46,6 +46,7 @@ mod m20261206_000033_split_shop_config_by_mode;
 mod m20261206_000034_add_processor_events_read_until;
 mod m20261206_000035_create_balance_deltas;
 mod m20261206_000036_create_schema_compatibility;
+mod m20261207_000037_add_merchant_suspension_and_key_pepper;
 
 pub struct Migrator;
 
@@ -89,6 +90,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000034_add_processor_events_read_until::Migration),
             Box::new(m20261206_000035_create_balance_deltas::Migration),
             Box::new(m20261206_000036_create_schema_compatibility::Migration),
+            Box::new(m20261207_000037_add_merchant_suspension_and_key_pepper::Migration),
         ]
     }
 }
@@ -126,8 +128,13 @@ pub const POLICY_STARTS_AT: &str = "m20261206_000036_create_schema_compatibility
 
 /// Each migration from [`POLICY_STARTS_AT`] on, with what an older release does beside it.
 /// A migration missing here fails `every_migration_says_what_older_releases_do`.
-pub const OLDER_RELEASES: &[(&str, Older)] =
-    &[("m20261206_000036_create_schema_compatibility", Older::Runs)];
+pub const OLDER_RELEASES: &[(&str, Older)] = &[
+    ("m20261206_000036_create_schema_compatibility", Older::Runs),
+    (
+        "m20261207_000037_add_merchant_suspension_and_key_pepper",
+        Older::Runs,
+    ),
+];
 
 #[cfg(test)]
 mod tests {

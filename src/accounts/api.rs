@@ -44,12 +44,14 @@ pub struct CreateMerchantRequest {
     pub mode: Option<RequestedMode>,
 }
 
-/// A merchant as the operator's list shows it.
+/// A merchant as the operator sees it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MerchantSummary {
     pub merchant_id: String,
     pub name: String,
     pub created: DateTime<Utc>,
+    /// When the operator suspended it (its keys are refused); none while it is in good standing.
+    pub suspended_at: Option<DateTime<Utc>>,
 }
 
 impl From<merchant::Model> for MerchantSummary {
@@ -58,8 +60,42 @@ impl From<merchant::Model> for MerchantSummary {
             merchant_id: m.id,
             name: m.name,
             created: m.created_at,
+            suspended_at: m.suspended_at,
         }
     }
+}
+
+/// Keys the operator issues to an existing merchant.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IssueKeysRequest {
+    /// `production` (live keys; the default on a production deployment) or `sandbox`.
+    #[serde(default)]
+    pub mode: Option<RequestedMode>,
+}
+
+/// A secret and a publishable key just made for a merchant, not bound to a shop. Shown only
+/// here.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IssuedKeys {
+    pub merchant_id: String,
+    pub secret_key: String,
+    pub publishable_key: String,
+    pub test_mode: bool,
+}
+
+/// The unrevoked API keys hashed under one pepper.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyPepper {
+    /// The first 8 hex digits of the pepper's SHA-256; none for keys made before payd 0.2.0
+    /// recorded it (payd records the current pepper on them when it starts with no previous
+    /// pepper configured).
+    pub pepper_id: Option<String>,
+    /// `current` (`security.key_pepper`), `previous` (in `security.previous_key_peppers`),
+    /// `unknown` (no configured pepper: these keys no longer authenticate) or `unrecorded`
+    /// (made before payd recorded peppers).
+    pub state: &'static str,
+    pub keys: i64,
 }
 
 /// A new merchant with its first shop and keys. The keys are shown only here.

@@ -54,12 +54,17 @@ pub async fn list_audit_log(
     Ok(HttpResponse::Ok().json(entries.try_map(AuditEntry::try_from)?))
 }
 
-/// Resolves the mode a new merchant asks for against what the deployment allows.
-fn merchant_mode(
+/// Resolves the mode of the keys the operator asks for against what the deployment allows:
+/// by default a production deployment's are live, a sandbox deployment's sandbox keys.
+pub fn merchant_mode(
     asked: Option<RequestedMode>,
     deployment: DeploymentMode,
 ) -> Result<Mode, ApiError> {
-    match (asked.unwrap_or(RequestedMode::Sandbox), deployment) {
+    let default = match deployment {
+        DeploymentMode::Production => RequestedMode::Production,
+        DeploymentMode::Sandbox => RequestedMode::Sandbox,
+    };
+    match (asked.unwrap_or(default), deployment) {
         (RequestedMode::Sandbox, _) => Ok(Mode::Test),
         (RequestedMode::Production, DeploymentMode::Production) => Ok(Mode::Live),
         (RequestedMode::Production, DeploymentMode::Sandbox) => Err(ApiError::forbidden(
@@ -85,7 +90,8 @@ pub async fn list_merchants(
     Ok(HttpResponse::Ok().json(merchants.map(MerchantSummary::from)))
 }
 
-/// Create a merchant with a default shop and its first keys (admin key).
+/// Create a merchant with a default shop and its first keys (admin key): live keys on a
+/// production deployment unless `mode: sandbox` is asked, sandbox keys on a sandbox one.
 #[utoipa::path(post, path = "/admin/merchants", tag = "admin",
     request_body = CreateMerchantRequest,
     responses((status = 201, body = CreatedMerchant), (status = 401, description = "admin key missing or wrong"),
@@ -160,7 +166,7 @@ pub async fn list_shops(
 }
 
 /// A merchant bound refused inside the commit is 409 `limit_reached` naming its setting.
-fn bound_reached(e: CommitError, max: u64) -> ApiError {
+pub(super) fn bound_reached(e: CommitError, max: u64) -> ApiError {
     match e {
         CommitError::Refused(bound) => ApiError::limit_reached(bound, max),
         other => other.into(),
@@ -325,14 +331,17 @@ pub async fn revoke_api_key(
     PathId(key_id): PathId<crate::ids::KeyId>,
 ) -> Result<HttpResponse, ApiError> {
     let not_found = || ApiError::not_found("api key");
+    let by = store::Revoker {
+        mode: Some(caller.mode),
+        only_profile: caller.bound_profile.as_ref(),
+        actor: Some(&caller.key_id),
+    };
     let row = store::revoke_key(
         &state.db,
         state.clock.now(),
         &caller.merchant_id,
-        caller.mode,
-        caller.bound_profile.as_ref(),
         &key_id,
-        &caller.key_id,
+        by,
     )
     .await?
     .ok_or_else(not_found)?;

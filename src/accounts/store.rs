@@ -10,7 +10,7 @@ use sea_orm::{
 
 use crate::commit::Db;
 use crate::{
-    auth::keys::{generate_key, hash_key, KeyKind, Mode},
+    auth::keys::{generate_key, hash_key, pepper_id, KeyKind, Mode},
     clock::Timeline,
     commit::{self, Change, CommitError, Write},
     ids::{new_id, KeyId, MerchantId, ProfileId},
@@ -83,6 +83,7 @@ pub async fn create_merchant(
         name: name.to_owned(),
         created_at: now,
         sandbox_clock_offset: 0,
+        suspended_at: None,
     };
     let merchant_id = MerchantId::parse(&merchant.id).unwrap_or_default();
     let profile = profile_row(now, &merchant_id, "Default shop");
@@ -271,19 +272,35 @@ pub async fn insert_key(
     actor: Option<&KeyId>,
     max: Option<u64>,
 ) -> Result<(api_key::Model, String), CommitError> {
-    let (row, key) = key_row(now, pepper, new);
-    let audit = Audit {
-        merchant_id: &row.merchant_id,
-        actor,
-        action: "api_key.created",
-        target_id: &row.id,
-        details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4,
-            "profile_id": row.profile_id, "name": row.name}),
-    };
-    let mut change = Change::at(now)
-        .write(commit::insert(row.clone()))
-        .write(audited(audit, now));
-    if let Some(max) = max {
+    let [made] = insert_keys(db, now, pepper, [new], actor, max).await?;
+    Ok(made)
+}
+
+/// Stores new keys of one merchant in one commit (all or none), as [`insert_key`] one.
+pub async fn insert_keys<const N: usize>(
+    db: &Db,
+    now: DateTime<Utc>,
+    pepper: &str,
+    news: [NewKey<'_>; N],
+    actor: Option<&KeyId>,
+    max: Option<u64>,
+) -> Result<[(api_key::Model, String); N], CommitError> {
+    let made = news.map(|new| key_row(now, pepper, new));
+    let mut change = Change::at(now);
+    for (row, _) in &made {
+        let audit = Audit {
+            merchant_id: &row.merchant_id,
+            actor,
+            action: "api_key.created",
+            target_id: &row.id,
+            details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4,
+                "profile_id": row.profile_id, "name": row.name}),
+        };
+        change = change
+            .write(commit::insert(row.clone()))
+            .write(audited(audit, now));
+    }
+    if let (Some(max), Some((row, _))) = (max, made.first()) {
         let within = live_keys(&row.merchant_id, max);
         change = change.write_all(commit::bounded(
             merchant_lock(&row.merchant_id),
@@ -292,7 +309,7 @@ pub async fn insert_key(
         ));
     }
     commit::commit(db, change).await?;
-    Ok((row, key))
+    Ok(made)
 }
 
 /// Finds a row while the merchant holds at most `max` live keys (revoked keys do not count).
@@ -320,6 +337,7 @@ fn key_row(now: DateTime<Utc>, pepper: &str, new: NewKey<'_>) -> (api_key::Model
         name: new.name,
         created_at: now,
         revoked_at: None,
+        pepper_id: Some(pepper_id(pepper)),
     };
     (row, key)
 }
@@ -372,20 +390,31 @@ pub async fn list_keys(
     paginate(db, select.clone(), select, api_key::Column::Id, page).await
 }
 
-/// Revokes a key of this merchant and mode, by the key `actor`; revoking again changes
-/// nothing (and is not audited again).
+/// Which keys a revocation may reach: a merchant key's (its mode, and its shop if bound) or
+/// the operator's (any key of the merchant).
+pub struct Revoker<'a> {
+    pub mode: Option<Mode>,
+    pub only_profile: Option<&'a ProfileId>,
+    /// The key that revokes; `None` for the operator.
+    pub actor: Option<&'a KeyId>,
+}
+
+/// Revokes a key of this merchant that `by` may reach; revoking again changes nothing (and is
+/// not audited again).
 pub async fn revoke_key(
     db: &Db,
     now: DateTime<Utc>,
     merchant_id: &MerchantId,
-    mode: Mode,
-    only_profile: Option<&ProfileId>,
     key_id: &KeyId,
-    actor: &KeyId,
+    by: Revoker<'_>,
 ) -> Result<Option<api_key::Model>, CommitError> {
-    let mut select =
-        merchant_keys(merchant_id, mode).filter(api_key::Column::Id.eq(key_id.as_str()));
-    if let Some(p) = only_profile {
+    let mut select = api_key::Entity::find()
+        .filter(api_key::Column::MerchantId.eq(merchant_id.as_str()))
+        .filter(api_key::Column::Id.eq(key_id.as_str()));
+    if let Some(mode) = by.mode {
+        select = select.filter(api_key::Column::Mode.eq(mode.as_str()));
+    }
+    if let Some(p) = by.only_profile {
         select = select.filter(api_key::Column::ProfileId.eq(p.as_str()));
     }
     let Some(row) = select.clone().one(db).await? else {
@@ -398,7 +427,7 @@ pub async fn revoke_key(
         .into_query();
     let audit = Audit {
         merchant_id: &row.merchant_id,
-        actor: Some(actor),
+        actor: by.actor,
         action: "api_key.revoked",
         target_id: &row.id,
         details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4}),
@@ -413,4 +442,79 @@ pub async fn revoke_key(
     );
     commit::commit(db, change).await?;
     Ok(select.one(db).await?)
+}
+
+/// Suspends (`true`) or reinstates a merchant, audited as the operator's; `None` for no such
+/// merchant. Setting what is already set changes nothing and is not audited again.
+pub async fn set_suspended(
+    db: &Db,
+    now: DateTime<Utc>,
+    merchant_id: &MerchantId,
+    suspended: bool,
+) -> Result<Option<merchant::Model>, CommitError> {
+    let id = merchant_id.as_str();
+    if find_merchant(db, merchant_id).await?.is_none() {
+        return Ok(None);
+    }
+    let column = merchant::Column::SuspendedAt;
+    let (value, unchanged) = match suspended {
+        true => (Some(now), column.is_null()),
+        false => (None, column.is_not_null()),
+    };
+    let update = merchant::Entity::update_many()
+        .col_expr(column, Expr::value(value))
+        .filter(merchant::Column::Id.eq(id))
+        .filter(unchanged)
+        .into_query();
+    let action = if suspended {
+        "merchant.suspended"
+    } else {
+        "merchant.reinstated"
+    };
+    let audit = Audit {
+        merchant_id: id,
+        actor: None,
+        action,
+        target_id: id,
+        details: serde_json::json!({}),
+    };
+    let mut change = Change::at(now);
+    change.optional.push(
+        Change::at(now)
+            .write(Write::Update(update))
+            .write(audited(audit, now))
+            .write(crate::lookups::bump()),
+    );
+    commit::commit(db, change).await?;
+    Ok(find_merchant(db, merchant_id).await?)
+}
+
+/// How many unrevoked keys were hashed under each pepper (`None`: made before payd recorded
+/// it), most first.
+pub async fn keys_by_pepper(
+    db: &impl ConnectionTrait,
+) -> Result<Vec<(Option<String>, i64)>, DbErr> {
+    let mut counts: Vec<(Option<String>, i64)> = api_key::Entity::find()
+        .filter(api_key::Column::RevokedAt.is_null())
+        .select_only()
+        .column(api_key::Column::PepperId)
+        .column_as(api_key::Column::Id.count(), "keys")
+        .group_by(api_key::Column::PepperId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    Ok(counts)
+}
+
+/// Records `pepper` on the keys made before payd recorded peppers. Run at start-up only when
+/// no previous pepper is configured: every key that still authenticates was then hashed under
+/// this one.
+pub async fn record_pepper(db: &impl ConnectionTrait, pepper: &str) -> Result<u64, DbErr> {
+    let done = api_key::Entity::update_many()
+        .col_expr(api_key::Column::PepperId, Expr::value(pepper_id(pepper)))
+        .filter(api_key::Column::PepperId.is_null())
+        .exec(db)
+        .await?;
+    Ok(done.rows_affected)
 }

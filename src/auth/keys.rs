@@ -100,6 +100,13 @@ pub fn hash_key(pepper: &str, key: &str) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
+/// The id of a pepper as keys record it: the first 8 hex digits of its SHA-256 (as a master
+/// key's id), which names it without giving it away.
+pub fn pepper_id(pepper: &str) -> String {
+    use sha2::Digest;
+    hex::encode(&Sha256::digest(pepper.as_bytes())[..4])
+}
+
 /// The authenticated caller of a merchant route.
 #[derive(Debug, Clone)]
 pub struct Caller {

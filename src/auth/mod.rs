@@ -32,18 +32,18 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
         .to_str()
         .map_err(|_| invalid_key())?;
     let (kind, mode) = parse_key(presented).ok_or_else(invalid_key)?;
-    let hash = hash_key(&state.settings.security.key_pepper, presented);
-    let found = state
-        .keys
-        .get_or_read(&hash, store::find_key_by_hash(&state.db, &hash))
-        .await?
-        .filter(|found| ct_eq(&found.0.key_hash, &hash))
-        .ok_or_else(invalid_key)?;
-    let (row, clock_offset) = (&found.0, found.1);
+    let found = find_key(state, presented).await?.ok_or_else(invalid_key)?;
+    let (row, clock_offset) = (&found.key, found.clock_offset);
     if row.revoked_at.is_some() {
         return Err(ApiError::unauthenticated(
             "api_key_revoked",
             "this API key has been revoked",
+        ));
+    }
+    if found.suspended {
+        return Err(ApiError::forbidden(
+            "merchant_suspended",
+            "this merchant's account is suspended by the operator: contact them",
         ));
     }
     let (Some(merchant_id), Some(key_id)) =
@@ -90,6 +90,29 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
     crate::clock::enter(caller.timeline());
     req.extensions_mut().insert(caller.clone());
     Ok(caller)
+}
+
+/// The key presented, looked up by its HMAC under the current pepper, then under each previous
+/// one (`security.previous_key_peppers`, while a rotation's overlap lasts).
+async fn find_key(
+    state: &AppState,
+    presented: &str,
+) -> Result<Option<std::sync::Arc<crate::lookups::FoundKey>>, ApiError> {
+    for (n, pepper) in state.settings.security.key_peppers().enumerate() {
+        let hash = hash_key(pepper, presented);
+        let found = state
+            .keys
+            .get_or_read(&hash, store::find_key_by_hash(&state.db, &hash))
+            .await?
+            .filter(|found| ct_eq(&found.key.key_hash, &hash));
+        if found.is_some() {
+            if n > 0 {
+                metrics::counter!("payd_api_key_previous_pepper_uses_total").increment(1);
+            }
+            return Ok(found);
+        }
+    }
+    Ok(None)
 }
 
 /// Whether the shop is the merchant's: known already (see [`KnownShops`](crate::state::KnownShops)), or looked up once
@@ -177,12 +200,12 @@ impl FromRequest for Admin {
         let req = req.clone();
         Box::pin(async move {
             let state = state(&req)?;
-            let Some(admin_key) = state.settings.admin_key.as_deref() else {
+            if state.settings.admin_key.is_none() {
                 return Err(ApiError::unauthenticated(
                     "admin_disabled",
                     "the admin API is disabled: start payd with PAYD_ADMIN_KEY set",
                 ));
-            };
+            }
             let presented = req
                 .headers()
                 .get("api-key")
@@ -193,13 +216,23 @@ impl FromRequest for Admin {
                         "send the admin key in the api-key header",
                     )
                 })?;
-            if !ct_eq(presented, admin_key) {
-                return Err(ApiError::unauthenticated(
+            // Every key is compared, so the time taken does not tell which one matched.
+            let matched = state
+                .settings
+                .admin_keys()
+                .map(|key| ct_eq(presented, key))
+                .collect::<Vec<_>>();
+            match matched.iter().position(|m| *m) {
+                None => Err(ApiError::unauthenticated(
                     "invalid_api_key",
                     "the admin key is not valid",
-                ));
+                )),
+                Some(0) => Ok(Admin),
+                Some(_) => {
+                    metrics::counter!("payd_admin_previous_key_uses_total").increment(1);
+                    Ok(Admin)
+                }
             }
-            Ok(Admin)
         })
     }
 }

@@ -5,19 +5,23 @@ use payd_entity::{api_key, merchant, profile};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use crate::ids::{MerchantId, ProfileId};
+use crate::lookups::FoundKey;
 
-/// The key with this hash, and its merchant's sandbox clock offset (read in the same query:
-/// every request on a sandbox key runs on that clock).
+/// The key with this hash.
 pub async fn find_key_by_hash(
     db: &impl ConnectionTrait,
     hash: &str,
-) -> Result<Option<(api_key::Model, i64)>, DbErr> {
+) -> Result<Option<FoundKey>, DbErr> {
     Ok(api_key::Entity::find()
         .filter(api_key::Column::KeyHash.eq(hash))
         .find_also_related(merchant::Entity)
         .one(db)
         .await?
-        .map(|(key, merchant)| (key, merchant.map_or(0, |m| m.sandbox_clock_offset))))
+        .map(|(key, merchant)| FoundKey {
+            key,
+            clock_offset: merchant.as_ref().map_or(0, |m| m.sandbox_clock_offset),
+            suspended: merchant.is_some_and(|m| m.suspended_at.is_some()),
+        }))
 }
 
 /// A shop of this merchant; `None` for another merchant's shop, so that its existence stays hidden.

@@ -19,6 +19,7 @@
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
 };
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 mod change;
@@ -88,27 +89,69 @@ impl Db {
         &self.conn
     }
 
-    /// Each pool's open connections and how many of them are idle, by name: `writes` (the
-    /// writers, migrations and claims), and on SQLite `reads` (PostgreSQL reads through the
-    /// one pool). For `payd_database_connections`.
-    pub fn pool_sizes(&self) -> Vec<(&'static str, u32, usize)> {
+    /// Each pool by name: `writes` (the writers, migrations and claims), and on SQLite `reads`
+    /// (PostgreSQL reads through the one pool).
+    fn pools(&self) -> Vec<(&'static str, &DatabaseConnection)> {
         let mut pools = vec![("writes", &self.conn)];
         if self.conn.get_database_backend() != sea_orm::DbBackend::Postgres {
             pools.push(("reads", &self.reads));
         }
         pools
+    }
+
+    /// Each pool's open, idle and most connections, for `payd_database_connections`.
+    pub fn pool_sizes(&self) -> Vec<PoolSize> {
+        self.pools()
             .into_iter()
             .map(|(name, conn)| match conn.get_database_backend() {
                 sea_orm::DbBackend::Postgres => {
                     let pool = conn.get_postgres_connection_pool();
-                    (name, pool.size(), pool.num_idle())
+                    PoolSize::of(name, pool)
+                }
+                _ => PoolSize::of(name, conn.get_sqlite_connection_pool()),
+            })
+            .collect()
+    }
+
+    /// How long each pool takes to hand out a connection now, waited for at most `limit`
+    /// (`payd_database_acquire_seconds`): sqlx does not say how many statements wait, and this
+    /// is what each of them waits before it runs.
+    pub async fn acquire_times(&self, limit: Duration) -> Vec<(&'static str, Duration)> {
+        let mut times = Vec::new();
+        for (name, conn) in self.pools() {
+            let started = std::time::Instant::now();
+            let acquired = match conn.get_database_backend() {
+                sea_orm::DbBackend::Postgres => {
+                    let pool = conn.get_postgres_connection_pool();
+                    tokio::time::timeout(limit, pool.acquire()).await.is_ok()
                 }
                 _ => {
                     let pool = conn.get_sqlite_connection_pool();
-                    (name, pool.size(), pool.num_idle())
+                    tokio::time::timeout(limit, pool.acquire()).await.is_ok()
                 }
-            })
-            .collect()
+            };
+            times.push((name, if acquired { started.elapsed() } else { limit }));
+        }
+        times
+    }
+}
+
+/// One pool's connections at a moment.
+pub struct PoolSize {
+    pub pool: &'static str,
+    pub open: u32,
+    pub idle: usize,
+    pub max: u32,
+}
+
+impl PoolSize {
+    fn of<DB: sea_orm::sqlx::Database>(pool: &'static str, p: &sea_orm::sqlx::Pool<DB>) -> Self {
+        Self {
+            pool,
+            open: p.size(),
+            idle: p.num_idle(),
+            max: p.options().get_max_connections(),
+        }
     }
 }
 

@@ -156,6 +156,10 @@ const OUTCOMES: [&str; 5] = ["ok", "refused", "timeout", "error", "circuit_open"
 /// Makes the remote and Stripe processors' series exist at 0 from start-up.
 pub fn register_metrics() {
     metrics::gauge!("payd_processor_circuits_open").increment(0.0);
+    for outcome in ["approved", "declined", "unavailable", "unknown"] {
+        metrics::counter!("payd_processor_outcomes_total", "account" => "sandbox", "outcome" => outcome)
+            .increment(0);
+    }
     for kind in ["remote", "stripe"] {
         for outcome in OUTCOMES {
             metrics::counter!("payd_processor_requests_total", "kind" => kind, "outcome" => outcome)

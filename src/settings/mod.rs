@@ -40,6 +40,10 @@ pub struct Settings {
     pub listen: String,
     #[serde(default)]
     pub admin_key: Option<String>,
+    /// Older admin keys, comma-separated, still accepted while an operator's tools move to
+    /// `admin_key` (each use is counted in `payd_admin_previous_key_uses_total`).
+    #[serde(default)]
+    pub previous_admin_keys: String,
     pub database: DatabaseSettings,
     pub security: SecuritySettings,
     pub http: HttpSettings,
@@ -313,6 +317,10 @@ fn default_acquire_timeout_ms() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct SecuritySettings {
     pub key_pepper: String,
+    /// Older peppers, comma-separated: keys hashed under them still authenticate, and new keys
+    /// are hashed under `key_pepper` (`GET /admin/key-peppers` counts each pepper's keys).
+    #[serde(default)]
+    pub previous_key_peppers: String,
     /// Networks outgoing requests (webhooks, remote processors) may reach although private,
     /// comma-separated CIDRs: an operator's allow-list (e.g. `10.1.2.0/24`).
     #[serde(default)]
@@ -333,6 +341,12 @@ pub struct SecuritySettings {
 }
 
 impl SecuritySettings {
+    /// `key_pepper` first, then `previous_key_peppers`: the peppers a presented key is tried
+    /// under.
+    pub fn key_peppers(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.key_pepper.as_str()).chain(split_list(&self.previous_key_peppers))
+    }
+
     /// `allowed_outbound_cidrs`, read.
     pub fn allowed_outbound(&self) -> Result<Vec<ipnet::IpNet>, String> {
         self.allowed_outbound_cidrs
@@ -537,7 +551,20 @@ fn schedule<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error
     Ok(parsed)
 }
 
+/// A comma-separated setting's entries, trimmed, the empty ones skipped.
+pub fn split_list(list: &str) -> impl Iterator<Item = &str> + Clone {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
 impl Settings {
+    /// `admin_key` first, then `previous_admin_keys`.
+    pub fn admin_keys(&self) -> impl Iterator<Item = &str> {
+        self.admin_key
+            .as_deref()
+            .into_iter()
+            .chain(split_list(&self.previous_admin_keys))
+    }
+
     /// Reads the layers from the process environment.
     pub fn load() -> Result<Self, SettingsError> {
         Self::load_from(std::env::vars().collect())
@@ -634,6 +661,9 @@ impl Settings {
         }
         if let Some(v) = get("PAYD_ADMIN_KEY") {
             builder = builder.set_override("admin_key", v)?;
+        }
+        if let Some(v) = get("PAYD_PREVIOUS_ADMIN_KEYS") {
+            builder = builder.set_override("previous_admin_keys", v)?;
         }
         if let Some(v) = get("PAYD_MODE") {
             builder = builder.set_override("mode", v)?;

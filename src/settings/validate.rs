@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use super::{DeploymentMode, RiskThresholds, Settings, SettingsError, SANDBOX_PEPPER};
+use super::{split_list, DeploymentMode, RiskThresholds, Settings, SettingsError, SANDBOX_PEPPER};
 
 impl Settings {
     /// Every section's checks; the first refused key is the error.
@@ -169,6 +169,25 @@ impl Settings {
             if key.len() < 8 {
                 return bad("admin_key", "must be at least 8 characters");
             }
+        }
+        let previous_admin = split_list(&self.previous_admin_keys);
+        if previous_admin.clone().any(|k| k.len() < 8) {
+            return bad(
+                "previous_admin_keys",
+                "expected admin keys of at least 8 characters, comma-separated",
+            );
+        }
+        if self.admin_key.is_none() && previous_admin.count() > 0 {
+            return bad(
+                "previous_admin_keys",
+                "older admin keys are accepted only beside the current one: set admin_key too",
+            );
+        }
+        if split_list(&self.security.previous_key_peppers).any(|p| p.len() < 16) {
+            return bad(
+                "security.previous_key_peppers",
+                "expected peppers of at least 16 characters, comma-separated",
+            );
         }
         Ok(())
     }

@@ -169,6 +169,12 @@ impl Dispatcher {
     }
 
     /// The merchants' delivery actors.
+    /// The database the dispatcher and its deliveries write through (on PostgreSQL a pool of
+    /// its own).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
     pub fn deliveries(&self) -> &payd_actors::Registry<MerchantDeliveries> {
         self.pool.actors()
     }

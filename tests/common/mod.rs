@@ -444,7 +444,8 @@ impl TestApp {
             .post(
                 "/admin/merchants",
                 ADMIN_KEY,
-                serde_json::json!({ "name": name }),
+                // Sandbox keys on any deployment (a production one's default is live).
+                serde_json::json!({ "name": name, "mode": "sandbox" }),
             )
             .await;
         assert_eq!(res.status, 201, "{:?}", res.body);

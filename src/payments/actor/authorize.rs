@@ -306,11 +306,16 @@ pub(super) async fn authorize(
         base = intend(deps, &base, &*processor, after, intent.clone(), recorded).await?;
         let save = save_for(deps, m, account).await?;
         let request = auth_request(deps, m, reference, card, &secret, save, now);
+        let account_label = account.map_or(routing::DEFAULT_PROCESSOR, |a| a.id.as_str());
         let result = match processor.authorize(request).await {
             Ok(r) => r,
             Err(ProcessorError::Unavailable(why)) => unreached(why),
-            Err(e) => return Err(e.into()),
+            Err(e) => {
+                count_outcome(account_label, "unknown");
+                return Err(e.into());
+            }
         };
+        count_outcome(account_label, outcome_label(&result));
         attempts.push(answered(attempt, m, &result));
         let retry = matches!(
             result.outcome,
@@ -371,13 +376,40 @@ pub(super) fn challenge_return(deps: &PaymentDeps, m: &payment::Model) -> String
     format!("{}{page}", deps.public_url.trim_end_matches('/'))
 }
 
+/// `payd_processor_outcomes_total{account, outcome}`: each authorization attempt's outcome by
+/// processor account (its id; `sandbox` for a shop's implicit sandbox). One series per account
+/// and outcome: a deployment's accounts number its shops' processors, a few per shop.
+fn count_outcome(account: &str, outcome: &'static str) {
+    metrics::counter!("payd_processor_outcomes_total", "account" => account.to_owned(), "outcome" => outcome)
+        .increment(1);
+}
+
+/// The `outcome` label of an attempt's answer: `approved`, `declined`, `challenge`, `review`,
+/// `refused` (the account may not take this request), `unavailable` (not sent, or no answer
+/// came: the circuit is open or the processor cannot be reached) or `unknown` (sent, and its
+/// outcome is not known yet).
+fn outcome_label(result: &AuthResult) -> &'static str {
+    match (&result.outcome, &result.error) {
+        (Authorization::Approved { .. }, _) => "approved",
+        (Authorization::Declined { .. }, Some((code, _))) if code == UNAVAILABLE => "unavailable",
+        (Authorization::Declined { .. }, _) => "declined",
+        (Authorization::ChallengeRequired, _) => "challenge",
+        (Authorization::ReviewRequired, _) => "review",
+        (Authorization::Pending, _) => "unknown",
+        (Authorization::Refused, _) => "refused",
+    }
+}
+
+/// The error code of an attempt that never reached its processor.
+const UNAVAILABLE: &str = "processor_unavailable";
+
 /// The answer of an attempt whose request never left payd: a retryable decline, so routing
 /// falls back.
 fn unreached(why: String) -> AuthResult {
     AuthResult {
         reference: None,
         outcome: Authorization::Declined { retryable: true },
-        error: Some(("processor_unavailable".into(), why)),
+        error: Some((UNAVAILABLE.into(), why)),
         token: None,
         resend: None,
         capture_before: None,
