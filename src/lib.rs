@@ -11,6 +11,7 @@ pub mod customers;
 pub mod db;
 pub mod disputes;
 pub mod error;
+pub mod event_types;
 pub mod events;
 pub mod failover;
 pub mod fields;

@@ -14,7 +14,7 @@ use utoipa::{
 };
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{http::Routes, pagination};
+use crate::{event_types, http::Routes, pagination};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -22,7 +22,9 @@ use crate::{http::Routes, pagination};
         title = "payd",
         description = "A self-hostable payment service: payments, customers, saved payment methods, mandates, refunds, disputes with their evidence, a catalog, subscriptions, invoices and credit notes, and signed webhooks.",
     ),
-    components(schemas(crate::error::ErrorType, crate::error::ErrorBody, pagination::ListQuery)),
+    components(schemas(crate::error::ErrorType, crate::error::ErrorBody, pagination::ListQuery,
+        // Event objects no route answers (the webhooks section names them).
+        crate::subscriptions::api::InvoicePaid, crate::subscriptions::api::InvoiceDisputed)),
     tags(
         (name = "payments", description = "Payments: create, confirm, capture, cancel, and their attempts, history, lines and routing"),
         (name = "checkout", description = "The hosted checkout a buyer uses with the payment's client_secret"),
@@ -56,7 +58,35 @@ pub fn document<'a>(routes: impl IntoIterator<Item = &'a Routes>) -> utoipa::ope
     }
     Security.modify(&mut doc);
     CommonErrors.modify(&mut doc);
+    Webhooks.modify(&mut doc);
     doc
+}
+
+/// The events payd posts to a shop's endpoint: an envelope schema per content type among the
+/// components, and the OpenAPI 3.1 `webhooks` section with one operation per event type (both
+/// from `event_types`).
+struct Webhooks;
+
+impl Modify for Webhooks {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (name, schema) in event_types::envelope_schemas() {
+            match serde_json::from_value::<RefOr<utoipa::openapi::Schema>>(schema) {
+                Ok(schema) => {
+                    components.schemas.insert(name, schema);
+                }
+                Err(e) => {
+                    tracing::error!(name, error = %e, "an event envelope schema does not read as a schema")
+                }
+            }
+        }
+        // utoipa 5 has no field for `webhooks`; its extensions are flattened into the document's
+        // top level, and the map takes a key without the `x-` its builder adds.
+        openapi
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert("webhooks".to_owned(), event_types::webhooks());
+    }
 }
 
 struct Security;

@@ -78,6 +78,12 @@ struct Content<'a> {
 
 /// The event's row: its envelope, stamped `now`, with a new id. Written by [`record`].
 pub fn row(e: NewEvent<'_>, now: DateTime<Utc>) -> Result<event::Model, DbErr> {
+    debug_assert!(
+        crate::event_types::listed(e.event_type, e.content_type),
+        "event type `{}` with content `{}` is not in event_types::EVENT_TYPES: add its row, then PAYD_UPDATE_DOCS=1 cargo test --lib event_types",
+        e.event_type,
+        e.content_type
+    );
     let id = new_id("evt");
     let object = RawValue::from_string(e.object)
         .map_err(|err| DbErr::Custom(format!("event object is not JSON: {err}")))?;

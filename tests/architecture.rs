@@ -54,6 +54,8 @@ const NAMED: &[(&str, &str)] = &[
     ("webhooks::signer", "domain"),
     ("mount", "edge"),
     ("error", "types"),
+    ("error::codes", "types"),
+    ("event_types", "domain"),
     ("fields", "types"),
     ("pagination", "types"),
     ("stored", "types"),

@@ -163,6 +163,30 @@ async fn events_are_signed_and_carry_the_payment_as_the_api_returns_it() {
         "byte for byte what GET returns"
     );
 
+    // The event is what the OpenAPI document's webhooks section says, and a payload that
+    // drifts from it is caught: a field of the payment of the wrong type, a field the envelope
+    // does not have, an event type another content type carries.
+    let contract = common::receiver::CONTRACT
+        .get()
+        .expect("the document was read");
+    assert_eq!(contract.violations(&req.body), Vec::<String>::new());
+    for (path, value) in [
+        ("/content/object/amount", json!("1000")),
+        ("/extra", json!(1)),
+        ("/event_type", json!("refund_succeeded")),
+    ] {
+        let mut drifted = envelope.clone();
+        match drifted.pointer_mut(path) {
+            Some(field) => *field = value,
+            None => drifted["extra"] = value,
+        }
+        let body = serde_json::to_vec(&drifted).unwrap();
+        assert!(
+            !contract.violations(&body).is_empty(),
+            "{path} drifted unseen"
+        );
+    }
+
     let listed = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "delivered").await;
     assert_eq!(listed["envelope"], envelope);
     let a = attempts(&app, &m, listed["event_id"].as_str().unwrap()).await;

@@ -580,13 +580,16 @@ pub struct InvoiceDisputed {
     pub processor_invoice_id: String,
 }
 
-/// The payload of `invoice_paid`: the subscription, the paid cycle and its payment.
-#[derive(Debug, Serialize)]
+/// The payload of `invoice_paid` and `invoice_payment_failed`: the subscription, the cycle and
+/// its payment.
+#[derive(Debug, Serialize, ToSchema)]
 pub struct InvoicePaid {
     #[serde(flatten)]
     pub subscription: Subscription,
     pub invoice: Cycle,
-    /// `null` when a billing processor collected the cycle.
+    /// The cycle's payment as `GET /payments/{payment_id}` shows it; `null` when a billing
+    /// processor collected the cycle, or the charge was refused before a payment was made.
+    #[schema(value_type = Option<crate::payments::api::Payment>)]
     pub payment: Option<serde_json::Value>,
 }
 

@@ -293,7 +293,7 @@ async fn start(
         actix_web::rt::spawn(app.run_until_stopped());
     }
     let (state, dispatcher) = first.expect("one instance at least");
-    TestApp {
+    let app = TestApp {
         base: bases[0].clone(),
         bases,
         next: Default::default(),
@@ -302,7 +302,14 @@ async fn start(
         dispatcher,
         db,
         handles,
+    };
+    if receiver::CONTRACT.get().is_none() {
+        let doc = app
+            .send(Method::GET, "/openapi.json", None, None, &[])
+            .await;
+        let _ = receiver::CONTRACT.set(receiver::Contract::of(&doc.body));
     }
+    app
 }
 
 /// A `multipart/form-data` body of these parts: (name, filename, bytes).

@@ -1,14 +1,65 @@
 //! An in-test webhook receiver on 127.0.0.1:0 whose answers the test scripts, recording
-//! every request it gets.
+//! every request it gets, and holding every event it gets to the contract: the envelope schema
+//! of its content type in payd's OpenAPI document (checked when the receiver is dropped).
 
 use std::{
-    collections::VecDeque,
+    collections::{HashMap, VecDeque},
     sync::{
         atomic::{AtomicUsize, Ordering},
-        Arc, Mutex,
+        Arc, Mutex, OnceLock,
     },
     time::{Duration, Instant},
 };
+
+use serde_json::{json, Value};
+
+/// The event schemas of payd's OpenAPI document, read once from the first app a test starts.
+pub static CONTRACT: OnceLock<Contract> = OnceLock::new();
+
+/// A validator per event type: the envelope its `webhooks` operation takes, resolving its
+/// `$ref`s in the document's components.
+pub struct Contract {
+    events: HashMap<String, jsonschema::Validator>,
+}
+
+impl Contract {
+    pub fn of(doc: &Value) -> Self {
+        let components = &doc["components"];
+        let hooks = doc["webhooks"]
+            .as_object()
+            .expect("the document's webhooks");
+        let events = hooks
+            .iter()
+            .map(|(event_type, hook)| {
+                let body = &hook["post"]["requestBody"]["content"]["application/json"]["schema"];
+                let schema = json!({"$ref": body["$ref"], "components": components});
+                let validator = jsonschema::draft202012::new(&schema)
+                    .unwrap_or_else(|e| panic!("{event_type}'s body is not a valid schema: {e}"));
+                (event_type.clone(), validator)
+            })
+            .collect::<HashMap<_, _>>();
+        assert!(events.len() >= 40, "the document has its event types");
+        Self { events }
+    }
+
+    /// What is wrong with an event body, against its content type's envelope.
+    pub fn violations(&self, body: &[u8]) -> Vec<String> {
+        let Ok(event) = serde_json::from_slice::<Value>(body) else {
+            return vec![format!("not JSON: {}", String::from_utf8_lossy(body))];
+        };
+        let kind = &event["event_type"];
+        let Some(validator) = kind.as_str().and_then(|k| self.events.get(k)) else {
+            return vec![format!(
+                "{kind}: no such event type in the webhooks section"
+            )];
+        };
+        validator
+            .iter_errors(&event)
+            .take(5)
+            .map(|e| format!("{kind}: {e} at {}", e.instance_path))
+            .collect()
+    }
+}
 
 use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
 
@@ -172,5 +223,30 @@ impl Receiver {
 
     pub async fn stop(&self) {
         self.handle.stop(false).await;
+    }
+
+    /// Every event received so far that breaks the contract, with why.
+    pub fn contract_violations(&self) -> Vec<String> {
+        let Some(contract) = CONTRACT.get() else {
+            return Vec::new();
+        };
+        self.received()
+            .iter()
+            .flat_map(|r| contract.violations(&r.body))
+            .collect()
+    }
+}
+
+impl Drop for Receiver {
+    /// Every event a test received matched its schema (unless the test failed already).
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let violations = self.contract_violations();
+        assert!(
+            violations.is_empty(),
+            "events that break the OpenAPI document's webhooks contract: {violations:#?}"
+        );
     }
 }

@@ -20,6 +20,8 @@ pub fn current_request_id() -> String {
         .unwrap_or_else(|_| "-".to_owned())
 }
 
+pub mod codes;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorType {
@@ -34,6 +36,24 @@ pub enum ErrorType {
     /// 503: the service cannot take the request now (a full actor mailbox, shutting down).
     Unavailable,
     Internal,
+}
+
+impl ErrorType {
+    /// The `type` an error body carries.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorType::InvalidRequest => "invalid_request",
+            ErrorType::Authentication => "authentication",
+            ErrorType::Permission => "permission",
+            ErrorType::NotFound => "not_found",
+            ErrorType::Conflict => "conflict",
+            ErrorType::PayloadTooLarge => "payload_too_large",
+            ErrorType::RateLimited => "rate_limited",
+            ErrorType::Processor => "processor",
+            ErrorType::Unavailable => "unavailable",
+            ErrorType::Internal => "internal",
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -81,6 +101,11 @@ impl ApiError {
         code: &'static str,
         message: impl Into<String>,
     ) -> Self {
+        debug_assert!(
+            codes::listed(code, status.as_u16(), kind),
+            "error code `{code}` ({status}, {}) is not in error::codes::CODES: add its row, then PAYD_UPDATE_DOCS=1 cargo test --lib error::codes",
+            kind.as_str()
+        );
         Self {
             status,
             kind,
@@ -497,7 +522,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     #[schema(value_type = ErrorType)]
     r#type: String,
-    /// A stable snake_case code, e.g. `parameter_missing`, `invalid_state`.
+    /// A stable snake_case code: each is in docs/errors.md with its status and what to do.
+    #[schema(schema_with = codes::schema)]
     code: String,
     message: String,
     /// The request field or header the error is about.
