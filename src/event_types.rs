@@ -271,10 +271,6 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/events.md");
-    const BEGIN: &str = "<!-- events: made by src/event_types.rs; PAYD_UPDATE_DOCS=1 cargo test --lib event_types writes it -->\n";
-    const END: &str = "<!-- events end -->";
-
     #[test]
     fn each_event_type_is_listed_once() {
         for (i, a) in EVENT_TYPES.iter().enumerate() {
@@ -296,17 +292,11 @@ mod tests {
     /// docs/events.md holds the table made from [`EVENT_TYPES`].
     #[test]
     fn the_events_page_is_the_table() {
-        let page = std::fs::read_to_string(DOC).expect("docs/events.md");
-        let (head, rest) = page.split_once(BEGIN).expect("the page's begin marker");
-        let (_, tail) = rest.split_once(END).expect("the page's end marker");
-        let expected = format!("{head}{BEGIN}{}{END}{tail}", markdown());
-        if std::env::var_os("PAYD_UPDATE_DOCS").is_some() {
-            std::fs::write(DOC, &expected).expect("write docs/events.md");
-            return;
-        }
-        assert!(
-            page == expected,
-            "docs/events.md's table is not the code's: run PAYD_UPDATE_DOCS=1 cargo test --lib event_types"
+        crate::docs_table::check(
+            "docs/events.md",
+            "<!-- events: made by src/event_types.rs; PAYD_UPDATE_DOCS=1 cargo test --lib event_types writes it -->\n",
+            "<!-- events end -->",
+            &markdown(),
         );
     }
 }

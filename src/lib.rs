@@ -10,6 +10,8 @@ pub mod commit;
 pub mod customers;
 pub mod db;
 pub mod disputes;
+#[cfg(test)]
+mod docs_table;
 pub mod error;
 pub mod event_types;
 pub mod events;

@@ -62,9 +62,9 @@ pub fn document<'a>(routes: impl IntoIterator<Item = &'a Routes>) -> utoipa::ope
     doc
 }
 
-/// The events payd posts to a shop's endpoint: an envelope schema per content type among the
-/// components, and the OpenAPI 3.1 `webhooks` section with one operation per event type (both
-/// from `event_types`).
+/// The events payd posts to a shop's endpoint: an envelope schema per object an event carries
+/// among the components, and the OpenAPI 3.1 `webhooks` section with one operation per event
+/// type (both from `event_types`).
 struct Webhooks;
 
 impl Modify for Webhooks {

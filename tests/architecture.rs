@@ -42,6 +42,7 @@ const NAMED: &[(&str, &str)] = &[
     ("settings", "primitives"),
     ("settings::validate", "primitives"),
     ("settings::tests", "primitives"),
+    ("docs_table", "primitives"),
     ("telemetry", "primitives"),
     ("wake", "primitives"),
     ("money", "domain"),

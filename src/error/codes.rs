@@ -217,10 +217,6 @@ pub fn markdown() -> String {
 mod tests {
     use super::*;
 
-    const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/errors.md");
-    const BEGIN: &str = "<!-- codes: made by src/error/codes.rs; PAYD_UPDATE_DOCS=1 cargo test --lib error::codes writes it -->\n";
-    const END: &str = "<!-- codes end -->";
-
     #[test]
     fn each_row_is_one_code_at_one_status_said_whole() {
         for (i, a) in CODES.iter().enumerate() {
@@ -238,17 +234,11 @@ mod tests {
     /// the page (or a row no code is) fails here.
     #[test]
     fn the_errors_page_is_the_table() {
-        let page = std::fs::read_to_string(DOC).expect("docs/errors.md");
-        let (head, rest) = page.split_once(BEGIN).expect("the page's begin marker");
-        let (_, tail) = rest.split_once(END).expect("the page's end marker");
-        let expected = format!("{head}{BEGIN}{}{END}{tail}", markdown());
-        if std::env::var_os("PAYD_UPDATE_DOCS").is_some() {
-            std::fs::write(DOC, &expected).expect("write docs/errors.md");
-            return;
-        }
-        assert!(
-            page == expected,
-            "docs/errors.md's table is not the code's: run PAYD_UPDATE_DOCS=1 cargo test --lib error::codes"
+        crate::docs_table::check(
+            "docs/errors.md",
+            "<!-- codes: made by src/error/codes.rs; PAYD_UPDATE_DOCS=1 cargo test --lib error::codes writes it -->\n",
+            "<!-- codes end -->",
+            &markdown(),
         );
     }
 
