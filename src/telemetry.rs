@@ -45,20 +45,7 @@ pub fn describe_metrics() {
         "1, labelled with the running release: which instances run which build"
     );
     metrics::gauge!("payd_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
-    describe_gauge!(
-        "payd_database_connections",
-        "Connections of each database pool at the scrape: in use, idle, and the most it opens"
-    );
-    describe_gauge!(
-        "payd_database_acquire_seconds",
-        Unit::Seconds,
-        "How long the scrape waited for a connection of each pool (at most 1 s): what a statement waits before it runs"
-    );
     describe_counter!("payd_http_requests_total", "HTTP requests answered");
-    describe_counter!(
-        "payd_database_statements_total",
-        "Statements this instance sent to the database (with the group writers' BEGIN and COMMIT)"
-    );
     describe_counter!(
         "payd_lookups_total",
         "Reads of an API key or a shop's routing: answered by the instance's cache (hit) or the database (miss)"
@@ -84,6 +71,56 @@ pub fn describe_metrics() {
         "How late the most overdue job of the last claim was"
     );
     describe_counter!("payd_scheduler_jobs_total", "Scheduled jobs run");
+    describe_histogram!(
+        "payd_commit_batch_size",
+        "Changes written in one transaction by a group writer"
+    );
+    describe_histogram!(
+        "payd_commit_batch_seconds",
+        Unit::Seconds,
+        "Time a group writer took to write and commit one batch"
+    );
+    // Registered now, so the families are exported before the first batch (the writers start
+    // before the recorder is installed).
+    let _ = metrics::histogram!("payd_commit_batch_size");
+    let _ = metrics::histogram!("payd_commit_batch_seconds");
+    describe_database_metrics();
+    describe_webhook_metrics();
+    describe_key_metrics();
+    describe_processor_metrics();
+    metrics::counter!("payd_http_rate_limited_total").increment(0);
+}
+
+/// The database's families: its pools, the statements sent, whether it answers.
+fn describe_database_metrics() {
+    use metrics::{describe_counter, describe_gauge, Unit};
+    describe_gauge!(
+        "payd_database_connections",
+        "Connections of each database pool at the scrape: in use, idle, and the most it opens"
+    );
+    describe_gauge!(
+        "payd_database_acquire_seconds",
+        Unit::Seconds,
+        "How long the scrape waited for a connection of each pool (at most 1 s): what a statement waits before it runs"
+    );
+    describe_counter!(
+        "payd_database_statements_total",
+        "Statements this instance sent to the database (with the group writers' BEGIN and COMMIT)"
+    );
+    describe_gauge!(
+        "payd_database_up",
+        "1 when the last readiness check reached the database, else 0"
+    );
+    describe_counter!(
+        "payd_database_outages_total",
+        "Database outages this instance saw begin (each logged once at its start and once at its end)"
+    );
+    metrics::counter!("payd_database_outages_total").increment(0);
+}
+
+/// The webhook dispatcher's families: its queue, attempts, endpoints and retention.
+fn describe_webhook_metrics() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
     describe_gauge!(
         "payd_webhook_queue_depth",
         "Deliveries not yet delivered or given up: due, being sent, or waiting for a retry"
@@ -118,30 +155,22 @@ pub fn describe_metrics() {
         Unit::Seconds,
         "Time of one delivery attempt"
     );
-    describe_histogram!(
-        "payd_commit_batch_size",
-        "Changes written in one transaction by a group writer"
-    );
-    describe_histogram!(
-        "payd_commit_batch_seconds",
-        Unit::Seconds,
-        "Time a group writer took to write and commit one batch"
-    );
-    // Registered now, so the families are exported before the first batch (the writers start
-    // before the recorder is installed).
-    let _ = metrics::histogram!("payd_commit_batch_size");
-    let _ = metrics::histogram!("payd_commit_batch_seconds");
-    describe_gauge!(
-        "payd_database_up",
-        "1 when the last readiness check reached the database, else 0"
+}
+
+/// The credentials still accepted from before a rotation, each use counted, so an operator
+/// sees when the old one may go (docs/operations.md).
+fn describe_key_metrics() {
+    use metrics::describe_counter;
+    describe_counter!(
+        "payd_admin_previous_key_uses_total",
+        "Requests authenticated with an admin key from previous_admin_keys"
     );
     describe_counter!(
-        "payd_database_outages_total",
-        "Database outages this instance saw begin (each logged once at its start and once at its end)"
+        "payd_api_key_previous_pepper_uses_total",
+        "Requests whose API key was found under a pepper from security.previous_key_peppers"
     );
-    metrics::counter!("payd_database_outages_total").increment(0);
-    describe_processor_metrics();
-    metrics::counter!("payd_http_rate_limited_total").increment(0);
+    metrics::counter!("payd_admin_previous_key_uses_total").increment(0);
+    metrics::counter!("payd_api_key_previous_pepper_uses_total").increment(0);
 }
 
 /// The processors' families: requests, open circuits, Stripe orphans given back.
