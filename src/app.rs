@@ -287,7 +287,7 @@ async fn mount(m: &mut Mount, env: &Env<'_>) -> anyhow::Result<Arc<Dispatcher>> 
     files::mount(m, env);
     customers::mount(m, env);
     m.routes(&[events::ROUTES]);
-    m.routes(&[crate::pages::ROUTES]);
+    m.routes(&[crate::pages::ROUTES, crate::pages::embed::ROUTES]);
     m.data(web::Data::from(env.connections.clone()));
     let ttl = ChronoDuration::hours(env.settings.idempotency.ttl_hours as i64);
     idempotency::register_purge(&mut m.scheduler, env.db, ttl);

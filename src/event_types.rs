@@ -224,6 +224,11 @@ pub fn webhooks() -> Value {
     let mut hooks = Map::new();
     for t in EVENT_TYPES {
         let body = format!("#/components/schemas/{}", t.envelope_schema());
+        let mut content = json!({"schema": {"$ref": body}});
+        if let Some(event) = crate::examples::event(t.name) {
+            content["examples"] =
+                json!({"recorded": {"summary": "A delivered event", "value": event}});
+        }
         hooks.insert(
             t.name.to_owned(),
             json!({"post": {
@@ -235,7 +240,7 @@ pub fn webhooks() -> Value {
                     {"name": "webhook-timestamp", "in": "header", "required": true, "schema": {"type": "string"}},
                     {"name": "webhook-signature", "in": "header", "required": true, "schema": {"type": "string"}, "description": "Standard Webhooks: `v1,<base64 HMAC-SHA256>` (docs/webhooks.md)"},
                 ],
-                "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": body}}}},
+                "requestBody": {"required": true, "content": {"application/json": content}},
                 "responses": {"2XX": {"description": "Acknowledged: any 2xx within the timeout. Anything else is retried (docs/webhooks.md)"}},
             }}),
         );
@@ -246,7 +251,7 @@ pub fn webhooks() -> Value {
 /// The table of `docs/events.md`.
 pub fn markdown() -> String {
     let mut out = String::from(
-        "| event_type | content.type | when | content.object |\n| --- | --- | --- | --- |\n",
+        "| event_type | content.type | when | content.object | sample |\n| --- | --- | --- | --- | --- |\n",
     );
     for t in EVENT_TYPES {
         let object = match t.object {
@@ -258,7 +263,7 @@ pub fn markdown() -> String {
             Some(schema) => format!("`{schema}`"),
         };
         out.push_str(&format!(
-            "| `{}` | `{}` | {} | {object} |\n",
+            "| `{}` | `{}` | {} | {object} | [{0}.json](examples/events/{0}.json) |\n",
             t.name,
             t.content.name(),
             t.when,
@@ -285,6 +290,26 @@ mod tests {
             assert!(
                 EVENT_TYPES.iter().any(|t| t.content == content),
                 "no event carries {content:?}"
+            );
+        }
+    }
+
+    /// Every event type has a sample (the webhooks section and docs/events.md show it), and
+    /// every sample is of an event type payd sends.
+    #[test]
+    fn each_event_type_has_a_recorded_sample() {
+        for t in EVENT_TYPES {
+            assert!(
+                crate::examples::event(t.name).is_some(),
+                "{}: no sample in docs/examples/events (PAYD_RECORD_EXAMPLES=1 cargo test records \
+                 one from the first test that receives it)",
+                t.name
+            );
+        }
+        for name in crate::examples::event_types() {
+            assert!(
+                EVENT_TYPES.iter().any(|t| t.name == name),
+                "docs/examples/events/{name}.json: payd sends no such event type"
             );
         }
     }

@@ -15,6 +15,7 @@ mod docs_table;
 pub mod error;
 pub mod event_types;
 pub mod events;
+pub mod examples;
 pub mod failover;
 pub mod fields;
 pub mod files;

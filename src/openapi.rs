@@ -6,7 +6,7 @@ use utoipa::{
     openapi::{
         header::HeaderBuilder,
         path::{Operation, Parameter, ParameterBuilder, ParameterIn},
-        schema::{ObjectBuilder, Type},
+        schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaType, Type},
         security::{ApiKey, ApiKeyValue, SecurityScheme},
         Content, Ref, RefOr, Required, ResponseBuilder,
     },
@@ -58,7 +58,21 @@ pub fn document<'a>(routes: impl IntoIterator<Item = &'a Routes>) -> utoipa::ope
     }
     Security.modify(&mut doc);
     CommonErrors.modify(&mut doc);
+    FreeFormObjects.modify(&mut doc);
     Webhooks.modify(&mut doc);
+    for item in doc.paths.paths.values_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            crate::examples::attach(op);
+        }
+    }
     doc
 }
 
@@ -86,6 +100,35 @@ impl Modify for Webhooks {
             .extensions
             .get_or_insert_with(Default::default)
             .insert("webhooks".to_owned(), event_types::webhooks());
+    }
+}
+
+/// A property typed only `object` (`metadata`, a delivery's headers) takes any keys: said
+/// explicitly (`additionalProperties: true`), so that generators make it a map of any values
+/// rather than an object that can have no fields.
+struct FreeFormObjects;
+
+impl Modify for FreeFormObjects {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let Some(components) = &mut openapi.components else {
+            return;
+        };
+        for schema in components.schemas.values_mut() {
+            let RefOr::T(Schema::Object(object)) = schema else {
+                continue;
+            };
+            for property in object.properties.values_mut() {
+                if let RefOr::T(Schema::Object(p)) = property {
+                    let bare = p.schema_type == SchemaType::Type(Type::Object)
+                        && p.properties.is_empty()
+                        && p.additional_properties.is_none();
+                    if bare {
+                        p.additional_properties =
+                            Some(Box::new(AdditionalProperties::FreeForm(true)));
+                    }
+                }
+            }
+        }
     }
 }
 

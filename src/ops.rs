@@ -50,12 +50,26 @@ pub struct Version {
 }
 
 /// The process is up.
+///
+/// Answers 200 while the process serves HTTP, without asking the database: for a liveness
+/// probe. No key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/health/live", tag = "operations", responses((status = 200, body = Health)))]
 pub async fn live() -> HttpResponse {
     HttpResponse::Ok().json(Health { status: "ok" })
 }
 
 /// The process can serve: its database answers.
+///
+/// Pings the database (within 900 ms) and answers 200 when it takes writes, else 503, so that
+/// a load balancer or an orchestrator stops sending requests to this instance. No key.
+///
+/// Fails: `database_unavailable` (503).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/health/ready", tag = "operations",
     responses((status = 200, body = Health), (status = 503, description = "the database does not answer")))]
 pub async fn ready(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -87,6 +101,13 @@ fn process_metrics() -> &'static metrics_process::Collector {
 const ACQUIRE_PROBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Prometheus text exposition.
+///
+/// payd's metrics in Prometheus's text format, with the database pools' connections and
+/// acquire times and the standard `process_*` families read at each scrape. No key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/metrics", tag = "operations",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(
@@ -129,6 +150,12 @@ pub async fn metrics(
 }
 
 /// The deployed release: endpoint and field availability follow it.
+///
+/// The service's name and its release version. No key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/version", tag = "operations", responses((status = 200, body = Version)))]
 pub async fn version() -> HttpResponse {
     HttpResponse::Ok().json(Version {

@@ -1373,3 +1373,80 @@ async fn a_number_prefix_cannot_make_the_pdf_name_a_path() {
         Some("inline; filename=\"ACME_2026-000001.pdf\"")
     );
 }
+
+/// An invoice paid outside payd, or written off and paid later: `mark-uncollectible` from
+/// open only, `mark-paid` from open or uncollectible, recording what was due as paid; a
+/// paid invoice is neither voided nor written off again.
+#[actix_web::test]
+async fn an_invoice_is_written_off_then_marked_paid_outside_payd() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let lines = json!([{"name": "Consulting", "unit_amount": 1500, "quantity": 2}]);
+    let draft_one = draft(&app, &m, lines.clone(), "DE").await;
+    let inv = id(&draft_one);
+    let early = post(&app, &m, &format!("/invoices/{inv}/mark-paid"), json!({})).await;
+    assert_eq!(
+        (early.status, early.code()),
+        (409, "invalid_state"),
+        "{}",
+        early.body
+    );
+    let open = finalize(&app, &m, &inv).await;
+    assert_eq!(open["status"], "open");
+
+    let off = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/mark-uncollectible"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    assert_eq!(off.body["status"], "uncollectible", "{}", off.body);
+    assert_eq!(off.body["amount_paid"], 0, "{}", off.body);
+    let again = post(
+        &app,
+        &m,
+        &format!("/invoices/{inv}/mark-uncollectible"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        (again.status, again.code()),
+        (409, "invalid_state"),
+        "{}",
+        again.body
+    );
+
+    let paid = post(&app, &m, &format!("/invoices/{inv}/mark-paid"), json!({})).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(
+        (
+            paid.body["status"].as_str(),
+            paid.body["amount_paid"].as_i64(),
+            paid.body["amount_due"].as_i64()
+        ),
+        (Some("paid"), open["amount_due"].as_i64(), Some(0)),
+        "{}",
+        paid.body
+    );
+    let void = post(&app, &m, &format!("/invoices/{inv}/void"), json!({})).await;
+    assert_eq!(
+        (void.status, void.code()),
+        (409, "invoice_paid"),
+        "{}",
+        void.body
+    );
+
+    // Straight from open to paid.
+    let other = id(&draft(&app, &m, lines, "DE").await);
+    finalize(&app, &m, &other).await;
+    let paid = post(&app, &m, &format!("/invoices/{other}/mark-paid"), json!({})).await;
+    assert_eq!(
+        (paid.status, paid.body["status"].as_str()),
+        (200, Some("paid")),
+        "{}",
+        paid.body
+    );
+    app.stop().await;
+}

@@ -1068,3 +1068,98 @@ async fn another_instance_sends_at_once_what_an_api_node_committed() {
         announced[5], announced[9], polled[5], polled[9]
     );
 }
+
+/// The events no other test's receiver gets reach the endpoint too, each valid to its event
+/// type's schema (the receiver checks every event when dropped): a partial authorization, a
+/// cancel before and after the capture, a payout held pending at the processor and cancelled
+/// there.
+#[actix_web::test]
+async fn partial_authorization_cancels_and_a_cancelled_payout_are_announced() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let receiver = Receiver::start().await;
+    endpoint(&app, &m, &receiver.url).await;
+
+    let partial = app
+        .create_payment(
+            &m,
+            json!({"amount": 500, "currency": "USD", "confirm": true, "capture_method": "manual",
+                   "enable_partial_authorization": true,
+                   "payment_method_data": card("4000000000000093")}),
+        )
+        .await;
+    assert_eq!(
+        partial.body["status"], "partially_authorized_and_requires_capture",
+        "{}",
+        partial.body
+    );
+    let open = app
+        .create_payment(&m, json!({"amount": 500, "currency": "USD"}))
+        .await;
+    let cancel = |id: String| {
+        let (app, m) = (&app, &m);
+        async move {
+            let r = app
+                .call(
+                    m,
+                    Method::POST,
+                    &format!("/payments/{id}/cancel"),
+                    Some(json!({})),
+                )
+                .await;
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body["status"].as_str().unwrap_or_default().to_owned()
+        }
+    };
+    let id = |v: &Value| v["payment_id"].as_str().unwrap().to_owned();
+    assert_eq!(cancel(id(&open.body)).await, "cancelled");
+    let captured = paid(&app, &m, json!({})).await;
+    assert_eq!(cancel(id(&captured)).await, "cancelled_post_capture");
+
+    // A balance to pay out (EUR), then a payout the sandbox holds pending, cancelled there.
+    let eur = app
+        .create_payment(
+            &m,
+            json!({"amount": 5000, "currency": "EUR", "confirm": true,
+                   "payment_method_data": card("4242424242424242")}),
+        )
+        .await;
+    assert_eq!(eur.body["status"], "succeeded", "{}", eur.body);
+    let destination = json!({"bank_account": {"account_number": "000222222226",
+        "routing_number": "110000000", "holder_name": "Ana Lima"}});
+    let payout = app
+        .call(
+            &m,
+            Method::POST,
+            "/payouts/create",
+            Some(
+                json!({"amount": 500, "currency": "EUR", "destination": destination,
+                        "confirm": true, "auto_fulfill": true}),
+            ),
+        )
+        .await;
+    assert_eq!(payout.body["status"], "pending", "{}", payout.body);
+    let pid = payout.body["payout_id"].as_str().unwrap();
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/payouts/{pid}/cancel"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(r.body["status"], "cancelled", "{}", r.body);
+
+    receiver
+        .wait_for_types(&[
+            "payment_partially_authorized",
+            "payment_cancelled",
+            "payment_cancelled_post_capture",
+            "payout_initiated",
+            "payout_processing",
+            "payout_cancelled",
+        ])
+        .await;
+    receiver.stop().await;
+    app.stop().await;
+}

@@ -16,6 +16,8 @@ pub struct Model {
     pub logo_file_id: Option<String>,
     /// `#rrggbb`, with at least 4.5:1 contrast against white.
     pub accent_color: Option<String>,
+    /// The origins that may frame the shop's card form: a JSON array of `scheme://host[:port]`.
+    pub embed_origins: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

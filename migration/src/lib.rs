@@ -47,6 +47,7 @@ mod m20261206_000034_add_processor_events_read_until;
 mod m20261206_000035_create_balance_deltas;
 mod m20261206_000036_create_schema_compatibility;
 mod m20261207_000037_add_merchant_suspension_and_key_pepper;
+mod m20261207_000038_add_shop_embed_origins;
 
 pub struct Migrator;
 
@@ -91,6 +92,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000035_create_balance_deltas::Migration),
             Box::new(m20261206_000036_create_schema_compatibility::Migration),
             Box::new(m20261207_000037_add_merchant_suspension_and_key_pepper::Migration),
+            Box::new(m20261207_000038_add_shop_embed_origins::Migration),
         ]
     }
 }
@@ -134,6 +136,7 @@ pub const OLDER_RELEASES: &[(&str, Older)] = &[
         "m20261207_000037_add_merchant_suspension_and_key_pepper",
         Older::Runs,
     ),
+    ("m20261207_000038_add_shop_embed_origins", Older::Runs),
 ];
 
 #[cfg(test)]

@@ -33,7 +33,14 @@ fn no_merchant() -> ApiError {
     ApiError::no_such::<MerchantId>()
 }
 
-/// One merchant, with its standing.
+/// One merchant, with its standing (admin key).
+///
+/// Answers the merchant's id, name, creation time and `suspended_at` (none while it is in good
+/// standing). Needs the operator's admin key (`PAYD_ADMIN_KEY`).
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/admin/merchants/{merchant_id}", tag = "admin",
     params(("merchant_id" = String, Path)),
     responses((status = 200, body = MerchantSummary), (status = 404, body = crate::error::ErrorBody)),
@@ -62,9 +69,17 @@ async fn set_suspended(
     Ok(HttpResponse::Ok().json(MerchantSummary::from(merchant)))
 }
 
-/// Suspend a merchant: every key of it, secret or publishable, either mode, is refused with 403
+/// Suspend a merchant: every key of it is refused, on every instance.
+///
+/// Every key of the merchant, secret or publishable, either mode, is refused with
 /// `merchant_suspended` on every instance when this answers. Nothing is deleted; scheduled
-/// work (renewals, payouts, webhook deliveries) goes on. Audited in the merchant's log.
+/// work (renewals, payouts, webhook deliveries) goes on. Suspending a suspended merchant
+/// changes nothing. Audited in the merchant's log. Needs the operator's admin key
+/// (`PAYD_ADMIN_KEY`).
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/admin/merchants/{merchant_id}/suspend", tag = "admin",
     params(("merchant_id" = String, Path)),
     responses((status = 200, body = MerchantSummary), (status = 404, body = crate::error::ErrorBody)),
@@ -78,6 +93,14 @@ pub async fn suspend_merchant(
 }
 
 /// Reinstate a suspended merchant: its unrevoked keys work again.
+///
+/// Clears `suspended_at`, in force on every instance when this answers; keys revoked meanwhile
+/// stay revoked. Reinstating a merchant in good standing changes nothing. Audited in the
+/// merchant's log. Needs the operator's admin key (`PAYD_ADMIN_KEY`).
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/admin/merchants/{merchant_id}/reinstate", tag = "admin",
     params(("merchant_id" = String, Path)),
     responses((status = 200, body = MerchantSummary), (status = 404, body = crate::error::ErrorBody)),
@@ -90,9 +113,16 @@ pub async fn reinstate_merchant(
     set_suspended(&state, &id, false).await
 }
 
-/// Issue a merchant a secret and a publishable key, not bound to a shop: how a merchant made
-/// with sandbox keys gets its live keys (`mode` defaults to `production` on a production
-/// deployment). The keys are shown once. Counts toward `limits.max_api_keys_per_merchant`.
+/// Issue a merchant a secret and a publishable key, not bound to a shop.
+///
+/// How a merchant made with sandbox keys gets its live keys: `mode` defaults to `production`
+/// on a production deployment, and a sandbox deployment refuses it. The keys are shown only in
+/// this answer and count toward `limits.max_api_keys_per_merchant`. Needs the operator's admin
+/// key (`PAYD_ADMIN_KEY`).
+///
+/// Fails: `production_disabled` (403), `resource_missing` (404), `limit_reached` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/admin/merchants/{merchant_id}/api-keys", tag = "admin",
     params(("merchant_id" = String, Path)), request_body = IssueKeysRequest,
     responses((status = 201, body = IssuedKeys), (status = 404, body = crate::error::ErrorBody),
@@ -133,8 +163,15 @@ pub async fn issue_keys(
     )))
 }
 
-/// Revoke any key of a merchant (either mode, any shop): refused on every instance when this
-/// answers, audited in the merchant's log as the operator's.
+/// Revoke any key of a merchant, in either mode and of any shop.
+///
+/// The key is refused on every instance when this answers, and the revocation is audited in
+/// the merchant's log as the operator's. Revoking a revoked key changes nothing. Needs the
+/// operator's admin key (`PAYD_ADMIN_KEY`).
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/admin/merchants/{merchant_id}/api-keys/{key_id}", tag = "admin",
     params(("merchant_id" = String, Path), ("key_id" = String, Path)),
     responses((status = 200, body = super::api::ApiKey), (status = 404, body = crate::error::ErrorBody)),
@@ -157,8 +194,16 @@ pub async fn revoke_key(
     Ok(HttpResponse::Ok().json(super::api::ApiKey::from(row)))
 }
 
-/// How many unrevoked keys each API-key pepper serves: a rotation's old pepper may leave
-/// `security.previous_key_peppers` once no key needs it (docs/operations.md).
+/// How many unrevoked keys each API-key pepper serves.
+///
+/// Answers, per pepper id, its state (`current`, `previous`, `unknown` or `unrecorded`) and
+/// how many unrevoked keys it serves: a rotation's old pepper may leave
+/// `security.previous_key_peppers` once no key needs it (docs/operations.md). Needs the
+/// operator's admin key (`PAYD_ADMIN_KEY`).
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/admin/key-peppers", tag = "admin",
     responses((status = 200, body = Items<KeyPepper>)),
     security(("admin_key" = [])))]

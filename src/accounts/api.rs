@@ -127,6 +127,9 @@ pub struct Shop {
     pub name: String,
     /// How the hosted pages (checkout, 3-D Secure, invoice) show the shop to buyers.
     pub branding: Branding,
+    /// The origins whose pages may embed the shop's card form (`/js/payd.js`,
+    /// docs/embedded-checkout.md); no other page can frame it.
+    pub embed_origins: Vec<String>,
     pub created: DateTime<Utc>,
 }
 
@@ -152,6 +155,7 @@ pub struct Branding {
 impl From<profile::Model> for Shop {
     fn from(m: profile::Model) -> Self {
         Self {
+            embed_origins: embed_origins_of(&m),
             profile_id: m.id,
             name: m.name,
             branding: Branding {
@@ -174,6 +178,68 @@ pub struct PutShopRequest {
     pub name: Option<String>,
     #[serde(default)]
     pub branding: Option<Branding>,
+    /// Replaces the origins that may embed the card form (`scheme://host[:port]`, `https`, or
+    /// `http` on a loopback host; at most 10); `[]` clears them.
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub embed_origins: Option<Vec<String>>,
+}
+
+/// The most origins a shop may register for its embedded card form.
+pub const MAX_EMBED_ORIGINS: usize = 10;
+
+/// A shop's registered embed origins (none when unset or unreadable).
+pub fn embed_origins_of(shop: &profile::Model) -> Vec<String> {
+    shop.embed_origins
+        .as_deref()
+        .and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default()
+}
+
+/// Embed origins as sent, checked and written as browsers write an origin (lower-case host,
+/// no default port, no trailing `/`), each once.
+pub fn parse_embed_origins(raw: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if raw.len() > MAX_EMBED_ORIGINS {
+        return Err(ApiError::invalid_param(
+            "embed_origins",
+            format!("at most {MAX_EMBED_ORIGINS} origins"),
+        ));
+    }
+    let mut origins: Vec<String> = Vec::with_capacity(raw.len());
+    for (i, r) in raw.iter().enumerate() {
+        let origin = parse_origin(r).ok_or_else(|| {
+            ApiError::invalid_param(
+                &format!("embed_origins[{i}]"),
+                "expected an origin: https://host[:port] (http only on a loopback host), no \
+                 path, query or credentials",
+            )
+        })?;
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    Ok(origins)
+}
+
+fn parse_origin(raw: &str) -> Option<String> {
+    let url = url::Url::parse(raw.trim()).ok()?;
+    let plain = url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none();
+    let host = url.host_str()?;
+    // A plain name or address: no CSP wildcard (`*`) or separator can reach `frame-ancestors`.
+    let plain = plain
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
+    let scheme_ok = match url.scheme() {
+        "https" => true,
+        "http" => crate::settings::is_loopback_authority(host),
+        _ => false,
+    };
+    (plain && scheme_ok).then(|| url.origin().ascii_serialization())
 }
 
 /// A branding's own fields, checked (the logo's file is looked up by the route).
@@ -412,5 +478,52 @@ mod tests {
         assert!(parse_accent("3a4ccf").is_err());
         assert!(parse_accent("#3a4cc").is_err());
         assert!(parse_accent("#3a4ccg").is_err());
+    }
+
+    #[test]
+    fn an_embed_origin_is_a_bare_https_origin_or_loopback_http() {
+        let ok = |raw: &str| parse_origin(raw);
+        assert_eq!(
+            ok("https://Shop.Example").as_deref(),
+            Some("https://shop.example")
+        );
+        assert_eq!(
+            ok("https://shop.example:443/").as_deref(),
+            Some("https://shop.example")
+        );
+        assert_eq!(
+            ok("https://shop.example:8443").as_deref(),
+            Some("https://shop.example:8443")
+        );
+        assert_eq!(
+            ok("http://127.0.0.1:5173").as_deref(),
+            Some("http://127.0.0.1:5173")
+        );
+        assert_eq!(
+            ok("http://localhost:3000").as_deref(),
+            Some("http://localhost:3000")
+        );
+        for refused in [
+            "http://shop.example",
+            "https://shop.example/pay",
+            "https://shop.example/?a=1",
+            "https://shop.example/#x",
+            "https://user:pw@shop.example",
+            "https://*.shop.example",
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "shop.example",
+            "'self'",
+            "",
+        ] {
+            assert_eq!(ok(refused), None, "{refused}");
+        }
+        let many = vec!["https://a.example".to_owned(); MAX_EMBED_ORIGINS + 1];
+        assert!(parse_embed_origins(many).is_err());
+        let twice = vec![
+            "https://a.example".to_owned(),
+            "https://A.example/".to_owned(),
+        ];
+        assert_eq!(parse_embed_origins(twice).unwrap(), ["https://a.example"]);
     }
 }

@@ -4,9 +4,9 @@ use actix_web::{web, HttpResponse};
 
 use super::{
     api::{
-        parse_branding, parse_name, Account, ApiKey, AuditEntry, CreateApiKeyRequest,
-        CreateMerchantRequest, CreateShopRequest, CreatedApiKey, CreatedMerchant, MerchantSummary,
-        PutShopRequest, RequestedMode, Shop,
+        parse_branding, parse_embed_origins, parse_name, Account, ApiKey, AuditEntry,
+        CreateApiKeyRequest, CreateMerchantRequest, CreateShopRequest, CreatedApiKey,
+        CreatedMerchant, MerchantSummary, PutShopRequest, RequestedMode, Shop,
     },
     store,
 };
@@ -32,8 +32,17 @@ crate::http::routes! {
     "/account/audit-log" => { get: list_audit_log },
 }
 
-/// The account's security actions, newest first: keys created and revoked, webhook URLs
-/// changed, signing secrets rotated, processor accounts added. For keys not bound to a shop.
+/// The account's security actions, newest first.
+///
+/// Lists the keys created and revoked, webhook URLs changed, signing secrets rotated,
+/// processor accounts added, shops changed and the operator's suspensions and reinstatements,
+/// each with the key that acted (none for the operator), one page at a time (`limit`,
+/// `starting_after`, `ending_before`); an entry never holds a secret. The log covers every
+/// shop: it needs a secret key not bound to a shop.
+///
+/// Fails: `resource_missing` (400), `unbound_key_required` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/audit-log", tag = "account", params(ListQuery),
     responses((status = 200, body = List<AuditEntry>),
         (status = 403, description = "a shop-bound key", body = crate::error::ErrorBody)),
@@ -76,6 +85,14 @@ pub fn merchant_mode(
 }
 
 /// Every merchant, newest first (admin key): to find a merchant's id.
+///
+/// Lists each merchant's id, name, creation time and `suspended_at`, one page at a time
+/// (`limit`, `starting_after`, `ending_before`). Needs the operator's admin key
+/// (`PAYD_ADMIN_KEY`).
+///
+/// Fails: `resource_missing` (400).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/admin/merchants", tag = "admin", params(ListQuery),
     responses((status = 200, body = List<MerchantSummary>),
         (status = 401, description = "admin key missing or wrong")),
@@ -90,8 +107,16 @@ pub async fn list_merchants(
     Ok(HttpResponse::Ok().json(merchants.map(MerchantSummary::from)))
 }
 
-/// Create a merchant with a default shop and its first keys (admin key): live keys on a
-/// production deployment unless `mode: sandbox` is asked, sandbox keys on a sandbox one.
+/// Create a merchant with a default shop and its first keys (admin key).
+///
+/// Makes the merchant, its first shop and a secret and a publishable key not bound to a shop,
+/// in one commit: live keys on a production deployment unless `mode: sandbox` is asked,
+/// sandbox keys on a sandbox deployment (which refuses `mode: production`). The keys are shown
+/// only in this answer. Needs the operator's admin key (`PAYD_ADMIN_KEY`).
+///
+/// Fails: `production_disabled` (403).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/admin/merchants", tag = "admin",
     request_body = CreateMerchantRequest,
     responses((status = 201, body = CreatedMerchant), (status = 401, description = "admin key missing or wrong"),
@@ -128,6 +153,13 @@ impl From<store::NewMerchant> for CreatedMerchant {
 }
 
 /// The merchant behind the calling key.
+///
+/// Answers the merchant's id and name, whether the key is a test key, and the shop the request
+/// is scoped to (the key's bound shop or `x-profile-id`), if any. Needs a secret key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account", tag = "account",
     responses((status = 200, body = Account)), security(("api_key" = [])))]
 pub async fn get_account(
@@ -147,6 +179,13 @@ pub async fn get_account(
 }
 
 /// List the merchant's shops (a shop-bound key sees only its shop).
+///
+/// Lists the merchant's shops with their branding, newest first, one page at a time (`limit`,
+/// `starting_after`, `ending_before`). Needs a secret key.
+///
+/// Fails: `resource_missing` (400).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops", tag = "account", params(ListQuery),
     responses((status = 200, body = List<Shop>)), security(("api_key" = [])))]
 pub async fn list_shops(
@@ -174,6 +213,14 @@ pub(super) fn bound_reached(e: CommitError, max: u64) -> ApiError {
 }
 
 /// Create a shop.
+///
+/// Adds a shop to the merchant: payments, catalogs, invoices, keys and settings can then be
+/// scoped to it. A merchant has at most `limits.max_shops_per_merchant` shops, counted inside
+/// the commit. Needs a secret key not bound to a shop.
+///
+/// Fails: `shop_bound_key` (403), `limit_reached` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/account/shops", tag = "account", request_body = CreateShopRequest,
     responses((status = 201, body = Shop)), security(("api_key" = [])))]
 pub async fn create_shop(
@@ -192,6 +239,14 @@ pub async fn create_shop(
 }
 
 /// A shop, with its branding.
+///
+/// Answers the shop's name and how the hosted pages show it to buyers (display name, logo,
+/// accent colour). Another merchant's shop, or another shop than a shop-bound key's, reads as
+/// missing. Needs a secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops/{profile_id}", tag = "account",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Shop), (status = 404, body = crate::error::ErrorBody)),
@@ -219,8 +274,17 @@ async fn own_shop(
 /// The image types a logo may be: what every browser shows, and nothing that runs (no SVG).
 const LOGO_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
-/// Change a shop's name or how the hosted pages show it to buyers (`branding`: the name they
-/// see, a logo from the merchant's uploaded images, an accent colour with enough contrast).
+/// Change a shop's name, how the hosted pages show it to buyers, or who may embed them.
+///
+/// Changes the fields sent: `name`; `branding`: the name buyers see, a logo from the
+/// merchant's uploaded files (PNG, JPEG, GIF or WebP), an accent colour with at least 4.5:1
+/// contrast against white; `embed_origins`: the origins whose pages may frame the shop's card
+/// form with `/js/payd.js` (docs/embedded-checkout.md). Audited in the account's log. Needs a
+/// secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/account/shops/{profile_id}", tag = "account",
     params(("profile_id" = String, Path)), request_body = PutShopRequest,
     responses((status = 200, body = Shop), (status = 400, body = crate::error::ErrorBody),
@@ -235,6 +299,7 @@ pub async fn put_shop(
     let ask = body.0;
     let name = ask.name.map(|n| parse_name("name", &n)).transpose()?;
     let branding = ask.branding.map(parse_branding).transpose()?;
+    let embed_origins = ask.embed_origins.map(parse_embed_origins).transpose()?;
     let mut shop = own_shop(&state, &caller, &profile).await?;
     if let Some(logo) = branding.as_ref().and_then(|b| b.logo_file_id.as_deref()) {
         let param = "branding.logo_file_id";
@@ -260,11 +325,25 @@ pub async fn put_shop(
         shop.logo_file_id = b.logo_file_id;
         shop.accent_color = b.accent_color;
     }
+    if let Some(origins) = embed_origins {
+        shop.embed_origins = (!origins.is_empty())
+            .then(|| serde_json::to_string(&origins))
+            .transpose()
+            .map_err(ApiError::internal)?;
+    }
     store::update_profile(&state.db, state.clock.now(), &shop, Some(&caller.key_id)).await?;
     Ok(HttpResponse::Ok().json(Shop::from(shop)))
 }
 
 /// List the API keys of the calling key's mode (last four characters only).
+///
+/// Lists the merchant's keys of the calling key's mode, revoked ones included, newest first,
+/// one page at a time; a shop-bound key sees only the keys bound to its shop. A key's secret
+/// is never shown again. Needs a secret key.
+///
+/// Fails: `resource_missing` (400).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/api-keys", tag = "account", params(ListQuery),
     responses((status = 200, body = List<ApiKey>)), security(("api_key" = [])))]
 pub async fn list_api_keys(
@@ -284,7 +363,17 @@ pub async fn list_api_keys(
     Ok(HttpResponse::Ok().json(keys.map(ApiKey::from)))
 }
 
-/// Create an API key (of the calling key's mode unless `test_mode` says otherwise); the key is shown once.
+/// Create an API key of the calling key's mode; the key is shown once.
+///
+/// Makes a secret or publishable key, in the calling key's mode unless `test_mode` says
+/// otherwise (a test key makes no live keys), optionally bound to one shop (`profile_id`; a
+/// shop-bound key makes only keys bound to its shop). The key is shown only in this answer: a
+/// retry with the same `Idempotency-Key` replays it to the calling key alone. A merchant holds
+/// at most `limits.max_api_keys_per_merchant` keys. Audited. Needs a secret key.
+///
+/// Fails: `live_key_from_test_key` (403), `profile_mismatch` (403), `resource_missing` (404), `limit_reached` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/account/api-keys", tag = "account", request_body = CreateApiKeyRequest,
     responses((status = 201, body = CreatedApiKey)), security(("api_key" = [])))]
 pub async fn create_api_key(
@@ -321,6 +410,15 @@ pub async fn create_api_key(
 }
 
 /// Revoke an API key; it stops working on every instance before this answers.
+///
+/// Marks the key revoked (audited): requests with it are refused with `api_key_revoked` from
+/// then on. The calling key reaches the keys of its own mode, a shop-bound key only those
+/// bound to its shop; any other reads as missing. Revoking a revoked key changes nothing.
+/// Needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/account/api-keys/{key_id}", tag = "account",
     params(("key_id" = String, Path, description = "the key's id (key_…)")),
     responses((status = 200, body = ApiKey), (status = 404, description = "no such key")),

@@ -171,6 +171,7 @@ fn profile_row(now: DateTime<Utc>, merchant_id: &MerchantId, name: &str) -> prof
         display_name: None,
         logo_file_id: None,
         accent_color: None,
+        embed_origins: None,
     }
 }
 
@@ -213,6 +214,10 @@ pub async fn update_profile(
             profile::Column::AccentColor,
             Expr::value(shop.accent_color.clone()),
         )
+        .col_expr(
+            profile::Column::EmbedOrigins,
+            Expr::value(shop.embed_origins.clone()),
+        )
         .filter(profile::Column::Id.eq(shop.id.as_str()))
         .into_query();
     let audit = audited(
@@ -226,6 +231,7 @@ pub async fn update_profile(
                 "display_name": shop.display_name,
                 "logo_file_id": shop.logo_file_id,
                 "accent_color": shop.accent_color,
+                "embed_origins": shop.embed_origins,
             }),
         },
         now,

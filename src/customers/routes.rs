@@ -54,6 +54,14 @@ fn redacted() -> ApiError {
 }
 
 /// Create a customer.
+///
+/// A customer of the key's merchant and mode, with its name, email, phone, description,
+/// address and metadata; payments name it to save and charge cards. Needs a secret key; a
+/// retry with the same `Idempotency-Key` answers the same customer, never a second one.
+///
+/// Fails: `invalid_email` (400), `invalid_phone` (400).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/customers", tag = "customers", request_body = CustomerFields,
     responses((status = 201, body = Customer), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -84,6 +92,13 @@ pub async fn create_customer(
 }
 
 /// List customers, newest first.
+///
+/// The customers of the key's merchant and mode, filtered by email and creation time. Read
+/// only; needs a secret key.
+///
+/// Fails: `resource_missing` (400).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/customers/list", tag = "customers", params(ListCustomersQuery),
     responses((status = 200, body = List<Customer>)), security(("api_key" = [])))]
 pub async fn list_customers(
@@ -108,6 +123,13 @@ pub async fn list_customers(
 }
 
 /// Retrieve a customer (a deleted one reads as redacted).
+///
+/// A deleted customer keeps its id, with its personal data erased and `redacted_at` set. Read
+/// only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
     responses((status = 200, body = Customer), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn retrieve_customer(
@@ -119,6 +141,13 @@ pub async fn retrieve_customer(
 }
 
 /// Update a customer.
+///
+/// Changes the fields sent; a deleted (redacted) customer cannot be changed. Needs a secret
+/// key.
+///
+/// Fails: `invalid_email` (400), `invalid_phone` (400), `resource_missing` (404), `customer_redacted` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
     request_body = CustomerFields,
     responses((status = 200, body = Customer), (status = 409, body = crate::error::ErrorBody)), security(("api_key" = [])))]
@@ -154,9 +183,15 @@ async fn change(
     .await
 }
 
-/// Delete a customer: redact its personal data and delete its saved methods (detached, too,
-/// from the processor that keeps them: Stripe). Refused while a mandate is active; its id,
-/// payments and refunds stay.
+/// Delete a customer: redact its personal data and delete its saved methods.
+///
+/// Erases its personal data (in its stored events too), deletes its saved methods (detached as
+/// well from the processor that keeps them: Stripe) and sets `redacted_at`; its id, payments
+/// and refunds stay. Refused while a mandate is pending or active. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `customer_redacted` (409), `active_mandate` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/customers/{customer_id}", tag = "customers", params(("customer_id" = String, Path)),
     responses((status = 200, body = Redaction), (status = 409, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn delete_customer(
@@ -183,6 +218,13 @@ pub async fn delete_customer(
 }
 
 /// The customer's saved methods, newest first; the default is flagged.
+///
+/// The cards saved by its payments (`setup_future_usage`), as brand, last four digits and
+/// expiry. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/customers/{customer_id}/payment-methods", tag = "customers", params(("customer_id" = String, Path)),
     responses((status = 200, body = Items<SavedMethod>)), security(("api_key" = [])))]
 pub async fn list_methods(
@@ -200,6 +242,13 @@ pub async fn list_methods(
 }
 
 /// Make a saved method the customer's default.
+///
+/// The method must be this customer's; a deleted customer cannot be changed. Needs a secret
+/// key.
+///
+/// Fails: `resource_missing` (404), `customer_redacted` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/customers/{customer_id}/payment-methods/{payment_method_id}/default", tag = "customers",
     params(("customer_id" = String, Path), ("payment_method_id" = String, Path)),
     responses((status = 200, body = Customer), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
@@ -226,6 +275,13 @@ pub async fn set_default_method(
 }
 
 /// Delete a saved method (and clear it as the default).
+///
+/// The mandates that charge it (`pending` or `active`) are revoked in the same commit; the
+/// card is also detached from the processor that keeps it (Stripe). Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: `mandate_revoked`.
 #[utoipa::path(delete, path = "/payment-methods/{payment_method_id}", tag = "customers", params(("payment_method_id" = String, Path)),
     responses((status = 200, body = SavedMethod), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn delete_method(
@@ -259,6 +315,12 @@ fn mandate_page(q: &ListMandatesQuery) -> Result<Page, ApiError> {
 }
 
 /// A customer's mandates, newest first.
+///
+/// Filtered by status like `GET /mandates/list`. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (400), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/customers/{customer_id}/mandates", tag = "mandates",
     params(("customer_id" = String, Path), ListMandatesQuery),
     responses((status = 200, body = List<Mandate>)), security(("api_key" = [])))]
@@ -283,6 +345,13 @@ pub async fn customer_mandates(
 }
 
 /// List mandates, filtered by status and customer.
+///
+/// The mandates of the key's merchant and mode, newest first; `status` is `pending`, `active`,
+/// `inactive` or `revoked`. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (400).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/mandates/list", tag = "mandates", params(ListMandatesQuery),
     responses((status = 200, body = List<Mandate>)), security(("api_key" = [])))]
 pub async fn list_mandates(
@@ -324,6 +393,13 @@ async fn owned_mandate(
 }
 
 /// Retrieve a mandate.
+///
+/// Its customer, the saved method it charges, its type, amount limit, currency, status and
+/// term. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/mandates/{mandate_id}", tag = "mandates", params(("mandate_id" = String, Path)),
     responses((status = 200, body = Mandate), (status = 404, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn retrieve_mandate(
@@ -334,7 +410,14 @@ pub async fn retrieve_mandate(
     Ok(HttpResponse::Ok().json(Mandate::from(&owned_mandate(&state, &caller, &id).await?)))
 }
 
-/// Revoke a mandate: it can never be charged again (`mandate_revoked`).
+/// Revoke a mandate: it can never be charged again.
+///
+/// Any status but `revoked` becomes `revoked`; an off-session charge under it is refused from
+/// then on (409 `mandate_revoked`). Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `mandate_revoked`.
 #[utoipa::path(post, path = "/mandates/revoke/{mandate_id}", tag = "mandates", params(("mandate_id" = String, Path)),
     responses((status = 200, body = Mandate), (status = 409, body = crate::error::ErrorBody)), security(("api_key" = [])))]
 pub async fn revoke_mandate(

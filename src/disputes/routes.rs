@@ -88,6 +88,14 @@ async fn owned(
 }
 
 /// List disputes, newest first.
+///
+/// The disputes of the key's merchant and mode, within the key's shop or the `profile_id`
+/// asked for, filtered by payment, status, stage and creation time. Read only; needs a secret
+/// key.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/disputes/list", tag = "disputes", params(ListDisputesQuery),
     responses((status = 200, body = List<Dispute>)), security(("api_key" = [])))]
 pub async fn list_disputes(
@@ -122,6 +130,13 @@ pub async fn list_disputes(
 }
 
 /// Retrieve a dispute.
+///
+/// The dispute as stored: its status, stage, amount, reason and evidence deadline. Read only;
+/// needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/disputes/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
     responses((status = 200, body = Dispute), (status = 404, body = crate::error::ErrorBody)),
@@ -136,6 +151,14 @@ pub async fn retrieve_dispute(
 }
 
 /// Accept a dispute: the buyer keeps the disputed amount.
+///
+/// Moves an `opened` dispute to `accepted`, which takes its amount from the shop's available
+/// balance and from what the payment can still refund. A dispute that follows a wallet case is
+/// acted on through the case instead. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+///
+/// Events: `dispute_accepted`.
 #[utoipa::path(post, path = "/disputes/accept/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
     responses((status = 200, body = Dispute), (status = 404, body = crate::error::ErrorBody),
@@ -151,6 +174,14 @@ pub async fn accept_dispute(
 }
 
 /// Attach an uploaded file to a dispute as evidence (again: changes its type).
+///
+/// Adds one of the merchant's files (`POST /files`) to an `opened` dispute's evidence with its
+/// `evidence_type`; a dispute holds a bounded number of files. The dispute's status stays. A
+/// dispute that follows a wallet case takes evidence through the case. Needs a secret key.
+///
+/// Fails: `evidence_limit` (400), `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/disputes/evidence", tag = "disputes", request_body = AttachEvidenceRequest,
     responses((status = 200, body = Evidence), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
@@ -185,6 +216,12 @@ pub async fn attach_evidence(
 }
 
 /// The evidence attached to a dispute.
+///
+/// Each file attached, with its evidence type. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/disputes/evidence/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
     responses((status = 200, body = EvidenceList), (status = 404, body = crate::error::ErrorBody)),
@@ -207,6 +244,12 @@ pub async fn list_evidence(
 }
 
 /// Remove a file from a dispute's evidence (the file itself stays).
+///
+/// Only while the dispute is `opened`; its status stays. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/disputes/evidence", tag = "disputes", request_body = RemoveEvidenceRequest,
     responses((status = 200, body = RemovedEvidence), (status = 404, body = crate::error::ErrorBody),
         (status = 409, body = crate::error::ErrorBody)),
@@ -228,6 +271,14 @@ pub async fn remove_evidence(
 }
 
 /// Submit the attached evidence and an explanation: the dispute becomes `challenged`.
+///
+/// Once, from `opened`, with at least one file attached or an explanation. The processor
+/// decides later, asynchronously: `won` or `lost`. A dispute that follows a wallet case is
+/// answered through the case. Needs a secret key.
+///
+/// Fails: `evidence_required` (400), `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+///
+/// Events: `dispute_challenged`, `dispute_won`, `dispute_lost`.
 #[utoipa::path(post, path = "/disputes/evidence", tag = "disputes", request_body = SubmitEvidenceRequest,
     responses((status = 200, body = Dispute), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),

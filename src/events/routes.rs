@@ -31,6 +31,15 @@ fn own_merchant(caller: &Caller, merchant_id: &str) -> Result<(), ApiError> {
 }
 
 /// List events, newest first.
+///
+/// The events recorded for the merchant in the key's mode (within the key's shop or the
+/// `profile_id` asked for), each with how its delivery stands, filtered by object, event type,
+/// creation time and whether it was delivered. The path's merchant must be the key's. Read
+/// only; needs a secret key.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/events/{merchant_id}", tag = "events",
     params(("merchant_id" = String, Path)), request_body = ListEventsRequest,
     responses((status = 200, body = List<EventView>), (status = 404, body = crate::error::ErrorBody)),
@@ -52,7 +61,14 @@ pub async fn list_events(
 }
 
 /// Every delivery attempt of an event, oldest first.
-#[utoipa::path(get, path = "/events/{merchant_id}/{event_id}/attempts", tag = "events",
+///
+/// Each attempt at each of the shop's endpoints, with its answer or error. The path's merchant
+/// must be the key's. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
+#[utoipa::path(get, path = "/events/{merchant_id}/{event_id}/attempts", tag = "events", operation_id = "list_event_attempts",
     params(("merchant_id" = String, Path), ("event_id" = String, Path)),
     responses((status = 200, body = Attempts), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -68,8 +84,17 @@ pub async fn list_attempts(
     Ok(HttpResponse::Ok().json(Attempts { data }))
 }
 
-/// Send the event again (a manual attempt): queued with the merchant's deliveries and sent
-/// within its in-flight bound; the automatic schedule is left as it is.
+/// Send the event again (a manual attempt).
+///
+/// Queued with the merchant's deliveries and sent within its in-flight bound (202); the
+/// automatic schedule is left as it is. The event is sent as it was recorded, under its
+/// `event_id`: no new event is made. Refused when the shop has no endpoint or only a paused
+/// one, for a `webhook_endpoint_disabled` event (never sent), and once retention purged the
+/// payload. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `event_not_sent` (409), `no_endpoint` (409), `endpoint_disabled` (409), `event_payload_purged` (410), `too_many_retries` (429).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/events/{merchant_id}/{event_id}/retry", tag = "events",
     params(("merchant_id" = String, Path), ("event_id" = String, Path)),
     responses((status = 202, body = RetryQueued), (status = 404, body = crate::error::ErrorBody),
@@ -98,9 +123,17 @@ pub async fn retry_event(
     Ok(HttpResponse::Accepted().json(queued))
 }
 
-/// Send a time range of events again (manual attempts, oldest first), as a receiver recovers
-/// from an outage; the automatic schedule is left as it is. At most `webhooks.replay_max`
-/// events per call; `has_more` and `next` continue.
+/// Send a time range of events again (manual attempts, oldest first).
+///
+/// For a receiver recovering from an outage: the events created since `since` (and before
+/// `until`), only of the types named or only those whose delivery failed if asked, are queued
+/// as manual attempts (202); the automatic schedule is left as it is. Events of shops with no
+/// endpoint or only a paused one, and those not to be sent, are `skipped`. At most
+/// `webhooks.replay_max` events per call; `has_more` and `next` continue. Needs a secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404), `too_many_retries` (429).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/events/{merchant_id}/replay", tag = "events",
     params(("merchant_id" = String, Path)), request_body = ReplayRequest,
     responses((status = 202, body = ReplayQueued), (status = 400, body = crate::error::ErrorBody),

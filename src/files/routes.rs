@@ -45,6 +45,14 @@ async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<file::Mode
 }
 
 /// Retrieve an uploaded file's record.
+///
+/// Its purpose, name, type (read from its bytes when it was uploaded), size and SHA-256, not
+/// its bytes (`GET /files/{file_id}/contents`). Read only; needs a secret key of the mode it
+/// was uploaded in.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/files/{file_id}", tag = "disputes",
     params(("file_id" = String, Path)),
     responses((status = 200, body = File), (status = 404, body = crate::error::ErrorBody)),
@@ -57,7 +65,15 @@ pub async fn retrieve_file(
     Ok(HttpResponse::Ok().json(File::render(&owned(&state, &caller, &id).await?)))
 }
 
-/// Download an uploaded file's bytes, with the type read from them when it was uploaded.
+/// Download an uploaded file's bytes.
+///
+/// Streamed as stored, with the type read from the bytes when it was uploaded, its SHA-256 as
+/// `ETag` and its name in `Content-Disposition`. Read only; needs a secret key of the mode it
+/// was uploaded in.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/files/{file_id}/contents", tag = "disputes",
     params(("file_id" = String, Path)),
     responses(
@@ -111,6 +127,16 @@ const MAX_PARTS: usize = 4;
 const CHUNK: usize = 256 * 1024;
 
 /// Upload a file to attach to a dispute as evidence.
+///
+/// A `multipart/form-data` body with one `file` part (and `purpose`); its type is read from
+/// its bytes, not its name: PDF, PNG, JPEG or UTF-8 text. It is stored a chunk at a time,
+/// within `limits.max_file_bytes` and the merchant's bounds on files and bytes; a refused
+/// upload leaves nothing behind. Needs a secret key; a retry with the same `Idempotency-Key`
+/// answers the same file.
+///
+/// Fails: `invalid_multipart` (400), `file_empty` (400), `file_type_unsupported` (400), `limit_reached` (409), `file_too_large` (413).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/files", tag = "disputes",
     request_body(content = super::UploadFileForm, content_type = "multipart/form-data"),
     responses((status = 201, body = File), (status = 400, body = crate::error::ErrorBody),

@@ -153,9 +153,19 @@ fn ok(m: &invoice::Model) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(Invoice::render(m)?))
 }
 
-/// Create a draft invoice from a captured payment (its lines, tax as captured), from a
-/// subscription's billing cycle, or from lines (priced by the tax rules). One invoice per
-/// payment and per cycle while it stands.
+/// Create a draft invoice from a captured payment, a billing cycle or lines.
+///
+/// From `payment_id`: the lines of a payment captured in full and not refunded at all, with
+/// the tax they were captured with. From `subscription_id` and `cycle_id`: the lines the cycle
+/// charged, with its tax. From `lines` and `currency`: lines priced by the shop's tax rules,
+/// whose `product_id` and `price_id` must be the shop's. One invoice per payment and per cycle
+/// while it stands (`invoice_exists`; voiding or deleting it frees the source). The invoice is
+/// a `draft` until finalized. Needs a secret key and a shop (`x-profile-id` or a shop-bound
+/// key).
+///
+/// Fails: `shop_required` (400), `invalid_currency` (400), `resource_missing` (404), `payment_not_captured` (409), `payment_refunded` (409), `invoice_exists` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/invoices", tag = "invoices", request_body = CreateInvoiceRequest,
     responses((status = 201, body = Invoice), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
@@ -173,6 +183,15 @@ pub async fn create_invoice(
 }
 
 /// List invoices and credit notes, newest first.
+///
+/// Lists the invoices and credit notes the key reaches, filtered by `kind`, `status`,
+/// `customer_id`, `original_invoice_id`, `profile_id` and `created_after`/`created_before`,
+/// one page at a time (`limit`, `starting_after`, `ending_before`). Deleted drafts are never
+/// listed. Needs a secret key.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoices", tag = "invoices", params(ListInvoicesQuery),
     responses((status = 200, body = List<Invoice>), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -209,6 +228,14 @@ pub async fn list_invoices(
 }
 
 /// Retrieve an invoice or a credit note.
+///
+/// Answers the invoice (`kind: invoice`) or credit note (`kind: credit_note`) with its lines,
+/// totals and what is paid, credited and due. A deleted draft, or one of another shop,
+/// merchant or mode, reads as missing. Needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoices/{invoice_id}", tag = "invoices",
     params(("invoice_id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody)),
@@ -221,7 +248,17 @@ pub async fn retrieve_invoice(
     ok(&owned(&state, &caller, &id).await?)
 }
 
-/// Edit a draft (else 409). Lines only on a draft made from lines.
+/// Edit a draft invoice.
+///
+/// Changes the fields sent of a `draft`: `lines` and `currency` only on a draft made from
+/// lines (one made from a payment or a cycle keeps its own), `customer_id`, `buyer`, `memo`,
+/// `due_date` and `metadata`. Lines are checked against the shop's catalog and priced again by
+/// the tax rules. An invoice in any other status is refused with `invalid_state`. Needs a
+/// secret key.
+///
+/// Fails: `invalid_currency` (400), `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(patch, path = "/invoices/{invoice_id}", tag = "invoices",
     params(("invoice_id" = String, Path)), request_body = UpdateInvoiceRequest,
     responses((status = 200, body = Invoice), (status = 400, body = crate::error::ErrorBody),
@@ -241,7 +278,15 @@ pub async fn update_invoice(
     ok(&done.invoice)
 }
 
-/// Delete a draft (else 409).
+/// Delete a draft invoice.
+///
+/// Moves a `draft` to `deleted`: it reads as missing from then on, never took a number, and
+/// frees its payment or cycle for another invoice. An invoice in any other status is refused
+/// with `invalid_state` (void it instead). Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/invoices/{invoice_id}", tag = "invoices",
     params(("invoice_id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
@@ -256,9 +301,17 @@ pub async fn delete_invoice(
     ok(&done.invoice)
 }
 
-/// Finalize a draft: the next number of the shop's series, taxes, seller and buyer frozen,
-/// the PDF rendered once; `paid` when made from a captured payment or a paid cycle, else
-/// `open`. Emits `merchant_invoice_finalized`.
+/// Finalize a draft: its number, taxes, seller and buyer are frozen.
+///
+/// Gives the draft the next number of the shop's series and freezes its taxes, seller, buyer,
+/// due date and locale; the PDF is rendered once. The invoice becomes `paid` when made from a
+/// captured payment or a paid cycle, else `open`. A draft whose payment was refunded since
+/// stays a draft (`payment_refunded`), as does one whose due date is before the issue date.
+/// Needs a secret key.
+///
+/// Fails: `due_date_passed` (400), `resource_missing` (404), `invalid_state` (409), `payment_refunded` (409), `concurrent_update` (409).
+///
+/// Events: `merchant_invoice_finalized`.
 #[utoipa::path(post, path = "/invoices/{invoice_id}/finalize", tag = "invoices",
     params(("invoice_id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 400, body = crate::error::ErrorBody),
@@ -273,8 +326,16 @@ pub async fn finalize(
     ok(&done.invoice)
 }
 
-/// Void an open or uncollectible invoice with nothing paid and no credit note. Emits
-/// `merchant_invoice_voided`.
+/// Void an open or uncollectible invoice with nothing paid and no credit note.
+///
+/// Moves an `open` or `uncollectible` invoice to `void`: it keeps its number and frees its
+/// payment or cycle for another invoice. One with an amount paid is refused with
+/// `invoice_paid` (credit it instead), one with credit notes with `invoice_credited`; a credit
+/// note cannot be voided. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `invoice_paid` (409), `invoice_credited` (409), `concurrent_update` (409).
+///
+/// Events: `merchant_invoice_voided`.
 #[utoipa::path(post, path = "/invoices/{invoice_id}/void", tag = "invoices",
     params(("invoice_id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
@@ -290,6 +351,14 @@ pub async fn void_invoice(
 }
 
 /// Record an open or uncollectible invoice as paid outside payd.
+///
+/// Moves an `open` or `uncollectible` invoice to `paid`, recording what was due (the total
+/// less what credit notes took) as paid; no money moves. A credit note, or an invoice in
+/// another status, is refused with `invalid_state`. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/invoices/{invoice_id}/mark-paid", tag = "invoices",
     params(("invoice_id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
@@ -304,7 +373,15 @@ pub async fn mark_paid(
     ok(&done.invoice)
 }
 
-/// Write an open invoice off as uncollectible (it can still be marked paid or voided).
+/// Write an open invoice off as uncollectible.
+///
+/// Moves an `open` invoice to `uncollectible`; it can still be marked paid or voided later. A
+/// credit note, or an invoice in another status, is refused with `invalid_state`. Needs a
+/// secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/invoices/{invoice_id}/mark-uncollectible", tag = "invoices",
     params(("invoice_id" = String, Path)),
     responses((status = 200, body = Invoice), (status = 404, body = crate::error::ErrorBody),
@@ -319,10 +396,17 @@ pub async fn mark_uncollectible(
     ok(&done.invoice)
 }
 
-/// Issue a credit note against an open or paid invoice: by lines (units or an amount each, at
-/// most what is left of the line) or by an amount spread over the lines; in all at most what
-/// is left of the invoice's total. Numbered in the credit notes' own series; emits
-/// `merchant_invoice_finalized` with `kind: credit_note`. Answers the credit note.
+/// Issue a credit note against an open or paid invoice.
+///
+/// Credits by `lines` (units or an amount each, at most what is left of the line) or by an
+/// `amount` spread over the lines; in all at most what is left of the invoice's total. The
+/// credit note is `issued` at once, numbered in the credit notes' own series, its PDF
+/// rendered; an `open` invoice left with nothing due becomes `paid`. Answers the credit note
+/// (201), whose event carries `kind: credit_note`. Needs a secret key.
+///
+/// Fails: `unknown_line` (400), `credit_exceeds_line` (400), `credit_exceeds_total` (400), `nothing_to_credit` (400), `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `merchant_invoice_finalized`.
 #[utoipa::path(post, path = "/invoices/{invoice_id}/credit-note", tag = "invoices",
     params(("invoice_id" = String, Path)), request_body = CreditNoteRequest,
     responses((status = 201, body = Invoice), (status = 400, body = crate::error::ErrorBody),
@@ -401,8 +485,15 @@ async fn kept_pdf(
         .ok_or_else(|| ApiError::internal("the PDF was not rendered"))
 }
 
-/// Download the PDF: rendered once at finalize; every download is the same bytes (`etag` and
-/// `x-pdf-sha256` carry their SHA-256).
+/// Download the PDF of a finalized invoice or credit note.
+///
+/// Answers `application/pdf`: the bytes rendered once at finalize, the same on every download
+/// (`etag` and `x-pdf-sha256` carry their SHA-256); if a crash lost the render, it is rendered
+/// and kept first. A draft has no PDF (`invoice_draft`). Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invoice_draft` (409).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoices/{invoice_id}/pdf", tag = "invoices",
     params(("invoice_id" = String, Path)),
     responses((status = 200, content_type = "application/pdf", body = crate::fields::FileBytes),
@@ -419,8 +510,16 @@ pub async fn download_pdf(
     Ok(pdf_response(&m, &kept))
 }
 
-/// Create a link for the buyer: a page with the invoice and its PDF, without an API key,
-/// until it expires or is revoked. Drafts cannot be shared (409).
+/// Create a link for the buyer: the invoice and its PDF without an API key.
+///
+/// Answers a `url` to a page with the invoice and its PDF that needs no key, until it expires
+/// (`expires_in_days`, 1 to 365, default 30; a sandbox link on the merchant's test clock) or
+/// is revoked. The URL is shown only in this answer: payd keeps a hash of its token. Drafts
+/// cannot be shared (`invoice_draft`). Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invoice_draft` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/invoices/{invoice_id}/share-link", tag = "invoices",
     params(("invoice_id" = String, Path)), request_body = ShareLinkRequest,
     responses((status = 201, body = ShareLink), (status = 400, body = crate::error::ErrorBody),
@@ -473,6 +572,13 @@ fn shown_link(link: &invoice_share_link::Model, url: String, test_mode: bool) ->
 }
 
 /// Revoke a share link: its page answers 404 from now on.
+///
+/// Marks the link revoked; its page and PDF answer 404 from then on. Revoking it again keeps
+/// the first `revoked_at`. Answers the link without its URL. Needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/invoices/{invoice_id}/share-link/{link_id}", tag = "invoices",
     params(("invoice_id" = String, Path), ("link_id" = String, Path)),
     responses((status = 200, body = ShareLink), (status = 404, body = crate::error::ErrorBody)),
@@ -523,6 +629,14 @@ async fn shared(state: &AppState, token: &str) -> Result<invoice::Model, ApiErro
 }
 
 /// The buyer's page of a shared invoice.
+///
+/// Answers an HTML page with the invoice's parties, lines, totals and a link to its PDF, for
+/// whoever holds the link; no API key. An unknown, expired or revoked link, or a deleted
+/// invoice, is 404.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoice-links/{token}", tag = "checkout",
     params(("token" = String, Path)),
     responses((status = 200, content_type = "text/html", body = String),
@@ -536,6 +650,13 @@ pub async fn shared_page(
 }
 
 /// The PDF of a shared invoice.
+///
+/// Answers the same bytes as `GET /invoices/{invoice_id}/pdf`, for whoever holds a live share
+/// link; no API key. An unknown, expired or revoked link is 404.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoice-links/{token}/pdf", tag = "checkout",
     params(("token" = String, Path)),
     responses((status = 200, content_type = "application/pdf", body = crate::fields::FileBytes),

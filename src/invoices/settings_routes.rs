@@ -57,6 +57,14 @@ async fn settings_of(
 }
 
 /// The merchant's invoice defaults.
+///
+/// Answers the merchant's stored settings of the key's mode (number and credit note prefixes,
+/// seller, footer, payment terms, locale) and the settings in effect, the built-in defaults
+/// filling what is unset. Needs a secret key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoice-settings", tag = "invoices",
     responses((status = 200, body = Settings)), security(("api_key" = [])))]
 pub async fn get_settings(
@@ -66,8 +74,15 @@ pub async fn get_settings(
     Ok(HttpResponse::Ok().json(settings_of(&state, &caller, None).await?))
 }
 
-/// Replace the merchant's invoice defaults (an absent field is unset: the built-in default
-/// applies). A shop-bound key gets 403.
+/// Replace the merchant's invoice defaults.
+///
+/// Replaces the merchant's settings of the key's mode with the ones sent: an absent field is
+/// unset, and the built-in default applies. Invoices finalized already keep what they froze.
+/// Needs a secret key not bound to a shop.
+///
+/// Fails: `shop_bound_key` (403).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/invoice-settings", tag = "invoices", request_body = SettingsInput,
     responses((status = 200, body = Settings), (status = 400, body = crate::error::ErrorBody),
         (status = 403, body = crate::error::ErrorBody)),
@@ -85,6 +100,14 @@ pub async fn put_settings(
 }
 
 /// A shop's invoice settings: its overrides and what applies.
+///
+/// Answers the shop's own overrides of the key's mode and the settings its invoices get: the
+/// shop's, else the merchant's, else the built-in defaults. A shop-bound key reaches only its
+/// own shop. Needs a secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoice-settings/profiles/{profile_id}", tag = "invoices",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Settings), (status = 404, body = crate::error::ErrorBody)),
@@ -99,6 +122,13 @@ pub async fn get_shop_settings(
 }
 
 /// Replace a shop's overrides; unset fields fall back to the merchant's.
+///
+/// Replaces the shop's overrides of the key's mode with the ones sent; the shop's next
+/// finalize uses them. A shop-bound key reaches only its own shop. Needs a secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/invoice-settings/profiles/{profile_id}", tag = "invoices",
     params(("profile_id" = String, Path)), request_body = SettingsInput,
     responses((status = 200, body = Settings), (status = 400, body = crate::error::ErrorBody),
@@ -202,6 +232,13 @@ async fn put_rules(
 }
 
 /// The merchant's tax rules.
+///
+/// Answers the merchant's tax rules of the key's mode, in the order saved. They apply to every
+/// shop's invoices and renewals, after the shop's own rules. Needs a secret key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoice-settings/tax-rules", tag = "invoices",
     responses((status = 200, body = TaxRules)), security(("api_key" = [])))]
 pub async fn get_tax_rules(
@@ -211,8 +248,16 @@ pub async fn get_tax_rules(
     Ok(HttpResponse::Ok().json(rules_of(&state, &caller, None).await?))
 }
 
-/// Replace the merchant's tax rules. Two rules that could apply to one line at one moment are
-/// refused (400 `tax_rule_tie`). A shop-bound key gets 403.
+/// Replace the merchant's tax rules.
+///
+/// Replaces the merchant's rule set of the key's mode (at most 100 rules). Two rules that
+/// could apply to one line at one moment (the same country, region and category in overlapping
+/// validity windows) are refused with `tax_rule_tie`, naming both. Invoices finalized and
+/// cycles charged from then on use the new set. Needs a secret key not bound to a shop.
+///
+/// Fails: `tax_rule_tie` (400), `shop_bound_key` (403).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/invoice-settings/tax-rules", tag = "invoices",
     request_body = TaxRulesInput,
     responses((status = 200, body = TaxRules), (status = 400, body = crate::error::ErrorBody),
@@ -228,6 +273,13 @@ pub async fn put_tax_rules(
 }
 
 /// A shop's tax rules (the merchant's apply after them).
+///
+/// Answers the shop's own rules of the key's mode, in the order saved. A shop-bound key
+/// reaches only its own shop. Needs a secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/invoice-settings/profiles/{profile_id}/tax-rules", tag = "invoices",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = TaxRules), (status = 404, body = crate::error::ErrorBody)),
@@ -242,6 +294,14 @@ pub async fn get_shop_tax_rules(
 }
 
 /// Replace a shop's tax rules.
+///
+/// Replaces the shop's rule set of the key's mode (at most 100 rules), checked as the
+/// merchant's is: two rules that could apply to one line at one moment are refused with
+/// `tax_rule_tie`. The merchant's rules still apply after the shop's. Needs a secret key.
+///
+/// Fails: `tax_rule_tie` (400), `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/invoice-settings/profiles/{profile_id}/tax-rules", tag = "invoices",
     params(("profile_id" = String, Path)), request_body = TaxRulesInput,
     responses((status = 200, body = TaxRules), (status = 400, body = crate::error::ErrorBody),
@@ -258,6 +318,13 @@ pub async fn put_shop_tax_rules(
 }
 
 /// Delete a shop's tax rules (the merchant's apply alone).
+///
+/// Removes every rule of the shop in the key's mode and answers the empty set; the shop's
+/// invoices and renewals are then taxed by the merchant's rules alone. Needs a secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/invoice-settings/profiles/{profile_id}/tax-rules", tag = "invoices",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = TaxRules), (status = 404, body = crate::error::ErrorBody)),
@@ -273,8 +340,16 @@ pub async fn delete_shop_tax_rules(
     Ok(HttpResponse::Ok().json(rules_of(&state, &caller, Some(shop.as_str())).await?))
 }
 
-/// Which rule applies to each line for this buyer, and the amounts: what finalize would
-/// freeze now. With a shop (`x-profile-id` or a shop-bound key) the shop's rules count too.
+/// Which rule applies to each line for this buyer, and the amounts.
+///
+/// Prices the lines sent for the buyer's `country` and `region` at `at` (default now) as
+/// finalize would: each line with the rule that taxed it and whose rule it is, the breakdown
+/// by rate and the totals. With a shop (`x-profile-id` or a shop-bound key) the shop's rules
+/// count too. Nothing is stored. Needs a secret key.
+///
+/// Fails: `invalid_currency` (400).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/invoice-settings/tax-rules/evaluate", tag = "invoices",
     request_body = EvaluateRequest,
     responses((status = 200, body = Evaluation), (status = 400, body = crate::error::ErrorBody)),

@@ -21,8 +21,15 @@ crate::http::routes! {
     "/account/shops/{profile_id}/balance-transactions" => { get: list_balance_transactions },
 }
 
-/// A shop's balance per currency: `available` (what payouts can take) and `pending` (what
-/// payouts hold), each the sum of the shop's ledger entries.
+/// A shop's balance per currency in the key's mode.
+///
+/// `available` (what payouts can take) and `pending` (what payouts hold), each the sum of the
+/// shop's ledger entries; refunds can take `available` below zero. Read only; needs a secret
+/// key that reaches the shop.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops/{profile_id}/balance", tag = "payouts",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Balance), (status = 404, body = crate::error::ErrorBody)),
@@ -38,6 +45,14 @@ pub async fn get_balance(
 }
 
 /// A shop's ledger entries, newest first.
+///
+/// The immutable entries the balance is the sum of (`capture`, `refund`, `payout` …), filtered
+/// by `type`, `source_id`, currency and creation time. Read only; needs a secret key that
+/// reaches the shop.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops/{profile_id}/balance-transactions", tag = "payouts",
     params(("profile_id" = String, Path), ListTransactionsQuery),
     responses((status = 200, body = List<BalanceTransaction>), (status = 400, body = crate::error::ErrorBody),

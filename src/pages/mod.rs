@@ -6,6 +6,7 @@
 //! A page's data for its script is a JSON block (`<script type="application/json">`), which
 //! the browser never runs.
 
+pub mod embed;
 pub mod text;
 
 use std::sync::LazyLock;
@@ -127,6 +128,14 @@ pub struct AssetQuery {
 }
 
 /// A stylesheet or script of the hosted pages.
+///
+/// `payd.css`, `checkout.js` or `challenge.js`, which the checkout and challenge pages load
+/// with an integrity hash. With `v` the current version the answer may be cached for good;
+/// otherwise it is revalidated (`no-cache`). No key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/assets/{name}", tag = "checkout",
     params(("name" = String, Path, description = "`payd.css`, `checkout.js` or `challenge.js`"), AssetQuery),
     responses(
@@ -137,15 +146,20 @@ pub async fn serve(
     ApiQuery(query): ApiQuery<AssetQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let asset = asset(&name).ok_or_else(|| ApiError::not_found("asset").param("name"))?;
-    let cache = if query.v.as_deref() == Some(asset.version()) {
+    Ok(respond(asset, query.v.as_deref()))
+}
+
+/// A file of payd's: cached for good when `v` names its current version, else revalidated.
+fn respond(asset: &Asset, v: Option<&str>) -> HttpResponse {
+    let cache = if v == Some(asset.version()) {
         "public, max-age=31536000, immutable"
     } else {
         "no-cache"
     };
-    Ok(HttpResponse::Ok()
+    HttpResponse::Ok()
         .content_type(asset.content_type)
         .insert_header(("cache-control", cache))
-        .body(asset.body))
+        .body(asset.body)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::{
     error::ApiError,
     http::{ApiJson, ApiQuery, PathId},
     pages::{
-        html, html_with,
+        embed, html, html_with,
         text::{Locale, Text},
         Chrome,
     },
@@ -69,6 +69,8 @@ struct CheckoutData<'a> {
     status: CheckoutStatus,
     text: &'static Text,
     accent: Option<&'a Accent>,
+    /// The merchant's page framing this one (payd.js), which the page posts its status to.
+    embed_origin: Option<&'a str>,
     /// Set when a Stripe account takes the card: Stripe.js takes it in the page, and the page
     /// hands payd only the token Stripe made.
     stripe: Option<StripeData>,
@@ -109,6 +111,8 @@ struct ChallengeData<'a> {
     client_secret: &'a str,
     text: &'static Text,
     accent: Option<&'a Accent>,
+    /// The merchant's page framing this one: the checkout page it goes back to keeps it.
+    embed_origin: Option<&'a str>,
 }
 
 crate::http::routes! {
@@ -124,6 +128,17 @@ crate::http::routes! {
 #[into_params(parameter_in = Query)]
 pub struct SecretQuery {
     pub client_secret: String,
+}
+
+/// A buyer page's query: the payment's secret, and the origin of the merchant's page that
+/// frames it (docs/embedded-checkout.md).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    pub client_secret: String,
+    /// The embedding page's origin, one of the shop's `embed_origins` (`/js/payd.js` adds it):
+    /// the page then tells that origin, and only it, the payment's status by `postMessage`.
+    pub embed_origin: Option<String>,
 }
 
 /// The buyer's card: typed into payd's page (`card`), or taken by Stripe.js on it (`stripe`).
@@ -224,25 +239,35 @@ fn buyer(m: &payment::Model, secret: String) -> Access {
     }
 }
 
-/// The checkout page, in the payment's `locale` or the buyer's language (`Accept-Language`).
+/// The checkout page, in the payment's `locale` or the buyer's language.
+///
+/// An HTML page where the buyer enters a card, retries after a decline and sees the outcome;
+/// when the payment would go first to a Stripe account with a publishable key, Stripe.js takes
+/// the card in the page. The payment's `client_secret` in the query is the only credential (a
+/// wrong one reads as no such payment). Opening it changes nothing.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/checkout/{payment_id}", tag = "checkout",
-    params(("payment_id" = String, Path), SecretQuery),
+    params(("payment_id" = String, Path), PageQuery),
     responses((status = 200, description = "the hosted checkout page", content_type = "text/html")))]
 pub async fn page(
     state: web::Data<AppState>,
     payments: web::Data<Payments>,
     req: HttpRequest,
     PathId(id): PathId<crate::ids::PaymentId>,
-    ApiQuery(q): ApiQuery<SecretQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
+    let shop = shop_look(&state, &m).await?;
+    let embed_origin = embed::embed_origin(q.embed_origin.as_deref(), &shop.embed_origins)?;
     let stripe = stripe_form(&payments, &m).await?;
     let js_url = &state.settings.processors.stripe_js_url;
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
     let display_amount = locale.amount(m.amount, &m.currency);
     let pay_label = Text::with_amount(text.pay, &display_amount);
-    let shop = shop_look(&state, &m).await?;
     let lines = super::api::lines_of(&m)?
         .into_iter()
         .map(|l| PageLine {
@@ -273,13 +298,15 @@ pub async fn page(
             status: CheckoutStatus::of(&m, &state.public_url)?,
             text,
             accent: shop.accent.as_ref(),
+            embed_origin,
             stripe,
         },
     };
-    match page.stripe_js {
-        Some(_) => html_with(&page, &stripe_policy(&state.settings)),
-        None => html(&page),
-    }
+    let answer = match page.stripe_js {
+        Some(_) => html_with(&page, &stripe_policy(&state.settings))?,
+        None => html(&page)?,
+    };
+    Ok(embed::framed_by(answer, &shop.embed_origins))
 }
 
 /// Stripe.js's part of the page, when the payment would go first to a Stripe account that has
@@ -335,6 +362,8 @@ struct ShopLook {
     /// Whether the shop has a logo (served by `GET /checkout/{payment_id}/logo`).
     logo: bool,
     accent: Option<Accent>,
+    /// The origins that may frame its buyer pages.
+    embed_origins: Vec<String>,
 }
 
 /// The shop's accent colour and the text colour on it, for the page's script to apply.
@@ -367,9 +396,11 @@ async fn shop_look(state: &AppState, m: &payment::Model) -> Result<ShopLook, Api
             name: String::new(),
             logo: false,
             accent: None,
+            embed_origins: Vec::new(),
         });
     };
     Ok(ShopLook {
+        embed_origins: crate::accounts::api::embed_origins_of(&shop),
         name: shop.display_name.unwrap_or(shop.name),
         logo: shop.logo_file_id.is_some(),
         // Its contrast against white was checked when it was set: white text on it.
@@ -381,6 +412,13 @@ async fn shop_look(state: &AppState, m: &payment::Model) -> Result<ShopLook, Api
 }
 
 /// The logo of the shop a payment is for (its branding's `logo_file_id`), for its pages.
+///
+/// The image's bytes, with the payment's `client_secret` as the credential; cached privately
+/// for 5 minutes. A shop without a logo answers 404.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/checkout/{payment_id}/logo", tag = "checkout",
     params(("payment_id" = String, Path), SecretQuery),
     responses((status = 200, description = "the image", content_type = "image/png"),
@@ -405,6 +443,14 @@ pub async fn logo(
 }
 
 /// The payment's status as the buyer's page sees it.
+///
+/// Status, amount, currency, `last_error` in the buyer's words, `next_action_url` (the
+/// challenge page, while the payment waits for 3-D Secure) and the shop's `return_url`. The
+/// `client_secret` in the query is the credential; read from the store, it asks no processor.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/checkout/{payment_id}/status", tag = "checkout",
     params(("payment_id" = String, Path), SecretQuery),
     responses((status = 200, body = CheckoutStatus)))]
@@ -418,6 +464,16 @@ pub async fn status(
 }
 
 /// The buyer pays with a card.
+///
+/// Confirms the payment as `POST /payments/{payment_id}/confirm` does, with the card typed in
+/// (`card`) or the PaymentMethod Stripe.js made (`stripe`): exactly one of them. The
+/// `client_secret` in the body is the credential. It answers the checkout status: a decline is
+/// not an error, a payment waiting for 3-D Secure names the challenge page in
+/// `next_action_url`, and a `processing` one announces its outcome later.
+///
+/// Fails: `payment_method_unusable` (400), `processor_unsupported` (400), `invalid_card_number` (400), `invalid_expiry_month` (400), `invalid_expiry_year` (400), `invalid_cvc` (400), `resource_missing` (404), `invalid_state` (409), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `payment_succeeded`, `payment_authorized`, `payment_partially_authorized`, `payment_failed`, `payment_processing`, `action_required`, `mandate_active`, `payment_expired`.
 #[utoipa::path(post, path = "/checkout/{payment_id}/confirm", tag = "checkout",
     params(("payment_id" = String, Path)), request_body = CheckoutConfirmRequest,
     responses((status = 200, body = CheckoutStatus), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)))]
@@ -461,11 +517,19 @@ pub async fn confirm(
     as_buyer(&state, &payments, &m, req.client_secret, command).await
 }
 
-/// The 3-D Secure challenge page, in the buyer's language: the sandbox's challenge; for a
-/// Stripe payment, 303 to Stripe's 3-D Secure page, or (an off-session charge the bank wants
-/// authenticated) a page whose button takes the buyer on to it.
+/// The 3-D Secure challenge page, in the buyer's language.
+///
+/// The sandbox's challenge, answered with `POST /checkout/{payment_id}/challenge`. For a
+/// Stripe payment, 303 to Stripe's 3-D Secure page (which sends the buyer back to
+/// `…/challenge/return`), or, for an off-session charge the bank wants authenticated, a page
+/// whose button takes the buyer on to it. The `client_secret` in the query is the credential;
+/// opening the page changes nothing.
+///
+/// Fails: `resource_missing` (404), `processor_error` (502).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/checkout/{payment_id}/challenge", tag = "checkout",
-    params(("payment_id" = String, Path), SecretQuery),
+    params(("payment_id" = String, Path), PageQuery),
     responses((status = 200, description = "the challenge page", content_type = "text/html"),
         (status = 303, description = "to the processor's 3-D Secure page"),
         (status = 404, body = crate::error::ErrorBody)))]
@@ -474,9 +538,11 @@ pub async fn challenge_page(
     payments: web::Data<Payments>,
     req: HttpRequest,
     PathId(id): PathId<crate::ids::PaymentId>,
-    ApiQuery(q): ApiQuery<SecretQuery>,
+    ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let m = by_secret(&state, &id, &q.client_secret).await?;
+    let shop = shop_look(&state, &m).await?;
+    let embed_origin = embed::embed_origin(q.embed_origin.as_deref(), &shop.embed_origins)?;
     // A processor that runs 3-D Secure on its own page (Stripe) gets the buyer there; it sends
     // them back to `…/challenge/return`. One that waits for the buyer to start it (an
     // off-session charge) gets the buyer's "continue" first: a link opened by a mail scanner
@@ -488,8 +554,7 @@ pub async fn challenge_page(
     };
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
-    let shop = shop_look(&state, &m).await?;
-    html(&ChallengePage {
+    let page = html(&ChallengePage {
         chrome: Chrome::new(locale.tag(), Some("challenge.js")),
         text,
         shop_name: &shop.name,
@@ -505,13 +570,24 @@ pub async fn challenge_page(
             client_secret: &m.client_secret,
             text,
             accent: shop.accent.as_ref(),
+            embed_origin,
         },
-    })
+    })?;
+    Ok(embed::framed_by(page, &shop.embed_origins))
 }
 
-/// Where a processor's 3-D Secure page (Stripe's) sends the buyer back: payd reads the
-/// challenge's outcome from the processor, then shows the buyer the checkout page, which tells the outcome
-/// (and goes on to the shop's `return_url`, or lets the buyer try another card).
+/// Where a processor's 3-D Secure page (Stripe's) sends the buyer back.
+///
+/// payd reads the challenge's outcome from the processor and records it on the payment, then
+/// sends the buyer (303) to the checkout page, which tells the outcome and goes on to the
+/// shop's `return_url`, or lets the buyer try another card. A payment settled already (by
+/// Stripe's event), or a processor that cannot be asked now, is left as it is, for the event
+/// or the settle job; the buyer is sent on all the same. The `client_secret` in the query is
+/// the credential.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: `payment_succeeded`, `payment_authorized`, `payment_partially_authorized`, `payment_failed`, `payment_processing`, `action_required`, `mandate_active`.
 #[utoipa::path(get, path = "/checkout/{payment_id}/challenge/return", tag = "checkout",
     params(("payment_id" = String, Path), SecretQuery),
     responses((status = 303, description = "to the checkout page"), (status = 404, body = crate::error::ErrorBody)))]
@@ -554,8 +630,17 @@ fn see_other(url: String) -> HttpResponse {
         .finish()
 }
 
-/// The buyer passes or fails the challenge; or, where the bank's own page follows, goes on
-/// to it (`approve`: the answer's `next_action_url` leads there).
+/// The buyer passes or fails the 3-D Secure challenge.
+///
+/// Sends the buyer's answer (`approve` or `reject`) for a payment that is
+/// `requires_customer_action`; the processor's answer moves it on as a confirm's would
+/// (`succeeded`, `requires_capture`, `declined`, `failed` …). Where the bank's own page
+/// follows, `approve` goes on to it: the answer's `next_action_url` leads there. The
+/// `client_secret` in the body is the credential.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `payment_succeeded`, `payment_authorized`, `payment_partially_authorized`, `payment_failed`, `payment_processing`, `action_required`, `mandate_active`.
 #[utoipa::path(post, path = "/checkout/{payment_id}/challenge", tag = "checkout",
     params(("payment_id" = String, Path)), request_body = ChallengeRequest,
     responses((status = 200, body = CheckoutStatus), (status = 409, body = crate::error::ErrorBody)))]
@@ -625,6 +710,7 @@ mod tests {
                     color: "#3a4ccf".into(),
                     text: "#ffffff",
                 }),
+                embed_origin: Some("https://shop.example"),
                 stripe: None,
             },
         }
@@ -673,6 +759,7 @@ mod tests {
                 client_secret: "a&b c",
                 text,
                 accent: None,
+                embed_origin: None,
             },
         }
         .render()

@@ -205,7 +205,21 @@ async fn send(
     Ok(run(payments, id, access, command, key).await?.payment)
 }
 
-/// Create a payment (and confirm it with `confirm: true`).
+/// Create a payment, and confirm it at once with `confirm: true`.
+///
+/// Creates a payment in the shop that `x-profile-id` or a shop-bound key names:
+/// `requires_payment_method`, or `requires_confirmation` when a card, a saved method
+/// (`payment_method_id`) or a mandate comes with it. With `confirm: true` it is confirmed in
+/// the same request, as `POST /payments/{payment_id}/confirm` does, and answered in the status
+/// the processor leaves it in (a decline answers 201 with the payment `declined` or `failed`);
+/// a `processing` payment or one waiting for 3-D Secure or review announces its outcome later.
+/// Needs a secret key; a retry with the same `Idempotency-Key` answers the same payment, never
+/// a second one. An unconfirmed payment expires 24 hours after its creation, an uncaptured
+/// authorization when its capture window closes (`payment_expired`).
+///
+/// Fails: `shop_required` (400), `invalid_currency` (400), `amount_not_positive` (400), `amount_too_large` (400), `lines_amount_mismatch` (400), `line_catalog_mismatch` (400), `customer_required` (400), `mandate_required` (400), `payment_method_required` (400), `mandate_method_mismatch` (400), `payment_method_unusable` (400), `processor_unsupported` (400), `invalid_card_number` (400), `invalid_expiry_month` (400), `invalid_expiry_year` (400), `invalid_cvc` (400), `resource_missing` (404), `customer_redacted` (409), `mandate_inactive` (409), `mandate_revoked` (409), `mandate_currency_mismatch` (409), `mandate_amount_exceeded` (409), `payment_method_deleted` (409), `processor_error` (502).
+///
+/// Events: `payment_succeeded`, `payment_authorized`, `payment_partially_authorized`, `payment_failed`, `payment_processing`, `action_required`, `mandate_active`, `payment_expired`.
 #[utoipa::path(post, path = "/payments", tag = "payments", request_body = CreatePaymentRequest,
     params(("x-profile-id" = Option<String>, Header, description = "the shop")),
     responses((status = 201, body = Payment), (status = 400, body = crate::error::ErrorBody)),
@@ -231,6 +245,17 @@ pub async fn create_payment(
 }
 
 /// Retrieve a payment; `force_sync=true` asks the processor first.
+///
+/// Reads the payment as stored. With `force_sync=true` its actor first asks the processor
+/// where it stands: a pending payment settles, an operation whose answer was lost is
+/// reconciled, refunds made at the processor are recorded, a contradiction makes it
+/// `conflicted`, and with a secret key the disputes a Stripe account holds against it are
+/// followed. A publishable key must send the payment's `client_secret`, and sees `last_error`
+/// in the buyer's words.
+///
+/// Fails: `client_secret_required` (403), `client_secret_mismatch` (403), `resource_missing` (404), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `payment_succeeded`, `payment_authorized`, `payment_partially_authorized`, `payment_captured`, `payment_failed`, `payment_cancelled`, `payment_cancelled_post_capture`, `payment_expired`, `action_required`, `refund_succeeded`, `refund_failed`, `dispute_opened`, `dispute_challenged`, `dispute_won`, `dispute_lost`, `dispute_cancelled`.
 #[utoipa::path(get, path = "/payments/{payment_id}", tag = "payments",
     params(("payment_id" = String, Path), RetrieveQuery),
     responses((status = 200, body = Payment), (status = 404, body = crate::error::ErrorBody)),
@@ -267,6 +292,17 @@ pub async fn retrieve_payment(
 }
 
 /// Update a payment before it is confirmed.
+///
+/// Changes the amount, currency, capture method, card, lines, metadata, description or
+/// `return_url` of a payment that is `requires_payment_method`, `requires_confirmation` or
+/// `declined`; a card moves it from `requires_payment_method` to `requires_confirmation`, and
+/// the status stays otherwise. Lines that name catalog products or prices are set at creation:
+/// they, and the amount and currency of a payment that has them, cannot be changed. Needs a
+/// secret key.
+///
+/// Fails: `invalid_currency` (400), `amount_not_positive` (400), `amount_too_large` (400), `lines_amount_mismatch` (400), `payment_method_unusable` (400), `invalid_card_number` (400), `invalid_expiry_month` (400), `invalid_expiry_year` (400), `invalid_cvc` (400), `resource_missing` (404), `invalid_state` (409), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/payments/{payment_id}", tag = "payments", request_body = UpdatePaymentRequest,
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
@@ -324,7 +360,21 @@ pub async fn update_payment(
     render(&state, &m)
 }
 
-/// Confirm a payment with a payment method (publishable keys need the `client_secret`).
+/// Confirm a payment with a payment method.
+///
+/// Authorizes a payment that is `requires_payment_method`, `requires_confirmation` or
+/// `declined` with the card sent, a saved method of its customer or the card it holds, routed
+/// among the shop's processor accounts of its mode (falling back after a retryable decline);
+/// each confirm is a new attempt. It answers the payment as the processor left it:
+/// `succeeded`, `requires_capture`, `partially_authorized_and_requires_capture`,
+/// `requires_customer_action` (send the buyer to `next_action`), `requires_merchant_action` or
+/// `processing` (their outcome follows later, asynchronously), or `declined` or `failed` with
+/// `last_error` (a decline answers 200, not an error). A publishable key must send the
+/// payment's `client_secret` and cannot set `return_url`.
+///
+/// Fails: `customer_required` (400), `payment_method_required` (400), `payment_method_unusable` (400), `processor_unsupported` (400), `invalid_card_number` (400), `invalid_expiry_month` (400), `invalid_expiry_year` (400), `invalid_cvc` (400), `client_secret_required` (403), `client_secret_mismatch` (403), `resource_missing` (404), `invalid_state` (409), `mandate_inactive` (409), `mandate_revoked` (409), `mandate_currency_mismatch` (409), `mandate_amount_exceeded` (409), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `payment_succeeded`, `payment_authorized`, `payment_partially_authorized`, `payment_failed`, `payment_processing`, `action_required`, `mandate_active`, `payment_expired`.
 #[utoipa::path(post, path = "/payments/{payment_id}/confirm", tag = "payments", request_body = ConfirmPaymentRequest,
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
@@ -365,6 +415,17 @@ pub async fn confirm_payment(
 }
 
 /// Capture an authorization, whole or in part.
+///
+/// Captures `amount` (by default all that is capturable) of a payment that is
+/// `requires_capture`, `partially_authorized_and_requires_capture` or
+/// `partially_captured_and_capturable`. Capturing the whole remainder makes it `succeeded`
+/// (`partially_captured` after a partial authorization); less makes it `partially_captured`
+/// with `final_capture: true` (the default), or `partially_captured_and_capturable` with
+/// `final_capture: false`, which a processor that captures once refuses. Needs a secret key.
+///
+/// Fails: `amount_not_positive` (400), `amount_too_large` (400), `amount_exceeds_capturable` (400), `processor_unsupported` (400), `resource_missing` (404), `invalid_state` (409), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `payment_succeeded`, `payment_captured`.
 #[utoipa::path(post, path = "/payments/{payment_id}/capture", tag = "payments", request_body = CapturePaymentRequest,
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Payment), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
@@ -396,6 +457,19 @@ pub async fn capture_payment(
 }
 
 /// Cancel a payment or release its authorization.
+///
+/// An unconfirmed payment, or one waiting for 3-D Secure, becomes `cancelled` (a challenge its
+/// processor holds is voided there); an authorization (`requires_capture`,
+/// `partially_authorized_and_requires_capture`, `requires_merchant_action`) is voided at the
+/// processor and becomes `cancelled`; `partially_captured_and_capturable` releases the rest
+/// and becomes `partially_captured`. A `succeeded` or `partially_captured` payment can be
+/// cancelled within 30 minutes of its capture, with nothing refunded and no dispute open or
+/// kept by the buyer: the capture is voided (`cancelled_post_capture`). Any other status,
+/// `processing` included, is 409. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `refund_exists` (409), `dispute_open` (409), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `payment_cancelled`, `payment_cancelled_post_capture`, `payment_captured`.
 #[utoipa::path(post, path = "/payments/{payment_id}/cancel", tag = "payments", request_body = CancelPaymentRequest,
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Payment), (status = 409, body = crate::error::ErrorBody)),
@@ -421,6 +495,15 @@ pub async fn cancel_payment(
 }
 
 /// Filter and page through payments, newest first.
+///
+/// The payments of the key's merchant and mode, within the key's shop or the `profile_id`
+/// asked for, filtered by status, currency, customer, amount and creation time;
+/// `starting_after` and `ending_before` page on from a payment of the list. Read only; needs a
+/// secret key.
+///
+/// Fails: `invalid_currency` (400), `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/payments/list", tag = "payments", request_body = ListPaymentsRequest,
     responses((status = 200, body = List<Payment>)), security(("api_key" = [])))]
 pub async fn list_payments(
@@ -458,6 +541,14 @@ async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<payment::M
 }
 
 /// Processor attempts and their errors, oldest first.
+///
+/// One row per processor account an authorization was sent to, fallbacks included: its number,
+/// the processor's reference, its outcome and the processor's error. Read only; needs a secret
+/// key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/payments/{payment_id}/attempts", tag = "payments",
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Items<Attempt>)), security(("api_key" = [])))]
@@ -476,6 +567,13 @@ pub async fn list_attempts(
 }
 
 /// The payment's status timeline, oldest first.
+///
+/// Each change of status: from, to, what caused it (`confirm`, `capture`, `sync` …) and when.
+/// Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/payments/{payment_id}/status-history", tag = "payments",
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Items<StatusChange>)), security(("api_key" = [])))]
@@ -494,6 +592,14 @@ pub async fn status_history(
 }
 
 /// Product lines with their captured and refundable balances.
+///
+/// Each line with its share of the captured amount (spread in proportion to the lines'
+/// amounts) and `amount_refundable`: exactly what a refund of that line may take now, within
+/// what the payment has left to refund. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/payments/{payment_id}/lines", tag = "payments",
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Items<LineBalance>)), security(("api_key" = [])))]
@@ -523,6 +629,14 @@ pub async fn payment_lines(
 }
 
 /// Why each attempt went to its processor.
+///
+/// For each attempt, the routing decision that sent it: the algorithm, the rule that matched,
+/// the candidates in order, the account chosen and why (a fallback names the account before
+/// it). Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/payments/{payment_id}/routing-decisions", tag = "payments",
     params(("payment_id" = String, Path)),
     responses((status = 200, body = Items<RoutingDecisionView>)), security(("api_key" = [])))]

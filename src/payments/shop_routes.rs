@@ -154,11 +154,19 @@ pub struct UpdateProcessorRequest {
 /// old one sign (at most 24 hours, docs.stripe.com/webhooks#roll-endpoint-secrets).
 const WEBHOOK_SECRET_OVERLAP_HOURS: i64 = 24;
 
-/// Change a processor account in place: its credentials (a Stripe account's keys and webhook
-/// secret, a remote one's shared secret), its timeout, and whether it is enabled. The id stays,
-/// and so do the kind, the mode, the destination and the operator's approval. Audited
-/// (`processor_account.updated`, naming the fields changed). In force on every instance when
-/// this answers.
+/// Change a processor account in place: its credentials, its timeout, whether it is enabled.
+///
+/// Changes only the fields sent: a Stripe account's secret and publishable keys (of the
+/// account's mode), webhook secret (the one it replaces is still accepted for 24 hours),
+/// `raw_card_data` and statement descriptor suffix, a remote account's shared secret, the
+/// timeout, `enabled`; a field the account's kind does not have is 400. The id stays, and so
+/// do the kind, the mode, the destination and the operator's approval. Audited
+/// (`processor_account.updated`, naming the fields changed); in force on every instance when
+/// this answers. Needs a secret key that reaches the shop.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(patch, path = "/account/shops/{profile_id}/processors/{processor_account_id}", tag = "account",
     params(("profile_id" = String, Path), ("processor_account_id" = String, Path)),
     request_body = UpdateProcessorRequest,
@@ -363,8 +371,15 @@ impl AddProcessorRequest {
     }
 }
 
-/// The shop's processor accounts of the key's mode (a shop without any test-mode account uses
-/// the implicit `sandbox` for test payments).
+/// The shop's processor accounts of the key's mode.
+///
+/// Each account with its kind, whether it is enabled and its operator approval. A shop without
+/// any test-mode account uses the implicit `sandbox` for test payments, which is not listed.
+/// Read only; needs a secret key that reaches the shop.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Items<ProcessorAccount>)), security(("api_key" = [])))]
@@ -411,10 +426,17 @@ fn connection(
 }
 
 /// Add a processor account to a shop: the sandbox, a remote processor, or a Stripe account.
-/// It serves the key's mode alone (a Stripe key must be of that mode).
 ///
-/// Every instance can route to it when this answers (instances cache a shop's processors: the
-/// answer waits `database.lookup_staleness_ms`).
+/// The account serves the key's mode alone (a Stripe key must be of that mode; a live key
+/// cannot add a sandbox) and its credentials are stored sealed. With
+/// `processors.require_operator_approval` on, a remote or Stripe account is added `pending`
+/// and is never routed to until the operator approves it. Every instance can route to it when
+/// this answers (instances cache a shop's processors: the answer waits
+/// `database.lookup_staleness_ms`); audited as `processor_account.added`.
+///
+/// Fails: `invalid_url` (400), `profile_mismatch` (403), `resource_missing` (404), `processor_exists` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/account/shops/{profile_id}/processors", tag = "account",
     params(("profile_id" = String, Path)), request_body = AddProcessorRequest,
     responses((status = 201, body = ProcessorAccount), (status = 409, body = crate::error::ErrorBody)),
@@ -648,6 +670,7 @@ fn api_base(state: &AppState, raw: &str) -> Result<String, ApiError> {
 
 /// Which accounts the operator lists.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct AdminProcessorsQuery {
     /// `pending` (default), `approved` or `rejected`.
@@ -655,8 +678,15 @@ pub struct AdminProcessorsQuery {
     pub approval: Option<String>,
 }
 
-/// Every merchant's processor accounts in one approval state (by default those waiting for
-/// the operator), each with where it sends requests and with which credential.
+/// Every merchant's processor accounts in one approval state.
+///
+/// By default those waiting for the operator (`approval=pending`; also `approved` or
+/// `rejected`), each with where it sends requests and with which credential (its mode and last
+/// four characters, never the credential). Read only; needs the admin key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/admin/processors", tag = "admin", params(AdminProcessorsQuery),
     responses((status = 200, body = Items<AdminProcessorAccount>), (status = 400, body = crate::error::ErrorBody)),
     security(("admin_key" = [])))]
@@ -682,6 +712,13 @@ pub async fn admin_processors(
 }
 
 /// One processor account, any merchant's, as the operator sees it before approving it.
+///
+/// The account with where its requests go and with which credential (never the credential
+/// itself). Read only; needs the admin key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/admin/processors/{processor_account_id}", tag = "admin",
     params(("processor_account_id" = String, Path)),
     responses((status = 200, body = AdminProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
@@ -713,10 +750,14 @@ async fn decide(
     Ok(HttpResponse::Ok().json(AdminProcessorAccount::of(connections, row)))
 }
 
-/// Approve a processor account (of either mode): from now on it is routed to, and its events
-/// are heard.
+/// Approve a processor account (of either mode).
 ///
-/// Every instance routes to it when this answers (after `database.lookup_staleness_ms`).
+/// From now on it is routed to and its events are heard (`approval: approved`). Every instance
+/// routes to it when this answers (after `database.lookup_staleness_ms`). Needs the admin key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/admin/processors/{processor_account_id}/approve", tag = "admin",
     params(("processor_account_id" = String, Path)),
     responses((status = 200, body = AdminProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
@@ -730,8 +771,14 @@ pub async fn approve_processor(
     decide(&state, &connections, &id, APPROVED).await
 }
 
-/// Reject a processor account: it is never routed to and its events are refused (an approved
-/// one stops being used when this answers, on every instance).
+/// Reject a processor account: it is never routed to and its events are refused.
+///
+/// Sets `approval: rejected`: an approved account stops being routed to and heard from when
+/// this answers, on every instance. Needs the admin key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/admin/processors/{processor_account_id}/reject", tag = "admin",
     params(("processor_account_id" = String, Path)),
     responses((status = 200, body = AdminProcessorAccount), (status = 404, body = crate::error::ErrorBody)),
@@ -746,6 +793,14 @@ pub async fn reject_processor(
 }
 
 /// The shop's routing rules of the key's mode.
+///
+/// The rules as last put, tried in order: the first whose conditions hold decides which
+/// accounts a payment goes to. A shop that never put any has none. Read only; needs a secret
+/// key that reaches the shop.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops/{profile_id}/routing", tag = "account",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = RoutingRules)), security(("api_key" = [])))]
@@ -759,10 +814,15 @@ pub async fn get_routing(
     Ok(HttpResponse::Ok().json(rules))
 }
 
-/// Replace the shop's routing rules of the key's mode; they name accounts of that mode only.
+/// Replace the shop's routing rules of the key's mode.
 ///
+/// The rules may name only the shop's accounts of that mode (400 naming the field otherwise).
 /// Every instance routes by them when this answers (instances cache a shop's routing: the
-/// answer waits `database.lookup_staleness_ms`).
+/// answer waits `database.lookup_staleness_ms`). Needs a secret key that reaches the shop.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/account/shops/{profile_id}/routing", tag = "account",
     params(("profile_id" = String, Path)), request_body = RoutingRules,
     responses((status = 200, body = RoutingRules), (status = 400, body = crate::error::ErrorBody)),

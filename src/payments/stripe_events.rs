@@ -81,8 +81,19 @@ fn verified_event(secrets: &[&str], req: &HttpRequest, body: &[u8]) -> Result<Va
         })
 }
 
-/// Receive an event from Stripe for a `stripe` processor account (no api-key: the
-/// `Stripe-Signature` header, made with the account's webhook secret, authenticates it).
+/// Receive an event from Stripe for a `stripe` processor account.
+///
+/// No api-key: the `Stripe-Signature` header, made with the account's webhook secret (or, for
+/// 24 hours, the one it replaced) within 5 minutes, authenticates it, and only an approved
+/// Stripe account is heard. A payment's or a refund's event makes the payment's settle job due
+/// now, which asks Stripe where the PaymentIntent stands, so its changes and their events
+/// follow asynchronously; a dispute's event opens the payment's dispute and brings it up to
+/// Stripe's status before the answer. An event of a type payd does not follow, or about a
+/// payment it does not hold, answers `ignored`.
+///
+/// Fails: `invalid_signature` (400), `invalid_event` (400), `resource_missing` (404).
+///
+/// Events: `payment_succeeded`, `payment_authorized`, `payment_partially_authorized`, `payment_captured`, `payment_failed`, `payment_cancelled`, `payment_cancelled_post_capture`, `payment_expired`, `action_required`, `refund_succeeded`, `refund_failed`, `dispute_opened`, `dispute_challenged`, `dispute_won`, `dispute_lost`, `dispute_cancelled`.
 #[utoipa::path(post, path = "/processor-webhooks/{processor_account_id}", tag = "processors",
     params(("processor_account_id" = String, Path),
         ("Stripe-Signature" = String, Header, description = "t=…,v1=…: HMAC-SHA256 of t.body")),

@@ -64,10 +64,18 @@ async fn run(
     Ok(HttpResponse::Ok().json(Payout::render(&p)?))
 }
 
-/// Create a payout of the shop's available balance to a bank account or a card. With
-/// `confirm: true` its amount is reserved at once (400 `insufficient_balance` if the available
-/// balance does not cover it; then nothing is created), and with `auto_fulfill: true` it goes
-/// on to the processor.
+/// Create a payout of the shop's available balance to a bank account or a card.
+///
+/// Without `confirm` it is created `requires_confirmation`. With `confirm: true` its amount is
+/// reserved at once (`requires_fulfillment`), and nothing is created when the available
+/// balance does not cover it; with `auto_fulfill: true` as well it goes on to the processor
+/// (`initiated`, then `pending`, `success` or `failed`; a pending one settles later,
+/// asynchronously). A payout not sent to the processor within 24 hours expires. Needs a secret
+/// key and a shop.
+///
+/// Fails: `shop_required` (400), `invalid_currency` (400), `amount_not_positive` (400), `amount_too_large` (400), `insufficient_balance` (400).
+///
+/// Events: `payout_initiated`, `payout_processing`, `payout_success`, `payout_failed`, `payout_reversed`, `payout_expired`.
 #[utoipa::path(post, path = "/payouts/create", tag = "payouts", request_body = CreatePayoutRequest,
     responses((status = 201, body = Payout), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -105,6 +113,14 @@ pub async fn create_payout(
 }
 
 /// Retrieve a payout; `force_sync=true` asks the processor first.
+///
+/// Reads the payout as stored. With `force_sync=true` its actor first asks the processor about
+/// a payout it has, and records what changed (`pending`, `success`, `failed`, `reversed`).
+/// Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: `payout_processing`, `payout_success`, `payout_failed`, `payout_reversed`.
 #[utoipa::path(get, path = "/payouts/{payout_id}", tag = "payouts",
     params(("payout_id" = String, Path), RetrievePayoutQuery),
     responses((status = 200, body = Payout), (status = 404, body = crate::error::ErrorBody)),
@@ -126,7 +142,14 @@ pub async fn retrieve_payout(
     Ok(HttpResponse::Ok().json(Payout::render(&p)?))
 }
 
-/// Update a payout before it is confirmed (else 409).
+/// Update a payout before it is confirmed.
+///
+/// Changes the amount, currency, destination, `auto_fulfill`, description or metadata of a
+/// payout that is `requires_confirmation`; any other status is 409. Needs a secret key.
+///
+/// Fails: `invalid_currency` (400), `amount_not_positive` (400), `amount_too_large` (400), `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/payouts/{payout_id}", tag = "payouts",
     params(("payout_id" = String, Path)), request_body = UpdatePayoutRequest,
     responses((status = 200, body = Payout), (status = 400, body = crate::error::ErrorBody),
@@ -165,8 +188,16 @@ pub async fn update_payout(
     run(&payouts, &caller, &id, Command::Update(Box::new(patch))).await
 }
 
-/// Confirm: reserve the amount out of the available balance (400 `insufficient_balance` if
-/// it does not cover it); with `auto_fulfill` on to the processor, else `requires_fulfillment`.
+/// Confirm a payout: reserve its amount out of the available balance.
+///
+/// From `requires_confirmation`: the amount moves from `available` to `pending`. With
+/// `auto_fulfill` the payout goes on to the processor (`initiated`, then `pending`, `success`
+/// or `failed`), else it is `requires_fulfillment`. When the available balance does not cover
+/// it, it stays `requires_confirmation`. Needs a secret key.
+///
+/// Fails: `insufficient_balance` (400), `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `payout_initiated`, `payout_processing`, `payout_success`, `payout_failed`, `payout_reversed`, `payout_expired`.
 #[utoipa::path(post, path = "/payouts/{payout_id}/confirm", tag = "payouts",
     params(("payout_id" = String, Path)),
     responses((status = 200, body = Payout), (status = 400, body = crate::error::ErrorBody),
@@ -180,8 +211,16 @@ pub async fn confirm_payout(
     run(&payouts, &caller, &id, Command::Confirm).await
 }
 
-/// Cancel: here before the processor has it (a reservation is released); through the
-/// processor while `initiated` or `pending`; otherwise 409.
+/// Cancel a payout.
+///
+/// Before the processor has it (`requires_confirmation`, `requires_fulfillment`) it is
+/// cancelled here and its reservation released; while `initiated` or `pending` it is cancelled
+/// through the processor. A payout the processor paid meanwhile is recorded as paid and the
+/// cancel refused; any other status is 409. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `payout_cancelled`, `payout_success`.
 #[utoipa::path(post, path = "/payouts/{payout_id}/cancel", tag = "payouts",
     params(("payout_id" = String, Path)),
     responses((status = 200, body = Payout), (status = 404, body = crate::error::ErrorBody),
@@ -195,7 +234,15 @@ pub async fn cancel_payout(
     run(&payouts, &caller, &id, Command::Cancel).await
 }
 
-/// Fulfil a confirmed payout: to the processor (only from `requires_fulfillment`).
+/// Fulfil a confirmed payout: send it to the processor.
+///
+/// Only from `requires_fulfillment`: `initiated`, then as the processor answers `pending`,
+/// `success` or `failed` (the amount available again); a pending one settles later,
+/// asynchronously. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `payout_initiated`, `payout_processing`, `payout_success`, `payout_failed`, `payout_reversed`.
 #[utoipa::path(post, path = "/payouts/{payout_id}/fulfill", tag = "payouts",
     params(("payout_id" = String, Path)),
     responses((status = 200, body = Payout), (status = 404, body = crate::error::ErrorBody),
@@ -235,6 +282,13 @@ async fn listed(
 }
 
 /// List payouts, newest first.
+///
+/// The payouts of the key's merchant and mode, within the key's shop or the `profile_id` asked
+/// for, filtered by status, currency, amount and creation time. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/payouts/list", tag = "payouts", params(ListPayoutsQuery),
     responses((status = 200, body = List<Payout>), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -247,6 +301,13 @@ pub async fn list_payouts(
 }
 
 /// List payouts with the filters in a JSON body.
+///
+/// The same list and filters as `GET /payouts/list`, sent as a JSON body. Read only; needs a
+/// secret key.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/payouts/list", tag = "payouts", request_body = ListPayoutsQuery,
     responses((status = 200, body = List<Payout>), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]

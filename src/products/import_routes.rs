@@ -35,6 +35,14 @@ impl From<ImportError> for ApiError {
 }
 
 /// The processor accounts of the shop and the catalog actions each supports.
+///
+/// Lists, for the request's shop, the sandbox catalog processor (`sandbox_catalog`, which
+/// supports `import`) in test mode, then the shop's payment processor accounts, which support
+/// no catalog actions. Needs a secret key and a shop (`x-profile-id` or a shop-bound key).
+///
+/// Fails: `shop_required` (400).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/products/provider-accounts", tag = "products",
     responses((status = 200, body = ProviderAccounts), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -47,6 +55,15 @@ pub async fn provider_accounts(
 }
 
 /// Preview an import: what it would create, update or archive, by external id.
+///
+/// Compares the shop's catalog with the processor account's (`account`, by default the shop's
+/// account that supports import), matching products by `external_id`, and keeps the plan under
+/// a `preview_id`. A preview changes nothing in the catalog; an account that cannot import is
+/// refused by name. Needs a secret key and a shop.
+///
+/// Fails: `shop_required` (400), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/import/preview", tag = "products",
     request_body(content = PreviewRequest, description = "optional"),
     responses((status = 201, body = Preview), (status = 400, body = crate::error::ErrorBody),
@@ -65,8 +82,17 @@ pub async fn preview_import(
     Ok(HttpResponse::Created().json(preview))
 }
 
-/// Apply a preview exactly as it was shown. A preview of a catalog that changed since is 409
-/// `preview_stale`; applying one twice answers the first apply again and changes nothing.
+/// Apply a preview exactly as it was shown.
+///
+/// Applies the preview's creates, updates and archives in one commit. A preview of a catalog
+/// that changed since is refused with `preview_stale`: preview again. One that would archive a
+/// product or price that a bundle or an add-on group holds is refused whole. Applying a
+/// preview twice, also at the same time, answers the first apply again and changes nothing.
+/// Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `preview_stale` (409), `product_in_use` (409), `price_in_use` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/import/apply", tag = "products", request_body = ApplyRequest,
     responses((status = 200, body = Applied), (status = 404, body = crate::error::ErrorBody),
         (status = 409, body = crate::error::ErrorBody)),

@@ -88,7 +88,17 @@ async fn one(state: &AppState, p: payd_entity::product::Model) -> Result<Product
         .ok_or_else(|| ApiError::internal("a product renders as one"))
 }
 
-/// Create a product with its prices (the first is the default unless another says so).
+/// Create a product with its prices.
+///
+/// Creates an active product in the request's shop (`x-profile-id` or the key's bound shop)
+/// with 1 to 20 prices, in one commit. The first price is the default unless another says
+/// `default: true`; a price's amount, currency and recurrence never change afterwards. A shop
+/// holds at most `limits.max_products_per_shop` products. Needs a secret key; catalog changes
+/// send no webhook events.
+///
+/// Fails: `shop_required` (400), `amount_too_large` (400), `invalid_currency` (400), `resource_missing` (404), `limit_reached` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products", tag = "products", request_body = CreateProductRequest,
     responses((status = 201, body = Product), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
@@ -106,6 +116,15 @@ pub async fn create_product(
 }
 
 /// The shop's catalog, newest first: each product with its active prices.
+///
+/// Lists the products the key reaches, filtered by `active`, `category_id`, `name` (contains,
+/// case-insensitive) and `profile_id`, one page at a time (`limit`, `starting_after`,
+/// `ending_before`). Each product shows only its active prices. Needs a secret key; a
+/// shop-bound key lists its own shop only.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/products/list", tag = "products", params(ListProductsQuery),
     responses((status = 200, body = List<Product>), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -139,6 +158,14 @@ pub async fn list_products(
 }
 
 /// Retrieve a product with every price.
+///
+/// Answers the product with all of its prices, archived ones included, its add-on groups and
+/// its bundle's components. A product of another shop, merchant or mode reads as missing.
+/// Needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/products/{product_id}", tag = "products",
     params(("product_id" = String, Path)),
     responses((status = 200, body = Product), (status = 404, body = crate::error::ErrorBody)),
@@ -153,6 +180,15 @@ pub async fn retrieve_product(
 }
 
 /// Update a product's name, description, category, images, metadata or default price.
+///
+/// Changes only the fields sent: `category_id: ""` takes the product out of its category,
+/// `images` must be the merchant's uploaded images, and `default_price_id` must name an active
+/// price of the product. The change commits under the product's version and is decided again
+/// on the stored product after a concurrent change. Needs a secret key.
+///
+/// Fails: `archived` (400), `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}", tag = "products",
     params(("product_id" = String, Path)), request_body = UpdateProductRequest,
     responses((status = 200, body = Product), (status = 400, body = crate::error::ErrorBody),
@@ -169,8 +205,16 @@ pub async fn update_product(
     Ok(HttpResponse::Ok().json(one(&state, p).await?))
 }
 
-/// Delete a product no payment line names (one with sales is 409 `product_has_sales`:
-/// archive it).
+/// Delete a product no payment line names.
+///
+/// Deletes the product and its prices. A product that a payment line names, by itself or by
+/// one of its prices, is refused with `product_has_sales`: archive it instead. One that a
+/// bundle or an add-on group holds is refused with `product_in_use`, the message naming the
+/// holders. Both checks run inside the delete's commit. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `product_has_sales` (409), `product_in_use` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/products/{product_id}", tag = "products",
     params(("product_id" = String, Path)),
     responses((status = 200, body = DeletedProduct), (status = 404, body = crate::error::ErrorBody),
@@ -189,6 +233,15 @@ pub async fn delete_product(
 }
 
 /// Take a product off sale.
+///
+/// Sets `active: false`: the product and its prices can no longer be sold, nor become an
+/// add-on or a bundle component. A product that a bundle or an add-on group holds (itself or
+/// one of its prices) is refused until it is taken out of them.
+/// `POST /products/{product_id}/restore` puts it back. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `product_in_use` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/archive", tag = "products",
     params(("product_id" = String, Path)),
     responses((status = 200, body = Product), (status = 404, body = crate::error::ErrorBody)),
@@ -203,6 +256,13 @@ pub async fn archive_product(
 }
 
 /// Put a product back on sale.
+///
+/// Sets `active: true` on an archived product, so its active prices can be sold again; prices
+/// archived one by one stay archived. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/restore", tag = "products",
     params(("product_id" = String, Path)),
     responses((status = 200, body = Product), (status = 404, body = crate::error::ErrorBody)),
@@ -217,6 +277,16 @@ pub async fn restore_product(
 }
 
 /// Add a price (its amount, currency and recurrence never change).
+///
+/// Adds a price of `unit_amount` (0 or more minor units, at most `limits.max_amount`) in
+/// `currency`, one-off or `recurring` (at most a year per period). With `default: true`, or
+/// when the product has no default, it becomes the product's default price. A product holds at
+/// most 100 prices. To charge another amount later, add a price and archive the old one. Needs
+/// a secret key.
+///
+/// Fails: `amount_too_large` (400), `invalid_currency` (400), `resource_missing` (404), `limit_reached` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/prices", tag = "products",
     params(("product_id" = String, Path)), request_body = PriceInput,
     responses((status = 201, body = Price), (status = 400, body = crate::error::ErrorBody),
@@ -236,6 +306,14 @@ pub async fn add_price(
 }
 
 /// Change a price's nickname, metadata or default flag; nothing else of a price changes.
+///
+/// Sending `default: true` makes the price the product's default (an archived price cannot
+/// be); `default: false` on the default price is refused: make another price the default
+/// instead. Any other field, such as the amount, is refused by name. Needs a secret key.
+///
+/// Fails: `archived` (400), `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/prices/{price_id}", tag = "products",
     params(("product_id" = String, Path), ("price_id" = String, Path)),
     request_body = UpdatePriceRequest,
@@ -262,7 +340,15 @@ pub async fn update_price(
     Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())?))
 }
 
-/// Archive a price: it can no longer be sold (the default price cannot be archived: 409).
+/// Archive a price: it can no longer be sold.
+///
+/// Sets the price's `active: false`. The product's default price cannot be archived until
+/// another price is the default (`default_price`), nor can a price that a bundle or an add-on
+/// group holds (`price_in_use`, the message naming them). Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `default_price` (409), `price_in_use` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/prices/{price_id}/archive", tag = "products",
     params(("product_id" = String, Path), ("price_id" = String, Path)),
     responses((status = 200, body = Price), (status = 404, body = crate::error::ErrorBody),
@@ -285,7 +371,17 @@ pub async fn archive_price(
     Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())?))
 }
 
-/// Add an add-on group.
+/// Add an add-on group to a product.
+///
+/// Adds a group of 1 to 50 distinct members: products or prices of the same shop, on sale,
+/// never the product itself or one of its own prices; `min_selections` is 0 to
+/// `max_selections`, and `max_selections` 1 to the number of members. The commit holds each
+/// member on sale while the group names it. A product has at most 20 groups. Needs a secret
+/// key.
+///
+/// Fails: `archived` (400), `resource_missing` (404), `limit_reached` (409), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/addon-groups", tag = "products",
     params(("product_id" = String, Path)), request_body = AddonGroupInput,
     responses((status = 201, body = AddonGroup), (status = 400, body = crate::error::ErrorBody),
@@ -310,6 +406,13 @@ pub async fn add_group(
 }
 
 /// Replace an add-on group.
+///
+/// Replaces the group's name, selection bounds and members with the ones sent, checked as when
+/// a group is added; the group keeps its `group_id`. Needs a secret key.
+///
+/// Fails: `archived` (400), `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/addon-groups/{group_id}", tag = "products",
     params(("product_id" = String, Path), ("group_id" = String, Path)),
     request_body = AddonGroupInput,
@@ -343,6 +446,13 @@ pub struct RemovedGroup {
 }
 
 /// Remove an add-on group.
+///
+/// Removes the group from the product; what it held on sale can then be archived, unless
+/// something else holds it. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(delete, path = "/products/{product_id}/addon-groups/{group_id}", tag = "products",
     params(("product_id" = String, Path), ("group_id" = String, Path)),
     responses((status = 200, body = RemovedGroup), (status = 404, body = crate::error::ErrorBody)),
@@ -368,6 +478,15 @@ pub async fn remove_group(
 }
 
 /// Set a bundle's components (an empty list: no longer a bundle).
+///
+/// Replaces the product's components: at most 50 products or prices of the same shop, on sale,
+/// 1 to 1 000 of each. A bundle cannot contain itself, directly or through another bundle
+/// (`bundle_cycle`, the cycle in the message). The commit holds each component on sale. Needs
+/// a secret key.
+///
+/// Fails: `archived` (400), `bundle_cycle` (400), `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/{product_id}/bundle", tag = "products",
     params(("product_id" = String, Path)), request_body = BundleRequest,
     responses((status = 200, body = Product), (status = 400, body = crate::error::ErrorBody),
@@ -403,6 +522,14 @@ fn render_category(c: payd_entity::product_category::Model) -> Category {
 }
 
 /// Create a category (one level of nesting).
+///
+/// Creates a category in the request's shop (`x-profile-id` or the key's bound shop); with
+/// `parent_id`, under a top-level category of the same shop (a parent that has a parent itself
+/// is refused by name). Needs a secret key.
+///
+/// Fails: `shop_required` (400), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/categories", tag = "products",
     request_body = CreateCategoryRequest,
     responses((status = 201, body = Category), (status = 400, body = crate::error::ErrorBody),
@@ -419,6 +546,14 @@ pub async fn create_category(
 }
 
 /// The shop's categories, newest first.
+///
+/// Lists the categories the key reaches, filtered by `parent_id` and `profile_id`, one page at
+/// a time (`limit`, `starting_after`, `ending_before`). Needs a secret key; a shop-bound key
+/// lists its own shop only.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/products/categories/list", tag = "products",
     params(ListCategoriesQuery),
     responses((status = 200, body = List<Category>), (status = 400, body = crate::error::ErrorBody)),
@@ -452,6 +587,15 @@ pub struct UploadImageForm {
 }
 
 /// Upload a product image (PNG, JPEG or WebP, at most `limits.max_image_bytes`).
+///
+/// Takes a `multipart/form-data` body with one `file` part; the type is told by the bytes, not
+/// the file name. The image is stored like an evidence file, within the merchant's file
+/// limits, and answered with the `url` storefronts read it from. Attach it to a product by
+/// listing its id in the product's `images`. Needs a secret key.
+///
+/// Fails: `invalid_multipart` (400), `file_empty` (400), `file_type_unsupported` (400), `file_too_large` (413), `limit_reached` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/products/images", tag = "products",
     request_body(content = UploadImageForm, content_type = "multipart/form-data"),
     responses((status = 201, body = Image), (status = 400, body = crate::error::ErrorBody),
@@ -485,6 +629,13 @@ pub async fn upload_image(
 }
 
 /// A product image's bytes, for storefronts: no key (its id is not guessable).
+///
+/// Serves the stored bytes with their content type, an `etag` of their SHA-256 and a year's
+/// immutable caching. No API key is needed: whoever has the image's id can read it.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/products/images/{image_id}", tag = "products",
     params(("image_id" = String, Path)),
     responses(

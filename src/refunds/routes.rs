@@ -28,6 +28,18 @@ crate::http::routes! {
 }
 
 /// Refund a payment fully, partly, or by product line.
+///
+/// Refunds `amount` (by default all that is left) or the `lines` named of a payment with a
+/// captured amount: never more than is captured and not yet refunded or kept by a lost
+/// dispute, never while a dispute is open, and not after `cancelled_post_capture`. The refund
+/// is recorded `pending`, holding its amount, before the processor is asked; it answers
+/// `succeeded`, `failed` (its amount refundable again) or `pending`, which its settle job
+/// settles later. Needs a secret key; a retry with the same `Idempotency-Key` answers the same
+/// refund, never a second one.
+///
+/// Fails: `amount_exceeds_refundable` (400), `processor_unsupported` (400), `resource_missing` (404), `invalid_state` (409), `dispute_open` (409), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `refund_succeeded`, `refund_failed`.
 #[utoipa::path(post, path = "/refunds", tag = "refunds", request_body = CreateRefundRequest,
     responses((status = 201, body = Refund), (status = 400, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -68,6 +80,15 @@ pub async fn create_refund(
 }
 
 /// Retrieve a refund; `force_sync=true` asks the processor first.
+///
+/// Reads the refund as stored. With `force_sync=true` its payment's actor first records the
+/// refunds the processor lists for the payment, then asks where this refund stands if it is
+/// still `pending`: it may become `succeeded`, or `failed` with its amount refundable again.
+/// Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `processor_operation_pending` (409), `concurrent_update` (409), `processor_error` (502).
+///
+/// Events: `refund_succeeded`, `refund_failed`.
 #[utoipa::path(get, path = "/refunds/{refund_id}", tag = "refunds",
     params(("refund_id" = String, Path), RetrieveRefundQuery),
     responses((status = 200, body = Refund), (status = 404, body = crate::error::ErrorBody)),
@@ -103,6 +124,13 @@ async fn settled(
 }
 
 /// Change a refund's reason or metadata.
+///
+/// Only `reason` and `metadata` change: the write moves no money, so it does not go through
+/// the payment's actor, and the refund's status and amount stay. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/refunds/{refund_id}", tag = "refunds", request_body = UpdateRefundRequest,
     params(("refund_id" = String, Path)),
     responses((status = 200, body = Refund), (status = 404, body = crate::error::ErrorBody)),
@@ -130,6 +158,14 @@ pub async fn update_refund(
 }
 
 /// Filter refunds, newest first.
+///
+/// The refunds of the key's merchant and mode, within the key's shop or the `profile_id` asked
+/// for, filtered by payment, status (`pending`, `manual_review`, `succeeded`, `failed`),
+/// currency, amount and creation time. Read only; needs a secret key.
+///
+/// Fails: `invalid_currency` (400), `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/refunds/list", tag = "refunds", request_body = ListRefundsRequest,
     responses((status = 200, body = List<Refund>)), security(("api_key" = [])))]
 pub async fn list_refunds(

@@ -23,8 +23,16 @@ crate::http::routes! {
     "/account/shops/{profile_id}/risk" => { get: shop_risk },
 }
 
-/// Assess a shop's risk now (the operator). The record is written as the next of the shop's
-/// chain, and `shop_risk_band_escalated` is sent when its band rose.
+/// Assess a shop's risk now (the operator).
+///
+/// Writes an assessment as the next record of the shop's chain, in the mode `test_mode` names
+/// (by default test on a sandbox deployment, live otherwise), and answers it.
+/// `shop_risk_band_escalated` is sent when its band rose from the previous assessment's. Needs
+/// the admin key.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: `shop_risk_band_escalated`.
 #[utoipa::path(post, path = "/admin/shops/{profile_id}/risk/assess", tag = "admin",
     params(("profile_id" = String, Path)), request_body(content = AssessRequest, description = "optional"),
     responses((status = 200, body = RiskRecord), (status = 404, body = crate::error::ErrorBody)),
@@ -48,8 +56,14 @@ pub async fn assess_shop(
     Ok(HttpResponse::Ok().json(RiskRecord::render(&row)))
 }
 
-/// A shop's risk in the key's mode: its band, its latest assessment and its assessments newest
-/// first.
+/// A shop's risk in the key's mode: its band, its latest assessment and its history.
+///
+/// The band of the latest assessment (`low` before any), that assessment, and a page of the
+/// shop's assessments, newest first. Read only; needs a secret key that reaches the shop.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops/{profile_id}/risk", tag = "account",
     params(("profile_id" = String, Path), ListQuery),
     responses((status = 200, body = ShopRisk), (status = 400, body = crate::error::ErrorBody),

@@ -34,8 +34,16 @@ pub struct SalesQuery {
     pub to: Option<DateTime<Utc>>,
 }
 
-/// Units and amounts of the product sold (the captured share of its payment lines) and
-/// refunded (its line refunds), in all and per price and per day.
+/// Units and amounts of a product sold and refunded, in all, per price and per day.
+///
+/// Sold is the captured share of the product's payment lines, counted on the day of the
+/// payment's first capture; refunded is its line refunds that succeeded, counted on the day
+/// they did. `from` (inclusive) and `to` (exclusive) bound the window. One currency per
+/// report, the default price's: lines in others are left out. Needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/products/{product_id}/sales", tag = "products",
     params(("product_id" = String, Path), SalesQuery),
     responses((status = 200, body = Report), (status = 400, body = crate::error::ErrorBody),

@@ -61,6 +61,14 @@ impl From<adopt::AdoptError> for ApiError {
 }
 
 /// The billing processor's plans and add-ons.
+///
+/// Lists the sandbox billing processor's items, each with its type, name, unit amount,
+/// currency and interval: what `plan_id` names when subscribing or estimating. The list is
+/// fixed and the same for every merchant. Needs a secret key.
+///
+/// Fails: none beyond the common errors.
+///
+/// Events: none.
 #[utoipa::path(get, path = "/subscriptions/items", tag = "subscriptions",
     responses((status = 200, body = ProcessorItems)),
     security(("api_key" = [])))]
@@ -71,9 +79,20 @@ pub async fn processor_items(SecretKey(_caller): SecretKey) -> Result<HttpRespon
     }))
 }
 
-/// Take over a subscription that exists at the billing processor: it keeps the processor's
-/// status, plan and period, the processor collects each cycle (`invoice_paid` with `payment:
-/// null`), and payd renews, follows and announces it. Once per processor subscription.
+/// Take over a subscription that exists at the billing processor.
+///
+/// Makes a payd subscription that keeps the processor's status, plan and period: the processor
+/// collects each cycle (`invoice_paid` with `payment: null`), and payd renews, follows and
+/// announces it. Without `customer_id`, a customer is made from the processor's. Once per
+/// processor subscription; a cancelled one cannot be adopted.
+///
+/// The adoption is announced in the state it is in; the cycle events follow at each renewal.
+/// Needs a secret key and a shop; a sandbox merchant holds at most `sandbox.max_subscriptions`
+/// subscriptions that have not ended.
+///
+/// Fails: `shop_required` (400), `resource_missing` (404), `processor_subscription_cancelled` (409), `already_adopted` (409), `limit_reached` (409).
+///
+/// Events: `subscription_active`, `subscription_paused`, `invoice_paid`, `invoice_payment_failed`.
 #[utoipa::path(post, path = "/subscriptions/adopt", tag = "subscriptions",
     request_body = AdoptRequest,
     responses((status = 201, body = Subscription), (status = 400, body = crate::error::ErrorBody),
@@ -96,8 +115,15 @@ pub async fn adopt_subscription(
     Ok(HttpResponse::Created().json(Subscription::render(&s)?))
 }
 
-/// List the shop's subscriptions at the billing processor that an apply would adopt, and keep
-/// that set under a `preview_id`.
+/// List the shop's processor subscriptions an import would adopt.
+///
+/// Answers the shop's subscriptions at the billing processor that are neither cancelled nor
+/// adopted yet, and those already adopted, and keeps the first set under a `preview_id` for
+/// `POST /subscriptions/import/apply`. Nothing is adopted. Needs a secret key and a shop.
+///
+/// Fails: `shop_required` (400).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/subscriptions/import/preview", tag = "subscriptions",
     responses((status = 200, body = adopt::ImportPreview), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -109,8 +135,16 @@ pub async fn import_preview(
     Ok(HttpResponse::Ok().json(adopt::preview(&subscriptions, &caller, shop).await?))
 }
 
-/// Adopt exactly the subscriptions a preview listed. Idempotent: applying again adopts
-/// nothing and answers the same subscriptions.
+/// Adopt exactly the subscriptions a preview listed.
+///
+/// Adopts each subscription of the preview's set as `POST /subscriptions/adopt` would,
+/// skipping those cancelled at the processor since. Idempotent: applying again adopts nothing
+/// and answers the same subscriptions. Each adoption is announced in the state it is in; the
+/// cycle events follow at each renewal. Needs a secret key and the preview's shop.
+///
+/// Fails: `shop_required` (400), `resource_missing` (404), `limit_reached` (409).
+///
+/// Events: `subscription_active`, `subscription_paused`, `invoice_paid`, `invoice_payment_failed`.
 #[utoipa::path(post, path = "/subscriptions/import/apply", tag = "subscriptions",
     request_body = ApplyImportRequest,
     responses((status = 200, body = adopt::ImportApplied), (status = 400, body = crate::error::ErrorBody),
@@ -149,8 +183,16 @@ fn check_plan(plan_id: &str) -> Result<(), ApiError> {
     })
 }
 
-/// Sandbox: a subscription made at the billing processor, in the caller's shop, its first
-/// period starting now — to adopt or import.
+/// Sandbox: make a subscription at the billing processor, to adopt or import.
+///
+/// Makes a subscription to `plan_id` at the sandbox billing processor, in the request's shop,
+/// its first period starting now; `declines` makes its card decline every collection. payd
+/// does not follow it until it is adopted or imported. Test key of a sandbox deployment only:
+/// any other key gets 404.
+///
+/// Fails: `shop_required` (400), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/sandbox/billing/subscriptions", tag = "sandbox",
     request_body = SandboxProcessorSubscription,
     responses((status = 201, body = adopt::ProcessorSubscription), (status = 400, body = crate::error::ErrorBody),
@@ -218,8 +260,16 @@ fn processor_change(req: SandboxProcessorChange) -> Result<billing::ProcessorCha
     })
 }
 
-/// Sandbox: a change made at the billing processor (its status, plan, quantity, or whether
-/// its card declines). payd learns of it on `POST /subscriptions/{id}/sync`.
+/// Sandbox: change a subscription at the billing processor.
+///
+/// Changes the processor's subscription as its owner would there: its `status` (`active`,
+/// `paused` or `cancelled`), `plan_id`, `quantity`, or whether its card `declines`. payd
+/// learns of it on `POST /subscriptions/{subscription_id}/sync`, which announces a status
+/// change. Test key of a sandbox deployment only: any other key gets 404.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/sandbox/billing/subscriptions/{processor_subscription_id}", tag = "sandbox",
     params(("processor_subscription_id" = String, Path)),
     request_body = SandboxProcessorChange,
@@ -250,8 +300,15 @@ pub async fn sandbox_processor_change(
     )
 }
 
-/// Sandbox: the buyer charges back an invoice the billing processor collected. The
-/// subscription that adopted it announces `invoice_disputed`.
+/// Sandbox: the buyer charges back an invoice the billing processor collected.
+///
+/// Opens a dispute at the processor on a `paid` processor invoice not charged back yet; the
+/// payd subscription that adopted it announces it, and is answered. Test key of a sandbox
+/// deployment only: any other key gets 404.
+///
+/// Fails: `resource_missing` (404), `invoice_not_disputable` (409), `concurrent_update` (409).
+///
+/// Events: `invoice_disputed`.
 #[utoipa::path(post, path = "/sandbox/billing/invoices/{processor_invoice_id}/chargeback", tag = "sandbox",
     params(("processor_invoice_id" = String, Path)),
     responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody),

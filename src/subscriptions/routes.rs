@@ -152,10 +152,22 @@ async fn owned(
         .ok_or_else(ApiError::no_such::<SubscriptionId>)
 }
 
-/// Create a subscription and charge its first period at once (billing is in advance) against
-/// the customer's saved method under a multi-use mandate. Active once that charge is paid; if
-/// it fails, the subscription stays `created` and expires after
-/// `subscriptions.confirm_within_hours`.
+/// Create a subscription and charge its first period at once.
+///
+/// Bills recurring prices of the shop (`items`) against the customer's saved method under an
+/// active multi-use mandate of theirs (`mandate_id`); with `plan_id` instead, a billing
+/// processor's plan, made at the processor, which collects each cycle. Billing is in advance:
+/// the subscription is `created` until the first cycle is paid, then `active`; if that charge
+/// fails it stays `created` and expires after `subscriptions.confirm_within_hours`.
+///
+/// The first cycle's payment announces its own payment events; `subscription_expired` follows
+/// later if it is never paid, and each renewal announces `invoice_paid` or
+/// `invoice_payment_failed`. Needs a secret key and a shop; a sandbox merchant holds at most
+/// `sandbox.max_subscriptions` subscriptions that have not ended.
+///
+/// Fails: `shop_required` (400), `archived` (400), `amount_too_large` (400), `resource_missing` (404), `mandate_inactive` (409), `past_calendar` (409), `limit_reached` (409), `concurrent_update` (409).
+///
+/// Events: `subscription_active`, `invoice_paid`, `invoice_payment_failed`, `payment_succeeded`, `payment_failed`, `subscription_expired`.
 #[utoipa::path(post, path = "/subscriptions", tag = "subscriptions",
     request_body = CreateSubscriptionRequest,
     responses((status = 201, body = Subscription), (status = 400, body = crate::error::ErrorBody),
@@ -189,9 +201,21 @@ async fn created(
     Ok(HttpResponse::Created().json(Subscription::render(&s)?))
 }
 
-/// Create a subscription for the buyer to confirm on the hosted checkout (`checkout_url`):
-/// paying the first cycle there saves the card under a multi-use mandate, and the
-/// subscription is active. Unconfirmed after `subscriptions.confirm_within_hours`, it expires.
+/// Create a subscription for the buyer to confirm on the hosted checkout.
+///
+/// Makes a `created` subscription and its first cycle's payment, and answers its
+/// `checkout_url`. Paying there saves the buyer's card under a multi-use mandate, and the
+/// subscription is `active` at the next look at the payment (every minute at first, at most
+/// hourly later). Unpaid after `subscriptions.confirm_within_hours`, it expires and the
+/// checkout's payment is cancelled.
+///
+/// Only `subscription_created` is sent at once; the other events follow the buyer's payment,
+/// or its absence. Needs a secret key and a shop; a sandbox merchant holds at most
+/// `sandbox.max_subscriptions` subscriptions that have not ended.
+///
+/// Fails: `shop_required` (400), `archived` (400), `amount_too_large` (400), `resource_missing` (404), `customer_redacted` (409), `cycle_unchargeable` (409), `past_calendar` (409), `limit_reached` (409).
+///
+/// Events: `subscription_created`, `payment_succeeded`, `mandate_active`, `subscription_active`, `invoice_paid`, `subscription_expired`, `payment_cancelled`.
 #[utoipa::path(post, path = "/subscriptions/create", tag = "subscriptions",
     request_body = CreateSubscriptionRequest,
     responses((status = 201, body = Subscription), (status = 400, body = crate::error::ErrorBody),
@@ -206,8 +230,17 @@ pub async fn create_for_checkout(
     created(&state, &subscriptions, &caller, req, true).await
 }
 
-/// Confirm a `created` subscription with a saved method under a multi-use mandate of its
-/// customer (instead of the hosted checkout, whose payment is cancelled).
+/// Confirm a `created` subscription with a saved method under a mandate.
+///
+/// Charges the first cycle under an active multi-use mandate of the subscription's customer
+/// instead of the hosted checkout, whose payment is cancelled first; if the buyer paid it
+/// meanwhile, that payment is the first cycle's. Paid, the subscription is `active`; declined,
+/// it stays `created`. A subscription in any other status is refused with `invalid_state`.
+/// Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `mandate_inactive` (409), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `subscription_active`, `invoice_paid`, `invoice_payment_failed`, `payment_succeeded`, `payment_failed`, `payment_cancelled`.
 #[utoipa::path(post, path = "/subscriptions/{subscription_id}/confirm", tag = "subscriptions",
     params(("subscription_id" = String, Path)), request_body = ConfirmRequest,
     responses((status = 200, body = Subscription), (status = 400, body = crate::error::ErrorBody),
@@ -229,8 +262,17 @@ pub async fn confirm_subscription(
     run(&subscriptions, &caller, &id, command).await
 }
 
-/// What a plan would charge first, or a subscription's next renewal — computed as the
-/// renewal computes it; nothing is stored.
+/// What a plan would charge first, or a subscription's next renewal.
+///
+/// With `price_id` (and `quantity`): a new plan's first charge and period, in the request's
+/// shop. With `subscription_id`: its next renewal, pending prorations included. With both: a
+/// plan change, its proration for the rest of the period under `create_prorations` and the
+/// renewal after it. With `plan_id`: a billing processor's plan. Computed as the renewal
+/// computes it; nothing is stored. Needs a secret key.
+///
+/// Fails: `shop_required` (400), `archived` (400), `amount_too_large` (400), `resource_missing` (404), `past_calendar` (409).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/subscriptions/estimate", tag = "subscriptions", params(EstimateQuery),
     responses((status = 200, body = Estimate), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody)),
@@ -247,6 +289,14 @@ pub async fn estimate(
 }
 
 /// List subscriptions, newest first.
+///
+/// Lists the subscriptions the key reaches, filtered by `customer_id`, `status` and
+/// `profile_id`, one page at a time (`limit`, `starting_after`, `ending_before`). Needs a
+/// secret key.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/subscriptions/list", tag = "subscriptions",
     params(ListSubscriptionsQuery),
     responses((status = 200, body = List<Subscription>), (status = 400, body = crate::error::ErrorBody)),
@@ -277,6 +327,14 @@ pub async fn list_subscriptions(
 }
 
 /// Retrieve a subscription.
+///
+/// Answers the subscription: its status, items, amount, current period, pending prorations,
+/// mandate and who bills it. One of another shop, merchant or mode reads as missing. Needs a
+/// secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/subscriptions/{subscription_id}", tag = "subscriptions",
     params(("subscription_id" = String, Path)),
     responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody)),
@@ -291,6 +349,14 @@ pub async fn retrieve_subscription(
 }
 
 /// What can be done with the subscription now.
+///
+/// Answers the actions its status allows now, of `pause`, `resume`, `cancel` and
+/// `cancel_at_period_end`, and `sync` for a subscription a billing processor bills, so a
+/// client offers only what will not be refused. Needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/subscriptions/{subscription_id}/capabilities", tag = "subscriptions",
     params(("subscription_id" = String, Path)),
     responses((status = 200, body = Capabilities), (status = 404, body = crate::error::ErrorBody)),
@@ -318,6 +384,15 @@ pub async fn capabilities(
 }
 
 /// Pause an active subscription: its periods pass without a charge until it resumes.
+///
+/// Moves an `active` subscription to `paused`; a cancellation scheduled for the period's end
+/// stays scheduled, and the retries of a failed cycle wait for the resume. One a billing
+/// processor bills is paused at the processor too. Any other status is refused with
+/// `invalid_state`. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `subscription_paused`.
 #[utoipa::path(post, path = "/subscriptions/{subscription_id}/pause", tag = "subscriptions",
     params(("subscription_id" = String, Path)),
     responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody),
@@ -331,8 +406,17 @@ pub async fn pause_subscription(
     run(&subscriptions, &caller, &id, Command::Pause).await
 }
 
-/// Resume a paused subscription, undo a cancellation scheduled for the period's end, or try
-/// an unpaid subscription's open cycle again.
+/// Resume a paused or unpaid subscription, or undo a scheduled cancellation.
+///
+/// A `paused` subscription becomes `active`; an `active` one's cancellation at period end is
+/// undone; an `unpaid` one's open cycle is charged again at once, under `mandate_id` if given
+/// (an active multi-use mandate of the same customer). A resume charges at most one period,
+/// the one that starts with it; periods spent paused or unpaid are never charged. The charge,
+/// if any, announces its payment and the cycle's outcome. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `mandate_inactive` (409), `invalid_state` (409), `past_calendar` (409), `concurrent_update` (409).
+///
+/// Events: `subscription_resumed`, `invoice_paid`, `invoice_payment_failed`, `subscription_past_due`, `payment_succeeded`, `payment_failed`.
 #[utoipa::path(post, path = "/subscriptions/{subscription_id}/resume", tag = "subscriptions",
     params(("subscription_id" = String, Path)),
     request_body(content = ResumeRequest, description = "optional"),
@@ -357,7 +441,18 @@ pub async fn resume_subscription(
     run(&subscriptions, &caller, &id, Command::Resume { mandate }).await
 }
 
-/// Cancel now, or at the end of the current period (`at_period_end`).
+/// Cancel a subscription now, or at the end of the current period.
+///
+/// Now: the subscription is `cancelled`, and an open cycle not being charged becomes `void`.
+/// With `at_period_end`: an `active` or `paused` subscription runs to the end of its period
+/// and is then cancelled without a new cycle, announced again then. A `reason` of at most 500
+/// characters is kept. A subscription that has ended, or a cancellation at period end that is
+/// already scheduled or of a subscription not `active` or `paused`, is refused with
+/// `invalid_state`. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `subscription_cancelled`.
 #[utoipa::path(post, path = "/subscriptions/{subscription_id}/cancel", tag = "subscriptions",
     params(("subscription_id" = String, Path)), request_body = CancelRequest,
     responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody),
@@ -377,10 +472,18 @@ pub async fn cancel_subscription(
     run(&subscriptions, &caller, &id, command).await
 }
 
-/// Change the plan: new items of the same currency and interval, from now on. `proration`
-/// settles the rest of the period: `create_prorations` (default) adds the difference to the
-/// next renewal, `always_invoice` charges it now (a credit goes to the next renewal), `none`
-/// leaves it.
+/// Change the plan: new items of the same currency and interval, from now on.
+///
+/// Replaces the items; `proration` settles the rest of the period: `create_prorations`
+/// (default) adds the difference to the next renewal, `always_invoice` charges it now as a
+/// cycle of its own (a credit goes to the next renewal), `none` leaves it. Only an `active`
+/// subscription with no cycle being collected changes plan (`invalid_state`); one a billing
+/// processor bills changes plan there, then syncs (`processor_billing`). Events come only from
+/// a charge made by `always_invoice`. Needs a secret key.
+///
+/// Fails: `archived` (400), `amount_too_large` (400), `resource_missing` (404), `processor_billing` (409), `invalid_state` (409), `past_calendar` (409), `concurrent_update` (409).
+///
+/// Events: `invoice_paid`, `invoice_payment_failed`, `payment_succeeded`, `payment_failed`.
 #[utoipa::path(put, path = "/subscriptions/{subscription_id}/update", tag = "subscriptions",
     params(("subscription_id" = String, Path)), request_body = UpdateRequest,
     responses((status = 200, body = Subscription), (status = 400, body = crate::error::ErrorBody),
@@ -429,6 +532,15 @@ pub async fn update_subscription(
 const MAX_CYCLES: usize = 100;
 
 /// The subscription's billing cycles, newest first (the newest 100).
+///
+/// Answers each cycle with its period, amount, `kind` (`period` or `proration`), status
+/// (`open`, `paid`, `void`), attempts, next attempt and the payment of its last attempt (a
+/// cycle the billing processor collected names the processor's invoice instead), and
+/// `has_more` past 100. Needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/subscriptions/{subscription_id}/invoices", tag = "subscriptions",
     params(("subscription_id" = String, Path)),
     responses((status = 200, body = Cycles), (status = 404, body = crate::error::ErrorBody)),
@@ -459,9 +571,16 @@ fn processor_billed() -> ApiError {
     )
 }
 
-/// Read the subscription again from the side that bills it and apply what differs: a billing
-/// processor's status, plan and quantity (status changes announced as if made here), or a
-/// charge of payd's own still in flight.
+/// Read the subscription again from the side that bills it and apply what differs.
+///
+/// For a subscription a billing processor bills: the processor's status, plan and quantity,
+/// applied where they differ, each status change announced as if made here. For one payd
+/// bills: a charge still in flight is settled, with the events of its outcome. When nothing
+/// differs, nothing changes. Needs a secret key.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: `subscription_cancelled`, `subscription_paused`, `subscription_resumed`, `subscription_active`, `subscription_past_due`, `invoice_paid`, `invoice_payment_failed`, `payment_succeeded`, `payment_failed`.
 #[utoipa::path(post, path = "/subscriptions/{subscription_id}/sync", tag = "subscriptions",
     params(("subscription_id" = String, Path)),
     responses((status = 200, body = Subscription), (status = 404, body = crate::error::ErrorBody),

@@ -48,6 +48,13 @@ pub struct AdvanceRequest {
 }
 
 /// Sandbox: the calling merchant's test clock.
+///
+/// Answers now on the merchant's test clock and how far it is ahead of the server's time
+/// (`jobs_run` is 0). Test secret key of a sandbox deployment only: any other key gets 404.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/sandbox/clock", tag = "sandbox",
     responses((status = 200, body = TestClock), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -60,10 +67,21 @@ pub async fn read_clock(
     Ok(HttpResponse::Ok().json(TestClock::from(reading)))
 }
 
-/// Sandbox: moves the calling merchant's test clock forward — never another merchant's. The
+/// Sandbox: move the calling merchant's test clock forward.
+///
+/// Moves the merchant's clock forward 1 second to 10 years, never another merchant's. The
 /// merchant's renewals, retries, expiries and deadlines that fall due on the way run in time
-/// order, each at its own due time, before the answer. Every instance's requests run on the
-/// moved clock when this answers (after `database.lookup_staleness_ms`).
+/// order, each at its own due time, before the answer, each announcing what it changes. Every
+/// instance's requests run on the moved clock when this answers (after
+/// `database.lookup_staleness_ms`).
+///
+/// An advance that would charge more than `sandbox.max_advance_charges` renewals is refused,
+/// naming `seconds`, and moves nothing; of two advances at once, one is refused. Test secret
+/// key of a sandbox deployment only: any other key gets 404.
+///
+/// Fails: `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: `subscription_active`, `subscription_cancelled`, `subscription_expired`, `subscription_past_due`, `invoice_paid`, `invoice_payment_failed`, `payment_succeeded`, `payment_failed`, `payment_expired`, `dispute_expired`, `dispute_won`, `dispute_lost`, `payout_expired`.
 #[utoipa::path(post, path = "/sandbox/clock/advance", tag = "sandbox", request_body = AdvanceRequest,
     responses((status = 200, body = TestClock), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),

@@ -89,6 +89,14 @@ async fn render(state: &AppState, c: &payd_entity::wallet_case::Model) -> Result
 }
 
 /// List the wallet processor's cases against the caller's payments, newest first.
+///
+/// The cases of the key's merchant and mode, within the key's shop or the `profile_id` asked
+/// for, filtered by payment, status, case type and creation time, each with the dispute that
+/// follows it once imported. Read only; needs a secret key.
+///
+/// Fails: `resource_missing` (400), `profile_mismatch` (403).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/disputes/wallet/cases", tag = "wallet cases", params(ListCasesQuery),
     responses((status = 200, body = List<Case>), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
@@ -120,7 +128,15 @@ pub async fn list_cases(
 }
 
 /// Import the wallet processor's cases: open or update the dispute that follows each.
-/// Importing again changes nothing and announces nothing.
+///
+/// Every case of the caller's scope by default (a page at a time: `has_more`, `last_case_id`),
+/// or those `case_ids` names. Each case's dispute is opened through its payment's actor at the
+/// case's stage, or brought up to the case's status. Importing again changes nothing and
+/// announces nothing. Needs a secret key.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404), `concurrent_update` (409).
+///
+/// Events: `dispute_opened`, `dispute_challenged`, `dispute_won`, `dispute_lost`, `dispute_accepted`, `dispute_cancelled`.
 #[utoipa::path(post, path = "/disputes/wallet/import", tag = "wallet cases",
     request_body(content = ImportRequest, description = "optional: every case of the caller's scope by default"),
     responses((status = 200, body = ImportReport), (status = 400, body = crate::error::ErrorBody),
@@ -138,6 +154,13 @@ pub async fn import_cases(
 }
 
 /// Retrieve a case.
+///
+/// The case at the wallet processor, with the dispute that follows it once imported. Read
+/// only; needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/disputes/wallet/cases/{case_id}", tag = "wallet cases",
     params(("case_id" = String, Path)),
     responses((status = 200, body = Case), (status = 404, body = crate::error::ErrorBody)),
@@ -152,8 +175,14 @@ pub async fn retrieve_case(
     Ok(HttpResponse::Ok().json(render(&state, &c).await?))
 }
 
-/// A case's history, oldest first: status changes, messages, offers, evidence, and who did
-/// each.
+/// A case's history, oldest first.
+///
+/// Status changes, messages, offers and evidence, and who did each. Read only; needs a secret
+/// key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/disputes/wallet/cases/{case_id}/history", tag = "wallet cases",
     params(("case_id" = String, Path)),
     responses((status = 200, body = History), (status = 404, body = crate::error::ErrorBody)),
@@ -177,6 +206,13 @@ pub async fn case_history(
 }
 
 /// The actions the case allows now, from its status and stage.
+///
+/// Each action the seller may take now, with the fields it requires and takes. Read only;
+/// needs a secret key.
+///
+/// Fails: `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/disputes/wallet/cases/{case_id}/actions", tag = "wallet cases",
     params(("case_id" = String, Path)),
     responses((status = 200, body = Actions), (status = 404, body = crate::error::ErrorBody)),
@@ -200,6 +236,16 @@ pub async fn case_actions(
 }
 
 /// Take an action on a case; one the case does not allow now is 409 naming its status.
+///
+/// The seller's action (accept the claim, make an offer, provide evidence, send a message,
+/// appeal, escalate, acknowledge a return) moves the case at the processor; its dispute is
+/// then opened if the case was not imported yet, and follows the case. The processor's review
+/// decides the case later, asynchronously, and the dispute follows. Evidence files must be the
+/// merchant's; a case holds a bounded number of history entries. Needs a secret key.
+///
+/// Fails: `amount_not_positive` (400), `amount_too_large` (400), `amount_exceeds_case` (400), `resource_missing` (404), `invalid_state` (409), `limit_reached` (409), `concurrent_update` (409).
+///
+/// Events: `dispute_opened`, `dispute_challenged`, `dispute_accepted`, `dispute_won`, `dispute_lost`.
 #[utoipa::path(post, path = "/disputes/wallet/cases/{case_id}/actions", tag = "wallet cases",
     params(("case_id" = String, Path)), request_body = ActionRequest,
     responses((status = 200, body = Case), (status = 400, body = crate::error::ErrorBody),
@@ -218,6 +264,15 @@ pub async fn take_action(
 }
 
 /// Sandbox: the buyer opens a case at the wallet processor against a captured payment.
+///
+/// An `INQUIRY` or a `CHARGEBACK` for `amount` (by default all that is captured and not
+/// refunded), one case per payment, and none on a payment disputed otherwise. No dispute is
+/// opened until the case is imported or acted on. Only a test key of a sandbox deployment: 404
+/// otherwise.
+///
+/// Fails: `amount_exceeds_disputable` (400), `resource_missing` (404), `nothing_to_dispute` (409), `case_exists` (409), `already_disputed` (409).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/sandbox/wallet/cases", tag = "sandbox", request_body = OpenCaseRequest,
     responses((status = 201, body = Case), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
@@ -261,6 +316,13 @@ pub async fn sandbox_open_case(
 }
 
 /// Sandbox: the buyer withdraws a case (its dispute ends `cancelled`).
+///
+/// The case is resolved as withdrawn; the dispute of an imported case follows it. Only a test
+/// key of a sandbox deployment: 404 otherwise.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `dispute_cancelled`.
 #[utoipa::path(post, path = "/sandbox/wallet/cases/{case_id}/withdraw", tag = "sandbox",
     params(("case_id" = String, Path)),
     responses((status = 200, body = Case), (status = 404, body = crate::error::ErrorBody),
@@ -278,6 +340,13 @@ pub async fn sandbox_withdraw_case(
 }
 
 /// Sandbox: the buyer escalates a case to its next stage.
+///
+/// The dispute of an imported case moves to the later stage, announced again with its status's
+/// event. Only a test key of a sandbox deployment: 404 otherwise.
+///
+/// Fails: `resource_missing` (404), `invalid_state` (409), `concurrent_update` (409).
+///
+/// Events: `dispute_opened`, `dispute_challenged`.
 #[utoipa::path(post, path = "/sandbox/wallet/cases/{case_id}/escalate", tag = "sandbox",
     params(("case_id" = String, Path)),
     responses((status = 200, body = Case), (status = 404, body = crate::error::ErrorBody),

@@ -80,6 +80,13 @@ async fn find(
 }
 
 /// The shop's webhook endpoint of the key's mode (without its secret).
+///
+/// Its URL, whether it is enabled, its `max_per_second` and its `health`. Read only; needs a
+/// secret key that reaches the shop.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(get, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),
@@ -96,8 +103,17 @@ pub async fn get_endpoint(
     Ok(HttpResponse::Ok().json(Endpoint::of(&m, false)))
 }
 
-/// Set the URL of the shop's endpoint of the key's mode (each mode has its own, and receives
-/// only that mode's events); the first call creates it and shows its secret, once.
+/// Set the URL of the shop's endpoint of the key's mode.
+///
+/// Each mode has its own endpoint, which receives only that mode's events. The first call
+/// creates it and shows its signing secret, once; later calls change the URL, `enabled` and
+/// the rate (enabling a paused endpoint sends what waited). A URL must be `https://` or
+/// `http://` to a host payd may reach. Audited when the URL changes. Needs a secret key that
+/// reaches the shop.
+///
+/// Fails: `invalid_url` (400), `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(put, path = "/account/shops/{profile_id}/webhook", tag = "webhooks",
     params(("profile_id" = String, Path)), request_body = PutEndpointRequest,
     responses((status = 200, body = Endpoint), (status = 400, body = crate::error::ErrorBody)),
@@ -149,8 +165,14 @@ fn url_changed<'a>(
     }
 }
 
-/// Issue a new secret for the shop's endpoint of the key's mode; the old one keeps signing
-/// (beside the new) for 24 hours.
+/// Issue a new signing secret for the shop's endpoint of the key's mode.
+///
+/// The new secret is shown once; the old one keeps signing beside it for 24 hours. Audited.
+/// Needs a secret key that reaches the shop.
+///
+/// Fails: `profile_mismatch` (403), `resource_missing` (404).
+///
+/// Events: none.
 #[utoipa::path(post, path = "/account/shops/{profile_id}/webhook/rotate", tag = "webhooks",
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),

@@ -3,6 +3,8 @@
 //! clock the test moves, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod browser;
+pub mod examples;
 pub mod formation;
 pub mod keyed_load;
 pub mod receiver;
@@ -308,6 +310,7 @@ async fn start(
             .send(Method::GET, "/openapi.json", None, None, &[])
             .await;
         let _ = receiver::CONTRACT.set(receiver::Contract::of(&doc.body));
+        let _ = examples::ROUTES.set(examples::Routes::of(&doc.body));
     }
     app
 }
@@ -380,6 +383,11 @@ impl TestApp {
         headers: &[(&str, &str)],
     ) -> Answer {
         let base = &self.bases[n % self.bases.len()];
+        let verb = method.as_str().to_owned();
+        let sent = body
+            .as_ref()
+            .filter(|(content_type, _)| *content_type == "application/json")
+            .map(|(_, bytes)| bytes.clone());
         let mut req = client().request(method, format!("{base}{path}"));
         if let Some(key) = key {
             req = req.insert_header(("api-key", key));
@@ -398,8 +406,10 @@ impl TestApp {
         .expect("request sent");
         let raw = res.body().limit(16 * 1024 * 1024).await.expect("body read");
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        let status = res.status().as_u16();
+        examples::answer(&verb, path, sent.as_deref(), status, &raw);
         Answer {
-            status: res.status().as_u16(),
+            status,
             headers: res.headers().clone(),
             raw,
             body,

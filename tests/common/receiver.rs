@@ -135,6 +135,7 @@ async fn receive(req: HttpRequest, body: web::Bytes, state: web::Data<Arc<State>
     }
     let open = state.open.fetch_add(1, Ordering::SeqCst) + 1;
     state.most_open.fetch_max(open, Ordering::SeqCst);
+    super::examples::event(&body);
     state.received.lock().unwrap().push(Received {
         headers,
         body,
@@ -216,6 +217,35 @@ impl Receiver {
                 Instant::now() < deadline,
                 "only {} of {n} requests arrived",
                 got.len()
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The `event_type` of every event received so far, in order of arrival.
+    pub fn event_types(&self) -> Vec<String> {
+        self.received()
+            .iter()
+            .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+            .filter_map(|e| e["event_type"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// Waits (at most ten seconds) until an event of each of these types has arrived.
+    pub async fn wait_for_types(&self, types: &[&str]) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = self.event_types();
+            let missing: Vec<&&str> = types
+                .iter()
+                .filter(|t| !got.iter().any(|g| g == *t))
+                .collect();
+            if missing.is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {missing:?} arrived within 10 s; got {got:?}"
             );
             actix_web::rt::time::sleep(Duration::from_millis(10)).await;
         }

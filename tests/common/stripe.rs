@@ -14,6 +14,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use actix_web::http::Method;
 use serde_json::Value;
 
 use super::{client, Merchant, TestApp};
@@ -185,15 +186,14 @@ pub async fn post_event(
     signature: &str,
 ) -> (u16, Value) {
     let body = serde_json::to_vec(event).unwrap();
-    let mut res = client()
-        .post(format!("{}/processor-webhooks/{account}", app.base))
-        .insert_header(("content-type", "application/json"))
-        .insert_header(("stripe-signature", signature))
-        .send_body(body)
-        .await
-        .unwrap();
-    (
-        res.status().as_u16(),
-        res.json().await.unwrap_or(Value::Null),
-    )
+    let res = app
+        .send_bytes(
+            Method::POST,
+            &format!("/processor-webhooks/{account}"),
+            None,
+            Some(("application/json", body)),
+            &[("stripe-signature", signature)],
+        )
+        .await;
+    (res.status, res.body)
 }

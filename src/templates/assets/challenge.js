@@ -12,8 +12,10 @@
     document.documentElement.style.setProperty("--accent-text", data.accent.text);
   }
   if (!approve) return;
+  // Framed by a shop's page (payd.js), the checkout page it goes back to stays framed.
   var back = "/checkout/" + encodeURIComponent(data.payment_id) +
-    "?client_secret=" + encodeURIComponent(data.client_secret);
+    "?client_secret=" + encodeURIComponent(data.client_secret) +
+    (data.embed_origin ? "&embed_origin=" + encodeURIComponent(data.embed_origin) : "");
 
   // Only approve where the bank's own page follows (an off-session charge to authenticate):
   // the answer then names that page.

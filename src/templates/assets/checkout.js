@@ -19,6 +19,22 @@
     cvc: document.getElementById("cvc")
   };
   var brandMark = document.getElementById("brand");
+  // Framed by a shop's page through /js/payd.js: the parent's origin, one the shop registered
+  // (payd checked it), the only one this page posts to.
+  var parentOrigin = data.embed_origin && window.parent !== window ? data.embed_origin : null;
+
+  function toParent(message) {
+    if (!parentOrigin) return;
+    message.payd = "1";
+    window.parent.postMessage(message, parentOrigin);
+  }
+
+  if (parentOrigin && typeof ResizeObserver === "function") {
+    var main = document.querySelector("main");
+    new ResizeObserver(function () {
+      toParent({ type: "resize", height: Math.ceil(main.getBoundingClientRect().height + 2 * main.offsetTop) });
+    }).observe(main);
+  }
   // Stripe.js's card field, when a Stripe account takes the card.
   var stripe = data.stripe && typeof window.Stripe === "function" ? window.Stripe(data.stripe.publishable_key) : null;
   var stripeCard = null;
@@ -202,6 +218,13 @@
     return url.toString();
   }
 
+  // A page of payd's the buyer goes on to keeps the frame's parent.
+  function framedUrl(href) {
+    var url = new URL(href, location.href);
+    if (parentOrigin && url.origin === location.origin) url.searchParams.set("embed_origin", parentOrigin);
+    return url.toString();
+  }
+
   function paid(status) {
     form.hidden = true;
     tell("", "");
@@ -209,7 +232,8 @@
     var pending = status.status === "processing" || status.status === "requires_merchant_action";
     document.getElementById("receipt-title").textContent = pending ? text.received : text.paid;
     document.getElementById("receipt-status").textContent = pending ? text.status_processing : text.status_paid;
-    if (status.return_url) {
+    // Framed, the shop's page takes the buyer on (payd.js's onComplete).
+    if (status.return_url && !parentOrigin) {
       var link = document.getElementById("return");
       link.href = backToShop(status);
       link.hidden = false;
@@ -220,11 +244,12 @@
 
   function show(status) {
     document.body.setAttribute("data-status", status.status);
+    toParent({ type: "status", payment_id: status.payment_id, status: status.status });
     var done = ["succeeded", "requires_capture", "partially_authorized_and_requires_capture", "processing", "requires_merchant_action"];
     if (done.indexOf(status.status) >= 0) {
       paid(status);
     } else if (status.status === "requires_customer_action" && status.next_action_url) {
-      location.href = status.next_action_url;
+      location.href = framedUrl(status.next_action_url);
     } else if (status.status === "declined") {
       form.hidden = false;
       tell("error", declined(status));
