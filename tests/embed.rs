@@ -145,6 +145,30 @@ async fn frame_height(page: &Page<'_>) -> String {
         .to_owned()
 }
 
+/// Enters the card form's frame on the shop's page, ready for a card.
+async fn enter_form(page: &Page<'_>) {
+    let frame = page.element("#pay iframe").await;
+    frame
+        .enter_frame()
+        .await
+        .expect("enter the card form's frame");
+    page.wait_status("requires_payment_method").await;
+}
+
+/// Back on the shop's page, which payd.js told `"{id} {status}"` (its onComplete).
+async fn shop_told(page: &Page<'_>, id: &str, status: &str) {
+    page.c
+        .enter_parent_frame()
+        .await
+        .expect("back to the shop's page");
+    wait_js(
+        page,
+        "return document.getElementById('outcome').textContent;",
+        json!(format!("{id} {status}")),
+    )
+    .await;
+}
+
 /// From the registered origin: mounted, resized, a forged message ignored, paid in the frame,
 /// and the outcome told to the merchant's page.
 async fn pays_in_the_frame(app: &TestApp, m: &Merchant, page: &Page<'_>, site: &Site) {
@@ -182,12 +206,7 @@ async fn pays_in_the_frame(app: &TestApp, m: &Merchant, page: &Page<'_>, site: &
         "a forged message completed the payment"
     );
 
-    let frame = page.element("#pay iframe").await;
-    frame
-        .enter_frame()
-        .await
-        .expect("enter the card form's frame");
-    page.wait_status("requires_payment_method").await;
+    enter_form(page).await;
     page.pay_with("4242424242424242").await;
     page.wait_status("succeeded").await;
     // Framed, the page does not take the buyer to the shop's return_url itself (the link
@@ -196,16 +215,7 @@ async fn pays_in_the_frame(app: &TestApp, m: &Merchant, page: &Page<'_>, site: &
         page.attr("#return", "hidden").await == "true",
         "the frame offers the return link"
     );
-    page.c
-        .enter_parent_frame()
-        .await
-        .expect("back to the shop's page");
-    wait_js(
-        page,
-        "return document.getElementById('outcome').textContent;",
-        json!(format!("{id} succeeded")),
-    )
-    .await;
+    shop_told(page, &id, "succeeded").await;
     let p = app
         .call(m, Method::GET, &format!("/payments/{id}"), None)
         .await;
@@ -224,28 +234,14 @@ async fn passes_a_challenge_in_the_frame(
     let (id, url) = checkout(app, m).await;
     let shop = format!("{}/shop?checkout={}", site.origin, encoded(&url));
     page.c.goto(&shop).await.expect("open the shop's page");
-    let frame = page.element("#pay iframe").await;
-    frame
-        .enter_frame()
-        .await
-        .expect("enter the card form's frame");
-    page.wait_status("requires_payment_method").await;
+    enter_form(page).await;
     page.pay_with("4000000000003220").await;
     // WebDriver's URL is the top page's: the frame's own location says where it is.
     let challenge = format!("/checkout/{id}/challenge");
     wait_js(page, "return location.pathname;", json!(challenge)).await;
     page.click("#approve").await;
     page.wait_status("succeeded").await;
-    page.c
-        .enter_parent_frame()
-        .await
-        .expect("back to the shop's page");
-    wait_js(
-        page,
-        "return document.getElementById('outcome').textContent;",
-        json!(format!("{id} succeeded")),
-    )
-    .await;
+    shop_told(page, &id, "succeeded").await;
 }
 
 /// From an origin the shop did not register: the checkout page does not load in a bare frame
