@@ -1006,3 +1006,160 @@ fn the_checker_finds_what_it_is_for() {
         "{problems}"
     );
 }
+
+/// The most lines a function, an HTTP handler and a file of `src/` may have (a function from
+/// its `fn` line to its closing brace); beyond these, split it (ARCHITECTURE.md, "Size").
+const MAX_FN_LINES: usize = 100;
+const MAX_HANDLER_LINES: usize = 40;
+const MAX_FILE_LINES: usize = 1000;
+
+/// A function of a file: its name, the line of its `fn` (1-based), its length in lines, and
+/// whether it is an HTTP handler (`#[utoipa::path]` on it).
+struct Function {
+    name: String,
+    line: usize,
+    lines: usize,
+    handler: bool,
+}
+
+/// Every function with a body in `code` (comments and strings already blanked).
+fn functions(code: &str) -> Vec<Function> {
+    let bytes = code.as_bytes();
+    let lines: Vec<&str> = code.lines().collect();
+    let mut line_start = 0;
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let here = line_start;
+        line_start += line.len() + 1;
+        let Some(at) = fn_keyword(line) else {
+            continue;
+        };
+        let name: String = line[at + 3..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // The body: the first `{` outside the signature's brackets, unless a `;` ends a
+        // declaration first.
+        let mut depth = 0i32;
+        let mut open = None;
+        for k in here + at..bytes.len() {
+            match bytes[k] {
+                b'(' | b'[' | b'<' => depth += 1,
+                b')' | b']' => depth -= 1,
+                b'>' if !matches!(bytes[k - 1], b'-' | b'=') => depth -= 1,
+                b';' if depth <= 0 => break,
+                b'{' if depth <= 0 => {
+                    open = Some(k);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let (Some(open), false) = (open, name.is_empty()) else {
+            continue;
+        };
+        let mut braces = 0;
+        let end = (open..bytes.len())
+            .find(|&k| {
+                match bytes[k] {
+                    b'{' => braces += 1,
+                    b'}' => braces -= 1,
+                    _ => {}
+                }
+                braces == 0
+            })
+            .unwrap_or(bytes.len());
+        let last = bytes[..end].iter().filter(|b| **b == b'\n').count();
+        // Its attributes: the lines above it, back to the end of the item before.
+        let handler = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| !matches!(l.trim_end().chars().last(), Some('}' | ';')))
+            .any(|l| l.contains("utoipa::path"));
+        out.push(Function {
+            name,
+            line: i + 1,
+            lines: last - i + 1,
+            handler,
+        });
+    }
+    out
+}
+
+/// Where the keyword `fn` starts an item on this line (not `Fn(`, not inside a word).
+fn fn_keyword(line: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(found) = line[from..].find("fn ") {
+        let at = from + found;
+        let before = line[..at].chars().next_back();
+        if !ident_char(before) {
+            return Some(at);
+        }
+        from = at + 3;
+    }
+    None
+}
+
+/// What is longer than its bound, one line each.
+fn oversized(modules: &BTreeMap<String, Module>) -> Vec<String> {
+    let mut problems = Vec::new();
+    for m in modules.values() {
+        let file = rel(&m.file);
+        let total = m.code.lines().count();
+        if total > MAX_FILE_LINES {
+            problems.push(format!(
+                "{file}: {total} lines (at most {MAX_FILE_LINES}): split it"
+            ));
+        }
+        for f in functions(&m.code) {
+            let (bound, what) = if f.handler {
+                (MAX_HANDLER_LINES, "handler")
+            } else {
+                (MAX_FN_LINES, "function")
+            };
+            if f.lines > bound {
+                problems.push(format!(
+                    "{file}:{}: {what} `{}` has {} lines (at most {bound}): move its work into \
+                     named functions",
+                    f.line, f.name, f.lines
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn no_file_function_or_handler_is_longer_than_its_bound() {
+    let problems = oversized(&load());
+    assert!(problems.is_empty(), "{}", report(&problems));
+}
+
+/// The size check itself: a long function and a long handler are found, a short one and a
+/// declaration without a body are not, and a brace in a string does not end a body.
+#[test]
+fn the_size_check_finds_long_functions_and_handlers() {
+    let body = |n: usize| "    let x = 1;\n".repeat(n);
+    let code = format!(
+        "trait T {{ fn declared(&self) -> Result<(), ()>; }}\n\
+         fn short() {{\n    let s = \"}}\";\n}}\n\
+         fn long<T: Into<String>>(t: T) -> Vec<T> where T: Clone {{\n{}}}\n\
+         #[utoipa::path(get, path = \"/x\")]\n\
+         pub async fn handler(\n    a: A,\n) -> Result<(), E> {{\n{}}}\n",
+        body(99),
+        body(38)
+    );
+    let found: Vec<(String, usize, bool)> = functions(&strip(&code))
+        .into_iter()
+        .map(|f| (f.name, f.lines, f.handler))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("short".to_owned(), 3, false),
+            ("long".to_owned(), 101, false),
+            ("handler".to_owned(), 42, true),
+        ]
+    );
+}

@@ -27,23 +27,21 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 
 /// A merchant's site on its own loopback port (so its own origin): `/shop?checkout=<url>`
-/// mounts the card form with payd.js; `/frame?src=<url>` frames a URL with a bare iframe.
+/// mounts the card form with payd.js (from the payd that made the URL); `/frame?src=<url>`
+/// frames a URL with a bare iframe.
 struct Site {
     origin: String,
     handle: ServerHandle,
 }
 
 impl Site {
-    async fn start(payd: &str) -> Self {
-        let payd = payd.to_owned();
-        let server = HttpServer::new(move || {
-            let payd = payd.clone();
+    async fn start() -> Self {
+        let server = HttpServer::new(|| {
             App::new()
                 .route(
                     "/shop",
-                    web::get().to(move || {
-                        let page = SHOP_PAGE.replace("{payd}", &payd);
-                        async move { HttpResponse::Ok().content_type("text/html").body(page) }
+                    web::get().to(|| async {
+                        HttpResponse::Ok().content_type("text/html").body(SHOP_PAGE)
                     }),
                 )
                 .route(
@@ -76,19 +74,24 @@ const SHOP_PAGE: &str = r##"<!doctype html>
 <h1>Your order</h1>
 <div id="pay"></div>
 <p id="outcome"></p>
-<script src="{payd}/js/payd.js"></script>
 <script>
+  // payd.js from the payd that made the checkout URL (with several instances, any of them).
   window.statuses = [];
   var checkout = new URLSearchParams(location.search).get("checkout");
   document.getElementById("pay").addEventListener("payd:status", function (e) {
     window.statuses.push(e.detail.status);
   });
-  window.mounted = Payd.mount("#pay", {
-    checkoutUrl: checkout,
-    onComplete: function (p) {
-      document.getElementById("outcome").textContent = p.payment_id + " " + p.status;
-    }
-  });
+  var script = document.createElement("script");
+  script.src = new URL(checkout).origin + "/js/payd.js";
+  script.onload = function () {
+    window.mounted = Payd.mount("#pay", {
+      checkoutUrl: checkout,
+      onComplete: function (p) {
+        document.getElementById("outcome").textContent = p.payment_id + " " + p.status;
+      }
+    });
+  };
+  document.body.appendChild(script);
 </script>
 </body></html>"##;
 
@@ -369,8 +372,8 @@ async fn framing_rules(app: &TestApp, m: &Merchant, site: &Site) {
 async fn the_embedded_card_form_pays_from_a_registered_origin_and_nowhere_else() {
     let app = spawn_app().await;
     let m = app.create_merchant("Embedding shop").await;
-    let site = Site::start(&app.base).await;
-    let other = Site::start(&app.base).await;
+    let site = Site::start().await;
+    let other = Site::start().await;
     framing_rules(&app, &m, &site).await;
     if !browser_available() {
         return;

@@ -302,20 +302,7 @@ pub async fn put_shop(
     let embed_origins = ask.embed_origins.map(parse_embed_origins).transpose()?;
     let mut shop = own_shop(&state, &caller, &profile).await?;
     if let Some(logo) = branding.as_ref().and_then(|b| b.logo_file_id.as_deref()) {
-        let param = "branding.logo_file_id";
-        let content_type =
-            store::file_type(&state.db, logo, &caller.merchant_id, caller.test_mode())
-                .await?
-                .ok_or_else(|| ApiError::not_found("file").param(param))?;
-        if !LOGO_TYPES.contains(&content_type.as_str()) {
-            return Err(ApiError::invalid_param(
-                param,
-                format!(
-                    "the file is {content_type}; a logo must be one of {}",
-                    LOGO_TYPES.join(", ")
-                ),
-            ));
-        }
+        check_logo(&state, &caller, logo).await?;
     }
     if let Some(name) = name {
         shop.name = name;
@@ -333,6 +320,24 @@ pub async fn put_shop(
     }
     store::update_profile(&state.db, state.clock.now(), &shop, Some(&caller.key_id)).await?;
     Ok(HttpResponse::Ok().json(Shop::from(shop)))
+}
+
+/// A logo must be one of the merchant's files, in the key's mode, of a [`LOGO_TYPES`] type.
+async fn check_logo(state: &AppState, caller: &Caller, logo: &str) -> Result<(), ApiError> {
+    let param = "branding.logo_file_id";
+    let content_type = store::file_type(&state.db, logo, &caller.merchant_id, caller.test_mode())
+        .await?
+        .ok_or_else(|| ApiError::not_found("file").param(param))?;
+    if LOGO_TYPES.contains(&content_type.as_str()) {
+        return Ok(());
+    }
+    Err(ApiError::invalid_param(
+        param,
+        format!(
+            "the file is {content_type}; a logo must be one of {}",
+            LOGO_TYPES.join(", ")
+        ),
+    ))
 }
 
 /// List the API keys of the calling key's mode (last four characters only).

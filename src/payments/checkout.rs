@@ -265,10 +265,31 @@ pub async fn page(
     let stripe = stripe_form(&payments, &m).await?;
     let js_url = &state.settings.processors.stripe_js_url;
     let locale = buyer_locale(&req, &m);
-    let text = locale.text();
     let display_amount = locale.amount(m.amount, &m.currency);
-    let pay_label = Text::with_amount(text.pay, &display_amount);
-    let lines = super::api::lines_of(&m)?
+    let pay_label = Text::with_amount(locale.text().pay, &display_amount);
+    let status = CheckoutStatus::of(&m, &state.public_url)?;
+    let mut page = checkout_page(&m, &shop, locale, &pay_label, display_amount, status)?;
+    page.stripe_js = stripe.is_some().then_some(js_url.as_str());
+    page.data.embed_origin = embed_origin;
+    page.data.stripe = stripe;
+    let answer = match page.stripe_js {
+        Some(_) => html_with(&page, &stripe_policy(&state.settings))?,
+        None => html(&page)?,
+    };
+    Ok(embed::framed_by(answer, &shop.embed_origins))
+}
+
+/// The checkout page of a payment in `locale`, without Stripe.js and not embedded.
+fn checkout_page<'a>(
+    m: &'a payment::Model,
+    shop: &'a ShopLook,
+    locale: Locale,
+    pay_label: &'a str,
+    display_amount: String,
+    status: CheckoutStatus,
+) -> Result<CheckoutPage<'a>, ApiError> {
+    let text = locale.text();
+    let lines = super::api::lines_of(m)?
         .into_iter()
         .map(|l| PageLine {
             name: l.name,
@@ -276,7 +297,7 @@ pub async fn page(
             amount: locale.amount(l.amount, &m.currency),
         })
         .collect();
-    let page = CheckoutPage {
+    Ok(CheckoutPage {
         chrome: Chrome::new(locale.tag(), Some("checkout.js")),
         text,
         shop_name: &shop.name,
@@ -287,26 +308,21 @@ pub async fn page(
         amount: m.amount,
         display_amount,
         currency: &m.currency,
-        pay_label: pay_label.clone(),
+        pay_label: pay_label.to_owned(),
         payment_id: &m.id,
         test_mode: m.test_mode,
-        stripe_js: stripe.is_some().then_some(js_url.as_str()),
+        stripe_js: None,
         data: CheckoutData {
             payment_id: &m.id,
             client_secret: &m.client_secret,
-            pay_label: &pay_label,
-            status: CheckoutStatus::of(&m, &state.public_url)?,
+            pay_label,
+            status,
             text,
             accent: shop.accent.as_ref(),
-            embed_origin,
-            stripe,
+            embed_origin: None,
+            stripe: None,
         },
-    };
-    let answer = match page.stripe_js {
-        Some(_) => html_with(&page, &stripe_policy(&state.settings))?,
-        None => html(&page)?,
-    };
-    Ok(embed::framed_by(answer, &shop.embed_origins))
+    })
 }
 
 /// Stripe.js's part of the page, when the payment would go first to a Stripe account that has
@@ -543,10 +559,8 @@ pub async fn challenge_page(
     let m = by_secret(&state, &id, &q.client_secret).await?;
     let shop = shop_look(&state, &m).await?;
     let embed_origin = embed::embed_origin(q.embed_origin.as_deref(), &shop.embed_origins)?;
-    // A processor that runs 3-D Secure on its own page (Stripe) gets the buyer there; it sends
-    // them back to `…/challenge/return`. One that waits for the buyer to start it (an
-    // off-session charge) gets the buyer's "continue" first: a link opened by a mail scanner
-    // starts nothing.
+    // Stripe's own page, or the buyer's "continue" first (an off-session charge): a link
+    // opened by a mail scanner starts nothing.
     let at_bank = match challenge(payments.deps(), &m).await? {
         Challenge::At(url) => return Ok(see_other(url)),
         Challenge::Started => true,
@@ -743,6 +757,13 @@ mod tests {
             page.contains(r#""client_secret":"x\"\u003c/script\u003e\u003cscript\u003ealert(1)"#),
             "{page}"
         );
+    }
+
+    /// The challenge page's link back to the checkout carries the secret URL-encoded; a page
+    /// whose payment is no longer waiting offers no approval.
+    #[test]
+    fn the_challenge_page_links_back_with_its_secret_encoded() {
+        let text = Locale::En.text();
         let challenge = ChallengePage {
             chrome: Chrome::new("en", Some("challenge.js")),
             text,

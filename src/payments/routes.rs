@@ -332,10 +332,29 @@ pub async fn update_payment(
         }
         None => None,
     };
-    let patch = Patch {
+    let max_amount = payments.deps().settings.limits.max_amount;
+    let patch = patch_of(req, card, max_amount)?;
+    let m = send(
+        &payments,
+        &http,
+        &id,
+        Some(Access::of(&caller, None)?),
+        Command::Update(Box::new(patch)),
+    )
+    .await?;
+    render(&state, &m)
+}
+
+/// What an update asks to change, each field checked; `card` is the card it sends, stored.
+fn patch_of(
+    req: UpdatePaymentRequest,
+    card: Option<crate::processors::StoredCard>,
+    max_amount: i64,
+) -> Result<Patch, ApiError> {
+    Ok(Patch {
         amount: req
             .amount
-            .map(|a| parse_amount("amount", a, payments.deps().settings.limits.max_amount))
+            .map(|a| parse_amount("amount", a, max_amount))
             .transpose()?,
         currency: req
             .currency
@@ -348,16 +367,7 @@ pub async fn update_payment(
         metadata: req.metadata,
         description: check_text("description", req.description.as_ref(), 1000)?,
         return_url: parse_return_url(req.return_url.as_ref())?,
-    };
-    let m = send(
-        &payments,
-        &http,
-        &id,
-        Some(Access::of(&caller, None)?),
-        Command::Update(Box::new(patch)),
-    )
-    .await?;
-    render(&state, &m)
+    })
 }
 
 /// Confirm a payment with a payment method.

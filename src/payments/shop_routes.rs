@@ -190,14 +190,36 @@ pub async fn update_processor(
                 && a.test_mode == caller.test_mode()
         })
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
-    let mut changed: Vec<&str> = Vec::new();
     let now = state.clock.now();
+    let mut changed = reconfigure(&state, &connections, &mut account, &req, now)?;
+    if let Some(enabled) = req.enabled {
+        account.enabled = enabled;
+        changed.push("enabled");
+    }
+    let row = store::update_account(&state.db, &account, &changed, now, &caller.key_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
+    // Routed to (or not) with its new settings by every instance when this answers.
+    state.generation.changed().await;
+    Ok(HttpResponse::Ok().json(ProcessorAccount::from(row)))
+}
+
+/// Changes an account's sealed settings as `req` asks, for its kind (a field its kind does not
+/// have is 400); the names of the fields changed.
+fn reconfigure(
+    state: &AppState,
+    connections: &Connections,
+    account: &mut processor_account::Model,
+    req: &UpdateProcessorRequest,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<&'static str>, ApiError> {
+    let mut changed = Vec::new();
     match account.kind.as_str() {
         connect::STRIPE => {
             let mut c = connections
-                .stripe(&account)
+                .stripe(account)
                 .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
-            changed.extend(restripe(&state, &mut c, &req, account.test_mode, now)?);
+            changed.extend(restripe(state, &mut c, req, account.test_mode, now)?);
             account.config = Some(
                 state
                     .keyring
@@ -219,7 +241,7 @@ pub async fn update_processor(
                 ],
             )?;
             let mut c: RemoteConfig = connections
-                .remote(&account)
+                .remote(account)
                 .ok_or_else(|| ApiError::internal("a remote account's settings cannot be read"))?;
             if let Some(secret) = &req.secret {
                 if !(16..=200).contains(&secret.len()) {
@@ -229,7 +251,7 @@ pub async fn update_processor(
                 changed.push("secret");
             }
             if req.timeout_ms.is_some() {
-                c.timeout_ms = timeout_ms(&state, req.timeout_ms, 0)?;
+                c.timeout_ms = timeout_ms(state, req.timeout_ms, 0)?;
                 changed.push("timeout_ms");
             }
             account.config = Some(
@@ -254,16 +276,7 @@ pub async fn update_processor(
             ],
         )?,
     }
-    if let Some(enabled) = req.enabled {
-        account.enabled = enabled;
-        changed.push("enabled");
-    }
-    let row = store::update_account(&state.db, &account, &changed, now, &caller.key_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
-    // Routed to (or not) with its new settings by every instance when this answers.
-    state.generation.changed().await;
-    Ok(HttpResponse::Ok().json(ProcessorAccount::from(row)))
+    Ok(changed)
 }
 
 /// Refuses (400 naming it) the first field sent that an account of `kind` does not have.
@@ -451,12 +464,7 @@ pub async fn add_processor(
     let name = req.checked_name()?;
     let kind = req.kind.as_deref().unwrap_or(connect::SANDBOX);
     let config = connection(&state, &req, kind, caller.test_mode())?;
-    // A remote or Stripe processor receives card data: the operator may want to see it first.
-    let approval = if config.is_some() && state.settings.processors.require_operator_approval {
-        PENDING
-    } else {
-        APPROVED
-    };
+    let approval = approval_of(&state, config.is_some());
     let row = store::insert_account(
         &state.db,
         caller.merchant_id.as_str(),
@@ -481,6 +489,16 @@ pub async fn add_processor(
     // Routed to by every instance when this answers.
     state.generation.changed().await;
     Ok(HttpResponse::Created().json(ProcessorAccount::from(row)))
+}
+
+/// A new account's approval: a remote or Stripe processor (one with a connection) receives
+/// card data, so the operator may want to see it first.
+fn approval_of(state: &AppState, connected: bool) -> &'static str {
+    if connected && state.settings.processors.require_operator_approval {
+        PENDING
+    } else {
+        APPROVED
+    }
 }
 
 /// The connection settings of a `remote` account, checked.
