@@ -110,7 +110,7 @@ async fn a_host_name_that_resolves_to_loopback_is_never_connected_to() {
         "{}",
         attempts.body
     );
-    actix_web::rt::time::sleep(StdDuration::from_millis(100)).await;
+    app.settle_deliveries().await;
     assert!(receiver.received().is_empty(), "the receiver was reached");
 }
 

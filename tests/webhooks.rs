@@ -289,8 +289,7 @@ async fn unauthorized_receivers_get_exactly_seven_attempts() {
     }
     let e = wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "failed").await;
     app.clock.advance(Duration::days(3));
-    app.dispatcher.tick().await.unwrap();
-    actix_web::rt::time::sleep(StdDuration::from_millis(200)).await;
+    app.settle_deliveries().await;
     assert_eq!(
         receiver.received().len(),
         7,
@@ -326,8 +325,7 @@ async fn a_bad_request_is_not_retried_and_transient_failures_are() {
     let p = paid(&app, &m, json!({})).await;
     wait_delivery(&app, &m, p["payment_id"].as_str().unwrap(), "failed").await;
     app.clock.advance(Duration::days(1));
-    app.dispatcher.tick().await.unwrap();
-    actix_web::rt::time::sleep(StdDuration::from_millis(100)).await;
+    app.settle_deliveries().await;
     assert_eq!(receiver.received().len(), 1, "400 is final");
 
     receiver.script([Reply::status(503), Reply::status(503), Reply::status(200)]);
@@ -373,8 +371,7 @@ async fn retry_after_on_429_is_a_floor() {
     let at = chrono::DateTime::parse_from_rfc3339(a[0]["created"].as_str().unwrap()).unwrap();
     assert!(next - at >= Duration::seconds(3), "{next} vs {at}");
     app.clock.advance(Duration::seconds(2));
-    app.dispatcher.tick().await.unwrap();
-    actix_web::rt::time::sleep(StdDuration::from_millis(100)).await;
+    app.settle_deliveries().await;
     assert_eq!(receiver.received().len(), 1, "not before Retry-After");
     app.clock.advance(Duration::milliseconds(1100));
     receiver.wait_for(2).await;
@@ -938,10 +935,7 @@ async fn a_paused_endpoint_gets_nothing_until_it_resumes() {
 
     // Far past the retry's time and the whole schedule: nothing is sent, nothing fails.
     app.clock.advance(Duration::seconds(60));
-    for _ in 0..3 {
-        app.dispatcher.tick().await.unwrap();
-    }
-    actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+    app.settle_deliveries().await;
     assert_eq!(receiver.received().len(), 1, "nothing is sent while paused");
     let event_id = e["event_id"].as_str().unwrap();
     assert_eq!(attempts(&app, &m, event_id).await.len(), 1);

@@ -254,6 +254,8 @@ pub struct MerchantDeliveries {
     next_slot: HashMap<String, Instant>,
     /// A pump is scheduled for when the next slot opens.
     waiting_for_slot: bool,
+    /// Told (`Settled`) once nothing is queued, in flight or waiting to be written.
+    settle_waiters: Vec<oneshot::Sender<()>>,
 }
 
 impl Actor for MerchantDeliveries {
@@ -282,6 +284,7 @@ impl KeyedActor for MerchantDeliveries {
             draining: None,
             next_slot: HashMap::new(),
             waiting_for_slot: false,
+            settle_waiters: Vec::new(),
         })
     }
 }
@@ -436,10 +439,16 @@ impl MerchantDeliveries {
         }
     }
 
-    /// Answers `Drain` once nothing is in flight or waiting to be written.
+    /// Answers `Drain` once nothing is in flight or waiting to be written, and `Settled` once
+    /// nothing is queued either.
     fn tell_if_drained(&mut self) {
         if self.in_flight > 0 || self.writing || !self.unwritten.is_empty() {
             return;
+        }
+        if self.queue.is_empty() {
+            for waiter in self.settle_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
         }
         for waiter in self.draining.iter_mut().flat_map(|w| w.drain(..)) {
             let _ = waiter.send(());
@@ -519,6 +528,24 @@ impl Handler<Drain> for MerchantDeliveries {
         self.tell_if_drained();
         Box::pin(async move {
             handed_back.await;
+            let _ = rx.await;
+        })
+    }
+}
+
+/// Answered once the queue has sent and recorded everything it holds (`Dispatcher::settle`).
+#[derive(Message, Clone)]
+#[rtype(result = "()")]
+struct Settled;
+
+impl Handler<Settled> for MerchantDeliveries {
+    type Result = actix::ResponseFuture<()>;
+
+    fn handle(&mut self, _: Settled, _: &mut Context<Self>) -> Self::Result {
+        let (tx, rx) = oneshot::channel();
+        self.settle_waiters.push(tx);
+        self.tell_if_drained();
+        Box::pin(async move {
             let _ = rx.await;
         })
     }
@@ -667,6 +694,12 @@ impl DeliveryPool {
         if tokio::time::timeout(within, all).await.is_err() {
             tracing::warn!("webhook deliveries still in flight at shutdown");
         }
+    }
+
+    /// Waits until every merchant's queue has sent and recorded all it holds.
+    pub async fn settled(&self) {
+        let ids = self.actors.ids();
+        futures_util::future::join_all(ids.iter().map(|id| self.actors.send(id, Settled))).await;
     }
 
     /// Queues manual retries with their merchant's actor; `false` when its queue of them is

@@ -138,6 +138,8 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     pub state: web::Data<AppState>,
     pub dispatcher: web::Data<Dispatcher>,
+    /// Every instance's dispatcher.
+    dispatchers: Vec<web::Data<Dispatcher>>,
     pub db: Arc<TestDb>,
     handles: Vec<ServerHandle>,
 }
@@ -151,6 +153,24 @@ impl TestApp {
     /// Every instance's address.
     pub fn bases(&self) -> &[String] {
         &self.bases
+    }
+
+    /// Sends what is due by the test's clock, on every instance, and waits until it is sent
+    /// and recorded: after it, what was not sent is not due (a test asserts absence with this,
+    /// never after a fixed sleep).
+    pub async fn settle_deliveries(&self) {
+        // Until a round over every instance claims nothing (bounded: each round sends what was
+        // due, and nothing comes due while the clock stands).
+        for _ in 0..10 {
+            let mut claimed = 0;
+            for d in &self.dispatchers {
+                claimed += d.settle().await.expect("settle the deliveries");
+            }
+            if claimed == 0 {
+                return;
+            }
+        }
+        panic!("deliveries kept coming due with the clock standing");
     }
 
     /// The path of `url` when it is on one of this test's instances (each builds its links,
@@ -285,12 +305,14 @@ async fn start(
     let mut bases = Vec::new();
     let mut handles = Vec::new();
     let mut first = None;
+    let mut dispatchers = Vec::new();
     for _ in 0..count {
         let app = Application::build(settings(&db, extra), clock.clone())
             .await
             .expect("build app");
         bases.push(format!("http://127.0.0.1:{}", app.port()));
         first.get_or_insert_with(|| (app.state(), app.dispatcher()));
+        dispatchers.push(app.dispatcher());
         handles.push(app.handle());
         actix_web::rt::spawn(app.run_until_stopped());
     }
@@ -302,6 +324,7 @@ async fn start(
         clock,
         state,
         dispatcher,
+        dispatchers,
         db,
         handles,
     };
