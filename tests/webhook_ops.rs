@@ -150,7 +150,7 @@ async fn a_failing_endpoint_is_disabled_and_gets_what_waited_once_enabled() {
     // Disabled: new events and due retries wait.
     let second = app.succeeded_payment(&m).await;
     app.clock.set(start + Duration::seconds(200));
-    actix_web::rt::time::sleep(StdDuration::from_millis(500)).await;
+    app.settle_deliveries().await;
     assert_eq!(
         receiver.received().len(),
         sent,
@@ -471,8 +471,8 @@ async fn racing_retries_of_an_event_from_before_the_endpoint_send_it_once() {
         |n| *n >= 1,
     )
     .await;
-    // Time for a second send, if any were made.
-    actix_web::rt::time::sleep(StdDuration::from_millis(500)).await;
+    // A second send, if any were made, has been made now.
+    app.settle_deliveries().await;
     let got: Vec<String> = receiver
         .received()
         .iter()
