@@ -265,7 +265,7 @@ pub struct DatabaseSettings {
     #[serde(default = "default_acquire_timeout_ms")]
     pub acquire_timeout_ms: u64,
     /// Group writers: each writes the changes that arrive together in one transaction.
-    /// Defaults to 1 on SQLite (it has one writer anyway) and to the pool size on PostgreSQL.
+    /// Defaults to 1 on SQLite (it has one writer anyway) and to 4 on PostgreSQL.
     #[serde(default)]
     pub writers: Option<usize>,
     /// At most this many changes share a transaction.
