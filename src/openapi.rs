@@ -5,7 +5,7 @@ use actix_web::{web, HttpResponse};
 use utoipa::{
     openapi::{
         header::HeaderBuilder,
-        path::{Operation, Parameter, ParameterBuilder, ParameterIn},
+        path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem},
         schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaType, Type},
         security::{ApiKey, ApiKeyValue, SecurityScheme},
         Content, Ref, RefOr, Required, ResponseBuilder,
@@ -60,20 +60,23 @@ pub fn document<'a>(routes: impl IntoIterator<Item = &'a Routes>) -> utoipa::ope
     CommonErrors.modify(&mut doc);
     FreeFormObjects.modify(&mut doc);
     Webhooks.modify(&mut doc);
-    for item in doc.paths.paths.values_mut() {
-        for op in [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            crate::examples::attach(op);
-        }
+    for (_, op) in doc.paths.paths.values_mut().flat_map(operations) {
+        crate::examples::attach(op);
     }
     doc
+}
+
+/// Every operation of a path (the methods payd mounts), with whether it is a `POST`.
+fn operations(item: &mut PathItem) -> impl Iterator<Item = (bool, &mut Operation)> {
+    [
+        (false, &mut item.get),
+        (false, &mut item.put),
+        (true, &mut item.post),
+        (false, &mut item.patch),
+        (false, &mut item.delete),
+    ]
+    .into_iter()
+    .filter_map(|(is_post, op)| op.as_mut().map(|op| (is_post, op)))
 }
 
 /// The events payd posts to a shop's endpoint: an envelope schema per object an event carries
@@ -318,16 +321,8 @@ impl Modify for CommonErrors {
                 .responses
                 .insert(name.to_owned(), RefOr::T(response.build()));
         }
-        for item in openapi.paths.paths.values_mut() {
-            for op in [&mut item.get, &mut item.put, &mut item.delete]
-                .into_iter()
-                .flatten()
-            {
-                add_errors(op, false);
-            }
-            if let Some(op) = &mut item.post {
-                add_errors(op, true);
-            }
+        for (is_post, op) in openapi.paths.paths.values_mut().flat_map(operations) {
+            add_errors(op, is_post);
         }
     }
 }

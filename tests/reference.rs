@@ -9,9 +9,12 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 
 use actix_web::http::Method;
-use common::{receiver::Contract, spawn_app};
+use common::{
+    receiver::{validator, Contract},
+    spawn_app,
+};
 use payd::{error::codes::CODES, event_types::EVENT_TYPES};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 async fn document() -> Value {
     let app = spawn_app().await;
@@ -108,12 +111,6 @@ async fn every_operation_says_what_it_does_how_it_fails_and_what_it_sends() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// A validator of `schema` (which may `$ref` the document's components).
-fn validator(doc: &Value, schema: &Value) -> jsonschema::Validator {
-    let root = json!({"allOf": [schema], "components": doc["components"]});
-    jsonschema::draft202012::new(&root).expect("a schema")
 }
 
 fn violations(doc: &Value, schema: &Value, value: &Value) -> Vec<String> {

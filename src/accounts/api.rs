@@ -152,10 +152,12 @@ pub struct Branding {
     pub accent_color: Option<String>,
 }
 
-impl From<profile::Model> for Shop {
-    fn from(m: profile::Model) -> Self {
-        Self {
-            embed_origins: embed_origins_of(&m),
+impl TryFrom<profile::Model> for Shop {
+    type Error = sea_orm::DbErr;
+
+    fn try_from(m: profile::Model) -> Result<Self, Self::Error> {
+        Ok(Self {
+            embed_origins: embed_origins_of(&m)?,
             profile_id: m.id,
             name: m.name,
             branding: Branding {
@@ -164,7 +166,7 @@ impl From<profile::Model> for Shop {
                 accent_color: m.accent_color,
             },
             created: m.created_at,
-        }
+        })
     }
 }
 
@@ -188,12 +190,11 @@ pub struct PutShopRequest {
 /// The most origins a shop may register for its embedded card form.
 pub const MAX_EMBED_ORIGINS: usize = 10;
 
-/// A shop's registered embed origins (none when unset or unreadable).
-pub fn embed_origins_of(shop: &profile::Model) -> Vec<String> {
-    shop.embed_origins
-        .as_deref()
-        .and_then(|j| serde_json::from_str(j).ok())
-        .unwrap_or_default()
+/// A shop's registered embed origins (none when unset); a stored list that does not decode is
+/// an error (`stored`), never read as none.
+pub fn embed_origins_of(shop: &profile::Model) -> Result<Vec<String>, sea_orm::DbErr> {
+    crate::stored::json_opt("embed_origins", &shop.id, shop.embed_origins.as_deref())
+        .map(Option::unwrap_or_default)
 }
 
 /// Embed origins as sent, checked and written as browsers write an origin (lower-case host,

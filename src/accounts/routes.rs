@@ -201,7 +201,7 @@ pub async fn list_shops(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(shops.map(Shop::from)))
+    Ok(HttpResponse::Ok().json(shops.try_map(Shop::try_from)?))
 }
 
 /// A merchant bound refused inside the commit is 409 `limit_reached` naming its setting.
@@ -235,7 +235,7 @@ pub async fn create_shop(
     let shop = store::insert_profile(&state.db, now, &caller.merchant_id, &name, max)
         .await
         .map_err(|e| bound_reached(e, max))?;
-    Ok(HttpResponse::Created().json(Shop::from(shop)))
+    Ok(HttpResponse::Created().json(Shop::try_from(shop)?))
 }
 
 /// A shop, with its branding.
@@ -257,7 +257,7 @@ pub async fn get_shop(
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = own_shop(&state, &caller, &profile).await?;
-    Ok(HttpResponse::Ok().json(Shop::from(shop)))
+    Ok(HttpResponse::Ok().json(Shop::try_from(shop)?))
 }
 
 async fn own_shop(
@@ -319,7 +319,7 @@ pub async fn put_shop(
             .map_err(ApiError::internal)?;
     }
     store::update_profile(&state.db, state.clock.now(), &shop, Some(&caller.key_id)).await?;
-    Ok(HttpResponse::Ok().json(Shop::from(shop)))
+    Ok(HttpResponse::Ok().json(Shop::try_from(shop)?))
 }
 
 /// A logo must be one of the merchant's files, in the key's mode, of a [`LOGO_TYPES`] type.

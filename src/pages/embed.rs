@@ -1,7 +1,8 @@
 //! The embedded card form: `/js/payd.js`, a script a merchant's page loads from payd to mount
 //! a payment's checkout page in an iframe (docs/embedded-checkout.md), and the one exception
 //! to "never framed": a shop's buyer pages (checkout and its 3-D Secure challenge) may be
-//! framed by the origins the shop registered (`embed_origins`), and by no other.
+//! framed by the origins the shop registered (`embed_origins`: they pass them to
+//! [`super::html_framed`]), and by no other.
 //!
 //! The page and the script speak by `postMessage`, each checking the other's origin: the page
 //! posts only to the `embed_origin` it was opened with (one the shop registered), and the
@@ -9,10 +10,7 @@
 
 use std::sync::LazyLock;
 
-use actix_web::{
-    http::header::{HeaderValue, CONTENT_SECURITY_POLICY, X_FRAME_OPTIONS},
-    HttpResponse,
-};
+use actix_web::HttpResponse;
 
 use super::Asset;
 use crate::{error::ApiError, http::ApiQuery};
@@ -46,33 +44,6 @@ pub async fn script(ApiQuery(query): ApiQuery<super::AssetQuery>) -> HttpRespons
     super::respond(&SCRIPT, query.v.as_deref())
 }
 
-/// A buyer's page of a shop that registered `origins`: framed by those and no other (its
-/// policy's `frame-ancestors` lists them, and `X-Frame-Options`, which can name none, goes).
-/// With none registered, the page stays unframeable.
-pub fn framed_by(mut page: HttpResponse, origins: &[String]) -> HttpResponse {
-    if origins.is_empty() {
-        return page;
-    }
-    let headers = page.headers_mut();
-    let policy = headers
-        .get(CONTENT_SECURITY_POLICY)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .replace(
-            "frame-ancestors 'none'",
-            &format!("frame-ancestors {}", origins.join(" ")),
-        );
-    match HeaderValue::from_str(&policy) {
-        Ok(value) => {
-            headers.insert(CONTENT_SECURITY_POLICY, value);
-            headers.remove(X_FRAME_OPTIONS);
-        }
-        // Origins are checked when registered; one that is not a header's text frames nothing.
-        Err(e) => tracing::error!(error = %e, "a shop's embed origins make no policy"),
-    }
-    page
-}
-
 /// The `embed_origin` a buyer page was opened with, when the shop registered it; the page
 /// then posts to it (and to no other origin).
 pub fn embed_origin<'a>(
@@ -94,38 +65,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_registered_origins_may_frame_a_page() {
-        let page = || {
-            HttpResponse::Ok()
-                .insert_header((CONTENT_SECURITY_POLICY, super::super::POLICY))
-                .insert_header((X_FRAME_OPTIONS, "DENY"))
-                .finish()
-        };
-        let kept = framed_by(page(), &[]);
-        assert_eq!(kept.headers().get(X_FRAME_OPTIONS).unwrap(), "DENY");
-        assert!(kept
-            .headers()
-            .get(CONTENT_SECURITY_POLICY)
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .ends_with("frame-ancestors 'none'"));
+    fn only_a_registered_embed_origin_is_posted_to() {
         let origins = [
             "https://shop.example".to_owned(),
             "http://127.0.0.1:9".to_owned(),
         ];
-        let framed = framed_by(page(), &origins);
-        assert!(framed.headers().get(X_FRAME_OPTIONS).is_none());
-        let policy = framed
-            .headers()
-            .get(CONTENT_SECURITY_POLICY)
-            .unwrap()
-            .to_str()
-            .unwrap();
-        assert!(
-            policy.ends_with("frame-ancestors https://shop.example http://127.0.0.1:9"),
-            "{policy}"
-        );
         assert_eq!(
             embed_origin(Some("https://shop.example"), &origins).unwrap(),
             Some("https://shop.example")

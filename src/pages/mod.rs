@@ -92,28 +92,47 @@ impl Chrome {
 }
 
 /// Where a hosted page may load from and send to: its own origin only, no inline script or
-/// style, never framed.
+/// style. Who may frame it is added by [`html_framed`].
 pub const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; \
-     frame-ancestors 'none'";
+     img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'";
 
 /// A hosted page, rendered from its template (in `src/templates/`, every value HTML-escaped
 /// unless the template says otherwise): never cached, never framed, under [`POLICY`].
 pub fn html(page: &impl askama::Template) -> Result<HttpResponse, ApiError> {
-    html_with(page, POLICY)
+    html_framed(page, POLICY, &[])
 }
 
-/// A hosted page under its own policy (one that loads a processor's script besides payd's).
-pub fn html_with(page: &impl askama::Template, policy: &str) -> Result<HttpResponse, ApiError> {
+/// A hosted page under `policy` (one that loads a processor's script besides payd's, or
+/// [`POLICY`]), framed by `ancestors` and no other origin: a shop's `embed_origins` for its
+/// buyer pages ([`embed`]); none, and another site cannot frame the buyer's card form or
+/// challenge at all (clickjacking).
+pub fn html_framed(
+    page: &impl askama::Template,
+    policy: &str,
+    ancestors: &[String],
+) -> Result<HttpResponse, ApiError> {
     let body = page.render().map_err(ApiError::internal)?;
-    Ok(HttpResponse::Ok()
+    let mut answer = HttpResponse::Ok();
+    answer
         .content_type(ContentType::html())
         .insert_header(("cache-control", "no-store"))
-        .insert_header(("content-security-policy", policy))
-        // Another site must not frame the buyer's card form or challenge (clickjacking).
-        .insert_header(("x-frame-options", "DENY"))
-        .insert_header(("referrer-policy", "no-referrer"))
-        .body(body))
+        .insert_header(("referrer-policy", "no-referrer"));
+    if ancestors.is_empty() {
+        answer
+            .insert_header((
+                "content-security-policy",
+                format!("{policy}; frame-ancestors 'none'"),
+            ))
+            .insert_header(("x-frame-options", "DENY"));
+    } else {
+        // `X-Frame-Options` can name no origin: the policy alone says who may frame.
+        let framers = ancestors.join(" ");
+        answer.insert_header((
+            "content-security-policy",
+            format!("{policy}; frame-ancestors {framers}"),
+        ));
+    }
+    Ok(answer.body(body))
 }
 
 crate::http::routes! {
@@ -165,6 +184,36 @@ fn respond(asset: &Asset, v: Option<&str>) -> HttpResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(askama::Template)]
+    #[template(source = "<p>page</p>", ext = "html")]
+    struct Page;
+
+    #[test]
+    fn only_the_origins_given_may_frame_a_page() {
+        let header = |answer: &HttpResponse, name: &str| {
+            answer
+                .headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let kept = html(&Page).unwrap();
+        assert_eq!(header(&kept, "x-frame-options").as_deref(), Some("DENY"));
+        assert!(header(&kept, "content-security-policy")
+            .unwrap()
+            .ends_with("frame-ancestors 'none'"));
+        let origins = [
+            "https://shop.example".to_owned(),
+            "http://127.0.0.1:9".to_owned(),
+        ];
+        let framed = html_framed(&Page, POLICY, &origins).unwrap();
+        assert!(header(&framed, "x-frame-options").is_none());
+        let policy = header(&framed, "content-security-policy").unwrap();
+        assert!(
+            policy.ends_with("frame-ancestors https://shop.example http://127.0.0.1:9"),
+            "{policy}"
+        );
+    }
 
     #[test]
     fn the_policy_allows_no_inline_code_and_each_asset_names_its_hash() {

@@ -17,9 +17,9 @@ use crate::{
     error::ApiError,
     http::{ApiJson, ApiQuery, PathId},
     pages::{
-        embed, html, html_with,
+        embed, html_framed,
         text::{Locale, Text},
-        Chrome,
+        Chrome, POLICY,
     },
     processors::{card::parse_card, CardInput, Challenge, SecretCard},
     settings::Settings,
@@ -272,11 +272,11 @@ pub async fn page(
     page.stripe_js = stripe.is_some().then_some(js_url.as_str());
     page.data.embed_origin = embed_origin;
     page.data.stripe = stripe;
-    let answer = match page.stripe_js {
-        Some(_) => html_with(&page, &stripe_policy(&state.settings))?,
-        None => html(&page)?,
+    let policy = match page.stripe_js {
+        Some(_) => stripe_policy(&state.settings),
+        None => POLICY.to_owned(),
     };
-    Ok(embed::framed_by(answer, &shop.embed_origins))
+    html_framed(&page, &policy, &shop.embed_origins)
 }
 
 /// The checkout page of a payment in `locale`, without Stripe.js and not embedded.
@@ -357,8 +357,7 @@ fn stripe_policy(settings: &Settings) -> String {
     };
     format!(
         "default-src 'none'; script-src 'self' {js}; style-src 'self'; img-src 'self'; \
-         connect-src 'self' {api}; frame-src {frames}; form-action 'self'; base-uri 'none'; \
-         frame-ancestors 'none'"
+         connect-src 'self' {api}; frame-src {frames}; form-action 'self'; base-uri 'none'"
     )
 }
 
@@ -416,7 +415,7 @@ async fn shop_look(state: &AppState, m: &payment::Model) -> Result<ShopLook, Api
         });
     };
     Ok(ShopLook {
-        embed_origins: crate::accounts::api::embed_origins_of(&shop),
+        embed_origins: crate::accounts::api::embed_origins_of(&shop)?,
         name: shop.display_name.unwrap_or(shop.name),
         logo: shop.logo_file_id.is_some(),
         // Its contrast against white was checked when it was set: white text on it.
@@ -568,7 +567,7 @@ pub async fn challenge_page(
     };
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
-    let page = html(&ChallengePage {
+    let page = ChallengePage {
         chrome: Chrome::new(locale.tag(), Some("challenge.js")),
         text,
         shop_name: &shop.name,
@@ -586,8 +585,8 @@ pub async fn challenge_page(
             accent: shop.accent.as_ref(),
             embed_origin,
         },
-    })?;
-    Ok(embed::framed_by(page, &shop.embed_origins))
+    };
+    html_framed(&page, POLICY, &shop.embed_origins)
 }
 
 /// Where a processor's 3-D Secure page (Stripe's) sends the buyer back.

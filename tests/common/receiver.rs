@@ -24,7 +24,6 @@ pub struct Contract {
 
 impl Contract {
     pub fn of(doc: &Value) -> Self {
-        let components = &doc["components"];
         let hooks = doc["webhooks"]
             .as_object()
             .expect("the document's webhooks");
@@ -32,10 +31,7 @@ impl Contract {
             .iter()
             .map(|(event_type, hook)| {
                 let body = &hook["post"]["requestBody"]["content"]["application/json"]["schema"];
-                let schema = json!({"$ref": body["$ref"], "components": components});
-                let validator = jsonschema::draft202012::new(&schema)
-                    .unwrap_or_else(|e| panic!("{event_type}'s body is not a valid schema: {e}"));
-                (event_type.clone(), validator)
+                (event_type.clone(), validator(doc, body))
             })
             .collect::<HashMap<_, _>>();
         assert!(events.len() >= 40, "the document has its event types");
@@ -59,6 +55,14 @@ impl Contract {
             .map(|e| format!("{kind}: {e} at {}", e.instance_path))
             .collect()
     }
+}
+
+/// A JSON Schema 2020-12 validator of `schema`, a schema of payd's OpenAPI document `doc`
+/// (its `$ref`s resolved in the document's components).
+pub fn validator(doc: &Value, schema: &Value) -> jsonschema::Validator {
+    let root = json!({"allOf": [schema], "components": doc["components"]});
+    jsonschema::draft202012::new(&root)
+        .unwrap_or_else(|e| panic!("not a valid schema: {e}: {schema}"))
 }
 
 use actix_web::{dev::ServerHandle, web, App, HttpRequest, HttpResponse, HttpServer};
