@@ -8,7 +8,8 @@
 //!   do;
 //! - a pure module reaches actix, actix-web, awc, SeaORM or the entities, directly or through
 //!   the modules it imports;
-//! - the `actors/` crate depends on anything of payd's.
+//! - the `actors/` crate depends on anything of payd's or SeaORM, or the `model/` crate on
+//!   anything of payd's.
 //!
 //! An import is a `use crate::…` / `use super::…` / `use child::…` tree or a `crate::…` path
 //! in the code (also inside attributes), resolved to the deepest module file it names; a name
@@ -856,34 +857,79 @@ fn knots(graph: &BTreeMap<&str, Vec<Edge>>) -> Vec<BTreeSet<String>> {
 }
 
 /// `actors/` is the generic runtime: it depends on nothing of payd's.
-fn check_actors() -> Vec<String> {
-    let dir = root().join("actors");
+/// A crate below payd: its folder, its package, the dependencies it may not have (by prefix)
+/// and the paths its code may not use.
+struct Lower {
+    folder: &'static str,
+    package: &'static str,
+    deps: &'static [&'static str],
+    paths: &'static [&'static str],
+}
+
+const PAYD_PATHS: [&str; 5] = [
+    "payd::",
+    "payd_entity::",
+    "payd_migration::",
+    "payd_actors::",
+    "payd_model::",
+];
+
+/// `actors/`, the actor runtime, knows nothing of payd's and no SeaORM; `model/`, the stored
+/// values, knows SeaORM but nothing of payd's.
+const LOWER: [Lower; 2] = [
+    Lower {
+        folder: "actors",
+        package: "payd-actors",
+        deps: &["payd", "sea-orm"],
+        paths: &[
+            "payd::",
+            "payd_entity::",
+            "payd_migration::",
+            "payd_model::",
+            "sea_orm::",
+        ],
+    },
+    Lower {
+        folder: "model",
+        package: "payd-model",
+        deps: &["payd"],
+        paths: &PAYD_PATHS,
+    },
+];
+
+fn check_lower_crates() -> Vec<String> {
     let mut problems = Vec::new();
-    let manifest = fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
-    for (i, line) in manifest.lines().enumerate() {
-        let dep = line.split(['=', '.']).next().unwrap_or_default().trim();
-        if (dep.starts_with("payd") && dep != "payd-actors") || dep.starts_with("sea-orm") {
-            problems.push(format!(
-                "actors/Cargo.toml:{}: the actor runtime depends on `{dep}`",
-                i + 1
-            ));
+    for lower in &LOWER {
+        let dir = root().join(lower.folder);
+        let manifest = fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        for (i, line) in manifest.lines().enumerate() {
+            let dep = line.split(['=', '.']).next().unwrap_or_default().trim();
+            if dep != lower.package && lower.deps.iter().any(|d| dep.starts_with(d)) {
+                problems.push(format!(
+                    "{}/Cargo.toml:{}: {} depends on `{dep}`",
+                    lower.folder,
+                    i + 1,
+                    lower.package
+                ));
+            }
         }
-    }
-    let mut files = Vec::new();
-    rust_files(&dir.join("src"), &mut files);
-    for file in files {
-        let code = strip(&fs::read_to_string(&file).unwrap_or_default());
-        for (i, line) in code.lines().enumerate() {
-            for krate in ["payd::", "payd_entity::", "payd_migration::", "sea_orm::"] {
-                if line
-                    .match_indices(krate)
-                    .any(|(at, _)| !ident_char(line[..at].chars().last()))
-                {
-                    problems.push(format!(
-                        "{}:{}: the actor runtime uses `{krate}`",
-                        rel(&file),
-                        i + 1
-                    ));
+        let mut files = Vec::new();
+        rust_files(&dir.join("src"), &mut files);
+        for file in files {
+            let code = strip(&fs::read_to_string(&file).unwrap_or_default());
+            for (i, line) in code.lines().enumerate() {
+                for path in lower.paths {
+                    if line
+                        .match_indices(path)
+                        .any(|(at, _)| !ident_char(line[..at].chars().last()))
+                    {
+                        problems.push(format!(
+                            "{}:{}: {} uses `{path}`",
+                            rel(&file),
+                            i + 1,
+                            lower.package
+                        ));
+                    }
                 }
             }
         }
@@ -911,7 +957,7 @@ fn modules_import_only_their_layer_and_below_and_resources_do_not_import_each_ot
         modules.len()
     );
     let mut problems = check(&modules);
-    problems.extend(check_actors());
+    problems.extend(check_lower_crates());
     assert!(problems.is_empty(), "{}", report(&problems));
 }
 

@@ -322,7 +322,7 @@ async fn a_full_sqlite_disk_answers_503_readiness_follows_and_writes_resume() {
             .await
             .unwrap();
         assert_eq!(
-            stored.map(|p| p.status).as_deref(),
+            stored.map(|p| p.status.as_str()),
             status.as_str(),
             "{id} is stored"
         );

@@ -406,6 +406,44 @@ async fn lost_and_accepted_disputes_keep_their_amount_from_refunds() {
     );
 }
 
+/// A stored status that is none of a dispute's is a read error (500), never read as one
+/// that does not hold the payment: a refund is not let through past a dispute whose status
+/// cannot be read.
+#[actix_web::test]
+async fn a_corrupt_dispute_status_answers_500_and_lets_no_refund_through() {
+    use sea_orm::ConnectionTrait;
+    let db = std::sync::Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_ACTORS__ROW_CACHE_MS", "1")]).await;
+    let m = app.create_merchant("Acme").await;
+    let payment_id = pay(&app, &m, DISPUTED, 500).await;
+    let d = dispute_of(&app, &m, &payment_id).await;
+    let id = d["dispute_id"].as_str().unwrap();
+    app.state
+        .db
+        .execute_unprepared(&format!(
+            "UPDATE disputes SET status = 'under_review' WHERE id = '{id}'"
+        ))
+        .await
+        .unwrap();
+    // Past the actor's row cache, so the next command reads the corrupt row.
+    actix_web::rt::time::sleep(StdDuration::from_millis(50)).await;
+    let r = app
+        .call(&m, Method::GET, &format!("/disputes/{id}"), None)
+        .await;
+    assert_eq!(r.status, 500, "{}", r.body);
+    let r = app
+        .call(&m, Method::POST, &format!("/disputes/accept/{id}"), None)
+        .await;
+    assert_eq!(r.status, 500, "{}", r.body);
+    let r = refund(&app, &m, &payment_id, Some(100)).await;
+    assert_eq!(r.status, 500, "{}", r.body);
+    let p = app
+        .call(&m, Method::GET, &format!("/payments/{payment_id}"), None)
+        .await;
+    assert_eq!(p.body["amount_refunded"], 0, "{}", p.body);
+    app.stop().await;
+}
+
 #[actix_web::test]
 async fn an_unanswered_dispute_expires_at_its_deadline_and_others_are_never_disputed() {
     let app = spawn_app().await;

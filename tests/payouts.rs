@@ -648,3 +648,33 @@ async fn a_payout_left_unfulfilled_expires_and_gives_its_reservation_back() {
     assert_eq!((r.status, r.code()), (409, "invalid_state"));
     app.stop().await;
 }
+
+/// A stored status that is none of a payout's is a read error (500), never read as `failed`:
+/// commands are not refused as if it had failed, and what it holds is not released.
+#[actix_web::test]
+async fn a_corrupt_payout_status_answers_500_and_keeps_its_reservation() {
+    use sea_orm::ConnectionTrait;
+    let db = std::sync::Arc::new(common::TestDb::new().await);
+    let app = common::spawn_with(db, &[("PAYD_ACTORS__ROW_CACHE_MS", "1")]).await;
+    let m = app.create_merchant("Acme").await;
+    capture(&app, &m, 2_000, "4242424242424242").await;
+    let held = payout(&app, &m, 1_500, "000123456789", json!({"confirm": true})).await;
+    let id = pid(&held.body);
+    assert_eq!(balance(&app, &m).await, (500, 1_500));
+    app.state
+        .db
+        .execute_unprepared(&format!(
+            "UPDATE payouts SET status = 'paid_out' WHERE id = '{id}'"
+        ))
+        .await
+        .unwrap();
+    // Past the actor's row cache, so the next command reads the corrupt row.
+    actix_web::rt::time::sleep(StdDuration::from_millis(50)).await;
+    assert_eq!(get(&app, &m, &format!("/payouts/{id}")).await.status, 500);
+    for action in ["cancel", "fulfill"] {
+        let r = post(&app, &m, &format!("/payouts/{id}/{action}"), json!({})).await;
+        assert_eq!(r.status, 500, "{action}: {}", r.body);
+    }
+    assert_eq!(balance(&app, &m).await, (500, 1_500));
+    app.stop().await;
+}

@@ -741,9 +741,7 @@ async fn kill_9_at_random_moments_loses_no_acknowledged_change_and_no_event() {
         .unwrap();
     let mut announced = 0;
     for h in &history {
-        let Some(event_type) =
-            payd::payments::machine::Status::parse(&h.to_status).and_then(|s| s.event())
-        else {
+        let Some(event_type) = h.to_status.event() else {
             continue;
         };
         let found = payd_entity::event::Entity::find()

@@ -489,6 +489,66 @@ async fn manual_retries_keep_to_the_in_flight_bound() {
     );
 }
 
+/// The in-flight bound is each endpoint's: while the merchant's first shop's endpoint holds
+/// its one request open, the second shop's events go out beside it. One instance, so no
+/// other instance's queue could send them instead.
+#[actix_web::test]
+async fn a_hanging_endpoint_does_not_hold_back_the_merchants_other_shop() {
+    let db = Arc::new(TestDb::new().await);
+    let app = common::spawn_one(
+        db,
+        &[
+            ("PAYD_WEBHOOKS__MAX_IN_FLIGHT_PER_ENDPOINT", "1"),
+            ("PAYD_WEBHOOKS__REQUEST_TIMEOUT_SECS", "60"),
+        ],
+    )
+    .await;
+    let hanging = Receiver::start().await;
+    hanging.set_default(Reply::slow(StdDuration::from_secs(30)));
+    let healthy = Receiver::start().await;
+    let m = app.create_merchant("Acme").await;
+    endpoint(&app, &m, &hanging.url).await;
+    let shop = app
+        .post("/account/shops", &m.secret_key, json!({"name": "Shop B"}))
+        .await;
+    assert_eq!(shop.status, 201, "{}", shop.body);
+    let shop = shop.body["profile_id"].as_str().unwrap().to_owned();
+    let r = app
+        .send(
+            Method::PUT,
+            &format!("/account/shops/{shop}/webhook"),
+            Some(&m.secret_key),
+            Some(&json!({"url": healthy.url})),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    paid(&app, &m, json!({})).await;
+    hanging.wait_for(1).await;
+    let body = json!({"amount": 500, "currency": "USD", "confirm": true,
+        "payment_method_data": card("4242424242424242")});
+    for _ in 0..2 {
+        let r = app
+            .send(
+                Method::POST,
+                "/payments",
+                Some(&m.secret_key),
+                Some(&body),
+                &[("x-profile-id", &shop)],
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    // Each payment's event arrives, while the first shop's request is still open.
+    healthy.wait_for(2).await;
+    assert_eq!(hanging.received().len(), 1, "still the one request");
+    assert_eq!(
+        healthy.most_at_once(),
+        1,
+        "the bound holds for the healthy one too"
+    );
+}
+
 #[actix_web::test]
 async fn rotation_signs_with_both_secrets_for_a_day() {
     let app = spawn_app().await;

@@ -11,10 +11,8 @@ pub struct Model {
     pub merchant_id: String,
     pub profile_id: String,
     pub test_mode: bool,
-    /// `pre_dispute`, `dispute`, `pre_arbitration` or `arbitration`.
-    pub stage: String,
-    /// `opened`, `challenged`, `won`, `lost`, `accepted`, `expired` or `cancelled`.
-    pub status: String,
+    pub stage: payd_model::disputes::Stage,
+    pub status: payd_model::disputes::Status,
     pub amount: i64,
     pub currency: String,
     pub reason: String,

@@ -8,8 +8,8 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
     pub payment_id: String,
-    pub from_status: Option<String>,
-    pub to_status: String,
+    pub from_status: Option<payd_model::payments::Status>,
+    pub to_status: payd_model::payments::Status,
     /// The operation that caused it: create, confirm, capture, cancel, sync, expire, challenge.
     pub trigger: String,
     pub created_at: DateTimeUtc,

@@ -10,7 +10,7 @@ pub struct Model {
     pub merchant_id: String,
     pub profile_id: String,
     pub test_mode: bool,
-    pub status: String,
+    pub status: payd_model::payouts::Status,
     pub amount: i64,
     pub currency: String,
     /// JSON: the destination, masked.

@@ -206,10 +206,10 @@ async fn step(
     command: &Command,
 ) -> Result<Done, DisputeError> {
     let now = deps.clock.now();
-    let status = Status::parse(&d.status).unwrap_or(Status::Cancelled);
+    let status = d.status;
     let moved = |to: Status| {
         let mut after = d.clone();
-        after.status = to.as_str().to_owned();
+        after.status = to;
         after.updated_at = now;
         after
     };
@@ -305,7 +305,7 @@ fn followed(
     if d.case_version.is_some_and(|v| v >= f.case_version) {
         return None;
     }
-    let stage = Stage::parse(&d.stage).unwrap_or(Stage::Dispute);
+    let stage = d.stage;
     let mut after = d.clone();
     after.case_version = Some(f.case_version);
     after.updated_at = now;
@@ -325,8 +325,8 @@ fn followed(
     if let (Status::Opened, Some(due)) = (status, f.due_by) {
         after.evidence_due_by = due;
     }
-    after.stage = stage.as_str().to_owned();
-    after.status = status.as_str().to_owned();
+    after.stage = stage;
+    after.status = status;
     Some(after)
 }
 

@@ -24,7 +24,8 @@ pub fn register(scheduler: &mut Scheduler, disputes: &Disputes) {
                 match disputes.send(&job.entity_id, exec).await {
                     // A deadline that has not passed yet (the clock moved back): keep it.
                     Ok(Ok(done))
-                        if kind == store::DEADLINE_JOB && done.dispute.status == "opened" =>
+                        if kind == store::DEADLINE_JOB
+                            && done.dispute.status == super::machine::Status::Opened =>
                     {
                         Outcome::RunAt(done.dispute.evidence_due_by)
                     }

@@ -103,11 +103,7 @@ pub async fn commit(
         EvidenceChange::Remove { file_id } => change = change.write(remove(&file_id)),
     }
     // The buyer keeps a dispute lost, accepted or expired: the shop's ledger gives it up.
-    let kept = |d: &dispute::Model| {
-        Status::parse(&d.status)
-            .is_some_and(|s| matches!(s, Status::Lost | Status::Accepted | Status::Expired))
-    };
-    if kept(&after) && !kept(before) {
+    if after.status.buyer_kept() && !before.status.buyer_kept() {
         let account = ledger::store::Account {
             merchant_id: &after.merchant_id,
             profile_id: &after.profile_id,
@@ -121,9 +117,7 @@ pub async fn commit(
     }
     // A new stage is announced like a new status: the event of the status, with the stage.
     if after.status != before.status || after.stage != before.stage {
-        if let Some(status) = Status::parse(&after.status) {
-            change = change.event(event(&after, status.event()));
-        }
+        change = change.event(event(&after, after.status.event()));
     }
     change = change.and(jobs(&after, now, resolve_delay));
     let committed = commit::commit(db, change).await?;
@@ -135,7 +129,7 @@ pub async fn commit(
 fn jobs(d: &dispute::Model, now: DateTime<Utc>, resolve_delay: Duration) -> Change {
     let change = Change::at(now);
     let id = d.id.clone();
-    let status = Status::parse(&d.status).filter(|_| d.case_id.is_none());
+    let status = Some(d.status).filter(|_| d.case_id.is_none());
     match status {
         Some(Status::Opened) => change.job(Job::Schedule {
             kind: DEADLINE_JOB,
@@ -290,8 +284,8 @@ pub fn opened(
         merchant_id: payment.merchant_id.clone(),
         profile_id: payment.profile_id.clone(),
         test_mode: payment.test_mode,
-        stage: o.stage.as_str().to_owned(),
-        status: Status::Opened.as_str().to_owned(),
+        stage: o.stage,
+        status: Status::Opened,
         amount: o.amount,
         currency: payment.currency.clone(),
         reason: o.reason,

@@ -224,7 +224,7 @@ async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, 
         .await?
         .ok_or(CreateError::NoSuchPayment)?;
     if p.amount_captured <= 0 || p.amount_captured != p.amount {
-        return Err(CreateError::NotCaptured(p.status));
+        return Err(CreateError::NotCaptured(p.status.to_string()));
     }
     machine::of_payment(p.amount_refunded).map_err(CreateError::Refunded)?;
     let lines = crate::payments::api::lines_of(&p)?;

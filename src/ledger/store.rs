@@ -124,7 +124,8 @@ pub fn payment_writes(
     refund_id: Option<&str>,
     now: DateTime<Utc>,
 ) -> Vec<Write> {
-    let cancelled = after.status == "cancelled_post_capture" && before.status != after.status;
+    let cancelled = after.status == payd_model::payments::Status::CancelledPostCapture
+        && before.status != after.status;
     let moves = machine::payment_moves(
         (before.amount_captured, before.amount_refunded),
         (after.amount_captured, after.amount_refunded),

@@ -29,6 +29,15 @@ pub enum CaptureMethodDto {
     Manual,
 }
 
+impl From<CaptureMethod> for CaptureMethodDto {
+    fn from(m: CaptureMethod) -> Self {
+        match m {
+            CaptureMethod::Automatic => CaptureMethodDto::Automatic,
+            CaptureMethod::Manual => CaptureMethodDto::Manual,
+        }
+    }
+}
+
 /// A product line: its total is `quantity × unit_amount + tax_amount`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -538,17 +547,13 @@ impl Payment {
         Ok(Self {
             payment_id: m.id.clone(),
             version: m.version,
-            status: m.status.clone(),
+            status: m.status.to_string(),
             amount: m.amount,
             currency: m.currency.clone(),
             test_mode: m.test_mode,
             metadata: stored::json("metadata", &m.id, &m.metadata)?,
             client_secret: m.client_secret.clone(),
-            capture_method: if m.capture_method == "manual" {
-                CaptureMethodDto::Manual
-            } else {
-                CaptureMethodDto::Automatic
-            },
+            capture_method: m.capture_method.into(),
             amount_authorized: m.amount_authorized,
             amount_capturable: capturable,
             amount_captured: m.amount_captured,
@@ -564,7 +569,7 @@ impl Payment {
                 .hosted_checkout
                 .then(|| format!("{base}{}", buyer_path(&m.id, "", &m.client_secret))),
             // The only customer action payd knows is the 3-D Secure challenge.
-            next_action: (m.status == "requires_customer_action").then(|| NextAction {
+            next_action: (m.status == Status::RequiresCustomerAction).then(|| NextAction {
                 kind: "redirect_to_url".to_owned(),
                 redirect_to_url: RedirectToUrl {
                     url: format!("{base}{}", challenge_path(&m.id, &m.client_secret)),
@@ -685,8 +690,8 @@ pub struct StatusChange {
 impl From<&payment_status_history::Model> for StatusChange {
     fn from(h: &payment_status_history::Model) -> Self {
         Self {
-            from: h.from_status.clone(),
-            to: h.to_status.clone(),
+            from: h.from_status.map(|s| s.to_string()),
+            to: h.to_status.to_string(),
             trigger: h.trigger.clone(),
             at: h.created_at,
         }
@@ -815,13 +820,9 @@ pub fn lines_of(m: &payment::Model) -> Result<Vec<Line>, sea_orm::DbErr> {
 /// The machine's view of a stored payment.
 pub fn state_of(m: &payment::Model) -> State {
     State {
-        status: Status::parse(&m.status).unwrap_or(Status::Conflicted),
+        status: m.status,
         amount: m.amount,
-        capture_method: if m.capture_method == "manual" {
-            CaptureMethod::Manual
-        } else {
-            CaptureMethod::Automatic
-        },
+        capture_method: m.capture_method,
         authorized: m.amount_authorized,
         captured: m.amount_captured,
         refunded: m.amount_refunded,

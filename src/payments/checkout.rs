@@ -185,7 +185,7 @@ impl CheckoutStatus {
     fn of(m: &payment::Model, public_url: &str) -> Result<Self, sea_orm::DbErr> {
         let p = Payment::render(m, public_url)?;
         Ok(Self {
-            next_action_url: (p.status == "requires_customer_action")
+            next_action_url: (m.status == super::machine::Status::RequiresCustomerAction)
                 .then(|| super::api::challenge_path(&p.payment_id, &p.client_secret)),
             payment_id: p.payment_id,
             status: p.status,
@@ -573,9 +573,9 @@ pub async fn challenge_page(
         shop_name: &shop.name,
         logo: shop.logo,
         title: Text::with_amount(text.challenge_title, &locale.amount(m.amount, &m.currency)),
-        waiting: m.status == super::machine::Status::RequiresCustomerAction.as_str(),
+        waiting: m.status == super::machine::Status::RequiresCustomerAction,
         at_bank,
-        closed: Text::with_status(text.challenge_closed, &m.status.replace('_', " ")),
+        closed: Text::with_status(text.challenge_closed, &m.status.as_str().replace('_', " ")),
         payment_id: &m.id,
         client_secret: &m.client_secret,
         data: ChallengeData {

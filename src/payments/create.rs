@@ -118,17 +118,10 @@ pub async fn create(
             Status::RequiresConfirmation
         } else {
             Status::RequiresPaymentMethod
-        }
-        .as_str()
-        .to_owned(),
+        },
         amount: ask.amount.minor,
         currency: ask.amount.currency,
-        capture_method: if ask.manual_capture {
-            "manual"
-        } else {
-            "automatic"
-        }
-        .to_owned(),
+        capture_method: super::machine::CaptureMethod::of(ask.manual_capture),
         amount_authorized: 0,
         amount_captured: 0,
         amount_refunded: 0,
@@ -238,8 +231,7 @@ async fn insert_and_run(
     };
     if let Some(m) = resumed {
         // An authorization sent but not answered is reconciled by the sync, not sent again.
-        let waits =
-            m.status == Status::RequiresConfirmation.as_str() && m.pending_operation.is_none();
+        let waits = m.status == Status::RequiresConfirmation && m.pending_operation.is_none();
         let command = if waits { command } else { Command::Sync };
         return Ok(run(payments, &m.id, Some(access), command, key)
             .await?

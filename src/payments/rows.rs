@@ -8,7 +8,7 @@ use payd_entity::{payment, payment_attempt, refund};
 use super::{
     api::{lines_of, LastError, Refund, RoutingDecision},
     commands::{Patch, PaymentError},
-    machine::{Authorization, Refusal, Status},
+    machine::{Authorization, CaptureMethod, Refusal, Status},
     store::{self, Announcement},
 };
 use crate::{
@@ -54,7 +54,9 @@ pub(super) fn answered(
 ) -> payment_attempt::Model {
     let status = match result.outcome {
         Authorization::Approved { amount } if amount < m.amount => "partially_authorized",
-        Authorization::Approved { .. } if m.capture_method == "automatic" => "captured",
+        Authorization::Approved { .. } if m.capture_method == CaptureMethod::Automatic => {
+            "captured"
+        }
         Authorization::Approved { .. } => "authorized",
         Authorization::Declined { .. } | Authorization::Refused => "declined",
         Authorization::ChallengeRequired => "challenge_required",
@@ -107,7 +109,7 @@ pub(super) fn event_for(
     if !changed {
         return None;
     }
-    Status::parse(&after.status).and_then(Status::event)
+    after.status.event()
 }
 
 /// The idempotency key of a money-moving operation: the same for a retry of the same
@@ -119,9 +121,7 @@ pub(super) fn op_key(m: &payment::Model, op: &str) -> String {
 pub(super) fn processor_of(m: &payment::Model) -> Result<(String, String), PaymentError> {
     match (&m.processor, &m.processor_reference) {
         (Some(a), Some(r)) => Ok((a.clone(), r.clone())),
-        _ => Err(PaymentError::Refused(Refusal::InvalidState(
-            Status::parse(&m.status).unwrap_or(Status::Conflicted),
-        ))),
+        _ => Err(PaymentError::Refused(Refusal::InvalidState(m.status))),
     }
 }
 
@@ -138,12 +138,12 @@ pub(super) fn apply_patch(
         after.currency = c.clone();
     }
     if let Some(manual) = p.manual_capture {
-        after.capture_method = if manual { "manual" } else { "automatic" }.to_owned();
+        after.capture_method = CaptureMethod::of(manual);
     }
     if let Some(card) = &p.card {
         after.payment_method = serde_json::to_string(card).ok();
-        if after.status == Status::RequiresPaymentMethod.as_str() {
-            after.status = Status::RequiresConfirmation.as_str().to_owned();
+        if after.status == Status::RequiresPaymentMethod {
+            after.status = Status::RequiresConfirmation;
         }
     }
     // Lines that name the catalog were checked against it, and indexed for the sales report,

@@ -114,7 +114,7 @@ pub struct Created {
 /// Writes the machine's new state into a copy of the row.
 pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment::Model {
     let mut next = m.clone();
-    next.status = s.status.as_str().to_owned();
+    next.status = s.status;
     next.amount = s.amount;
     next.amount_authorized = s.authorized;
     next.amount_captured = s.captured;
@@ -130,7 +130,7 @@ pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment:
 /// request's `Idempotency-Key`.
 pub fn created(m: &payment::Model, key: Option<RequestKey>, catalog: Vec<Write>) -> Created {
     let mut writes = catalog;
-    writes.push(history(&m.id, None, &m.status, "create", m.created_at));
+    writes.push(history(&m.id, None, m.status, "create", m.created_at));
     Created { writes, key }
 }
 
@@ -204,8 +204,8 @@ pub async fn commit(
     if after.status != before.status {
         change = change.write(history(
             &after.id,
-            Some(&before.status),
-            &after.status,
+            Some(before.status),
+            after.status,
             changes.trigger,
             now,
         ));
@@ -457,16 +457,16 @@ fn attempt(a: payment_attempt::Model) -> Write {
 
 fn history(
     payment_id: &str,
-    from: Option<&str>,
-    to: &str,
+    from: Option<Status>,
+    to: Status,
     trigger: &str,
     now: DateTime<Utc>,
 ) -> Write {
     commit::append(payment_status_history::Model {
         id: new_id("psh"),
         payment_id: payment_id.to_owned(),
-        from_status: from.map(str::to_owned),
-        to_status: to.to_owned(),
+        from_status: from,
+        to_status: to,
         trigger: trigger.to_owned(),
         created_at: now,
     })
@@ -486,7 +486,7 @@ enum Jobs {
 fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing: Jobs) -> Change {
     let mut change = Change::at(now);
     let mut stale = Vec::with_capacity(2);
-    let status = Status::parse(&m.status).unwrap_or(Status::Conflicted);
+    let status = m.status;
     let expiry = if status.is_unconfirmed() || status == Status::RequiresCustomerAction {
         Some(m.expires_at)
     } else if status.is_capturable() {
@@ -968,10 +968,10 @@ pub async fn put_routing_rules(
 pub async fn disputed(db: &Db, payment_id: &str) -> Result<super::refunds::Disputed, DbErr> {
     let mut out = super::refunds::Disputed::default();
     for d in disputes::store::of_payment(db, payment_id).await? {
-        match disputes::machine::Status::parse(&d.status) {
-            Some(s) if s.is_open() => out.open = Some(d.id),
-            Some(s) if s.buyer_kept() => out.kept_by_buyer += d.amount,
-            _ => {}
+        if d.status.is_open() {
+            out.open = Some(d.id);
+        } else if d.status.buyer_kept() {
+            out.kept_by_buyer += d.amount;
         }
     }
     Ok(out)

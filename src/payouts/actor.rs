@@ -157,15 +157,11 @@ impl Row for PayoutRow {
     }
 }
 
-fn status_of(m: &payout::Model) -> Status {
-    Status::parse(&m.status).unwrap_or(Status::Failed)
-}
-
 /// When to ask the processor next about a payout it has: at its next change, or (an answer
 /// not yet committed) a minute on.
 fn next_sync(deps: &PayoutDeps, m: &payout::Model, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let submitted = m.submitted_at?;
-    match status_of(m) {
+    match m.status {
         Status::Initiated => Some(machine::ask_again_at(now)),
         Status::Pending | Status::Success => {
             processor::next_change(&m.recipient, submitted, now, deps.delay)
@@ -193,7 +189,7 @@ async fn step(
     command: &Command,
 ) -> Result<payout::Model, PayoutError> {
     let now = deps.clock.now();
-    let status = status_of(m);
+    let status = m.status;
     let mut after = m.clone();
     after.updated_at = now;
     match command {
@@ -222,12 +218,12 @@ async fn step(
         }
         Command::Confirm => {
             let to = machine::confirm(status, m.auto_fulfill)?;
-            after.status = to.as_str().to_owned();
+            after.status = to;
             after.reserved = true;
             submit(deps, m, after, now).await
         }
         Command::Fulfill => {
-            after.status = machine::fulfill(status)?.as_str().to_owned();
+            after.status = machine::fulfill(status)?;
             submit(deps, m, after, now).await
         }
         Command::Cancel => {
@@ -239,7 +235,7 @@ async fn step(
                     return Err(PayoutError::NotCancellable);
                 }
             }
-            after.status = Status::Cancelled.as_str().to_owned();
+            after.status = Status::Cancelled;
             after.reserved = false;
             save(deps, m, after).await
         }
@@ -248,7 +244,7 @@ async fn step(
             let due = machine::expires_at(m.created_at);
             match machine::expire(status).filter(|_| now >= due) {
                 Some(to) => {
-                    after.status = to.as_str().to_owned();
+                    after.status = to;
                     after.reserved = false;
                     save(deps, m, after).await
                 }
@@ -265,7 +261,7 @@ async fn submit(
     mut after: payout::Model,
     now: DateTime<Utc>,
 ) -> Result<payout::Model, PayoutError> {
-    let to_processor = after.status == Status::Initiated.as_str();
+    let to_processor = after.status == Status::Initiated;
     if to_processor {
         after.submitted_at = Some(now);
     }
@@ -286,12 +282,12 @@ async fn sync(
         return Ok(m.clone());
     };
     let outcome = processor::status(&m.recipient, submitted, now, deps.delay);
-    let Some(to) = machine::follow(status_of(m), &outcome) else {
+    let Some(to) = machine::follow(m.status, &outcome) else {
         return Ok(m.clone());
     };
     let mut after = m.clone();
     after.updated_at = now;
-    after.status = to.as_str().to_owned();
+    after.status = to;
     after.reserved = to.holds_funds();
     if let Outcome::Failed { code, message } = &outcome {
         after.failure_code = Some(code.clone());

@@ -225,7 +225,7 @@ impl NewPayout {
             merchant_id: merchant_id.to_owned(),
             profile_id: profile_id.to_owned(),
             test_mode,
-            status: status.as_str().to_owned(),
+            status,
             amount: self.amount,
             currency: self.currency,
             destination: self.destination,
@@ -345,7 +345,7 @@ impl Payout {
         Ok(Self {
             payout_id: m.id.clone(),
             version: m.version,
-            status: m.status.clone(),
+            status: m.status.to_string(),
             amount: m.amount,
             currency: m.currency.clone(),
             destination: crate::stored::json("destination", &m.id, &m.destination)?,

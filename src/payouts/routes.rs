@@ -98,7 +98,7 @@ pub async fn create_payout(
     store::insert(&state.db, &m)
         .await
         .map_err(PayoutError::from)?;
-    let m = match m.status == machine::Status::Initiated.as_str() {
+    let m = match m.status == machine::Status::Initiated {
         true => {
             let exec = Exec {
                 scope: Some(caller.scope()),

@@ -59,18 +59,16 @@ fn around(
         currency: &after.currency,
     };
     let was_reserved = before.is_some_and(|b| b.reserved);
-    let status = Status::parse(&after.status);
+    let status = after.status;
     let mut change = Change::at(now);
     let moves = match (was_reserved, after.reserved) {
         (false, true) => {
             change = change.and(ledger::store::reserve(&account, after.amount, now, db));
             book::reserve_moves(after.amount)
         }
-        (true, false) if status == Some(Status::Success) => book::paid_moves(after.amount),
+        (true, false) if status == Status::Success => book::paid_moves(after.amount),
         (true, false) => book::release_moves(after.amount),
-        _ if status == Some(Status::Reversed)
-            && before.is_some_and(|b| b.status == Status::Success.as_str()) =>
-        {
+        _ if status == Status::Reversed && before.is_some_and(|b| b.status == Status::Success) => {
             book::reversal_moves(after.amount)
         }
         _ => Vec::new(),
@@ -79,13 +77,13 @@ fn around(
         change = change.write(w);
     }
     if before.is_none_or(|b| b.status != after.status) {
-        if let Some(e) = status.and_then(Status::event) {
+        if let Some(e) = status.event() {
             change = change.event(event(after, e)?);
         }
     }
     // A new payout has no job to cancel.
     let mut cancel = Vec::new();
-    match status.and_then(machine::expire) {
+    match machine::expire(status) {
         Some(_) => {
             change = change.job(Job::ScheduleIfAbsent {
                 kind: EXPIRY_JOB,
@@ -117,7 +115,7 @@ fn around(
 /// A new payout (reserved already when created confirmed).
 pub async fn insert(db: &Db, m: &payout::Model) -> Result<usize, CommitError> {
     // One sent to the processor at once is asked again if its answer is not committed.
-    let sent = m.status == Status::Initiated.as_str();
+    let sent = m.status == Status::Initiated;
     let change = Change::at(m.created_at)
         .write(commit::insert(m.clone()))
         .and(around(

@@ -54,7 +54,7 @@ pub async fn counts(
         .await? as i64;
     let authorized = payments()
         .filter(payment::Column::AmountAuthorized.gt(0))
-        .filter(payment::Column::Status.ne("failed"))
+        .filter(payment::Column::Status.ne(payd_model::payments::Status::Failed))
         .count(db)
         .await? as i64;
     let refunds = refund::Entity::find()

@@ -44,7 +44,7 @@ pub async fn lines(
         let all: Vec<Line> =
             crate::stored::json_opt("lines", &p.id, p.lines.as_deref())?.unwrap_or_default();
         // A capture given back by a cancel after capture sold nothing.
-        let captured = if p.status == "cancelled_post_capture" {
+        let captured = if p.status == payd_model::payments::Status::CancelledPostCapture {
             0
         } else {
             p.amount_captured

@@ -485,6 +485,8 @@ pub struct WebhookSettings {
     pub auth_retry_schedule: Vec<u64>,
     /// Spread retries by up to ±10 %.
     pub jitter: bool,
+    /// Requests open at once to one endpoint from one instance (a merchant's queue sends to
+    /// its other endpoints beside one at this bound).
     pub max_in_flight_per_endpoint: usize,
     pub request_timeout_secs: u64,
     /// Accept endpoints on private, loopback and link-local addresses.

@@ -360,8 +360,9 @@ async fn withdraw_first_charge(
     let Some(p) = payments::store::find(&deps.db, pid).await? else {
         return Ok(None);
     };
-    match p.status.as_str() {
-        "requires_payment_method" | "requires_confirmation" => {
+    use payd_model::payments::Status as Paid;
+    match p.status {
+        Paid::RequiresPaymentMethod | Paid::RequiresConfirmation => {
             let cancel = payments::actor::run(
                 &deps.payments,
                 pid,
@@ -378,10 +379,20 @@ async fn withdraw_first_charge(
                 }
             }
         }
-        "succeeded" | "processing" | "requires_customer_action" => {
+        Paid::Succeeded | Paid::Processing | Paid::RequiresCustomerAction => {
             Ok(Some(settle(deps, s, c.clone(), now).await?))
         }
-        _ => Ok(None),
+        Paid::RequiresMerchantAction
+        | Paid::RequiresCapture
+        | Paid::PartiallyAuthorizedAndRequiresCapture
+        | Paid::PartiallyCaptured
+        | Paid::PartiallyCapturedAndCapturable
+        | Paid::Declined
+        | Paid::Failed
+        | Paid::Cancelled
+        | Paid::CancelledPostCapture
+        | Paid::Expired
+        | Paid::Conflicted => Ok(None),
     }
 }
 

@@ -570,11 +570,25 @@ pub(super) async fn charge(
             }
         },
     };
-    Ok(match payment.status.as_str() {
-        "succeeded" => Outcome::Paid(Some(payment)),
-        "declined" | "failed" | "cancelled" | "expired" => Outcome::Failed(Some(payment)),
-        // On its way (processing, or confirming elsewhere): looked at again later.
-        _ => Outcome::Pending,
+    use payd_model::payments::Status as Paid;
+    Ok(match payment.status {
+        Paid::Succeeded => Outcome::Paid(Some(payment)),
+        Paid::Declined | Paid::Failed | Paid::Cancelled | Paid::Expired => {
+            Outcome::Failed(Some(payment))
+        }
+        // On its way (processing, confirming elsewhere, waiting for the buyer, or for a sync
+        // to settle it): looked at again later.
+        Paid::RequiresPaymentMethod
+        | Paid::RequiresConfirmation
+        | Paid::RequiresCustomerAction
+        | Paid::RequiresMerchantAction
+        | Paid::Processing
+        | Paid::RequiresCapture
+        | Paid::PartiallyAuthorizedAndRequiresCapture
+        | Paid::PartiallyCaptured
+        | Paid::PartiallyCapturedAndCapturable
+        | Paid::CancelledPostCapture
+        | Paid::Conflicted => Outcome::Pending,
     })
 }
 

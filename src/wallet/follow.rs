@@ -265,7 +265,7 @@ pub async fn import(
             case_id: case.id.clone(),
             dispute_id: dispute.as_ref().map(|d| d.id.clone()),
             result: result.as_str().to_owned(),
-            dispute_status: dispute.map(|d| d.status),
+            dispute_status: dispute.map(|d| d.status.to_string()),
         });
     }
     Ok(report)

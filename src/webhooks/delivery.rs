@@ -239,7 +239,10 @@ pub struct MerchantDeliveries {
     queue: VecDeque<Work>,
     /// Manual retries queued or in flight.
     manual: usize,
+    /// Requests open now, in all, and per endpoint id (each at most
+    /// `max_in_flight_per_endpoint`: an endpoint that hangs holds back only its own work).
     in_flight: usize,
+    in_flight_to: HashMap<String, usize>,
     /// Queued, in flight, or sent with the outcome not yet written; shared with the pool so
     /// the dispatcher can see a backlog. Counting unwritten outcomes bounds them: a merchant
     /// whose writes lag gets no new claims until they catch up.
@@ -278,6 +281,7 @@ impl KeyedActor for MerchantDeliveries {
             queue: VecDeque::new(),
             manual: 0,
             in_flight: 0,
+            in_flight_to: HashMap::new(),
             backlog,
             unwritten: Vec::new(),
             writing: false,
@@ -290,12 +294,18 @@ impl KeyedActor for MerchantDeliveries {
 }
 
 impl MerchantDeliveries {
-    /// The first queued work whose endpoint may be sent to at `now`, taking its slot; or, if
-    /// every queued work waits for its endpoint's rate, how long until the first slot opens.
+    /// The first queued work whose endpoint may be sent to at `now` (below its in-flight
+    /// bound, its rate's slot open), taking its slot; or, if none may, how long until the
+    /// first rate slot opens (`None`: every endpoint with work waits for a request to end).
     fn next_work(&mut self, now: Instant) -> Result<Work, Option<StdDuration>> {
         let mut wait: Option<StdDuration> = None;
+        let bound = self.deps.settings.max_in_flight_per_endpoint;
         let ready = self.queue.iter().position(|w| {
-            let opens = self.next_slot.get(&w.endpoint().id).copied();
+            let id = &w.endpoint().id;
+            if self.in_flight_to.get(id).is_some_and(|n| *n >= bound) {
+                return false;
+            }
+            let opens = self.next_slot.get(id).copied();
             match opens.filter(|at| *at > now) {
                 Some(at) => {
                     let left = at - now;
@@ -319,12 +329,13 @@ impl MerchantDeliveries {
     }
 
     fn pump(&mut self, ctx: &mut Context<Self>) {
-        while self.in_flight < self.deps.settings.max_in_flight_per_endpoint {
+        loop {
             let work = match self.next_work(Instant::now()) {
                 Ok(work) => work,
                 Err(wait) => {
-                    // Everything queued waits for its endpoint's rate: pumped again when the
-                    // first slot opens.
+                    // Everything queued waits for its endpoint's rate or for one of its
+                    // requests to end: pumped again when the first slot opens, or when a
+                    // request ends.
                     if let Some(wait) = wait.filter(|_| !self.waiting_for_slot) {
                         self.waiting_for_slot = true;
                         ctx.run_later(wait, |act, ctx| {
@@ -335,7 +346,9 @@ impl MerchantDeliveries {
                     break;
                 }
             };
+            let endpoint = work.endpoint().id.clone();
             self.in_flight += 1;
+            *self.in_flight_to.entry(endpoint.clone()).or_default() += 1;
             let deps = self.deps.clone();
             let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
             let client = delivery_client(timeout, &deps.outbound);
@@ -345,9 +358,9 @@ impl MerchantDeliveries {
                     ctx.spawn(
                         async move { send_manual(&deps, &client, retry).await }
                             .into_actor(self)
-                            .map(|(), act, ctx| {
+                            .map(move |(), act, ctx| {
                                 act.manual -= 1;
-                                act.in_flight -= 1;
+                                act.ended(&endpoint);
                                 act.pump(ctx);
                                 act.tell_if_drained();
                             }),
@@ -358,7 +371,7 @@ impl MerchantDeliveries {
             ctx.spawn(
                 async move { send(&deps, &client, item).await }
                     .into_actor(self)
-                    .map(|sent, act, ctx| {
+                    .map(move |sent, act, ctx| {
                         match sent {
                             Some(finished) => {
                                 act.unwritten.push(finished);
@@ -367,12 +380,23 @@ impl MerchantDeliveries {
                             // Not ours any more: nothing to write.
                             None => act.release(1),
                         }
-                        act.in_flight -= 1;
+                        act.ended(&endpoint);
                         act.deps.count_in_flight(-1);
                         act.pump(ctx);
                         act.tell_if_drained();
                     }),
             );
+        }
+    }
+
+    /// A request to `endpoint` has ended.
+    fn ended(&mut self, endpoint: &str) {
+        self.in_flight -= 1;
+        if let Some(n) = self.in_flight_to.get_mut(endpoint) {
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight_to.remove(endpoint);
+            }
         }
     }
 

@@ -358,7 +358,7 @@ fn auth_request(
         payment_id: m.id.clone(),
         amount: m.amount,
         currency: m.currency.clone(),
-        capture: m.capture_method == "automatic",
+        capture: m.capture_method == CaptureMethod::Automatic,
         partial_allowed: m.enable_partial_authorization,
         card: card.clone(),
         secret: secret.clone(),
@@ -533,7 +533,7 @@ fn available(deps: &PaymentDeps, enabled: &[processor_account::Model]) -> Vec<St
 
 /// Where the buyer completes the payment's 3-D Secure (payd's page when it waits for none).
 pub async fn challenge(deps: &PaymentDeps, m: &payment::Model) -> Result<Challenge, PaymentError> {
-    if m.status != Status::RequiresCustomerAction.as_str() {
+    if m.status != Status::RequiresCustomerAction {
         return Ok(Challenge::Here);
     }
     let Ok((account, reference)) = processor_of(m) else {

@@ -100,7 +100,7 @@ pub(super) async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Don
 /// Whether the payment waits for the buyer's 3-D Secure on an authorization its processor holds
 /// (a Stripe PaymentIntent in `requires_action`): cancelling or expiring it voids it there.
 async fn challenge_held(deps: &PaymentDeps, m: &payment::Model) -> Result<bool, PaymentError> {
-    if m.status != Status::RequiresCustomerAction.as_str() {
+    if m.status != Status::RequiresCustomerAction {
         return Ok(false);
     }
     let Ok((account, _)) = processor_of(m) else {

@@ -32,7 +32,7 @@ use super::rows::{
 use super::{
     api::{lines_of, CardReader, MandateRequest, Payment, RoutingDecision},
     intent::Intent,
-    machine::{self, Authorization, CancelKind, ProcessorView, Status},
+    machine::{self, Authorization, CancelKind, CaptureMethod, ProcessorView, Status},
     refunds,
     routing::{self, Facts},
     store::{self, Announcement, Changes, SaveCard},

@@ -307,7 +307,7 @@ pub(super) async fn adopt_refunds(
             continue;
         }
         done = adopt_refund(deps, &done.payment, applied).await?;
-        if done.payment.status == Status::Conflicted.as_str() {
+        if done.payment.status == Status::Conflicted {
             break;
         }
     }
@@ -340,10 +340,10 @@ pub(super) async fn adopt_refund(
     let ask = refunds::Ask::Amount(Some(applied.amount));
     let Ok(plan) = refunds::plan(&state, &lines, &ask, &disputed) else {
         let mut after = m.clone();
-        after.status = Status::Conflicted.as_str().to_owned();
+        after.status = Status::Conflicted;
         after.updated_at = now;
         after.conflict = serde_json::to_string(&serde_json::json!({
-            "ours": {"status": m.status, "captured": m.amount_captured, "refunded": m.amount_refunded},
+            "ours": {"status": m.status.as_str(), "captured": m.amount_captured, "refunded": m.amount_refunded},
             "processor": {"refund": applied.reference, "amount": applied.amount},
         }))
         .ok();

@@ -194,7 +194,7 @@ pub(super) async fn sync_status(
     let mut after = store::with_state(m, &next, now);
     if next.status == Status::Conflicted {
         after.conflict = serde_json::to_string(&serde_json::json!({
-                "ours": {"status": m.status, "authorized": m.amount_authorized, "captured": m.amount_captured},
+                "ours": {"status": m.status.as_str(), "authorized": m.amount_authorized, "captured": m.amount_captured},
                 "processor": format!("{view:?}"),
             }))
             .ok();

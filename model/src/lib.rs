@@ -1,0 +1,21 @@
+//! The values payd's columns hold, below `payd-entity` and `payd`: each closed set a column
+//! stores (a status, a stage, a method) is an enum here, and the entity names it, so a row is
+//! read as that enum or not at all.
+//!
+//! One policy for a stored value that does not decode (the stored-JSON policy of
+//! `payd::stored`, now for enums): it is corrupt, so the read fails as a database fault does —
+//! logged with its column and row, answered 500, and the command that read it stops before it
+//! writes. It is never read as a neighbouring value: an unknown payout status read as `failed`
+//! would release the funds a payout holds.
+//!
+//! This crate depends on no crate of payd's (the architecture test holds it to that), and its
+//! types carry no behaviour beyond what their values mean.
+
+#[macro_use]
+mod text;
+
+pub mod disputes;
+pub mod payments;
+pub mod payouts;
+
+pub use text::corrupt;

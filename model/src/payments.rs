@@ -1,0 +1,98 @@
+//! What a payment's row holds of closed sets; its machine is `payd::payments::machine`.
+
+text_enum! {
+    // Not here: the spec's `partially_captured_and_processing`. No capture is pending at a
+    // processor yet (a capture is answered or refused), so nothing could reach it; it comes
+    // with pending captures (docs/features.md).
+    pub enum Status {
+        RequiresPaymentMethod = "requires_payment_method",
+        RequiresConfirmation = "requires_confirmation",
+        RequiresCustomerAction = "requires_customer_action",
+        RequiresMerchantAction = "requires_merchant_action",
+        Processing = "processing",
+        RequiresCapture = "requires_capture",
+        PartiallyAuthorizedAndRequiresCapture = "partially_authorized_and_requires_capture",
+        PartiallyCaptured = "partially_captured",
+        PartiallyCapturedAndCapturable = "partially_captured_and_capturable",
+        Succeeded = "succeeded",
+        Declined = "declined",
+        Failed = "failed",
+        Cancelled = "cancelled",
+        CancelledPostCapture = "cancelled_post_capture",
+        Expired = "expired",
+        Conflicted = "conflicted",
+    }
+}
+
+impl Status {
+    /// No command moves a payment out of these (a sync may still flag a contradiction).
+    /// `succeeded` and `partially_captured` are settled but not terminal: inside the void
+    /// window they can still be cancelled (`cancelled_post_capture`).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Status::Failed
+                | Status::Cancelled
+                | Status::CancelledPostCapture
+                | Status::Expired
+                | Status::Conflicted
+        )
+    }
+
+    /// The event the spec names for this status, if any.
+    pub fn event(self) -> Option<&'static str> {
+        Some(match self {
+            Status::Succeeded => "payment_succeeded",
+            Status::Failed | Status::Declined => "payment_failed",
+            Status::Processing => "payment_processing",
+            Status::RequiresCapture => "payment_authorized",
+            Status::PartiallyAuthorizedAndRequiresCapture => "payment_partially_authorized",
+            Status::PartiallyCaptured | Status::PartiallyCapturedAndCapturable => {
+                "payment_captured"
+            }
+            Status::Cancelled => "payment_cancelled",
+            Status::CancelledPostCapture => "payment_cancelled_post_capture",
+            Status::Expired => "payment_expired",
+            Status::RequiresCustomerAction
+            | Status::RequiresMerchantAction
+            | Status::Conflicted => "action_required",
+            Status::RequiresPaymentMethod | Status::RequiresConfirmation => return None,
+        })
+    }
+
+    /// Statuses in which the payment can still be edited and confirmed.
+    pub fn is_unconfirmed(self) -> bool {
+        matches!(
+            self,
+            Status::RequiresPaymentMethod | Status::RequiresConfirmation | Status::Declined
+        )
+    }
+
+    /// Statuses holding an authorization that can still be captured.
+    pub fn is_capturable(self) -> bool {
+        matches!(
+            self,
+            Status::RequiresCapture
+                | Status::PartiallyAuthorizedAndRequiresCapture
+                | Status::PartiallyCapturedAndCapturable
+        )
+    }
+}
+
+text_enum! {
+    /// Whether an approved authorization is captured at once or waits for the merchant.
+    pub enum CaptureMethod {
+        Automatic = "automatic",
+        Manual = "manual",
+    }
+}
+
+impl CaptureMethod {
+    /// `manual` when the merchant captures, else `automatic`.
+    pub fn of(manual: bool) -> Self {
+        match manual {
+            true => CaptureMethod::Manual,
+            false => CaptureMethod::Automatic,
+        }
+    }
+}
