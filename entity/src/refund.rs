@@ -11,8 +11,7 @@ pub struct Model {
     pub merchant_id: String,
     pub profile_id: String,
     pub test_mode: bool,
-    /// `pending`, `manual_review`, `succeeded` or `failed`.
-    pub status: String,
+    pub status: payd_model::refunds::Status,
     pub amount: i64,
     pub currency: String,
     /// JSON array of `{line_id, quantity, amount}`.

@@ -23,7 +23,7 @@ pub struct Model {
     pub currency: String,
     pub interval: String,
     pub interval_count: i64,
-    pub status: String,
+    pub status: payd_model::subscriptions::Status,
     pub anchor_at: DateTimeUtc,
     /// Which period is current (1 for the first).
     pub period_index: i64,

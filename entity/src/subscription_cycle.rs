@@ -15,8 +15,7 @@ pub struct Model {
     pub currency: String,
     /// JSON array of payment lines.
     pub lines: String,
-    /// `open`, `paid` or `void`.
-    pub status: String,
+    pub status: payd_model::subscriptions::CycleStatus,
     pub attempts: i64,
     /// An attempt's payment is recorded and its outcome is not yet.
     pub charging: bool,

@@ -17,5 +17,7 @@ mod text;
 pub mod disputes;
 pub mod payments;
 pub mod payouts;
+pub mod refunds;
+pub mod subscriptions;
 
 pub use text::corrupt;

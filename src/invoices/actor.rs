@@ -360,7 +360,8 @@ async fn paid_of(deps: &InvoiceDeps, m: &invoice::Model) -> Result<i64, InvoiceE
     }
     if let Some(cycle_id) = &m.cycle_id {
         let cycle = crate::subscriptions::store::find_cycle(&deps.db, cycle_id).await?;
-        if let Some(c) = cycle.filter(|c| c.status == "paid") {
+        if let Some(c) = cycle.filter(|c| c.status == payd_model::subscriptions::CycleStatus::Paid)
+        {
             return Ok(c.amount.min(m.total));
         }
     }

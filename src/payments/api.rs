@@ -616,7 +616,7 @@ impl Refund {
             refund_id: r.id.clone(),
             version: r.version,
             payment_id: r.payment_id.clone(),
-            status: r.status.clone(),
+            status: r.status.to_string(),
             amount: r.amount,
             currency: r.currency.clone(),
             lines: stored::json("lines", &r.id, &r.lines)?,

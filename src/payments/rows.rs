@@ -84,10 +84,11 @@ pub(super) fn last_error(result: &AuthResult) -> Option<String> {
 /// refund before its commit; the event's object is the refund as that commit writes it (its
 /// version raised).
 pub(super) fn refund_event(r: &refund::Model) -> Result<Vec<Announcement>, sea_orm::DbErr> {
-    let event_type = match r.status.as_str() {
-        "succeeded" => "refund_succeeded",
-        "failed" => "refund_failed",
-        _ => return Ok(Vec::new()),
+    use payd_model::refunds::Status as Stored;
+    let event_type = match r.status {
+        Stored::Succeeded => "refund_succeeded",
+        Stored::Failed => "refund_failed",
+        Stored::Pending | Stored::ManualReview => return Ok(Vec::new()),
     };
     Ok(vec![Announcement {
         event_type,

@@ -343,7 +343,7 @@ fn refund_change(
 
 /// A refund's settle job: due after `settle_delay` while it is pending, none once settled.
 fn refund_job(r: &refund::Model, now: DateTime<Utc>, settle_delay: Duration) -> Job {
-    if matches!(r.status.as_str(), "pending" | "manual_review") {
+    if r.status.is_open() {
         Job::Schedule {
             kind: REFUND_SETTLE_JOB,
             entity_id: r.id.clone(),

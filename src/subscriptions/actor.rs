@@ -202,7 +202,7 @@ async fn step(
     command: &Command,
 ) -> Result<subscription::Model, SubscriptionError> {
     let now = deps.clock.now();
-    let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
+    let status = s.status;
     match command {
         Command::Sync => sync(deps, s, status, now).await,
         Command::InvoiceDisputed { invoice_id } => {

@@ -151,7 +151,7 @@ pub async fn adopt(
         None => new_customer(deps, &scope, &p).await?,
     };
     let s = adopted(&p, &scope, customer_id, deps.clock.now())?;
-    let status = Status::parse(&s.status).unwrap_or(Status::Active);
+    let status = s.status;
     // Announced in the state it is adopted in (`subscription_created` is for one that waits
     // for its buyer).
     let events = vec![store::event(
@@ -238,7 +238,7 @@ pub fn adopted(
         currency: plan.currency.to_owned(),
         interval: plan.interval.to_owned(),
         interval_count: plan.interval_count,
-        status: status.as_str().to_owned(),
+        status,
         anchor_at: p.current_period_start,
         period_index: 1,
         anchor_index: 0,

@@ -441,7 +441,7 @@ impl Subscription {
         Ok(Self {
             subscription_id: s.id.clone(),
             version: s.version,
-            status: s.status.clone(),
+            status: s.status.to_string(),
             transition_id: s.transition_id.clone(),
             test_mode: s.test_mode,
             current_period_start: s.current_period_start,
@@ -490,7 +490,7 @@ impl Cycle {
             period_end: c.period_end,
             amount: c.amount,
             currency: c.currency.clone(),
-            status: c.status.clone(),
+            status: c.status.to_string(),
             payment_id: c.payment_id.clone(),
             processor_invoice_id: c.processor_invoice_id.clone(),
             attempts: c.attempts,

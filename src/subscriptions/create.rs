@@ -266,7 +266,7 @@ async fn new_subscription(
         currency: plan.currency,
         interval: plan.interval,
         interval_count: plan.interval_count,
-        status: Status::Created.as_str().to_owned(),
+        status: Status::Created,
         anchor_at: now,
         period_index: 1,
         anchor_index: 0,
@@ -375,7 +375,7 @@ async fn create_at_processor(
     };
     let at_processor = deps.billing.create(&scope, &ask.shop, new, now).await?;
     let mut s = adopt::adopted(&at_processor, &scope, customer.id, now)?;
-    s.status = Status::Created.as_str().to_owned();
+    s.status = Status::Created;
     s.ever_active = false;
     s.term_cycles = ask.term_cycles;
     s.metadata = ask.metadata.clone();

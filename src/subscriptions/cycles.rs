@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{payment, subscription, subscription_cycle};
+use payd_model::subscriptions::CycleStatus;
 use sea_orm::DbErr;
 
 use super::{
@@ -107,7 +108,7 @@ pub(super) fn moved(
     now: DateTime<Utc>,
 ) -> subscription::Model {
     let mut after = s.clone();
-    after.status = next.status.as_str().to_owned();
+    after.status = next.status;
     after.cancel_at_period_end = next.cancel_at_period_end;
     after.transition_id = new_id("tr");
     after.updated_at = now;
@@ -130,11 +131,12 @@ pub(super) async fn forward_status(
     s: &subscription::Model,
     now: DateTime<Utc>,
 ) -> Result<(), SubscriptionError> {
-    let at_processor = match Status::parse(&s.status) {
-        Some(Status::Active) => "active",
-        Some(Status::Paused) => "paused",
-        Some(Status::Cancelled | Status::InActive) => "cancelled",
-        _ => return Ok(()),
+    let at_processor = match s.status {
+        Status::Active => "active",
+        Status::Paused => "paused",
+        Status::Cancelled | Status::InActive => "cancelled",
+        // No processor status follows these: the processor's dunning makes `unpaid`.
+        Status::Created | Status::Unpaid => return Ok(()),
     };
     let found = deps.billing.of(s).await?;
     if let Some(p) = found.filter(|p| p.status != at_processor) {
@@ -162,7 +164,9 @@ pub(super) async fn save(
         forward_status(deps, &after, after.updated_at).await?;
     }
     let open = match &cycle {
-        CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == "open" => Some(c.clone()),
+        CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == CycleStatus::Open => {
+            Some(c.clone())
+        }
         CycleWrite::Insert(_) | CycleWrite::Update(_) => None,
         CycleWrite::None => open_cycle(deps, &after).await?,
     };
@@ -286,7 +290,7 @@ pub(super) async fn bill(
     }
     if charge <= 0 {
         cycle.amount = 0;
-        cycle.status = "paid".into();
+        cycle.status = CycleStatus::Paid;
         cycle.charging = false;
         cycle.attempts = 0;
         cycle.payment_id = None;
@@ -323,7 +327,7 @@ pub(super) fn void_open(
     after.open_cycle_id = None;
     match open {
         Some(mut c) => {
-            c.status = "void".into();
+            c.status = CycleStatus::Void;
             c.next_attempt_at = None;
             c.updated_at = now;
             CycleWrite::Update(c)
@@ -411,7 +415,7 @@ pub fn new_cycle(
         amount: s.amount,
         currency: s.currency.clone(),
         lines: serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into()),
-        status: "open".into(),
+        status: CycleStatus::Open,
         attempts: 1,
         charging: true,
         payment_id: (s.billing == store::PAYD).then(|| new_id("pay")),
@@ -465,7 +469,7 @@ pub(super) async fn settle(
     mut c: subscription_cycle::Model,
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
-    let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
+    let status = s.status;
     let outcome = match s.billing.as_str() {
         store::PAYD => charge(deps, s, &c).await?,
         _ => collect(deps, s, &mut c, now).await?,
@@ -486,7 +490,7 @@ pub(super) async fn settle(
             return save(deps, s, after, CycleWrite::Update(c), events).await;
         }
         Outcome::Paid(p) => {
-            c.status = "paid".into();
+            c.status = CycleStatus::Paid;
             c.charging = false;
             c.next_attempt_at = None;
             c.updated_at = now;

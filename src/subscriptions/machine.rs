@@ -19,46 +19,7 @@ use chrono::{DateTime, Duration, Months, Utc};
 
 use crate::money;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Status {
-    Created,
-    Active,
-    Paused,
-    Unpaid,
-    Cancelled,
-    InActive,
-}
-
-impl Status {
-    pub const ALL: [Status; 6] = [
-        Status::Created,
-        Status::Active,
-        Status::Paused,
-        Status::Unpaid,
-        Status::Cancelled,
-        Status::InActive,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Created => "created",
-            Status::Active => "active",
-            Status::Paused => "paused",
-            Status::Unpaid => "unpaid",
-            Status::Cancelled => "cancelled",
-            Status::InActive => "in_active",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Status> {
-        Status::ALL.into_iter().find(|x| x.as_str() == s)
-    }
-
-    /// Nothing leads out of a final status.
-    pub fn is_final(self) -> bool {
-        matches!(self, Status::Cancelled | Status::InActive)
-    }
-}
+pub use payd_model::subscriptions::Status;
 
 /// How often a subscription bills.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -367,7 +367,7 @@ pub async fn capabilities(
     PathId(id): PathId<crate::ids::SubscriptionId>,
 ) -> Result<HttpResponse, ApiError> {
     let s = owned(&state, &caller, &id).await?;
-    let status = Status::parse(&s.status).unwrap_or(Status::Cancelled);
+    let status = s.status;
     let mut actions: Vec<String> = super::machine::actions(status, s.cancel_at_period_end)
         .into_iter()
         .map(str::to_owned)

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{billing_invoice, subscription, subscription_cycle};
+use payd_model::subscriptions::CycleStatus;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
     QueryFilter, QueryOrder, QueryTrait,
@@ -125,7 +126,7 @@ pub fn next_due(
     open: Option<&subscription_cycle::Model>,
     confirm_within: Duration,
 ) -> Option<DateTime<Utc>> {
-    let status = Status::parse(&s.status)?;
+    let status = s.status;
     if status.is_final() {
         return None;
     }
@@ -352,7 +353,9 @@ pub async fn commit(
             .into_query(),
     ));
     let paid = match &cycle {
-        CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == "paid" => Some(c.id.clone()),
+        CycleWrite::Insert(c) | CycleWrite::Update(c) if c.status == CycleStatus::Paid => {
+            Some(c.id.clone())
+        }
         _ => None,
     };
     if let Some(cycle_id) = paid {

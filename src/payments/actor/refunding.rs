@@ -2,6 +2,7 @@
 //! adopting those made at the processor; and the sandbox buyer's dispute.
 
 use super::*;
+use payd_model::refunds::Status as Stored;
 
 /// Plans a refund against what is captured, refundable and not disputed, and makes it:
 /// intent, effect, outcome. Invariant: a processor that keeps state never hears of a refund
@@ -83,7 +84,7 @@ pub(super) fn reserved(
         merchant_id: m.merchant_id.clone(),
         profile_id: m.profile_id.clone(),
         test_mode: m.test_mode,
-        status: "pending".to_owned(),
+        status: Stored::Pending,
         amount: plan.amount,
         currency: m.currency.clone(),
         lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
@@ -112,11 +113,11 @@ pub(super) async fn refund_answered(
     let after = match status {
         RefundStatus::Pending => reserved,
         RefundStatus::Succeeded => {
-            r.status = "succeeded".into();
+            r.status = Stored::Succeeded;
             reserved
         }
         RefundStatus::Failed(why) => {
-            r.status = "failed".into();
+            r.status = Stored::Failed;
             r.failure_reason = Some(why);
             let mut unchanged = m.clone();
             unchanged.updated_at = r.updated_at;
@@ -167,7 +168,7 @@ pub(super) async fn settle_refund(
     let (adopted, listed) = adopt_refunds(deps, m).await?;
     let m = &adopted.payment;
     let r = store::find_refund(&deps.db, refund_id).await?.unwrap_or(r);
-    if !matches!(r.status.as_str(), "pending" | "manual_review") {
+    if !r.status.is_open() {
         return Ok(Done::refund(m, r));
     }
     let (account, reference) = processor_of(m)?;
@@ -209,7 +210,7 @@ pub(super) async fn record_refund_outcome(
     let unchanged = matches!(status, RefundStatus::Pending) && r.processor_reference == reference;
     match status {
         RefundStatus::Pending => {}
-        RefundStatus::Succeeded => r.status = "succeeded".into(),
+        RefundStatus::Succeeded => r.status = Stored::Succeeded,
         RefundStatus::Failed(why) => {
             let plan = refunds::Plan {
                 amount: r.amount,
@@ -220,7 +221,7 @@ pub(super) async fn record_refund_outcome(
             if m.lines.is_some() {
                 after.lines = serde_json::to_string(&next_lines).ok();
             }
-            r.status = "failed".into();
+            r.status = Stored::Failed;
             r.failure_reason = Some(why);
         }
     }
@@ -230,7 +231,7 @@ pub(super) async fn record_refund_outcome(
     }
     r.processor_reference = reference.or(r.processor_reference);
     r.updated_at = now;
-    if r.status != "failed" {
+    if r.status != Stored::Failed {
         // The payment already holds the refund's balance: only the refund changes.
         let events = refund_event(&r)?;
         let (r, deliveries) =
@@ -317,13 +318,13 @@ pub(super) async fn adopt_refunds(
 /// Whether what the processor lists of payd's refund `ours` changes it: a pending one that
 /// settled or got the processor's reference, or a succeeded one that failed since.
 fn settles(ours: &refund::Model, applied: &AppliedRefund) -> bool {
-    match (ours.status.as_str(), &applied.status) {
-        ("pending", RefundStatus::Pending) => {
+    match (ours.status, &applied.status) {
+        (Stored::Pending, RefundStatus::Pending) => {
             ours.processor_reference.is_none() && applied.processor_reference.is_some()
         }
-        ("pending", _) => true,
-        ("succeeded", RefundStatus::Failed(_)) => true,
-        _ => false,
+        (Stored::Pending, _) => true,
+        (Stored::Succeeded, RefundStatus::Failed(_)) => true,
+        (Stored::Succeeded | Stored::ManualReview | Stored::Failed, _) => false,
     }
 }
 
@@ -351,7 +352,7 @@ pub(super) async fn adopt_refund(
     };
     let (after, mut refund) = reserved(m, &lines, &plan, now);
     if applied.status == RefundStatus::Succeeded {
-        refund.status = "succeeded".to_owned();
+        refund.status = Stored::Succeeded;
     }
     refund.reason = Some("made at the processor, outside payd".to_owned());
     refund.processor_reference = Some(applied.reference);

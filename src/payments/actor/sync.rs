@@ -145,7 +145,9 @@ pub(super) async fn settle_pending_refunds(
     let pending: Vec<refund::Model> = store::refunds_of(&deps.db, &m.id)
         .await?
         .into_iter()
-        .filter(|r| r.status == "pending" && r.processor_reference.is_some())
+        .filter(|r| {
+            r.status == payd_model::refunds::Status::Pending && r.processor_reference.is_some()
+        })
         .collect();
     if pending.is_empty() {
         return Ok(done);

@@ -1,0 +1,20 @@
+//! A refund's status as payd stores it (the processor's answer is `payd::processors::RefundStatus`).
+
+text_enum! {
+    pub enum Status {
+        /// Asked of the processor, not yet answered as final.
+        Pending = "pending",
+        /// Held by the processor for review (read, never written by payd itself).
+        ManualReview = "manual_review",
+        Succeeded = "succeeded",
+        Failed = "failed",
+    }
+}
+
+impl Status {
+    /// Still waiting for the processor's last word: its amount is held from what else can be
+    /// refunded.
+    pub fn is_open(self) -> bool {
+        matches!(self, Status::Pending | Status::ManualReview)
+    }
+}
