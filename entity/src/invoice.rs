@@ -11,9 +11,8 @@ pub struct Model {
     pub merchant_id: String,
     pub profile_id: String,
     pub test_mode: bool,
-    /// `invoice` or `credit_note`.
-    pub kind: String,
-    pub status: String,
+    pub kind: payd_model::invoices::Kind,
+    pub status: payd_model::invoices::Status,
     pub number: Option<String>,
     pub currency: String,
     pub customer_id: Option<String>,

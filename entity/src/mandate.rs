@@ -13,12 +13,10 @@ pub struct Model {
     pub profile_id: String,
     pub test_mode: bool,
     pub payment_method_id: String,
-    /// `single_use` or `multi_use`.
-    pub mandate_type: String,
+    pub mandate_type: payd_model::mandates::Kind,
     pub amount_limit: Option<i64>,
     pub currency: Option<String>,
-    /// `pending`, `active`, `inactive` or `revoked`.
-    pub status: String,
+    pub status: payd_model::mandates::Status,
     pub start_at: DateTimeUtc,
     pub end_at: Option<DateTimeUtc>,
     pub version: i64,

@@ -12,11 +12,10 @@ pub struct Model {
     pub profile_id: String,
     pub test_mode: bool,
     pub payment_id: String,
-    /// `INQUIRY`, `CHARGEBACK`, `PRE_ARBITRATION` or `ARBITRATION`.
-    pub case_type: String,
-    pub status: String,
+    pub case_type: payd_model::wallet::CaseType,
+    pub status: payd_model::wallet::Status,
     /// How a `RESOLVED` case ended.
-    pub outcome: Option<String>,
+    pub outcome: Option<payd_model::wallet::Outcome>,
     pub reason: String,
     pub amount: i64,
     pub currency: String,

@@ -10,13 +10,12 @@ pub struct Model {
     /// 1, 2, 3 … in the order the entries were written.
     #[sea_orm(primary_key, auto_increment = false)]
     pub seq: i64,
-    /// `buyer`, `seller` or `processor`.
-    pub actor: String,
+    pub actor: payd_model::wallet::Actor,
     pub kind: String,
     /// The case type (stage) when the entry was written.
-    pub case_type: String,
-    pub status_from: Option<String>,
-    pub status_to: Option<String>,
+    pub case_type: payd_model::wallet::CaseType,
+    pub status_from: Option<payd_model::wallet::Status>,
+    pub status_to: Option<payd_model::wallet::Status>,
     pub message: Option<String>,
     pub amount: Option<i64>,
     /// A JSON array of file ids.

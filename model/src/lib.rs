@@ -15,9 +15,12 @@
 mod text;
 
 pub mod disputes;
+pub mod invoices;
+pub mod mandates;
 pub mod payments;
 pub mod payouts;
 pub mod refunds;
 pub mod subscriptions;
+pub mod wallet;
 
 pub use text::corrupt;

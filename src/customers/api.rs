@@ -155,10 +155,10 @@ impl From<&mandate::Model> for Mandate {
             version: m.version,
             customer_id: m.customer_id.clone(),
             payment_method_id: m.payment_method_id.clone(),
-            mandate_type: m.mandate_type.clone(),
+            mandate_type: m.mandate_type.to_string(),
             amount_limit: m.amount_limit,
             currency: m.currency.clone(),
-            status: m.status.clone(),
+            status: m.status.to_string(),
             start: m.start_at,
             end: m.end_at,
             test_mode: m.test_mode,
@@ -308,11 +308,16 @@ pub fn check_mandate(
     amount: &Money,
     now: DateTime<Utc>,
 ) -> Result<(), MandateRefusal> {
-    match m.status.as_str() {
-        "active" if m.end_at.is_some_and(|end| end <= now) => return Err(MandateRefusal::Ended),
-        "active" => {}
-        "revoked" => return Err(MandateRefusal::Revoked),
-        other => return Err(MandateRefusal::Inactive(other.to_owned())),
+    use payd_model::mandates::Status;
+    match m.status {
+        Status::Active if m.end_at.is_some_and(|end| end <= now) => {
+            return Err(MandateRefusal::Ended)
+        }
+        Status::Active => {}
+        Status::Revoked => return Err(MandateRefusal::Revoked),
+        other @ (Status::Pending | Status::Inactive) => {
+            return Err(MandateRefusal::Inactive(other.to_string()))
+        }
     }
     if let Some(c) = m.currency.as_deref().filter(|c| *c != amount.currency) {
         return Err(MandateRefusal::OtherCurrency(c.to_owned()));

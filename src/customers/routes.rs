@@ -426,7 +426,7 @@ pub async fn revoke_mandate(
     PathId(id): PathId<crate::ids::MandateId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned_mandate(&state, &caller, &id).await?;
-    if m.status == "revoked" {
+    if m.status == payd_model::mandates::Status::Revoked {
         return Err(ApiError::conflict(
             "invalid_state",
             "the mandate is revoked already",

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{customer, mandate, payment_method, processor_account};
+use payd_model::mandates::{Kind as MandateKind, Status as MandateStatus};
 use sea_orm::{
     sea_query::{Expr, ExprTrait, Func, OnConflict, Query, SelectStatement},
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
@@ -251,7 +252,7 @@ pub async fn delete_method(
         .all(db)
         .await?;
     let revoked = charging.iter().fold(Change::at(now), |change, m| {
-        let (revoke, after) = set_mandate_status(m, "revoked", now);
+        let (revoke, after) = set_mandate_status(m, MandateStatus::Revoked, now);
         change
             .and(revoke)
             .event(mandate_event(&after, "mandate_revoked"))
@@ -426,14 +427,13 @@ fn mandate_for(
         test_mode: customer.test_mode,
         payment_method_id: pm_id.to_owned(),
         mandate_type: if m.single_use {
-            "single_use"
+            MandateKind::SingleUse
         } else {
-            "multi_use"
-        }
-        .to_owned(),
+            MandateKind::MultiUse
+        },
         amount_limit: m.amount_limit,
         currency: m.currency,
-        status: "active".to_owned(),
+        status: MandateStatus::Active,
         start_at: now,
         end_at: m.end_at,
         version: 1,
@@ -449,10 +449,10 @@ fn mandate_for(
         Expr::val(row.profile_id.as_str()),
         Expr::val(row.test_mode),
         Expr::col(payment_method::Column::Id),
-        Expr::val(row.mandate_type.as_str()),
+        Expr::val(row.mandate_type),
         Expr::val(row.amount_limit),
         Expr::val(row.currency.clone()),
-        Expr::val(row.status.as_str()),
+        Expr::val(row.status),
         Expr::val(row.start_at),
         Expr::val(row.end_at),
         Expr::val(row.version),
@@ -499,10 +499,11 @@ pub async fn expire_mandate(db: &Db, id: &str, now: DateTime<Utc>) -> Result<boo
     let Some(m) = find_mandate(db, id).await? else {
         return Ok(true);
     };
-    if !matches!(m.status.as_str(), "pending" | "active") || m.end_at.is_none_or(|end| end > now) {
+    let live = matches!(m.status, MandateStatus::Pending | MandateStatus::Active);
+    if !live || m.end_at.is_none_or(|end| end > now) {
         return Ok(true);
     }
-    match commit::commit(db, set_mandate_status(&m, "inactive", now).0).await {
+    match commit::commit(db, set_mandate_status(&m, MandateStatus::Inactive, now).0).await {
         Ok(_) => Ok(true),
         Err(CommitError::LostRace | CommitError::Refused(_)) => Ok(false),
         Err(CommitError::Db(e)) => Err(e),
@@ -518,7 +519,7 @@ pub async fn find_mandate(
 
 pub fn set_mandate_status(
     m: &mandate::Model,
-    status: &str,
+    status: MandateStatus,
     now: DateTime<Utc>,
 ) -> (Change, mandate::Model) {
     let write = Write::Cas(
@@ -531,7 +532,7 @@ pub fn set_mandate_status(
             .into_query(),
     );
     let after = mandate::Model {
-        status: status.to_owned(),
+        status,
         version: m.version + 1,
         updated_at: now,
         ..m.clone()
@@ -545,7 +546,7 @@ pub async fn revoke_mandate(
     m: &mandate::Model,
     now: DateTime<Utc>,
 ) -> Result<(mandate::Model, usize), CommitError> {
-    let (change, revoked) = set_mandate_status(m, "revoked", now);
+    let (change, revoked) = set_mandate_status(m, MandateStatus::Revoked, now);
     let change = change.event(mandate_event(&revoked, "mandate_revoked"));
     let committed = commit::commit(db, change).await?;
     Ok((revoked, committed.deliveries))

@@ -167,14 +167,6 @@ impl Row for InvoiceRow {
     }
 }
 
-fn status_of(m: &invoice::Model) -> Status {
-    Status::parse(&m.status).unwrap_or(Status::Void)
-}
-
-fn kind_of(m: &invoice::Model) -> Kind {
-    Kind::parse(&m.kind).unwrap_or(Kind::Invoice)
-}
-
 fn lines_of(m: &invoice::Model) -> Result<Vec<Line>, InvoiceError> {
     serde_json::from_str(&m.lines)
         .map_err(|e| InvoiceError::Db(DbErr::Custom(format!("the lines of {}: {e}", m.id))))
@@ -190,7 +182,7 @@ async fn step(
     command: &Command,
 ) -> Result<Done, InvoiceError> {
     let now = deps.clock.now();
-    let (kind, status) = (kind_of(m), status_of(m));
+    let (kind, status) = (m.kind, m.status);
     let mut after = m.clone();
     after.updated_at = now;
     match command {
@@ -201,26 +193,22 @@ async fn step(
         }
         Command::Delete => {
             machine::edit(status, "deleted")?;
-            after.status = Status::Deleted.as_str().to_owned();
+            after.status = Status::Deleted;
             after.source_key = None;
         }
         Command::Finalize => return finalize(deps, m, now).await,
         Command::Void => {
-            after.status = machine::void(kind, status, m.amount_paid, m.amount_credited)?
-                .as_str()
-                .to_owned();
+            after.status = machine::void(kind, status, m.amount_paid, m.amount_credited)?;
             after.voided_at = Some(now);
             after.source_key = None;
         }
         Command::MarkPaid => {
-            after.status = machine::mark_paid(kind, status)?.as_str().to_owned();
+            after.status = machine::mark_paid(kind, status)?;
             after.amount_paid = m.total - m.amount_credited.min(m.total);
             after.paid_at = Some(now);
         }
         Command::MarkUncollectible => {
-            after.status = machine::mark_uncollectible(kind, status)?
-                .as_str()
-                .to_owned();
+            after.status = machine::mark_uncollectible(kind, status)?;
         }
         Command::CreditNote {
             ask,
@@ -241,7 +229,7 @@ async fn step(
         }
     }
     let mut change = Change::at(now).write(store::cas(m, &mut after));
-    if after.status != m.status && after.status == Status::Void.as_str() {
+    if after.status != m.status && after.status == Status::Void {
         change = change.event(store::event(&after, "merchant_invoice_voided")?);
     }
     let committed = commit::commit(&deps.db, change).await?;
@@ -373,12 +361,12 @@ async fn finalize(
     m: &invoice::Model,
     now: DateTime<Utc>,
 ) -> Result<Done, InvoiceError> {
-    machine::edit(status_of(m), "finalized")?;
+    machine::edit(m.status, "finalized")?;
     let mut after = m.clone();
     after.updated_at = now;
     price(&deps.db, &mut after, now).await?;
     let paid = paid_of(deps, &after).await?;
-    let status = machine::finalize(status_of(m), after.total, paid)?;
+    let status = machine::finalize(m.status, after.total, paid)?;
     let shop = settings::Owned::of(&m.merchant_id, Some(&m.profile_id), m.test_mode);
     let settings = settings::effective(&deps.db, &shop).await?;
     let issued = now.date_naive();
@@ -397,7 +385,7 @@ async fn finalize(
     };
     after.buyer = buyer_of(&deps.db, m).await?.map(|b| json(&b));
     after.seller = Some(json(&seller));
-    after.status = status.as_str().to_owned();
+    after.status = status;
     after.amount_paid = paid;
     after.paid_at = (status == Status::Paid).then_some(now);
     after.due_date = Some(due.to_string());
@@ -492,17 +480,17 @@ async fn credit_note(
     now: DateTime<Utc>,
 ) -> Result<Done, InvoiceError> {
     let lines = lines_of(m)?;
-    let plan = machine::credit(kind_of(m), status_of(m), &lines, ask)?;
+    let plan = machine::credit(m.kind, m.status, &lines, ask)?;
     let shop = settings::Owned::of(&m.merchant_id, Some(&m.profile_id), m.test_mode);
     let settings = settings::effective(&deps.db, &shop).await?;
     let mut original = m.clone();
     original.updated_at = now;
     original.lines = json(&plan.invoice_lines);
     original.amount_credited = m.amount_credited + plan.totals.total;
-    if status_of(m) == Status::Open
+    if m.status == Status::Open
         && machine::amount_due(m.total, m.amount_paid, original.amount_credited) == 0
     {
-        original.status = Status::Paid.as_str().to_owned();
+        original.status = Status::Paid;
         original.paid_at = Some(now);
     }
     let note = invoice::Model {
@@ -510,8 +498,8 @@ async fn credit_note(
         merchant_id: m.merchant_id.clone(),
         profile_id: m.profile_id.clone(),
         test_mode: m.test_mode,
-        kind: Kind::CreditNote.as_str().to_owned(),
-        status: Status::Issued.as_str().to_owned(),
+        kind: Kind::CreditNote,
+        status: Status::Issued,
         number: None,
         currency: m.currency.clone(),
         customer_id: m.customer_id.clone(),

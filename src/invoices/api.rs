@@ -427,22 +427,19 @@ impl Invoice {
     /// The object as the API shows it.
     pub fn render(m: &invoice::Model) -> Result<Self, sea_orm::DbErr> {
         let lines: Vec<Line> = crate::stored::json("lines", &m.id, &m.lines)?;
-        let is_invoice = m.kind == machine::Kind::Invoice.as_str();
-        let status = machine::Status::parse(&m.status);
-        let due = match (is_invoice, status) {
-            (
-                true,
-                Some(
-                    machine::Status::Draft | machine::Status::Open | machine::Status::Uncollectible,
-                ),
-            ) => machine::amount_due(m.total, m.amount_paid, m.amount_credited),
-            _ => 0,
+        use machine::{Kind, Status};
+        let due = match (m.kind, m.status) {
+            (Kind::Invoice, Status::Draft | Status::Open | Status::Uncollectible) => {
+                machine::amount_due(m.total, m.amount_paid, m.amount_credited)
+            }
+            (Kind::Invoice, Status::Paid | Status::Void | Status::Issued | Status::Deleted)
+            | (Kind::CreditNote, _) => 0,
         };
         Ok(Self {
             invoice_id: m.id.clone(),
             version: m.version,
-            kind: m.kind.clone(),
-            status: m.status.clone(),
+            kind: m.kind.to_string(),
+            status: m.status.to_string(),
             number: m.number.clone(),
             profile_id: m.profile_id.clone(),
             currency: m.currency.clone(),
@@ -739,9 +736,9 @@ pub fn document(
     };
     let issued = m.finalized_at.unwrap_or(m.created_at).date_naive();
     Ok(pdf::Document {
-        kind: match shown.kind.as_str() {
-            "credit_note" => pdf::Kind::CreditNote,
-            _ => pdf::Kind::Invoice,
+        kind: match m.kind {
+            machine::Kind::CreditNote => pdf::Kind::CreditNote,
+            machine::Kind::Invoice => pdf::Kind::Invoice,
         },
         number: shown.number.clone().unwrap_or_default(),
         original_number,

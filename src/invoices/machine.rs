@@ -10,69 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::tax::{self, Amounts};
 use crate::money;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Invoice,
-    CreditNote,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Invoice => "invoice",
-            Kind::CreditNote => "credit_note",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "invoice" => Some(Kind::Invoice),
-            "credit_note" => Some(Kind::CreditNote),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Draft,
-    Open,
-    Paid,
-    Void,
-    Uncollectible,
-    /// A credit note, once made (it is never a draft).
-    Issued,
-    /// A draft deleted: never shown again.
-    Deleted,
-}
-
-impl Status {
-    pub const ALL: [Status; 7] = [
-        Status::Draft,
-        Status::Open,
-        Status::Paid,
-        Status::Void,
-        Status::Uncollectible,
-        Status::Issued,
-        Status::Deleted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Draft => "draft",
-            Status::Open => "open",
-            Status::Paid => "paid",
-            Status::Void => "void",
-            Status::Uncollectible => "uncollectible",
-            Status::Issued => "issued",
-            Status::Deleted => "deleted",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|x| x.as_str() == s)
-    }
-}
+pub use payd_model::invoices::{Kind, Status};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {

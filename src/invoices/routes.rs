@@ -612,7 +612,7 @@ async fn shared(state: &AppState, token: &str) -> Result<invoice::Model, ApiErro
         .ok_or_else(gone)?;
     let m = store::find(&state.db, &link.invoice_id)
         .await?
-        .filter(|m| m.status != Status::Deleted.as_str())
+        .filter(|m| m.status != Status::Deleted)
         .ok_or_else(gone)?;
     let timeline = crate::accounts::store::timeline_for(
         &state.db,
@@ -727,9 +727,9 @@ fn page<'a>(m: &invoice::Model, token: &'a str) -> Result<InvoicePage<'a>, ApiEr
         .collect();
     Ok(InvoicePage {
         chrome: Chrome::new("en", None),
-        title: match shown.kind.as_str() {
-            "credit_note" => "Credit note",
-            _ => "Invoice",
+        title: match m.kind {
+            Kind::CreditNote => "Credit note",
+            Kind::Invoice => "Invoice",
         },
         number: shown.number.clone().unwrap_or_default(),
         status: shown.status.clone(),

@@ -149,10 +149,8 @@ pub async fn unpaid_of_cycle(
 ) -> Result<Vec<invoice::Model>, DbErr> {
     invoice::Entity::find()
         .filter(invoice::Column::CycleId.eq(cycle_id))
-        .filter(invoice::Column::Kind.eq(Kind::Invoice.as_str()))
-        .filter(
-            invoice::Column::Status.is_in([Status::Open.as_str(), Status::Uncollectible.as_str()]),
-        )
+        .filter(invoice::Column::Kind.eq(Kind::Invoice))
+        .filter(invoice::Column::Status.is_in([Status::Open, Status::Uncollectible]))
         .all(db)
         .await
 }
@@ -172,7 +170,7 @@ pub async fn find_owned(
 
 /// Whether the scope sees the invoice (a deleted draft is seen by nobody).
 pub fn visible(m: &invoice::Model, scope: &Scope) -> bool {
-    scope.sees(&m.merchant_id, m.test_mode, &m.profile_id) && m.status != Status::Deleted.as_str()
+    scope.sees(&m.merchant_id, m.test_mode, &m.profile_id) && m.status != Status::Deleted
 }
 
 /// The invoices and credit notes of `merchant_id` in this mode, of shop `profile_id` if one
@@ -188,7 +186,7 @@ pub async fn list(
     let mut q = invoice::Entity::find()
         .filter(invoice::Column::MerchantId.eq(merchant_id))
         .filter(invoice::Column::TestMode.eq(test_mode))
-        .filter(invoice::Column::Status.ne(Status::Deleted.as_str()));
+        .filter(invoice::Column::Status.ne(Status::Deleted));
     if let Some(p) = profile_id {
         q = q.filter(invoice::Column::ProfileId.eq(p));
     }

@@ -218,7 +218,14 @@ pub async fn commit(
         change = change.and(save_card(db, &after, save, now).await?);
     }
     if let Some(mandate) = changes.spend_mandate {
-        change = change.and(customers::store::set_mandate_status(&mandate, "inactive", now).0);
+        change = change.and(
+            customers::store::set_mandate_status(
+                &mandate,
+                payd_model::mandates::Status::Inactive,
+                now,
+            )
+            .0,
+        );
     }
     let refund = match changes.refund {
         Some(r) => {

@@ -98,7 +98,9 @@ pub async fn check_mandate(
     if mandate.customer_id != customer_id {
         return Err(CreateError::MandateOfAnother);
     }
-    if mandate.status != "active" || mandate.mandate_type != "multi_use" {
+    if mandate.status != payd_model::mandates::Status::Active
+        || mandate.mandate_type != payd_model::mandates::Kind::MultiUse
+    {
         return Err(CreateError::MandateInactive);
     }
     Ok(mandate)

@@ -54,16 +54,13 @@ pub struct Case {
 
 impl Case {
     pub fn render(c: &payd_entity::wallet_case::Model, dispute_id: Option<String>) -> Self {
-        let stage = machine::CaseType::parse(&c.case_type)
-            .map(|t| t.stage().as_str())
-            .unwrap_or_default();
         Self {
             case_id: c.id.clone(),
             version: c.version,
-            case_type: c.case_type.clone(),
-            status: c.status.clone(),
-            stage: stage.to_owned(),
-            outcome: c.outcome.clone(),
+            case_type: c.case_type.to_string(),
+            status: c.status.to_string(),
+            stage: c.case_type.stage().to_string(),
+            outcome: c.outcome.map(|o| o.to_string()),
             dispute_id,
             payment_id: c.payment_id.clone(),
             amount: c.amount,
@@ -110,11 +107,11 @@ impl HistoryEntry {
         Ok(Self {
             case_id: e.case_id.clone(),
             seq: e.seq,
-            actor: e.actor.clone(),
+            actor: e.actor.to_string(),
             kind: e.kind.clone(),
-            case_type: e.case_type.clone(),
-            status_from: e.status_from.clone(),
-            status_to: e.status_to.clone(),
+            case_type: e.case_type.to_string(),
+            status_from: e.status_from.map(|s| s.to_string()),
+            status_to: e.status_to.map(|s| s.to_string()),
             message: e.message.clone(),
             amount: e.amount,
             file_ids: crate::stored::json_opt("file_ids", &e.case_id, e.file_ids.as_deref())?

@@ -229,8 +229,8 @@ pub async fn case_actions(
         .collect();
     Ok(HttpResponse::Ok().json(Actions {
         case_id: c.id,
-        case_type: c.case_type,
-        status: c.status,
+        case_type: c.case_type.to_string(),
+        status: c.status.to_string(),
         data,
     }))
 }

@@ -11,7 +11,7 @@ use sea_orm::{
 
 use super::{
     api::ListCasesQuery,
-    machine::{Case, CaseType, Changed, Outcome, Status},
+    machine::{Case, Changed},
 };
 use crate::commit::Db;
 use crate::{
@@ -28,9 +28,9 @@ pub const DUE_JOB: &str = "wallet_case_due";
 /// The machine's view of a stored case.
 pub fn case_of(row: &wallet_case::Model) -> Case {
     Case {
-        case_type: CaseType::parse(&row.case_type).unwrap_or(CaseType::Arbitration),
-        status: Status::parse(&row.status).unwrap_or(Status::Resolved),
-        outcome: row.outcome.as_deref().and_then(Outcome::parse),
+        case_type: row.case_type,
+        status: row.status,
+        outcome: row.outcome,
         amount: row.amount,
         offer_amount: row.offer_amount,
         return_shipped: row.return_shipped,
@@ -42,9 +42,9 @@ pub fn case_of(row: &wallet_case::Model) -> Case {
 /// `row` with the case's new state.
 fn with_case(row: &wallet_case::Model, c: &Case, now: DateTime<Utc>) -> wallet_case::Model {
     wallet_case::Model {
-        case_type: c.case_type.as_str().to_owned(),
-        status: c.status.as_str().to_owned(),
-        outcome: c.outcome.map(|o| o.as_str().to_owned()),
+        case_type: c.case_type,
+        status: c.status,
+        outcome: c.outcome,
         amount: c.amount,
         offer_amount: c.offer_amount,
         return_shipped: c.return_shipped,
@@ -69,11 +69,11 @@ fn entry_rows(
         .map(|(e, seq)| wallet_case_entry::Model {
             case_id: case_id.to_owned(),
             seq,
-            actor: e.actor.as_str().to_owned(),
+            actor: e.actor,
             kind: e.kind.to_owned(),
-            case_type: e.case_type.as_str().to_owned(),
-            status_from: e.status.map(|(from, _)| from.as_str().to_owned()),
-            status_to: e.status.map(|(_, to)| to.as_str().to_owned()),
+            case_type: e.case_type,
+            status_from: e.status.map(|(from, _)| from),
+            status_to: e.status.map(|(_, to)| to),
             message: e.message.clone(),
             amount: e.amount,
             file_ids: (!e.file_ids.is_empty())

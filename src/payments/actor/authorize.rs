@@ -63,7 +63,8 @@ pub(super) async fn confirmed(
     };
     let save = saved_card(m, &mut after, &card, can_save)?;
     // Invariant: a single-use mandate is spent by the charge it approved, in the same commit.
-    let spend_mandate = mandate.filter(|md| approved && md.mandate_type == "single_use");
+    let spend_mandate =
+        mandate.filter(|md| approved && md.mandate_type == payd_model::mandates::Kind::SingleUse);
     after.payment_method = serde_json::to_string(&card).ok();
     after.processor = Some(chosen);
     after.processor_reference = result.reference.clone();
