@@ -14,11 +14,10 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
     pub merchant_id: String,
-    /// `available` or `pending`.
-    pub bucket: String,
+    pub bucket: payd_model::ledger::Bucket,
     /// Signed, in minor units.
     pub amount: i64,
-    pub kind: String,
+    pub kind: payd_model::ledger::Kind,
     /// The payment, refund, dispute or payout that moved the money.
     pub source_id: String,
     pub created_at: DateTimeUtc,

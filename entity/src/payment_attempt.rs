@@ -11,7 +11,7 @@ pub struct Model {
     pub number: i32,
     pub processor: String,
     pub processor_reference: Option<String>,
-    pub status: String,
+    pub status: payd_model::payments::AttemptStatus,
     pub amount: i64,
     pub error_code: Option<String>,
     pub error_message: Option<String>,

@@ -13,9 +13,8 @@ pub struct Model {
     pub test_mode: bool,
     /// 1 for the shop's first assessment in this mode, then one more each time.
     pub seq: i64,
-    /// `low`, `elevated`, `high` or `critical`.
-    pub band: String,
-    pub previous_band: Option<String>,
+    pub band: payd_model::risk::Band,
+    pub previous_band: Option<payd_model::risk::Band>,
     /// Payments decided in the window (succeeded or failed): the rates' denominator.
     pub payments: i64,
     pub declines: i64,
@@ -24,8 +23,7 @@ pub struct Model {
     pub window_secs: i64,
     /// The thresholds used, as JSON.
     pub thresholds: String,
-    /// `schedule` or `operator`.
-    pub trigger: String,
+    pub trigger: payd_model::risk::Trigger,
     pub assessed_at: DateTimeUtc,
 }
 

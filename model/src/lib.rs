@@ -16,10 +16,12 @@ mod text;
 
 pub mod disputes;
 pub mod invoices;
+pub mod ledger;
 pub mod mandates;
 pub mod payments;
 pub mod payouts;
 pub mod refunds;
+pub mod risk;
 pub mod subscriptions;
 pub mod wallet;
 

@@ -96,3 +96,19 @@ impl CaptureMethod {
         }
     }
 }
+
+text_enum! {
+    /// One confirm's attempt at a processor: `pending` while it is asked, then its answer.
+    pub enum AttemptStatus {
+        Pending = "pending",
+        /// Approved for less than asked.
+        PartiallyAuthorized = "partially_authorized",
+        /// Approved and captured at once (automatic capture).
+        Captured = "captured",
+        /// Approved, waiting for the merchant's capture.
+        Authorized = "authorized",
+        Declined = "declined",
+        ChallengeRequired = "challenge_required",
+        ReviewRequired = "review_required",
+    }
+}

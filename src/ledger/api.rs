@@ -74,8 +74,8 @@ impl BalanceTransaction {
             balance_transaction_id: m.id.clone(),
             amount: m.amount,
             currency: m.currency.clone(),
-            bucket: m.bucket.clone(),
-            kind: m.kind.clone(),
+            bucket: m.bucket.to_string(),
+            kind: m.kind.to_string(),
             source_id: m.source_id.clone(),
             created: m.created_at,
         }

@@ -2,72 +2,7 @@
 //! only from what is available. The stores write the same entries (`store.rs`); this model
 //! states the rules and carries their property test.
 
-/// Where an entry's money is: spendable, or held for a payout in flight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bucket {
-    Available,
-    Pending,
-}
-
-impl Bucket {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Bucket::Available => "available",
-            Bucket::Pending => "pending",
-        }
-    }
-}
-
-/// What moved the money.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Funds captured (available at once in the sandbox: no settlement delay, no fees).
-    Capture,
-    /// A refund made or pending (it holds its amount until it fails).
-    Refund,
-    /// A refund that failed gives its amount back.
-    RefundFailure,
-    /// A capture cancelled afterwards gives the buyer what was left.
-    CaptureCancel,
-    /// A dispute lost, accepted or expired: the buyer keeps its amount.
-    Dispute,
-    /// A payout's reservation (out of available, into pending) and its departure.
-    Payout,
-    /// A payout that failed or was cancelled after its reservation: back to available.
-    PayoutRelease,
-    /// A paid payout returned by the bank.
-    PayoutReversal,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 8] = [
-        Kind::Capture,
-        Kind::Refund,
-        Kind::RefundFailure,
-        Kind::CaptureCancel,
-        Kind::Dispute,
-        Kind::Payout,
-        Kind::PayoutRelease,
-        Kind::PayoutReversal,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Capture => "capture",
-            Kind::Refund => "refund",
-            Kind::RefundFailure => "refund_failure",
-            Kind::CaptureCancel => "capture_cancel",
-            Kind::Dispute => "dispute",
-            Kind::Payout => "payout",
-            Kind::PayoutRelease => "payout_release",
-            Kind::PayoutReversal => "payout_reversal",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
+pub use payd_model::ledger::{Bucket, Kind};
 
 /// One entry: `amount` (signed) into `bucket`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -94,9 +94,9 @@ pub fn writes(
                 profile_id: account.profile_id.to_owned(),
                 test_mode: account.test_mode,
                 currency: account.currency.to_owned(),
-                bucket: m.bucket.as_str().to_owned(),
+                bucket: m.bucket,
                 amount: m.amount,
-                kind: m.kind.as_str().to_owned(),
+                kind: m.kind,
                 source_id: source_id.to_owned(),
                 created_at: now,
             };
@@ -243,7 +243,7 @@ fn fold(account: &Account, db: DbBackend) -> Vec<Write> {
 #[derive(Debug, FromQueryResult)]
 struct Sum {
     currency: String,
-    bucket: String,
+    bucket: Bucket,
     total: Option<i64>,
 }
 
@@ -279,9 +279,9 @@ pub async fn balances(
                 out.len() - 1
             }
         };
-        match s.bucket.as_str() {
-            "pending" => out[i].2 += s.total.unwrap_or(0),
-            _ => out[i].1 += s.total.unwrap_or(0),
+        match s.bucket {
+            Bucket::Pending => out[i].2 += s.total.unwrap_or(0),
+            Bucket::Available => out[i].1 += s.total.unwrap_or(0),
         }
     }
     out.sort();

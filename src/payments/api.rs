@@ -658,7 +658,7 @@ impl TryFrom<&payment_attempt::Model> for Attempt {
             number: a.number,
             processor: a.processor.clone(),
             processor_reference: shown_reference(a.processor_reference.as_deref()),
-            status: a.status.clone(),
+            status: a.status.to_string(),
             amount: a.amount,
             error: a.error_code.clone().map(|code| LastError {
                 code,

@@ -664,7 +664,7 @@ pub async fn routing_decisions(
             Some(RoutingDecisionView {
                 attempt_id: a.id,
                 number: a.number,
-                outcome: a.status,
+                outcome: a.status.to_string(),
                 decision,
             })
         })

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{payment, payment_attempt, refund};
+use payd_model::payments::AttemptStatus as Attempt;
 
 use super::{
     api::{lines_of, LastError, Refund, RoutingDecision},
@@ -36,7 +37,7 @@ pub(super) fn attempt_row(
         number,
         processor: processor.to_owned(),
         processor_reference: None,
-        status: "pending".to_owned(),
+        status: Attempt::Pending,
         amount: m.amount,
         error_code: None,
         error_message: None,
@@ -52,18 +53,17 @@ pub(super) fn answered(
     m: &payment::Model,
     result: &AuthResult,
 ) -> payment_attempt::Model {
-    let status = match result.outcome {
-        Authorization::Approved { amount } if amount < m.amount => "partially_authorized",
+    a.status = match result.outcome {
+        Authorization::Approved { amount } if amount < m.amount => Attempt::PartiallyAuthorized,
         Authorization::Approved { .. } if m.capture_method == CaptureMethod::Automatic => {
-            "captured"
+            Attempt::Captured
         }
-        Authorization::Approved { .. } => "authorized",
-        Authorization::Declined { .. } | Authorization::Refused => "declined",
-        Authorization::ChallengeRequired => "challenge_required",
-        Authorization::ReviewRequired => "review_required",
-        Authorization::Pending => "pending",
+        Authorization::Approved { .. } => Attempt::Authorized,
+        Authorization::Declined { .. } | Authorization::Refused => Attempt::Declined,
+        Authorization::ChallengeRequired => Attempt::ChallengeRequired,
+        Authorization::ReviewRequired => Attempt::ReviewRequired,
+        Authorization::Pending => Attempt::Pending,
     };
-    a.status = status.to_owned();
     a.processor_reference = result.reference.clone();
     a.error_code = result.error.as_ref().map(|(c, _)| c.clone());
     a.error_message = result.error.as_ref().map(|(_, msg)| msg.clone());

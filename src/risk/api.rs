@@ -87,13 +87,13 @@ impl RiskRecord {
             risk_id: m.id.clone(),
             profile_id: m.profile_id.clone(),
             test_mode: m.test_mode,
-            band: m.band.clone(),
-            previous_band: m.previous_band.clone(),
+            band: m.band.to_string(),
+            previous_band: m.previous_band.map(|b| b.to_string()),
             figures: RiskFigures::of(&counts),
             window: m.window_secs,
             // Always written from a `Thresholds`: none only for a row edited by hand.
             thresholds: serde_json::from_str(&m.thresholds).ok(),
-            trigger: m.trigger.clone(),
+            trigger: m.trigger.to_string(),
             assessed_at: m.assessed_at,
         }
     }

@@ -23,21 +23,7 @@ use crate::{
     wake::Wake,
 };
 
-/// How an assessment was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    Schedule,
-    Operator,
-}
-
-impl Trigger {
-    fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Schedule => "schedule",
-            Trigger::Operator => "operator",
-        }
-    }
-}
+pub use payd_model::risk::Trigger;
 
 /// Shops read per page by the scheduled run.
 const PAGE: u64 = 100;
@@ -66,7 +52,7 @@ impl Assessor {
             let since = now - Duration::seconds(self.settings.window.as_secs() as i64);
             let counts = store::counts(&self.db, &shop.id, test_mode, since).await?;
             let band = machine::band(&counts, &self.settings);
-            let previous_band = previous.as_ref().and_then(|p| Band::parse(&p.band));
+            let previous_band = previous.as_ref().map(|p| p.band);
             let row = self.row(
                 shop,
                 test_mode,
@@ -112,15 +98,15 @@ impl Assessor {
             profile_id: shop.id.clone(),
             test_mode,
             seq: previous.map_or(1, |p| p.seq + 1),
-            band: band.as_str().to_owned(),
-            previous_band: previous.map(|p| p.band.clone()),
+            band,
+            previous_band: previous.map(|p| p.band),
             payments: counts.payments,
             declines: counts.declines,
             refunds: counts.refunds,
             disputes: counts.disputes,
             window_secs: s.window.as_secs() as i64,
             thresholds: serde_json::to_string(&thresholds).unwrap_or_else(|_| "{}".to_owned()),
-            trigger: trigger.as_str().to_owned(),
+            trigger,
             assessed_at: now,
         }
     }

@@ -10,30 +10,7 @@
 use crate::settings::{RiskSettings, RiskThresholds};
 
 /// The bands, lowest first (their order is their severity).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Band {
-    Low,
-    Elevated,
-    High,
-    Critical,
-}
-
-impl Band {
-    pub const ALL: [Band; 4] = [Band::Low, Band::Elevated, Band::High, Band::Critical];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Band::Low => "low",
-            Band::Elevated => "elevated",
-            Band::High => "high",
-            Band::Critical => "critical",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Band> {
-        Band::ALL.into_iter().find(|b| b.as_str() == s)
-    }
-}
+pub use payd_model::risk::Band;
 
 /// What a shop did in the window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

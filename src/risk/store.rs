@@ -17,9 +17,6 @@ use crate::{
 /// Scheduled job: assesses every shop, then runs again after `risk.assess_every`.
 pub const ASSESS_JOB: &str = "risk_assess";
 
-/// The status of an attempt the processor declined (`payments::actor` writes it).
-const DECLINED_ATTEMPT: &str = "declined";
-
 /// The event of a band that rose.
 pub const ESCALATED: &str = "shop_risk_band_escalated";
 
@@ -41,7 +38,7 @@ pub async fn counts(
             .filter(payment::Column::CreatedAt.gte(since))
     };
     let declines = payment_attempt::Entity::find()
-        .filter(payment_attempt::Column::Status.eq(DECLINED_ATTEMPT))
+        .filter(payment_attempt::Column::Status.eq(payd_model::payments::AttemptStatus::Declined))
         .filter(
             payment_attempt::Column::PaymentId.in_subquery(
                 payments()
@@ -61,7 +58,7 @@ pub async fn counts(
         .filter(refund::Column::ProfileId.eq(shop))
         .filter(refund::Column::TestMode.eq(test_mode))
         .filter(refund::Column::CreatedAt.gte(since))
-        .filter(refund::Column::Status.ne("failed"))
+        .filter(refund::Column::Status.ne(payd_model::refunds::Status::Failed))
         .count(db)
         .await? as i64;
     let disputes = dispute::Entity::find()

@@ -35,7 +35,7 @@ pub async fn lines(
         .await?;
     let refunds = refund::Entity::find()
         .filter(refund::Column::PaymentId.is_in(payment_ids.iter().map(String::as_str)))
-        .filter(refund::Column::Status.eq("succeeded"))
+        .filter(refund::Column::Status.eq(payd_model::refunds::Status::Succeeded))
         .order_by_asc(refund::Column::Id)
         .all(db)
         .await?;

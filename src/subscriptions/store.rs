@@ -197,7 +197,7 @@ pub async fn period_paid(
 ) -> Result<bool, DbErr> {
     Ok(subscription_cycle::Entity::find()
         .filter(subscription_cycle::Column::SubscriptionId.eq(s.id.as_str()))
-        .filter(subscription_cycle::Column::Status.eq("paid"))
+        .filter(subscription_cycle::Column::Status.eq(CycleStatus::Paid))
         .filter(subscription_cycle::Column::PeriodEnd.gte(s.current_period_end))
         .one(db)
         .await?
@@ -261,7 +261,7 @@ pub async fn renewals_until(
     let active = subscription::Entity::find()
         .filter(subscription::Column::MerchantId.eq(merchant_id))
         .filter(subscription::Column::TestMode.eq(true))
-        .filter(subscription::Column::Status.eq(Status::Active.as_str()))
+        .filter(subscription::Column::Status.eq(Status::Active))
         .filter(subscription::Column::CurrentPeriodEnd.lte(until))
         .all(db)
         .await?;
