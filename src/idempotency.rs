@@ -401,7 +401,7 @@ impl KeyStore {
         Self {
             key: RequestKey {
                 merchant_id: caller.merchant_id.to_string(),
-                mode: caller.mode.as_str(),
+                mode: caller.mode,
                 scope: format!(
                     "{}:{}",
                     caller.kind.as_str(),
@@ -445,7 +445,7 @@ impl KeyStore {
         for _ in 0..2 {
             let row = idempotency_key::ActiveModel {
                 merchant_id: Set(self.key.merchant_id.clone()),
-                mode: Set(self.key.mode.to_owned()),
+                mode: Set(self.key.mode),
                 scope: Set(self.key.scope.clone()),
                 key: Set(self.key.key.clone()),
                 fingerprint: Set(print.to_owned()),

@@ -21,7 +21,7 @@ pub const IN_FLIGHT: &str = "in_flight";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestKey {
     pub merchant_id: String,
-    pub mode: &'static str,
+    pub mode: crate::auth::keys::Mode,
     /// `{key kind}:{bound shop or *}`.
     pub scope: String,
     pub key: String,

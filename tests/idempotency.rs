@@ -178,7 +178,7 @@ async fn a_key_in_flight_is_refused_until_its_lock_runs_out() {
     let now = app.clock.now();
     idempotency_key::ActiveModel {
         merchant_id: Set(row.merchant_id.clone()),
-        mode: Set(row.mode.clone()),
+        mode: Set(row.mode),
         scope: Set(row.scope.clone()),
         key: Set("running".into()),
         fingerprint: Set(row.fingerprint.clone()),

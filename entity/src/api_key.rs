@@ -10,10 +10,8 @@ pub struct Model {
     pub merchant_id: String,
     /// The shop the key is bound to, if any.
     pub profile_id: Option<String>,
-    /// `secret` or `publishable`.
-    pub kind: String,
-    /// `test` (sandbox) or `live`.
-    pub mode: String,
+    pub kind: payd_model::keys::KeyKind,
+    pub mode: payd_model::keys::Mode,
     #[sea_orm(unique)]
     pub key_hash: String,
     pub last4: String,

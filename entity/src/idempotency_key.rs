@@ -8,7 +8,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub merchant_id: String,
     #[sea_orm(primary_key, auto_increment = false)]
-    pub mode: String,
+    pub mode: payd_model::keys::Mode,
     /// `{key kind}:{bound shop or *}`: keys of another kind or shop never see these answers.
     #[sea_orm(primary_key, auto_increment = false)]
     pub scope: String,

@@ -16,6 +16,7 @@ mod text;
 
 pub mod disputes;
 pub mod invoices;
+pub mod keys;
 pub mod ledger;
 pub mod mandates;
 pub mod payments;

@@ -33,7 +33,8 @@ pub fn corrupt(res: &QueryResult, column: Option<&str>, kind: &str, text: &str) 
 
 /// An enum whose variants are stored as the given texts. It gets `ALL`, `as_str`, `parse` and
 /// `Display`, and SeaORM's `Value`, `TryGetable` (a text of none of the variants is
-/// [`corrupt`]), `ValueType`, `Nullable` and `IntoActiveValue`. Attributes (docs, further
+/// [`corrupt`]), `ValueType`, `Nullable`, `TryFromU64` (an error: for a column of a composite
+/// key) and `IntoActiveValue`. Attributes (docs, further
 /// derives) go on the enum and its variants as usual.
 macro_rules! text_enum {
     (
@@ -119,6 +120,13 @@ macro_rules! text_enum {
         impl sea_orm::sea_query::Nullable for $name {
             fn null() -> sea_orm::Value {
                 sea_orm::Value::String(None)
+            }
+        }
+
+        /// Never a number: a column of this type is part of a key only beside others.
+        impl sea_orm::TryFromU64 for $name {
+            fn try_from_u64(_: u64) -> Result<Self, sea_orm::DbErr> {
+                Err(sea_orm::DbErr::ConvertFromU64(stringify!($name)))
             }
         }
 

@@ -338,8 +338,8 @@ impl From<api_key::Model> for ApiKey {
     fn from(m: api_key::Model) -> Self {
         Self {
             key_id: m.id,
-            kind: m.kind,
-            test_mode: m.mode == "test",
+            kind: m.kind.to_string(),
+            test_mode: m.mode == Mode::Test,
             last4: m.last4,
             profile_id: m.profile_id,
             name: m.name,

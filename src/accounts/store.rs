@@ -299,7 +299,7 @@ pub async fn insert_keys<const N: usize>(
             actor,
             action: "api_key.created",
             target_id: &row.id,
-            details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4,
+            details: serde_json::json!({"kind": row.kind.as_str(), "mode": row.mode.as_str(), "last4": row.last4,
                 "profile_id": row.profile_id, "name": row.name}),
         };
         change = change
@@ -336,8 +336,8 @@ fn key_row(now: DateTime<Utc>, pepper: &str, new: NewKey<'_>) -> (api_key::Model
         id: KeyId::new().into_string(),
         merchant_id: new.merchant_id.to_string(),
         profile_id: new.profile_id.map(ToString::to_string),
-        kind: new.kind.as_str().to_owned(),
-        mode: new.mode.as_str().to_owned(),
+        kind: new.kind,
+        mode: new.mode,
         key_hash: hash_key(pepper, &key),
         last4: key[key.len() - 4..].to_owned(),
         name: new.name,
@@ -436,7 +436,7 @@ pub async fn revoke_key(
         actor: by.actor,
         action: "api_key.revoked",
         target_id: &row.id,
-        details: serde_json::json!({"kind": row.kind, "mode": row.mode, "last4": row.last4}),
+        details: serde_json::json!({"kind": row.kind.as_str(), "mode": row.mode.as_str(), "last4": row.last4}),
     };
     // Only the revoke that revoked it is audited.
     let mut change = Change::at(now);

@@ -11,52 +11,7 @@ use crate::{
     ids::{KeyId, MerchantId, ProfileId},
 };
 
-/// A key's mode: `test` objects (sandbox) and `live` objects never see each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
-    Test,
-    Live,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Test => "test",
-            Mode::Live => "live",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "test" => Some(Mode::Test),
-            "live" => Some(Mode::Live),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyKind {
-    Secret,
-    Publishable,
-}
-
-impl KeyKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KeyKind::Secret => "secret",
-            KeyKind::Publishable => "publishable",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "secret" => Some(KeyKind::Secret),
-            "publishable" => Some(KeyKind::Publishable),
-            _ => None,
-        }
-    }
-}
+pub use payd_model::keys::{KeyKind, Mode};
 
 /// Key prefixes by kind and mode (publishable first: `pk_snd_` also ends in `snd_`).
 const PREFIXES: [(&str, KeyKind, Mode); 4] = [

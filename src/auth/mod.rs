@@ -52,7 +52,7 @@ pub async fn authenticate(req: &HttpRequest, state: &AppState) -> Result<Caller,
         return Err(ApiError::internal(format!("malformed key row {}", row.id)));
     };
     // Invariant: a key's stored kind and mode match its prefix.
-    if row.kind != kind.as_str() || row.mode != mode.as_str() {
+    if row.kind != kind || row.mode != mode {
         return Err(invalid_key());
     }
     let bound_profile = row.profile_id.as_deref().and_then(ProfileId::parse);
