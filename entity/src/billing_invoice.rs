@@ -13,8 +13,7 @@ pub struct Model {
     pub collection_key: String,
     pub amount: i64,
     pub currency: String,
-    /// `paid` or `failed`.
-    pub status: String,
+    pub status: payd_model::subscriptions::ProcessorInvoiceStatus,
     /// The processor's dispute once the buyer charged it back.
     pub dispute_id: Option<String>,
     pub created_at: DateTimeUtc,

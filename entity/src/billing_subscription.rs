@@ -15,8 +15,7 @@ pub struct Model {
     pub customer_email: Option<String>,
     pub plan_id: String,
     pub quantity: i64,
-    /// `active`, `paused` or `cancelled`.
-    pub status: String,
+    pub status: payd_model::subscriptions::ProcessorStatus,
     pub current_period_start: DateTimeUtc,
     pub current_period_end: DateTimeUtc,
     /// Every collection is declined (a sandbox switch).

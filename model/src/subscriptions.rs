@@ -26,3 +26,20 @@ text_enum! {
         Void = "void",
     }
 }
+
+text_enum! {
+    /// A subscription at the sandbox billing processor.
+    pub enum ProcessorStatus {
+        Active = "active",
+        Paused = "paused",
+        Cancelled = "cancelled",
+    }
+}
+
+text_enum! {
+    /// An invoice of the sandbox billing processor: collected, or its collection failed.
+    pub enum ProcessorInvoiceStatus {
+        Paid = "paid",
+        Failed = "failed",
+    }
+}

@@ -167,10 +167,13 @@ async fn sync(
     let mut after = store::raised(s, s.clone());
     after.updated_at = now;
     let mut events = Vec::new();
-    let next = match (p.status.as_str(), status) {
-        ("cancelled", st) if !st.is_final() => machine::cancel(st, false, false).ok(),
-        ("paused", Status::Active) => machine::pause(status, s.cancel_at_period_end).ok(),
-        ("active", Status::Paused) => machine::resume(status, false).ok(),
+    use payd_model::subscriptions::ProcessorStatus as AtProcessor;
+    let next = match (p.status, status) {
+        (AtProcessor::Cancelled, st) if !st.is_final() => machine::cancel(st, false, false).ok(),
+        (AtProcessor::Paused, Status::Active) => {
+            machine::pause(status, s.cancel_at_period_end).ok()
+        }
+        (AtProcessor::Active, Status::Paused) => machine::resume(status, false).ok(),
         _ => None,
     };
     if let Some(next) = next {

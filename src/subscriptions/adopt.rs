@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{billing_subscription, subscription, subscription_preview};
+use payd_model::subscriptions::ProcessorStatus;
 use sea_orm::{DbErr, EntityTrait};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -71,7 +72,7 @@ impl ProcessorSubscription {
             quantity: p.quantity,
             amount: plan.map_or(0, |pl| pl.unit_amount * p.quantity),
             currency: plan.map_or("EUR", |pl| pl.currency).to_owned(),
-            status: p.status.clone(),
+            status: p.status.to_string(),
             current_period_end: p.current_period_end,
             subscription_id: adopted_by,
         }
@@ -128,7 +129,7 @@ pub async fn adopt(
     let p = found
         .filter(|p| p.profile_id == shop)
         .ok_or(AdoptError::NoSuchProcessorSubscription)?;
-    if p.status == "cancelled" {
+    if p.status == ProcessorStatus::Cancelled {
         return Err(AdoptError::Cancelled);
     }
     if adopted_by(&deps.db, &p.id).await?.is_some() {
@@ -219,9 +220,10 @@ pub fn adopted(
         ))
     })?;
     let item = Item::of_plan(plan, p.quantity);
-    let status = match p.status.as_str() {
-        "paused" => Status::Paused,
-        _ => Status::Active,
+    let status = match p.status {
+        ProcessorStatus::Paused => Status::Paused,
+        // A cancelled one is refused before this (`AdoptError::Cancelled`).
+        ProcessorStatus::Active | ProcessorStatus::Cancelled => Status::Active,
     };
     Ok(subscription::Model {
         id: new_id("sub"),
@@ -274,7 +276,9 @@ pub async fn preview(
     for p in deps.billing.list(&scope, shop).await? {
         match adopted_by(&deps.db, &p.id).await? {
             Some(s) => already.push(ProcessorSubscription::render(&p, Some(s.id))),
-            None if p.status != "cancelled" => listed.push(ProcessorSubscription::render(&p, None)),
+            None if p.status != ProcessorStatus::Cancelled => {
+                listed.push(ProcessorSubscription::render(&p, None))
+            }
             None => {}
         }
     }

@@ -7,6 +7,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{billing_invoice, billing_subscription};
+use payd_model::subscriptions::{ProcessorInvoiceStatus, ProcessorStatus};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder,
     QueryTrait,
@@ -24,7 +25,7 @@ use crate::{
 /// dashboard), or forwarded by payd (pause, resume, cancel).
 #[derive(Debug, Clone, Default)]
 pub struct ProcessorChange {
-    pub status: Option<&'static str>,
+    pub status: Option<ProcessorStatus>,
     pub plan_id: Option<String>,
     pub quantity: Option<i64>,
     pub declines: Option<bool>,
@@ -70,7 +71,7 @@ impl SandboxBilling {
             customer_email: new.customer_email,
             plan_id: new.plan.item_id.to_owned(),
             quantity: new.quantity,
-            status: "active".into(),
+            status: ProcessorStatus::Active,
             current_period_start: now,
             current_period_end: end,
             declines: new.declines,
@@ -132,7 +133,7 @@ impl SandboxBilling {
     ) -> Result<billing_subscription::Model, CommitError> {
         let mut after = s.clone();
         if let Some(status) = change.status {
-            after.status = status.to_owned();
+            after.status = status;
         }
         if let Some(plan) = &change.plan_id {
             after.plan_id = plan.clone();
@@ -172,14 +173,18 @@ impl SandboxBilling {
         if let Some(done) = self.invoice_by_key(key).await? {
             return Ok(done);
         }
-        let paid = s.status == "active" && !s.declines;
+        let paid = s.status == ProcessorStatus::Active && !s.declines;
         let invoice = billing_invoice::Model {
             id: new_id("binv"),
             billing_subscription_id: s.id.clone(),
             collection_key: key.to_owned(),
             amount,
             currency: currency.to_owned(),
-            status: if paid { "paid" } else { "failed" }.to_owned(),
+            status: if paid {
+                ProcessorInvoiceStatus::Paid
+            } else {
+                ProcessorInvoiceStatus::Failed
+            },
             dispute_id: None,
             created_at: now,
         };

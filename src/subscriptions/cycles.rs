@@ -131,10 +131,11 @@ pub(super) async fn forward_status(
     s: &subscription::Model,
     now: DateTime<Utc>,
 ) -> Result<(), SubscriptionError> {
+    use payd_model::subscriptions::ProcessorStatus as AtProcessor;
     let at_processor = match s.status {
-        Status::Active => "active",
-        Status::Paused => "paused",
-        Status::Cancelled | Status::InActive => "cancelled",
+        Status::Active => AtProcessor::Active,
+        Status::Paused => AtProcessor::Paused,
+        Status::Cancelled | Status::InActive => AtProcessor::Cancelled,
         // No processor status follows these: the processor's dunning makes `unpaid`.
         Status::Created | Status::Unpaid => return Ok(()),
     };
@@ -622,9 +623,10 @@ pub(super) async fn collect(
         )
         .await?;
     c.processor_invoice_id = Some(invoice.id);
-    Ok(match invoice.status.as_str() {
-        "paid" => Outcome::Paid(None),
-        _ => Outcome::Failed(None),
+    use payd_model::subscriptions::ProcessorInvoiceStatus as Collected;
+    Ok(match invoice.status {
+        Collected::Paid => Outcome::Paid(None),
+        Collected::Failed => Outcome::Failed(None),
     })
 }
 

@@ -3,6 +3,7 @@
 //! changed through their actors like any other (`routes.rs`).
 
 use actix_web::{web, HttpResponse};
+use payd_model::subscriptions::{ProcessorInvoiceStatus, ProcessorStatus};
 
 use super::{
     actor::{Command, Subscriptions},
@@ -236,9 +237,9 @@ pub async fn sandbox_processor_subscription(
 fn processor_change(req: SandboxProcessorChange) -> Result<billing::ProcessorChange, ApiError> {
     let status = match req.status.as_deref() {
         None => None,
-        Some("active") => Some("active"),
-        Some("paused") => Some("paused"),
-        Some("cancelled") => Some("cancelled"),
+        Some("active") => Some(ProcessorStatus::Active),
+        Some("paused") => Some(ProcessorStatus::Paused),
+        Some("cancelled") => Some(ProcessorStatus::Cancelled),
         Some(other) => {
             return Err(ApiError::invalid_param(
                 "status",
@@ -334,7 +335,7 @@ pub async fn sandbox_chargeback(
     let s = store::by_processor_subscription(&state.db, &invoice.billing_subscription_id)
         .await?
         .ok_or_else(missing)?;
-    if invoice.status != "paid" || invoice.dispute_id.is_some() {
+    if invoice.status != ProcessorInvoiceStatus::Paid || invoice.dispute_id.is_some() {
         return Err(ApiError::conflict(
             "invoice_not_disputable",
             "only a paid invoice not charged back yet can be charged back",
