@@ -25,5 +25,3 @@ pub mod refunds;
 pub mod risk;
 pub mod subscriptions;
 pub mod wallet;
-
-pub use text::corrupt;

@@ -34,8 +34,8 @@ pub fn corrupt(res: &QueryResult, column: Option<&str>, kind: &str, text: &str) 
 /// An enum whose variants are stored as the given texts. It gets `ALL`, `as_str`, `parse` and
 /// `Display`, and SeaORM's `Value`, `TryGetable` (a text of none of the variants is
 /// [`corrupt`]), `ValueType`, `Nullable`, `TryFromU64` (an error: for a column of a composite
-/// key) and `IntoActiveValue`. Attributes (docs, further
-/// derives) go on the enum and its variants as usual.
+/// key) and `IntoActiveValue`. Attributes (docs, further derives) go on the enum and its
+/// variants as usual.
 macro_rules! text_enum {
     (
         $(#[$meta:meta])*
