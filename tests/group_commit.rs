@@ -296,7 +296,7 @@ fn change_with_parts(i: usize) -> Change {
             delivery_id: format!("d{i}"),
             event_id: format!("e{i}"),
             number: 1,
-            trigger: "initial".to_owned(),
+            trigger: payd_model::webhooks::AttemptTrigger::Initial,
             request_headers: "{}".to_owned(),
             response_status: Some(200),
             response_body: None,

@@ -10,15 +10,14 @@ pub struct Model {
     pub delivery_id: String,
     pub event_id: String,
     pub number: i32,
-    /// `initial`, `automatic` or `manual`.
-    pub trigger: String,
+    pub trigger: payd_model::webhooks::AttemptTrigger,
     /// JSON object of the request headers (the signature included; no secret).
     pub request_headers: String,
     pub response_status: Option<i32>,
     /// The first 16 KiB of the answer.
     pub response_body: Option<String>,
-    /// `timeout`, `network`, `transient`, `auth`, `rejected` when not delivered.
-    pub error_kind: Option<String>,
+    /// When not delivered.
+    pub error_kind: Option<payd_model::webhooks::ErrorKind>,
     pub duration_ms: i64,
     pub next_attempt_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,

@@ -25,3 +25,4 @@ pub mod refunds;
 pub mod risk;
 pub mod subscriptions;
 pub mod wallet;
+pub mod webhooks;

@@ -136,7 +136,14 @@ async fn record_manual(
     let delivered = policy::classify(outcome.answer) == policy::Class::Delivered;
     // Once delivered, nothing is due any more; otherwise the automatic schedule stands.
     let next = (d.status == "pending" && !delivered).then_some(d.next_attempt_at);
-    let row = attempt_row(d, number, "manual", outcome, next, now);
+    let row = attempt_row(
+        d,
+        number,
+        payd_model::webhooks::AttemptTrigger::Manual,
+        outcome,
+        next,
+        now,
+    );
     let mut change = Change::at(now).write(Write::Insert(
         delivery_attempt::Entity::insert(row).into_query(),
     ));

@@ -2,6 +2,7 @@
 //! function of the answer, the delivery's failure counts and the schedules.
 
 use chrono::{DateTime, Duration, Utc};
+pub use payd_model::webhooks::ErrorKind;
 
 /// How an attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,15 +45,15 @@ pub fn classify(answer: Answer) -> Class {
 }
 
 /// The error kind recorded with an attempt that did not deliver.
-pub fn error_kind(answer: Answer) -> Option<&'static str> {
+pub fn error_kind(answer: Answer) -> Option<ErrorKind> {
     match (answer, classify(answer)) {
         (_, Class::Delivered) => None,
-        (Answer::Timeout, _) => Some("timeout"),
-        (Answer::Network, _) => Some("network"),
-        (Answer::Blocked, _) => Some("blocked_address"),
-        (_, Class::Auth) => Some("auth"),
-        (_, Class::Rejected) => Some("rejected"),
-        (_, Class::Transient) => Some("transient"),
+        (Answer::Timeout, _) => Some(ErrorKind::Timeout),
+        (Answer::Network, _) => Some(ErrorKind::Network),
+        (Answer::Blocked, _) => Some(ErrorKind::BlockedAddress),
+        (_, Class::Auth) => Some(ErrorKind::Auth),
+        (_, Class::Rejected) => Some(ErrorKind::Rejected),
+        (_, Class::Transient) => Some(ErrorKind::Transient),
     }
 }
 

@@ -2,6 +2,7 @@
 //! and its endpoints' health, in one transaction, and the endpoints that batch left failing
 //! too long disabled afterwards.
 
+use payd_model::webhooks::AttemptTrigger;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -68,7 +69,7 @@ fn outcomes(batch: &[Finished]) -> UpdateStatement {
                 }
                 .into(),
                 policy::error_kind(f.outcome.answer)
-                    .map(str::to_owned)
+                    .map(|k| k.as_str().to_owned())
                     .into(),
                 f.next.delivered.then_some(f.at).into(),
             ])
@@ -103,9 +104,9 @@ pub async fn write(db: &Db, batch: &[Finished]) -> Result<(), CommitError> {
     let rows = batch.iter().map(|f| {
         let d = &f.delivery;
         let trigger = if d.attempts == 0 {
-            "initial"
+            AttemptTrigger::Initial
         } else {
-            "automatic"
+            AttemptTrigger::Automatic
         };
         attempt_row(
             d,
