@@ -37,15 +37,7 @@ async fn paid_in(app: &TestApp, m: &Merchant, shop: &str, capture: &str) -> Valu
 async fn pay_in(app: &TestApp, m: &Merchant, shop: &str, number: &str, capture: &str) -> Value {
     let body = json!({"amount": 1000, "currency": "EUR", "confirm": true, "capture_method": capture,
         "payment_method_data": card(number)});
-    let r = app
-        .send(
-            Method::POST,
-            "/payments",
-            Some(&m.secret_key),
-            Some(&body),
-            &[("x-profile-id", shop)],
-        )
-        .await;
+    let r = app.create_payment_in(m, shop, &body).await;
     assert_eq!(r.status, 201, "{}", r.body);
     r.body
 }

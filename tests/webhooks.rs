@@ -528,15 +528,7 @@ async fn a_hanging_endpoint_does_not_hold_back_the_merchants_other_shop() {
     let body = json!({"amount": 500, "currency": "USD", "confirm": true,
         "payment_method_data": card("4242424242424242")});
     for _ in 0..2 {
-        let r = app
-            .send(
-                Method::POST,
-                "/payments",
-                Some(&m.secret_key),
-                Some(&body),
-                &[("x-profile-id", &shop)],
-            )
-            .await;
+        let r = app.create_payment_in(&m, &shop, &body).await;
         assert_eq!(r.status, 201, "{}", r.body);
     }
     // Each payment's event arrives, while the first shop's request is still open.

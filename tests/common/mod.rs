@@ -561,6 +561,19 @@ impl TestApp {
         self.call(m, Method::POST, "/payments", Some(body)).await
     }
 
+    /// `POST /payments` in the merchant's shop `shop` (`x-profile-id`), with its secret key.
+    pub async fn create_payment_in(&self, m: &Merchant, shop: &str, body: &Value) -> Answer {
+        let headers = [("x-profile-id", shop)];
+        self.send(
+            Method::POST,
+            "/payments",
+            Some(&m.secret_key),
+            Some(body),
+            &headers,
+        )
+        .await
+    }
+
     /// Polls a payment until `done` holds (bounded: ten seconds).
     pub async fn wait_for_payment(
         &self,
