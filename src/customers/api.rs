@@ -281,7 +281,7 @@ pub enum MandateRefusal {
     #[error("the mandate was revoked")]
     Revoked,
     #[error("the mandate is {0}")]
-    Inactive(String),
+    Inactive(payd_model::mandates::Status),
     #[error("the mandate is for {0}")]
     OtherCurrency(String),
     #[error("the mandate allows at most {0} per charge")]
@@ -316,7 +316,7 @@ pub fn check_mandate(
         Status::Active => {}
         Status::Revoked => return Err(MandateRefusal::Revoked),
         other @ (Status::Pending | Status::Inactive) => {
-            return Err(MandateRefusal::Inactive(other.to_string()))
+            return Err(MandateRefusal::Inactive(other))
         }
     }
     if let Some(c) = m.currency.as_deref().filter(|c| *c != amount.currency) {

@@ -40,7 +40,7 @@ pub enum CreateError {
     #[error("no such payment")]
     NoSuchPayment,
     #[error("the payment is {0}: only a payment captured in full can be invoiced")]
-    NotCaptured(String),
+    NotCaptured(payd_model::payments::Status),
     #[error(transparent)]
     Refunded(machine::Refusal),
     #[error("no such subscription")]
@@ -224,7 +224,7 @@ async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, 
         .await?
         .ok_or(CreateError::NoSuchPayment)?;
     if p.amount_captured <= 0 || p.amount_captured != p.amount {
-        return Err(CreateError::NotCaptured(p.status.to_string()));
+        return Err(CreateError::NotCaptured(p.status));
     }
     machine::of_payment(p.amount_refunded).map_err(CreateError::Refunded)?;
     let lines = crate::payments::api::lines_of(&p)?;

@@ -235,18 +235,18 @@ pub async fn sandbox_processor_subscription(
 
 /// The change a sandbox billing processor's subscription is asked for, checked.
 fn processor_change(req: SandboxProcessorChange) -> Result<billing::ProcessorChange, ApiError> {
-    let status = match req.status.as_deref() {
-        None => None,
-        Some("active") => Some(ProcessorStatus::Active),
-        Some("paused") => Some(ProcessorStatus::Paused),
-        Some("cancelled") => Some(ProcessorStatus::Cancelled),
-        Some(other) => {
-            return Err(ApiError::invalid_param(
-                "status",
-                format!("unknown status {other:?}; active, paused or cancelled"),
-            ))
-        }
-    };
+    let status = req
+        .status
+        .as_deref()
+        .map(|s| {
+            ProcessorStatus::parse(s).ok_or_else(|| {
+                ApiError::invalid_param(
+                    "status",
+                    format!("unknown status {s:?}; active, paused or cancelled"),
+                )
+            })
+        })
+        .transpose()?;
     if let Some(plan) = &req.plan_id {
         check_plan(plan)?;
     }

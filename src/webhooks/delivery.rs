@@ -246,9 +246,8 @@ pub struct MerchantDeliveries {
     queue: VecDeque<Work>,
     /// Manual retries queued or in flight.
     manual: usize,
-    /// Requests open now, in all, and per endpoint id (each at most
-    /// `max_in_flight_per_endpoint`: an endpoint that hangs holds back only its own work).
-    in_flight: usize,
+    /// Requests open now per endpoint id, each at most `max_in_flight_per_endpoint` (an
+    /// endpoint that hangs holds back only its own work); an endpoint with none is absent.
     in_flight_to: HashMap<String, usize>,
     /// Queued, in flight, or sent with the outcome not yet written; shared with the pool so
     /// the dispatcher can see a backlog. Counting unwritten outcomes bounds them: a merchant
@@ -287,7 +286,6 @@ impl KeyedActor for MerchantDeliveries {
             deps: deps.clone(),
             queue: VecDeque::new(),
             manual: 0,
-            in_flight: 0,
             in_flight_to: HashMap::new(),
             backlog,
             unwritten: Vec::new(),
@@ -354,7 +352,6 @@ impl MerchantDeliveries {
                 }
             };
             let endpoint = work.endpoint().id.clone();
-            self.in_flight += 1;
             *self.in_flight_to.entry(endpoint.clone()).or_default() += 1;
             let deps = self.deps.clone();
             let timeout = StdDuration::from_secs(deps.settings.request_timeout_secs);
@@ -398,7 +395,6 @@ impl MerchantDeliveries {
 
     /// A request to `endpoint` has ended.
     fn ended(&mut self, endpoint: &str) {
-        self.in_flight -= 1;
         if let Some(n) = self.in_flight_to.get_mut(endpoint) {
             *n -= 1;
             if *n == 0 {
@@ -473,7 +469,7 @@ impl MerchantDeliveries {
     /// Answers `Drain` once nothing is in flight or waiting to be written, and `Settled` once
     /// nothing is queued either.
     fn tell_if_drained(&mut self) {
-        if self.in_flight > 0 || self.writing || !self.unwritten.is_empty() {
+        if !self.in_flight_to.is_empty() || self.writing || !self.unwritten.is_empty() {
             return;
         }
         if self.queue.is_empty() {
