@@ -13,7 +13,7 @@ use super::{
         attempt, bill, moved, new_cycle, next_period, next_seq, open_cycle, proration_lines,
         restarted, retry, save, settle, taxed, void_open, SubscriptionDeps, SubscriptionError,
     },
-    machine::{self, Next, Refusal, Status},
+    machine::{self, Refusal, Status, Step},
     store::{self, CycleWrite},
 };
 use crate::commit::Db;
@@ -49,9 +49,12 @@ pub enum Command {
         amount: i64,
         proration: machine::Proration,
     },
-    /// Whatever is due now: the first charge, a renewal, a retry, a charge in flight, a
-    /// scheduled cancellation, an expiry.
+    /// Whatever is due now (`machine::due`): a renewal, a retry, a check of a charge in
+    /// flight, a scheduled cancellation, an expiry. Sent by the subscription's job.
     Tick,
+    /// The charge in flight, made now: sent by the request that recorded it (the first
+    /// charge); the job settles it only after its check time, when this never ran.
+    Charge,
     /// Read again from the side that bills it: a billing processor's subscription (its status,
     /// plan and quantity applied where they differ), or payd's own charge in flight.
     Sync,
@@ -154,10 +157,7 @@ async fn sync(
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
     if s.billing == store::PAYD {
-        return match open_cycle(deps, s).await?.filter(|c| c.charging) {
-            Some(c) => settle(deps, s, c, now).await,
-            None => Ok(s.clone()),
-        };
+        return charge_now(deps, s, now).await;
     }
     let found = deps.billing.of(s).await?;
     let Some(p) = found else {
@@ -235,7 +235,8 @@ async fn step(
             amount,
             proration,
         } => update(deps, s, status, items, *amount, *proration, now).await,
-        Command::Tick => tick(deps, s, status, now).await,
+        Command::Tick => tick(deps, s, now).await,
+        Command::Charge => charge_now(deps, s, now).await,
     }
 }
 
@@ -399,86 +400,66 @@ async fn withdraw_first_charge(
     }
 }
 
-/// Whatever is due on the subscription now.
+/// Whatever is due on the subscription now, as [`machine::due`] decides it (the job's time
+/// is decided by the same function).
 async fn tick(
     deps: &SubscriptionDeps,
     s: &subscription::Model,
-    status: Status,
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
-    if status.is_final() {
-        return Ok(s.clone());
-    }
     let open = open_cycle(deps, s).await?;
-    let expired = status == Status::Created && now >= s.created_at + deps.confirm_within;
-    if let Some(c) = open.as_ref().filter(|c| c.charging && !expired) {
-        return settle(deps, s, c.clone(), now).await;
-    }
-    if status == Status::Created {
-        if !expired {
-            return Ok(s.clone());
+    let timing = store::timing(s, open.as_ref(), deps.confirm_within);
+    match (machine::due(&timing, now).0, open) {
+        (Step::Settle, Some(c)) => settle(deps, s, c, now).await,
+        (Step::Retry, Some(c)) => retry(deps, s, c, now).await,
+        (Step::Expire, open) => {
+            // A first charge the buyer paid (or that is still on its way) is settled, never
+            // voided.
+            if let Some(c) = open.as_ref().filter(|c| c.charging) {
+                if let Some(settled) = withdraw_first_charge(deps, s, c, now).await? {
+                    return Ok(settled);
+                }
+            }
+            let mut after = store::raised(s, moved(s, machine::EXPIRED, now));
+            let cycle = void_open(&mut after, open, now);
+            let events = vec![store::event(&after, machine::EXPIRED.event)?];
+            save(deps, s, after, cycle, events).await
         }
-        // A first charge the buyer paid (or that is still on its way) is settled, never voided.
-        if let Some(c) = open.as_ref().filter(|c| c.charging) {
-            if let Some(settled) = withdraw_first_charge(deps, s, c, now).await? {
-                return Ok(settled);
+        // The period ended with the subscription: an open cycle is not collected any more.
+        (Step::End(next), open) => {
+            let mut after = moved(s, next, now);
+            if next.status == Status::Cancelled {
+                after.cancelled_at = Some(s.current_period_end);
+            }
+            let cycle = void_open(&mut after, open, now);
+            let after = store::raised(s, after);
+            let events = vec![store::event(&after, next.event)?];
+            save(deps, s, after, cycle, events).await
+        }
+        (step @ (Step::Renew | Step::Pass), _) => {
+            let mut after = next_period(s).ok_or(SubscriptionError::PastCalendar)?;
+            after.updated_at = now;
+            match step {
+                Step::Pass => {
+                    save(deps, s, store::raised(s, after), CycleWrite::None, vec![]).await
+                }
+                _ => bill(deps, s, after, None, now).await,
             }
         }
-        let next = Next {
-            status: Status::InActive,
-            cancel_at_period_end: false,
-            event: "subscription_expired",
-        };
-        let mut after = store::raised(s, moved(s, next, now));
-        let cycle = void_open(&mut after, open, now);
-        let events = vec![store::event(&after, next.event)?];
-        return save(deps, s, after, cycle, events).await;
+        (Step::Nothing | Step::Settle | Step::Retry, _) => Ok(s.clone()),
     }
-    // A failed cycle's retry. Retries wait while the subscription is paused (the resume
-    // charges the cycle) and stop once it is unpaid.
-    if let Some(c) = open.as_ref().filter(|_| status == Status::Active) {
-        if c.next_attempt_at.is_some_and(|at| at <= now) {
-            return retry(deps, s, c.clone(), now).await;
-        }
+}
+
+/// `Command::Charge`: the charge in flight, settled now by the request that recorded it.
+async fn charge_now(
+    deps: &SubscriptionDeps,
+    s: &subscription::Model,
+    now: DateTime<Utc>,
+) -> Result<subscription::Model, SubscriptionError> {
+    match open_cycle(deps, s).await?.filter(|c| c.charging) {
+        Some(c) => settle(deps, s, c, now).await,
+        None => Ok(s.clone()),
     }
-    if now < s.current_period_end || status == Status::Unpaid {
-        return Ok(s.clone());
-    }
-    // The period ended. A cancellation at its end or a fixed term's last period ends the
-    // subscription; an open cycle is then not collected any more.
-    let ends = match s.cancel_at_period_end {
-        true => Some(Next {
-            status: Status::Cancelled,
-            cancel_at_period_end: false,
-            event: "subscription_cancelled",
-        }),
-        false => machine::term_ended(status, s.period_index, s.term_cycles),
-    };
-    if let Some(next) = ends {
-        let mut after = moved(s, next, now);
-        if next.status == Status::Cancelled {
-            after.cancelled_at = Some(s.current_period_end);
-        }
-        let cycle = void_open(&mut after, open, now);
-        let after = store::raised(s, after);
-        let events = vec![store::event(&after, next.event)?];
-        return save(deps, s, after, cycle, events).await;
-    }
-    // An active subscription does not renew while a cycle of it is being collected: its
-    // retries run (a retry after the period's end starts a new period), and renewals resume
-    // once it is paid. (`next_due` schedules no tick for this period's end.)
-    if status == Status::Active && open.is_some() {
-        return Ok(s.clone());
-    }
-    let Some(mut after) = next_period(s) else {
-        return Ok(s.clone());
-    };
-    after.updated_at = now;
-    if status == Status::Paused {
-        // A paused subscription's period passes without a charge.
-        return save(deps, s, store::raised(s, after), CycleWrite::None, vec![]).await;
-    }
-    bill(deps, s, after, None, now).await
 }
 
 /// `POST …/resume`. A paused subscription becomes active; an active one's cancellation at

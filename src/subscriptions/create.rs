@@ -348,7 +348,7 @@ async fn collect_first(
     store::insert(&deps.db, &s, Some(&cycle), vec![], due).await?;
     let exec = Exec {
         scope: None,
-        command: Command::Tick,
+        command: Command::Charge,
         timeline: crate::clock::current(),
     };
     Ok(subscriptions.send(&s.id, exec).await??)

@@ -192,6 +192,136 @@ pub fn past_due(s: Status) -> Option<Next> {
     })
 }
 
+/// How long a charge in flight whose attempt set no check time waits before the next tick
+/// looks at it (a crash or a lost answer between recording the attempt and its outcome).
+pub const CHARGE_CHECK: Duration = Duration::seconds(60);
+
+/// What decides a subscription's due moments, read off its row and its open cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub status: Status,
+    /// A `created` subscription expires unpaid then.
+    pub confirm_by: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub cancel_at_period_end: bool,
+    /// The number of the current period, and how many a fixed term has.
+    pub period: i64,
+    pub term_cycles: Option<i64>,
+    /// The cycle being collected, if any.
+    pub open: Option<OpenCycle>,
+}
+
+/// The cycle a subscription is collecting, as far as its due moments go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenCycle {
+    /// An attempt was recorded and its outcome is not known yet.
+    pub charging: bool,
+    /// When the charge in flight is looked at again, or a failed cycle is retried.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What a due moment does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Nothing,
+    /// The charge in flight is settled with the payment it recorded.
+    Settle,
+    /// A `created` subscription's time to confirm ran out: its first charge is withdrawn (or
+    /// settled, when the buyer paid it) and it expires.
+    Expire,
+    /// A failed cycle is tried again.
+    Retry,
+    /// The period ended and the subscription ends with it (`Next` says how).
+    End(Next),
+    /// The period ended: an active subscription bills the next one.
+    Renew,
+    /// The period ended: a paused subscription's next one begins, without a charge.
+    Pass,
+}
+
+/// What is due on the subscription at `now`, and when its next due moment is (the same at any
+/// `now`; at or after it the step is never `Nothing`, before it always). One function decides
+/// both, so the tick and its job's time cannot disagree.
+pub fn due(t: &Timing, now: DateTime<Utc>) -> (Step, Option<DateTime<Utc>>) {
+    let at = |when: Option<DateTime<Utc>>, step: Step| match when {
+        Some(w) if now >= w => (step, when),
+        _ => (Step::Nothing, when),
+    };
+    if t.status.is_final() {
+        return (Step::Nothing, None);
+    }
+    // A charge in flight is left to its maker until its check time; after that (a crash, a
+    // lost answer) it is settled with the same payment. Nothing else happens meanwhile: a
+    // period's end waits for its outcome.
+    if let Some(c) = t.open.filter(|c| c.charging) {
+        let check = c.next_attempt_at.unwrap_or(c.updated_at + CHARGE_CHECK);
+        let expiry = match now >= t.confirm_by {
+            true => Step::Expire,
+            false => Step::Settle,
+        };
+        return match t.status {
+            // Past its deadline, a first charge still on its way is withdrawn (or settled), not
+            // left to its check; one begun after the deadline waits for its check.
+            Status::Created if c.updated_at < t.confirm_by => {
+                at(Some(check.min(t.confirm_by)), expiry)
+            }
+            Status::Created => at(Some(check), Step::Expire),
+            _ => at(Some(check), Step::Settle),
+        };
+    }
+    let (retry, period) = match t.status {
+        Status::Created => return at(Some(t.confirm_by), Step::Expire),
+        // An unpaid subscription renews again once its open cycle is paid (on resume).
+        Status::Unpaid => return (Step::Nothing, None),
+        // A paused one's periods pass; its retries wait for the resume.
+        Status::Paused => (None, period_ended(t).unwrap_or(Step::Pass)),
+        Status::Active => {
+            let retry = t.open.and_then(|c| c.next_attempt_at);
+            // An active one with a cycle being collected does not renew: its retries run (one
+            // after the period's end starts a new period), and the period's end matters only
+            // when it ends the subscription.
+            let period = match (period_ended(t), t.open) {
+                (Some(end), _) => end,
+                (None, Some(_)) => return at(retry, Step::Retry),
+                (None, None) => Step::Renew,
+            };
+            (retry, period)
+        }
+        Status::Cancelled | Status::InActive => return (Step::Nothing, None),
+    };
+    // A retry comes first when both are due (one after the period's end starts a new period).
+    let when = [retry, Some(t.period_end)].into_iter().flatten().min();
+    let step = match (retry.is_some_and(|r| now >= r), now >= t.period_end) {
+        (true, _) => Step::Retry,
+        (false, true) => period,
+        (false, false) => Step::Nothing,
+    };
+    (step, when)
+}
+
+/// The step that ends a subscription with its period: a cancellation scheduled for it, or a
+/// fixed term's last period.
+fn period_ended(t: &Timing) -> Option<Step> {
+    let ends = match t.cancel_at_period_end {
+        true => Some(Next {
+            status: Status::Cancelled,
+            cancel_at_period_end: false,
+            event: "subscription_cancelled",
+        }),
+        false => term_ended(t.status, t.period, t.term_cycles),
+    };
+    ends.map(Step::End)
+}
+
+/// A `created` subscription nobody paid in time: `in_active`, announced as
+/// `subscription_expired`.
+pub const EXPIRED: Next = Next {
+    status: Status::InActive,
+    cancel_at_period_end: false,
+    event: "subscription_expired",
+};
+
 /// How a plan change settles the part of the period already paid for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proration {
@@ -344,6 +474,163 @@ mod tests {
         assert_eq!(retry_after(0, &s), None);
     }
 
+    fn timing(status: Status) -> Timing {
+        Timing {
+            status,
+            confirm_by: at("2027-01-02T00:00:00Z"),
+            period_end: at("2027-02-01T00:00:00Z"),
+            cancel_at_period_end: false,
+            period: 1,
+            term_cycles: None,
+            open: None,
+        }
+    }
+
+    #[test]
+    fn a_period_end_renews_passes_or_ends() {
+        let end = at("2027-02-01T00:00:00Z");
+        let before = end - Duration::seconds(1);
+        assert_eq!(
+            due(&timing(Status::Active), before),
+            (Step::Nothing, Some(end))
+        );
+        assert_eq!(due(&timing(Status::Active), end).0, Step::Renew);
+        assert_eq!(due(&timing(Status::Paused), end).0, Step::Pass);
+        let cancelling = Timing {
+            cancel_at_period_end: true,
+            ..timing(Status::Paused)
+        };
+        let Step::End(next) = due(&cancelling, end).0 else {
+            panic!("a scheduled cancellation ends the subscription");
+        };
+        assert_eq!(next.status, Status::Cancelled);
+        let last = Timing {
+            term_cycles: Some(1),
+            ..timing(Status::Active)
+        };
+        assert!(matches!(due(&last, end).0, Step::End(n) if n.status == Status::InActive));
+        assert_eq!(due(&timing(Status::Unpaid), end), (Step::Nothing, None));
+        assert_eq!(due(&timing(Status::Cancelled), end), (Step::Nothing, None));
+    }
+
+    #[test]
+    fn a_charge_in_flight_waits_for_its_check_even_past_the_period_end() {
+        let started = at("2027-02-01T00:00:00Z") - Duration::seconds(30);
+        let t = Timing {
+            cancel_at_period_end: true,
+            open: Some(OpenCycle {
+                charging: true,
+                next_attempt_at: None,
+                updated_at: started,
+            }),
+            ..timing(Status::Active)
+        };
+        let check = started + CHARGE_CHECK;
+        assert_eq!(
+            due(&t, check - Duration::seconds(1)),
+            (Step::Nothing, Some(check))
+        );
+        assert_eq!(due(&t, check).0, Step::Settle);
+    }
+
+    #[test]
+    fn a_first_charge_is_settled_until_the_deadline_then_withdrawn() {
+        let deadline = at("2027-01-02T00:00:00Z");
+        let checking = |updated_at, next_attempt_at| Timing {
+            open: Some(OpenCycle {
+                charging: true,
+                next_attempt_at,
+                updated_at,
+            }),
+            ..timing(Status::Created)
+        };
+        let early = checking(deadline - Duration::hours(5), None);
+        let check = deadline - Duration::hours(5) + CHARGE_CHECK;
+        assert_eq!(due(&early, check), (Step::Settle, Some(check)));
+        // Its next look falls after the deadline: the deadline comes first.
+        let late_look = checking(
+            deadline - Duration::hours(5),
+            Some(deadline + Duration::hours(1)),
+        );
+        assert_eq!(due(&late_look, deadline), (Step::Expire, Some(deadline)));
+        // Begun after the deadline (confirmed late): its check, then the expiry's withdrawal.
+        let begun_late = checking(deadline + Duration::hours(1), None);
+        let check = deadline + Duration::hours(1) + CHARGE_CHECK;
+        assert_eq!(due(&begun_late, check), (Step::Expire, Some(check)));
+        assert_eq!(due(&timing(Status::Created), deadline).0, Step::Expire);
+    }
+
+    #[test]
+    fn a_retry_due_with_the_period_end_comes_first_and_a_paused_one_waits() {
+        let end = at("2027-02-01T00:00:00Z");
+        let failed = |status, retry| Timing {
+            open: Some(OpenCycle {
+                charging: false,
+                next_attempt_at: Some(retry),
+                updated_at: end - Duration::days(3),
+            }),
+            ..timing(status)
+        };
+        let late = failed(Status::Active, end + Duration::days(1));
+        // Not renewed while its cycle is collected: the retry is its next moment.
+        assert_eq!(
+            due(&late, end),
+            (Step::Nothing, Some(end + Duration::days(1)))
+        );
+        let ending = Timing {
+            cancel_at_period_end: true,
+            ..failed(Status::Active, end)
+        };
+        assert_eq!(due(&ending, end).0, Step::Retry);
+        let paused = failed(Status::Paused, end - Duration::days(1));
+        assert_eq!(
+            due(&paused, end - Duration::days(1)),
+            (Step::Nothing, Some(end))
+        );
+    }
+
+    fn instant() -> impl Strategy<Value = DateTime<Utc>> {
+        (-5_000i64..5_000).prop_map(|m| at("2027-01-15T00:00:00Z") + Duration::minutes(m))
+    }
+
+    fn any_timing() -> impl Strategy<Value = Timing> {
+        let open = (any::<bool>(), prop::option::of(instant()), instant()).prop_map(
+            |(charging, next_attempt_at, updated_at)| OpenCycle {
+                charging,
+                next_attempt_at,
+                updated_at,
+            },
+        );
+        (
+            prop::sample::select(Status::ALL.to_vec()),
+            instant(),
+            instant(),
+            any::<bool>(),
+            (1i64..4, prop::option::of(1i64..4)),
+            prop::option::of(open),
+        )
+            .prop_map(
+                |(
+                    status,
+                    confirm_by,
+                    period_end,
+                    cancel_at_period_end,
+                    (period, term_cycles),
+                    open,
+                )| {
+                    Timing {
+                        status,
+                        confirm_by,
+                        period_end,
+                        cancel_at_period_end,
+                        period,
+                        term_cycles,
+                        open,
+                    }
+                },
+            )
+    }
+
     #[derive(Debug, Clone)]
     enum Cmd {
         Pause,
@@ -394,6 +681,19 @@ mod tests {
                 prop_assert!(!flag || matches!(s, Status::Active | Status::Paused));
             }
             prop_assert!(activations <= 1);
+        }
+
+        /// The tick and its job agree: the next due moment is the same whatever the time, the
+        /// step at it is not `Nothing`, and just before it (or with none) it is.
+        #[test]
+        fn the_step_is_due_exactly_from_the_next_due_moment(t in any_timing(), now in instant(), other in instant()) {
+            let (step, when) = due(&t, now);
+            prop_assert_eq!(when, due(&t, other).1);
+            prop_assert_eq!(step != Step::Nothing, when.is_some_and(|w| now >= w));
+            if let Some(w) = when {
+                prop_assert_ne!(due(&t, w).0, Step::Nothing);
+                prop_assert_eq!(due(&t, w - Duration::seconds(1)).0, Step::Nothing);
+            }
         }
 
         /// A proration never exceeds the difference of the plans, and its sign is the change's.

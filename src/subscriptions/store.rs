@@ -11,7 +11,7 @@ use sea_orm::{
 
 use super::{
     api::{Cycle, InvoiceDisputed, InvoicePaid, ListSubscriptionsQuery, Subscription},
-    machine::Status,
+    machine::{self, Status},
 };
 use crate::commit::Db;
 use crate::{
@@ -33,9 +33,6 @@ pub const CYCLE_PAID_JOB: &str = "subscription_cycle_paid";
 /// `billing` of a subscription payd charges itself; any other value names the billing
 /// processor that collects it.
 pub const PAYD: &str = "payd";
-
-/// How long a charge still in flight (`processing`) waits before it is checked again.
-pub const CHARGE_CHECK: i64 = 60;
 
 /// A subscription event with the subscription's object.
 pub fn event(s: &subscription::Model, event_type: &str) -> Result<Event, DbErr> {
@@ -120,49 +117,35 @@ pub fn disputed_event(
     with_object(s, "invoice_disputed", object)
 }
 
-/// When the subscription is next due, if ever.
+/// What decides the subscription's due moments: its row and its open cycle.
+pub fn timing(
+    s: &subscription::Model,
+    open: Option<&subscription_cycle::Model>,
+    confirm_within: Duration,
+) -> machine::Timing {
+    machine::Timing {
+        status: s.status,
+        confirm_by: s.created_at + confirm_within,
+        period_end: s.current_period_end,
+        cancel_at_period_end: s.cancel_at_period_end,
+        period: s.period_index,
+        term_cycles: s.term_cycles,
+        open: open.map(|c| machine::OpenCycle {
+            charging: c.charging,
+            next_attempt_at: c.next_attempt_at,
+            updated_at: c.updated_at,
+        }),
+    }
+}
+
+/// When the subscription is next due (its job's time), as [`machine::due`] decides it (the
+/// moment is the same at any time; the row's own serves).
 pub fn next_due(
     s: &subscription::Model,
     open: Option<&subscription_cycle::Model>,
     confirm_within: Duration,
 ) -> Option<DateTime<Utc>> {
-    let status = s.status;
-    if status.is_final() {
-        return None;
-    }
-    // A charge in flight is left to its maker for a while; after that (a crash, a lost
-    // answer) the next tick settles it with the same payment.
-    let attempt = open.and_then(|c| match c.charging {
-        true => c
-            .next_attempt_at
-            .or(Some(c.updated_at + Duration::seconds(CHARGE_CHECK))),
-        // A retry runs only while active (a paused subscription's waits for its resume).
-        false => c.next_attempt_at.filter(|_| status == Status::Active),
-    });
-    let due = match status {
-        Status::Created => {
-            let deadline = s.created_at + confirm_within;
-            // Past its deadline, a first charge still on its way is checked, not expired (the
-            // tick at the deadline settles a paid one and withdraws one nobody paid).
-            match open {
-                Some(c) if c.charging && c.updated_at >= deadline => None,
-                _ => Some(deadline),
-            }
-        }
-        // An unpaid subscription renews again once its open cycle is paid (on resume).
-        Status::Unpaid => None,
-        // A paused one's periods pass (its retries wait for the resume).
-        Status::Paused => Some(s.current_period_end),
-        // An active one with a cycle being collected does not renew: its retries run, and
-        // the period's end matters only when it ends the subscription.
-        Status::Active if open.is_some() => {
-            let ends = s.cancel_at_period_end
-                || super::machine::term_ended(status, s.period_index, s.term_cycles).is_some();
-            ends.then_some(s.current_period_end)
-        }
-        _ => Some(s.current_period_end),
-    };
-    [attempt, due].into_iter().flatten().min()
+    machine::due(&timing(s, open, confirm_within), s.updated_at).1
 }
 
 /// When the subscription is next due, as stored (its job's time).
