@@ -13,8 +13,8 @@ pub struct Model {
     pub test_mode: bool,
     pub unit_amount: i64,
     pub currency: String,
-    /// `day`, `week`, `month` or `year`; none for a one-off price.
-    pub recurring_interval: Option<String>,
+    /// None for a one-off price.
+    pub recurring_interval: Option<payd_model::catalog::Interval>,
     pub recurring_interval_count: Option<i64>,
     pub nickname: Option<String>,
     /// JSON object.

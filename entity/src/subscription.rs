@@ -21,7 +21,7 @@ pub struct Model {
     /// Prorations for the next renewal (negative: a credit).
     pub pending_adjustment: i64,
     pub currency: String,
-    pub interval: String,
+    pub interval: payd_model::catalog::Interval,
     pub interval_count: i64,
     pub status: payd_model::subscriptions::Status,
     pub anchor_at: DateTimeUtc,

@@ -14,6 +14,7 @@
 #[macro_use]
 mod text;
 
+pub mod catalog;
 pub mod disputes;
 pub mod invoices;
 pub mod keys;

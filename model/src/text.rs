@@ -31,8 +31,9 @@ pub fn corrupt(res: &QueryResult, column: Option<&str>, kind: &str, text: &str) 
     )))
 }
 
-/// An enum whose variants are stored as the given texts. It gets `ALL`, `as_str`, `parse` and
-/// `Display`, and SeaORM's `Value`, `TryGetable` (a text of none of the variants is
+/// An enum whose variants are stored as the given texts. It gets `ALL`, `as_str`, `parse`,
+/// `Display`, serde's `Serialize` and `Deserialize` (the same text; any other is an error
+/// naming the values), and SeaORM's `Value`, `TryGetable` (a text of none of the variants is
 /// [`corrupt`]), `ValueType`, `Nullable`, `TryFromU64` (an error: for a column of a composite
 /// key) and `IntoActiveValue`. Attributes (docs, further derives) go on the enum and its
 /// variants as usual.
@@ -72,6 +73,26 @@ macro_rules! text_enum {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+                Self::parse(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format_args!(
+                        "unknown {} {:?}; one of {}",
+                        stringify!($name),
+                        text,
+                        [$($text,)+].join(", ")
+                    ))
+                })
             }
         }
 
@@ -162,6 +183,21 @@ mod tests {
         }
         assert!(<Colour as ValueType>::try_from(sea_orm::Value::String(None)).is_err());
         assert!(<Colour as ValueType>::try_from("blue".into()).is_err());
+    }
+
+    #[test]
+    fn json_holds_the_same_text_and_refuses_any_other() {
+        let json = serde_json::to_string(&[Colour::Red, Colour::DarkBlue]).unwrap();
+        assert_eq!(json, r#"["red","dark_blue"]"#);
+        let back: Vec<Colour> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, [Colour::Red, Colour::DarkBlue]);
+        let err = serde_json::from_str::<Colour>(r#""blue""#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(r#"unknown Colour "blue"; one of red, dark_blue"#),
+            "{err}"
+        );
     }
 
     /// Read from a real (SQLite) row: NULL is `None`, a known text its value, anything else an

@@ -352,7 +352,7 @@ pub struct NewPrice {
     pub unit_amount: i64,
     pub currency: String,
     /// Interval and count.
-    pub recurring: Option<(String, i64)>,
+    pub recurring: Option<(machine::Interval, i64)>,
     pub nickname: Option<String>,
     /// As stored (JSON).
     pub metadata: Option<String>,
@@ -380,10 +380,10 @@ impl PriceInput {
             parse_amount(&at("unit_amount"), self.unit_amount, max_amount)?;
         }
         let recurring = match &self.recurring {
-            Some(r) => {
-                machine::check_recurring(&at("recurring"), &r.interval, r.interval_count)?;
-                Some((r.interval.clone(), r.interval_count))
-            }
+            Some(r) => Some((
+                machine::check_recurring(&at("recurring"), &r.interval, r.interval_count)?,
+                r.interval_count,
+            )),
             None => None,
         };
         Ok(NewPrice {

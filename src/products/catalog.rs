@@ -116,7 +116,7 @@ pub fn render_price(p: &price::Model, default: Option<&str>) -> Result<Price, se
         unit_amount: p.unit_amount,
         currency: p.currency.clone(),
         recurring: p.recurring_interval.as_ref().map(|i| Recurring {
-            interval: i.clone(),
+            interval: i.to_string(),
             interval_count: p.recurring_interval_count.unwrap_or(1),
         }),
         nickname: p.nickname.clone(),
@@ -145,7 +145,7 @@ fn price_row(p: &product::Model, ask: &NewPrice, now: DateTime<Utc>) -> price::M
         test_mode: p.test_mode,
         unit_amount: ask.unit_amount,
         currency: ask.currency.clone(),
-        recurring_interval: ask.recurring.as_ref().map(|r| r.0.clone()),
+        recurring_interval: ask.recurring.as_ref().map(|r| r.0),
         recurring_interval_count: ask.recurring.as_ref().map(|r| r.1),
         nickname: ask.nickname.clone(),
         metadata: ask.metadata.clone(),

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use super::{
     api::MAX_PRICES,
-    machine::{self, LocalProduct, RemotePrice, RemoteProduct, Step},
+    machine::{self, Interval, LocalProduct, RemotePrice, RemoteProduct, Step},
     store,
 };
 use crate::commit::Db;
@@ -54,11 +54,11 @@ pub const SANDBOX_CATALOG: &str = "sandbox_catalog";
 
 /// The sandbox catalog processor's catalog: fixed, so a second import changes nothing.
 pub fn sandbox_catalog() -> Vec<RemoteProduct> {
-    let price = |id: &str, amount: i64, recurring: Option<(&str, i64)>| RemotePrice {
+    let price = |id: &str, amount: i64, recurring: Option<(Interval, i64)>| RemotePrice {
         external_id: id.to_owned(),
         unit_amount: amount,
         currency: "EUR".to_owned(),
-        recurring: recurring.map(|(i, c)| (i.to_owned(), c)),
+        recurring,
     };
     vec![
         RemoteProduct {
@@ -68,7 +68,7 @@ pub fn sandbox_catalog() -> Vec<RemoteProduct> {
             active: true,
             prices: vec![
                 price("sbx_price_coffee", 2400, None),
-                price("sbx_price_coffee_monthly", 2200, Some(("month", 1))),
+                price("sbx_price_coffee_monthly", 2200, Some((Interval::Month, 1))),
             ],
         },
         RemoteProduct {
@@ -498,7 +498,7 @@ fn new_price(p: &product::Model, r: &RemotePrice, now: DateTime<Utc>) -> price::
         test_mode: p.test_mode,
         unit_amount: r.unit_amount,
         currency: r.currency.clone(),
-        recurring_interval: r.recurring.as_ref().map(|(i, _)| i.clone()),
+        recurring_interval: r.recurring.as_ref().map(|(i, _)| *i),
         recurring_interval_count: r.recurring.as_ref().map(|(_, c)| *c),
         nickname: None,
         metadata: None,

@@ -11,36 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// How often a recurring price bills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interval {
-    Day,
-    Week,
-    Month,
-    Year,
-}
-
-impl Interval {
-    pub fn parse(s: &str) -> Option<Interval> {
-        match s {
-            "day" => Some(Interval::Day),
-            "week" => Some(Interval::Week),
-            "month" => Some(Interval::Month),
-            "year" => Some(Interval::Year),
-            _ => None,
-        }
-    }
-
-    /// The most `interval_count` may be: a year in all.
-    pub fn max_count(self) -> i64 {
-        match self {
-            Interval::Day => 365,
-            Interval::Week => 52,
-            Interval::Month => 12,
-            Interval::Year => 1,
-        }
-    }
-}
+pub use payd_model::catalog::Interval;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
@@ -186,7 +157,7 @@ pub struct RemotePrice {
     pub unit_amount: i64,
     pub currency: String,
     /// `(interval, interval_count)` of a recurring price.
-    pub recurring: Option<(String, i64)>,
+    pub recurring: Option<(Interval, i64)>,
 }
 
 /// A product in a catalog processor's catalog.

@@ -238,7 +238,7 @@ pub fn adopted(
         amount: item.unit_amount * item.quantity,
         pending_adjustment: 0,
         currency: plan.currency.to_owned(),
-        interval: plan.interval.to_owned(),
+        interval: plan.interval,
         interval_count: plan.interval_count,
         status,
         anchor_at: p.current_period_start,

@@ -457,7 +457,7 @@ impl Subscription {
             amount: s.amount,
             pending_adjustment: s.pending_adjustment,
             currency: s.currency.clone(),
-            interval: s.interval.clone(),
+            interval: s.interval.to_string(),
             interval_count: s.interval_count,
             billing: s.billing.clone(),
             processor_subscription_id: s.processor_subscription_id.clone(),

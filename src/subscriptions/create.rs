@@ -113,7 +113,7 @@ pub struct Plan {
     pub items: Vec<Item>,
     pub amount: i64,
     pub currency: String,
-    pub interval: String,
+    pub interval: Interval,
     pub interval_count: i64,
     pub period_end: chrono::DateTime<chrono::Utc>,
 }
@@ -142,15 +142,15 @@ pub async fn plan(
         return Err(CreateError::ItemCount);
     }
     let mut out = Vec::with_capacity(items.len());
-    let mut first: Option<price::Model> = None;
+    let mut first: Option<(price::Model, Interval)> = None;
     let mut total: Option<Money> = None;
     for (i, it) in items.iter().enumerate() {
         if !(1..=1000).contains(&it.quantity) {
             return Err(CreateError::Quantity { item: i });
         }
         let (p, interval) = recurring_price(db, scope, shop, &it.price_id, i).await?;
-        if first.as_ref().is_some_and(|f| {
-            f.recurring_interval.as_deref() != Some(interval.as_str())
+        if first.as_ref().is_some_and(|(f, _)| {
+            f.recurring_interval != Some(interval)
                 || f.recurring_interval_count != p.recurring_interval_count
         }) {
             return Err(CreateError::MixedTerms { item: i });
@@ -173,18 +173,12 @@ pub async fn plan(
             quantity: it.quantity,
             unit_amount: p.unit_amount,
         });
-        first.get_or_insert(p);
+        first.get_or_insert((p, interval));
     }
     let (Some(first), Some(total)) = (first, total.filter(|t| t.minor > 0)) else {
         return Err(CreateError::Free);
     };
-    let interval_name = first.recurring_interval.clone().unwrap_or_default();
-    let interval = Interval::parse(&interval_name).ok_or_else(|| {
-        DbErr::Custom(format!(
-            "price {} has an unknown interval {interval_name:?}",
-            first.id
-        ))
-    })?;
+    let (first, interval) = first;
     let count = first.recurring_interval_count.unwrap_or(1);
     let end =
         machine::period_end(now, interval, count, 1).ok_or(SubscriptionError::PastCalendar)?;
@@ -192,7 +186,7 @@ pub async fn plan(
         items: out,
         amount: total.minor,
         currency: total.currency,
-        interval: interval_name,
+        interval,
         interval_count: count,
         period_end: end,
     })
@@ -205,7 +199,7 @@ async fn recurring_price(
     shop: &str,
     price_id: &str,
     item: usize,
-) -> Result<(price::Model, String), CreateError> {
+) -> Result<(price::Model, Interval), CreateError> {
     let p = match crate::ids::PriceId::parse(price_id) {
         Some(_) => products::store::find_price(db, price_id).await?,
         None => None,
@@ -218,7 +212,7 @@ async fn recurring_price(
     if !p.active || !product.is_some_and(|x| x.active) {
         return Err(CreateError::PriceArchived { item });
     }
-    let Some(interval) = p.recurring_interval.clone() else {
+    let Some(interval) = p.recurring_interval else {
         return Err(CreateError::NotRecurring { item });
     };
     Ok((p, interval))

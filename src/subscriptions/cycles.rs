@@ -356,9 +356,13 @@ pub(super) async fn retry(
 
 /// `s` in its next period; `None` past the calendar's end.
 pub fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
-    let interval = machine::Interval::parse(&s.interval)?;
     let k = s.period_index + 1;
-    let end = machine::period_end(s.anchor_at, interval, s.interval_count, k - s.anchor_index)?;
+    let end = machine::period_end(
+        s.anchor_at,
+        s.interval,
+        s.interval_count,
+        k - s.anchor_index,
+    )?;
     let mut after = s.clone();
     after.period_index = k;
     after.current_period_start = s.current_period_end;
@@ -369,13 +373,12 @@ pub fn next_period(s: &subscription::Model) -> Option<subscription::Model> {
 /// `s` in a new period that starts `now`, its periods counted from there on (a resume, or a
 /// retry after its cycle's period ended); `None` past the calendar's end.
 pub fn restarted(s: &subscription::Model, now: DateTime<Utc>) -> Option<subscription::Model> {
-    let interval = machine::Interval::parse(&s.interval)?;
     let mut after = s.clone();
     after.period_index = s.period_index + 1;
     after.anchor_index = s.period_index;
     after.anchor_at = now;
     after.current_period_start = now;
-    after.current_period_end = machine::period_end(now, interval, s.interval_count, 1)?;
+    after.current_period_end = machine::period_end(now, s.interval, s.interval_count, 1)?;
     Some(after)
 }
 

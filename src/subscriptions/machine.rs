@@ -21,26 +21,7 @@ use crate::money;
 
 pub use payd_model::subscriptions::Status;
 
-/// How often a subscription bills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interval {
-    Day,
-    Week,
-    Month,
-    Year,
-}
-
-impl Interval {
-    pub fn parse(s: &str) -> Option<Interval> {
-        match s {
-            "day" => Some(Interval::Day),
-            "week" => Some(Interval::Week),
-            "month" => Some(Interval::Month),
-            "year" => Some(Interval::Year),
-            _ => None,
-        }
-    }
-}
+pub use payd_model::catalog::Interval;
 
 /// The end of the `k`-th period (`k ≥ 1`) of a subscription anchored at `anchor` billing every
 /// `count` `interval`s; `None` past the calendar's end.

@@ -20,19 +20,15 @@ pub struct PlanItem {
     pub name: &'static str,
     pub unit_amount: i64,
     pub currency: &'static str,
-    pub interval: &'static str,
+    #[schema(value_type = String)]
+    pub interval: Interval,
     pub interval_count: i64,
 }
 
 impl PlanItem {
     /// The end of a first period starting at `from`.
     pub fn period_end(&self, from: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        machine::period_end(
-            from,
-            Interval::parse(self.interval)?,
-            self.interval_count,
-            1,
-        )
+        machine::period_end(from, self.interval, self.interval_count, 1)
     }
 }
 
@@ -41,7 +37,7 @@ const fn item(
     kind: &'static str,
     name: &'static str,
     unit_amount: i64,
-    interval: &'static str,
+    interval: Interval,
 ) -> PlanItem {
     PlanItem {
         item_id,
@@ -56,10 +52,28 @@ const fn item(
 
 /// The sandbox processor's catalog: the same for every shop.
 pub const ITEMS: [PlanItem; 4] = [
-    item("plan_starter_monthly", "plan", "Starter", 900, "month"),
-    item("plan_pro_monthly", "plan", "Pro", 2900, "month"),
-    item("plan_pro_yearly", "plan", "Pro, yearly", 29000, "year"),
-    item("addon_extra_seat", "addon", "Extra seat", 500, "month"),
+    item(
+        "plan_starter_monthly",
+        "plan",
+        "Starter",
+        900,
+        Interval::Month,
+    ),
+    item("plan_pro_monthly", "plan", "Pro", 2900, Interval::Month),
+    item(
+        "plan_pro_yearly",
+        "plan",
+        "Pro, yearly",
+        29000,
+        Interval::Year,
+    ),
+    item(
+        "addon_extra_seat",
+        "addon",
+        "Extra seat",
+        500,
+        Interval::Month,
+    ),
 ];
 
 /// The plan with this id (add-ons are not plans).

@@ -250,9 +250,6 @@ pub async fn renewals_until(
         .await?;
     let mut n = 0;
     for s in active {
-        let Some(interval) = super::machine::Interval::parse(&s.interval) else {
-            continue;
-        };
         let (mut k, mut end) = (s.period_index, Some(s.current_period_end));
         // Bounded: each turn counts one renewal, and the count stops past the cap.
         while let Some(e) = end.filter(|e| *e <= until && n <= cap) {
@@ -260,7 +257,7 @@ pub async fn renewals_until(
             k += 1;
             end = super::machine::period_end(
                 s.anchor_at,
-                interval,
+                s.interval,
                 s.interval_count,
                 k - s.anchor_index,
             )
