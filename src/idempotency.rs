@@ -44,12 +44,11 @@ use crate::{
     auth::{self, Caller},
     error::ApiError,
     http::read_body,
-    recovery::{RequestKey, Resume, IN_FLIGHT},
+    recovery::{KeyState, RequestKey, Resume},
     state::AppState,
 };
 
 pub const HEADER: &str = "idempotency-key";
-const COMPLETED: &str = "completed";
 /// Response headers stored with the body and replayed.
 const REPLAYED_HEADERS: [header::HeaderName; 2] = [header::CONTENT_TYPE, header::LOCATION];
 
@@ -431,7 +430,7 @@ impl KeyStore {
                     Expr::value(state.clock.base() + self.lock),
                 )
                 .filter(self.this())
-                .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+                .filter(idempotency_key::Column::State.eq(KeyState::InFlight))
                 .exec(&state.db)
                 .await;
             if let Err(e) = renewed {
@@ -449,7 +448,7 @@ impl KeyStore {
                 scope: Set(self.key.scope.clone()),
                 key: Set(self.key.key.clone()),
                 fingerprint: Set(print.to_owned()),
-                state: Set(IN_FLIGHT.to_owned()),
+                state: Set(KeyState::InFlight),
                 response_status: Set(None),
                 response_headers: Set(None),
                 response_body: Set(None),
@@ -479,7 +478,7 @@ impl KeyStore {
             if existing.fingerprint != print {
                 return Ok(Begin::Reused);
             }
-            if existing.state == COMPLETED {
+            if existing.state == KeyState::Completed {
                 return Ok(Begin::Replay(Box::new(existing)));
             }
             if existing.locked_until > self.now {
@@ -493,7 +492,7 @@ impl KeyStore {
                     Expr::value(self.now + self.lock),
                 )
                 .filter(self.this())
-                .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+                .filter(idempotency_key::Column::State.eq(KeyState::InFlight))
                 .filter(idempotency_key::Column::LockedUntil.eq(existing.locked_until))
                 .exec(db)
                 .await?;
@@ -524,7 +523,10 @@ impl KeyStore {
             })
             .collect();
         Keys::update_many()
-            .col_expr(idempotency_key::Column::State, Expr::value(COMPLETED))
+            .col_expr(
+                idempotency_key::Column::State,
+                Expr::value(KeyState::Completed),
+            )
             .col_expr(
                 idempotency_key::Column::ResponseStatus,
                 Expr::value(i32::from(status.as_u16())),
@@ -547,7 +549,7 @@ impl KeyStore {
     async fn release(&self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
         let deleted = Keys::delete_many()
             .filter(self.this())
-            .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+            .filter(idempotency_key::Column::State.eq(KeyState::InFlight))
             .filter(idempotency_key::Column::RecoveryPoint.is_null())
             .exec(db)
             .await?;
@@ -555,7 +557,7 @@ impl KeyStore {
             Keys::update_many()
                 .col_expr(idempotency_key::Column::LockedUntil, Expr::value(self.now))
                 .filter(self.this())
-                .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+                .filter(idempotency_key::Column::State.eq(KeyState::InFlight))
                 .exec(db)
                 .await?;
         }

@@ -14,8 +14,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter, QueryTrait
 
 use crate::commit::Write;
 
-/// The state of a key whose request has no stored answer yet.
-pub const IN_FLIGHT: &str = "in_flight";
+pub use payd_model::idempotency::KeyState;
 
 /// The `Idempotency-Key` a request runs under: merchant, mode, scope and key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +50,7 @@ impl RequestKey {
                     Expr::value(object_id),
                 )
                 .filter(self.this())
-                .filter(idempotency_key::Column::State.eq(IN_FLIGHT))
+                .filter(idempotency_key::Column::State.eq(KeyState::InFlight))
                 .into_query(),
         )
     }

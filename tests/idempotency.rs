@@ -124,7 +124,7 @@ async fn a_retry_resumes_from_the_object_its_lost_answer_had_made() {
     let now = app.clock.now();
     idempotency_key::ActiveModel {
         key: Set("lost".into()),
-        state: Set("in_flight".into()),
+        state: Set(payd_model::idempotency::KeyState::InFlight),
         response_status: Set(None),
         response_headers: Set(None),
         response_body: Set(None),
@@ -182,7 +182,7 @@ async fn a_key_in_flight_is_refused_until_its_lock_runs_out() {
         scope: Set(row.scope.clone()),
         key: Set("running".into()),
         fingerprint: Set(row.fingerprint.clone()),
-        state: Set("in_flight".into()),
+        state: Set(payd_model::idempotency::KeyState::InFlight),
         response_status: Set(None),
         response_headers: Set(None),
         response_body: Set(None),

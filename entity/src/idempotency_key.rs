@@ -16,8 +16,7 @@ pub struct Model {
     pub key: String,
     /// SHA-256 of method, path, query and body.
     pub fingerprint: String,
-    /// `in_flight` or `completed`.
-    pub state: String,
+    pub state: payd_model::idempotency::KeyState,
     pub response_status: Option<i32>,
     /// JSON array of `[name, value]` pairs replayed with the body.
     pub response_headers: Option<String>,

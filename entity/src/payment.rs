@@ -22,7 +22,7 @@ pub struct Model {
     pub enable_partial_authorization: bool,
     pub customer_id: Option<String>,
     pub mandate_id: Option<String>,
-    pub setup_future_usage: Option<String>,
+    pub setup_future_usage: Option<payd_model::payments::FutureUsage>,
     pub off_session: bool,
     /// JSON: the mandate to create when the card is saved for off-session use.
     pub mandate_request: Option<String>,

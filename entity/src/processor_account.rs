@@ -11,14 +11,11 @@ pub struct Model {
     pub profile_id: String,
     /// Unique within the shop; routing rules name accounts by it.
     pub name: String,
-    /// `sandbox` or `remote`.
-    pub kind: String,
+    pub kind: payd_model::processors::AccountKind,
     pub enabled: bool,
-    /// JSON `{url, secret, timeout_ms}` for `remote` accounts.
+    /// The sealed JSON connection of a `remote` or `stripe` account.
     pub config: Option<String>,
-    /// `approved`, or `pending` until an operator approves it (only while
-    /// `processors.require_operator_approval` is on); a pending account is never routed to.
-    pub approval: String,
+    pub approval: payd_model::processors::Approval,
     pub created_at: DateTimeUtc,
     /// The mode it serves: test payments only, or live payments only. A Stripe account's
     /// follows its key (`sk_test_…`/`sk_live_…`); any other's, the key that added it.

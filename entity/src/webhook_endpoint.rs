@@ -23,8 +23,8 @@ pub struct Model {
     /// The first failure after the last success; `None` while healthy.
     pub failing_since: Option<DateTimeUtc>,
     pub last_success_at: Option<DateTimeUtc>,
-    /// `failing` when payd disabled it, `merchant` when its shop's keys did.
-    pub disabled_reason: Option<String>,
+    /// Set while disabled (`merchant` when NULL: rows from before the column).
+    pub disabled_reason: Option<payd_model::webhooks::DisabledReason>,
     /// The most requests a second payd sends it; `None`: no limit.
     pub max_per_second: Option<i32>,
     /// The first moment (wall time) the next request to it may start, under `max_per_second`.

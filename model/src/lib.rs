@@ -16,12 +16,14 @@ mod text;
 
 pub mod catalog;
 pub mod disputes;
+pub mod idempotency;
 pub mod invoices;
 pub mod keys;
 pub mod ledger;
 pub mod mandates;
 pub mod payments;
 pub mod payouts;
+pub mod processors;
 pub mod refunds;
 pub mod risk;
 pub mod subscriptions;

@@ -112,3 +112,12 @@ text_enum! {
         ReviewRequired = "review_required",
     }
 }
+
+text_enum! {
+    /// What a payment saves its card for (`setup_future_usage`): charges without the buyer
+    /// (under a mandate) or with them.
+    pub enum FutureUsage {
+        OffSession = "off_session",
+        OnSession = "on_session",
+    }
+}

@@ -26,3 +26,12 @@ text_enum! {
         Transient = "transient",
     }
 }
+
+text_enum! {
+    /// Why an endpoint is disabled: payd disabled it after failing too long, or its shop's
+    /// keys paused it.
+    pub enum DisabledReason {
+        Failing = "failing",
+        Merchant = "merchant",
+    }
+}

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{payment, payment_attempt, payment_status_history};
+use payd_model::payments::FutureUsage;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -138,8 +139,8 @@ pub struct NewPayment {
     /// A saved method of the customer to charge instead.
     pub payment_method_id: Option<String>,
     pub customer_id: Option<String>,
-    /// `off_session` or `on_session`: the card is saved for later.
-    pub future_usage: Option<&'static str>,
+    /// The card is saved for later.
+    pub future_usage: Option<FutureUsage>,
     pub mandate_id: Option<String>,
     pub off_session: bool,
     /// The mandate the saved card is to get (with `future_usage: off_session`).
@@ -231,31 +232,33 @@ impl CreatePaymentRequest {
         })
     }
 
-    fn future_usage(&self) -> Result<Option<&'static str>, ApiError> {
-        match self.setup_future_usage.as_deref() {
-            None => Ok(None),
-            Some("off_session") => Ok(Some("off_session")),
-            Some("on_session") => Ok(Some("on_session")),
-            Some(_) => Err(ApiError::invalid_param(
-                "setup_future_usage",
-                "setup_future_usage is off_session or on_session",
-            )),
-        }
+    fn future_usage(&self) -> Result<Option<FutureUsage>, ApiError> {
+        self.setup_future_usage
+            .as_deref()
+            .map(|u| {
+                FutureUsage::parse(u).ok_or_else(|| {
+                    ApiError::invalid_param(
+                        "setup_future_usage",
+                        "setup_future_usage is off_session or on_session",
+                    )
+                })
+            })
+            .transpose()
     }
 
     /// The mandate a payment saving its card for off-session use asks for (`mandate_data`).
     fn mandate_request(
         &self,
-        future_usage: Option<&str>,
+        future_usage: Option<FutureUsage>,
         currency: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<MandateRequest>, ApiError> {
         match (&self.mandate_data, future_usage) {
-            (Some(_), Some("on_session")) | (Some(_), None) => Err(ApiError::invalid_param(
+            (Some(_), Some(FutureUsage::OnSession) | None) => Err(ApiError::invalid_param(
                 "mandate_data",
                 "mandate_data goes with setup_future_usage: off_session",
             )),
-            (data, Some("off_session")) => {
+            (data, Some(FutureUsage::OffSession)) => {
                 let limit = data.as_ref().and_then(|d| d.amount_limit);
                 if limit.is_some_and(|l| l <= 0) {
                     return Err(ApiError::invalid_param(

@@ -23,7 +23,7 @@ use crate::{
     ids::new_id,
     processors::{
         card::{fingerprint, ProcessorToken, SecretCard, StoredCard},
-        connect::{self, APPROVED, STRIPE},
+        connect::{self, AccountKind, Approval},
         ProcessorError,
     },
     products,
@@ -130,7 +130,7 @@ pub async fn create(
         enable_partial_authorization: ask.enable_partial_authorization,
         customer_id: ask.customer_id,
         mandate_id: side.mandate_id,
-        setup_future_usage: ask.future_usage.map(str::to_owned),
+        setup_future_usage: ask.future_usage,
         off_session: ask.off_session,
         mandate_request: ask
             .mandate_request
@@ -496,7 +496,7 @@ pub async fn card_sent(
     let stripe: Vec<_> = store::accounts(&deps.db, profile_id, test_mode)
         .await?
         .into_iter()
-        .filter(|a| a.kind == STRIPE && a.approval == APPROVED && a.enabled)
+        .filter(|a| a.kind == AccountKind::Stripe && a.approval == Approval::Approved && a.enabled)
         .filter(|a| a.merchant_id == merchant_id && connect::serves(a, test_mode))
         .collect();
     const ACCOUNT: &str = "payment_method_data.stripe.processor_account_id";

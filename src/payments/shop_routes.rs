@@ -15,7 +15,7 @@ use crate::{
     http::{ApiJson, ApiQuery},
     outbound::Policy,
     processors::{
-        connect::{self, Connections, APPROVED, PENDING, REJECTED},
+        connect::{AccountKind, Approval, Connections, ProcessorConnection},
         remote::RemoteConfig,
         stripe::{self, StripeConfig},
     },
@@ -59,9 +59,9 @@ impl From<processor_account::Model> for ProcessorAccount {
             merchant_id: a.merchant_id,
             profile_id: a.profile_id,
             name: a.name,
-            kind: a.kind,
+            kind: a.kind.to_string(),
             enabled: a.enabled,
-            approval: a.approval,
+            approval: a.approval.to_string(),
             test_mode: a.test_mode,
             created: a.created_at,
         }
@@ -214,8 +214,8 @@ fn reconfigure(
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<&'static str>, ApiError> {
     let mut changed = Vec::new();
-    match account.kind.as_str() {
-        connect::STRIPE => {
+    match account.kind {
+        AccountKind::Stripe => {
             let mut c = connections
                 .stripe(account)
                 .ok_or_else(|| ApiError::internal("a Stripe account's settings cannot be read"))?;
@@ -226,7 +226,7 @@ fn reconfigure(
                     .seal(&serde_json::to_string(&c).map_err(ApiError::internal)?),
             );
         }
-        connect::REMOTE => {
+        AccountKind::Remote => {
             not_for(
                 "remote",
                 [
@@ -260,7 +260,7 @@ fn reconfigure(
                     .seal(&serde_json::to_string(&c).map_err(ApiError::internal)?),
             );
         }
-        _ => not_for(
+        AccountKind::Sandbox => not_for(
             "sandbox",
             [
                 ("secret_key", req.secret_key.is_some()),
@@ -347,7 +347,7 @@ pub struct AdminProcessorAccount {
     #[serde(flatten)]
     pub account: ProcessorAccount,
     /// None for a sandbox account (nothing leaves payd), or one whose settings cannot be read.
-    pub connection: Option<connect::ProcessorConnection>,
+    pub connection: Option<ProcessorConnection>,
 }
 
 impl AdminProcessorAccount {
@@ -415,26 +415,20 @@ pub async fn list_processors(
 fn connection(
     state: &AppState,
     req: &AddProcessorRequest,
-    kind: &str,
+    kind: AccountKind,
     test_mode: bool,
 ) -> Result<Option<String>, ApiError> {
     match kind {
         // Live payments never reach the sandbox: a live key cannot add one.
-        connect::SANDBOX if !test_mode => {
+        AccountKind::Sandbox if !test_mode => {
             Err(ApiError::invalid_param(
                 "kind",
                 "a live key adds remote or stripe processors only; sandbox processors answer test payments",
             ))
         }
-        connect::SANDBOX => Ok(None),
-        connect::REMOTE => Ok(Some(remote_config(state, req)?)),
-        connect::STRIPE => Ok(Some(stripe_config(state, req, test_mode)?)),
-        _ => {
-            Err(ApiError::invalid_param(
-                "kind",
-                "kind is sandbox, remote or stripe",
-            ))
-        }
+        AccountKind::Sandbox => Ok(None),
+        AccountKind::Remote => Ok(Some(remote_config(state, req)?)),
+        AccountKind::Stripe => Ok(Some(stripe_config(state, req, test_mode)?)),
     }
 }
 
@@ -462,7 +456,11 @@ pub async fn add_processor(
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
     let name = req.checked_name()?;
-    let kind = req.kind.as_deref().unwrap_or(connect::SANDBOX);
+    let kind = match req.kind.as_deref() {
+        None => AccountKind::Sandbox,
+        Some(k) => AccountKind::parse(k)
+            .ok_or_else(|| ApiError::invalid_param("kind", "kind is sandbox, remote or stripe"))?,
+    };
     let config = connection(&state, &req, kind, caller.test_mode())?;
     let approval = approval_of(&state, config.is_some());
     let row = store::insert_account(
@@ -493,11 +491,11 @@ pub async fn add_processor(
 
 /// A new account's approval: a remote or Stripe processor (one with a connection) receives
 /// card data, so the operator may want to see it first.
-fn approval_of(state: &AppState, connected: bool) -> &'static str {
+fn approval_of(state: &AppState, connected: bool) -> Approval {
     if connected && state.settings.processors.require_operator_approval {
-        PENDING
+        Approval::Pending
     } else {
-        APPROVED
+        Approval::Approved
     }
 }
 
@@ -714,13 +712,12 @@ pub async fn admin_processors(
     connections: web::Data<Connections>,
     ApiQuery(q): ApiQuery<AdminProcessorsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let approval = q.approval.as_deref().unwrap_or(PENDING);
-    if ![PENDING, APPROVED, REJECTED].contains(&approval) {
-        return Err(ApiError::invalid_param(
-            "approval",
-            "approval is pending, approved or rejected",
-        ));
-    }
+    let approval = match q.approval.as_deref() {
+        None => Approval::Pending,
+        Some(a) => Approval::parse(a).ok_or_else(|| {
+            ApiError::invalid_param("approval", "approval is pending, approved or rejected")
+        })?,
+    };
     let data = store::accounts_in(&state.db, approval)
         .await?
         .into_iter()
@@ -758,7 +755,7 @@ async fn decide(
     state: &AppState,
     connections: &Connections,
     id: &str,
-    approval: &str,
+    approval: Approval,
 ) -> Result<HttpResponse, ApiError> {
     let row = store::decide_account(&state.db, id, approval, state.clock.now())
         .await?
@@ -786,7 +783,7 @@ pub async fn approve_processor(
     connections: web::Data<Connections>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    decide(&state, &connections, &id, APPROVED).await
+    decide(&state, &connections, &id, Approval::Approved).await
 }
 
 /// Reject a processor account: it is never routed to and its events are refused.
@@ -807,7 +804,7 @@ pub async fn reject_processor(
     connections: web::Data<Connections>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    decide(&state, &connections, &id, REJECTED).await
+    decide(&state, &connections, &id, Approval::Rejected).await
 }
 
 /// The shop's routing rules of the key's mode.

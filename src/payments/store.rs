@@ -1,6 +1,7 @@
 //! Persistence of payments: the row, its attempts and history, its scheduled jobs, written
 //! together in one transaction guarded by the row's `version`.
 
+use crate::processors::connect::{AccountKind, Approval};
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{
     payment, payment_attempt, payment_status_history, processor_account, profile, refund,
@@ -758,7 +759,7 @@ pub async fn accounts_and_rules(
 /// Accounts in one approval state (`pending`, `approved`, `rejected`), oldest first.
 pub async fn accounts_in(
     db: &impl ConnectionTrait,
-    approval: &str,
+    approval: Approval,
 ) -> Result<Vec<processor_account::Model>, DbErr> {
     processor_account::Entity::find()
         .filter(processor_account::Column::Approval.eq(approval))
@@ -772,8 +773,8 @@ pub async fn stripe_accounts(
     db: &impl ConnectionTrait,
 ) -> Result<Vec<processor_account::Model>, DbErr> {
     processor_account::Entity::find()
-        .filter(processor_account::Column::Kind.eq(crate::processors::connect::STRIPE))
-        .filter(processor_account::Column::Approval.eq(crate::processors::connect::APPROVED))
+        .filter(processor_account::Column::Kind.eq(AccountKind::Stripe))
+        .filter(processor_account::Column::Approval.eq(Approval::Approved))
         .order_by_asc(processor_account::Column::Id)
         .all(db)
         .await
@@ -803,7 +804,7 @@ pub async fn set_events_read_until(
 pub async fn decide_account(
     db: &Db,
     id: &str,
-    approval: &str,
+    approval: Approval,
     now: DateTime<Utc>,
 ) -> Result<Option<processor_account::Model>, CommitError> {
     let approve = processor_account::Entity::update_many()
@@ -865,9 +866,9 @@ pub async fn insert_account(
     merchant_id: &str,
     profile_id: &str,
     name: &str,
-    kind: &str,
+    kind: AccountKind,
     config: Option<String>,
-    approval: &str,
+    approval: Approval,
     test_mode: bool,
     now: DateTime<Utc>,
     actor: &crate::ids::KeyId,
@@ -877,10 +878,10 @@ pub async fn insert_account(
         merchant_id: merchant_id.to_owned(),
         profile_id: profile_id.to_owned(),
         name: name.to_owned(),
-        kind: kind.to_owned(),
+        kind,
         enabled: true,
         config,
-        approval: approval.to_owned(),
+        approval,
         created_at: now,
         test_mode,
         events_read_until: None,

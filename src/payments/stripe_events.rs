@@ -29,7 +29,7 @@ use crate::{
     error::ApiError,
     mount::Env,
     processors::{
-        connect::{Connections, APPROVED, STRIPE},
+        connect::{AccountKind, Approval, Connections},
         stripe,
     },
     scheduler::{Job, Outcome, Scheduler},
@@ -113,7 +113,7 @@ pub async fn receive_processor_event(
     // nobody's processor.
     let account = store::find_account(&state.db, &id)
         .await?
-        .filter(|a| a.kind == STRIPE && a.approval == APPROVED)
+        .filter(|a| a.kind == AccountKind::Stripe && a.approval == Approval::Approved)
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
     let config = connections
         .stripe(&account)
@@ -250,7 +250,7 @@ async fn release_orphan(
         Ok::<_, sea_orm::DbErr>((account, payment))
     };
     let (account, payment) = match found.await {
-        Ok((Some(a), Some(p))) if a.kind == STRIPE && store::of_shop(&p, &a) => (a, p),
+        Ok((Some(a), Some(p))) if a.kind == AccountKind::Stripe && store::of_shop(&p, &a) => (a, p),
         Ok(_) => return Outcome::Done,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
@@ -387,7 +387,11 @@ pub async fn follow_up(
         store::accounts(&state.db, &payment.profile_id, payment.test_mode)
             .await?
             .into_iter()
-            .filter(|a| a.kind == STRIPE && a.approval == APPROVED && store::of_shop(payment, a))
+            .filter(|a| {
+                a.kind == AccountKind::Stripe
+                    && a.approval == Approval::Approved
+                    && store::of_shop(payment, a)
+            })
             .collect();
     let now = clock::wall_now();
     if let Some(account) = accounts.iter().find(|a| store::served_by(payment, a)) {

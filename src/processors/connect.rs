@@ -18,23 +18,13 @@ use super::{
 };
 use crate::{outbound::Policy, sealed::Keyring, settings::Settings};
 
-/// Account kinds: the sandbox, a processor speaking payd's protocol, Stripe.
-pub const SANDBOX: &str = "sandbox";
-pub const REMOTE: &str = "remote";
-pub const STRIPE: &str = "stripe";
-
-/// An account's approval: `pending` until the operator decides (with
-/// `processors.require_operator_approval` on), then `approved` or `rejected`. Only an approved
-/// account is routed to or heard from.
-pub const PENDING: &str = "pending";
-pub const APPROVED: &str = "approved";
-pub const REJECTED: &str = "rejected";
+pub use payd_model::processors::{AccountKind, Approval};
 
 /// Whether `account` may serve a payment of this mode: only an account of the payment's own
 /// mode, and never a sandbox account for a live one (no key adds one: this holds for rows
 /// from before that rule too).
 pub fn serves(account: &processor_account::Model, test_mode: bool) -> bool {
-    account.test_mode == test_mode && (test_mode || account.kind != SANDBOX)
+    account.test_mode == test_mode && (test_mode || account.kind != AccountKind::Sandbox)
 }
 
 /// What an operator sees of an account's connection before approving it: where its requests
@@ -82,7 +72,7 @@ impl Connections {
         &self,
         account: Option<&processor_account::Model>,
     ) -> Option<Arc<dyn Processor>> {
-        let Some(account) = account.filter(|a| a.kind != SANDBOX) else {
+        let Some(account) = account.filter(|a| a.kind != AccountKind::Sandbox) else {
             return Some(self.sandbox.clone());
         };
         if let Some(found) = self.connected.get(&account.id) {
@@ -99,21 +89,21 @@ impl Connections {
             p.allow_private_urls,
             &self.settings.security,
         ));
-        let processor: Arc<dyn Processor> = match account.kind.as_str() {
-            REMOTE => Arc::new(RemoteProcessor::new(
+        let processor: Arc<dyn Processor> = match account.kind {
+            AccountKind::Remote => Arc::new(RemoteProcessor::new(
                 self.settings_of(account)?,
                 threshold,
                 cooldown,
                 policy,
             )),
-            STRIPE => Arc::new(StripeProcessor::new(
+            AccountKind::Stripe => Arc::new(StripeProcessor::new(
                 account.id.clone(),
                 self.settings_of(account)?,
                 threshold,
                 cooldown,
                 policy,
             )),
-            _ => return None,
+            AccountKind::Sandbox => return Some(self.sandbox.clone()),
         };
         let mut entry = self
             .connected
@@ -130,14 +120,14 @@ impl Connections {
         &self,
         account: &processor_account::Model,
     ) -> Option<super::remote::RemoteConfig> {
-        (account.kind == REMOTE)
+        (account.kind == AccountKind::Remote)
             .then(|| self.settings_of(account))
             .flatten()
     }
 
     /// A Stripe account's settings (its webhook secret verifies the events Stripe posts).
     pub fn stripe(&self, account: &processor_account::Model) -> Option<StripeConfig> {
-        (account.kind == STRIPE)
+        (account.kind == AccountKind::Stripe)
             .then(|| self.settings_of(account))
             .flatten()
     }
@@ -145,8 +135,8 @@ impl Connections {
     /// What the operator sees of a remote or Stripe account's connection; `None` for a
     /// sandbox one, or one whose settings cannot be read.
     pub fn seen(&self, account: &processor_account::Model) -> Option<ProcessorConnection> {
-        match account.kind.as_str() {
-            REMOTE => {
+        match account.kind {
+            AccountKind::Remote => {
                 let c: super::remote::RemoteConfig = self.settings_of(account)?;
                 Some(ProcessorConnection {
                     credential_last4: last4(&c.secret),
@@ -155,7 +145,7 @@ impl Connections {
                     timeout_ms: c.timeout_ms,
                 })
             }
-            STRIPE => {
+            AccountKind::Stripe => {
                 let c: StripeConfig = self.settings_of(account)?;
                 let mode = if StripeConfig::is_live_key(&c.secret_key) {
                     "live"
@@ -169,7 +159,7 @@ impl Connections {
                     timeout_ms: c.timeout_ms,
                 })
             }
-            _ => None,
+            AccountKind::Sandbox => None,
         }
     }
 

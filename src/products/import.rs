@@ -132,7 +132,7 @@ async fn accounts(db: &Db, caller: &Caller, shop: &str) -> Result<Vec<ProviderAc
         .await?;
     out.extend(configured.into_iter().map(|a| ProviderAccount {
         account: a.name,
-        kind: a.kind,
+        kind: a.kind.to_string(),
         catalog_actions: vec![],
     }));
     Ok(out)

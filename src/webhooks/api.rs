@@ -71,17 +71,14 @@ impl EndpointHealth {
             last_success_at: m.last_success_at,
             disabled_reason: (!m.enabled).then(|| {
                 m.disabled_reason
-                    .clone()
-                    .unwrap_or_else(|| MERCHANT.to_owned())
+                    .unwrap_or(DisabledReason::Merchant)
+                    .to_string()
             }),
         }
     }
 }
 
-/// `disabled_reason` of an endpoint its shop's keys paused.
-pub const MERCHANT: &str = "merchant";
-/// `disabled_reason` of an endpoint payd disabled.
-pub const FAILING: &str = "failing";
+pub use payd_model::webhooks::DisabledReason;
 
 /// A shop's endpoint. `secret` appears only when it is created or rotated.
 #[derive(Debug, Serialize, ToSchema)]

@@ -13,7 +13,7 @@ use sea_orm::{
 };
 
 use super::{
-    api::{Endpoint, FAILING},
+    api::{DisabledReason, Endpoint},
     store,
 };
 use crate::commit::{self, Change, CommitError, Db, Event, Write};
@@ -145,7 +145,7 @@ pub async fn disable_if_failing(
         .col_expr(webhook_endpoint::Column::Enabled, Expr::value(false))
         .col_expr(
             webhook_endpoint::Column::DisabledReason,
-            Expr::value(Some(FAILING)),
+            Expr::value(DisabledReason::Failing),
         )
         .col_expr(webhook_endpoint::Column::UpdatedAt, Expr::value(now))
         .filter(webhook_endpoint::Column::Id.eq(endpoint.id.as_str()))
@@ -155,7 +155,7 @@ pub async fn disable_if_failing(
     // The event shows the endpoint as the commit leaves it (its streak as last read).
     let disabled = webhook_endpoint::Model {
         enabled: false,
-        disabled_reason: Some(FAILING.to_owned()),
+        disabled_reason: Some(DisabledReason::Failing),
         updated_at: now,
         ..endpoint.clone()
     };
@@ -228,7 +228,7 @@ fn warn_disabled(endpoint: &webhook_endpoint::Model) {
 pub async fn measure(db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<(), DbErr> {
     let disabled = webhook_endpoint::Entity::find()
         .filter(webhook_endpoint::Column::Enabled.eq(false))
-        .filter(webhook_endpoint::Column::DisabledReason.eq(FAILING))
+        .filter(webhook_endpoint::Column::DisabledReason.eq(DisabledReason::Failing))
         .count(db)
         .await?;
     let failing = webhook_endpoint::Entity::find()

@@ -11,7 +11,7 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, QueryTrait,
 };
 
-use super::{api::MERCHANT, signer::new_secret};
+use super::{api::DisabledReason, signer::new_secret};
 use crate::commit::{self, Change, CommitError, Db, Write};
 use crate::{
     error::ApiError,
@@ -65,9 +65,9 @@ fn updated_endpoint(
         set.consecutive_failures = Set(0);
         set.failing_since = Set(None);
     } else if !enabled && existing.enabled {
-        m.disabled_reason = Some(MERCHANT.to_owned());
+        m.disabled_reason = Some(DisabledReason::Merchant);
         set.enabled = Set(false);
-        set.disabled_reason = Set(m.disabled_reason.clone());
+        set.disabled_reason = Set(m.disabled_reason);
     }
     let mut change = Change::at(now).write(Write::Update(
         webhook_endpoint::Entity::update_many()
@@ -172,7 +172,7 @@ fn new_endpoint(put: EndpointPut, now: DateTime<Utc>) -> webhook_endpoint::Model
         consecutive_failures: 0,
         failing_since: None,
         last_success_at: None,
-        disabled_reason: (put.enabled == Some(false)).then(|| MERCHANT.to_owned()),
+        disabled_reason: (put.enabled == Some(false)).then_some(DisabledReason::Merchant),
         max_per_second: put.max_per_second.flatten(),
         next_send_at: None,
         test_mode: put.test_mode,

@@ -515,7 +515,7 @@ async fn serving(
     };
     let enabled = accounts
         .iter()
-        .filter(|a| a.enabled && a.approval == connect::APPROVED)
+        .filter(|a| a.enabled && a.approval == connect::Approval::Approved)
         .filter(|a| connect::serves(a, m.test_mode))
         .cloned()
         .collect();
@@ -599,6 +599,6 @@ pub(super) async fn save_for(
     Ok(Some(SaveFor {
         customer_id: customer_id.clone(),
         known_customer,
-        off_session: m.setup_future_usage.as_deref() == Some("off_session"),
+        off_session: m.setup_future_usage == Some(payd_model::payments::FutureUsage::OffSession),
     }))
 }
