@@ -13,7 +13,7 @@ pub struct Model {
     pub actor_key_id: Option<String>,
     /// `api_key.created`, `api_key.revoked`, `webhook_endpoint.url_changed`,
     /// `webhook_endpoint.secret_rotated`, `processor_account.added`.
-    pub action: String,
+    pub action: payd_model::audit::Action,
     /// The id of what it acted on.
     pub target_id: String,
     /// JSON object: what changed (a URL, a shop, a name), never a secret.

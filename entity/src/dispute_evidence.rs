@@ -9,7 +9,7 @@ pub struct Model {
     pub dispute_id: String,
     #[sea_orm(primary_key, auto_increment = false)]
     pub file_id: String,
-    pub evidence_type: String,
+    pub evidence_type: payd_model::disputes::EvidenceType,
     pub created_at: DateTimeUtc,
 }
 

@@ -9,7 +9,7 @@ pub struct Model {
     pub id: String,
     pub merchant_id: String,
     pub test_mode: bool,
-    pub purpose: String,
+    pub purpose: payd_model::files::Purpose,
     pub filename: String,
     pub content_type: String,
     pub size: i64,

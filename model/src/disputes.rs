@@ -47,3 +47,16 @@ text_enum! {
         Arbitration = "arbitration",
     }
 }
+
+text_enum! {
+    /// What a file attached to a dispute shows.
+    pub enum EvidenceType {
+        Receipt = "receipt",
+        ShippingDocumentation = "shipping_documentation",
+        CustomerCommunication = "customer_communication",
+        RefundPolicy = "refund_policy",
+        CancellationPolicy = "cancellation_policy",
+        ServiceDocumentation = "service_documentation",
+        Uncategorized = "uncategorized",
+    }
+}

@@ -14,8 +14,10 @@
 #[macro_use]
 mod text;
 
+pub mod audit;
 pub mod catalog;
 pub mod disputes;
+pub mod files;
 pub mod idempotency;
 pub mod invoices;
 pub mod keys;

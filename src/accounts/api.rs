@@ -455,7 +455,7 @@ impl TryFrom<audit_entry::Model> for AuditEntry {
         Ok(Self {
             details: crate::stored::json("details", &m.id, &m.details)?,
             audit_id: m.id,
-            action: m.action,
+            action: m.action.to_string(),
             actor_key_id: m.actor_key_id,
             target_id: m.target_id,
             created: m.created_at,

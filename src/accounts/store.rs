@@ -8,6 +8,8 @@ use sea_orm::{
     QueryTrait,
 };
 
+pub use payd_model::audit::Action;
+
 use crate::commit::Db;
 use crate::{
     auth::keys::{generate_key, hash_key, pepper_id, KeyKind, Mode},
@@ -22,7 +24,7 @@ pub struct Audit<'a> {
     pub merchant_id: &'a str,
     /// The key that acted; `None` for the operator.
     pub actor: Option<&'a KeyId>,
-    pub action: &'static str,
+    pub action: Action,
     pub target_id: &'a str,
     /// What changed; never a secret.
     pub details: serde_json::Value,
@@ -34,7 +36,7 @@ pub fn audited(a: Audit<'_>, now: DateTime<Utc>) -> Write {
         id: new_id("aud"),
         merchant_id: a.merchant_id.to_owned(),
         actor_key_id: a.actor.map(ToString::to_string),
-        action: a.action.to_owned(),
+        action: a.action,
         target_id: a.target_id.to_owned(),
         details: a.details.to_string(),
         created_at: now,
@@ -224,7 +226,7 @@ pub async fn update_profile(
         Audit {
             merchant_id: &shop.merchant_id,
             actor,
-            action: "shop.updated",
+            action: Action::ShopUpdated,
             target_id: &shop.id,
             details: serde_json::json!({
                 "name": shop.name,
@@ -297,7 +299,7 @@ pub async fn insert_keys<const N: usize>(
         let audit = Audit {
             merchant_id: &row.merchant_id,
             actor,
-            action: "api_key.created",
+            action: Action::ApiKeyCreated,
             target_id: &row.id,
             details: serde_json::json!({"kind": row.kind.as_str(), "mode": row.mode.as_str(), "last4": row.last4,
                 "profile_id": row.profile_id, "name": row.name}),
@@ -434,7 +436,7 @@ pub async fn revoke_key(
     let audit = Audit {
         merchant_id: &row.merchant_id,
         actor: by.actor,
-        action: "api_key.revoked",
+        action: Action::ApiKeyRevoked,
         target_id: &row.id,
         details: serde_json::json!({"kind": row.kind.as_str(), "mode": row.mode.as_str(), "last4": row.last4}),
     };
@@ -473,9 +475,9 @@ pub async fn set_suspended(
         .filter(unchanged)
         .into_query();
     let action = if suspended {
-        "merchant.suspended"
+        Action::MerchantSuspended
     } else {
-        "merchant.reinstated"
+        Action::MerchantReinstated
     };
     let audit = Audit {
         merchant_id: id,

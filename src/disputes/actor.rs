@@ -72,7 +72,7 @@ pub enum Command {
     Accept,
     Attach {
         file_id: String,
-        evidence_type: String,
+        evidence_type: super::api::EvidenceType,
     },
     Remove {
         file_id: String,
@@ -238,7 +238,7 @@ async fn step(
             let row = dispute_evidence::Model {
                 dispute_id: d.id.clone(),
                 file_id: file.id.clone(),
-                evidence_type: evidence_type.clone(),
+                evidence_type: *evidence_type,
                 created_at: now,
             };
             (

@@ -63,15 +63,7 @@ impl Dispute {
 }
 
 /// The kinds of evidence a file can be attached as.
-pub const EVIDENCE_TYPES: [&str; 7] = [
-    "receipt",
-    "shipping_documentation",
-    "customer_communication",
-    "refund_policy",
-    "cancellation_policy",
-    "service_documentation",
-    "uncategorized",
-];
+pub use payd_model::disputes::EvidenceType;
 
 /// A file attached to a dispute.
 #[derive(Debug, Serialize, ToSchema)]
@@ -92,7 +84,7 @@ impl Evidence {
         Self {
             dispute_id: e.dispute_id.clone(),
             file_id: e.file_id.clone(),
-            evidence_type: e.evidence_type.clone(),
+            evidence_type: e.evidence_type.to_string(),
             filename: f.filename.clone(),
             content_type: f.content_type.clone(),
             size: f.size,

@@ -6,8 +6,8 @@ use actix_web::{web, HttpResponse};
 use super::{
     actor::{Access, Command, DisputeError, Disputes, Done, Exec},
     api::{
-        AttachEvidenceRequest, Dispute, Evidence, EvidenceList, ListDisputesQuery,
-        RemoveEvidenceRequest, RemovedEvidence, SubmitEvidenceRequest, EVIDENCE_TYPES,
+        AttachEvidenceRequest, Dispute, Evidence, EvidenceList, EvidenceType, ListDisputesQuery,
+        RemoveEvidenceRequest, RemovedEvidence, SubmitEvidenceRequest,
     },
     machine::{Refusal, Stage, Status},
     store,
@@ -191,16 +191,16 @@ pub async fn attach_evidence(
     disputes: web::Data<Disputes>,
     ApiJson(req): ApiJson<AttachEvidenceRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let evidence_type = req.evidence_type.unwrap_or_else(|| "uncategorized".into());
-    if !EVIDENCE_TYPES.contains(&evidence_type.as_str()) {
-        return Err(ApiError::invalid_param(
-            "evidence_type",
-            format!(
-                "unknown evidence_type {evidence_type:?}; one of {}",
-                EVIDENCE_TYPES.join(", ")
-            ),
-        ));
-    }
+    let evidence_type = match req.evidence_type.as_deref() {
+        None => EvidenceType::Uncategorized,
+        Some(t) => EvidenceType::parse(t).ok_or_else(|| {
+            let all = EvidenceType::ALL.map(EvidenceType::as_str).join(", ");
+            ApiError::invalid_param(
+                "evidence_type",
+                format!("unknown evidence_type {t:?}; one of {all}"),
+            )
+        })?,
+    };
     if crate::ids::FileId::parse(&req.file_id).is_none() {
         return Err(ApiError::not_found("file").param("file_id"));
     }

@@ -6,6 +6,7 @@ pub mod routes;
 pub mod store;
 
 use chrono::{DateTime, Utc};
+use payd_model::files::Purpose;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -38,7 +39,7 @@ impl File {
     pub fn render(f: &payd_entity::file::Model) -> Self {
         Self {
             file_id: f.id.clone(),
-            purpose: f.purpose.clone(),
+            purpose: f.purpose.to_string(),
             filename: f.filename.clone(),
             content_type: f.content_type.clone(),
             size: f.size,
@@ -83,7 +84,7 @@ pub struct Kind {
     /// The value of the form's `purpose` part, for a form that must carry one.
     pub purpose_part: Option<&'static str>,
     /// The purpose the file is stored with.
-    pub purpose: &'static str,
+    pub purpose: Purpose,
     /// The types it keeps, as told by the bytes.
     pub types: &'static [&'static str],
     /// How the 400 of another type says what to send.
@@ -93,7 +94,7 @@ pub struct Kind {
 /// Evidence for a dispute (`POST /files`).
 pub const EVIDENCE: Kind = Kind {
     purpose_part: Some("dispute_evidence"),
-    purpose: "dispute_evidence",
+    purpose: Purpose::DisputeEvidence,
     types: &["application/pdf", "image/png", "image/jpeg", TEXT],
     send: "send a PDF, PNG, JPEG or UTF-8 text file",
 };
@@ -101,7 +102,7 @@ pub const EVIDENCE: Kind = Kind {
 /// A product image (`POST /products/images`).
 pub const PRODUCT_IMAGE: Kind = Kind {
     purpose_part: None,
-    purpose: "product_image",
+    purpose: Purpose::ProductImage,
     types: &["image/png", "image/jpeg", "image/webp"],
     send: "send a PNG, JPEG or WebP image",
 };

@@ -215,7 +215,7 @@ pub async fn upload(
         id: writer.file_id,
         merchant_id: caller.merchant_id.as_str().to_owned(),
         test_mode: caller.test_mode(),
-        purpose: kind.purpose.to_owned(),
+        purpose: kind.purpose,
         filename,
         content_type: content_type.to_owned(),
         size: writer.size as i64,

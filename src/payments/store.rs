@@ -842,7 +842,7 @@ pub async fn update_account(
     let audit = accounts::store::Audit {
         merchant_id: &account.merchant_id,
         actor: Some(actor),
-        action: "processor_account.updated",
+        action: accounts::store::Action::ProcessorAccountUpdated,
         target_id: &account.id,
         details: serde_json::json!({"profile_id": account.profile_id, "changed": changed,
             "enabled": account.enabled, "test_mode": account.test_mode}),
@@ -898,7 +898,7 @@ pub async fn insert_account(
     let audit = accounts::store::Audit {
         merchant_id,
         actor: Some(actor),
-        action: "processor_account.added",
+        action: accounts::store::Action::ProcessorAccountAdded,
         target_id: &row.id,
         details: serde_json::json!({"profile_id": profile_id, "name": name, "kind": row.kind,
             "approval": approval, "test_mode": test_mode}),

@@ -157,7 +157,7 @@ fn url_changed<'a>(
         let audit = accounts::store::Audit {
             merchant_id: caller.merchant_id.as_str(),
             actor: Some(&caller.key_id),
-            action: "webhook_endpoint.url_changed",
+            action: accounts::store::Action::WebhookEndpointUrlChanged,
             target_id: profile.as_str(),
             details: serde_json::json!({"url": url, "test_mode": caller.test_mode()}),
         };
@@ -192,7 +192,7 @@ pub async fn rotate_secret(
     let audit = accounts::store::Audit {
         merchant_id: caller.merchant_id.as_str(),
         actor: Some(&caller.key_id),
-        action: "webhook_endpoint.secret_rotated",
+        action: accounts::store::Action::WebhookEndpointSecretRotated,
         target_id: profile.as_str(),
         details: serde_json::json!({"previous_secret_expires_at": m.previous_secret_expires_at,
             "test_mode": caller.test_mode()}),
