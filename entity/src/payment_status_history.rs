@@ -10,8 +10,7 @@ pub struct Model {
     pub payment_id: String,
     pub from_status: Option<payd_model::payments::Status>,
     pub to_status: payd_model::payments::Status,
-    /// The operation that caused it: create, confirm, capture, cancel, sync, expire, challenge.
-    pub trigger: String,
+    pub trigger: payd_model::payments::Trigger,
     pub created_at: DateTimeUtc,
 }
 

@@ -11,7 +11,7 @@ pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub seq: i64,
     pub actor: payd_model::wallet::Actor,
-    pub kind: String,
+    pub kind: payd_model::wallet::EntryKind,
     /// The case type (stage) when the entry was written.
     pub case_type: payd_model::wallet::CaseType,
     pub status_from: Option<payd_model::wallet::Status>,

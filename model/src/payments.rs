@@ -121,3 +121,25 @@ text_enum! {
         OnSession = "on_session",
     }
 }
+
+text_enum! {
+    /// What moved a payment to a status (its status history's `trigger`).
+    pub enum Trigger {
+        Create = "create",
+        Confirm = "confirm",
+        Challenge = "challenge",
+        ChallengeRefused = "challenge_refused",
+        Capture = "capture",
+        CaptureRefused = "capture_refused",
+        Cancel = "cancel",
+        VoidRefused = "void_refused",
+        Expire = "expire",
+        Sync = "sync",
+        Update = "update",
+        Refund = "refund",
+        RefundSettled = "refund_settled",
+        RefundAdopted = "refund_adopted",
+        Dispute = "dispute",
+        Intent = "intent",
+    }
+}

@@ -68,3 +68,52 @@ text_enum! {
         Processor = "processor",
     }
 }
+
+text_enum! {
+    /// What the seller can do to a case.
+    pub enum Action {
+        AcceptClaim = "accept_claim",
+        ProvideEvidence = "provide_evidence",
+        SendMessage = "send_message",
+        MakeOffer = "make_offer",
+        Appeal = "appeal",
+        Escalate = "escalate",
+        AcknowledgeReturn = "acknowledge_return",
+    }
+}
+
+text_enum! {
+    /// What a history entry tells: the case opened, a seller's action (by its name), or what
+    /// the buyer or the processor did.
+    pub enum EntryKind {
+        Opened = "opened",
+        AcceptClaim = "accept_claim",
+        ProvideEvidence = "provide_evidence",
+        SendMessage = "send_message",
+        MakeOffer = "make_offer",
+        Appeal = "appeal",
+        Escalate = "escalate",
+        AcknowledgeReturn = "acknowledge_return",
+        Withdrawn = "withdrawn",
+        Escalated = "escalated",
+        ReturnShipped = "return_shipped",
+        Reply = "reply",
+        OfferAccepted = "offer_accepted",
+        Decided = "decided",
+        DeadlinePassed = "deadline_passed",
+    }
+}
+
+impl From<Action> for EntryKind {
+    fn from(a: Action) -> Self {
+        match a {
+            Action::AcceptClaim => EntryKind::AcceptClaim,
+            Action::ProvideEvidence => EntryKind::ProvideEvidence,
+            Action::SendMessage => EntryKind::SendMessage,
+            Action::MakeOffer => EntryKind::MakeOffer,
+            Action::Appeal => EntryKind::Appeal,
+            Action::Escalate => EntryKind::Escalate,
+            Action::AcknowledgeReturn => EntryKind::AcknowledgeReturn,
+        }
+    }
+}

@@ -695,7 +695,7 @@ impl From<&payment_status_history::Model> for StatusChange {
         Self {
             from: h.from_status.map(|s| s.to_string()),
             to: h.to_status.to_string(),
-            trigger: h.trigger.clone(),
+            trigger: h.trigger.to_string(),
             at: h.created_at,
         }
     }

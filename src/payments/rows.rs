@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use payd_entity::{payment, payment_attempt, refund};
 use payd_model::payments::AttemptStatus as Attempt;
+use payd_model::payments::Trigger;
 
 use super::{
     api::{lines_of, LastError, Refund, RoutingDecision},
@@ -104,9 +105,10 @@ pub(super) fn refund_event(r: &refund::Model) -> Result<Vec<Announcement>, sea_o
 pub(super) fn event_for(
     before: &payment::Model,
     after: &payment::Model,
-    trigger: &str,
+    trigger: Trigger,
 ) -> Option<&'static str> {
-    let changed = before.status != after.status || matches!(trigger, "confirm" | "capture");
+    let changed =
+        before.status != after.status || matches!(trigger, Trigger::Confirm | Trigger::Capture);
     if !changed {
         return None;
     }

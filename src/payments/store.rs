@@ -7,6 +7,7 @@ use payd_entity::{
     payment, payment_attempt, payment_status_history, processor_account, profile, refund,
     routing_config,
 };
+use payd_model::payments::Trigger;
 use sea_orm::{
     sea_query::{Alias, Expr, ExprTrait, OnConflict, Order, Query},
     ActiveModelTrait,
@@ -77,9 +78,8 @@ pub struct SaveCard {
 }
 
 /// What a transition writes besides the payment row.
-#[derive(Default)]
 pub struct Changes {
-    pub trigger: &'static str,
+    pub trigger: Trigger,
     pub attempts: Vec<payment_attempt::Model>,
     pub save: Option<SaveCard>,
     /// A single-use mandate this transition's charge used up.
@@ -101,6 +101,26 @@ pub struct Changes {
     /// The payment's own insert ([`created`]) when this is the first commit of a payment
     /// created with `confirm: true`: written first, in the same transaction.
     pub created: Option<Created>,
+}
+
+impl Changes {
+    /// A transition made by `trigger` that writes only the payment; the other writes are set
+    /// on it (`Changes { attempts, ..Changes::of(trigger) }`).
+    pub fn of(trigger: Trigger) -> Self {
+        Self {
+            trigger,
+            attempts: Vec::new(),
+            save: None,
+            spend_mandate: None,
+            intent: None,
+            refund: None,
+            dispute: None,
+            dispute_due: None,
+            events: Vec::new(),
+            bind: None,
+            created: None,
+        }
+    }
 }
 
 /// A new payment not yet written: what its insert writes besides the row (its lines' writes
@@ -131,7 +151,13 @@ pub fn with_state(m: &payment::Model, s: &State, now: DateTime<Utc>) -> payment:
 /// request's `Idempotency-Key`.
 pub fn created(m: &payment::Model, key: Option<RequestKey>, catalog: Vec<Write>) -> Created {
     let mut writes = catalog;
-    writes.push(history(&m.id, None, m.status, "create", m.created_at));
+    writes.push(history(
+        &m.id,
+        None,
+        m.status,
+        Trigger::Create,
+        m.created_at,
+    ));
     Created { writes, key }
 }
 
@@ -467,7 +493,7 @@ fn history(
     payment_id: &str,
     from: Option<Status>,
     to: Status,
-    trigger: &str,
+    trigger: Trigger,
     now: DateTime<Utc>,
 ) -> Write {
     commit::append(payment_status_history::Model {
@@ -475,7 +501,7 @@ fn history(
         payment_id: payment_id.to_owned(),
         from_status: from,
         to_status: to,
-        trigger: trigger.to_owned(),
+        trigger,
         created_at: now,
     })
 }

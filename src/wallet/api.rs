@@ -108,7 +108,7 @@ impl HistoryEntry {
             case_id: e.case_id.clone(),
             seq: e.seq,
             actor: e.actor.to_string(),
-            kind: e.kind.clone(),
+            kind: e.kind.to_string(),
             case_type: e.case_type.to_string(),
             status_from: e.status_from.map(|s| s.to_string()),
             status_to: e.status_to.map(|s| s.to_string()),

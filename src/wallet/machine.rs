@@ -21,47 +21,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::disputes::machine::{Stage, Status as DisputeStatus};
 
-pub use payd_model::wallet::{Actor, CaseType, Outcome, Status};
-
-/// What the seller can do to a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Action {
-    AcceptClaim,
-    ProvideEvidence,
-    SendMessage,
-    MakeOffer,
-    Appeal,
-    Escalate,
-    AcknowledgeReturn,
-}
-
-impl Action {
-    pub const ALL: [Action; 7] = [
-        Action::AcceptClaim,
-        Action::ProvideEvidence,
-        Action::SendMessage,
-        Action::MakeOffer,
-        Action::Appeal,
-        Action::Escalate,
-        Action::AcknowledgeReturn,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::AcceptClaim => "accept_claim",
-            Action::ProvideEvidence => "provide_evidence",
-            Action::SendMessage => "send_message",
-            Action::MakeOffer => "make_offer",
-            Action::Appeal => "appeal",
-            Action::Escalate => "escalate",
-            Action::AcknowledgeReturn => "acknowledge_return",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Action> {
-        Action::ALL.into_iter().find(|x| x.as_str() == s)
-    }
-}
+pub use payd_model::wallet::{Action, Actor, CaseType, EntryKind, Outcome, Status};
 
 /// What the machine needs of a case.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,9 +105,7 @@ impl Request {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub actor: Actor,
-    /// The action's name, `opened`, `reply`, `return_shipped`, `withdrawn`, `escalated`,
-    /// `decided` or `deadline_passed`.
-    pub kind: &'static str,
+    pub kind: EntryKind,
     pub case_type: CaseType,
     /// Set when the status changed.
     pub status: Option<(Status, Status)>,
@@ -246,7 +204,7 @@ pub fn open(
     };
     let entry = Entry {
         actor: Actor::Buyer,
-        kind: "opened",
+        kind: EntryKind::Opened,
         case_type,
         status: None,
         message: Some(reason.to_owned()),
@@ -269,7 +227,7 @@ fn moved(c: &Case, to: Status, outcome: Option<Outcome>, due_at: Option<DateTime
     }
 }
 
-fn entry(before: &Case, after: &Case, actor: Actor, kind: &'static str) -> Entry {
+fn entry(before: &Case, after: &Case, actor: Actor, kind: EntryKind) -> Entry {
     Entry {
         actor,
         kind,
@@ -332,7 +290,7 @@ pub fn act(c: &Case, req: &Request, now: DateTime<Utc>, t: Timing) -> Result<Cha
     if let Some(m) = req.message() {
         after.note = Some(m.to_owned());
     }
-    let mut e = entry(c, &after, Actor::Seller, action.as_str());
+    let mut e = entry(c, &after, Actor::Seller, action.into());
     e.message = req.message().map(str::to_owned);
     match req {
         Request::MakeOffer { amount, .. } => e.amount = Some(*amount),
@@ -355,7 +313,7 @@ pub fn withdraw(c: &Case) -> Result<Changed, Refusal> {
     }
     let after = moved(c, Status::Resolved, Some(Outcome::Withdrawn), None);
     Ok(Changed {
-        entries: vec![entry(c, &after, Actor::Buyer, "withdrawn")],
+        entries: vec![entry(c, &after, Actor::Buyer, EntryKind::Withdrawn)],
         case: after,
     })
 }
@@ -390,7 +348,7 @@ pub fn buyer_escalate(c: &Case, now: DateTime<Utc>, t: Timing) -> Result<Changed
     after.case_type = next;
     after.offer_amount = None;
     Ok(Changed {
-        entries: vec![entry(c, &after, Actor::Buyer, "escalated")],
+        entries: vec![entry(c, &after, Actor::Buyer, EntryKind::Escalated)],
         case: after,
     })
 }
@@ -410,7 +368,7 @@ pub fn due(c: &Case, now: DateTime<Utc>, t: Timing) -> Option<Changed> {
         Status::WaitingForSellerResponse => (
             moved(c, Status::Resolved, Some(Outcome::BuyerFavour), None),
             Actor::Processor,
-            "deadline_passed",
+            EntryKind::DeadlinePassed,
         ),
         Status::WaitingForBuyerResponse => {
             let window = Some(now + t.window);
@@ -418,22 +376,22 @@ pub fn due(c: &Case, now: DateTime<Utc>, t: Timing) -> Option<Changed> {
                 (
                     moved(c, Status::Resolved, Some(Outcome::Withdrawn), None),
                     Actor::Buyer,
-                    "withdrawn",
+                    EntryKind::Withdrawn,
                 )
             } else if c.offer_amount.is_some() && !says(c, "offer_declined") {
                 (
                     moved(c, Status::Resolved, Some(Outcome::Accepted), None),
                     Actor::Buyer,
-                    "offer_accepted",
+                    EntryKind::OfferAccepted,
                 )
             } else if says(c, "item_returned") {
                 let mut a = moved(c, Status::WaitingForSellerResponse, None, window);
                 a.return_shipped = true;
-                (a, Actor::Buyer, "return_shipped")
+                (a, Actor::Buyer, EntryKind::ReturnShipped)
             } else {
                 let mut a = moved(c, Status::WaitingForSellerResponse, None, window);
                 a.offer_amount = None;
-                (a, Actor::Buyer, "reply")
+                (a, Actor::Buyer, EntryKind::Reply)
             }
         }
         Status::UnderReview => {
@@ -441,31 +399,31 @@ pub fn due(c: &Case, now: DateTime<Utc>, t: Timing) -> Option<Changed> {
                 (
                     moved(c, Status::Resolved, Some(Outcome::SellerFavour), None),
                     Actor::Processor,
-                    "decided",
+                    EntryKind::Decided,
                 )
             } else if c.case_type.next().is_some() {
                 (
                     moved(c, Status::Appealable, None, Some(now + t.window)),
                     Actor::Processor,
-                    "decided",
+                    EntryKind::Decided,
                 )
             } else {
                 (
                     moved(c, Status::Resolved, Some(Outcome::BuyerFavour), None),
                     Actor::Processor,
-                    "decided",
+                    EntryKind::Decided,
                 )
             }
         }
         Status::Appealable => (
             moved(c, Status::Resolved, Some(Outcome::BuyerFavour), None),
             Actor::Processor,
-            "deadline_passed",
+            EntryKind::DeadlinePassed,
         ),
         Status::Resolved => return None,
     };
     let mut e = entry(c, &after, actor, kind);
-    if kind == "offer_accepted" {
+    if kind == EntryKind::OfferAccepted {
         e.amount = c.offer_amount;
     }
     Some(Changed {

@@ -70,7 +70,7 @@ fn entry_rows(
             case_id: case_id.to_owned(),
             seq,
             actor: e.actor,
-            kind: e.kind.to_owned(),
+            kind: e.kind,
             case_type: e.case_type,
             status_from: e.status.map(|(from, _)| from),
             status_to: e.status.map(|(_, to)| to),

@@ -2,6 +2,7 @@
 //! 3-D Secure challenge and its answer, saving the card.
 
 use super::*;
+use payd_model::payments::Trigger;
 
 /// Authorizes through routing (and saves the card, spends a single-use mandate).
 pub(super) async fn confirm(
@@ -74,12 +75,11 @@ pub(super) async fn confirmed(
         after.return_url = return_url.clone();
     }
     let changes = Changes {
-        trigger: "confirm",
         attempts,
         save,
         spend_mandate,
         intent: intent.filter(|_| result.outcome == Authorization::Pending),
-        ..Default::default()
+        ..Changes::of(Trigger::Confirm)
     };
     record_outcome(deps, m, after, changes).await
 }
@@ -144,7 +144,7 @@ pub(super) async fn challenged(
     let (now, state) = (deps.clock.now(), crate::payments::api::state_of(base));
     let result = match answer {
         Ok(result) => result,
-        Err(e) => return Err(not_done(deps, base, "challenge_refused", e).await),
+        Err(e) => return Err(not_done(deps, base, Trigger::ChallengeRefused, e).await),
     };
     let next = machine::complete_challenge(&state, result.outcome, now);
     let mut after = store::with_state(base, &next, now);
@@ -165,9 +165,8 @@ pub(super) async fn challenged(
         _ => None,
     };
     let changes = Changes {
-        trigger: "challenge",
         save,
-        ..Default::default()
+        ..Changes::of(Trigger::Challenge)
     };
     record_outcome(deps, base, after, changes).await
 }

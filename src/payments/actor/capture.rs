@@ -1,6 +1,7 @@
 //! Capturing, cancelling, voiding, updating and expiring a payment.
 
 use super::*;
+use payd_model::payments::Trigger;
 
 /// Captures part or all of what is authorized.
 pub(super) async fn capture(
@@ -51,9 +52,9 @@ pub(super) async fn captured(
         Ok(()) => {
             let next = machine::capture(&state, amount, final_capture, now)?;
             let after = store::with_state(base, &next, now);
-            record_outcome(deps, base, after, plain("capture")).await
+            record_outcome(deps, base, after, Changes::of(Trigger::Capture)).await
         }
-        Err(e) => Err(not_done(deps, base, "capture_refused", e).await),
+        Err(e) => Err(not_done(deps, base, Trigger::CaptureRefused, e).await),
     }
 }
 
@@ -62,13 +63,13 @@ pub(super) async fn captured(
 pub(super) async fn not_done(
     deps: &PaymentDeps,
     base: &payment::Model,
-    trigger: &'static str,
+    trigger: Trigger,
     e: ProcessorError,
 ) -> PaymentError {
     if matches!(e, ProcessorError::Refused(_)) && base.pending_operation.is_some() {
         let mut after = base.clone();
         after.updated_at = deps.clock.now();
-        if let Err(failed) = record_outcome(deps, base, after, plain(trigger)).await {
+        if let Err(failed) = record_outcome(deps, base, after, Changes::of(trigger)).await {
             return failed;
         }
     }
@@ -86,7 +87,13 @@ pub(super) async fn cancel(deps: &PaymentDeps, m: &payment::Model) -> Result<Don
     };
     let next = machine::cancel(&state, now, &disputed)?;
     if kind == CancelKind::Local && !challenge_held(deps, m).await? {
-        return commit(deps, m, store::with_state(m, &next, now), plain("cancel")).await;
+        return commit(
+            deps,
+            m,
+            store::with_state(m, &next, now),
+            Changes::of(Trigger::Cancel),
+        )
+        .await;
     }
     if kind == CancelKind::VoidCapture {
         let (account, _) = processor_of(m)?;
@@ -138,7 +145,11 @@ pub(super) async fn voided(
     let (now, mut next) = (deps.clock.now(), crate::payments::api::state_of(base));
     let to = Status::parse(to)
         .ok_or_else(|| PaymentError::Internal(format!("a void's stored status {to:?}")))?;
-    let trigger = if expiry { "expire" } else { "cancel" };
+    let trigger = if expiry {
+        Trigger::Expire
+    } else {
+        Trigger::Cancel
+    };
     match answer {
         Ok(()) => {
             next.status = to;
@@ -146,11 +157,11 @@ pub(super) async fn voided(
                 deps,
                 base,
                 store::with_state(base, &next, now),
-                plain(trigger),
+                Changes::of(trigger),
             )
             .await
         }
-        Err(e) => Err(not_done(deps, base, "void_refused", e).await),
+        Err(e) => Err(not_done(deps, base, Trigger::VoidRefused, e).await),
     }
 }
 
@@ -162,7 +173,13 @@ pub(super) async fn update(
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), crate::payments::api::state_of(m));
     machine::check_update(&state)?;
-    commit(deps, m, apply_patch(m, patch, now)?, plain("update")).await
+    commit(
+        deps,
+        m,
+        apply_patch(m, patch, now)?,
+        Changes::of(Trigger::Update),
+    )
+    .await
 }
 
 /// Expires an unconfirmed payment or a lapsed authorization (releasing what is held).
@@ -177,5 +194,11 @@ pub(super) async fn expire(deps: &PaymentDeps, m: &payment::Model) -> Result<Don
     if held && processor_of(m).is_ok() {
         return void(deps, m, next.status, true).await;
     }
-    commit(deps, m, store::with_state(m, &next, now), plain("expire")).await
+    commit(
+        deps,
+        m,
+        store::with_state(m, &next, now),
+        Changes::of(Trigger::Expire),
+    )
+    .await
 }

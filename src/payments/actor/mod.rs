@@ -10,6 +10,7 @@ mod sync;
 use authorize::*;
 pub use authorize::{challenge, first_account};
 use capture::*;
+use payd_model::payments::Trigger;
 use refunding::*;
 use sync::*;
 
@@ -511,10 +512,9 @@ async fn intend(
     }
     after.updated_at = deps.clock.now();
     let changes = Changes {
-        trigger: "intent",
         intent: Some(intent),
         attempts,
-        ..Default::default()
+        ..Changes::of(Trigger::Intent)
     };
     Ok(commit(deps, m, after, changes).await?.payment)
 }
@@ -574,12 +574,4 @@ fn takes_amount(
 async fn keep_waiting(deps: &PaymentDeps, m: &payment::Model) -> Result<Done, PaymentError> {
     store::resync_jobs(&deps.db, m, deps.clock.now(), deps.settle_delay()).await?;
     Ok(Done::unchanged(m))
-}
-
-/// The changes of a transition that writes only the payment.
-fn plain(trigger: &'static str) -> Changes {
-    Changes {
-        trigger,
-        ..Default::default()
-    }
 }

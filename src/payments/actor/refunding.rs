@@ -2,6 +2,7 @@
 //! adopting those made at the processor; and the sandbox buyer's dispute.
 
 use super::*;
+use payd_model::payments::Trigger;
 use payd_model::refunds::Status as Stored;
 
 /// Plans a refund against what is captured, refundable and not disputed, and makes it:
@@ -41,9 +42,8 @@ pub(super) async fn refund(
         return refund_answered(deps, m, after, intent, answer).await;
     }
     let changes = Changes {
-        trigger: "refund",
         refund: Some(intent),
-        ..Default::default()
+        ..Changes::of(Trigger::Refund)
     };
     let recorded = commit(deps, m, after, changes).await?;
     let (m, r) = (
@@ -125,10 +125,9 @@ pub(super) async fn refund_answered(
         }
     };
     let changes = Changes {
-        trigger: "refund",
         events: refund_event(&r)?,
         refund: Some(r),
-        ..Default::default()
+        ..Changes::of(Trigger::Refund)
     };
     commit(deps, m, after, changes).await
 }
@@ -243,10 +242,9 @@ pub(super) async fn record_refund_outcome(
     }
     after.updated_at = now;
     let changes = Changes {
-        trigger: "refund_settled",
         events: refund_event(&r)?,
         refund: Some(r),
-        ..Default::default()
+        ..Changes::of(Trigger::RefundSettled)
     };
     commit(deps, m, after, changes).await
 }
@@ -348,7 +346,7 @@ pub(super) async fn adopt_refund(
             "processor": {"refund": applied.reference, "amount": applied.amount},
         }))
         .ok();
-        return commit(deps, m, after, plain("sync")).await;
+        return commit(deps, m, after, Changes::of(Trigger::Sync)).await;
     };
     let (after, mut refund) = reserved(m, &lines, &plan, now);
     if applied.status == RefundStatus::Succeeded {
@@ -357,10 +355,9 @@ pub(super) async fn adopt_refund(
     refund.reason = Some("made at the processor, outside payd".to_owned());
     refund.processor_reference = Some(applied.reference);
     let changes = Changes {
-        trigger: "refund_adopted",
         events: refund_event(&refund)?,
         refund: Some(refund),
-        ..Default::default()
+        ..Changes::of(Trigger::RefundAdopted)
     };
     commit(deps, m, after, changes).await
 }
@@ -417,9 +414,8 @@ pub(super) async fn open_dispute(
     let mut after = m.clone();
     after.updated_at = now;
     let changes = Changes {
-        trigger: "dispute",
         dispute: Some(dispute.clone()),
-        ..Default::default()
+        ..Changes::of(Trigger::Dispute)
     };
     // Committed means this command opened it: a case's dispute that another instance opened
     // first makes the commit a lost race (the insert must add its row), decided again.

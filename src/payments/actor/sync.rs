@@ -2,6 +2,7 @@
 //! reconciliation of an operation whose outcome was not recorded.
 
 use super::*;
+use payd_model::payments::Trigger;
 
 /// Reconciles the operation whose outcome the payment has not recorded: an authorization by
 /// a sync of its reference; a challenge's answer, a capture or a void by the same request with
@@ -202,5 +203,5 @@ pub(super) async fn sync_status(
             .ok();
     }
     after.capture_before = deps.capture_before(&next, now);
-    commit(deps, m, after, plain("sync")).await
+    commit(deps, m, after, Changes::of(Trigger::Sync)).await
 }
