@@ -33,7 +33,7 @@ pub fn delivery_row(
         event_id: event.id.clone(),
         merchant_id: event.merchant_id.clone(),
         endpoint_id: endpoint_id.to_owned(),
-        status: "pending".to_owned(),
+        status: payd_model::webhooks::DeliveryStatus::Pending,
         attempts: 0,
         transient_failures: 0,
         auth_failures: 0,

@@ -240,26 +240,35 @@ mod tests {
 /// batches of 100. Values stored before sealing existed are sealed; values sealed with an
 /// older key of the ring are sealed again with the current one. Each row is written only if
 /// it still holds what was read (a rotation or an edit meanwhile wins), so this can run at
-/// every start and be interrupted and resumed. Returns how many values it sealed.
+/// every start and be interrupted and resumed. Returns how many values it sealed. It reads only
+/// the ids and the sealed columns: another column of a row that does not decode is no reason
+/// for payd not to start.
 pub async fn reseal(db: &Db, ring: &Keyring) -> Result<usize, ResealError> {
     let mut sealed = 0;
     let mut after = String::new();
     loop {
-        let batch = webhook_endpoint::Entity::find()
+        let batch: Vec<(String, String, Option<String>)> = webhook_endpoint::Entity::find()
+            .select_only()
+            .columns([
+                webhook_endpoint::Column::Id,
+                webhook_endpoint::Column::Secret,
+                webhook_endpoint::Column::PreviousSecret,
+            ])
             .filter(webhook_endpoint::Column::Id.gt(after.as_str()))
             .order_by_asc(webhook_endpoint::Column::Id)
             .limit(100)
+            .into_tuple()
             .all(db)
             .await?;
         let Some(last) = batch.last() else { break };
-        after = last.id.clone();
-        for e in batch {
+        after = last.0.clone();
+        for (id, current, previous) in batch {
             let stale = |v: &str| !ring.is_current(v);
-            if !stale(&e.secret) && e.previous_secret.as_deref().is_none_or(|p| !stale(p)) {
+            if !stale(&current) && previous.as_deref().is_none_or(|p| !stale(p)) {
                 continue;
             }
-            let secret = ring.seal(&ring.open(&e.secret)?);
-            let previous = match &e.previous_secret {
+            let secret = ring.seal(&ring.open(&current)?);
+            let previous = match &previous {
                 Some(p) => Some(ring.seal(&ring.open(p)?)),
                 None => None,
             };
@@ -269,8 +278,8 @@ pub async fn reseal(db: &Db, ring: &Keyring) -> Result<usize, ResealError> {
                     webhook_endpoint::Column::PreviousSecret,
                     Expr::value(previous),
                 )
-                .filter(webhook_endpoint::Column::Id.eq(e.id.as_str()))
-                .filter(webhook_endpoint::Column::Secret.eq(e.secret.as_str()))
+                .filter(webhook_endpoint::Column::Id.eq(id.as_str()))
+                .filter(webhook_endpoint::Column::Secret.eq(current.as_str()))
                 .exec(db)
                 .await?;
             sealed += 1;
@@ -279,25 +288,32 @@ pub async fn reseal(db: &Db, ring: &Keyring) -> Result<usize, ResealError> {
     let before_accounts = sealed;
     let mut after = String::new();
     loop {
-        let batch = processor_account::Entity::find()
+        let batch: Vec<(String, String)> = processor_account::Entity::find()
+            .select_only()
+            .columns([
+                processor_account::Column::Id,
+                processor_account::Column::Config,
+            ])
             .filter(processor_account::Column::Id.gt(after.as_str()))
             .filter(processor_account::Column::Config.is_not_null())
             .order_by_asc(processor_account::Column::Id)
             .limit(100)
+            .into_tuple()
             .all(db)
             .await?;
         let Some(last) = batch.last() else { break };
-        after = last.id.clone();
-        for a in batch {
-            let Some(config) = a.config.as_deref().filter(|c| !ring.is_current(c)) else {
+        after = last.0.clone();
+        for (id, config) in batch {
+            if ring.is_current(&config) {
                 continue;
-            };
+            }
+            let config = config.as_str();
             processor_account::Entity::update_many()
                 .col_expr(
                     processor_account::Column::Config,
                     Expr::value(Some(ring.seal(&ring.open(config)?))),
                 )
-                .filter(processor_account::Column::Id.eq(a.id.as_str()))
+                .filter(processor_account::Column::Id.eq(id.as_str()))
                 .filter(processor_account::Column::Config.eq(config))
                 .exec(db)
                 .await?;

@@ -541,6 +541,33 @@ async fn a_hanging_endpoint_does_not_hold_back_the_merchants_other_shop() {
     );
 }
 
+/// An endpoint row edited by hand so it no longer decodes holds back only its own deliveries:
+/// the claim that takes them beside another merchant's still sends the other's. (An instance
+/// that sends nothing records both first, so one claim holds both; the sender starts after the
+/// edit, so its start, which reseals the endpoints' secrets, must not read the bad column.)
+#[actix_web::test]
+async fn an_endpoint_that_does_not_decode_holds_back_only_its_own_deliveries() {
+    use sea_orm::ConnectionTrait;
+    let db = Arc::new(TestDb::new().await);
+    let api = spawn_with(db.clone(), &[("PAYD_WEBHOOKS__DISPATCH", "false")]).await;
+    let (broken_rx, healthy_rx) = (Receiver::start().await, Receiver::start().await);
+    let broken = api.create_merchant("Broken").await;
+    let healthy = api.create_merchant("Healthy").await;
+    endpoint(&api, &broken, &broken_rx.url).await;
+    endpoint(&api, &healthy, &healthy_rx.url).await;
+    // The broken merchant's delivery is the older: first in the claim.
+    paid(&api, &broken, json!({})).await;
+    paid(&api, &healthy, json!({})).await;
+    let edit = format!(
+        "UPDATE webhook_endpoints SET disabled_reason = 'tired' WHERE merchant_id = '{}'",
+        broken.merchant_id
+    );
+    api.state.db.execute_unprepared(&edit).await.unwrap();
+    let _sender = common::spawn_one(db, &[]).await;
+    healthy_rx.wait_for(1).await;
+    assert!(broken_rx.received().is_empty());
+}
+
 #[actix_web::test]
 async fn rotation_signs_with_both_secrets_for_a_day() {
     let app = spawn_app().await;

@@ -35,3 +35,14 @@ text_enum! {
         Merchant = "merchant",
     }
 }
+
+text_enum! {
+    /// A delivery of one event to one endpoint: `pending` until delivered, or failed for good
+    /// (retries ran out); `paused` while its endpoint is disabled.
+    pub enum DeliveryStatus {
+        Pending = "pending",
+        Delivered = "delivered",
+        Failed = "failed",
+        Paused = "paused",
+    }
+}

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{delivery, delivery_attempt, event};
+use payd_model::webhooks::DeliveryStatus;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use super::api::{AttemptView, EventView, ListEventsRequest, Replay, ReplayQueued};
@@ -42,9 +43,9 @@ pub async fn list(
             with_deliveries(
                 caller,
                 if delivered {
-                    status.eq("delivered")
+                    status.eq(DeliveryStatus::Delivered)
                 } else {
-                    status.ne("delivered")
+                    status.ne(DeliveryStatus::Delivered)
                 },
             )
         };
@@ -101,11 +102,20 @@ pub async fn find_event(
 fn delivery_status(deliveries: &[delivery::Model]) -> &'static str {
     if deliveries.is_empty() {
         "none"
-    } else if deliveries.iter().all(|d| d.status == "delivered") {
+    } else if deliveries
+        .iter()
+        .all(|d| d.status == DeliveryStatus::Delivered)
+    {
         "delivered"
-    } else if deliveries.iter().any(|d| d.status == "pending") {
+    } else if deliveries
+        .iter()
+        .any(|d| d.status == DeliveryStatus::Pending)
+    {
         "pending"
-    } else if deliveries.iter().any(|d| d.status == "paused") {
+    } else if deliveries
+        .iter()
+        .any(|d| d.status == DeliveryStatus::Paused)
+    {
         "paused"
     } else {
         "failed"

@@ -2,6 +2,7 @@
 //! requests in flight (each one attempt, `super::attempt`) and record every outcome. A dead
 //! or slow endpoint fills only its own merchant's queue.
 
+use payd_model::webhooks::DeliveryStatus;
 use std::{
     collections::{HashMap, VecDeque},
     future::Future,
@@ -78,9 +79,12 @@ pub async fn park(
     let change = Change::at(now)
         .write(Write::Update(
             delivery::Entity::update_many()
-                .col_expr(delivery::Column::Status, Expr::value("paused"))
+                .col_expr(
+                    delivery::Column::Status,
+                    Expr::value(DeliveryStatus::Paused),
+                )
                 .filter(ours())
-                .filter(delivery::Column::Status.eq("pending"))
+                .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
                 .filter(delivery::Column::EndpointId.in_subquery(still_paused))
                 .into_query(),
         ))
@@ -135,7 +139,7 @@ async fn record_manual(
         + 1;
     let delivered = policy::classify(outcome.answer) == policy::Class::Delivered;
     // Once delivered, nothing is due any more; otherwise the automatic schedule stands.
-    let next = (d.status == "pending" && !delivered).then_some(d.next_attempt_at);
+    let next = (d.status == DeliveryStatus::Pending && !delivered).then_some(d.next_attempt_at);
     let row = attempt_row(
         d,
         number,
@@ -150,10 +154,13 @@ async fn record_manual(
     if delivered {
         change = change.write(Write::Update(
             delivery::Entity::update_many()
-                .col_expr(delivery::Column::Status, Expr::value("delivered"))
+                .col_expr(
+                    delivery::Column::Status,
+                    Expr::value(DeliveryStatus::Delivered),
+                )
                 .col_expr(delivery::Column::DeliveredAt, Expr::value(Some(now)))
                 .filter(delivery::Column::Id.eq(d.id.as_str()))
-                .filter(delivery::Column::Status.ne("delivered"))
+                .filter(delivery::Column::Status.ne(DeliveryStatus::Delivered))
                 .into_query(),
         ));
     }
@@ -170,7 +177,7 @@ async fn record_manual(
     if !delivered && health::may_be_due(&retry.endpoint, after, now) {
         health::disable_if_failing(db, &retry.endpoint, after, now).await?;
     }
-    Ok(delivered && d.status != "delivered")
+    Ok(delivered && d.status != DeliveryStatus::Delivered)
 }
 
 /// What the delivery actors share.
@@ -627,7 +634,7 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
             .col_expr(delivery::Column::LeaseUntil, Expr::value(lease_until))
             .filter(delivery::Column::Id.eq(item.delivery.id.as_str()))
             .filter(delivery::Column::LeaseOwner.eq(item.lease.as_str()))
-            .filter(delivery::Column::Status.eq("pending"))
+            .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
             .exec(&deps.db)
             .await;
         if !matches!(renewed, Ok(r) if r.rows_affected == 1) {
@@ -679,8 +686,8 @@ async fn send(deps: &DeliveryDeps, client: &awc::Client, item: Claimed) -> Optio
         at,
     };
     let label = match finished.status() {
-        "pending" => "retrying",
-        status => status,
+        DeliveryStatus::Pending => "retrying",
+        status => status.as_str(),
     };
     metrics::counter!("payd_webhook_deliveries_total", "outcome" => label).increment(1);
     Some(finished)

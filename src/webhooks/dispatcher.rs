@@ -2,6 +2,7 @@
 //! PostgreSQL) and hands them to their merchants' delivery actors. A commit that records an
 //! event wakes it at once; polling is the safety net.
 
+use payd_model::webhooks::DeliveryStatus;
 use std::{
     collections::HashMap,
     sync::{
@@ -69,13 +70,47 @@ fn free(now: DateTime<Utc>) -> sea_orm::sea_query::Expr {
         .or(delivery::Column::LeaseUntil.lt(now))
 }
 
+/// The rows of `E` with these ids, by id: one read. When a row does not decode (logged where
+/// it was read, `a stored value does not decode`), each is read alone and the ones that do not
+/// decode are left out: a hand-edited row holds back only its own deliveries (skipped, they
+/// wait for their lease and are skipped again), never the batch's other merchants'.
+async fn rows_by_id<E: EntityTrait>(
+    db: &Db,
+    id: E::Column,
+    ids: Vec<String>,
+    id_of: impl Fn(&E::Model) -> String,
+) -> Result<HashMap<String, E::Model>, DbErr> {
+    let rows = match E::find().filter(id.is_in(ids.clone())).all(db).await {
+        Ok(rows) => rows,
+        Err(e) if !does_not_decode(&e) => return Err(e),
+        Err(_) => {
+            let mut rows = Vec::with_capacity(ids.len());
+            for one in ids {
+                match E::find().filter(id.eq(one)).one(db).await {
+                    Ok(row) => rows.extend(row),
+                    Err(e) if does_not_decode(&e) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            rows
+        }
+    };
+    Ok(rows.into_iter().map(|r| (id_of(&r), r)).collect())
+}
+
+/// A read that failed on a stored value (`payd-model`'s enums, stored JSON), not on the
+/// database.
+fn does_not_decode(e: &DbErr) -> bool {
+    matches!(e, DbErr::Custom(_) | DbErr::Type(_) | DbErr::Json(_))
+}
+
 /// The due deliveries no instance holds, oldest first; on PostgreSQL locked, skipping those
 /// another instance's claim holds at this moment.
 fn due_query(now: DateTime<Utc>) -> SelectStatement {
     Query::select()
         .column(delivery::Column::Id)
         .from(delivery::Entity)
-        .and_where(delivery::Column::Status.eq("pending"))
+        .and_where(delivery::Column::Status.eq(DeliveryStatus::Pending))
         .and_where(delivery::Column::NextAttemptAt.lte(now))
         .and_where(free(now))
         .order_by(delivery::Column::NextAttemptAt, sea_orm::Order::Asc)
@@ -192,9 +227,9 @@ impl Dispatcher {
         merchant_id: &str,
         retries: Vec<super::delivery::ManualRetry>,
     ) -> Result<bool, crate::error::ApiError> {
-        let (fresh, retries): (Vec<_>, Vec<_>) = retries
-            .into_iter()
-            .partition(|r| r.delivery.status == "pending" && r.delivery.attempts == 0);
+        let (fresh, retries): (Vec<_>, Vec<_>) = retries.into_iter().partition(|r| {
+            r.delivery.status == DeliveryStatus::Pending && r.delivery.attempts == 0
+        });
         if !fresh.is_empty() {
             self.wake();
         }
@@ -250,22 +285,20 @@ impl Dispatcher {
         if claimed.is_empty() {
             return Ok(0);
         }
-        let events: HashMap<String, event::Model> = event::Entity::find()
-            .filter(event::Column::Id.is_in(claimed.iter().map(|d| d.event_id.clone())))
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|e| (e.id.clone(), e))
-            .collect();
-        let endpoints: HashMap<String, webhook_endpoint::Model> = webhook_endpoint::Entity::find()
-            .filter(
-                webhook_endpoint::Column::Id.is_in(claimed.iter().map(|d| d.endpoint_id.clone())),
-            )
-            .all(&self.db)
-            .await?
-            .into_iter()
-            .map(|e| (e.id.clone(), e))
-            .collect();
+        let events = rows_by_id::<event::Entity>(
+            &self.db,
+            event::Column::Id,
+            claimed.iter().map(|d| d.event_id.clone()).collect(),
+            |e| e.id.clone(),
+        )
+        .await?;
+        let endpoints = rows_by_id::<webhook_endpoint::Entity>(
+            &self.db,
+            webhook_endpoint::Column::Id,
+            claimed.iter().map(|d| d.endpoint_id.clone()).collect(),
+            |e| e.id.clone(),
+        )
+        .await?;
         let count = claimed.len();
         // A paused endpoint gets nothing: what was due for it waits, parked, until it resumes.
         let (paused, claimed): (Vec<_>, Vec<_>) = claimed
@@ -380,7 +413,7 @@ impl Dispatcher {
             .select_only()
             .column_as(delivery::Column::Id.count(), "count")
             .column_as(delivery::Column::CreatedAt.min(), "oldest")
-            .filter(delivery::Column::Status.eq("pending"))
+            .filter(delivery::Column::Status.eq(DeliveryStatus::Pending))
             .into_tuple()
             .one(&self.db)
             .await?
@@ -420,7 +453,7 @@ mod tests {
             event_id: format!("evt_{id}"),
             merchant_id: merchant.to_owned(),
             endpoint_id: format!("whep_{merchant}"),
-            status: "pending".into(),
+            status: DeliveryStatus::Pending,
             attempts: 0,
             transient_failures: 0,
             auth_failures: 0,

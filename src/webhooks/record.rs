@@ -3,6 +3,7 @@
 //! too long disabled afterwards.
 
 use payd_model::webhooks::AttemptTrigger;
+use payd_model::webhooks::DeliveryStatus;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
@@ -31,11 +32,11 @@ pub struct Finished {
 }
 
 impl Finished {
-    pub fn status(&self) -> &'static str {
+    pub fn status(&self) -> DeliveryStatus {
         match (self.next.delivered, self.next.retry_at) {
-            (true, _) => "delivered",
-            (false, Some(_)) => "pending",
-            (false, None) => "failed",
+            (true, _) => DeliveryStatus::Delivered,
+            (false, Some(_)) => DeliveryStatus::Pending,
+            (false, None) => DeliveryStatus::Failed,
         }
     }
 }
@@ -52,8 +53,8 @@ fn outcomes(batch: &[Finished]) -> UpdateStatement {
         .iter()
         .map(|f| {
             let ended = match f.status() {
-                "pending" => None,
-                ended => Some(ended.to_owned()),
+                DeliveryStatus::Pending => None,
+                ended => Some(ended),
             };
             ValueTuple::Many(vec![
                 f.delivery.id.clone().into(),
@@ -92,7 +93,7 @@ fn outcomes(batch: &[Finished]) -> UpdateStatement {
         .col_expr(delivery::Column::DeliveredAt, new(10))
         .filter(old(delivery::Column::Id).eq(new(1)))
         .filter(old(delivery::Column::LeaseOwner).eq(new(2)))
-        .filter(delivery::Column::Status.is_in(["pending", "paused"]))
+        .filter(delivery::Column::Status.is_in([DeliveryStatus::Pending, DeliveryStatus::Paused]))
         .into_query()
         .from(TableRef::ValuesList(rows, Alias::new("new").into_iden()))
         .to_owned()
@@ -217,13 +218,18 @@ pub(in crate::webhooks) mod tests {
         db
     }
 
-    fn claimed(id: &str, status: &str, lease: &str, now: DateTime<Utc>) -> delivery::Model {
+    fn claimed(
+        id: &str,
+        status: DeliveryStatus,
+        lease: &str,
+        now: DateTime<Utc>,
+    ) -> delivery::Model {
         delivery::Model {
             id: id.to_owned(),
             event_id: format!("evt_{id}"),
             merchant_id: "mer_1".into(),
             endpoint_id: "whep_1".into(),
-            status: status.to_owned(),
+            status,
             attempts: 1,
             transient_failures: 1,
             auth_failures: 0,
@@ -286,10 +292,27 @@ pub(in crate::webhooks) mod tests {
         let db = scratch_db().await;
         let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let mut rows: Vec<_> = (0..40)
-            .map(|i| claimed(&format!("dlv_{i:02}"), "pending", "lease_a", now))
+            .map(|i| {
+                claimed(
+                    &format!("dlv_{i:02}"),
+                    DeliveryStatus::Pending,
+                    "lease_a",
+                    now,
+                )
+            })
             .collect();
-        rows.push(claimed("dlv_paused", "paused", "lease_a", now));
-        rows.push(claimed("dlv_theirs", "pending", "lease_b", now));
+        rows.push(claimed(
+            "dlv_paused",
+            DeliveryStatus::Paused,
+            "lease_a",
+            now,
+        ));
+        rows.push(claimed(
+            "dlv_theirs",
+            DeliveryStatus::Pending,
+            "lease_b",
+            now,
+        ));
         let active: Vec<delivery::ActiveModel> = rows.iter().cloned().map(Into::into).collect();
         delivery::Entity::insert_many(active)
             .exec(&db)
@@ -301,7 +324,7 @@ pub(in crate::webhooks) mod tests {
             .iter()
             .enumerate()
             .map(|(i, d)| {
-                let retry = i % 2 == 1 || d.status == "paused";
+                let retry = i % 2 == 1 || d.status == DeliveryStatus::Paused;
                 finished(d.clone(), if retry { 503 } else { 200 }, at)
             })
             .collect();
@@ -343,13 +366,13 @@ pub(in crate::webhooks) mod tests {
             .map(|d| (d.id.clone(), d))
             .collect();
         let delivered = &after["dlv_00"];
-        assert_eq!(delivered.status, "delivered");
+        assert_eq!(delivered.status, DeliveryStatus::Delivered);
         assert_eq!(delivered.attempts, 2);
         assert_eq!(delivered.last_status_code, Some(200));
         assert_eq!(delivered.delivered_at, Some(at));
         assert_eq!(delivered.lease_owner, None);
         let retried = &after["dlv_01"];
-        assert_eq!(retried.status, "pending");
+        assert_eq!(retried.status, DeliveryStatus::Pending);
         assert_eq!(retried.attempts, 2);
         assert_eq!(retried.transient_failures, 2);
         assert_eq!(retried.last_status_code, Some(503));
@@ -357,7 +380,7 @@ pub(in crate::webhooks) mod tests {
         assert_eq!(retried.delivered_at, None);
         assert_eq!(retried.lease_until, None);
         // A retry: it stays paused.
-        assert_eq!(after["dlv_paused"].status, "paused");
+        assert_eq!(after["dlv_paused"].status, DeliveryStatus::Paused);
         assert_eq!(after["dlv_paused"].attempts, 2);
         let theirs = &after["dlv_theirs"];
         assert_eq!(theirs.attempts, 1);

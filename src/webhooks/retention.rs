@@ -5,6 +5,7 @@
 //! delivery ends. Work goes in batches, each its own statement, within a time budget per run;
 //! what is left waits for the next run. The same run sweeps for endpoints to disable.
 
+use payd_model::webhooks::DeliveryStatus;
 use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Duration, Utc};
@@ -104,7 +105,9 @@ async fn purge_payloads(
     let waiting = Query::select()
         .column(delivery::Column::EventId)
         .from(delivery::Entity)
-        .and_where(delivery::Column::Status.is_in(["pending", "paused"]))
+        .and_where(
+            delivery::Column::Status.is_in([DeliveryStatus::Pending, DeliveryStatus::Paused]),
+        )
         .to_owned();
     let old = Query::select()
         .column(event::Column::Id)

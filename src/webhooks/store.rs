@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{delivery, event, webhook_endpoint};
+use payd_model::webhooks::DeliveryStatus;
 use sea_orm::{
     sea_query::{Expr, LockType, Query, UpdateStatement},
     ActiveValue::Set,
@@ -184,9 +185,9 @@ fn new_endpoint(put: EndpointPut, now: DateTime<Utc>) -> webhook_endpoint::Model
 /// parked ones pending again, due when their schedule said. Written in the endpoint's commit.
 pub fn follow_endpoint(endpoint_id: &str, enabled: bool) -> UpdateStatement {
     let (from, to) = if enabled {
-        ("paused", "pending")
+        (DeliveryStatus::Paused, DeliveryStatus::Pending)
     } else {
-        ("pending", "paused")
+        (DeliveryStatus::Pending, DeliveryStatus::Paused)
     };
     delivery::Entity::update_many()
         .col_expr(delivery::Column::Status, Expr::value(to))
