@@ -40,7 +40,7 @@ pub struct Model {
     pub cancel_at_period_end: bool,
     pub cancelled_at: Option<DateTimeUtc>,
     pub cancellation_reason: Option<String>,
-    pub billing: String,
+    pub billing: payd_model::subscriptions::Biller,
     /// The billing processor's subscription, when a billing processor bills it (adopted).
     pub processor_subscription_id: Option<String>,
     pub transition_id: String,

@@ -43,3 +43,12 @@ text_enum! {
         Failed = "failed",
     }
 }
+
+text_enum! {
+    /// Who bills a subscription: payd, charging each cycle itself, or the billing processor
+    /// that collects its cycles.
+    pub enum Biller {
+        Payd = "payd",
+        BillingSandbox = "billing_sandbox",
+    }
+}

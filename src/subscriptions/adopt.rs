@@ -251,7 +251,7 @@ pub fn adopted(
         cancel_at_period_end: false,
         cancelled_at: None,
         cancellation_reason: None,
-        billing: plans::NAME.to_owned(),
+        billing: plans::NAME,
         processor_subscription_id: Some(p.id.clone()),
         transition_id: new_id("tr"),
         ever_active: true,

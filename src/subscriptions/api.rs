@@ -459,7 +459,7 @@ impl Subscription {
             currency: s.currency.clone(),
             interval: s.interval.to_string(),
             interval_count: s.interval_count,
-            billing: s.billing.clone(),
+            billing: s.billing.to_string(),
             processor_subscription_id: s.processor_subscription_id.clone(),
             term_cycles: s.term_cycles,
             profile_id: s.profile_id.clone(),

@@ -474,9 +474,9 @@ pub(super) async fn settle(
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
     let status = s.status;
-    let outcome = match s.billing.as_str() {
-        store::PAYD => charge(deps, s, &c).await?,
-        _ => collect(deps, s, &mut c, now).await?,
+    let outcome = match s.billing {
+        store::Biller::Payd => charge(deps, s, &c).await?,
+        store::Biller::BillingSandbox => collect(deps, s, &mut c, now).await?,
     };
     // As committed: the events below carry the version this change writes.
     let mut after = store::raised(s, s.clone());

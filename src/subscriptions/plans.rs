@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use super::machine::{self, Interval};
 
 /// The processor's name: a subscription it bills has `billing: "billing_sandbox"`.
-pub const NAME: &str = "billing_sandbox";
+pub const NAME: super::store::Biller = super::store::Biller::BillingSandbox;
 
 /// A plan or add-on of the processor (`GET /subscriptions/items`).
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]

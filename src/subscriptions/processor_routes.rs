@@ -75,7 +75,7 @@ impl From<adopt::AdoptError> for ApiError {
     security(("api_key" = [])))]
 pub async fn processor_items(SecretKey(_caller): SecretKey) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(ProcessorItems {
-        processor: plans::NAME.to_owned(),
+        processor: plans::NAME.to_string(),
         data: plans::ITEMS.to_vec(),
     }))
 }

@@ -378,7 +378,7 @@ pub async fn capabilities(
     }
     Ok(HttpResponse::Ok().json(Capabilities {
         subscription_id: s.id,
-        billing: s.billing,
+        billing: s.billing.to_string(),
         actions,
     }))
 }

@@ -30,9 +30,11 @@ pub const TICK_JOB: &str = "subscription_tick";
 /// invoices register the handler: subscriptions never import invoices).
 pub const CYCLE_PAID_JOB: &str = "subscription_cycle_paid";
 
-/// `billing` of a subscription payd charges itself; any other value names the billing
-/// processor that collects it.
-pub const PAYD: &str = "payd";
+/// Who bills a subscription: `Biller::Payd`, or the billing processor that collects it.
+pub use payd_model::subscriptions::Biller;
+
+/// `billing` of a subscription payd charges itself.
+pub const PAYD: Biller = Biller::Payd;
 
 /// A subscription event with the subscription's object.
 pub fn event(s: &subscription::Model, event_type: &str) -> Result<Event, DbErr> {
@@ -109,7 +111,7 @@ pub fn disputed_event(
         currency: invoice.currency.clone(),
         dispute_status: "needs_response".into(),
         test_mode: s.test_mode,
-        processor: s.billing.clone(),
+        processor: s.billing.to_string(),
         processor_subscription_id: s.processor_subscription_id.clone(),
         processor_invoice_id: invoice.id.clone(),
     };
