@@ -641,3 +641,69 @@ async fn deleting_a_saved_method_revokes_its_mandates() {
         .await;
     assert_eq!(gone.status, 200, "{}", gone.body);
 }
+
+/// A customer whose stored address, or one of whose saved cards, no longer decodes (edited by
+/// hand) is not deleted, nor is the card: the redaction could not know what to take out of
+/// the customer's events, nor could the card be detached at its processor. 500, logged (`a
+/// stored JSON value does not decode`), and nothing forgotten.
+#[actix_web::test]
+async fn a_customer_or_card_that_does_not_decode_is_not_deleted() {
+    use payd_entity::{customer, payment_method};
+    use sea_orm::{ConnectionTrait, EntityTrait};
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let c = customer(
+        &app,
+        &m,
+        json!({"name": "Ana", "address": {"line1": "Main St 1"}}),
+    )
+    .await;
+    let cid = c["customer_id"].as_str().unwrap().to_owned();
+    let on_session = json!({"setup_future_usage": "on_session"});
+    save(&app, &m, &cid, "4242424242424242", on_session).await;
+    let methods = get(&app, &m, &format!("/customers/{cid}/payment-methods")).await;
+    let pm = methods.body["data"][0]["payment_method_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let edit = |sql: String| {
+        let db = &app.state.db;
+        async move { db.execute_unprepared(&sql).await.unwrap() }
+    };
+    let delete = |path: String| {
+        let (app, m) = (&app, &m);
+        async move { app.call(m, Method::DELETE, &path, None).await }
+    };
+
+    edit(format!(
+        "UPDATE customers SET address = 'Main St 1' WHERE id = '{cid}'"
+    ))
+    .await;
+    let r = delete(format!("/customers/{cid}")).await;
+    assert_eq!(r.status, 500, "the address: {}", r.body);
+
+    edit(format!(
+        "UPDATE customers SET address = NULL WHERE id = '{cid}'"
+    ))
+    .await;
+    edit(format!(
+        "UPDATE payment_methods SET card = '{{' WHERE id = '{pm}'"
+    ))
+    .await;
+    let r = delete(format!("/payment-methods/{pm}")).await;
+    assert_eq!(r.status, 500, "the card alone: {}", r.body);
+    let r = delete(format!("/customers/{cid}")).await;
+    assert_eq!(r.status, 500, "the customer's card: {}", r.body);
+
+    let db = &app.state.db;
+    let kept = customer::Entity::find_by_id(cid.as_str())
+        .one(db)
+        .await
+        .unwrap();
+    assert!(kept.is_some_and(|c| c.redacted_at.is_none() && c.name.as_deref() == Some("Ana")));
+    let card = payment_method::Entity::find_by_id(pm.as_str())
+        .one(db)
+        .await
+        .unwrap();
+    assert!(card.is_some(), "the card is kept");
+}

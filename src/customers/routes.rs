@@ -296,6 +296,8 @@ pub async fn delete_method(
             pm.merchant_id == caller.merchant_id.as_str() && pm.test_mode == caller.test_mode()
         })
         .ok_or_else(|| ApiError::not_found("payment method"))?;
+    // Rendered first: a card that does not decode is refused (500) before it is forgotten.
+    let shown = SavedMethod::of(&pm, None)?;
     // A mandate changed meanwhile is read again: its revocation must not be lost.
     commit::retrying(3, || async {
         let deleted = store::delete_method(&state.db, &pm, state.clock.now()).await;
@@ -303,7 +305,7 @@ pub async fn delete_method(
     })
     .await?;
     store::forget_at_processor(&state.db, &connections, &pm).await;
-    Ok(HttpResponse::Ok().json(SavedMethod::of(&pm, None)?))
+    Ok(HttpResponse::Ok().json(shown))
 }
 
 fn mandate_page(q: &ListMandatesQuery) -> Result<Page, ApiError> {

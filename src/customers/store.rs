@@ -10,7 +10,7 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
-use super::api::{CustomerFields, ListCustomersQuery, ListMandatesQuery};
+use super::api::{Address, CustomerFields, ListCustomersQuery, ListMandatesQuery};
 use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
@@ -103,11 +103,16 @@ pub async fn redact(
     after: customer::Model,
 ) -> Result<(customer::Model, Vec<payment_method::Model>), CommitError> {
     let deleted = methods(db, &before.id).await?;
+    // Each card is detached at its processor after the commit: one that does not decode
+    // refuses the deletion (500) before anything is forgotten.
+    for pm in &deleted {
+        crate::stored::json::<StoredCard>("card", &pm.id, &pm.card)?;
+    }
     let live_mandate = mandate::Entity::find()
         .select_only()
         .column(mandate::Column::Id)
         .filter(mandate::Column::CustomerId.eq(before.id.as_str()))
-        .filter(mandate::Column::Status.is_in(["pending", "active"]))
+        .filter(mandate::Column::Status.is_in([MandateStatus::Pending, MandateStatus::Active]))
         .into_query();
     let (replace, after) = replacement(before, after);
     let mut change = Change::at(after.updated_at)
@@ -123,8 +128,9 @@ pub async fn redact(
         ))
         .and(replace);
     // What its events and their attempts hold of it goes with it.
+    let personal = personal(before)?;
     let stored =
-        retention::redaction_writes(db, &before.merchant_id, &before.id, &personal(before)).await?;
+        retention::redaction_writes(db, &before.merchant_id, &before.id, &personal).await?;
     for w in stored {
         change = change.write(Write::Update(w));
     }
@@ -133,24 +139,19 @@ pub async fn redact(
 }
 
 /// The values of a customer's personal fields: name, email, phone and the lines of its
-/// address.
-fn personal(c: &customer::Model) -> Vec<String> {
-    let address: Option<serde_json::Value> = c
-        .address
-        .as_deref()
-        .and_then(|a| serde_json::from_str(a).ok());
+/// address. An address that does not decode is an error: the redaction could not know what
+/// to take out of the stored events.
+fn personal(c: &customer::Model) -> Result<Vec<String>, DbErr> {
+    let address: Option<Address> = crate::stored::json_opt("address", &c.id, c.address.as_deref())?;
     let lines = address
-        .as_ref()
-        .and_then(|a| a.as_object())
         .into_iter()
-        .flat_map(|a| a.values())
-        .filter_map(|v| v.as_str().map(str::to_owned));
-    [c.name.clone(), c.email.clone(), c.phone.clone()]
+        .flat_map(|a| [a.line1, a.line2, a.city, a.postal_code, a.state, a.country]);
+    Ok([c.name.clone(), c.email.clone(), c.phone.clone()]
         .into_iter()
-        .flatten()
         .chain(lines)
+        .flatten()
         .filter(|v| !v.trim().is_empty())
-        .collect()
+        .collect())
 }
 
 pub fn apply(c: &customer::Model, f: &CustomerFields, now: DateTime<Utc>) -> customer::Model {
@@ -286,10 +287,16 @@ pub async fn forget_at_processor(
     connections: &Connections,
     pm: &payment_method::Model,
 ) {
-    let Some(token) = serde_json::from_str::<StoredCard>(&pm.card)
-        .ok()
-        .and_then(|card| card.token)
-    else {
+    let card = match crate::stored::json::<StoredCard>("card", &pm.id, &pm.card) {
+        Ok(card) => card,
+        Err(_) => {
+            // Logged where it was read; payd never charges it again, but it may stay
+            // attached at its processor.
+            tracing::error!(payment_method_id = %pm.id, "a deleted card could not be detached at its processor");
+            return;
+        }
+    };
+    let Some(token) = card.token else {
         return;
     };
     let account = processor_account::Entity::find_by_id(token.account.as_str())
