@@ -452,7 +452,7 @@ async fn an_unanswered_dispute_expires_at_its_deadline_and_others_are_never_disp
     let d = dispute_of(&app, &m, &payment_id).await;
     let id = d["dispute_id"].as_str().unwrap();
     app.clock.advance(Duration::days(6));
-    actix_web::rt::time::sleep(StdDuration::from_millis(200)).await;
+    app.run_due_jobs().await;
     let r = app
         .call(&m, Method::GET, &format!("/disputes/{id}"), None)
         .await;
@@ -475,7 +475,7 @@ async fn an_unanswered_dispute_expires_at_its_deadline_and_others_are_never_disp
     let manual = r.body["payment_id"].as_str().unwrap().to_owned();
     let plain = pay(&app, &m, "4242424242424242", 200).await;
     app.clock.advance(Duration::seconds(6));
-    actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+    app.run_due_jobs().await;
     for p in [&manual, &plain] {
         let r = app
             .call(

@@ -615,7 +615,7 @@ async fn a_payout_left_unfulfilled_expires_and_gives_its_reservation_back() {
     let waiting = payout(&app, &m, 100, "000123456789", json!({})).await;
     assert_eq!(balance(&app, &m).await, (500, 1_500));
     app.clock.advance(Duration::hours(23));
-    actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+    app.run_due_jobs().await;
     let r = get(&app, &m, &format!("/payouts/{}", pid(&held.body))).await;
     assert_eq!(r.body["status"], "requires_fulfillment", "not yet");
     app.clock.advance(Duration::hours(2));

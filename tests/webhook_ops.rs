@@ -217,7 +217,7 @@ async fn the_sweep_disables_an_endpoint_whose_retries_wait() {
     )
     .await;
     app.clock.set(app.clock.now() + Duration::seconds(30));
-    actix_web::rt::time::sleep(StdDuration::from_millis(300)).await;
+    app.run_due_jobs().await;
     assert_eq!(
         endpoint(&app, &m).await["enabled"],
         true,

@@ -140,6 +140,8 @@ pub struct TestApp {
     pub dispatcher: web::Data<Dispatcher>,
     /// Every instance's dispatcher.
     dispatchers: Vec<web::Data<Dispatcher>>,
+    /// Every instance's scheduler.
+    schedulers: Vec<Arc<payd::scheduler::Scheduler>>,
     pub db: Arc<TestDb>,
     handles: Vec<ServerHandle>,
 }
@@ -171,6 +173,24 @@ impl TestApp {
             }
         }
         panic!("deliveries kept coming due with the clock standing");
+    }
+
+    /// Runs the scheduled jobs due by the test's clock, on every instance, until none is left:
+    /// after it, what a due job would have done is done (a test asserts that a job has not
+    /// acted yet with this, never after a fixed sleep).
+    pub async fn run_due_jobs(&self) {
+        // Bounded: each round runs what was due, and jobs come due again only as the clock
+        // moves (a periodic job reschedules itself after the clock's now).
+        for _ in 0..20 {
+            let mut ran = 0;
+            for s in &self.schedulers {
+                ran += s.tick().await.expect("run the due jobs");
+            }
+            if ran == 0 {
+                return;
+            }
+        }
+        panic!("jobs kept coming due with the clock standing");
     }
 
     /// The path of `url` when it is on one of this test's instances (each builds its links,
@@ -306,6 +326,7 @@ async fn start(
     let mut handles = Vec::new();
     let mut first = None;
     let mut dispatchers = Vec::new();
+    let mut schedulers = Vec::new();
     for _ in 0..count {
         let app = Application::build(settings(&db, extra), clock.clone())
             .await
@@ -313,6 +334,7 @@ async fn start(
         bases.push(format!("http://127.0.0.1:{}", app.port()));
         first.get_or_insert_with(|| (app.state(), app.dispatcher()));
         dispatchers.push(app.dispatcher());
+        schedulers.push(app.state().scheduler.clone());
         handles.push(app.handle());
         actix_web::rt::spawn(app.run_until_stopped());
     }
@@ -325,6 +347,7 @@ async fn start(
         state,
         dispatcher,
         dispatchers,
+        schedulers,
         db,
         handles,
     };
