@@ -37,7 +37,7 @@ pub struct Model {
     pub footer: Option<String>,
     /// A credit note's reason.
     pub reason: Option<String>,
-    pub locale: Option<String>,
+    pub locale: Option<payd_model::locale::Locale>,
     /// `YYYY-MM-DD`.
     pub due_date: Option<String>,
     /// JSON object.

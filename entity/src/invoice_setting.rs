@@ -19,7 +19,7 @@ pub struct Model {
     pub seller: Option<String>,
     pub footer: Option<String>,
     pub payment_terms_days: Option<i64>,
-    pub locale: Option<String>,
+    pub locale: Option<payd_model::locale::Locale>,
     pub updated_at: DateTimeUtc,
 }
 

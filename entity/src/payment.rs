@@ -42,7 +42,7 @@ pub struct Model {
     pub hosted_checkout: bool,
     /// The language of its hosted pages (`en`, `de`, `fr`), over the buyer's
     /// `Accept-Language`.
-    pub locale: Option<String>,
+    pub locale: Option<payd_model::locale::Locale>,
     pub client_secret: String,
     pub expires_at: DateTimeUtc,
     pub capture_before: Option<DateTimeUtc>,

@@ -22,6 +22,7 @@ pub mod idempotency;
 pub mod invoices;
 pub mod keys;
 pub mod ledger;
+pub mod locale;
 pub mod mandates;
 pub mod payments;
 pub mod payouts;

@@ -389,7 +389,7 @@ async fn finalize(
     after.amount_paid = paid;
     after.paid_at = (status == Status::Paid).then_some(now);
     after.due_date = Some(due.to_string());
-    after.locale = Some(settings.locale.clone());
+    after.locale = Some(settings.locale);
     after.footer = settings.footer.clone();
     after.finalized_at = Some(now);
     let series = settings.number_prefix.clone();
@@ -519,7 +519,7 @@ async fn credit_note(
         memo: memo.clone(),
         footer: m.footer.clone(),
         reason: Some(reason.to_owned()),
-        locale: m.locale.clone(),
+        locale: m.locale,
         due_date: None,
         metadata: metadata.to_owned(),
         finalized_at: Some(now),

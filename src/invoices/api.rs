@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use payd_entity::{invoice, invoice_setting, tax_rule};
+use payd_model::locale::Locale;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -461,7 +462,7 @@ impl Invoice {
             memo: m.memo.clone(),
             footer: m.footer.clone(),
             reason: m.reason.clone(),
-            locale: m.locale.clone(),
+            locale: m.locale.map(|l| l.to_string()),
             due_date: m.due_date.clone(),
             metadata: crate::stored::json("metadata", &m.id, &m.metadata)?,
             pdf_url: m.finalized_at.map(|_| format!("/invoices/{}/pdf", m.id)),
@@ -498,11 +499,9 @@ pub struct SettingsInput {
     pub payment_terms_days: Option<i64>,
     /// `en` (default), `de` or `fr`: how the PDF writes amounts and dates.
     #[serde(default)]
-    pub locale: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub locale: Option<Locale>,
 }
-
-/// The locales the PDF writes numbers and dates for.
-pub const LOCALES: [&str; 3] = ["en", "de", "fr"];
 
 impl SettingsInput {
     pub fn checked(mut self) -> Result<Self, ApiError> {
@@ -534,14 +533,6 @@ impl SettingsInput {
                 "payment_terms_days is 0 to 365",
             ));
         }
-        if let Some(l) = &self.locale {
-            if !LOCALES.contains(&l.as_str()) {
-                return Err(ApiError::invalid_param(
-                    "locale",
-                    format!("locale is one of {}", LOCALES.join(", ")),
-                ));
-            }
-        }
         Ok(self)
     }
 
@@ -553,7 +544,7 @@ impl SettingsInput {
             seller: Party::stored("seller", &id, m.seller.as_deref())?,
             footer: m.footer.clone(),
             payment_terms_days: m.payment_terms_days,
-            locale: m.locale.clone(),
+            locale: m.locale,
         })
     }
 
@@ -579,7 +570,8 @@ pub struct Effective {
     pub seller: Option<Party>,
     pub footer: Option<String>,
     pub payment_terms_days: i64,
-    pub locale: String,
+    #[schema(value_type = String)]
+    pub locale: Locale,
 }
 
 impl Effective {
@@ -590,7 +582,7 @@ impl Effective {
             seller: s.seller,
             footer: s.footer,
             payment_terms_days: s.payment_terms_days.unwrap_or(30),
-            locale: s.locale.unwrap_or_else(|| "en".into()),
+            locale: s.locale.unwrap_or(Locale::En),
         }
     }
 }

@@ -1,63 +1,45 @@
 //! The hosted pages' words, in one table per language, and amounts written the way a buyer
-//! of that language reads them. English, German and French; a page asks [`Locale::choose`]
+//! of that language reads them. English, German and French; a page asks [`choose`]
 //! with the payment's own `locale`, if any, else the buyer's `Accept-Language`.
 
 use serde::Serialize;
 
-/// A language the hosted pages speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Locale {
-    En,
-    De,
-    Fr,
+pub use payd_model::locale::Locale;
+
+/// The payment's `locale` when it has one, else the best of the buyer's `Accept-Language` (by
+/// its weights, first listed first among equals) the pages speak, else English.
+pub fn choose(payment: Option<Locale>, accept_language: Option<&str>) -> Locale {
+    if let Some(l) = payment {
+        return l;
+    }
+    let mut best: Option<(f32, Locale)> = None;
+    for part in accept_language.unwrap_or_default().split(',') {
+        let mut pieces = part.split(';');
+        let Some(l) = pieces.next().and_then(Locale::of_tag) else {
+            continue;
+        };
+        let q = pieces
+            .find_map(|p| p.trim().strip_prefix("q="))
+            .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())
+            .unwrap_or(0.0);
+        if q > 0.0 && best.is_none_or(|(b, _)| q > b) {
+            best = Some((q, l));
+        }
+    }
+    best.map_or(Locale::En, |(_, l)| l)
 }
 
-impl Locale {
-    pub const ALL: [Locale; 3] = [Locale::En, Locale::De, Locale::Fr];
+/// What a language's pages say, and how it writes an amount.
+pub trait Words {
+    fn text(self) -> &'static Text;
 
-    /// Its tag, as `<html lang>` and a payment's `locale` spell it.
-    pub fn tag(self) -> &'static str {
-        match self {
-            Locale::En => "en",
-            Locale::De => "de",
-            Locale::Fr => "fr",
-        }
-    }
+    /// `minor` units of `currency` as this language writes an amount: `€1,234.56`,
+    /// `1.234,56 €`, `1 234,56 €`; a currency without a common symbol by its code.
+    fn amount(self, minor: i64, currency: &str) -> String;
+}
 
-    /// The language of a tag (`de`, `de-AT`, `FR-ca`): its primary subtag; `None` for one
-    /// the pages do not speak.
-    pub fn of_tag(tag: &str) -> Option<Locale> {
-        let primary = tag.trim().split(['-', '_']).next()?;
-        Locale::ALL
-            .into_iter()
-            .find(|l| l.tag().eq_ignore_ascii_case(primary))
-    }
-
-    /// The payment's `locale` when it names one the pages speak, else the best of the
-    /// buyer's `Accept-Language` (by its weights, first listed first among equals), else
-    /// English.
-    pub fn choose(payment: Option<&str>, accept_language: Option<&str>) -> Locale {
-        if let Some(l) = payment.and_then(Locale::of_tag) {
-            return l;
-        }
-        let mut best: Option<(f32, Locale)> = None;
-        for part in accept_language.unwrap_or_default().split(',') {
-            let mut pieces = part.split(';');
-            let Some(l) = pieces.next().and_then(Locale::of_tag) else {
-                continue;
-            };
-            let q = pieces
-                .find_map(|p| p.trim().strip_prefix("q="))
-                .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())
-                .unwrap_or(0.0);
-            if q > 0.0 && best.is_none_or(|(b, _)| q > b) {
-                best = Some((q, l));
-            }
-        }
-        best.map_or(Locale::En, |(_, l)| l)
-    }
-
-    pub fn text(self) -> &'static Text {
+impl Words for Locale {
+    fn text(self) -> &'static Text {
         match self {
             Locale::En => &EN,
             Locale::De => &DE,
@@ -65,9 +47,7 @@ impl Locale {
         }
     }
 
-    /// `minor` units of `currency` as this language writes an amount: `€1,234.56`,
-    /// `1.234,56 €`, `1 234,56 €`; a currency without a common symbol by its code.
-    pub fn amount(self, minor: i64, currency: &str) -> String {
+    fn amount(self, minor: i64, currency: &str) -> String {
         let plain = crate::fields::display_amount(minor.abs(), currency);
         let (units, cents) = plain.split_once('.').unwrap_or((plain.as_str(), ""));
         let (group, decimal) = match self {
@@ -310,16 +290,12 @@ mod tests {
 
     #[test]
     fn the_payment_locale_wins_then_the_heaviest_accepted_language_then_english() {
-        assert_eq!(Locale::choose(Some("fr-CA"), Some("de")), Locale::Fr);
-        assert_eq!(Locale::choose(Some("xx"), Some("de")), Locale::De);
-        assert_eq!(
-            Locale::choose(None, Some("es-ES,fr;q=0.5,de-AT;q=0.8")),
-            Locale::De
-        );
-        assert_eq!(Locale::choose(None, Some("de;q=0, fr")), Locale::Fr);
-        assert_eq!(Locale::choose(None, Some("es, it;q=0.9")), Locale::En);
-        assert_eq!(Locale::choose(None, Some("de;q=nonsense")), Locale::En);
-        assert_eq!(Locale::choose(None, None), Locale::En);
+        assert_eq!(choose(Some(Locale::Fr), Some("de")), Locale::Fr);
+        assert_eq!(choose(None, Some("es-ES,fr;q=0.5,de-AT;q=0.8")), Locale::De);
+        assert_eq!(choose(None, Some("de;q=0, fr")), Locale::Fr);
+        assert_eq!(choose(None, Some("es, it;q=0.9")), Locale::En);
+        assert_eq!(choose(None, Some("de;q=nonsense")), Locale::En);
+        assert_eq!(choose(None, None), Locale::En);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use payd_entity::{payment, payment_attempt, payment_status_history};
-use payd_model::payments::FutureUsage;
+use payd_model::{locale::Locale, payments::FutureUsage};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -152,8 +152,8 @@ pub struct NewPayment {
     pub description: Option<String>,
     pub return_url: Option<String>,
     pub hosted_checkout: bool,
-    /// A language the hosted pages speak (`pages::text::Locale`'s tag).
-    pub locale: Option<String>,
+    /// A language the hosted pages speak.
+    pub locale: Option<Locale>,
 }
 
 impl CreatePaymentRequest {
@@ -567,7 +567,7 @@ impl Payment {
             last_error: stored::json_opt("last_error", &m.id, m.last_error.as_deref())?,
             description: m.description.clone(),
             return_url: m.return_url.clone(),
-            locale: m.locale.clone(),
+            locale: m.locale.map(|l| l.to_string()),
             checkout_url: m
                 .hosted_checkout
                 .then(|| format!("{base}{}", buyer_path(&m.id, "", &m.client_secret))),
@@ -713,15 +713,12 @@ pub struct LineBalance {
     pub amount_refundable: i64,
 }
 
-/// A payment's `locale`: one the hosted pages speak, as its tag.
-fn parse_locale(raw: &str) -> Result<String, ApiError> {
-    use crate::pages::text::Locale;
-    Locale::of_tag(raw)
-        .map(|l| l.tag().to_owned())
-        .ok_or_else(|| {
-            let tags: Vec<&str> = Locale::ALL.iter().map(|l| l.tag()).collect();
-            ApiError::invalid_param("locale", format!("locale is one of {}", tags.join(", ")))
-        })
+/// A payment's `locale`: one the hosted pages speak (`de-AT` is `de`).
+fn parse_locale(raw: &str) -> Result<Locale, ApiError> {
+    Locale::of_tag(raw).ok_or_else(|| {
+        let tags = Locale::ALL.map(Locale::as_str).join(", ");
+        ApiError::invalid_param("locale", format!("locale is one of {tags}"))
+    })
 }
 
 /// Checks lines and returns them stored form; their totals must add up to `amount`.

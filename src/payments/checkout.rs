@@ -18,7 +18,7 @@ use crate::{
     http::{ApiJson, ApiQuery, PathId},
     pages::{
         embed, html_framed,
-        text::{Locale, Text},
+        text::{self, Locale, Text, Words},
         Chrome, POLICY,
     },
     processors::{card::parse_card, CardInput, Challenge, SecretCard},
@@ -298,7 +298,7 @@ fn checkout_page<'a>(
         })
         .collect();
     Ok(CheckoutPage {
-        chrome: Chrome::new(locale.tag(), Some("checkout.js")),
+        chrome: Chrome::new(locale.as_str(), Some("checkout.js")),
         text,
         shop_name: &shop.name,
         logo: shop.logo,
@@ -368,7 +368,7 @@ fn buyer_locale(req: &HttpRequest, m: &payment::Model) -> Locale {
         .headers()
         .get(header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok());
-    Locale::choose(m.locale.as_deref(), accept)
+    text::choose(m.locale, accept)
 }
 
 /// How the page shows the shop the buyer pays: its branding, else its name.
@@ -568,7 +568,7 @@ pub async fn challenge_page(
     let locale = buyer_locale(&req, &m);
     let text = locale.text();
     let page = ChallengePage {
-        chrome: Chrome::new(locale.tag(), Some("challenge.js")),
+        chrome: Chrome::new(locale.as_str(), Some("challenge.js")),
         text,
         shop_name: &shop.name,
         logo: shop.logo,
