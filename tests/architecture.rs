@@ -93,6 +93,7 @@ const NAMED: &[(&str, &str)] = &[
     ("processors::connect", "store"),
     ("wallet::processor", "store"),
     ("sales::tally", "domain"),
+    ("payments::processor_accounts", "store"),
     ("payments::create", "runtime"),
     ("payments::methods", "types"),
     ("subscriptions::estimate", "runtime"),

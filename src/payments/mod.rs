@@ -10,6 +10,7 @@ pub mod intent;
 pub mod jobs;
 pub mod machine;
 pub mod methods;
+pub mod processor_accounts;
 pub mod refunds;
 pub mod routes;
 pub mod routing;

@@ -5,10 +5,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use payd_model::subscriptions::Biller;
+
 use super::machine::{self, Interval};
 
 /// The processor's name: a subscription it bills has `billing: "billing_sandbox"`.
-pub const NAME: super::store::Biller = super::store::Biller::BillingSandbox;
+pub const NAME: Biller = Biller::BillingSandbox;
 
 /// A plan or add-on of the processor (`GET /subscriptions/items`).
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
