@@ -1460,3 +1460,26 @@ async fn a_create_with_confirm_is_one_transaction() {
     );
     db.close().await.ok();
 }
+
+/// An attempt whose stored routing decision no longer decodes (edited by hand) makes the
+/// decisions' list a 500, logged with its column and row; it was left out of the list, so the
+/// list showed a payment routed fewer times than it was.
+#[actix_web::test]
+async fn a_routing_decision_that_does_not_decode_is_an_error_not_a_shorter_list() {
+    use sea_orm::ConnectionTrait;
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = pay(&app, &m, "4242424242424242", json!({})).await;
+    let id = p["payment_id"].as_str().unwrap();
+    let path = format!("/payments/{id}/routing-decisions");
+    assert_eq!(
+        get(&app, &m, &path).await.body["data"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    let edit = format!("UPDATE payment_attempts SET routing = 'alpha' WHERE payment_id = '{id}'");
+    app.state.db.execute_unprepared(&edit).await.unwrap();
+    let r = get(&app, &m, &path).await;
+    assert_eq!(r.status, 500, "{}", r.body);
+}

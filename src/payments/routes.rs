@@ -656,18 +656,19 @@ pub async fn routing_decisions(
     PathId(id): PathId<crate::ids::PaymentId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
-    let data: Vec<RoutingDecisionView> = store::attempts(&state.db, &m.id)
+    // An attempt whose stored decision does not decode is an error, never left out.
+    let data = store::attempts(&state.db, &m.id)
         .await?
         .into_iter()
-        .filter_map(|a| {
-            let decision: RoutingDecision = serde_json::from_str(&a.routing).ok()?;
-            Some(RoutingDecisionView {
+        .map(|a| {
+            let decision: RoutingDecision = crate::stored::json("routing", &a.id, &a.routing)?;
+            Ok(RoutingDecisionView {
                 attempt_id: a.id,
                 number: a.number,
                 outcome: a.status.to_string(),
                 decision,
             })
         })
-        .collect();
+        .collect::<Result<Vec<_>, sea_orm::DbErr>>()?;
     Ok(HttpResponse::Ok().json(Items { data }))
 }

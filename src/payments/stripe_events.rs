@@ -187,7 +187,9 @@ async fn handle(
     }
     // A PaymentIntent made for the payment that the payment does not hold (an attempt payd
     // declared never reached, which reached Stripe after all): given back, by a job.
-    if kind.starts_with("payment_intent.") && orphan(&payment, object) {
+    let orphaned = kind.starts_with("payment_intent.")
+        && orphan(&payment, object).map_err(|e| ApiError::internal(e.to_string()))?;
+    if orphaned {
         let entity = format!("{}/{}/{}", account.id, intent, payment.id);
         store::due_now(db, ORPHAN_JOB, &entity, now)
             .await
@@ -205,25 +207,28 @@ async fn handle(
 
 /// Whether a PaymentIntent Stripe tells of is an orphan of `payment`: made for it (its
 /// metadata says so) but neither the one it holds nor the one its pending authorization is
-/// being recovered under.
-fn orphan(payment: &payd_entity::payment::Model, pi: &Value) -> bool {
+/// being recovered under. A pending operation that does not decode is an error: read as
+/// none, it would give back the PaymentIntent an authorization is being recovered under.
+fn orphan(payment: &payd_entity::payment::Model, pi: &Value) -> Result<bool, sea_orm::DbErr> {
+    use crate::payments::intent::Intent;
     let id = pi["id"].as_str();
     if pi["metadata"]["payd_payment_id"].as_str() != Some(payment.id.as_str())
         || payment.processor_reference.as_deref() == id
     {
-        return false;
+        return Ok(false);
     }
-    let recovering = payment
-        .pending_operation
-        .as_deref()
-        .and_then(|raw| serde_json::from_str::<crate::payments::intent::Intent>(raw).ok())
-        .is_some_and(|intent| match intent {
-            crate::payments::intent::Intent::Authorize { reference, .. } => {
-                pi["metadata"]["payd_reference"].as_str() == Some(reference.as_str())
-            }
-            _ => false,
-        });
-    !recovering
+    let pending: Option<Intent> = crate::stored::json_opt(
+        "pending_operation",
+        &payment.id,
+        payment.pending_operation.as_deref(),
+    )?;
+    let recovering = pending.is_some_and(|intent| match intent {
+        Intent::Authorize { reference, .. } => {
+            pi["metadata"]["payd_reference"].as_str() == Some(reference.as_str())
+        }
+        _ => false,
+    });
+    Ok(!recovering)
 }
 
 /// The job that gives back an orphan PaymentIntent (entity `{account}/{pi}/{payment}`).
