@@ -460,3 +460,24 @@ async fn wait_for_failed(app: &TestApp, m: &Merchant, n: usize) -> Vec<String> {
         actix_web::rt::time::sleep(StdDuration::from_millis(50)).await;
     }
 }
+
+/// An assessment whose stored thresholds no longer decode (edited by hand) makes the shop's
+/// risk a 500, logged with its column and row; it showed `thresholds: null`, as if the band
+/// had been decided under none.
+#[actix_web::test]
+async fn thresholds_that_do_not_decode_are_an_error_not_null() {
+    use sea_orm::ConnectionTrait;
+    let app = spawn_with(std::sync::Arc::new(TestDb::new().await), &[]).await;
+    let m = app.create_merchant("Acme").await;
+    let r = assess(&app, &m.profile_id).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = risk(&app, &m, "").await;
+    assert!(r.body["latest"]["thresholds"].is_object(), "{}", r.body);
+    let edit = format!(
+        "UPDATE risk_assessments SET thresholds = 'high' WHERE profile_id = '{}'",
+        m.profile_id
+    );
+    app.state.db.execute_unprepared(&edit).await.unwrap();
+    let r = risk(&app, &m, "").await;
+    assert_eq!(r.status, 500, "{}", r.body);
+}

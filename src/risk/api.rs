@@ -76,14 +76,15 @@ pub struct RiskRecord {
 }
 
 impl RiskRecord {
-    pub fn render(m: &risk_assessment::Model) -> Self {
+    /// A stored `thresholds` that does not decode is an error (`stored`), never `null`.
+    pub fn render(m: &risk_assessment::Model) -> Result<Self, sea_orm::DbErr> {
         let counts = Counts {
             payments: m.payments,
             declines: m.declines,
             refunds: m.refunds,
             disputes: m.disputes,
         };
-        Self {
+        Ok(Self {
             risk_id: m.id.clone(),
             profile_id: m.profile_id.clone(),
             test_mode: m.test_mode,
@@ -91,11 +92,10 @@ impl RiskRecord {
             previous_band: m.previous_band.map(|b| b.to_string()),
             figures: RiskFigures::of(&counts),
             window: m.window_secs,
-            // Always written from a `Thresholds`: none only for a row edited by hand.
-            thresholds: serde_json::from_str(&m.thresholds).ok(),
+            thresholds: Some(crate::stored::json("thresholds", &m.id, &m.thresholds)?),
             trigger: m.trigger.to_string(),
             assessed_at: m.assessed_at,
-        }
+        })
     }
 }
 
