@@ -11,7 +11,7 @@ use super::{
     actor::{run, Access, Command, Fresh, PaymentDeps, PaymentError, Payments},
     api::{ConfirmAsk, NewPayment, SentCard},
     machine::{Line, Status},
-    store,
+    processor_accounts, store,
 };
 use crate::commit::Db;
 use crate::{
@@ -493,7 +493,7 @@ pub async fn card_sent(
         param,
         message: message.to_owned(),
     };
-    let stripe: Vec<_> = store::accounts(&deps.db, profile_id, test_mode)
+    let stripe: Vec<_> = processor_accounts::accounts(&deps.db, profile_id, test_mode)
         .await?
         .into_iter()
         .filter(|a| a.kind == AccountKind::Stripe && a.approval == Approval::Approved && a.enabled)

@@ -4,8 +4,8 @@ use actix_web::{web, HttpResponse};
 use payd_entity::processor_account;
 
 use super::{
+    processor_accounts,
     routing::{self, RoutingRules},
-    store,
 };
 use crate::{
     accounts::shop_in_path,
@@ -182,7 +182,7 @@ pub async fn update_processor(
 ) -> Result<HttpResponse, ApiError> {
     let (profile, id) = path.into_inner();
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let mut account = store::find_account(&state.db, &id)
+    let mut account = processor_accounts::find_account(&state.db, &id)
         .await?
         .filter(|a| {
             a.merchant_id == caller.merchant_id.as_str()
@@ -196,9 +196,12 @@ pub async fn update_processor(
         account.enabled = enabled;
         changed.push("enabled");
     }
-    let row = store::update_account(&state.db, &account, &changed, now, &caller.key_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
+    let row =
+        processor_accounts::update_account(&state.db, &account, &changed, now, &caller.key_id)
+            .await?
+            .ok_or_else(|| {
+                ApiError::not_found("processor account").param("processor_account_id")
+            })?;
     // Routed to (or not) with its new settings by every instance when this answers.
     state.generation.changed().await;
     Ok(HttpResponse::Ok().json(ProcessorAccount::from(row)))
@@ -402,11 +405,12 @@ pub async fn list_processors(
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let data: Vec<ProcessorAccount> = store::accounts(&state.db, shop.as_str(), caller.test_mode())
-        .await?
-        .into_iter()
-        .map(ProcessorAccount::from)
-        .collect();
+    let data: Vec<ProcessorAccount> =
+        processor_accounts::accounts(&state.db, shop.as_str(), caller.test_mode())
+            .await?
+            .into_iter()
+            .map(ProcessorAccount::from)
+            .collect();
     Ok(HttpResponse::Ok().json(Items { data }))
 }
 
@@ -463,7 +467,7 @@ pub async fn add_processor(
     };
     let config = connection(&state, &req, kind, caller.test_mode())?;
     let approval = approval_of(&state, config.is_some());
-    let row = store::insert_account(
+    let row = processor_accounts::insert_account(
         &state.db,
         caller.merchant_id.as_str(),
         shop.as_str(),
@@ -718,7 +722,7 @@ pub async fn admin_processors(
             ApiError::invalid_param("approval", "approval is pending, approved or rejected")
         })?,
     };
-    let data = store::accounts_in(&state.db, approval)
+    let data = processor_accounts::accounts_in(&state.db, approval)
         .await?
         .into_iter()
         .map(|a| AdminProcessorAccount::of(&connections, a))
@@ -744,7 +748,7 @@ pub async fn admin_processor(
     connections: web::Data<Connections>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let row = store::find_account(&state.db, &id)
+    let row = processor_accounts::find_account(&state.db, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
     Ok(HttpResponse::Ok().json(AdminProcessorAccount::of(&connections, row)))
@@ -757,7 +761,7 @@ async fn decide(
     id: &str,
     approval: Approval,
 ) -> Result<HttpResponse, ApiError> {
-    let row = store::decide_account(&state.db, id, approval, state.clock.now())
+    let row = processor_accounts::decide_account(&state.db, id, approval, state.clock.now())
         .await?
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
     // In force on every instance when this answers.
@@ -825,7 +829,8 @@ pub async fn get_routing(
     profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
-    let rules = store::routing_rules(&state.db, shop.as_str(), caller.test_mode()).await?;
+    let rules =
+        processor_accounts::routing_rules(&state.db, shop.as_str(), caller.test_mode()).await?;
     Ok(HttpResponse::Ok().json(rules))
 }
 
@@ -850,13 +855,20 @@ pub async fn put_routing(
 ) -> Result<HttpResponse, ApiError> {
     let shop = shop_in_path(&state, &caller, &profile).await?;
     let mode = caller.test_mode();
-    let names: Vec<String> = store::accounts(&state.db, shop.as_str(), mode)
+    let names: Vec<String> = processor_accounts::accounts(&state.db, shop.as_str(), mode)
         .await?
         .into_iter()
         .map(|a| a.name)
         .collect();
     rules.validate(&names)?;
-    store::put_routing_rules(&state.db, shop.as_str(), mode, &rules, state.clock.now()).await?;
+    processor_accounts::put_routing_rules(
+        &state.db,
+        shop.as_str(),
+        mode,
+        &rules,
+        state.clock.now(),
+    )
+    .await?;
     // In force on every instance when this answers.
     state.generation.changed().await;
     Ok(HttpResponse::Ok().json(rules))

@@ -9,10 +9,6 @@ use sea_orm::{
     IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder, QueryTrait,
 };
 
-pub use super::processor_accounts::{
-    accounts, accounts_and_rules, accounts_in, decide_account, find_account, insert_account,
-    put_routing_rules, routing_rules, set_events_read_until, stripe_accounts, update_account,
-};
 use super::{
     api::ListPaymentsRequest,
     intent::Intent,

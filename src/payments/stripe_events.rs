@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::{
     actor::{self, Command, Payments},
-    store,
+    processor_accounts, store,
 };
 use crate::{
     clock,
@@ -111,7 +111,7 @@ pub async fn receive_processor_event(
 ) -> Result<HttpResponse, ApiError> {
     // An account the operator has not approved (or rejected) is not heard: until then it is
     // nobody's processor.
-    let account = store::find_account(&state.db, &id)
+    let account = processor_accounts::find_account(&state.db, &id)
         .await?
         .filter(|a| a.kind == AccountKind::Stripe && a.approval == Approval::Approved)
         .ok_or_else(|| ApiError::not_found("processor account").param("processor_account_id"))?;
@@ -250,7 +250,7 @@ async fn release_orphan(
         return Outcome::Done;
     };
     let found = async {
-        let account = store::find_account(db, account_id).await?;
+        let account = processor_accounts::find_account(db, account_id).await?;
         let payment = store::find(db, payment_id).await?;
         Ok::<_, sea_orm::DbErr>((account, payment))
     };
@@ -324,7 +324,7 @@ async fn catch_up(
     disputes: &Disputes,
     now: DateTime<Utc>,
 ) -> Result<(), ApiError> {
-    for account in store::stripe_accounts(db).await? {
+    for account in processor_accounts::stripe_accounts(db).await? {
         let Some(processor) = connections.resolve(Some(&account)) else {
             continue;
         };
@@ -351,7 +351,7 @@ async fn catch_up(
         }
         let mark = until.max(account.events_read_until.unwrap_or(until));
         if !failed && Some(mark) != account.events_read_until {
-            store::set_events_read_until(db, &account.id, mark, now)
+            processor_accounts::set_events_read_until(db, &account.id, mark, now)
                 .await
                 .map_err(|e| ApiError::internal(e.to_string()))?;
         }
@@ -389,7 +389,7 @@ pub async fn follow_up(
     payment: &payd_entity::payment::Model,
 ) -> Result<(), ApiError> {
     let accounts: Vec<processor_account::Model> =
-        store::accounts(&state.db, &payment.profile_id, payment.test_mode)
+        processor_accounts::accounts(&state.db, &payment.profile_id, payment.test_mode)
             .await?
             .into_iter()
             .filter(|a| {

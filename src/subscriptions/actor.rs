@@ -156,7 +156,7 @@ async fn sync(
     status: Status,
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
-    if s.billing == store::PAYD {
+    if s.billing == store::Biller::Payd {
         return charge_now(deps, s, now).await;
     }
     let found = deps.billing.of(s).await?;

@@ -273,7 +273,7 @@ async fn new_subscription(
         cancel_at_period_end: false,
         cancelled_at: None,
         cancellation_reason: None,
-        billing: store::PAYD,
+        billing: store::Biller::Payd,
         processor_subscription_id: None,
         transition_id: new_id("tr"),
         ever_active: false,

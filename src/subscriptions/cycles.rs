@@ -161,7 +161,7 @@ pub(super) async fn save(
     events: Vec<Event>,
 ) -> Result<subscription::Model, SubscriptionError> {
     let after = store::raised(before, after);
-    if after.billing != store::PAYD && after.status != before.status {
+    if after.billing != store::Biller::Payd && after.status != before.status {
         forward_status(deps, &after, after.updated_at).await?;
     }
     let open = match &cycle {
@@ -231,7 +231,7 @@ pub(super) async fn taxed(
     now: DateTime<Utc>,
 ) -> Result<(), SubscriptionError> {
     let mut lines = lines_of(cycle)?;
-    if s.billing != store::PAYD || lines.is_empty() {
+    if s.billing != store::Biller::Payd || lines.is_empty() {
         return Ok(());
     }
     let taxes = deps.tax.tax(s, &lines, now).await?;
@@ -422,7 +422,7 @@ pub fn new_cycle(
         status: CycleStatus::Open,
         attempts: 1,
         charging: true,
-        payment_id: (s.billing == store::PAYD).then(|| new_id("pay")),
+        payment_id: (s.billing == store::Biller::Payd).then(|| new_id("pay")),
         processor_invoice_id: None,
         next_attempt_at: None,
         created_at: now,
@@ -442,7 +442,7 @@ pub(super) async fn attempt(
 ) -> Result<subscription::Model, SubscriptionError> {
     c.attempts += 1;
     c.charging = true;
-    c.payment_id = (s.billing == store::PAYD).then(|| new_id("pay"));
+    c.payment_id = (s.billing == store::Biller::Payd).then(|| new_id("pay"));
     c.next_attempt_at = None;
     c.updated_at = now;
     after.updated_at = now;
@@ -501,7 +501,7 @@ pub(super) async fn settle(
             after.open_cycle_id = None;
             // Paid on the hosted checkout: the card it saved, under its mandate, is charged
             // from now on.
-            if after.mandate_id.is_none() && after.billing == store::PAYD {
+            if after.mandate_id.is_none() && after.billing == store::Biller::Payd {
                 if let Some(m) = p.as_ref().and_then(|p| p.mandate_id.as_ref()) {
                     if let Some(found) = crate::customers::store::find_mandate(&deps.db, m).await? {
                         after.payment_method_id = Some(found.payment_method_id);

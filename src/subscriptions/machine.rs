@@ -157,11 +157,7 @@ pub fn charge_check(status: Status, waited: Duration) -> Duration {
 /// `subscription_expired`. `period` is the number of the period that ended.
 pub fn term_ended(s: Status, period: i64, term_cycles: Option<i64>) -> Option<Next> {
     let ended = !s.is_final() && term_cycles.is_some_and(|n| period >= n);
-    ended.then_some(Next {
-        status: Status::InActive,
-        cancel_at_period_end: false,
-        event: "subscription_expired",
-    })
+    ended.then_some(EXPIRED)
 }
 
 /// Retries ran out: `unpaid`, announced as `subscription_past_due`.
@@ -229,13 +225,10 @@ pub fn due(t: &Timing, now: DateTime<Utc>) -> (Step, Option<DateTime<Utc>>) {
         Some(w) if now >= w => (step, when),
         _ => (Step::Nothing, when),
     };
-    if t.status.is_final() {
-        return (Step::Nothing, None);
-    }
     // A charge in flight is left to its maker until its check time; after that (a crash, a
     // lost answer) it is settled with the same payment. Nothing else happens meanwhile: a
-    // period's end waits for its outcome.
-    if let Some(c) = t.open.filter(|c| c.charging) {
+    // period's end waits for its outcome. (An ended subscription's charge is left alone.)
+    if let Some(c) = t.open.filter(|c| c.charging && !t.status.is_final()) {
         let check = c.next_attempt_at.unwrap_or(c.updated_at + CHARGE_CHECK);
         let expiry = match now >= t.confirm_by {
             true => Step::Expire,
@@ -285,18 +278,14 @@ pub fn due(t: &Timing, now: DateTime<Utc>) -> (Step, Option<DateTime<Utc>>) {
 /// fixed term's last period.
 fn period_ended(t: &Timing) -> Option<Step> {
     let ends = match t.cancel_at_period_end {
-        true => Some(Next {
-            status: Status::Cancelled,
-            cancel_at_period_end: false,
-            event: "subscription_cancelled",
-        }),
+        true => cancel(t.status, false, false).ok(),
         false => term_ended(t.status, t.period, t.term_cycles),
     };
     ends.map(Step::End)
 }
 
-/// A `created` subscription nobody paid in time: `in_active`, announced as
-/// `subscription_expired`.
+/// A `created` subscription nobody paid in time, or a fixed term that ran out: `in_active`,
+/// announced as `subscription_expired`.
 pub const EXPIRED: Next = Next {
     status: Status::InActive,
     cancel_at_period_end: false,

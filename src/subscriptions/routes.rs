@@ -373,7 +373,7 @@ pub async fn capabilities(
         .map(str::to_owned)
         .collect();
     // A billing processor's subscription changes plan at the processor, then syncs.
-    if s.billing != store::PAYD && !status.is_final() {
+    if s.billing != store::Biller::Payd && !status.is_final() {
         actions.push("sync".into());
     }
     Ok(HttpResponse::Ok().json(Capabilities {
@@ -498,7 +498,7 @@ pub async fn update_subscription(
 ) -> Result<HttpResponse, ApiError> {
     let proration = req.proration()?;
     let s = owned(&state, &caller, &id).await?;
-    if s.billing != store::PAYD {
+    if s.billing != store::Biller::Payd {
         return Err(processor_billed());
     }
     let max = state.settings.limits.max_amount;

@@ -33,9 +33,6 @@ pub const CYCLE_PAID_JOB: &str = "subscription_cycle_paid";
 /// Who bills a subscription: `Biller::Payd`, or the billing processor that collects it.
 pub use payd_model::subscriptions::Biller;
 
-/// `billing` of a subscription payd charges itself.
-pub const PAYD: Biller = Biller::Payd;
-
 /// A subscription event with the subscription's object.
 pub fn event(s: &subscription::Model, event_type: &str) -> Result<Event, DbErr> {
     let object = serde_json::to_string(&Subscription::render(s)?).unwrap_or_default();

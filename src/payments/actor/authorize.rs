@@ -506,7 +506,7 @@ async fn serving(
     // Invariant: a payment is served only by accounts of its own mode, by its mode's rules: a
     // live payment never reaches a test account or the sandbox (neither the implicit one of a
     // shop without accounts nor a sandbox account), a test payment never a live account.
-    let read = store::accounts_and_rules(&deps.db, &m.profile_id, m.test_mode);
+    let read = processor_accounts::accounts_and_rules(&deps.db, &m.profile_id, m.test_mode);
     let key = routing_key(&m.profile_id, m.test_mode);
     let routing = deps.routing.get_or_read(&key, read).await?;
     let Some((accounts, rules)) = routing.as_deref() else {

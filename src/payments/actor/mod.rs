@@ -34,7 +34,7 @@ use super::{
     api::{lines_of, CardReader, MandateRequest, Payment, RoutingDecision},
     intent::Intent,
     machine::{self, Authorization, CancelKind, CaptureMethod, ProcessorView, Status},
-    refunds,
+    processor_accounts, refunds,
     routing::{self, Facts},
     store::{self, Announcement, Changes, SaveCard},
 };
@@ -112,7 +112,7 @@ impl PaymentDeps {
     ) -> Result<Arc<dyn Processor>, PaymentError> {
         // Invariant: only an account of the payment's mode serves it after routing too (a
         // capture, refund, sync or challenge), and a live one never by the sandbox.
-        let account = store::accounts(&self.db, &m.profile_id, m.test_mode)
+        let account = processor_accounts::accounts(&self.db, &m.profile_id, m.test_mode)
             .await?
             .into_iter()
             .find(|a| a.name == name);
