@@ -4,8 +4,9 @@
 //!
 //! - [`round_half_even`]: tax (a line's tax, a credit note's share of it);
 //! - [`round_half_up`]: prorations of a subscription's plan change;
-//! - [`round_down`]: a refund's share of a line's tax, on the cumulative quantity, so the last
-//!   unit takes what rounding left;
+//! - [`unit_share`]: some units of a line (a refund's or a credit note's), rounded down on the
+//!   cumulative count of units, so the last unit takes what rounding left: one unit of one
+//!   line gives back the same amount whether it is refunded or credited;
 //! - [`largest_remainder`]: an amount spread over lines (a captured amount over a payment's
 //!   lines, a credit note's amount over an invoice's lines): the shares add up exactly.
 //!
@@ -32,6 +33,20 @@ pub fn round_half_up(n: i128, d: i128) -> i64 {
 /// `n / d` rounded down (toward zero), for `d > 0`.
 pub fn round_down(n: i128, d: i128) -> i64 {
     i64::try_from(n / d).unwrap_or(i64::MAX)
+}
+
+/// The share of `whole` (a line's amount, or its tax) that `n` more units of a line of
+/// `quantity` units carry when `done` were taken before: `⌊whole × (done + n) / quantity⌋`
+/// less `⌊whole × done / quantity⌋`. The shares of the units, taken in any groups, add up to
+/// `whole` exactly, and the last unit takes what rounding left. A quantity below 1 counts as 1.
+pub fn unit_share(whole: i64, quantity: i64, done: i64, n: i64) -> i64 {
+    let cumulative = |units: i64| {
+        round_down(
+            i128::from(whole) * i128::from(units),
+            i128::from(quantity.max(1)),
+        )
+    };
+    cumulative(done.saturating_add(n)) - cumulative(done)
 }
 
 /// `amount` spread over `weights` in proportion (largest remainder: each share rounded down,
@@ -137,6 +152,18 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_takes_its_share_rounded_down_and_the_last_takes_the_rest() {
+        // 3 units of 335 with 2 of tax: 1 007 in all.
+        assert_eq!(unit_share(1007, 3, 0, 1), 335);
+        assert_eq!(unit_share(1007, 3, 1, 1), 336);
+        assert_eq!(unit_share(1007, 3, 2, 1), 336);
+        assert_eq!(unit_share(1007, 3, 0, 2), 671);
+        assert_eq!(unit_share(2, 3, 0, 1), 0);
+        assert_eq!(unit_share(2, 3, 0, 3), 2);
+        assert_eq!(unit_share(7, 0, 0, 0), 0);
+    }
+
+    #[test]
     fn money_adds_up_only_in_one_currency() {
         let eur = |m| Money::new(m, "EUR");
         assert_eq!(
@@ -152,6 +179,28 @@ mod tests {
     }
 
     proptest! {
+        /// Units taken in any groups add up to the whole; a line's amount `q × unit + tax`
+        /// gives `q × unit` plus the tax's own share, so the rule reads the same on a line's
+        /// total as on its tax.
+        #[test]
+        fn unit_shares_add_up_in_any_groups(
+            unit in 0i64..100_000,
+            tax in 0i64..100_000,
+            groups in proptest::collection::vec(1i64..5, 1..8),
+        ) {
+            let quantity: i64 = groups.iter().sum();
+            let whole = unit * quantity + tax;
+            let mut done = 0;
+            let mut sum = 0;
+            for n in &groups {
+                let share = unit_share(whole, quantity, done, *n);
+                prop_assert_eq!(share, unit * n + unit_share(tax, quantity, done, *n));
+                sum += share;
+                done += n;
+            }
+            prop_assert_eq!(sum, whole);
+        }
+
         #[test]
         fn shares_add_up_and_stay_within_their_weights(
             weights in proptest::collection::vec(0i64..1_000_000, 1..12),

@@ -1292,6 +1292,66 @@ async fn an_amount_credit_notes_lines_show_quantity_times_unit_amount_equal_to_t
     app.stop().await;
 }
 
+/// Issue 64, item 2: one unit of a line gives back the same amount whether the payment refunds
+/// it or its invoice credits it (both round the unit's share down on the units taken so far,
+/// `money::unit_share`; credit notes rounded half to even, so the first unit of 3 × 335 + 2 of
+/// tax credited 336 and refunded 335).
+#[actix_web::test]
+async fn a_unit_refunded_and_a_unit_credited_give_back_the_same() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let p = app
+        .create_payment(
+            &m,
+            json!({"amount": 1007, "currency": "EUR", "confirm": true,
+                "payment_method_data": card("4242424242424242"),
+                "lines": [{"line_id": "a", "name": "Tasse", "quantity": 3, "unit_amount": 335,
+                    "tax_amount": 2}]}),
+        )
+        .await;
+    assert_eq!(p.status, 201, "{}", p.body);
+    let pid = p.body["payment_id"].as_str().unwrap().to_owned();
+    let d = post(&app, &m, "/invoices", json!({"payment_id": pid})).await;
+    assert_eq!(d.status, 201, "{}", d.body);
+    let inv = id(&d.body);
+    finalize(&app, &m, &inv).await;
+    let mut refunded = Vec::new();
+    let mut credited = Vec::new();
+    for _ in 0..3 {
+        let one = json!([{"line_id": "a", "quantity": 1}]);
+        let r = post(
+            &app,
+            &m,
+            "/refunds",
+            json!({"payment_id": pid, "lines": one.clone()}),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        refunded.push(r.body["amount"].as_i64().unwrap());
+        let cn = post(
+            &app,
+            &m,
+            &format!("/invoices/{inv}/credit-note"),
+            json!({"lines": one, "reason": "returned"}),
+        )
+        .await;
+        assert_eq!(cn.status, 201, "{}", cn.body);
+        let l = &cn.body["lines"][0];
+        assert_eq!(
+            l["quantity"].as_i64().unwrap() * l["unit_amount"].as_i64().unwrap(),
+            l["amount"].as_i64().unwrap(),
+            "{l}"
+        );
+        credited.push((
+            cn.body["total"].as_i64().unwrap(),
+            cn.body["tax"].as_i64().unwrap(),
+        ));
+    }
+    assert_eq!(refunded, [335, 336, 336]);
+    assert_eq!(credited, [(335, 0), (336, 1), (336, 1)]);
+    app.stop().await;
+}
+
 /// Issue 42, item 11: a share link carries `test_mode` like every sandbox object.
 #[actix_web::test]
 async fn a_share_link_carries_test_mode() {

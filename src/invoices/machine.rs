@@ -326,12 +326,13 @@ fn line_takes(lines: &[Line], asks: &[LineAsk]) -> Result<Vec<(usize, i64, i64)>
                         left: units_left,
                     });
                 }
+                // One rule for a unit, as a refund's: its share of the line's total, rounded
+                // down on the units credited so far; the last units take what is left.
                 let amount = match q == units_left {
                     true => left,
-                    false => money::round_half_even(
-                        i128::from(l.total) * i128::from(q),
-                        i128::from(l.quantity.max(1)),
-                    ),
+                    false => {
+                        money::unit_share(l.total, l.quantity, l.quantity_credited + taken_units, q)
+                    }
                 };
                 (q, amount)
             }
@@ -354,9 +355,15 @@ fn line_takes(lines: &[Line], asks: &[LineAsk]) -> Result<Vec<(usize, i64, i64)>
 /// Takes `units` (0: an amount, not units) and `amount` with tax from the invoice's line `l`,
 /// and returns the credit note's line for it.
 fn take(l: &mut Line, units: i64, amount: i64) -> Line {
-    // The tax in what is taken, in proportion; the last of a line takes the rest of its tax.
+    // The tax in what is taken: of units, their share by the units' rule (so an exclusive
+    // line's units show exactly `units × unit_amount` before tax); of an amount, in
+    // proportion; the last of a line takes the rest of its tax.
+    let tax_left = l.tax_amount - l.tax_credited;
     let tax = match amount == l.left() {
-        true => l.tax_amount - l.tax_credited,
+        true => tax_left,
+        false if units > 0 => {
+            money::unit_share(l.tax_amount, l.quantity, l.quantity_credited, units).min(tax_left)
+        }
         false if l.total > 0 => money::round_half_even(
             i128::from(amount) * i128::from(l.tax_amount),
             i128::from(l.total),
@@ -560,6 +567,48 @@ mod tests {
                 let base = if l.tax_inclusive { l.total } else { l.amount };
                 assert_eq!(l.quantity * l.unit_amount, base, "{l:?}");
             }
+        }
+    }
+
+    /// Units are credited as a payment's units are refunded (`money::unit_share`): 3 units of
+    /// 335 with 2 of tax credit 335, 336 and 336, and each credit line's units price it.
+    #[test]
+    fn units_credit_what_they_would_refund() {
+        let mut lines = vec![line("a", 3, 335, 0)];
+        (lines[0].tax_amount, lines[0].total) = (2, 1007);
+        lines.push(line("b", 3, 1000, 0));
+        (lines[1].tax_inclusive, lines[1].tax_amount, lines[1].amount) = (true, 5, 2995);
+        let one = |line_id: &str| {
+            CreditAsk::Lines(vec![LineAsk {
+                line_id: line_id.into(),
+                quantity: Some(1),
+                amount: None,
+            }])
+        };
+        let mut taken = Vec::new();
+        for _ in 0..3 {
+            for id in ["a", "b"] {
+                let p = credit(Kind::Invoice, Status::Paid, &lines, &one(id)).unwrap();
+                let l = &p.credit_lines[0];
+                let base = if l.tax_inclusive { l.total } else { l.amount };
+                assert_eq!(l.quantity * l.unit_amount, base, "{l:?}");
+                taken.push((l.total, l.tax_amount));
+                lines = p.invoice_lines;
+            }
+        }
+        assert_eq!(
+            taken,
+            [
+                (335, 0),
+                (1000, 1),
+                (336, 1),
+                (1000, 2),
+                (336, 1),
+                (1000, 2)
+            ]
+        );
+        for l in &lines {
+            assert_eq!((l.amount_credited, l.tax_credited), (l.total, l.tax_amount));
         }
     }
 

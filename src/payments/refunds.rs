@@ -7,9 +7,10 @@
 //! [`refundable_lines`], which `GET /payments/{id}/lines` shows and [`plan`] enforces: the
 //! line's share of what was captured, less its refunds, and never more than the payment has
 //! left to refund. A refund by quantity takes
-//! `quantity × unit_amount` plus the line's tax in proportion, rounded down on the cumulative
-//! share (`⌊tax × refunded_quantity / quantity⌋`), so the last unit takes what rounding left and
-//! a fully refunded line has refunded exactly its tax.
+//! `quantity × unit_amount` plus the line's tax in proportion, [`money::unit_share`]: rounded
+//! down on the cumulative share (`⌊tax × refunded_quantity / quantity⌋`), so the last unit
+//! takes what rounding left and a fully refunded line has refunded exactly its tax. A credit
+//! note's units take their share of an invoice line by the same rule.
 
 use super::machine::{Line, State, Status};
 use crate::money;
@@ -90,17 +91,6 @@ impl Refusal {
 /// How much is left to refund.
 pub fn refundable(state: &State) -> i64 {
     state.captured - state.refunded
-}
-
-/// The tax share of refunding `q` more units of a line of which `done` were refunded.
-fn tax_share(line: &Line, done: i64, q: i64) -> i64 {
-    let cumulative = |n: i64| {
-        money::round_down(
-            i128::from(line.tax_amount) * i128::from(n),
-            i128::from(line.quantity),
-        )
-    };
-    cumulative(done + q) - cumulative(done)
 }
 
 /// What the payment has left to refund, or why it can refund nothing.
@@ -234,7 +224,14 @@ fn line_refund(
             let amount = line
                 .unit_amount
                 .checked_mul(q)
-                .and_then(|a| a.checked_add(tax_share(line, line.quantity_refunded, q)))
+                .and_then(|a| {
+                    a.checked_add(money::unit_share(
+                        line.tax_amount,
+                        line.quantity,
+                        line.quantity_refunded,
+                        q,
+                    ))
+                })
                 .ok_or(Refusal::LineQuantityExceeded {
                     param: param("quantity"),
                     left: q_left,
