@@ -193,16 +193,20 @@ async fn pays_in_the_frame(app: &TestApp, m: &Merchant, page: &Page<'_>, site: &
         );
         sleep(POLL).await;
     }
-    // A message from anywhere but payd's frame (here the shop's own window) is ignored.
+    // A message from anywhere but payd's frame (here the shop's own window) is ignored. A
+    // listener added after payd.js's runs after it, on the same message: once it has seen
+    // the forged message, payd.js has handled it, so no fixed wait is needed.
     page.c
         .execute(
-            "window.postMessage({payd: '1', type: 'status', payment_id: 'pay_forged', \
+            "window.addEventListener('message', function (e) { \
+               if (e.data && e.data.payment_id === 'pay_forged') window.forgedSeen = true; }); \
+             window.postMessage({payd: '1', type: 'status', payment_id: 'pay_forged', \
              status: 'succeeded'}, '*'); return true;",
             vec![],
         )
         .await
         .expect("post a forged message");
-    sleep(Duration::from_millis(300)).await;
+    wait_js(page, "return window.forgedSeen === true;", json!(true)).await;
     assert_eq!(
         page.text("#outcome").await,
         "",

@@ -425,6 +425,34 @@ async fn events_pending_at_a_kill_9_are_delivered_after_the_restart() {
 /// them, and hands back the deliveries it had claimed but not sent. With leases far longer
 /// than the test, an unrecorded answer would never be sent again and an unreturned claim would
 /// wait out its lease: after the restart every event arrives, each exactly once.
+/// Waits (bounded) until payd has recorded every delivery as delivered. A delivery is sent only
+/// while it is pending, and recorded only after its answer, so after this every request payd
+/// will ever send has reached the receiver: a duplicate would be there, with no fixed wait.
+async fn all_delivered(db: &TestDb) {
+    use sea_orm::{ConnectionTrait, Database, Statement};
+    let conn = Database::connect(db.url.as_str()).await.expect("connect");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let row = conn
+            .query_one_raw(Statement::from_string(
+                conn.get_database_backend(),
+                "SELECT COUNT(*) AS n FROM deliveries WHERE status <> 'delivered'",
+            ))
+            .await
+            .expect("count the deliveries")
+            .expect("a count");
+        let open: i64 = row.try_get("", "n").expect("the count");
+        if open == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{open} deliveries never recorded"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[actix_web::test]
 async fn a_graceful_stop_records_webhooks_in_flight_and_hands_back_the_rest() {
     let db = TestDb::new().await;
@@ -451,8 +479,7 @@ async fn a_graceful_stop_records_webhooks_in_flight_and_hands_back_the_rest() {
     let server = start();
     let got = receiver.wait_for(total).await;
     assert_eq!(distinct_ids(&got).len(), total, "every event arrives");
-    // Give a duplicate the chance to show up.
-    actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
+    all_delivered(&db).await;
     assert_eq!(receiver.received().len(), total, "none sent twice");
     assert!(server.terminate().success());
 }
@@ -479,8 +506,7 @@ async fn two_instances_deliver_a_burst_exactly_once() {
     while receiver.received().len() < total && Instant::now() < deadline {
         actix_web::rt::time::sleep(Duration::from_millis(100)).await;
     }
-    // Give a duplicate the chance to show up.
-    actix_web::rt::time::sleep(Duration::from_millis(1500)).await;
+    all_delivered(&db).await;
     let got = receiver.received();
     let ids = distinct_ids(&got);
     println!(

@@ -966,7 +966,7 @@ async fn an_orphan_payment_intent_is_refunded_and_the_payments_own_is_not() {
     // Told again, nothing more happens.
     let (status, _) = post_event(&app, &account, &event, &signature(&body)).await;
     assert_eq!(status, 200);
-    actix_web::rt::time::sleep(Duration::from_millis(500)).await;
+    app.run_due_jobs().await;
     assert_eq!(refunded(&ls, orphan_id).await, 1000);
 }
 

@@ -176,18 +176,29 @@ impl TestApp {
     }
 
     /// Runs the scheduled jobs due by the test's clock, on every instance, until none is left:
-    /// after it, what a due job would have done is done (a test asserts that a job has not
-    /// acted yet with this, never after a fixed sleep).
+    /// after it, what a due job would have done is done, whichever instance's tick ran it (a
+    /// test asserts that a job has not acted yet with this, never after a fixed sleep).
     pub async fn run_due_jobs(&self) {
+        use payd::clock::Clock;
+        use payd_entity::scheduled_job;
+        use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
         // Bounded: each round runs what was due, and jobs come due again only as the clock
-        // moves (a periodic job reschedules itself after the clock's now).
-        for _ in 0..20 {
+        // moves (a periodic job reschedules itself after the clock's now). A job an
+        // instance's own loop claimed is still due until it ran: wait for it.
+        for _ in 0..500 {
             let mut ran = 0;
             for s in &self.schedulers {
                 ran += s.tick().await.expect("run the due jobs");
             }
-            if ran == 0 {
-                return;
+            let due = scheduled_job::Entity::find()
+                .filter(scheduled_job::Column::DueAt.lte(self.clock.base()))
+                .count(&self.state.db)
+                .await
+                .expect("count the due jobs");
+            match (ran, due) {
+                (0, 0) => return,
+                (0, _) => actix_web::rt::time::sleep(Duration::from_millis(10)).await,
+                _ => {}
             }
         }
         panic!("jobs kept coming due with the clock standing");
