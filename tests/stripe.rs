@@ -543,6 +543,126 @@ async fn a_dispute_is_opened_and_lost_by_signed_events_sent_twice() {
     assert_eq!((status, answer["outcome"].as_str()), (200, Some("ignored")));
 }
 
+/// Stripe's own dispute is answered at Stripe: submitting sends the explanation as its
+/// evidence (docs.stripe.com/api/disputes/update), accepting closes it there
+/// (docs.stripe.com/api/disputes/close), and what Stripe refuses (a dispute closed in its
+/// Dashboard) changes nothing at payd. Files are not sent to Stripe: refused, naming the
+/// field. A dispute's id may be `du_…` (docs.stripe.com/api/disputes/object) as well as
+/// `dp_…`. Both answers were 409 `wallet_case`, pointing at a case route that answers 404.
+#[actix_web::test]
+async fn a_stripe_dispute_is_challenged_and_accepted_at_stripe() {
+    let Some((app, m, ls, account)) = setup().await else {
+        return;
+    };
+    let now = chrono::Utc::now().timestamp();
+    let mut ids = Vec::new();
+    for (n, case) in ["du_payd1", "dp_payd2", "du_payd3"].into_iter().enumerate() {
+        let p = pay(&app, &m, "4242424242424242", json!({})).await;
+        let id = p["payment_id"].as_str().unwrap().to_owned();
+        let intent = intent_of(&app, &m, &id).await;
+        let created = "charge.dispute.created";
+        let mut event = dispute_event(
+            &format!("evt_o{n}"),
+            created,
+            &intent,
+            "needs_response",
+            now,
+        );
+        event["data"]["object"]["id"] = json!(case);
+        ls.hold_dispute(event["data"]["object"].clone());
+        let body = serde_json::to_vec(&event).unwrap();
+        let (status, answer) = post_event(&app, &account, &event, &signature(&body)).await;
+        assert_eq!(
+            (status, answer["outcome"].as_str()),
+            (200, Some("handled")),
+            "{answer}"
+        );
+        let path = format!("/disputes/list?payment_id={id}");
+        let list = call(&app, &m, Method::GET, &path, None).await;
+        assert_eq!(list["data"][0]["case_id"], case, "{list}");
+        ids.push(list["data"][0]["dispute_id"].as_str().unwrap().to_owned());
+    }
+    let file = format!("file_{}", "0".repeat(32));
+    let attach = json!({"dispute_id": ids[0], "file_id": file, "evidence_type": "receipt"});
+    let r = app
+        .call(&m, Method::PUT, "/disputes/evidence", Some(attach))
+        .await;
+    assert_eq!(
+        (r.status, r.code(), r.param()),
+        (400, "processor_unsupported", Some("file_id")),
+        "{}",
+        r.body
+    );
+
+    let explanation = "Delivered on 3 May and signed for by the buyer.";
+    let submit = json!({"dispute_id": ids[0], "explanation": explanation});
+    let d = call(&app, &m, Method::POST, "/disputes/evidence", Some(submit)).await;
+    assert_eq!(d["status"], "challenged", "{d}");
+    let held = ls.dispute("du_payd1").unwrap();
+    assert_eq!(
+        (
+            held["status"].as_str(),
+            held["evidence"]["uncategorized_text"].as_str()
+        ),
+        (Some("under_review"), Some(explanation)),
+        "{held}"
+    );
+
+    let accept = format!("/disputes/accept/{}", ids[1]);
+    let d = call(&app, &m, Method::POST, &accept, None).await;
+    assert_eq!(d["status"], "accepted", "{d}");
+    assert_eq!(ls.dispute("dp_payd2").unwrap()["status"], "lost");
+
+    // Closed in Stripe's Dashboard before payd heard of it: Stripe refuses, payd keeps it.
+    let mut closed = ls.dispute("du_payd3").unwrap();
+    closed["status"] = json!("lost");
+    ls.hold_dispute(closed);
+    let r = app
+        .call(
+            &m,
+            Method::POST,
+            &format!("/disputes/accept/{}", ids[2]),
+            None,
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (502, "processor_error"), "{}", r.body);
+    let d = call(
+        &app,
+        &m,
+        Method::GET,
+        &format!("/disputes/{}", ids[2]),
+        None,
+    )
+    .await;
+    assert_eq!(d["status"], "opened", "{d}");
+
+    // Stripe's verdict follows as an event.
+    let intent = ls.dispute("du_payd1").unwrap()["payment_intent"].clone();
+    let mut won = dispute_event(
+        "evt_w",
+        "charge.dispute.closed",
+        intent.as_str().unwrap(),
+        "won",
+        now + 1,
+    );
+    won["data"]["object"]["id"] = json!("du_payd1");
+    let body = serde_json::to_vec(&won).unwrap();
+    let (status, answer) = post_event(&app, &account, &won, &signature(&body)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("handled")),
+        "{answer}"
+    );
+    assert_eq!(
+        app.event_types(&m, &ids[0]).await,
+        ["dispute_opened", "dispute_challenged", "dispute_won"]
+    );
+    assert_eq!(
+        app.event_types(&m, &ids[1]).await,
+        ["dispute_opened", "dispute_accepted"]
+    );
+}
+
 /// A dispute event acts only on the dispute of a payment its own account served: another
 /// merchant's Stripe account, signing with its own secret, names the victim's case with the
 /// victim's PaymentIntent, with the victim's payment in its metadata, or with a payment of its

@@ -8,6 +8,7 @@ use actix::Message;
 use chrono::{DateTime, Duration, Utc};
 use payd_entity::{dispute, dispute_evidence, file};
 use sea_orm::DbErr;
+use sha2::Digest;
 
 use super::{
     machine::{self, Refusal, Stage, Status},
@@ -18,7 +19,7 @@ use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
     commit,
-    processors::sandbox::Sandbox,
+    processors::{connect::Connections, sandbox::Sandbox, ProcessorError},
     row_actor::{Row, RowActor},
     wake::Wake,
 };
@@ -28,8 +29,11 @@ use crate::{
 pub struct DisputeDeps {
     pub db: Db,
     pub clock: SharedClock,
-    /// Decides challenged disputes (the only processor with disputes so far).
+    /// Decides the card sandbox's challenged disputes.
     pub sandbox: Arc<Sandbox>,
+    /// The processors that hold their own disputes (Stripe's): a merchant's accept and submit
+    /// go to them first.
+    pub connections: Arc<Connections>,
     pub wake: Wake,
 }
 
@@ -47,6 +51,9 @@ pub enum DisputeError {
     Refused(#[from] Refusal),
     #[error("the dispute was changed concurrently")]
     LostRace,
+    /// The processor that holds the dispute did not take the merchant's command.
+    #[error(transparent)]
+    Processor(ProcessorError),
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -213,39 +220,28 @@ async fn step(
         after.updated_at = now;
         after
     };
+    let holder = machine::Holder::of(d.case_id.as_deref());
     if matches!(
         command,
         Command::Accept | Command::Attach { .. } | Command::Remove { .. } | Command::Submit { .. }
     ) {
-        machine::check_merchant_command(d.case_id.as_deref())?;
+        let files = matches!(command, Command::Attach { .. } | Command::Remove { .. });
+        machine::check_merchant_command(holder, files)?;
     }
     let (after, evidence, attached) = match command {
-        Command::Accept => (moved(machine::accept(status)?), EvidenceChange::None, None),
+        Command::Accept => {
+            let to = machine::accept(status)?;
+            tell_holder(deps, d, holder, Answer::Close).await?;
+            (moved(to), EvidenceChange::None, None)
+        }
         Command::Attach {
             file_id,
             evidence_type,
         } => {
             machine::check_evidence_edit(status)?;
-            let file =
-                crate::files::store::find_owned(&deps.db, file_id, &d.merchant_id, d.test_mode)
-                    .await?
-                    .ok_or(DisputeError::FileNotFound)?;
-            let existing = store::evidence(&deps.db, &d.id).await?;
-            let replacing = existing.iter().any(|(e, _)| e.file_id == file.id);
-            if !replacing && existing.len() >= MAX_EVIDENCE {
-                return Err(DisputeError::TooMuchEvidence);
-            }
-            let row = dispute_evidence::Model {
-                dispute_id: d.id.clone(),
-                file_id: file.id.clone(),
-                evidence_type: *evidence_type,
-                created_at: now,
-            };
-            (
-                moved(status),
-                EvidenceChange::Attach(row.clone()),
-                Some((row, file)),
-            )
+            let row = attach(deps, d, file_id, *evidence_type, now).await?;
+            let change = EvidenceChange::Attach(row.0.clone());
+            (moved(status), change, Some(row))
         }
         Command::Remove { file_id } => {
             machine::check_evidence_edit(status)?;
@@ -265,6 +261,8 @@ async fn step(
             let has_files = !store::evidence(&deps.db, &d.id).await?.is_empty();
             let has_text = explanation.as_deref().is_some_and(|t| !t.trim().is_empty());
             let mut after = moved(machine::submit(status, has_files || has_text)?);
+            let text = explanation.as_deref().unwrap_or_default();
+            tell_holder(deps, d, holder, Answer::Submit(text)).await?;
             after.explanation = explanation.clone();
             after.evidence_submitted_at = Some(now);
             (after, EvidenceChange::None, None)
@@ -293,6 +291,75 @@ async fn step(
         deps.wake.now();
     }
     Ok(Done { dispute, attached })
+}
+
+/// The evidence row attaching one of the merchant's files makes, within the dispute's bound
+/// (attaching a file again only changes its type).
+async fn attach(
+    deps: &DisputeDeps,
+    d: &dispute::Model,
+    file_id: &str,
+    evidence_type: super::api::EvidenceType,
+    now: DateTime<Utc>,
+) -> Result<(dispute_evidence::Model, file::Model), DisputeError> {
+    let file = crate::files::store::find_owned(&deps.db, file_id, &d.merchant_id, d.test_mode)
+        .await?
+        .ok_or(DisputeError::FileNotFound)?;
+    let existing = store::evidence(&deps.db, &d.id).await?;
+    let replacing = existing.iter().any(|(e, _)| e.file_id == file.id);
+    if !replacing && existing.len() >= MAX_EVIDENCE {
+        return Err(DisputeError::TooMuchEvidence);
+    }
+    let row = dispute_evidence::Model {
+        dispute_id: d.id.clone(),
+        file_id: file.id.clone(),
+        evidence_type,
+        created_at: now,
+    };
+    Ok((row, file))
+}
+
+/// The merchant's answer to a dispute, as the processor that holds it is told.
+enum Answer<'t> {
+    Close,
+    Submit(&'t str),
+}
+
+/// Tells the processor that holds the dispute (Stripe) the merchant's answer, before payd
+/// commits it: nothing for a dispute payd decides. Each answer has its own idempotency key (a
+/// submit's names its text), so a retry after a lost answer replays the processor's first.
+async fn tell_holder(
+    deps: &DisputeDeps,
+    d: &dispute::Model,
+    holder: machine::Holder<'_>,
+    answer: Answer<'_>,
+) -> Result<(), DisputeError> {
+    let machine::Holder::Processor(case) = holder else {
+        return Ok(());
+    };
+    let account = store::processor_account(&deps.db, d).await?;
+    let processor = account
+        .as_ref()
+        .and_then(|a| deps.connections.resolve(Some(a)))
+        .ok_or_else(|| {
+            DisputeError::Processor(ProcessorError::Unavailable(format!(
+                "the shop has no usable processor account {}",
+                d.processor.as_deref().unwrap_or("(none)")
+            )))
+        })?;
+    let told = match answer {
+        Answer::Close => {
+            processor
+                .close_dispute(case, &format!("{}.close", d.id))
+                .await
+        }
+        Answer::Submit(text) => {
+            let digest = sha2::Sha256::digest(text.as_bytes());
+            let key = format!("{}.submit.{}", d.id, hex::encode(&digest[..8]));
+            processor.submit_dispute(case, text, &key).await
+        }
+    };
+    told.map_err(DisputeError::Processor)
 }
 
 /// The dispute after its case moved; `None` when the case's version was followed already.

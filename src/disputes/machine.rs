@@ -24,14 +24,41 @@ pub enum Refusal {
     /// The dispute follows a wallet case: the merchant acts on the case instead.
     #[error("this dispute follows wallet case {0}; act on it with POST /disputes/wallet/cases/{0}/actions")]
     FollowsCase(String),
+    /// The processor holds the dispute, and takes an explanation from payd, not files.
+    #[error("this dispute is the processor's own ({0}): payd submits its explanation; attach files to it in the processor's dashboard")]
+    FilesAtProcessor(String),
+}
+
+/// Who a dispute's merchant commands (accept, evidence, submit) go to, by the case it
+/// follows: none, a wallet case (`case_…`), or the processor's own dispute (Stripe's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder<'a> {
+    /// payd's own (the card sandbox's): decided here.
+    Payd,
+    /// A wallet case: the merchant acts on the case instead.
+    WalletCase(&'a str),
+    /// The processor's own dispute: accept and submit are sent to it first.
+    Processor(&'a str),
+}
+
+impl<'a> Holder<'a> {
+    pub fn of(case_id: Option<&'a str>) -> Self {
+        match case_id {
+            None => Holder::Payd,
+            Some(case) if crate::ids::CaseId::parse(case).is_some() => Holder::WalletCase(case),
+            Some(case) => Holder::Processor(case),
+        }
+    }
 }
 
 /// The merchant's own commands (accept, evidence, submit) are for disputes no wallet case
-/// drives.
-pub fn check_merchant_command(case_id: Option<&str>) -> Result<(), Refusal> {
-    match case_id {
-        Some(case) => Err(Refusal::FollowsCase(case.to_owned())),
-        None => Ok(()),
+/// drives; a processor's own dispute takes no files (`files`: the command attaches or removes
+/// one).
+pub fn check_merchant_command(holder: Holder<'_>, files: bool) -> Result<(), Refusal> {
+    match holder {
+        Holder::WalletCase(case) => Err(Refusal::FollowsCase(case.to_owned())),
+        Holder::Processor(case) if files => Err(Refusal::FilesAtProcessor(case.to_owned())),
+        Holder::Payd | Holder::Processor(_) => Ok(()),
     }
 }
 
@@ -95,6 +122,29 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn merchant_commands_go_to_whoever_holds_the_dispute() {
+        let case = format!("case_{}", "a1".repeat(16));
+        assert_eq!(Holder::of(None), Holder::Payd);
+        assert_eq!(Holder::of(Some(&case)), Holder::WalletCase(&case));
+        for stripe in ["du_1MtJUT2eZvKYlo2CNaw2HvEv", "dp_1MtJUT2eZvKYlo2CNaw2HvEv"] {
+            assert_eq!(Holder::of(Some(stripe)), Holder::Processor(stripe));
+        }
+        assert_eq!(check_merchant_command(Holder::Payd, true), Ok(()));
+        assert_eq!(
+            check_merchant_command(Holder::WalletCase(&case), false),
+            Err(Refusal::FollowsCase(case.clone()))
+        );
+        assert_eq!(
+            check_merchant_command(Holder::Processor("du_1"), false),
+            Ok(())
+        );
+        assert_eq!(
+            check_merchant_command(Holder::Processor("du_1"), true),
+            Err(Refusal::FilesAtProcessor("du_1".into()))
+        );
+    }
 
     #[derive(Debug, Clone)]
     enum Cmd {

@@ -19,6 +19,7 @@ pub fn mount(m: &mut Mount, env: &Env<'_>) -> Disputes {
         db: env.db.clone(),
         clock: env.clock.clone(),
         sandbox: env.sandbox.clone(),
+        connections: env.connections.clone(),
         wake: env.wake.clone(),
     }));
     jobs::register(&mut m.scheduler, &disputes);

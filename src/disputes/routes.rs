@@ -46,6 +46,15 @@ impl From<DisputeError> for ApiError {
             DisputeError::Refused(r @ Refusal::FollowsCase(_)) => {
                 ApiError::conflict("wallet_case", r.to_string())
             }
+            DisputeError::Refused(r @ Refusal::FilesAtProcessor(_)) => {
+                ApiError::invalid("processor_unsupported", r.to_string()).param("file_id")
+            }
+            DisputeError::Processor(p) => ApiError::new(
+                actix_web::http::StatusCode::BAD_GATEWAY,
+                crate::error::ErrorType::Processor,
+                "processor_error",
+                p.to_string(),
+            ),
             DisputeError::Refused(r @ Refusal::NoEvidence) => {
                 ApiError::invalid("evidence_required", r.to_string()).param("explanation")
             }
@@ -154,15 +163,16 @@ pub async fn retrieve_dispute(
 ///
 /// Moves an `opened` dispute to `accepted`, which takes its amount from the shop's available
 /// balance and from what the payment can still refund. A dispute that follows a wallet case is
-/// acted on through the case instead. Needs a secret key.
+/// acted on through the case instead; Stripe's own dispute is closed at Stripe first. Needs a
+/// secret key.
 ///
-/// Fails: `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+/// Fails: `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409), `processor_error` (502).
 ///
 /// Events: `dispute_accepted`.
 #[utoipa::path(post, path = "/disputes/accept/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
     responses((status = 200, body = Dispute), (status = 404, body = crate::error::ErrorBody),
-        (status = 409, body = crate::error::ErrorBody)),
+        (status = 409, body = crate::error::ErrorBody), (status = 502, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn accept_dispute(
     SecretKey(caller): SecretKey,
@@ -177,9 +187,11 @@ pub async fn accept_dispute(
 ///
 /// Adds one of the merchant's files (`POST /files`) to an `opened` dispute's evidence with its
 /// `evidence_type`; a dispute holds a bounded number of files. The dispute's status stays. A
-/// dispute that follows a wallet case takes evidence through the case. Needs a secret key.
+/// dispute that follows a wallet case takes evidence through the case; Stripe's own dispute
+/// takes none here (its explanation is submitted; files go in Stripe's Dashboard). Needs a
+/// secret key.
 ///
-/// Fails: `evidence_limit` (400), `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+/// Fails: `evidence_limit` (400), `processor_unsupported` (400), `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
 ///
 /// Events: none.
 #[utoipa::path(put, path = "/disputes/evidence", tag = "disputes", request_body = AttachEvidenceRequest,
@@ -247,11 +259,12 @@ pub async fn list_evidence(
 ///
 /// Only while the dispute is `opened`; its status stays. Needs a secret key.
 ///
-/// Fails: `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+/// Fails: `processor_unsupported` (400), `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
 ///
 /// Events: none.
 #[utoipa::path(delete, path = "/disputes/evidence", tag = "disputes", request_body = RemoveEvidenceRequest,
-    responses((status = 200, body = RemovedEvidence), (status = 404, body = crate::error::ErrorBody),
+    responses((status = 200, body = RemovedEvidence), (status = 400, body = crate::error::ErrorBody),
+        (status = 404, body = crate::error::ErrorBody),
         (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn remove_evidence(
@@ -274,14 +287,16 @@ pub async fn remove_evidence(
 ///
 /// Once, from `opened`, with at least one file attached or an explanation. The processor
 /// decides later, asynchronously: `won` or `lost`. A dispute that follows a wallet case is
-/// answered through the case. Needs a secret key.
+/// answered through the case; Stripe's own dispute takes the explanation as its
+/// `evidence[uncategorized_text]`, submitted at Stripe first. Needs a secret key.
 ///
-/// Fails: `evidence_required` (400), `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409).
+/// Fails: `evidence_required` (400), `resource_missing` (404), `invalid_state` (409), `wallet_case` (409), `concurrent_update` (409), `processor_error` (502).
 ///
 /// Events: `dispute_challenged`, `dispute_won`, `dispute_lost`.
 #[utoipa::path(post, path = "/disputes/evidence", tag = "disputes", request_body = SubmitEvidenceRequest,
     responses((status = 200, body = Dispute), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody)),
+        (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody),
+        (status = 502, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn submit_evidence(
     SecretKey(caller): SecretKey,

@@ -2,7 +2,7 @@
 //! evidence rows, its event and its jobs commit in one transaction guarded by its `version`.
 
 use chrono::{DateTime, Duration, Utc};
-use payd_entity::{dispute, dispute_evidence, file};
+use payd_entity::{dispute, dispute_evidence, file, processor_account};
 use sea_orm::{
     sea_query::OnConflict, ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
     IntoActiveModel, QueryFilter, QueryOrder, QueryTrait,
@@ -169,6 +169,23 @@ pub async fn find_owned(
     Ok(find(db, id)
         .await?
         .filter(|d| scope.sees(&d.merchant_id, d.test_mode, &d.profile_id)))
+}
+
+/// The processor account that holds a dispute: the shop's account of the dispute's
+/// `processor` name, in its mode.
+pub async fn processor_account(
+    db: &impl ConnectionTrait,
+    d: &dispute::Model,
+) -> Result<Option<processor_account::Model>, DbErr> {
+    let Some(name) = &d.processor else {
+        return Ok(None);
+    };
+    processor_account::Entity::find()
+        .filter(processor_account::Column::ProfileId.eq(&d.profile_id))
+        .filter(processor_account::Column::TestMode.eq(d.test_mode))
+        .filter(processor_account::Column::Name.eq(name))
+        .one(db)
+        .await
 }
 
 /// The dispute following a wallet case.

@@ -518,7 +518,7 @@ async fn follow_dispute(
     created: DateTime<Utc>,
 ) -> Result<bool, ApiError> {
     let case_id = object["id"].as_str().unwrap_or_default().to_owned();
-    if !case_id.starts_with("dp_") {
+    if !crate::processors::stripe::is_dispute_id(&case_id) {
         return Err(
             ApiError::invalid("invalid_event", "a dispute event without a dispute id")
                 .param("data.object.id"),

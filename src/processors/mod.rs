@@ -278,6 +278,21 @@ pub trait Processor: Send + Sync + 'static {
     fn cases(&self, _reference: &str) -> Answer<Vec<serde_json::Value>> {
         Box::pin(futures_util::future::ready(Ok(Vec::new())))
     }
+    /// Concedes the processor's own dispute `case` (its id there): the buyer keeps the money.
+    /// `key` makes a retry of the same request harmless. Refused by a processor whose disputes
+    /// reach payd otherwise.
+    fn close_dispute(&self, _case: &str, _key: &str) -> Answer<()> {
+        Box::pin(futures_util::future::ready(Err(ProcessorError::Refused(
+            "this processor holds no disputes of its own".into(),
+        ))))
+    }
+    /// Submits the merchant's `explanation` as the evidence of the processor's own dispute
+    /// `case`, for the processor to decide on.
+    fn submit_dispute(&self, _case: &str, _explanation: &str, _key: &str) -> Answer<()> {
+        Box::pin(futures_util::future::ready(Err(ProcessorError::Refused(
+            "this processor holds no disputes of its own".into(),
+        ))))
+    }
     /// The processor's own events made since `since` (Unix seconds), oldest first, with the
     /// time up to which they were read (Stripe's `GET /v1/events`), for the code that follows
     /// that processor's events; none for a processor whose events reach payd otherwise.

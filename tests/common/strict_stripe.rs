@@ -234,6 +234,12 @@ impl StrictStripe {
         held.push(dispute);
     }
 
+    /// The dispute Stripe holds under `id`, as it now is.
+    pub fn dispute(&self, id: &str) -> Option<Value> {
+        let held = self.strict.disputes.lock().unwrap();
+        held.iter().find(|d| d["id"] == id).cloned()
+    }
+
     /// Stripe cancels the PaymentIntent itself, its authorization left uncaptured past the
     /// card's window (docs.stripe.com/payments/place-a-hold-on-a-payment-method): canceled,
     /// with `cancellation_reason: automatic`.
@@ -946,6 +952,9 @@ async fn post_strictly(
                 }
             }
         }
+        // Stripe's own disputes, which localstripe does not model: held here.
+        ["disputes", id, "close"] => return dispute_answer(s, id, &params, Dispute::Close),
+        ["disputes", id] => return dispute_answer(s, id, &params, Dispute::Update),
         _ => {}
     }
     let fault = take_fault(s, path);
@@ -1000,6 +1009,65 @@ async fn post_strictly(
         }
         _ => answer,
     }
+}
+
+/// What is asked of a dispute Stripe holds.
+enum Dispute {
+    Close,
+    Update,
+}
+
+/// docs.stripe.com/api/disputes/close: "the status of the dispute will change from
+/// `needs_response` to `lost`"; docs.stripe.com/api/disputes/update: the evidence is merged
+/// into the dispute's and, with `submit` (true unless false), sent to the bank at once
+/// (`under_review`). Both only while the dispute awaits the merchant's response (its
+/// `warning_` form too: an inquiry); after, Stripe refuses (400).
+fn dispute_answer(s: &Strict, id: &str, params: &[(String, String)], asked: Dispute) -> Answer {
+    let mut held = s.disputes.lock().unwrap();
+    let Some(d) = held.iter_mut().find(|d| d["id"] == id) else {
+        return Answer::json(
+            404,
+            json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+                "message": format!("No such dispute: '{id}'"), "param": "dispute"}}),
+        );
+    };
+    let status = d["status"].as_str().unwrap_or_default().to_owned();
+    let warning = status.starts_with("warning_");
+    if !status.ends_with("needs_response") {
+        return refusal(
+            "",
+            &format!("This dispute is {status} and can no longer be changed."),
+            None,
+        );
+    }
+    match asked {
+        Dispute::Close => {
+            d["status"] = json!(if warning { "warning_closed" } else { "lost" });
+        }
+        Dispute::Update => {
+            for (k, v) in params {
+                if let Some(field) = k
+                    .strip_prefix("evidence[")
+                    .and_then(|f| f.strip_suffix(']'))
+                {
+                    d["evidence"][field] = json!(v);
+                }
+            }
+            if param(params, "submit") != Some("false") {
+                d["status"] = json!(if warning {
+                    "warning_under_review"
+                } else {
+                    "under_review"
+                });
+                let count = d["evidence_details"]["submission_count"]
+                    .as_i64()
+                    .unwrap_or(0);
+                d["evidence_details"]["submission_count"] = json!(count + 1);
+                d["evidence_details"]["has_evidence"] = json!(true);
+            }
+        }
+    }
+    Answer::json(200, d.clone())
 }
 
 fn unexpected_state(pi: &Value) -> Answer {

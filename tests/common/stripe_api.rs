@@ -13,7 +13,7 @@ use std::{collections::HashMap, path::PathBuf};
 
 /// The parameters the endpoint `method path` takes, by the `d.ts` file and interface that
 /// describe it. Path segments that are ids are written `{id}`.
-const ENDPOINTS: [(&str, &str, &str, &str); 16] = [
+const ENDPOINTS: [(&str, &str, &str, &str); 18] = [
     (
         "POST",
         "/v1/payment_methods",
@@ -79,6 +79,18 @@ const ENDPOINTS: [(&str, &str, &str, &str); 16] = [
     ("GET", "/v1/refunds", "Refunds", "RefundListParams"),
     ("GET", "/v1/refunds/{id}", "Refunds", "RefundRetrieveParams"),
     ("GET", "/v1/disputes", "Disputes", "DisputeListParams"),
+    (
+        "POST",
+        "/v1/disputes/{id}",
+        "Disputes",
+        "DisputeUpdateParams",
+    ),
+    (
+        "POST",
+        "/v1/disputes/{id}/close",
+        "Disputes",
+        "DisputeCloseParams",
+    ),
     ("GET", "/v1/events", "Events", "EventListParams"),
 ];
 

@@ -454,6 +454,23 @@ fn count(outcome: &'static str) {
         .increment(1);
 }
 
+/// Whether `id` is a Stripe dispute's: `du_…`, or `dp_…` for older ones
+/// (docs.stripe.com/api/disputes/object), letters and digits after the prefix.
+pub fn is_dispute_id(id: &str) -> bool {
+    ["du_", "dp_"].iter().any(|p| {
+        id.strip_prefix(p)
+            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+    })
+}
+
+/// A stored dispute id as a path segment, checked: never another path.
+fn dispute_id(case: &str) -> Result<&str, Failure> {
+    match is_dispute_id(case) {
+        true => Ok(case),
+        false => Err(Failure::Refused(format!("{case} is not a Stripe dispute"))),
+    }
+}
+
 fn str_of(v: &Value, field: &str) -> String {
     v[field].as_str().unwrap_or_default().to_owned()
 }
@@ -779,6 +796,39 @@ impl Processor for StripeProcessor {
             let id = Inner::intent_id(&reference)?;
             let query = vec![pair("payment_intent", id), pair("limit", 100)];
             Ok(items(&inner.get("disputes", query).await?))
+        })
+    }
+
+    /// `POST /v1/disputes/{id}/close` (docs.stripe.com/api/disputes/close): the dispute is
+    /// lost, irreversibly.
+    fn close_dispute(&self, case: &str, key: &str) -> Answer<()> {
+        let (inner, case, key) = (self.inner.clone(), case.to_owned(), key.to_owned());
+        Box::pin(async move {
+            inner
+                .post(
+                    &format!("disputes/{}/close", dispute_id(&case)?),
+                    &key,
+                    vec![],
+                )
+                .await?;
+            Ok(())
+        })
+    }
+
+    /// `POST /v1/disputes/{id}` with `evidence[uncategorized_text]` and `submit=true`
+    /// (docs.stripe.com/api/disputes/update): the evidence goes to the bank at once, and
+    /// Stripe takes no more after it.
+    fn submit_dispute(&self, case: &str, explanation: &str, key: &str) -> Answer<()> {
+        let (inner, case, key) = (self.inner.clone(), case.to_owned(), key.to_owned());
+        let form = vec![
+            pair("evidence[uncategorized_text]", explanation),
+            pair("submit", "true"),
+        ];
+        Box::pin(async move {
+            inner
+                .post(&format!("disputes/{}", dispute_id(&case)?), &key, form)
+                .await?;
+            Ok(())
         })
     }
 
