@@ -85,11 +85,10 @@ pub fn request_key(req: &HttpRequest) -> Option<RequestKey> {
 /// The object of kind `T` (a payment, a refund, …) a retried request resumes from: the first
 /// run committed a change to it and its answer was lost. `None` for a first run, a retry of
 /// one that changed nothing, or a recovery point of another kind.
-pub fn resumed<T: crate::ids::Id>(req: &HttpRequest) -> Option<String> {
+pub fn resumed<T: crate::ids::Id>(req: &HttpRequest) -> Option<T> {
     req.extensions()
         .get::<Resume>()
-        .map(|r| r.0.clone())
-        .filter(|id| T::parse(id).is_some())
+        .and_then(|r| T::parse(&r.0))
 }
 
 /// What to do with a request that carries a key.

@@ -32,6 +32,7 @@ pub mod openapi;
 pub mod ops;
 pub mod outbound;
 pub mod outbox;
+pub mod owned;
 pub mod pages;
 pub mod pagination;
 pub mod payments;

@@ -30,6 +30,18 @@ pub fn json_opt<T: DeserializeOwned>(
     text.map(|text| json(column, row_id, text)).transpose()
 }
 
+/// An id payd stored in `column` of the row `row_id`, as its type: one of another shape is
+/// corrupt, under the same policy (until the entity's columns carry the id types).
+pub fn id<I: crate::ids::Id>(column: &'static str, row_id: &str, text: &str) -> Result<I, DbErr> {
+    I::parse(text).ok_or_else(|| {
+        tracing::error!(column, row = row_id, "a stored id does not decode");
+        DbErr::Custom(format!(
+            "the stored {column} of {row_id} does not decode: not a {}",
+            I::NOUN
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +56,21 @@ mod tests {
             assert!(
                 err.to_string()
                     .contains("the stored lines of cyc_1 does not decode"),
+                "{corrupt:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_id_of_another_shape_fails_naming_its_column_and_row() {
+        let good = crate::ids::CustomerId::new();
+        let read: crate::ids::CustomerId = id("customer_id", "inv_1", &good).unwrap();
+        assert_eq!(read, good);
+        for corrupt in ["", "cus_1", "pay_0123456789abcdef0123456789abcdef"] {
+            let err = id::<crate::ids::CustomerId>("customer_id", "inv_1", corrupt).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("the stored customer_id of inv_1 does not decode: not a customer"),
                 "{corrupt:?}: {err}"
             );
         }

@@ -66,6 +66,7 @@ const NAMED: &[(&str, &str)] = &[
     ("db", "store"),
     ("schema", "store"),
     ("lookups", "store"),
+    ("owned", "store"),
     ("accounts::demo", "store"),
     ("failover", "store"),
     ("scheduler", "store"),

@@ -90,6 +90,16 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// A merchant's whole scope in one mode (every shop): for the merchant's own rows,
+    /// customers and files, which no shop owns.
+    pub fn of_merchant(merchant_id: &str, test_mode: bool) -> Scope {
+        Scope {
+            merchant_id: merchant_id.to_owned(),
+            test_mode,
+            profile_id: None,
+        }
+    }
+
     /// Whether an object of this merchant, mode and shop is within the scope.
     pub fn sees(&self, merchant_id: &str, test_mode: bool, profile_id: &str) -> bool {
         self.merchant_id == merchant_id

@@ -35,15 +35,14 @@ crate::http::routes! {
     "/mandates/revoke/{mandate_id}" => { post: revoke_mandate },
 }
 
-async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<customer::Model, ApiError> {
-    store::find_owned(
-        &state.db,
-        id,
-        caller.merchant_id.as_str(),
-        caller.test_mode(),
-    )
-    .await?
-    .ok_or_else(|| ApiError::not_found("customer"))
+async fn owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &crate::ids::CustomerId,
+) -> Result<customer::Model, ApiError> {
+    crate::owned::find_owned(&state.db, id, &caller.scope())
+        .await?
+        .ok_or_else(|| ApiError::not_found("customer"))
 }
 
 fn redacted() -> ApiError {
@@ -168,7 +167,7 @@ pub async fn update_customer(
 async fn change(
     state: &AppState,
     caller: &Caller,
-    id: &str,
+    id: &crate::ids::CustomerId,
     edit: impl Fn(&customer::Model) -> customer::Model,
 ) -> Result<customer::Model, ApiError> {
     commit::retrying(3, || async {
@@ -258,6 +257,8 @@ pub async fn set_default_method(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (customer_id, pm_id) = path.into_inner();
+    let customer_id = crate::ids::CustomerId::parse(&customer_id)
+        .ok_or_else(|| ApiError::not_found("customer"))?;
     let c = owned(&state, &caller, &customer_id).await?;
     store::find_method(&state.db, &pm_id)
         .await?

@@ -59,19 +59,6 @@ pub async fn insert(
     Ok(c)
 }
 
-/// A customer of this merchant and mode; `None` for anyone else's.
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    merchant_id: &str,
-    test_mode: bool,
-) -> Result<Option<customer::Model>, DbErr> {
-    Ok(customer::Entity::find_by_id(id)
-        .one(db)
-        .await?
-        .filter(|c| c.merchant_id == merchant_id && c.test_mode == test_mode))
-}
-
 pub async fn replace(
     db: &Db,
     before: &customer::Model,

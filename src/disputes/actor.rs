@@ -302,7 +302,9 @@ async fn attach(
     evidence_type: super::api::EvidenceType,
     now: DateTime<Utc>,
 ) -> Result<(dispute_evidence::Model, file::Model), DisputeError> {
-    let file = crate::files::store::find_owned(&deps.db, file_id, &d.merchant_id, d.test_mode)
+    let file_id = crate::ids::FileId::parse(file_id).ok_or(DisputeError::FileNotFound)?;
+    let scope = Scope::of_merchant(&d.merchant_id, d.test_mode);
+    let file = crate::owned::find_owned(&deps.db, &file_id, &scope)
         .await?
         .ok_or(DisputeError::FileNotFound)?;
     let existing = store::evidence(&deps.db, &d.id).await?;

@@ -89,9 +89,9 @@ async fn exec(
 async fn owned(
     state: &AppState,
     caller: &Caller,
-    id: &str,
+    id: &DisputeId,
 ) -> Result<payd_entity::dispute::Model, ApiError> {
-    store::find_owned(&state.db, id, &caller.scope())
+    crate::owned::find_owned(&state.db, id, &caller.scope())
         .await?
         .ok_or_else(|| ApiError::not_found("dispute").param("dispute_id"))
 }
@@ -172,7 +172,7 @@ pub async fn retrieve_dispute(
 #[utoipa::path(post, path = "/disputes/accept/{dispute_id}", tag = "disputes",
     params(("dispute_id" = String, Path)),
     responses((status = 200, body = Dispute), (status = 404, body = crate::error::ErrorBody),
-        (status = 409, body = crate::error::ErrorBody), (status = 502, body = crate::error::ErrorBody)),
+        (status = 409, body = crate::error::ErrorBody), (status = 502, description = "Stripe, which holds the dispute, did not take the answer", body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn accept_dispute(
     SecretKey(caller): SecretKey,
@@ -263,8 +263,7 @@ pub async fn list_evidence(
 ///
 /// Events: none.
 #[utoipa::path(delete, path = "/disputes/evidence", tag = "disputes", request_body = RemoveEvidenceRequest,
-    responses((status = 200, body = RemovedEvidence), (status = 400, body = crate::error::ErrorBody),
-        (status = 404, body = crate::error::ErrorBody),
+    responses((status = 200, body = RemovedEvidence), (status = 404, body = crate::error::ErrorBody),
         (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn remove_evidence(
@@ -296,7 +295,7 @@ pub async fn remove_evidence(
 #[utoipa::path(post, path = "/disputes/evidence", tag = "disputes", request_body = SubmitEvidenceRequest,
     responses((status = 200, body = Dispute), (status = 400, body = crate::error::ErrorBody),
         (status = 404, body = crate::error::ErrorBody), (status = 409, body = crate::error::ErrorBody),
-        (status = 502, body = crate::error::ErrorBody)),
+        (status = 502, description = "Stripe, which holds the dispute, did not take the answer", body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn submit_evidence(
     SecretKey(caller): SecretKey,

@@ -14,7 +14,6 @@ use super::{
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
     ledger,
     pagination::{created_between, paginate, List, Page, PageError},
@@ -158,17 +157,6 @@ fn jobs(d: &dispute::Model, now: DateTime<Utc>, resolve_delay: Duration) -> Chan
 
 pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<dispute::Model>, DbErr> {
     dispute::Entity::find_by_id(id).one(db).await
-}
-
-/// A dispute of this merchant and mode; `None` for anyone else's.
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    scope: &Scope,
-) -> Result<Option<dispute::Model>, DbErr> {
-    Ok(find(db, id)
-        .await?
-        .filter(|d| scope.sees(&d.merchant_id, d.test_mode, &d.profile_id)))
 }
 
 /// The processor account that holds a dispute: the shop's account of the dispute's

@@ -33,15 +33,14 @@ crate::http::routes! {
 }
 
 /// The caller's file, or 404 (another merchant's or mode's file reads as missing).
-async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<file::Model, ApiError> {
-    store::find_owned(
-        &state.db,
-        id,
-        caller.merchant_id.as_str(),
-        caller.test_mode(),
-    )
-    .await?
-    .ok_or_else(|| ApiError::not_found("file").param("file_id"))
+async fn owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &crate::ids::FileId,
+) -> Result<file::Model, ApiError> {
+    crate::owned::find_owned(&state.db, id, &caller.scope())
+        .await?
+        .ok_or_else(|| ApiError::not_found("file").param("file_id"))
 }
 
 /// Retrieve an uploaded file's record.

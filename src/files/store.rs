@@ -16,19 +16,6 @@ use crate::{
     recovery::RequestKey,
 };
 
-/// A file of this merchant and mode; `None` for anyone else's.
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    merchant_id: &str,
-    test_mode: bool,
-) -> Result<Option<file::Model>, DbErr> {
-    Ok(file::Entity::find_by_id(id)
-        .one(db)
-        .await?
-        .filter(|f| f.merchant_id == merchant_id && f.test_mode == test_mode))
-}
-
 /// The `seq`th chunk of a file's bytes; `None` past the last.
 pub async fn chunk(
     db: &impl ConnectionTrait,

@@ -200,7 +200,7 @@ pub async fn check_catalog(
             (None, _) => continue,
         };
         let product = match crate::ids::ProductId::parse(product_id) {
-            Some(_) => catalog::find_owned(db, product_id, scope).await?,
+            Some(id) => crate::owned::find_owned(db, &id, scope).await?,
             None => None,
         };
         if product.is_none() {
@@ -212,7 +212,10 @@ pub async fn check_catalog(
 
 /// A customer of the caller's merchant and mode.
 pub async fn check_customer(db: &Db, caller: &Caller, id: &str) -> Result<String, CreateError> {
-    crate::customers::store::find_owned(db, id, caller.merchant_id.as_str(), caller.test_mode())
+    let Some(id) = crate::ids::CustomerId::parse(id) else {
+        return Err(CreateError::NoSuchCustomer);
+    };
+    crate::owned::find_owned(db, &id, &caller.scope())
         .await?
         .map(|c| c.id)
         .ok_or(CreateError::NoSuchCustomer)
@@ -220,7 +223,8 @@ pub async fn check_customer(db: &Db, caller: &Caller, id: &str) -> Result<String
 
 /// The lines of a payment captured in full (its product lines, or one line of its amount).
 async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, CreateError> {
-    let p = crate::payments::store::find_owned(db, payment_id, scope)
+    let id = crate::ids::PaymentId::parse(payment_id).ok_or(CreateError::NoSuchPayment)?;
+    let p = crate::owned::find_owned(db, &id, scope)
         .await?
         .ok_or(CreateError::NoSuchPayment)?;
     if p.amount_captured <= 0 || p.amount_captured != p.amount {
@@ -278,7 +282,8 @@ async fn of_cycle(
     sub_id: &str,
     cycle_id: &str,
 ) -> Result<Source, CreateError> {
-    let s = crate::subscriptions::store::find_owned(db, sub_id, scope)
+    let id = crate::ids::SubscriptionId::parse(sub_id).ok_or(CreateError::NoSuchSubscription)?;
+    let s = crate::owned::find_owned(db, &id, scope)
         .await?
         .ok_or(CreateError::NoSuchSubscription)?;
     let c = crate::subscriptions::store::find_cycle(db, cycle_id)

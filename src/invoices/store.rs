@@ -20,6 +20,7 @@ use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
+    ids::InvoiceId,
     pagination::{created_between, paginate, List, Page, PageError},
 };
 
@@ -162,10 +163,11 @@ pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<invoice:
 /// An invoice within the scope; `None` for anyone else's and for a deleted draft.
 pub async fn find_owned(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &InvoiceId,
     scope: &Scope,
 ) -> Result<Option<invoice::Model>, DbErr> {
-    Ok(find(db, id).await?.filter(|m| visible(m, scope)))
+    let found = crate::owned::find_owned(db, id, scope).await?;
+    Ok(found.filter(|m| m.status != Status::Deleted))
 }
 
 /// Whether the scope sees the invoice (a deleted draft is seen by nobody).

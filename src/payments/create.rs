@@ -92,7 +92,7 @@ pub async fn create(
     caller: &Caller,
     ask: NewPayment,
     key: Option<RequestKey>,
-    resume: Option<String>,
+    resume: Option<crate::ids::PaymentId>,
     maker: Maker,
 ) -> Result<payment::Model, CreateError> {
     let deps = payments.deps();
@@ -221,12 +221,12 @@ async fn insert_and_run(
     catalog: Vec<crate::commit::Write>,
     command: Command,
     key: Option<RequestKey>,
-    resume: Option<String>,
+    resume: Option<crate::ids::PaymentId>,
 ) -> Result<payment::Model, CreateError> {
     let deps = payments.deps();
     let access = Access::of(caller, None)?;
     let resumed = match resume {
-        Some(id) => store::find_owned(&deps.db, &id, &access.scope).await?,
+        Some(id) => crate::owned::find_owned(&deps.db, &id, &access.scope).await?,
         None => None,
     };
     if let Some(m) = resumed {
@@ -296,7 +296,7 @@ async fn check_catalog(
             (None, None) => continue,
         };
         let product = match crate::ids::ProductId::parse(&product_id) {
-            Some(_) => products::store::find_owned(db, &product_id, scope).await?,
+            Some(id) => crate::owned::find_owned(db, &id, scope).await?,
             None => None,
         }
         .ok_or_else(|| line_error(&param("product_id"), "no such product in this shop"))?;
@@ -406,7 +406,8 @@ async fn chargeable_customer(
     caller: &Caller,
     id: &str,
 ) -> Result<payd_entity::customer::Model, CreateError> {
-    let c = customers::store::find_owned(db, id, caller.merchant_id.as_str(), caller.test_mode())
+    let id = crate::ids::CustomerId::parse(id).ok_or(CreateError::NoSuchCustomer)?;
+    let c = crate::owned::find_owned(db, &id, &caller.scope())
         .await?
         .ok_or(CreateError::NoSuchCustomer)?;
     if c.redacted_at.is_some() {
@@ -456,7 +457,8 @@ pub async fn confirm_card(
     if ask.card.is_none() && ask.payment_method_id.is_none() {
         return Ok((None, None));
     }
-    let payment = store::find_owned(&deps.db, id, &access.scope)
+    let id = crate::ids::PaymentId::parse(id).ok_or(PaymentError::NotFound)?;
+    let payment = crate::owned::find_owned(&deps.db, &id, &access.scope)
         .await?
         .ok_or(PaymentError::NotFound)?;
     if let Some(sent) = ask.card {

@@ -198,7 +198,7 @@ async fn send(
     command: Command,
 ) -> Result<payment::Model, ApiError> {
     let command = match idempotency::resumed::<crate::ids::PaymentId>(http) {
-        Some(object) if object == id => Command::Sync,
+        Some(object) if object.as_str() == id => Command::Sync,
         _ => command,
     };
     let key = idempotency::request_key(http);
@@ -282,7 +282,7 @@ pub async fn retrieve_payment(
         }
         return render_for(&state, &caller, &m);
     }
-    let m = store::find_owned(&state.db, &id, &access.scope)
+    let m = crate::owned::find_owned(&state.db, &id, &access.scope)
         .await?
         .ok_or_else(ApiError::no_such::<crate::ids::PaymentId>)?;
     if !access.shows(&m.client_secret) {
@@ -323,7 +323,7 @@ pub async fn update_payment(
     let card = match sent {
         Some(sent) => {
             let access = Access::of(&caller, None)?;
-            let m = store::find_owned(&state.db, &id, &access.scope)
+            let m = crate::owned::find_owned(&state.db, &id, &access.scope)
                 .await?
                 .ok_or_else(ApiError::no_such::<crate::ids::PaymentId>)?;
             let shop = (m.merchant_id.as_str(), m.profile_id.as_str());
@@ -544,8 +544,12 @@ pub async fn list_payments(
     Ok(HttpResponse::Ok().json(list.try_map(|m| Payment::render(&m, &url))?))
 }
 
-async fn owned(state: &AppState, caller: &Caller, id: &str) -> Result<payment::Model, ApiError> {
-    store::find_owned(&state.db, id, &caller.scope())
+async fn owned(
+    state: &AppState,
+    caller: &Caller,
+    id: &crate::ids::PaymentId,
+) -> Result<payment::Model, ApiError> {
+    crate::owned::find_owned(&state.db, id, &caller.scope())
         .await?
         .ok_or_else(ApiError::no_such::<crate::ids::PaymentId>)
 }

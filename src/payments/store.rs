@@ -17,7 +17,6 @@ use super::{
 pub use crate::commit::CommitError;
 use crate::commit::Db;
 use crate::{
-    auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
     customers, disputes,
     ids::new_id,
@@ -551,17 +550,6 @@ fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing
 
 pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<payment::Model>, DbErr> {
     payment::Entity::find_by_id(id).one(db).await
-}
-
-/// A payment within the scope; `None` for anyone else's (another merchant, mode or shop).
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    scope: &Scope,
-) -> Result<Option<payment::Model>, DbErr> {
-    Ok(find(db, id)
-        .await?
-        .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
 }
 
 /// The payments of `merchant_id` in this mode, of shop `profile_id` if one is given.

@@ -136,7 +136,7 @@ pub async fn retrieve_payout(
         return run(&payouts, &caller, &id, Command::Sync).await;
     }
     let missing = ApiError::no_such::<PayoutId>;
-    let p = store::find_owned(&state.db, &id, &caller.scope())
+    let p = crate::owned::find_owned(&state.db, &id, &caller.scope())
         .await?
         .ok_or_else(missing)?;
     Ok(HttpResponse::Ok().json(Payout::render(&p)?))

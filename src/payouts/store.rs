@@ -16,7 +16,6 @@ use super::{
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
     ledger::{self, machine as book},
     pagination::{created_between, paginate, List, Page, PageError},
@@ -159,16 +158,6 @@ pub async fn commit(
 
 pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<payout::Model>, DbErr> {
     payout::Entity::find_by_id(id).one(db).await
-}
-
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    scope: &Scope,
-) -> Result<Option<payout::Model>, DbErr> {
-    Ok(find(db, id)
-        .await?
-        .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
 }
 
 pub async fn list(

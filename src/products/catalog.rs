@@ -56,10 +56,10 @@ fn not_found(what: &'static str, param: &str) -> CatalogError {
 
 /// A product of the caller's scope, or 404.
 pub async fn owned(db: &Db, scope: &Scope, id: &str) -> Result<product::Model, CatalogError> {
-    if crate::ids::ProductId::parse(id).is_none() {
+    let Some(id) = crate::ids::ProductId::parse(id) else {
         return Err(not_found("product", "product_id"));
-    }
-    store::find_owned(db, id, scope)
+    };
+    crate::owned::find_owned(db, &id, scope)
         .await?
         .ok_or_else(|| not_found("product", "product_id"))
 }
@@ -580,7 +580,7 @@ async fn sibling_product(
     param: &str,
 ) -> Result<product::Model, CatalogError> {
     match crate::ids::ProductId::parse(id) {
-        Some(_) => store::find_owned(db, id, scope).await?,
+        Some(id) => crate::owned::find_owned(db, &id, scope).await?,
         None => None,
     }
     .filter(|x| x.profile_id == p.profile_id)

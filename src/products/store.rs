@@ -34,17 +34,6 @@ pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<product:
     product::Entity::find_by_id(id).one(db).await
 }
 
-/// A product of the caller's scope; `None` for anyone else's.
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    scope: &Scope,
-) -> Result<Option<product::Model>, DbErr> {
-    Ok(find(db, id)
-        .await?
-        .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
-}
-
 pub async fn find_price(
     db: &impl ConnectionTrait,
     id: &str,

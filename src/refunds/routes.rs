@@ -53,7 +53,7 @@ pub async fn create_refund(
     // The retry of a request whose refund was made but whose answer was lost answers with
     // that refund, settled with the processor if it is pending: never a second refund.
     if let Some(id) = idempotency::resumed::<crate::ids::RefundId>(&http) {
-        if let Some(refund) = store::find_owned(&state.db, &id, &caller.scope()).await? {
+        if let Some(refund) = crate::owned::find_owned(&state.db, &id, &caller.scope()).await? {
             let settled = settled(&payments, &caller, refund).await?;
             return Ok(HttpResponse::Created().json(settled));
         }
@@ -100,7 +100,7 @@ pub async fn retrieve_refund(
     PathId(id): PathId<crate::ids::RefundId>,
     ApiQuery(q): ApiQuery<RetrieveRefundQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let refund = store::find_owned(&state.db, &id, &caller.scope())
+    let refund = crate::owned::find_owned(&state.db, &id, &caller.scope())
         .await?
         .ok_or_else(|| ApiError::not_found("refund"))?;
     if q.force_sync != Some(true) {
@@ -145,7 +145,7 @@ pub async fn update_refund(
     let md = check_metadata(req.metadata.as_ref())?;
     // Invariant: this write moves no money, so it need not pass through the payment's actor.
     let updated = commit::retrying(3, || async {
-        let current = store::find_owned(&state.db, &id, &caller.scope())
+        let current = crate::owned::find_owned(&state.db, &id, &caller.scope())
             .await?
             .ok_or_else(|| ApiError::not_found("refund"))?;
         let now = state.clock.now();

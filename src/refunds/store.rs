@@ -4,29 +4,16 @@
 use chrono::{DateTime, Utc};
 use payd_entity::refund;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
-    QueryFilter, QueryTrait,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter,
+    QueryTrait,
 };
 
 use super::api::ListRefundsRequest;
 use crate::commit::Db;
 use crate::{
-    auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
     pagination::{created_between, paginate, List, Page, PageError},
 };
-
-/// A refund within the scope; `None` for anyone else's (another merchant, mode or shop).
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    scope: &Scope,
-) -> Result<Option<refund::Model>, DbErr> {
-    Ok(refund::Entity::find_by_id(id)
-        .one(db)
-        .await?
-        .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id)))
-}
 
 /// The refunds of `merchant_id` in this mode, of shop `profile_id` if one is given.
 pub async fn list(

@@ -141,10 +141,7 @@ pub async fn adopt(
     let customer_id = match customer_id {
         Some(c) => {
             let found = match crate::ids::CustomerId::parse(c) {
-                Some(_) => {
-                    customers::store::find_owned(&deps.db, c, &scope.merchant_id, scope.test_mode)
-                        .await?
-                }
+                Some(id) => crate::owned::find_owned(&deps.db, &id, &scope).await?,
                 None => None,
             };
             found.ok_or(AdoptError::NoSuchCustomer)?.id

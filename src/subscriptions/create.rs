@@ -225,10 +225,7 @@ async fn find_customer(
     customer_id: &str,
 ) -> Result<payd_entity::customer::Model, CreateError> {
     match crate::ids::CustomerId::parse(customer_id) {
-        Some(_) => {
-            customers::store::find_owned(db, customer_id, &scope.merchant_id, scope.test_mode)
-                .await?
-        }
+        Some(id) => crate::owned::find_owned(db, &id, scope).await?,
         None => None,
     }
     .ok_or(CreateError::NoSuchCustomer)

@@ -698,7 +698,7 @@ pub(super) async fn make(
     let maker = payments::create::Maker::Subscription {
         payment_id: pid.to_owned(),
     };
-    let resume = Some(pid.to_owned());
+    let resume = Some(crate::stored::id("payment_id", &c.id, pid)?);
     payments::create::create(&deps.payments, &caller, ask, None, resume, maker)
         .await
         .map_err(|e| SubscriptionError::Charge(Box::new(e)))

@@ -10,7 +10,7 @@ use super::{
     api::{Estimate, EstimateAsk, Item, ItemInput, PlanOf},
     create::{self, CreateError},
     cycles::{self, SubscriptionError},
-    machine, plans, store,
+    machine, plans,
 };
 use crate::{auth::keys::Scope, commit::Db, ids::SubscriptionId};
 
@@ -120,7 +120,7 @@ async fn owned(
     scope: &Scope,
     id: &SubscriptionId,
 ) -> Result<payd_entity::subscription::Model, EstimateError> {
-    store::find_owned(db, id, scope)
+    crate::owned::find_owned(db, id, scope)
         .await?
         .ok_or(EstimateError::NoSuchSubscription)
 }

@@ -147,7 +147,7 @@ async fn owned(
     caller: &Caller,
     id: &SubscriptionId,
 ) -> Result<payd_entity::subscription::Model, ApiError> {
-    store::find_owned(&state.db, id, &caller.scope())
+    crate::owned::find_owned(&state.db, id, &caller.scope())
         .await?
         .ok_or_else(ApiError::no_such::<SubscriptionId>)
 }

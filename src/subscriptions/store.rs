@@ -15,7 +15,6 @@ use super::{
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
     pagination::{paginate, List, Page, PageError},
 };
@@ -367,16 +366,6 @@ pub async fn find(
     id: &str,
 ) -> Result<Option<subscription::Model>, DbErr> {
     subscription::Entity::find_by_id(id).one(db).await
-}
-
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    scope: &Scope,
-) -> Result<Option<subscription::Model>, DbErr> {
-    Ok(find(db, id)
-        .await?
-        .filter(|s| scope.sees(&s.merchant_id, s.test_mode, &s.profile_id)))
 }
 
 pub async fn find_cycle(

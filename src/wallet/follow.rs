@@ -97,10 +97,10 @@ pub async fn owned(
     scope: &Scope,
     case_id: &str,
 ) -> Result<wallet_case::Model, FollowError> {
-    if crate::ids::CaseId::parse(case_id).is_none() {
+    let Some(case_id) = crate::ids::CaseId::parse(case_id) else {
         return Err(WalletError::NotFound.into());
-    }
-    store::find_owned(&deps.processor.db, case_id, scope)
+    };
+    crate::owned::find_owned(&deps.processor.db, &case_id, scope)
         .await?
         .ok_or(FollowError::Case(WalletError::NotFound))
 }
@@ -115,10 +115,8 @@ pub async fn open(
     amount: Option<i64>,
 ) -> Result<wallet_case::Model, FollowError> {
     let db = &deps.processor.db;
-    if crate::ids::PaymentId::parse(payment_id).is_none() {
-        return Err(FollowError::NoSuchPayment);
-    }
-    let payment: payment::Model = payments::store::find_owned(db, payment_id, scope)
+    let id = crate::ids::PaymentId::parse(payment_id).ok_or(FollowError::NoSuchPayment)?;
+    let payment: payment::Model = crate::owned::find_owned(db, &id, scope)
         .await?
         .ok_or(FollowError::NoSuchPayment)?;
     let left = payments::machine::dispute_amount(&payments::api::state_of(&payment))
@@ -165,15 +163,12 @@ pub async fn act(
 ) -> Result<(wallet_case::Model, Option<dispute::Model>), FollowError> {
     let case = owned(deps, scope, case_id).await?;
     if let Request::ProvideEvidence { file_ids, .. } = &req {
+        let files = Scope::of_merchant(&case.merchant_id, case.test_mode);
         for f in file_ids {
-            crate::files::store::find_owned(
-                &deps.processor.db,
-                f,
-                &case.merchant_id,
-                case.test_mode,
-            )
-            .await?
-            .ok_or(FollowError::NoSuchFile)?;
+            let f = crate::ids::FileId::parse(f).ok_or(FollowError::NoSuchFile)?;
+            crate::owned::find_owned(&deps.processor.db, &f, &files)
+                .await?
+                .ok_or(FollowError::NoSuchFile)?;
         }
     }
     let case = deps.processor.act(&case.id, &req).await?;

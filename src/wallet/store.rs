@@ -15,7 +15,6 @@ use super::{
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::Scope,
     commit::{self, Change, Job, Write},
     pagination::{created_between, paginate, List, Page, PageError},
 };
@@ -148,17 +147,6 @@ pub async fn find(
     id: &str,
 ) -> Result<Option<wallet_case::Model>, DbErr> {
     wallet_case::Entity::find_by_id(id).one(db).await
-}
-
-/// A case of the caller's merchant, mode and shop; `None` for anyone else's.
-pub async fn find_owned(
-    db: &impl ConnectionTrait,
-    id: &str,
-    scope: &Scope,
-) -> Result<Option<wallet_case::Model>, DbErr> {
-    Ok(find(db, id)
-        .await?
-        .filter(|c| scope.sees(&c.merchant_id, c.test_mode, &c.profile_id)))
 }
 
 /// The case held against a payment, if any (one per payment).
