@@ -83,40 +83,54 @@ pub struct Caller {
 /// like another merchant's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
-    pub merchant_id: String,
+    pub merchant_id: MerchantId,
     pub test_mode: bool,
     /// `None`: every shop of the merchant.
-    pub profile_id: Option<String>,
+    pub profile_id: Option<ProfileId>,
 }
 
 impl Scope {
     /// A merchant's whole scope in one mode (every shop): for the merchant's own rows,
     /// customers and files, which no shop owns.
-    pub fn of_merchant(merchant_id: &str, test_mode: bool) -> Scope {
+    pub fn of_merchant(merchant_id: &MerchantId, test_mode: bool) -> Scope {
         Scope {
-            merchant_id: merchant_id.to_owned(),
+            merchant_id: merchant_id.clone(),
             test_mode,
             profile_id: None,
         }
     }
 
+    /// [`Scope::of_merchant`] of a stored row (`row_id`) and its merchant: a merchant id of
+    /// another shape is a corrupt value (`stored::id`).
+    pub fn of_row(
+        row_id: &str,
+        merchant_id: &str,
+        test_mode: bool,
+    ) -> Result<Scope, sea_orm::DbErr> {
+        let merchant_id = crate::stored::id("merchant_id", row_id, merchant_id)?;
+        Ok(Scope::of_merchant(&merchant_id, test_mode))
+    }
+
     /// Whether an object of this merchant, mode and shop is within the scope.
     pub fn sees(&self, merchant_id: &str, test_mode: bool, profile_id: &str) -> bool {
-        self.merchant_id == merchant_id
+        self.merchant_id.as_str() == merchant_id
             && self.test_mode == test_mode
-            && self.profile_id.as_deref().is_none_or(|p| p == profile_id)
+            && self
+                .profile_id
+                .as_ref()
+                .is_none_or(|p| p.as_str() == profile_id)
     }
 
     /// The shop a list is filtered to: the scope's, or the `profile_id` a merchant-wide
     /// caller asks for. Asking for another shop than the scope's is 403 `profile_mismatch`.
     pub fn list_shop(&self, asked: Option<&str>) -> Result<Option<String>, ApiError> {
         match (&self.profile_id, asked) {
-            (Some(mine), Some(asked)) if mine != asked => Err(ApiError::forbidden(
+            (Some(mine), Some(asked)) if mine.as_str() != asked => Err(ApiError::forbidden(
                 "profile_mismatch",
                 "this request is scoped to another shop",
             )
             .param("profile_id")),
-            (Some(mine), _) => Ok(Some(mine.clone())),
+            (Some(mine), _) => Ok(Some(mine.to_string())),
             (None, asked) => Ok(asked.map(str::to_owned)),
         }
     }
@@ -140,9 +154,9 @@ impl Caller {
     /// What this caller reaches (see [`Scope`]).
     pub fn scope(&self) -> Scope {
         Scope {
-            merchant_id: self.merchant_id.to_string(),
+            merchant_id: self.merchant_id.clone(),
             test_mode: self.test_mode(),
-            profile_id: self.profile.as_ref().map(ToString::to_string),
+            profile_id: self.profile.clone(),
         }
     }
 

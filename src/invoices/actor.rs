@@ -276,7 +276,7 @@ pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbEr
         return Ok(None);
     };
     let customer_id: crate::ids::CustomerId = crate::stored::id("customer_id", &m.id, customer_id)?;
-    let scope = Scope::of_merchant(&m.merchant_id, m.test_mode);
+    let scope = Scope::of_row(&m.id, &m.merchant_id, m.test_mode)?;
     let c = crate::owned::find_owned(db, &customer_id, &scope)
         .await?
         .filter(|c| c.redacted_at.is_none());

@@ -217,7 +217,7 @@ impl crate::subscriptions::api::CycleTax for CycleTaxRules {
             let rules = rules_for(&self.db, &shop).await?;
             let customer_id: crate::ids::CustomerId =
                 crate::stored::id("customer_id", &s.id, &s.customer_id)?;
-            let scope = crate::auth::keys::Scope::of_merchant(&s.merchant_id, s.test_mode);
+            let scope = crate::auth::keys::Scope::of_row(&s.id, &s.merchant_id, s.test_mode)?;
             let customer = crate::owned::find_owned(&self.db, &customer_id, &scope).await?;
             let address: Option<crate::customers::api::Address> = match customer {
                 Some(c) => crate::stored::json_opt("address", &c.id, c.address.as_deref())?,

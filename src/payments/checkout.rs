@@ -219,7 +219,7 @@ async fn as_buyer(
     let m = run(
         payments,
         &m.id,
-        Some(buyer(m, client_secret)),
+        Some(buyer(m, client_secret)?),
         command,
         None,
     )
@@ -228,15 +228,16 @@ async fn as_buyer(
     Ok(HttpResponse::Ok().json(CheckoutStatus::of(&m, &state.public_url)?))
 }
 
-fn buyer(m: &payment::Model, secret: String) -> Access {
-    Access {
+/// A buyer's access to the payment `m`: its merchant, mode and shop, with its client secret.
+fn buyer(m: &payment::Model, secret: String) -> Result<Access, sea_orm::DbErr> {
+    Ok(Access {
         scope: Scope {
-            merchant_id: m.merchant_id.clone(),
+            merchant_id: crate::stored::id("merchant_id", &m.id, &m.merchant_id)?,
             test_mode: m.test_mode,
-            profile_id: Some(m.profile_id.clone()),
+            profile_id: Some(crate::stored::id("profile_id", &m.id, &m.profile_id)?),
         },
         client_secret: Some(secret),
-    }
+    })
 }
 
 /// The checkout page, in the payment's `locale` or the buyer's language.
@@ -618,7 +619,7 @@ pub async fn challenge_return(
     let read = run(
         &payments,
         &m.id,
-        Some(buyer(&m, q.client_secret.clone())),
+        Some(buyer(&m, q.client_secret.clone())?),
         Command::CompleteChallenge { approve: true },
         None,
     )

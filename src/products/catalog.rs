@@ -163,9 +163,9 @@ async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<Strin
             Some(_) => store::find_image(db, id).await?,
             None => None,
         };
-        if !found
-            .is_some_and(|i| i.merchant_id == scope.merchant_id && i.test_mode == scope.test_mode)
-        {
+        if !found.is_some_and(|i| {
+            i.merchant_id == scope.merchant_id.as_str() && i.test_mode == scope.test_mode
+        }) {
             return Err(not_found("image", "images"));
         }
     }
@@ -201,7 +201,7 @@ pub async fn create(
     }
     let mut p = product::Model {
         id: new_id("prod"),
-        merchant_id: scope.merchant_id.clone(),
+        merchant_id: scope.merchant_id.to_string(),
         profile_id: ask.shop,
         test_mode: scope.test_mode,
         name: ask.name,
@@ -753,7 +753,7 @@ pub async fn create_category(
     }
     let c = product_category::Model {
         id: new_id("cat"),
-        merchant_id: scope.merchant_id.clone(),
+        merchant_id: scope.merchant_id.to_string(),
         profile_id: ask.shop,
         test_mode: scope.test_mode,
         name: ask.name,

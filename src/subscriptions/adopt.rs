@@ -224,7 +224,7 @@ pub fn adopted(
     };
     Ok(subscription::Model {
         id: new_id("sub"),
-        merchant_id: scope.merchant_id.clone(),
+        merchant_id: scope.merchant_id.to_string(),
         profile_id: p.profile_id.clone(),
         test_mode: scope.test_mode,
         customer_id,
@@ -286,7 +286,7 @@ pub async fn preview(
     let now = deps.clock.now();
     let row = subscription_preview::Model {
         id: new_id("subprev"),
-        merchant_id: scope.merchant_id.clone(),
+        merchant_id: scope.merchant_id.to_string(),
         profile_id: shop.to_owned(),
         test_mode: scope.test_mode,
         processor_subscription_ids: serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),

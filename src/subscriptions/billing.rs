@@ -64,7 +64,7 @@ impl SandboxBilling {
             .ok_or_else(|| CommitError::Db(DbErr::Custom("a period past the calendar".into())))?;
         let s = billing_subscription::Model {
             id: new_id("bsub"),
-            merchant_id: scope.merchant_id.clone(),
+            merchant_id: scope.merchant_id.to_string(),
             profile_id: shop.to_owned(),
             test_mode: scope.test_mode,
             customer_name: new.customer_name,

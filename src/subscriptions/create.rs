@@ -93,7 +93,7 @@ pub async fn check_mandate(
         Some(_) => customers::store::find_mandate(db, mandate_id).await?,
         None => None,
     }
-    .filter(|m| m.merchant_id == scope.merchant_id && m.test_mode == scope.test_mode)
+    .filter(|m| m.merchant_id == scope.merchant_id.as_str() && m.test_mode == scope.test_mode)
     .ok_or(CreateError::NoSuchMandate)?;
     if mandate.customer_id != customer_id {
         return Err(CreateError::MandateOfAnother);
@@ -205,7 +205,9 @@ async fn recurring_price(
         None => None,
     }
     .filter(|p| {
-        p.merchant_id == scope.merchant_id && p.test_mode == scope.test_mode && p.profile_id == shop
+        p.merchant_id == scope.merchant_id.as_str()
+            && p.test_mode == scope.test_mode
+            && p.profile_id == shop
     })
     .ok_or(CreateError::NoSuchPrice { item })?;
     let product = products::store::find(db, &p.product_id).await?;
@@ -246,7 +248,7 @@ async fn new_subscription(
     let plan = plan(db, &scope, &ask.shop, items, max_amount, now).await?;
     Ok(subscription::Model {
         id: new_id("sub"),
-        merchant_id: scope.merchant_id.clone(),
+        merchant_id: scope.merchant_id.to_string(),
         profile_id: ask.shop.clone(),
         test_mode: scope.test_mode,
         customer_id: customer.id,
