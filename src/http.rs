@@ -459,9 +459,29 @@ impl<T: Id + 'static> FromRequest for PathId<T> {
     type Future = std::future::Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let id = req.match_info().get(T::PARAM).and_then(T::parse);
-        std::future::ready(id.map(PathId).ok_or_else(ApiError::no_such::<T>))
+        std::future::ready(path_id(req).map(PathId))
     }
+}
+
+/// The two ids a path names (`/products/{product_id}/prices/{price_id}`), each parsed as
+/// [`PathId`] parses one: the first that is not an id of its kind answers 404 naming it.
+pub struct PathIds<A, B>(pub A, pub B);
+
+impl<A: Id + 'static, B: Id + 'static> FromRequest for PathIds<A, B> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let ids = path_id::<A>(req).and_then(|a| Ok(PathIds(a, path_id::<B>(req)?)));
+        std::future::ready(ids)
+    }
+}
+
+fn path_id<T: Id>(req: &HttpRequest) -> Result<T, ApiError> {
+    req.match_info()
+        .get(T::PARAM)
+        .and_then(T::parse)
+        .ok_or_else(ApiError::no_such::<T>)
 }
 
 #[cfg(test)]

@@ -8,4 +8,4 @@ pub mod routes;
 pub mod store;
 
 pub use admin::ROUTES as ADMIN_ROUTES;
-pub use routes::{shop_in_path, ROUTES};
+pub use routes::ROUTES;

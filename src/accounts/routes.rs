@@ -11,7 +11,7 @@ use super::{
     store,
 };
 use crate::{
-    auth::{Admin, Caller, Mode, SecretKey},
+    auth::{Admin, Caller, Mode, SecretKey, ShopKey},
     commit::CommitError,
     error::ApiError,
     http::{ApiJson, ApiQuery, PathId},
@@ -252,21 +252,20 @@ pub async fn create_shop(
     responses((status = 200, body = Shop), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn get_shop(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, id): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = own_shop(&state, &caller, &profile).await?;
+    let shop = own_shop(&state, &caller, &id).await?;
     Ok(HttpResponse::Ok().json(Shop::try_from(shop)?))
 }
 
+/// The shop a [`ShopKey`] named, as stored.
 async fn own_shop(
     state: &AppState,
     caller: &Caller,
-    raw: &str,
+    id: &ProfileId,
 ) -> Result<payd_entity::profile::Model, ApiError> {
-    let id = shop_in_path(state, caller, raw).await?;
-    crate::auth::store::find_profile(&state.db, &caller.merchant_id, &id)
+    crate::auth::store::find_profile(&state.db, &caller.merchant_id, id)
         .await?
         .ok_or_else(|| ApiError::not_found("shop"))
 }
@@ -291,16 +290,15 @@ const LOGO_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/we
         (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn put_shop(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, id): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     body: ApiJson<PutShopRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let ask = body.0;
     let name = ask.name.map(|n| parse_name("name", &n)).transpose()?;
     let branding = ask.branding.map(parse_branding).transpose()?;
     let embed_origins = ask.embed_origins.map(parse_embed_origins).transpose()?;
-    let mut shop = own_shop(&state, &caller, &profile).await?;
+    let mut shop = own_shop(&state, &caller, &id).await?;
     if let Some(logo) = branding.as_ref().and_then(|b| b.logo_file_id.as_deref()) {
         check_logo(&state, &caller, logo).await?;
     }
@@ -451,30 +449,4 @@ pub async fn revoke_api_key(
     // Refused by every instance when this answers.
     state.generation.changed().await;
     Ok(HttpResponse::Ok().json(ApiKey::from(row)))
-}
-
-/// The shop named in a path (`/account/shops/{profile_id}/…`): the caller's own, and the
-/// bound one for a shop-bound key; anything else is 404. A request that chose another shop
-/// with `x-profile-id` contradicts itself: 403 `profile_mismatch`, as a list answers.
-pub async fn shop_in_path(
-    state: &AppState,
-    caller: &Caller,
-    raw: &str,
-) -> Result<ProfileId, ApiError> {
-    let not_found = || ApiError::not_found("shop");
-    let id = ProfileId::parse(raw).ok_or_else(not_found)?;
-    if !crate::auth::owns_shop(state, &caller.merchant_id, &id).await? {
-        return Err(not_found());
-    }
-    if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
-        return Err(not_found());
-    }
-    if caller.profile.as_ref().is_some_and(|p| *p != id) {
-        return Err(ApiError::forbidden(
-            "profile_mismatch",
-            "x-profile-id names another shop than the path",
-        )
-        .param("x-profile-id"));
-    }
-    Ok(id)
 }

@@ -13,7 +13,7 @@ pub use keys::{generate_key, hash_key, parse_key, Caller, KeyKind, Mode, Scope};
 
 use crate::{
     error::ApiError,
-    ids::{KeyId, MerchantId, ProfileId},
+    ids::{Id, KeyId, MerchantId, ProfileId},
     state::AppState,
 };
 
@@ -172,6 +172,51 @@ impl FromRequest for SecretKey {
                 ));
             }
             Ok(SecretKey(caller))
+        })
+    }
+}
+
+/// The shop named in a path (`/account/shops/{profile_id}/…`): the caller's own, and the
+/// bound one for a shop-bound key; anything else is 404. A request that chose another shop
+/// with `x-profile-id` contradicts itself: 403 `profile_mismatch`, as a list answers.
+pub async fn shop_in_path(
+    state: &AppState,
+    caller: &Caller,
+    raw: &str,
+) -> Result<ProfileId, ApiError> {
+    let not_found = || ApiError::not_found("shop");
+    let id = ProfileId::parse(raw).ok_or_else(not_found)?;
+    if !owns_shop(state, &caller.merchant_id, &id).await? {
+        return Err(not_found());
+    }
+    if caller.bound_profile.as_ref().is_some_and(|b| *b != id) {
+        return Err(not_found());
+    }
+    if caller.profile.as_ref().is_some_and(|p| *p != id) {
+        return Err(ApiError::forbidden(
+            "profile_mismatch",
+            "x-profile-id names another shop than the path",
+        )
+        .param("x-profile-id"));
+    }
+    Ok(id)
+}
+
+/// A secret key and the shop its path names (`/account/shops/{profile_id}/…`), checked as
+/// [`shop_in_path`] checks it: what every shop route starts with.
+pub struct ShopKey(pub Caller, pub ProfileId);
+
+impl FromRequest for ShopKey {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let (req, key) = (req.clone(), SecretKey::from_request(req, payload));
+        Box::pin(async move {
+            let SecretKey(caller) = key.await?;
+            let raw = req.match_info().get(ProfileId::PARAM).unwrap_or_default();
+            let shop = shop_in_path(&*state(&req)?, &caller, raw).await?;
+            Ok(ShopKey(caller, shop))
         })
     }
 }

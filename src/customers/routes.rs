@@ -15,7 +15,7 @@ use crate::{
     commit,
     error::ApiError,
     fields::Items,
-    http::{ApiJson, ApiQuery, PathId},
+    http::{ApiJson, ApiQuery, PathId, PathIds},
     idempotency,
     pagination::{List, ListQuery, Page},
     processors::connect::Connections,
@@ -254,11 +254,8 @@ pub async fn list_methods(
 pub async fn set_default_method(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    PathIds(customer_id, pm_id): PathIds<crate::ids::CustomerId, crate::ids::PaymentMethodId>,
 ) -> Result<HttpResponse, ApiError> {
-    let (customer_id, pm_id) = path.into_inner();
-    let customer_id = crate::ids::CustomerId::parse(&customer_id)
-        .ok_or_else(|| ApiError::not_found("customer"))?;
     let c = owned(&state, &caller, &customer_id).await?;
     store::find_method(&state.db, &pm_id)
         .await?
@@ -267,7 +264,7 @@ pub async fn set_default_method(
     let now = state.clock.now();
     let updated = change(&state, &caller, &customer_id, |c| {
         let mut after = c.clone();
-        after.default_payment_method_id = Some(pm_id.clone());
+        after.default_payment_method_id = Some(pm_id.to_string());
         after.updated_at = now;
         after
     })

@@ -9,7 +9,8 @@ use super::{
 use crate::{
     auth::{Caller, SecretKey},
     error::ApiError,
-    http::{ApiJson, PathId},
+    http::{ApiJson, PathId, PathIds},
+    ids::{EventId, MerchantId},
     pagination::{List, ListQuery, Page},
     state::AppState,
     webhooks::{dispatcher::Dispatcher, store::manual_retries},
@@ -23,8 +24,8 @@ crate::http::routes! {
 }
 
 /// The path's merchant must be the caller's; anyone else's reads as missing.
-fn own_merchant(caller: &Caller, merchant_id: &str) -> Result<(), ApiError> {
-    if caller.merchant_id.as_str() != merchant_id {
+fn own_merchant(caller: &Caller, merchant_id: &MerchantId) -> Result<(), ApiError> {
+    if caller.merchant_id != *merchant_id {
         return Err(ApiError::not_found("merchant"));
     }
     Ok(())
@@ -75,9 +76,8 @@ pub async fn list_events(
 pub async fn list_attempts(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    PathIds(merchant_id, event_id): PathIds<MerchantId, EventId>,
 ) -> Result<HttpResponse, ApiError> {
-    let (merchant_id, event_id) = path.into_inner();
     own_merchant(&caller, &merchant_id)?;
     let event = find_event(&state.db, &caller, &event_id).await?;
     let data = store::attempts(&state.db, &event).await?;
@@ -104,9 +104,8 @@ pub async fn retry_event(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
     dispatcher: web::Data<Dispatcher>,
-    path: web::Path<(String, String)>,
+    PathIds(merchant_id, event_id): PathIds<MerchantId, EventId>,
 ) -> Result<HttpResponse, ApiError> {
-    let (merchant_id, event_id) = path.into_inner();
     own_merchant(&caller, &merchant_id)?;
     let event = find_event(&state.db, &caller, &event_id).await?;
     let retries = manual_retries(&state.db, &event, state.clock.base()).await?;

@@ -13,8 +13,7 @@ use super::{
     tax::{self, Place, MAX_RATE_BPS},
 };
 use crate::{
-    accounts::shop_in_path,
-    auth::{Caller, SecretKey},
+    auth::{Caller, SecretKey, ShopKey},
     error::ApiError,
     fields::{check_text, parse_currency},
     http::ApiJson,
@@ -113,11 +112,9 @@ pub async fn put_settings(
     responses((status = 200, body = Settings), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn get_shop_settings(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     Ok(HttpResponse::Ok().json(settings_of(&state, &caller, Some(shop.as_str())).await?))
 }
 
@@ -135,12 +132,10 @@ pub async fn get_shop_settings(
         (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn put_shop_settings(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     ApiJson(req): ApiJson<SettingsInput>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let req = req.checked()?;
     let now = state.clock.now();
     settings::put(&state.db, &owner(&caller, Some(shop.as_str())), &req, now).await?;
@@ -285,11 +280,9 @@ pub async fn put_tax_rules(
     responses((status = 200, body = TaxRules), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn get_shop_tax_rules(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     Ok(HttpResponse::Ok().json(rules_of(&state, &caller, Some(shop.as_str())).await?))
 }
 
@@ -308,12 +301,10 @@ pub async fn get_shop_tax_rules(
         (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn put_shop_tax_rules(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     ApiJson(req): ApiJson<TaxRulesInput>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     put_rules(&state, &caller, Some(shop.as_str()), req).await
 }
 
@@ -330,11 +321,9 @@ pub async fn put_shop_tax_rules(
     responses((status = 200, body = TaxRules), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn delete_shop_tax_rules(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let now = state.clock.now();
     settings::put_rules(&state.db, &owner(&caller, Some(shop.as_str())), &[], now).await?;
     Ok(HttpResponse::Ok().json(rules_of(&state, &caller, Some(shop.as_str())).await?))

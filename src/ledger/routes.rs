@@ -8,8 +8,7 @@ use super::{
     store,
 };
 use crate::{
-    accounts::shop_in_path,
-    auth::SecretKey,
+    auth::ShopKey,
     error::ApiError,
     http::ApiQuery,
     pagination::{List, Page},
@@ -35,11 +34,9 @@ crate::http::routes! {
     responses((status = 200, body = Balance), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn get_balance(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let sums = store::balances(&state.db, shop.as_str(), caller.test_mode()).await?;
     Ok(HttpResponse::Ok().json(Balance::of(shop.as_str(), caller.test_mode(), sums)))
 }
@@ -59,12 +56,10 @@ pub async fn get_balance(
         (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn list_balance_transactions(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     ApiQuery(q): ApiQuery<ListTransactionsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let page = Page::parse::<crate::ids::BalanceTransactionId>(&q.page_query())?;
     if let Some(k) = q.kind.as_deref().filter(|k| Kind::parse(k).is_none()) {
         return Err(ApiError::invalid_param(

@@ -8,8 +8,7 @@ use super::{
     routing::{self, RoutingRules},
 };
 use crate::{
-    accounts::shop_in_path,
-    auth::{Admin, SecretKey},
+    auth::{Admin, ShopKey},
     error::ApiError,
     fields::Items,
     http::{ApiJson, ApiQuery},
@@ -174,14 +173,13 @@ const WEBHOOK_SECRET_OVERLAP_HOURS: i64 = 24;
         (status = 403, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn update_processor(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
     connections: web::Data<Connections>,
     path: web::Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateProcessorRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let (profile, id) = path.into_inner();
-    let shop = shop_in_path(&state, &caller, &profile).await?;
+    let (_, id) = path.into_inner();
     let mut account = processor_accounts::find_account(&state.db, &id)
         .await?
         .filter(|a| {
@@ -400,11 +398,9 @@ impl AddProcessorRequest {
     params(("profile_id" = String, Path)),
     responses((status = 200, body = Items<ProcessorAccount>)), security(("api_key" = [])))]
 pub async fn list_processors(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let data: Vec<ProcessorAccount> =
         processor_accounts::accounts(&state.db, shop.as_str(), caller.test_mode())
             .await?
@@ -453,12 +449,10 @@ fn connection(
     responses((status = 201, body = ProcessorAccount), (status = 409, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn add_processor(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     ApiJson(req): ApiJson<AddProcessorRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let name = req.checked_name()?;
     let kind = match req.kind.as_deref() {
         None => AccountKind::Sandbox,
@@ -824,11 +818,9 @@ pub async fn reject_processor(
     params(("profile_id" = String, Path)),
     responses((status = 200, body = RoutingRules)), security(("api_key" = [])))]
 pub async fn get_routing(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let rules =
         processor_accounts::routing_rules(&state.db, shop.as_str(), caller.test_mode()).await?;
     Ok(HttpResponse::Ok().json(rules))
@@ -848,12 +840,10 @@ pub async fn get_routing(
     responses((status = 200, body = RoutingRules), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn put_routing(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     ApiJson(rules): ApiJson<RoutingRules>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let mode = caller.test_mode();
     let names: Vec<String> = processor_accounts::accounts(&state.db, shop.as_str(), mode)
         .await?

@@ -19,8 +19,8 @@ use crate::{
     auth::SecretKey,
     error::ApiError,
     files,
-    http::{ApiJson, ApiQuery, PathId},
-    ids::new_id,
+    http::{ApiJson, ApiQuery, PathId, PathIds},
+    ids::{new_id, PriceId, ProductId},
     pagination::{List, Page},
     state::AppState,
 };
@@ -323,10 +323,9 @@ pub async fn add_price(
 pub async fn update_price(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    PathIds(id, price_id): PathIds<ProductId, PriceId>,
     ApiJson(req): ApiJson<UpdatePriceRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, price_id) = path.into_inner();
     let patch = req.parse()?;
     let (p, price) = catalog::update_price(
         &state.db,
@@ -357,9 +356,8 @@ pub async fn update_price(
 pub async fn archive_price(
     SecretKey(caller): SecretKey,
     state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    PathIds(id, price_id): PathIds<ProductId, PriceId>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, price_id) = path.into_inner();
     let (p, price) = catalog::archive_price(
         &state.db,
         &caller.scope(),

@@ -8,10 +8,9 @@ use super::{
     store,
 };
 use crate::{
-    accounts::shop_in_path,
-    auth::{Admin, SecretKey},
+    auth::{Admin, ShopKey},
     error::ApiError,
-    http::{ApiJson, ApiQuery},
+    http::{ApiJson, ApiQuery, PathId},
     ids::ProfileId,
     pagination::{ListQuery, Page},
     settings::DeploymentMode,
@@ -41,14 +40,12 @@ pub async fn assess_shop(
     _: Admin,
     state: web::Data<AppState>,
     assessor: web::Data<Assessor>,
-    profile: web::Path<String>,
+    PathId(id): PathId<ProfileId>,
     ApiJson(req): ApiJson<AssessRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let not_found = || ApiError::not_found("shop").param("profile_id");
-    let id = ProfileId::parse(&profile).ok_or_else(not_found)?;
     let shop = store::shop(&state.db, id.as_str())
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(ApiError::no_such::<ProfileId>)?;
     let test_mode = req
         .test_mode
         .unwrap_or(state.settings.mode == DeploymentMode::Sandbox);
@@ -70,12 +67,10 @@ pub async fn assess_shop(
         (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn shop_risk(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, shop): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = shop_in_path(&state, &caller, &profile).await?;
     let page = Page::parse::<crate::ids::RiskAssessmentId>(&q)?;
     let test_mode = caller.test_mode();
     let latest = store::latest(&state.db, shop.as_str(), test_mode).await?;

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     accounts,
-    auth::{Caller, SecretKey},
+    auth::{Caller, ShopKey},
     commit::{self, Change, Write},
     error::ApiError,
     http::ApiJson,
@@ -92,11 +92,9 @@ async fn find(
     responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn get_endpoint(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, profile): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
     let m = find(&state, &caller, &profile)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
@@ -119,12 +117,10 @@ pub async fn get_endpoint(
     responses((status = 200, body = Endpoint), (status = 400, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn put_endpoint(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, profile): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
     ApiJson(req): ApiJson<PutEndpointRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
     let policy = Policy::from_settings(
         state.settings.webhooks.allow_private_urls,
         &state.settings.security,
@@ -178,11 +174,9 @@ fn url_changed<'a>(
     responses((status = 200, body = Endpoint), (status = 404, body = crate::error::ErrorBody)),
     security(("api_key" = [])))]
 pub async fn rotate_secret(
-    SecretKey(caller): SecretKey,
+    ShopKey(caller, profile): ShopKey,
     state: web::Data<AppState>,
-    profile: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let profile = accounts::shop_in_path(&state, &caller, &profile).await?;
     let existing = find(&state, &caller, &profile)
         .await?
         .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
