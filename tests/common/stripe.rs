@@ -179,6 +179,17 @@ pub fn signature(body: &[u8]) -> String {
 
 /// Posts `event` to payd's endpoint for a Stripe account, with this `Stripe-Signature`; the
 /// answer's status and body.
+/// Posts `event` signed with the account's webhook secret, and asserts payd handled it.
+pub async fn deliver_event(app: &TestApp, account: &str, event: &Value) {
+    let body = serde_json::to_vec(event).unwrap();
+    let (status, answer) = post_event(app, account, event, &signature(&body)).await;
+    assert_eq!(
+        (status, answer["outcome"].as_str()),
+        (200, Some("handled")),
+        "{answer}"
+    );
+}
+
 pub async fn post_event(
     app: &TestApp,
     account: &str,
