@@ -231,7 +231,7 @@ async fn step(
     let (after, evidence, attached) = match command {
         Command::Accept => {
             let to = machine::accept(status)?;
-            tell_holder(deps, d, holder, Answer::Close).await?;
+            tell_holder(deps, d, holder, Reply::Close).await?;
             (moved(to), EvidenceChange::None, None)
         }
         Command::Attach {
@@ -262,7 +262,7 @@ async fn step(
             let has_text = explanation.as_deref().is_some_and(|t| !t.trim().is_empty());
             let mut after = moved(machine::submit(status, has_files || has_text)?);
             let text = explanation.as_deref().unwrap_or_default();
-            tell_holder(deps, d, holder, Answer::Submit(text)).await?;
+            tell_holder(deps, d, holder, Reply::Submit(text)).await?;
             after.explanation = explanation.clone();
             after.evidence_submitted_at = Some(now);
             (after, EvidenceChange::None, None)
@@ -322,7 +322,7 @@ async fn attach(
 }
 
 /// The merchant's answer to a dispute, as the processor that holds it is told.
-enum Answer<'t> {
+enum Reply<'t> {
     Close,
     Submit(&'t str),
 }
@@ -334,7 +334,7 @@ async fn tell_holder(
     deps: &DisputeDeps,
     d: &dispute::Model,
     holder: machine::Holder<'_>,
-    answer: Answer<'_>,
+    reply: Reply<'_>,
 ) -> Result<(), DisputeError> {
     let machine::Holder::Processor(case) = holder else {
         return Ok(());
@@ -349,13 +349,13 @@ async fn tell_holder(
                 d.processor.as_deref().unwrap_or("(none)")
             )))
         })?;
-    let told = match answer {
-        Answer::Close => {
+    let told = match reply {
+        Reply::Close => {
             processor
                 .close_dispute(case, &format!("{}.close", d.id))
                 .await
         }
-        Answer::Submit(text) => {
+        Reply::Submit(text) => {
             let digest = sha2::Sha256::digest(text.as_bytes());
             let key = format!("{}.submit.{}", d.id, hex::encode(&digest[..8]));
             processor.submit_dispute(case, text, &key).await
