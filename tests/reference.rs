@@ -10,11 +10,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use actix_web::http::Method;
 use common::{
+    card,
     receiver::{validator, Contract},
     spawn_app,
 };
 use payd::{error::codes::CODES, event_types::EVENT_TYPES};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 async fn document() -> Value {
     let app = spawn_app().await;
@@ -206,4 +207,112 @@ async fn every_event_sample_matches_its_event_types_schema() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// One object of each core resource as a client reads it, snapshotted (`insta`): a field
+/// renamed, dropped or added shows in review as a change of the wire shape, not only of a
+/// schema. Ids, times and secrets are replaced by their kind (`stable`).
+#[actix_web::test]
+async fn one_object_per_resource_keeps_its_shape() {
+    let app = spawn_app().await;
+    let m = app.create_merchant("Acme").await;
+    let call = |method: Method, path: String, body: Option<Value>| {
+        let (app, m) = (&app, &m);
+        async move {
+            let r = app.call(m, method, &path, body).await;
+            assert!(r.status < 300, "{path}: {} {}", r.status, r.body);
+            r.body
+        }
+    };
+    let customer = call(
+        Method::POST,
+        "/customers".into(),
+        Some(json!({"name": "Ana", "email": "ana@example.com", "metadata": {"crm": "7"}})),
+    )
+    .await;
+    let product = call(
+        Method::POST,
+        "/products".into(),
+        Some(json!({"name": "Tasse", "prices": [{"unit_amount": 335, "currency": "EUR"}]})),
+    )
+    .await;
+    let payment = call(
+        Method::POST,
+        "/payments".into(),
+        Some(json!({"amount": 1007, "currency": "EUR", "confirm": true,
+            "customer_id": customer["customer_id"], "payment_method_data": card("4242424242424242"),
+            "lines": [{"line_id": "a", "name": "Tasse", "quantity": 3, "unit_amount": 335,
+                "tax_amount": 2}]})),
+    )
+    .await;
+    let payment_id = payment["payment_id"].as_str().unwrap().to_owned();
+    let invoice = call(
+        Method::POST,
+        "/invoices".into(),
+        Some(json!({"payment_id": payment_id})),
+    )
+    .await;
+    let invoice_id = invoice["invoice_id"].as_str().unwrap().to_owned();
+    let invoice = call(
+        Method::POST,
+        format!("/invoices/{invoice_id}/finalize"),
+        Some(json!({})),
+    )
+    .await;
+    let refund = call(
+        Method::POST,
+        "/refunds".into(),
+        Some(json!({"payment_id": payment_id, "lines": [{"line_id": "a", "quantity": 1}]})),
+    )
+    .await;
+    let payment = call(Method::GET, format!("/payments/{payment_id}"), None).await;
+    let mut objects = json!({"customer": customer, "product": product, "payment": payment,
+        "refund": refund, "invoice": invoice});
+    stable(&mut objects);
+    insta::assert_json_snapshot!("one_object_per_resource", objects);
+    app.stop().await;
+}
+
+/// `value` with what differs between runs replaced by its kind: a payd id by `[prefix_id]`
+/// (also inside a URL), an RFC 3339 time by `[time]`, a date by `[date]`, a secret by
+/// `[secret]`, the test
+/// server's address by `[base]`.
+fn stable(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            for (key, v) in fields.iter_mut() {
+                match v {
+                    Value::String(_) if key.contains("secret") => *v = json!("[secret]"),
+                    _ => stable(v),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(stable),
+        Value::String(s) => {
+            if chrono::DateTime::parse_from_rfc3339(s).is_ok() {
+                *s = "[time]".into();
+                return;
+            }
+            if chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() {
+                *s = "[date]".into();
+                return;
+            }
+            let parts: Vec<String> = s
+                .split('/')
+                .map(|part| match part.split_once('_') {
+                    Some((prefix, hex))
+                        if hex.len() == 32
+                            && hex.bytes().all(|b| b.is_ascii_hexdigit())
+                            && prefix.bytes().all(|b| b.is_ascii_lowercase()) =>
+                    {
+                        format!("[{prefix}_id]")
+                    }
+                    _ if part.starts_with("127.0.0.1:") => "[base]".into(),
+                    _ => part.to_owned(),
+                })
+                .collect();
+            *s = parts.join("/");
+        }
+        _ => {}
+    }
 }
