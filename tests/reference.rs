@@ -266,8 +266,21 @@ async fn one_object_per_resource_keeps_its_shape() {
     )
     .await;
     let payment = call(Method::GET, format!("/payments/{payment_id}"), None).await;
+    // The sandbox disputes this card's payment once its delay has passed.
+    let disputed = call(
+        Method::POST,
+        "/payments".into(),
+        Some(json!({"amount": 500, "currency": "EUR", "confirm": true,
+            "payment_method_data": card("4000000000000259")})),
+    )
+    .await;
+    app.clock.advance(chrono::Duration::seconds(6));
+    app.run_due_jobs().await;
+    let disputed = disputed["payment_id"].as_str().unwrap();
+    let path = format!("/disputes/list?payment_id={disputed}");
+    let dispute = call(Method::GET, path, None).await["data"][0].clone();
     let mut objects = json!({"customer": customer, "product": product, "payment": payment,
-        "refund": refund, "invoice": invoice});
+        "refund": refund, "invoice": invoice, "dispute": dispute});
     stable(&mut objects);
     insta::assert_json_snapshot!("one_object_per_resource", objects);
     app.stop().await;
@@ -275,7 +288,7 @@ async fn one_object_per_resource_keeps_its_shape() {
 
 /// `value` with what differs between runs replaced by its kind: a payd id by `[prefix_id]`
 /// (also inside a URL), an RFC 3339 time by `[time]`, a date by `[date]`, a secret by
-/// `[secret]`, the test
+/// `[secret]`, a processor's reference by `[reference]`, the test
 /// server's address by `[base]`.
 fn stable(value: &mut Value) {
     match value {
@@ -283,6 +296,7 @@ fn stable(value: &mut Value) {
             for (key, v) in fields.iter_mut() {
                 match v {
                     Value::String(_) if key.contains("secret") => *v = json!("[secret]"),
+                    Value::String(_) if key.ends_with("_reference") => *v = json!("[reference]"),
                     _ => stable(v),
                 }
             }
