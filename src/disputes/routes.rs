@@ -49,12 +49,7 @@ impl From<DisputeError> for ApiError {
             DisputeError::Refused(r @ Refusal::FilesAtProcessor(_)) => {
                 ApiError::invalid("processor_unsupported", r.to_string()).param("file_id")
             }
-            DisputeError::Processor(p) => ApiError::new(
-                actix_web::http::StatusCode::BAD_GATEWAY,
-                crate::error::ErrorType::Processor,
-                "processor_error",
-                p.to_string(),
-            ),
+            DisputeError::Processor(p) => ApiError::processor(p.to_string()),
             DisputeError::Refused(r @ Refusal::NoEvidence) => {
                 ApiError::invalid("evidence_required", r.to_string()).param("explanation")
             }

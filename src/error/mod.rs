@@ -164,6 +164,16 @@ impl ApiError {
 
     /// 404 for an id of kind `T` that names nothing here: "no such {noun}", naming its
     /// parameter.
+    /// 502 `processor_error`: the processor failed or refused what payd sent it.
+    pub fn processor(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_GATEWAY,
+            ErrorType::Processor,
+            "processor_error",
+            message,
+        )
+    }
+
     pub fn no_such<T: crate::ids::Id>() -> Self {
         Self::not_found(T::NOUN).param(T::PARAM)
     }

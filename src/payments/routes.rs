@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     auth::{AnyKey, Caller, KeyKind, SecretKey},
-    error::{ApiError, ErrorType},
+    error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency, Items},
     http::{ApiJson, ApiQuery, PathId},
     idempotency,
@@ -119,12 +119,7 @@ impl From<PaymentError> for ApiError {
             PaymentError::NotForProcessor { param, message } => {
                 ApiError::invalid("processor_unsupported", message).param(param)
             }
-            PaymentError::Processor(p) => ApiError::new(
-                actix_web::http::StatusCode::BAD_GATEWAY,
-                ErrorType::Processor,
-                "processor_error",
-                p.to_string(),
-            ),
+            PaymentError::Processor(p) => ApiError::processor(p.to_string()),
             PaymentError::Db(e) => e.into(),
         }
     }
