@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the PostgreSQL failover test (tests/failover.rs) needs on a Debian machine: Debian's
+# What the PostgreSQL failover test (tests/api/failover.rs) needs on a Debian machine: Debian's
 # pg_auto_failover (the monitor's extension and pg_autoctl) and, because pg_autoctl refuses
 # to run as root, an unprivileged user to run the formation's nodes as (the test runs them
 # with runuser). Idempotent; run as root.

@@ -160,7 +160,7 @@ pub fn is_in_memory(url: &str) -> bool {
 /// advisory lock, so instances starting together take turns instead of racing. On SQLite one
 /// connection is what a migration that rebuilds a table (create, copy, drop, rename) needs:
 /// spread over a pool's connections, the rename was refused as if the dropped table were
-/// still there (`tests/migrations.rs`). An in-memory database is only the pool's own.
+/// still there (`tests/api/migrations.rs`). An in-memory database is only the pool's own.
 pub async fn migrate(url: &str, db: &DatabaseConnection) -> Result<Migrated, MigrateError> {
     if db.get_database_backend() != DbBackend::Postgres {
         if is_in_memory(url) {

@@ -1,8 +1,8 @@
 //! The examples in `/openapi.json`, taken from real answers: the test suite, run with
 //! `PAYD_RECORD_EXAMPLES=1`, writes the first successful answer it gets from each operation to
 //! `docs/examples/operations/<operationId>.json` and the first event of each type it receives
-//! to `docs/examples/events/<event_type>.json` (tests/common/examples.rs); `build.rs` embeds
-//! them. `tests/ops.rs` fails on an operation without one and on an example its schema no
+//! to `docs/examples/events/<event_type>.json` (tests/api/common/examples.rs); `build.rs` embeds
+//! them. `tests/api/ops.rs` fails on an operation without one and on an example its schema no
 //! longer accepts, so an example cannot drift from the answer it shows.
 
 use serde::Deserialize;

@@ -73,7 +73,7 @@ fn incoming_request_id(req: &ServiceRequest) -> Option<String> {
 
 /// The path segments that precede a credential: the segment after one of these is a secret
 /// the caller holds (a share link's token), never to be logged. A route that takes a credential
-/// in its path names its segment here (tests/log_hygiene.rs checks every such route).
+/// in its path names its segment here (tests/api/log_hygiene.rs checks every such route).
 pub const CREDENTIAL_SEGMENTS: &[&str] = &["invoice-links"];
 
 /// A request path as logs may show it: each credential segment replaced by `[redacted]`.

@@ -36,7 +36,7 @@ pub fn init(log: &LogSettings) {
 /// limit's exist at 0 from start-up, so a dashboard or an alert on a fresh server reads 0, not
 /// "no data". The other families register their zeros where their labels are known: the actor
 /// registries per kind, the dispatcher per delivery outcome, the scheduler per job kind, the
-/// remote processors per outcome. docs/operations.md lists them all; `tests/metrics.rs` holds the two
+/// remote processors per outcome. docs/operations.md lists them all; `tests/api/metrics.rs` holds the two
 /// together.
 pub fn describe_metrics() {
     use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
