@@ -96,6 +96,7 @@ const NAMED: &[(&str, &str)] = &[
     ("sales::tally", "domain"),
     ("payments::processor_accounts", "store"),
     ("payments::create", "runtime"),
+    ("payments::charge", "runtime"),
     ("payments::methods", "types"),
     ("subscriptions::estimate", "runtime"),
     ("wallet::follow", "runtime"),

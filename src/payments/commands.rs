@@ -183,6 +183,15 @@ impl Access {
             .is_none_or(|s| same_secret(s, client_secret))
     }
 
+    /// A server's access to what its scope holds: a secret key's, or payd's own for a
+    /// payment it makes for another resource.
+    pub fn server(scope: &Scope) -> Access {
+        Access {
+            scope: scope.clone(),
+            client_secret: None,
+        }
+    }
+
     /// What this caller may do: a publishable key must show the payment's `client_secret`.
     pub fn of(caller: &Caller, client_secret: Option<String>) -> Result<Access, PaymentError> {
         let client_secret = match caller.kind {

@@ -15,12 +15,12 @@ use super::{
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::Caller,
+    auth::keys::Scope,
     customers::{
         self,
         api::{check_mandate, MandateRefusal},
     },
-    ids::new_id,
+    ids::{new_id, PaymentId},
     processors::{
         card::{fingerprint, ProcessorToken, SecretCard, StoredCard},
         connect::{self, AccountKind, Approval},
@@ -79,41 +79,42 @@ impl From<crate::commit::CommitError> for CreateError {
 pub enum Maker {
     /// The merchant, through the API: its lines must name what the shop sells now.
     Merchant,
-    /// payd, for a subscription's cycle: the payment's id was chosen and recorded before it is
-    /// made (intent before effect), and its lines name the subscription's recurring prices,
-    /// which it bills as agreed even after the catalog archived them.
-    Subscription { payment_id: String },
+    /// payd, for another resource (`charge`, a subscription's cycle): the payment's id was
+    /// chosen and recorded before it is made (intent before effect), and its lines name what
+    /// the resource bills as agreed (a subscription's recurring prices), even after the
+    /// catalog archived them.
+    Charge { payment_id: PaymentId },
 }
 
 /// Inserts a new payment, and confirms it when asked (`confirm: true`); `resume` continues an
 /// existing payment instead.
 pub async fn create(
     payments: &Payments,
-    caller: &Caller,
+    scope: &Scope,
     ask: NewPayment,
     key: Option<RequestKey>,
-    resume: Option<crate::ids::PaymentId>,
+    resume: Option<PaymentId>,
     maker: Maker,
 ) -> Result<payment::Model, CreateError> {
     let deps = payments.deps();
-    let side = customer_side(deps, caller, &ask).await?;
+    let side = customer_side(deps, scope, &ask).await?;
     let now = deps.clock.now();
     let lines = ask.lines.as_deref();
     let currency = &ask.amount.currency;
-    let (id, catalog) = identify(deps, caller, maker, lines, currency, now).await?;
+    let (id, catalog) = identify(deps, scope, maker, lines, currency, now).await?;
     let (card, secret) = match (ask.card, side.saved) {
         (Some(sent), _) => {
-            let shop = (caller.merchant_id.as_str(), ask.shop.as_str());
-            let (card, secret) = card_sent(deps, shop, caller.test_mode(), sent).await?;
+            let shop = (scope.merchant_id.as_str(), ask.shop.as_str());
+            let (card, secret) = card_sent(deps, shop, scope.test_mode, sent).await?;
             (Some(card), secret)
         }
         (None, saved) => (saved, None),
     };
     let m = payment::Model {
         id,
-        merchant_id: caller.merchant_id.to_string(),
+        merchant_id: scope.merchant_id.to_string(),
         profile_id: ask.shop.to_string(),
-        test_mode: caller.test_mode(),
+        test_mode: scope.test_mode,
         status: if card.is_some() {
             Status::RequiresConfirmation
         } else {
@@ -167,7 +168,7 @@ pub async fn create(
     } else {
         Command::Sync
     };
-    insert_and_run(payments, caller, m, catalog, command, key, resume).await
+    insert_and_run(payments, scope, m, catalog, command, key, resume).await
 }
 
 /// The new payment's id, and the writes its lines add to its commit: a merchant's lines are
@@ -175,7 +176,7 @@ pub async fn create(
 /// it was made, and are indexed for the sales report as they are.
 async fn identify(
     deps: &PaymentDeps,
-    caller: &Caller,
+    scope: &Scope,
     maker: Maker,
     lines: Option<&[Line]>,
     currency: &str,
@@ -185,14 +186,13 @@ async fn identify(
         Maker::Merchant => {
             let id = new_id("pay");
             let catalog = match lines {
-                Some(lines) => {
-                    check_catalog(&deps.db, &caller.scope(), &id, lines, currency, now).await?
-                }
+                Some(lines) => check_catalog(&deps.db, scope, &id, lines, currency, now).await?,
                 None => Vec::new(),
             };
             Ok((id, catalog))
         }
-        Maker::Subscription { payment_id } => {
+        Maker::Charge { payment_id } => {
+            let payment_id = payment_id.to_string();
             let index = lines.into_iter().flatten().flat_map(|l| {
                 products::store::line_index(
                     &payment_id,
@@ -216,15 +216,15 @@ async fn identify(
 /// it stands (reconciled with the processor). Never a second payment.
 async fn insert_and_run(
     payments: &Payments,
-    caller: &Caller,
+    scope: &Scope,
     m: payment::Model,
     catalog: Vec<crate::commit::Write>,
     command: Command,
     key: Option<RequestKey>,
-    resume: Option<crate::ids::PaymentId>,
+    resume: Option<PaymentId>,
 ) -> Result<payment::Model, CreateError> {
     let deps = payments.deps();
-    let access = Access::of(caller, None)?;
+    let access = Access::server(scope);
     let resumed = match resume {
         Some(id) => crate::owned::find_owned(&deps.db, &id, &access.scope).await?,
         None => None,
@@ -370,12 +370,12 @@ struct CustomerSide {
 
 async fn customer_side(
     deps: &PaymentDeps,
-    caller: &Caller,
+    scope: &Scope,
     ask: &NewPayment,
 ) -> Result<CustomerSide, CreateError> {
     let customer = match &ask.customer_id {
         None => None,
-        Some(id) => Some(chargeable_customer(&deps.db, caller, id).await?),
+        Some(id) => Some(chargeable_customer(&deps.db, scope, id).await?),
     };
     let customer_id = customer.as_ref().map(|c| c.id.as_str());
     let mut saved = match &ask.payment_method_id {
@@ -403,11 +403,11 @@ async fn customer_side(
 /// A customer of the caller's merchant and mode that was not deleted.
 async fn chargeable_customer(
     db: &Db,
-    caller: &Caller,
+    scope: &Scope,
     id: &str,
 ) -> Result<payd_entity::customer::Model, CreateError> {
     let id = crate::ids::CustomerId::parse(id).ok_or(CreateError::NoSuchCustomer)?;
-    let c = crate::owned::find_owned(db, &id, &caller.scope())
+    let c = crate::owned::find_owned(db, &id, scope)
         .await?
         .ok_or(CreateError::NoSuchCustomer)?;
     if c.redacted_at.is_some() {

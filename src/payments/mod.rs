@@ -3,6 +3,7 @@
 
 pub mod actor;
 pub mod api;
+pub mod charge;
 pub mod checkout;
 pub mod commands;
 pub mod create;

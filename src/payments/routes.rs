@@ -235,7 +235,7 @@ pub async fn create_payment(
     let key = idempotency::request_key(&http);
     let resume = idempotency::resumed::<crate::ids::PaymentId>(&http);
     let maker = create::Maker::Merchant;
-    let m = create::create(&payments, &caller, ask, key, resume, maker).await?;
+    let m = create::create(&payments, &caller.scope(), ask, key, resume, maker).await?;
     Ok(HttpResponse::Created().json(Payment::render(&m, public_url(&state))?))
 }
 

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{error::ApiError, fields::Metadata, pagination::ListQuery, payments::api::LineInput};
+use crate::{error::ApiError, fields::Metadata, pagination::ListQuery, payments::machine::Line};
 
 /// An item as asked for: a recurring price of the shop's catalog, and how many.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -629,20 +629,28 @@ impl CycleLine {
     }
 
     /// The line as the cycle's payment carries it (its total is the same: an inclusive tax
-    /// stays inside the unit price).
-    pub fn payment_line(&self) -> LineInput {
-        LineInput {
-            line_id: Some(self.line_id.clone()),
+    /// stays inside the unit price). An amount past an `i64` saturates, so the lines no longer
+    /// add up to the cycle's amount and the charge is refused.
+    pub fn payment_line(&self) -> Line {
+        let tax_amount = if self.tax_inclusive {
+            0
+        } else {
+            self.tax_amount
+        };
+        Line {
+            line_id: self.line_id.clone(),
             product_id: self.product_id.clone(),
             price_id: self.price_id.clone(),
             name: self.name.clone(),
             quantity: self.quantity,
             unit_amount: self.unit_amount,
-            tax_amount: if self.tax_inclusive {
-                0
-            } else {
-                self.tax_amount
-            },
+            tax_amount,
+            amount: self
+                .quantity
+                .saturating_mul(self.unit_amount)
+                .saturating_add(tax_amount),
+            quantity_refunded: 0,
+            amount_refunded: 0,
         }
     }
 }

@@ -12,7 +12,7 @@ use super::{
     adopt,
     api::{Billing, Item, ItemInput, NewSubscription},
     billing,
-    cycles::{cycle_payment, new_cycle, payment_ask, SubscriptionError},
+    cycles::{cycle_charge, new_cycle, SubscriptionError},
     machine::{self, Interval, Status},
     plans::PlanItem,
     store,
@@ -24,7 +24,8 @@ use crate::{
     error::Unanswered,
     ids::new_id,
     money::{Money, MoneyError},
-    payments, products,
+    payments::{self, charge::Pay},
+    products,
 };
 
 /// At most this many items per subscription.
@@ -394,11 +395,12 @@ async fn create_for_checkout(
     let mut s = new_subscription(db, caller, ask, items, max_amount, now).await?;
     let mut cycle = new_cycle(&s, 1, now)?;
     super::cycles::taxed(deps, &s, &mut cycle, now).await?;
-    let pid = cycle.payment_id.clone().unwrap_or_else(|| new_id("pay"));
-    let ask = payment_ask(deps, caller, cycle_payment(&s, &cycle, true)?)?;
-    let maker = payments::create::Maker::Subscription { payment_id: pid };
-    let p = payments::create::create(&deps.payments, caller, ask, None, None, maker).await?;
-    s.checkout_url = payments::api::Payment::render(&p, &deps.public_url)?.checkout_url;
+    let charge = cycle_charge(&s, &cycle, Pay::Checkout)?;
+    let settled = payments::charge::charge(&deps.payments, charge)
+        .await
+        .map_err(|e| SubscriptionError::Charge(Box::new(e)))?;
+    let p = settled.payment();
+    s.checkout_url = payments::api::Payment::render(p, &deps.public_url)?.checkout_url;
     s.open_cycle_id = Some(cycle.id.clone());
     let created = vec![store::event(&s, "subscription_created")?];
     let due = store::next_due(&s, Some(&cycle), deps.confirm_within);

@@ -25,14 +25,15 @@ use super::{
 };
 use crate::commit::Db;
 use crate::{
-    auth::keys::{Caller, KeyKind, Mode},
+    auth::keys::Scope,
     clock::SharedClock,
     commit::Event,
-    ids::{new_id, KeyId, MerchantId, ProfileId},
+    ids::{new_id, PaymentId},
+    money::Money,
     payments::{
         self,
         actor::Payments,
-        api::{CreatePaymentRequest, NewPayment},
+        charge::{Charge, ChargeError, Pay, Settlement},
     },
     wake::Wake,
 };
@@ -73,12 +74,10 @@ pub enum SubscriptionError {
     /// A sandbox merchant has this many subscriptions that have not ended, the most it may.
     #[error("at most {0} subscriptions that have not ended (sandbox.max_subscriptions)")]
     SandboxFull(u64),
-    /// The cycle's payment was refused (its mandate revoked, its method gone …).
-    #[error("the cycle's payment was refused: {0}")]
-    Charge(Box<payments::create::CreateError>),
-    /// The cycle's payment cannot be made as the payment routes would take it.
-    #[error("the cycle's payment cannot be made: {0}")]
-    Unchargeable(String),
+    /// The cycle's payment was not made: refused (its mandate revoked, its method gone …),
+    /// or not a charge payd makes (its amount past the largest charge).
+    #[error("the cycle's payment was not made: {0}")]
+    Charge(Box<ChargeError>),
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -563,40 +562,36 @@ pub(super) async fn charge(
     s: &subscription::Model,
     c: &subscription_cycle::Model,
 ) -> Result<Outcome, SubscriptionError> {
-    let Some(pid) = c.payment_id.clone() else {
+    let Some(pid) = &c.payment_id else {
         return Ok(Outcome::Failed(None));
     };
-    let payment = match make(deps, s, c, &pid).await {
-        Ok(p) => p,
+    let pid: PaymentId = crate::stored::id("payment_id", &c.id, pid)?;
+    // Without a mandate (a first cycle the buyer pays on the checkout) nothing is charged
+    // off-session: the payment made for the buyer is the answer.
+    let made = match off_session(s)? {
+        Some(pay) => payments::charge::charge(&deps.payments, cycle_charge(s, c, pay)?)
+            .await
+            .map_err(|e| e.to_string()),
+        None => Err("the subscription has no mandate to charge off-session".to_owned()),
+    };
+    let settled = match made {
+        Ok(settled) => settled,
         // Refused (a mandate revoked, a method gone: a failed attempt, like a decline), or
         // settled meanwhile by another instance (then its state is the answer).
-        Err(e) => match payments::store::find(&deps.db, &pid).await? {
-            Some(p) => p,
+        Err(e) => match payments::charge::find(&deps.payments, &pid).await? {
+            Some(settled) => settled,
             None => {
                 tracing::info!(subscription_id = %s.id, cycle_id = %c.id, error = %e, "a subscription charge was refused");
                 return Ok(Outcome::Failed(None));
             }
         },
     };
-    use payd_model::payments::Status as Paid;
-    Ok(match payment.status {
-        Paid::Succeeded => Outcome::Paid(Some(payment)),
-        Paid::Declined | Paid::Failed | Paid::Cancelled | Paid::Expired => {
-            Outcome::Failed(Some(payment))
-        }
+    Ok(match settled {
+        Settlement::Paid(p) => Outcome::Paid(Some(p)),
+        Settlement::Unpaid(p) => Outcome::Failed(Some(p)),
         // On its way (processing, confirming elsewhere, waiting for the buyer, or for a sync
         // to settle it): looked at again later.
-        Paid::RequiresPaymentMethod
-        | Paid::RequiresConfirmation
-        | Paid::RequiresCustomerAction
-        | Paid::RequiresMerchantAction
-        | Paid::Processing
-        | Paid::RequiresCapture
-        | Paid::PartiallyAuthorizedAndRequiresCapture
-        | Paid::PartiallyCaptured
-        | Paid::PartiallyCapturedAndCapturable
-        | Paid::CancelledPostCapture
-        | Paid::Conflicted => Outcome::Pending,
+        Settlement::Pending(_) => Outcome::Pending,
     })
 }
 
@@ -633,86 +628,51 @@ pub(super) async fn collect(
     })
 }
 
-/// The payment of a cycle's attempt: off-session under the subscription's mandate, or, for
-/// `checkout`, one the buyer pays on the hosted checkout, saving the card for later.
-pub fn cycle_payment(
+/// How a subscription's cycles are charged without the buyer: under its mandate, with its
+/// method; `None` when it has no mandate.
+pub fn off_session(s: &subscription::Model) -> Result<Option<Pay>, DbErr> {
+    let Some(mandate_id) = &s.mandate_id else {
+        return Ok(None);
+    };
+    let payment_method_id = s
+        .payment_method_id
+        .as_deref()
+        .map(|id| crate::stored::id("payment_method_id", &s.id, id))
+        .transpose()?;
+    Ok(Some(Pay::OffSession {
+        mandate_id: crate::stored::id("mandate_id", &s.id, mandate_id)?,
+        payment_method_id,
+    }))
+}
+
+/// The charge of a cycle's attempt, made in the subscription's shop as payd itself: `pay`
+/// off-session under the subscription's mandate, or, for the first cycle, on the hosted
+/// checkout, saving the card for later.
+pub fn cycle_charge(
     s: &subscription::Model,
     c: &subscription_cycle::Model,
-    checkout: bool,
-) -> Result<CreatePaymentRequest, DbErr> {
-    Ok(CreatePaymentRequest {
-        amount: c.amount,
-        currency: c.currency.clone(),
-        capture_method: None,
-        confirm: !checkout,
-        payment_method_data: None,
-        payment_method_id: s.payment_method_id.clone().filter(|_| !checkout),
-        customer_id: Some(s.customer_id.clone()),
-        setup_future_usage: checkout.then(|| "off_session".to_owned()),
-        mandate_id: s.mandate_id.clone().filter(|_| !checkout),
-        off_session: (!checkout).then_some(true),
-        mandate_data: None,
-        enable_partial_authorization: false,
-        lines: Some(lines_of(c)?.iter().map(CycleLine::payment_line).collect())
-            .filter(|l: &Vec<_>| !l.is_empty()),
-        metadata: Some(
-            [
-                ("subscription_id".to_owned(), s.id.clone().into()),
-                ("cycle_id".to_owned(), c.id.clone().into()),
-            ]
-            .into_iter()
-            .collect(),
-        ),
-        description: Some(format!("Subscription {} cycle {}", s.id, c.seq)),
-        return_url: None,
-        locale: None,
-        hosted_checkout: checkout,
+    pay: Pay,
+) -> Result<Charge, DbErr> {
+    let payment_id = c.payment_id.as_deref().ok_or_else(|| {
+        DbErr::Custom(format!(
+            "cycle {} of a subscription payd bills has no payment id",
+            c.id
+        ))
+    })?;
+    Ok(Charge {
+        payment_id: crate::stored::id("payment_id", &c.id, payment_id)?,
+        scope: Scope::of_row(&s.id, &s.merchant_id, s.test_mode)?,
+        shop: crate::stored::id("profile_id", &s.id, &s.profile_id)?,
+        customer_id: crate::stored::id("customer_id", &s.id, &s.customer_id)?,
+        pay,
+        amount: Money::new(c.amount, &c.currency),
+        lines: lines_of(c)?.iter().map(CycleLine::payment_line).collect(),
+        metadata: [
+            ("subscription_id".to_owned(), s.id.clone().into()),
+            ("cycle_id".to_owned(), c.id.clone().into()),
+        ]
+        .into_iter()
+        .collect(),
+        description: format!("Subscription {} cycle {}", s.id, c.seq),
     })
-}
-
-/// The off-session payment of an attempt, as payd itself, in the subscription's shop.
-pub(super) async fn make(
-    deps: &SubscriptionDeps,
-    s: &subscription::Model,
-    c: &subscription_cycle::Model,
-    pid: &str,
-) -> Result<payment::Model, SubscriptionError> {
-    let (merchant, profile) = (
-        MerchantId::parse(&s.merchant_id),
-        ProfileId::parse(&s.profile_id),
-    );
-    let (Some(merchant_id), Some(profile)) = (merchant, profile) else {
-        let malformed = format!("subscription {} has a malformed merchant or shop id", s.id);
-        return Err(DbErr::Custom(malformed).into());
-    };
-    let caller = Caller {
-        merchant_id,
-        key_id: KeyId::new(),
-        mode: if s.test_mode { Mode::Test } else { Mode::Live },
-        kind: KeyKind::Secret,
-        bound_profile: Some(profile.clone()),
-        profile: Some(profile),
-        clock_offset: crate::clock::current().offset_seconds,
-    };
-    let ask = payment_ask(deps, &caller, cycle_payment(s, c, false)?)?;
-    let maker = payments::create::Maker::Subscription {
-        payment_id: pid.to_owned(),
-    };
-    let resume = Some(crate::stored::id("payment_id", &c.id, pid)?);
-    payments::create::create(&deps.payments, &caller, ask, None, resume, maker)
-        .await
-        .map_err(|e| SubscriptionError::Charge(Box::new(e)))
-}
-
-/// A cycle's payment request parsed as the payment routes parse one (a cycle whose tax took
-/// it past the deployment's largest charge is refused here).
-pub fn payment_ask(
-    deps: &SubscriptionDeps,
-    caller: &Caller,
-    req: CreatePaymentRequest,
-) -> Result<NewPayment, SubscriptionError> {
-    let payments = deps.payments.deps();
-    let max = payments.settings.limits.max_amount;
-    req.parse(caller, &payments.cards(caller), max)
-        .map_err(|e| SubscriptionError::Unchargeable(e.message))
 }

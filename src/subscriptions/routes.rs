@@ -23,6 +23,7 @@ use crate::{
     http::{ApiJson, ApiQuery, PathId},
     ids::SubscriptionId,
     pagination::{List, Page},
+    payments::charge::ChargeError,
     state::AppState,
 };
 
@@ -61,10 +62,12 @@ impl From<SubscriptionError> for ApiError {
             SubscriptionError::SandboxFull(max) => {
                 ApiError::limit_reached("sandbox.max_subscriptions", max)
             }
-            SubscriptionError::Charge(e) => (*e).into(),
-            SubscriptionError::Unchargeable(_) => {
-                ApiError::conflict("cycle_unchargeable", e.to_string())
-            }
+            SubscriptionError::Charge(e) => match *e {
+                ChargeError::Refused(e) => e.into(),
+                e @ (ChargeError::Amount { .. } | ChargeError::Lines { .. }) => {
+                    ApiError::conflict("cycle_unchargeable", e.to_string())
+                }
+            },
             SubscriptionError::Db(e) => e.into(),
         }
     }

@@ -501,6 +501,65 @@ async fn finalize(app: &TestApp, m: &Merchant, id: &str) -> Value {
     r.body
 }
 
+/// A cycle the shop's tax takes past the deployment's largest charge (`limits.max_amount`) is
+/// not charged: on the hosted checkout the subscription is refused (409 `cycle_unchargeable`),
+/// off-session its first attempt fails with no payment made.
+#[actix_web::test]
+async fn a_cycle_its_tax_takes_past_the_largest_charge_is_not_charged() {
+    let db = Arc::new(TestDb::new().await);
+    let app = spawn_with(db, &[("PAYD_LIMITS__MAX_AMOUNT", "5000")]).await;
+    let m = app.create_merchant("Acme").await;
+    let r = app
+        .call(
+            &m,
+            Method::PUT,
+            "/invoice-settings/tax-rules",
+            Some(json!({"rules": [{"rate_bps": 1900, "country": "DE"}]})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let address = json!({"line1": "Hauptstraße 5", "city": "Berlin", "country": "DE"});
+    let c = post(
+        &app,
+        &m,
+        "/customers",
+        json!({"name": "Jan", "address": address}),
+    )
+    .await;
+    let cid = c.body["customer_id"].as_str().unwrap().to_owned();
+    // 45.00 a month is within the limit; with 19 % of tax, 53.55 is not.
+    let plan = price(&app, &m, 4500, "month", 1).await;
+
+    let body = json!({"customer_id": cid, "items": [{"price_id": plan}]});
+    let r = post(&app, &m, "/subscriptions/create", body).await;
+    assert_eq!(
+        (r.status, r.body["error"]["code"].as_str()),
+        (409, Some("cycle_unchargeable")),
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("5355") && m.contains("5000")),
+        "{}",
+        r.body
+    );
+
+    let man = mandate(&app, &m, &cid, "4242424242424242").await;
+    let s = subscribe(&app, &m, &cid, &man, &plan).await;
+    let id = s["subscription_id"].as_str().unwrap();
+    let first = &cycles(&app, &m, id).await[0];
+    assert_eq!(first["amount"], 5355, "{first}");
+    assert_eq!(
+        first["payment_id"],
+        Value::Null,
+        "no payment was made: {first}"
+    );
+    assert_ne!(first["status"], "paid", "{first}");
+    assert!(charges(&app, &m, &cid, id).await.is_empty());
+}
+
 #[actix_web::test]
 async fn a_cycle_is_taxed_when_charged_and_its_invoice_is_paid_with_it() {
     let app = spawn_app().await;
