@@ -6,10 +6,10 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "disputes")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub payment_id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::DisputeId,
+    pub payment_id: payd_model::ids::PaymentId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     pub stage: payd_model::disputes::Stage,
     pub status: payd_model::disputes::Status,

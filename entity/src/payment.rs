@@ -6,9 +6,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "payments")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::PaymentId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     pub status: payd_model::payments::Status,
     pub amount: i64,
@@ -20,8 +20,8 @@ pub struct Model {
     pub confirm_attempts: i32,
     pub max_attempts: i32,
     pub enable_partial_authorization: bool,
-    pub customer_id: Option<String>,
-    pub mandate_id: Option<String>,
+    pub customer_id: Option<payd_model::ids::CustomerId>,
+    pub mandate_id: Option<payd_model::ids::MandateId>,
     pub setup_future_usage: Option<payd_model::payments::FutureUsage>,
     pub off_session: bool,
     /// JSON: the mandate to create when the card is saved for off-session use.

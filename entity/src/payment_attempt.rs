@@ -7,7 +7,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
-    pub payment_id: String,
+    pub payment_id: payd_model::ids::PaymentId,
     pub number: i32,
     pub processor: String,
     pub processor_reference: Option<String>,

@@ -7,7 +7,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "payment_lines")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub payment_id: String,
+    pub payment_id: payd_model::ids::PaymentId,
     #[sea_orm(primary_key, auto_increment = false)]
     pub line_id: String,
     pub product_id: Option<String>,

@@ -7,7 +7,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
-    pub payment_id: String,
+    pub payment_id: payd_model::ids::PaymentId,
     pub from_status: Option<payd_model::payments::Status>,
     pub to_status: payd_model::payments::Status,
     pub trigger: payd_model::payments::Trigger,

@@ -8,10 +8,10 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
-    pub payment_id: String,
+    pub payment_id: payd_model::ids::PaymentId,
     pub case_type: payd_model::wallet::CaseType,
     pub status: payd_model::wallet::Status,
     /// How a `RESOLVED` case ended.

@@ -19,6 +19,7 @@ pub mod catalog;
 pub mod disputes;
 pub mod files;
 pub mod idempotency;
+pub mod ids;
 pub mod invoices;
 pub mod keys;
 pub mod ledger;

@@ -159,7 +159,10 @@ impl Row for DisputeRow {
     }
 
     async fn find(db: &Db, id: &str) -> Result<Option<dispute::Model>, DbErr> {
-        store::find(db, id).await
+        match crate::ids::DisputeId::parse(id) {
+            Some(id) => store::find(db, &id).await,
+            None => Ok(None),
+        }
     }
 
     fn not_found() -> DisputeError {
@@ -313,7 +316,7 @@ async fn attach(
         return Err(DisputeError::TooMuchEvidence);
     }
     let row = dispute_evidence::Model {
-        dispute_id: d.id.clone(),
+        dispute_id: d.id.to_string(),
         file_id: file.id.clone(),
         evidence_type,
         created_at: now,

@@ -41,9 +41,9 @@ pub struct Dispute {
 impl Dispute {
     pub fn render(d: &payd_entity::dispute::Model) -> Self {
         Self {
-            dispute_id: d.id.clone(),
+            dispute_id: d.id.to_string(),
             version: d.version,
-            payment_id: d.payment_id.clone(),
+            payment_id: d.payment_id.to_string(),
             amount: d.amount,
             currency: d.currency.clone(),
             stage: d.stage.to_string(),

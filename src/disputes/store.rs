@@ -39,11 +39,11 @@ pub enum EvidenceChange {
 /// The dispute's event.
 pub fn event(d: &dispute::Model, event_type: &str) -> Event {
     Event {
-        merchant_id: d.merchant_id.clone(),
-        profile_id: Some(d.profile_id.clone()),
+        merchant_id: d.merchant_id.to_string(),
+        profile_id: Some(d.profile_id.to_string()),
         test_mode: d.test_mode,
         event_type: event_type.to_owned(),
-        object_id: d.id.clone(),
+        object_id: d.id.to_string(),
         content_type: "dispute_details",
         object: serde_json::to_string(&Dispute::render(d)).unwrap_or_default(),
     }
@@ -127,7 +127,7 @@ pub async fn commit(
 /// closed one neither; one that follows a wallet case has none (the case's processor decides).
 fn jobs(d: &dispute::Model, now: DateTime<Utc>, resolve_delay: Duration) -> Change {
     let change = Change::at(now);
-    let id = d.id.clone();
+    let id = d.id.to_string();
     let status = Some(d.status).filter(|_| d.case_id.is_none());
     match status {
         Some(Status::Opened) => change.job(Job::Schedule {
@@ -155,8 +155,11 @@ fn jobs(d: &dispute::Model, now: DateTime<Utc>, resolve_delay: Duration) -> Chan
     }
 }
 
-pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<dispute::Model>, DbErr> {
-    dispute::Entity::find_by_id(id).one(db).await
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: &crate::ids::DisputeId,
+) -> Result<Option<dispute::Model>, DbErr> {
+    dispute::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// The processor account that holds a dispute: the shop's account of the dispute's
@@ -284,7 +287,7 @@ pub fn opened(
     now: DateTime<Utc>,
 ) -> dispute::Model {
     dispute::Model {
-        id: crate::ids::new_id("dp"),
+        id: crate::ids::DisputeId::new(),
         payment_id: payment.id.clone(),
         merchant_id: payment.merchant_id.clone(),
         profile_id: payment.profile_id.clone(),

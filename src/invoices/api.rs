@@ -444,8 +444,8 @@ impl Invoice {
             number: m.number.clone(),
             profile_id: m.profile_id.clone(),
             currency: m.currency.clone(),
-            customer_id: m.customer_id.clone(),
-            payment_id: m.payment_id.clone(),
+            customer_id: m.customer_id.as_ref().map(ToString::to_string),
+            payment_id: m.payment_id.as_ref().map(ToString::to_string),
             subscription_id: m.subscription_id.clone(),
             cycle_id: m.cycle_id.clone(),
             original_invoice_id: m.original_invoice_id.clone(),
@@ -954,7 +954,7 @@ pub struct Patch {
     /// Unpriced lines (the tax rules price them).
     pub lines: Option<Vec<Line>>,
     pub currency: Option<String>,
-    pub customer_id: Option<String>,
+    pub customer_id: Option<crate::ids::CustomerId>,
     pub buyer: Option<Party>,
     pub memo: Option<String>,
     pub due_date: Option<NaiveDate>,
@@ -963,7 +963,7 @@ pub struct Patch {
 
 impl UpdateInvoiceRequest {
     pub fn parse(self, max_amount: i64) -> Result<Patch, ApiError> {
-        Ok(Patch {
+        let mut patch = Patch {
             lines: self
                 .lines
                 .as_deref()
@@ -974,11 +974,19 @@ impl UpdateInvoiceRequest {
                 .as_deref()
                 .map(|c| crate::fields::parse_currency("currency", c))
                 .transpose()?,
-            customer_id: self.customer_id,
+            customer_id: None,
             buyer: self.buyer.map(|b| b.checked("buyer")).transpose()?,
             memo: check_text("memo", self.memo.as_ref(), 1_000)?,
             due_date: self.due_date,
             metadata: check_metadata(self.metadata.as_ref())?,
-        })
+        };
+        // What an id names is looked up after the fields are checked: one of another shape
+        // names nothing (404), as an unknown one does.
+        patch.customer_id = self
+            .customer_id
+            .as_deref()
+            .map(crate::fields::parse_id)
+            .transpose()?;
+        Ok(patch)
     }
 }

@@ -16,7 +16,7 @@ use super::{
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
-    ids::new_id,
+    ids::{new_id, CustomerId, PaymentId},
 };
 
 /// Why a draft could not be made or changed as asked: what it names is not there or cannot be
@@ -64,8 +64,8 @@ pub enum CreateError {
 /// What a draft is made from.
 struct Source {
     currency: String,
-    customer_id: Option<String>,
-    payment_id: Option<String>,
+    customer_id: Option<CustomerId>,
+    payment_id: Option<PaymentId>,
     subscription_id: Option<String>,
     cycle_id: Option<String>,
     key: Option<String>,
@@ -98,7 +98,8 @@ pub async fn create(
             }
         }
     };
-    let customer_id = match ask.customer_id.as_ref().or(source.customer_id.as_ref()) {
+    let named = ask.customer_id.as_deref();
+    let customer_id = match named.or(source.customer_id.as_deref()) {
         Some(c) => Some(check_customer(db, caller, c).await?),
         None => None,
     };
@@ -211,14 +212,14 @@ pub async fn check_catalog(
 }
 
 /// A customer of the caller's merchant and mode.
-pub async fn check_customer(db: &Db, caller: &Caller, id: &str) -> Result<String, CreateError> {
-    let Some(id) = crate::ids::CustomerId::parse(id) else {
+pub async fn check_customer(db: &Db, caller: &Caller, id: &str) -> Result<CustomerId, CreateError> {
+    let Some(id) = CustomerId::parse(id) else {
         return Err(CreateError::NoSuchCustomer);
     };
-    crate::owned::find_owned(db, &id, &caller.scope())
-        .await?
-        .map(|c| c.id)
-        .ok_or(CreateError::NoSuchCustomer)
+    match crate::owned::find_owned(db, &id, &caller.scope()).await? {
+        Some(_) => Ok(id),
+        None => Err(CreateError::NoSuchCustomer),
+    }
 }
 
 /// The lines of a payment captured in full (its product lines, or one line of its amount).
@@ -330,7 +331,7 @@ async fn of_cycle(
     };
     Ok(Source {
         currency: c.currency.clone(),
-        customer_id: Some(s.customer_id.clone()),
+        customer_id: Some(crate::stored::id("customer_id", &s.id, &s.customer_id)?),
         payment_id: None,
         subscription_id: Some(s.id.clone()),
         cycle_id: Some(c.id.clone()),
@@ -368,7 +369,7 @@ pub async fn patch(
     db: &Db,
     caller: &Caller,
     m: &invoice::Model,
-    mut patch: Patch,
+    patch: Patch,
 ) -> Result<Patch, CreateError> {
     let from_lines = m.payment_id.is_none() && m.cycle_id.is_none();
     if !from_lines && (patch.lines.is_some() || patch.currency.is_some()) {
@@ -380,7 +381,7 @@ pub async fn patch(
         return Err(CreateError::KeepsLines { param });
     }
     if let Some(c) = &patch.customer_id {
-        patch.customer_id = Some(check_customer(db, caller, c).await?);
+        check_customer(db, caller, c).await?;
     }
     if patch.lines.is_some() || patch.currency.is_some() {
         let lines = match patch.lines.clone() {

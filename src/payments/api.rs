@@ -548,7 +548,7 @@ impl Payment {
         let capturable = state_of(m).capturable();
         let base = public_url.trim_end_matches('/');
         Ok(Self {
-            payment_id: m.id.clone(),
+            payment_id: m.id.to_string(),
             version: m.version,
             status: m.status.to_string(),
             amount: m.amount,
@@ -561,9 +561,9 @@ impl Payment {
             amount_capturable: capturable,
             amount_captured: m.amount_captured,
             amount_refunded: m.amount_refunded,
-            customer_id: m.customer_id.clone(),
+            customer_id: m.customer_id.as_ref().map(ToString::to_string),
             payment_method: card.as_ref().map(PaymentMethodView::from),
-            mandate_id: m.mandate_id.clone(),
+            mandate_id: m.mandate_id.as_ref().map(ToString::to_string),
             last_error: stored::json_opt("last_error", &m.id, m.last_error.as_deref())?,
             description: m.description.clone(),
             return_url: m.return_url.clone(),
@@ -578,7 +578,7 @@ impl Payment {
                     url: format!("{base}{}", challenge_path(&m.id, &m.client_secret)),
                 },
             }),
-            profile_id: m.profile_id.clone(),
+            profile_id: m.profile_id.to_string(),
             attempt_count: m.confirm_attempts,
             expires_at: m.expires_at,
             capture_before: m.capture_before,
@@ -616,9 +616,9 @@ pub struct Refund {
 impl Refund {
     pub fn render(r: &payd_entity::refund::Model) -> Result<Self, sea_orm::DbErr> {
         Ok(Self {
-            refund_id: r.id.clone(),
+            refund_id: r.id.to_string(),
             version: r.version,
-            payment_id: r.payment_id.clone(),
+            payment_id: r.payment_id.to_string(),
             status: r.status.to_string(),
             amount: r.amount,
             currency: r.currency.clone(),

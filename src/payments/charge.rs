@@ -178,7 +178,7 @@ pub async fn find(
     payments: &Payments,
     id: &PaymentId,
 ) -> Result<Option<Settlement>, sea_orm::DbErr> {
-    Ok(store::find(&payments.deps().db, id.as_str())
+    Ok(store::find(&payments.deps().db, id)
         .await?
         .map(Settlement::of))
 }

@@ -201,7 +201,8 @@ impl CheckoutStatus {
 /// The payment behind a client_secret; any mismatch reads as "no such payment".
 async fn by_secret(state: &AppState, id: &str, secret: &str) -> Result<payment::Model, ApiError> {
     let not_found = ApiError::no_such::<crate::ids::PaymentId>;
-    let m = store::find(&state.db, id).await?.ok_or_else(not_found)?;
+    let id = crate::ids::PaymentId::parse(id).ok_or_else(not_found)?;
+    let m = store::find(&state.db, &id).await?.ok_or_else(not_found)?;
     if !super::actor::same_secret(&m.client_secret, secret) {
         return Err(not_found());
     }

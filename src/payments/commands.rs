@@ -132,7 +132,7 @@ pub enum Command {
     },
     /// Ask the processor where a pending refund stands.
     SettleRefund {
-        refund_id: String,
+        refund_id: crate::ids::RefundId,
     },
     /// The processor reports the buyer's dispute of what was captured.
     OpenDispute,

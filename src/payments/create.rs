@@ -20,7 +20,7 @@ use crate::{
         self,
         api::{check_mandate, MandateRefusal},
     },
-    ids::{new_id, PaymentId},
+    ids::{CustomerId, MandateId, PaymentId},
     processors::{
         card::{fingerprint, ProcessorToken, SecretCard, StoredCard},
         connect::{self, AccountKind, Approval},
@@ -112,8 +112,8 @@ pub async fn create(
     };
     let m = payment::Model {
         id,
-        merchant_id: scope.merchant_id.to_string(),
-        profile_id: ask.shop.to_string(),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: ask.shop,
         test_mode: scope.test_mode,
         status: if card.is_some() {
             Status::RequiresConfirmation
@@ -129,7 +129,7 @@ pub async fn create(
         confirm_attempts: 0,
         max_attempts: 3,
         enable_partial_authorization: ask.enable_partial_authorization,
-        customer_id: ask.customer_id,
+        customer_id: side.customer_id,
         mandate_id: side.mandate_id,
         setup_future_usage: ask.future_usage,
         off_session: ask.off_session,
@@ -181,10 +181,10 @@ async fn identify(
     lines: Option<&[Line]>,
     currency: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<(String, Vec<crate::commit::Write>), CreateError> {
+) -> Result<(PaymentId, Vec<crate::commit::Write>), CreateError> {
     match maker {
         Maker::Merchant => {
-            let id = new_id("pay");
+            let id = PaymentId::new();
             let catalog = match lines {
                 Some(lines) => check_catalog(&deps.db, scope, &id, lines, currency, now).await?,
                 None => Vec::new(),
@@ -192,7 +192,6 @@ async fn identify(
             Ok((id, catalog))
         }
         Maker::Charge { payment_id } => {
-            let payment_id = payment_id.to_string();
             let index = lines.into_iter().flatten().flat_map(|l| {
                 products::store::line_index(
                     &payment_id,
@@ -262,7 +261,7 @@ async fn insert_and_run(
 async fn check_catalog(
     db: &Db,
     scope: &crate::auth::keys::Scope,
-    payment_id: &str,
+    payment_id: &PaymentId,
     lines: &[Line],
     currency: &str,
     now: chrono::DateTime<chrono::Utc>,
@@ -364,7 +363,8 @@ pub async fn saved_card(
 /// What a new payment's customer side looks up: the mandate it charges under, and the saved
 /// card it charges (named, or the mandate's own).
 struct CustomerSide {
-    mandate_id: Option<String>,
+    customer_id: Option<CustomerId>,
+    mandate_id: Option<MandateId>,
     saved: Option<StoredCard>,
 }
 
@@ -377,14 +377,14 @@ async fn customer_side(
         None => None,
         Some(id) => Some(chargeable_customer(&deps.db, scope, id).await?),
     };
-    let customer_id = customer.as_ref().map(|c| c.id.as_str());
+    let customer_id = customer.as_ref().map(|(id, _)| id.as_str());
     let mut saved = match &ask.payment_method_id {
         Some(pm_id) => Some(saved_card(&deps.db, customer_id, pm_id).await?),
         None => None,
     };
     // The request's parse made sure a mandate comes with its customer.
     let mandate = match (&ask.mandate_id, &customer) {
-        (Some(id), Some(c)) => Some(mandate_of(deps, ask, c, id).await?),
+        (Some(id), Some((_, c))) => Some(mandate_of(deps, ask, c, id).await?),
         _ => None,
     };
     if let (Some(m), None, None) = (&mandate, &ask.card, &saved) {
@@ -394,26 +394,31 @@ async fn customer_side(
                 .map_err(|_| CreateError::MandateMethodDeleted)?,
         );
     }
+    let mandate_id = match mandate {
+        Some(m) => Some(crate::stored::id("id", &m.id, &m.id)?),
+        None => None,
+    };
     Ok(CustomerSide {
-        mandate_id: mandate.map(|m| m.id),
+        customer_id: customer.map(|(id, _)| id),
+        mandate_id,
         saved,
     })
 }
 
-/// A customer of the caller's merchant and mode that was not deleted.
+/// A customer of the caller's merchant and mode that was not deleted, and its id.
 async fn chargeable_customer(
     db: &Db,
     scope: &Scope,
     id: &str,
-) -> Result<payd_entity::customer::Model, CreateError> {
-    let id = crate::ids::CustomerId::parse(id).ok_or(CreateError::NoSuchCustomer)?;
+) -> Result<(CustomerId, payd_entity::customer::Model), CreateError> {
+    let id = CustomerId::parse(id).ok_or(CreateError::NoSuchCustomer)?;
     let c = crate::owned::find_owned(db, &id, scope)
         .await?
         .ok_or(CreateError::NoSuchCustomer)?;
     if c.redacted_at.is_some() {
         return Err(CreateError::CustomerRedacted);
     }
-    Ok(c)
+    Ok((id, c))
 }
 
 /// The customer's mandate `id`, if it covers this charge and the request sends no other card

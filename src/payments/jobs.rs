@@ -35,7 +35,10 @@ pub fn register(scheduler: &mut Scheduler, db: &Db, payments: &Payments) {
     scheduler.register(store::REFUND_SETTLE_JOB, move |job: Job| {
         let (db, payments) = (db.clone(), payments.clone());
         async move {
-            let refund = match store::find_refund(&db, &job.entity_id).await {
+            let Some(id) = crate::ids::RefundId::parse(&job.entity_id) else {
+                return Outcome::Done;
+            };
+            let refund = match store::find_refund(&db, &id).await {
                 Ok(Some(r)) => r,
                 Ok(None) => return Outcome::Done,
                 Err(e) => return Outcome::Failed(e.to_string()),

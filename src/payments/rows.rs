@@ -94,7 +94,7 @@ pub(super) fn refund_event(r: &refund::Model) -> Result<Vec<Announcement>, sea_o
     Ok(vec![Announcement {
         event_type,
         content_type: "refund_details",
-        object_id: r.id.clone(),
+        object_id: r.id.to_string(),
         object: serde_json::to_string(&Refund::render(&store::refund_raised(r))?)
             .unwrap_or_default(),
     }])

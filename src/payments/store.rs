@@ -61,10 +61,10 @@ impl Announcement {
 
 /// A card to save for the payment's customer, and the mandate to create with it.
 pub struct SaveCard {
-    pub customer_id: String,
+    pub customer_id: crate::ids::CustomerId,
     pub card: crate::processors::StoredCard,
     /// The mandate's terms and its (already chosen) id.
-    pub mandate: Option<(super::api::MandateRequest, String)>,
+    pub mandate: Option<(super::api::MandateRequest, crate::ids::MandateId)>,
 }
 
 /// What a transition writes besides the payment row.
@@ -262,7 +262,7 @@ pub async fn commit(
     if let Some(due) = changes.dispute_due {
         change = change.job(Job::ScheduleIfAbsent {
             kind: DISPUTE_OPEN_JOB,
-            entity_id: after.id.clone(),
+            entity_id: after.id.to_string(),
             at: due,
         });
     }
@@ -317,8 +317,8 @@ async fn save_card(
     let mandate = save
         .mandate
         .map(|(terms, id)| customers::store::NewMandate {
-            id,
-            profile_id: p.profile_id.clone(),
+            id: id.to_string(),
+            profile_id: p.profile_id.to_string(),
             single_use: terms.single_use,
             amount_limit: terms.amount_limit,
             currency: Some(terms.currency),
@@ -370,13 +370,13 @@ fn refund_job(r: &refund::Model, now: DateTime<Utc>, settle_delay: Duration) -> 
     if r.status.is_open() {
         Job::Schedule {
             kind: REFUND_SETTLE_JOB,
-            entity_id: r.id.clone(),
+            entity_id: r.id.to_string(),
             at: now + settle_delay,
         }
     } else {
         Job::Cancel {
             kinds: vec![REFUND_SETTLE_JOB],
-            entity_id: r.id.clone(),
+            entity_id: r.id.to_string(),
         }
     }
 }
@@ -427,9 +427,9 @@ pub async fn refunds_of(
 
 pub async fn find_refund(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &crate::ids::RefundId,
 ) -> Result<Option<refund::Model>, DbErr> {
-    refund::Entity::find_by_id(id).one(db).await
+    refund::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// Re-schedules the payment's jobs as its status needs them (after a job that changed
@@ -480,7 +480,7 @@ fn attempt(a: payment_attempt::Model) -> Write {
 }
 
 fn history(
-    payment_id: &str,
+    payment_id: &crate::ids::PaymentId,
     from: Option<Status>,
     to: Status,
     trigger: Trigger,
@@ -488,7 +488,7 @@ fn history(
 ) -> Write {
     commit::append(payment_status_history::Model {
         id: new_id("psh"),
-        payment_id: payment_id.to_owned(),
+        payment_id: payment_id.clone(),
         from_status: from,
         to_status: to,
         trigger,
@@ -522,7 +522,7 @@ fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing
         Some(at) => {
             change = change.job(Job::Schedule {
                 kind: EXPIRY_JOB,
-                entity_id: m.id.clone(),
+                entity_id: m.id.to_string(),
                 at,
             })
         }
@@ -533,7 +533,7 @@ fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing
     if pending {
         change = change.job(Job::Schedule {
             kind: SETTLE_JOB,
-            entity_id: m.id.clone(),
+            entity_id: m.id.to_string(),
             at: now + settle_delay,
         });
     } else {
@@ -542,14 +542,17 @@ fn jobs(m: &payment::Model, now: DateTime<Utc>, settle_delay: Duration, existing
     if existing == Jobs::Unknown && !stale.is_empty() {
         change = change.job(Job::Cancel {
             kinds: stale,
-            entity_id: m.id.clone(),
+            entity_id: m.id.to_string(),
         });
     }
     change
 }
 
-pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<payment::Model>, DbErr> {
-    payment::Entity::find_by_id(id).one(db).await
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: &crate::ids::PaymentId,
+) -> Result<Option<payment::Model>, DbErr> {
+    payment::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// The payments of `merchant_id` in this mode, of shop `profile_id` if one is given.
@@ -678,7 +681,7 @@ pub async fn disputed(db: &Db, payment_id: &str) -> Result<super::refunds::Dispu
     let mut out = super::refunds::Disputed::default();
     for d in disputes::store::of_payment(db, payment_id).await? {
         if d.status.is_open() {
-            out.open = Some(d.id);
+            out.open = Some(d.id.into());
         } else if d.status.buyer_kept() {
             out.kept_by_buyer += d.amount;
         }

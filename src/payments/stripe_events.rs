@@ -27,6 +27,7 @@ use crate::{
         Disputes,
     },
     error::ApiError,
+    ids::PaymentId,
     mount::Env,
     processors::{
         connect::{AccountKind, Approval, Connections},
@@ -251,7 +252,10 @@ async fn release_orphan(
     };
     let found = async {
         let account = processor_accounts::find_account(db, account_id).await?;
-        let payment = store::find(db, payment_id).await?;
+        let payment = match PaymentId::parse(payment_id) {
+            Some(id) => store::find(db, &id).await?,
+            None => None,
+        };
         Ok::<_, sea_orm::DbErr>((account, payment))
     };
     let (account, payment) = match found.await {
@@ -369,8 +373,9 @@ async fn find_payment(
     object: &Value,
 ) -> Result<Option<payd_entity::payment::Model>, ApiError> {
     let ours = |m: &payd_entity::payment::Model| store::served_by(m, account);
-    if let Some(id) = object["metadata"]["payd_payment_id"].as_str() {
-        if let Some(m) = store::find(db, id).await?.filter(ours) {
+    let named = object["metadata"]["payd_payment_id"].as_str();
+    if let Some(id) = named.and_then(PaymentId::parse) {
+        if let Some(m) = store::find(db, &id).await?.filter(ours) {
             return Ok(Some(m));
         }
     }

@@ -399,7 +399,7 @@ pub async fn bundle_graph(
 /// so a concurrent archive or delete waits for the payment or makes it lose), and the line is
 /// indexed for the sales report.
 pub fn line_writes(
-    payment_id: &str,
+    payment_id: &crate::ids::PaymentId,
     line_id: &str,
     product_id: Option<&str>,
     price_id: Option<&str>,
@@ -413,7 +413,7 @@ pub fn line_writes(
 /// The index row of a payment line that names the catalog (the sales report reads it); none
 /// for a line that names nothing of it.
 pub fn line_index(
-    payment_id: &str,
+    payment_id: &crate::ids::PaymentId,
     line_id: &str,
     product_id: Option<&str>,
     price_id: Option<&str>,

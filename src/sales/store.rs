@@ -26,7 +26,7 @@ pub async fn lines(
     currency: &str,
 ) -> Result<(Vec<Sold>, Vec<Refunded>), DbErr> {
     let indexed = products::store::lines_of(db, product_id, price_ids).await?;
-    let mut payment_ids: Vec<String> = indexed.iter().map(|l| l.payment_id.clone()).collect();
+    let mut payment_ids: Vec<String> = indexed.iter().map(|l| l.payment_id.to_string()).collect();
     payment_ids.dedup();
     let payments = payment::Entity::find()
         .filter(payment::Column::Id.is_in(payment_ids.iter().map(String::as_str)))

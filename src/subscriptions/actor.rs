@@ -361,7 +361,8 @@ async fn withdraw_first_charge(
     let Some(pid) = &c.payment_id else {
         return Ok(None);
     };
-    let Some(p) = payments::store::find(&deps.db, pid).await? else {
+    let pid: crate::ids::PaymentId = crate::stored::id("payment_id", &c.id, pid)?;
+    let Some(p) = payments::store::find(&deps.db, &pid).await? else {
         return Ok(None);
     };
     use payd_model::payments::Status as Paid;
@@ -369,7 +370,7 @@ async fn withdraw_first_charge(
         Paid::RequiresPaymentMethod | Paid::RequiresConfirmation => {
             let cancel = payments::actor::run(
                 &deps.payments,
-                pid,
+                &pid,
                 None,
                 payments::actor::Command::Cancel,
                 None,

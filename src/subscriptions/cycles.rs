@@ -505,7 +505,7 @@ pub(super) async fn settle(
                     if let Some(found) = crate::customers::store::find_mandate(&deps.db, m).await? {
                         after.payment_method_id = Some(found.payment_method_id);
                     }
-                    after.mandate_id = Some(m.clone());
+                    after.mandate_id = Some(m.to_string());
                 }
                 after.checkout_url = None;
             }

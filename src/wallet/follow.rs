@@ -258,7 +258,7 @@ pub async fn import(
         }
         report.data.push(Imported {
             case_id: case.id.clone(),
-            dispute_id: dispute.as_ref().map(|d| d.id.clone()),
+            dispute_id: dispute.as_ref().map(|d| d.id.to_string()),
             result: result.as_str().to_owned(),
             dispute_status: dispute.map(|d| d.status.to_string()),
         });

@@ -85,7 +85,7 @@ impl From<FollowError> for ApiError {
 /// The case as shown, with the dispute that follows it.
 async fn render(state: &AppState, c: &payd_entity::wallet_case::Model) -> Result<Case, ApiError> {
     let dispute = disputes::store::by_case(&state.db, &c.id).await?;
-    Ok(Case::render(c, dispute.map(|d| d.id)))
+    Ok(Case::render(c, dispute.map(|d| d.id.into())))
 }
 
 /// List the wallet processor's cases against the caller's payments, newest first.
@@ -123,7 +123,7 @@ pub async fn list_cases(
         let dispute = followed
             .iter()
             .find(|d| d.case_id.as_deref() == Some(c.id.as_str()));
-        Case::render(&c, dispute.map(|d| d.id.clone()))
+        Case::render(&c, dispute.map(|d| d.id.to_string()))
     })))
 }
 
@@ -260,7 +260,7 @@ pub async fn take_action(
 ) -> Result<HttpResponse, ApiError> {
     let req = req.parse(state.settings.limits.max_amount)?;
     let (c, dispute) = follow::act(&wallet, &caller.scope(), &id, req).await?;
-    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
+    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id.into()))))
 }
 
 /// Sandbox: the buyer opens a case at the wallet processor against a captured payment.
@@ -336,7 +336,7 @@ pub async fn sandbox_withdraw_case(
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
     let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, false).await?;
-    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
+    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id.into()))))
 }
 
 /// Sandbox: the buyer escalates a case to its next stage.
@@ -360,5 +360,5 @@ pub async fn sandbox_escalate_case(
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
     let (c, dispute) = follow::buyer(&wallet, &caller.scope(), &id, true).await?;
-    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id))))
+    Ok(HttpResponse::Ok().json(Case::render(&c, dispute.map(|d| d.id.into()))))
 }

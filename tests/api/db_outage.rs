@@ -317,10 +317,12 @@ async fn a_full_sqlite_disk_answers_503_readiness_follows_and_writes_resume() {
     // a transaction that was never committed holds.
     let other = sea_orm::Database::connect(db.url.as_str()).await.unwrap();
     for (id, status) in &acknowledged {
-        let stored = payd_entity::payment::Entity::find_by_id(id.as_str())
-            .one(&other)
-            .await
-            .unwrap();
+        let stored = payd_entity::payment::Entity::find_by_id(
+            payd::ids::PaymentId::parse(id).expect("a payment id"),
+        )
+        .one(&other)
+        .await
+        .unwrap();
         assert_eq!(
             stored.map(|p| p.status.as_str()),
             status.as_str(),

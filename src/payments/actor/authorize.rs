@@ -122,7 +122,7 @@ fn saved_card(
     };
     let mandate: Option<MandateRequest> =
         crate::stored::json_opt("mandate_request", &m.id, m.mandate_request.as_deref())?;
-    let mandate_id = mandate.as_ref().map(|_| new_id("man"));
+    let mandate_id = mandate.as_ref().map(|_| crate::ids::MandateId::new());
     if mandate_id.is_some() {
         after.mandate_id = mandate_id.clone();
     }
@@ -355,7 +355,7 @@ fn auth_request(
 ) -> AuthRequest {
     AuthRequest {
         reference,
-        payment_id: m.id.clone(),
+        payment_id: m.id.to_string(),
         amount: m.amount,
         currency: m.currency.clone(),
         capture: m.capture_method == CaptureMethod::Automatic,
@@ -596,7 +596,7 @@ pub(super) async fn save_for(
         None => None,
     };
     Ok(Some(SaveFor {
-        customer_id: customer_id.clone(),
+        customer_id: customer_id.to_string(),
         known_customer,
         off_session: m.setup_future_usage == Some(payd_model::payments::FutureUsage::OffSession),
     }))

@@ -47,7 +47,7 @@ use crate::{
     customers::{self, api::check_mandate},
     disputes,
     fields::Metadata,
-    ids::new_id,
+    ids::PaymentId,
     money::Money,
     processors::{
         connect::{self, Connections},
@@ -78,7 +78,7 @@ pub struct PaymentDeps {
     /// first state from here instead of reading the row back, and the row's insert when it is
     /// not yet written (a create with `confirm: true`: see [`exec_created`]). The handler
     /// removes what was not taken, so nothing stays.
-    pub fresh: DashMap<String, Fresh>,
+    pub fresh: DashMap<crate::ids::PaymentId, Fresh>,
     /// The test-only fault of `sandbox.fail_outcome_commits`.
     pub fail_outcomes: Arc<store::FailOutcomes>,
 }
@@ -225,6 +225,14 @@ impl Actor for PaymentActor {
     type Context = Context<Self>;
 }
 
+/// The payment an actor serves, read again (its id was parsed when it was loaded).
+async fn reload(db: &Db, id: &str) -> Result<Option<payment::Model>, DbErr> {
+    match PaymentId::parse(id) {
+        Some(id) => store::find(db, &id).await,
+        None => Ok(None),
+    }
+}
+
 impl KeyedActor for PaymentActor {
     const KIND: &'static str = "payment";
     type Deps = Arc<PaymentDeps>;
@@ -233,12 +241,11 @@ impl KeyedActor for PaymentActor {
     async fn load(id: &str, deps: &Arc<PaymentDeps>) -> Result<Self, PaymentError> {
         let (model, unwritten) = match deps.fresh.remove(id) {
             Some((_, fresh)) => (fresh.row, fresh.unwritten.map(Box::new)),
-            None => (
-                store::find(&deps.db, id)
-                    .await?
-                    .ok_or(PaymentError::NotFound)?,
-                None,
-            ),
+            None => {
+                let id = PaymentId::parse(id).ok_or(PaymentError::NotFound)?;
+                let found = store::find(&deps.db, &id).await?;
+                (found.ok_or(PaymentError::NotFound)?, None)
+            }
         };
         Ok(Self {
             id: id.into(),
@@ -265,7 +272,7 @@ impl Handler<Exec> for PaymentActor {
             async move {
                 let current = match cached {
                     Some(m) => *m,
-                    None => match store::find(&deps.db, &id).await {
+                    None => match reload(&deps.db, &id).await {
                         Ok(Some(m)) => m,
                         Ok(None) => return (None, Err(PaymentError::NotFound)),
                         Err(e) => return (None, Err(e.into())),
@@ -475,7 +482,7 @@ async fn commit(
             Announcement {
                 event_type,
                 content_type: "payment_details",
-                object_id: after.id.clone(),
+                object_id: after.id.to_string(),
                 object: serde_json::to_string(&Payment::render(&after, &deps.public_url)?)
                     .unwrap_or_default(),
             },

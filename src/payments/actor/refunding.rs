@@ -79,7 +79,7 @@ pub(super) fn reserved(
         after.lines = serde_json::to_string(&next_lines).ok();
     }
     let refund = refund::Model {
-        id: new_id("ref"),
+        id: crate::ids::RefundId::new(),
         payment_id: m.id.clone(),
         merchant_id: m.merchant_id.clone(),
         profile_id: m.profile_id.clone(),
@@ -153,7 +153,7 @@ pub(super) fn refund_answer(
 pub(super) async fn settle_refund(
     deps: &PaymentDeps,
     m: &payment::Model,
-    refund_id: &str,
+    refund_id: &crate::ids::RefundId,
 ) -> Result<Done, PaymentError> {
     let now = deps.clock.now();
     let Some(r) = store::find_refund(&deps.db, refund_id)
