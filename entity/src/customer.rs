@@ -7,8 +7,8 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "customers")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::CustomerId,
+    pub merchant_id: payd_model::ids::MerchantId,
     pub test_mode: bool,
     pub name: Option<String>,
     pub email: Option<String>,
@@ -18,7 +18,7 @@ pub struct Model {
     pub address: Option<String>,
     /// JSON object.
     pub metadata: String,
-    pub default_payment_method_id: Option<String>,
+    pub default_payment_method_id: Option<payd_model::ids::PaymentMethodId>,
     pub redacted_at: Option<DateTimeUtc>,
     pub version: i64,
     pub created_at: DateTimeUtc,

@@ -6,13 +6,13 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "mandates")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub customer_id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::MandateId,
+    pub customer_id: payd_model::ids::CustomerId,
+    pub merchant_id: payd_model::ids::MerchantId,
     /// The shop of the payment that created it: its events go to that shop's endpoint.
-    pub profile_id: String,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
-    pub payment_method_id: String,
+    pub payment_method_id: payd_model::ids::PaymentMethodId,
     pub mandate_type: payd_model::mandates::Kind,
     pub amount_limit: Option<i64>,
     pub currency: Option<String>,

@@ -6,9 +6,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "payment_methods")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub customer_id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::PaymentMethodId,
+    pub customer_id: payd_model::ids::CustomerId,
+    pub merchant_id: payd_model::ids::MerchantId,
     pub test_mode: bool,
     /// JSON of the stored card.
     pub card: String,

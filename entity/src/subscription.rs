@@ -6,14 +6,14 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "subscriptions")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::SubscriptionId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
-    pub customer_id: String,
-    pub payment_method_id: Option<String>,
+    pub customer_id: payd_model::ids::CustomerId,
+    pub payment_method_id: Option<payd_model::ids::PaymentMethodId>,
     /// None while a subscription made for the hosted checkout waits for the buyer.
-    pub mandate_id: Option<String>,
+    pub mandate_id: Option<payd_model::ids::MandateId>,
     pub checkout_url: Option<String>,
     /// JSON array of items.
     pub items: String,

@@ -7,7 +7,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
-    pub subscription_id: String,
+    pub subscription_id: payd_model::ids::SubscriptionId,
     pub seq: i64,
     pub period_start: DateTimeUtc,
     pub period_end: DateTimeUtc,
@@ -19,7 +19,7 @@ pub struct Model {
     pub attempts: i64,
     /// An attempt's payment is recorded and its outcome is not yet.
     pub charging: bool,
-    pub payment_id: Option<String>,
+    pub payment_id: Option<payd_model::ids::PaymentId>,
     /// The billing processor's invoice that collected it (processor billing).
     pub processor_invoice_id: Option<String>,
     pub next_attempt_at: Option<DateTimeUtc>,

@@ -90,19 +90,25 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// A merchant's whole scope in one mode (every shop), of a stored row (`row_id`) and its
-    /// merchant: for the merchant's own rows, customers and files, which no shop owns. A
+    /// A merchant's whole scope in one mode (every shop): for the merchant's own rows,
+    /// customers and files, which no shop owns.
+    pub fn whole(merchant_id: &MerchantId, test_mode: bool) -> Scope {
+        Scope {
+            merchant_id: merchant_id.clone(),
+            test_mode,
+            profile_id: None,
+        }
+    }
+
+    /// [`Scope::whole`] of a stored row (`row_id`) whose merchant column is still text: a
     /// merchant id of another shape is a corrupt value (`stored::id`).
     pub fn of_row(
         row_id: &str,
         merchant_id: &str,
         test_mode: bool,
     ) -> Result<Scope, sea_orm::DbErr> {
-        Ok(Scope {
-            merchant_id: crate::stored::id("merchant_id", row_id, merchant_id)?,
-            test_mode,
-            profile_id: None,
-        })
+        let merchant_id = crate::stored::id("merchant_id", row_id, merchant_id)?;
+        Ok(Scope::whole(&merchant_id, test_mode))
     }
 
     /// Whether an object of this merchant, mode and shop is within the scope.

@@ -74,7 +74,7 @@ impl TryFrom<&customer::Model> for Customer {
 
     fn try_from(c: &customer::Model) -> Result<Self, Self::Error> {
         Ok(Self {
-            customer_id: c.id.clone(),
+            customer_id: c.id.to_string(),
             version: c.version,
             name: c.name.clone(),
             email: c.email.clone(),
@@ -82,7 +82,10 @@ impl TryFrom<&customer::Model> for Customer {
             description: c.description.clone(),
             address: crate::stored::json_opt("address", &c.id, c.address.as_deref())?,
             metadata: crate::stored::json("metadata", &c.id, &c.metadata)?,
-            default_payment_method_id: c.default_payment_method_id.clone(),
+            default_payment_method_id: c
+                .default_payment_method_id
+                .as_ref()
+                .map(ToString::to_string),
             redacted: c.redacted_at.is_some(),
             test_mode: c.test_mode,
             created: c.created_at,
@@ -115,8 +118,8 @@ impl SavedMethod {
     pub fn of(pm: &payment_method::Model, default: Option<&str>) -> Result<Self, sea_orm::DbErr> {
         let card: StoredCard = crate::stored::json("card", &pm.id, &pm.card)?;
         Ok(Self {
-            payment_method_id: pm.id.clone(),
-            customer_id: pm.customer_id.clone(),
+            payment_method_id: pm.id.to_string(),
+            customer_id: pm.customer_id.to_string(),
             card: Some(PaymentMethodView::from(&card)),
             is_default: default == Some(pm.id.as_str()),
             test_mode: pm.test_mode,
@@ -151,10 +154,10 @@ pub struct Mandate {
 impl From<&mandate::Model> for Mandate {
     fn from(m: &mandate::Model) -> Self {
         Self {
-            mandate_id: m.id.clone(),
+            mandate_id: m.id.to_string(),
             version: m.version,
-            customer_id: m.customer_id.clone(),
-            payment_method_id: m.payment_method_id.clone(),
+            customer_id: m.customer_id.to_string(),
+            payment_method_id: m.payment_method_id.to_string(),
             mandate_type: m.mandate_type.to_string(),
             amount_limit: m.amount_limit,
             currency: m.currency.clone(),

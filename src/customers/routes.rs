@@ -80,7 +80,7 @@ pub async fn create_customer(
     check_fields(&f)?;
     let c = store::insert(
         &state.db,
-        caller.merchant_id.as_str(),
+        &caller.merchant_id,
         caller.test_mode(),
         &f,
         state.clock.now(),
@@ -212,7 +212,7 @@ pub async fn delete_customer(
     Ok(HttpResponse::Ok().json(Redaction {
         customer: Customer::try_from(&after)?,
         erased_fields: erased,
-        deleted_payment_methods: deleted.into_iter().map(|pm| pm.id).collect(),
+        deleted_payment_methods: deleted.into_iter().map(|pm| pm.id.into()).collect(),
     }))
 }
 
@@ -264,7 +264,7 @@ pub async fn set_default_method(
     let now = state.clock.now();
     let updated = change(&state, &caller, &customer_id, |c| {
         let mut after = c.clone();
-        after.default_payment_method_id = Some(pm_id.to_string());
+        after.default_payment_method_id = Some(pm_id.clone());
         after.updated_at = now;
         after
     })
@@ -331,7 +331,7 @@ pub async fn customer_mandates(
     ApiQuery(mut q): ApiQuery<ListMandatesQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let c = owned(&state, &caller, &id).await?;
-    q.customer_id = Some(c.id);
+    q.customer_id = Some(c.id.into());
     let page = mandate_page(&q)?;
     let list = store::mandates(
         &state.db,
@@ -382,13 +382,11 @@ pub async fn list_mandates(
 async fn owned_mandate(
     state: &AppState,
     caller: &Caller,
-    id: &str,
+    id: &crate::ids::MandateId,
 ) -> Result<payd_entity::mandate::Model, ApiError> {
     store::find_mandate(&state.db, id)
         .await?
-        .filter(|m| {
-            m.merchant_id == caller.merchant_id.as_str() && m.test_mode == caller.test_mode()
-        })
+        .filter(|m| m.merchant_id == caller.merchant_id && m.test_mode == caller.test_mode())
         .ok_or_else(|| ApiError::not_found("mandate"))
 }
 

@@ -14,7 +14,7 @@ use super::api::{Address, CustomerFields, ListCustomersQuery, ListMandatesQuery}
 use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
-    ids::new_id,
+    ids::{CustomerId, MandateId, MerchantId, PaymentMethodId, ProfileId},
     pagination::{created_between, paginate, List, Page, PageError},
     processors::{card::StoredCard, connect::Connections},
     recovery::RequestKey,
@@ -25,15 +25,15 @@ use crate::{
 /// recovery point in the same transaction).
 pub async fn insert(
     db: &Db,
-    merchant_id: &str,
+    merchant_id: &MerchantId,
     test_mode: bool,
     f: &CustomerFields,
     now: DateTime<Utc>,
     key: Option<&RequestKey>,
 ) -> Result<customer::Model, CommitError> {
     let c = customer::Model {
-        id: new_id("cus"),
-        merchant_id: merchant_id.to_owned(),
+        id: CustomerId::new(),
+        merchant_id: merchant_id.clone(),
         test_mode,
         name: f.name.clone(),
         email: f.email.clone(),
@@ -220,9 +220,9 @@ pub async fn processor_customer(
 
 pub async fn find_method(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &PaymentMethodId,
 ) -> Result<Option<payment_method::Model>, DbErr> {
-    payment_method::Entity::find_by_id(id).one(db).await
+    payment_method::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// Deletes a saved method and clears it as its customer's default. The mandates that charge it
@@ -247,7 +247,7 @@ pub async fn delete_method(
     });
     let change = revoked
         .write(Write::Delete(
-            payment_method::Entity::delete_by_id(pm.id.as_str()).into_query(),
+            payment_method::Entity::delete_by_id(pm.id.clone()).into_query(),
         ))
         .write(Write::Update(
             customer::Entity::update_many()
@@ -314,8 +314,8 @@ pub async fn find_saved(
 
 /// A mandate to create with a saved card.
 pub struct NewMandate {
-    pub id: String,
-    pub profile_id: String,
+    pub id: MandateId,
+    pub profile_id: ProfileId,
     pub single_use: bool,
     pub amount_limit: Option<i64>,
     pub currency: Option<String>,
@@ -343,7 +343,7 @@ pub fn save_card(
             .and_where(payment_method::Column::Fingerprint.eq(card.fingerprint.as_str()))
             .to_owned()
     };
-    let pm_id = saved.map_or_else(|| new_id("pm"), |pm| pm.id);
+    let pm_id = saved.map_or_else(PaymentMethodId::new, |pm| pm.id);
     let mut insert = Query::insert();
     insert
         .into_table(payment_method::Entity)
@@ -408,7 +408,7 @@ pub fn save_card(
 /// then its event and expiry job.
 fn mandate_for(
     customer: &customer::Model,
-    pm_id: &str,
+    pm_id: &PaymentMethodId,
     saved_id: SelectStatement,
     m: NewMandate,
     now: DateTime<Utc>,
@@ -419,7 +419,7 @@ fn mandate_for(
         merchant_id: customer.merchant_id.clone(),
         profile_id: m.profile_id,
         test_mode: customer.test_mode,
-        payment_method_id: pm_id.to_owned(),
+        payment_method_id: pm_id.clone(),
         mandate_type: if m.single_use {
             MandateKind::SingleUse
         } else {
@@ -479,7 +479,7 @@ fn mandate_for(
     if let Some(end) = row.end_at {
         change = change.job(Job::Schedule {
             kind: MANDATE_EXPIRY_JOB,
-            entity_id: row.id.clone(),
+            entity_id: row.id.to_string(),
             at: end,
         });
     }
@@ -490,7 +490,11 @@ fn mandate_for(
 pub const MANDATE_EXPIRY_JOB: &str = "mandate_expiry";
 
 pub async fn expire_mandate(db: &Db, id: &str, now: DateTime<Utc>) -> Result<bool, DbErr> {
-    let Some(m) = find_mandate(db, id).await? else {
+    let found = match MandateId::parse(id) {
+        Some(id) => find_mandate(db, &id).await?,
+        None => None,
+    };
+    let Some(m) = found else {
         return Ok(true);
     };
     let live = matches!(m.status, MandateStatus::Pending | MandateStatus::Active);
@@ -506,9 +510,9 @@ pub async fn expire_mandate(db: &Db, id: &str, now: DateTime<Utc>) -> Result<boo
 
 pub async fn find_mandate(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &MandateId,
 ) -> Result<Option<mandate::Model>, DbErr> {
-    mandate::Entity::find_by_id(id).one(db).await
+    mandate::Entity::find_by_id(id.clone()).one(db).await
 }
 
 pub fn set_mandate_status(
@@ -569,11 +573,11 @@ pub async fn mandates(
 /// A `mandate_details` event.
 pub fn mandate_event(m: &mandate::Model, event_type: &str) -> Event {
     Event {
-        merchant_id: m.merchant_id.clone(),
-        profile_id: Some(m.profile_id.clone()),
+        merchant_id: m.merchant_id.to_string(),
+        profile_id: Some(m.profile_id.to_string()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
-        object_id: m.id.clone(),
+        object_id: m.id.to_string(),
         content_type: "mandate_details",
         object: serde_json::to_string(&super::api::Mandate::from(m)).unwrap_or_default(),
     }

@@ -306,7 +306,7 @@ async fn attach(
     now: DateTime<Utc>,
 ) -> Result<(dispute_evidence::Model, file::Model), DisputeError> {
     let file_id = crate::ids::FileId::parse(file_id).ok_or(DisputeError::FileNotFound)?;
-    let scope = Scope::of_row(&d.id, &d.merchant_id, d.test_mode)?;
+    let scope = Scope::whole(&d.merchant_id, d.test_mode);
     let file = crate::owned::find_owned(&deps.db, &file_id, &scope)
         .await?
         .ok_or(DisputeError::FileNotFound)?;

@@ -331,9 +331,9 @@ async fn of_cycle(
     };
     Ok(Source {
         currency: c.currency.clone(),
-        customer_id: Some(crate::stored::id("customer_id", &s.id, &s.customer_id)?),
+        customer_id: Some(s.customer_id.clone()),
         payment_id: None,
-        subscription_id: Some(s.id.clone()),
+        subscription_id: Some(s.id.to_string()),
         cycle_id: Some(c.id.clone()),
         key: Some(format!("cycle:{}", c.id)),
         lines,

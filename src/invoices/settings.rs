@@ -215,10 +215,8 @@ impl crate::subscriptions::api::CycleTax for CycleTaxRules {
         Box::pin(async move {
             let shop = Owned::of(&s.merchant_id, Some(&s.profile_id), s.test_mode);
             let rules = rules_for(&self.db, &shop).await?;
-            let customer_id: crate::ids::CustomerId =
-                crate::stored::id("customer_id", &s.id, &s.customer_id)?;
-            let scope = crate::auth::keys::Scope::of_row(&s.id, &s.merchant_id, s.test_mode)?;
-            let customer = crate::owned::find_owned(&self.db, &customer_id, &scope).await?;
+            let scope = crate::auth::keys::Scope::whole(&s.merchant_id, s.test_mode);
+            let customer = crate::owned::find_owned(&self.db, &s.customer_id, &scope).await?;
             let address: Option<crate::customers::api::Address> = match customer {
                 Some(c) => crate::stored::json_opt("address", &c.id, c.address.as_deref())?,
                 None => None,

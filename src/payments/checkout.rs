@@ -233,9 +233,9 @@ async fn as_buyer(
 fn buyer(m: &payment::Model, secret: String) -> Result<Access, sea_orm::DbErr> {
     Ok(Access {
         scope: Scope {
-            merchant_id: crate::stored::id("merchant_id", &m.id, &m.merchant_id)?,
+            merchant_id: m.merchant_id.clone(),
             test_mode: m.test_mode,
-            profile_id: Some(crate::stored::id("profile_id", &m.id, &m.profile_id)?),
+            profile_id: Some(m.profile_id.clone()),
         },
         client_secret: Some(secret),
     })

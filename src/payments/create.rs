@@ -20,7 +20,7 @@ use crate::{
         self,
         api::{check_mandate, MandateRefusal},
     },
-    ids::{CustomerId, MandateId, PaymentId},
+    ids::{CustomerId, MandateId, PaymentId, PaymentMethodId},
     processors::{
         card::{fingerprint, ProcessorToken, SecretCard, StoredCard},
         connect::{self, AccountKind, Approval},
@@ -349,13 +349,16 @@ fn line_error(param: &str, message: &str) -> CreateError {
 /// The card of a customer's saved method (another customer's is not there).
 pub async fn saved_card(
     db: &Db,
-    customer_id: Option<&str>,
+    customer_id: Option<&CustomerId>,
     pm_id: &str,
 ) -> Result<StoredCard, CreateError> {
     let customer_id = customer_id.ok_or(CreateError::CustomerRequired)?;
-    let pm = customers::store::find_method(db, pm_id)
+    let Some(pm_id) = PaymentMethodId::parse(pm_id) else {
+        return Err(CreateError::NoSuchMethod);
+    };
+    let pm = customers::store::find_method(db, &pm_id)
         .await?
-        .filter(|pm| pm.customer_id == customer_id)
+        .filter(|pm| pm.customer_id == *customer_id)
         .ok_or(CreateError::NoSuchMethod)?;
     Ok(crate::stored::json("card", &pm.id, &pm.card)?)
 }
@@ -377,7 +380,7 @@ async fn customer_side(
         None => None,
         Some(id) => Some(chargeable_customer(&deps.db, scope, id).await?),
     };
-    let customer_id = customer.as_ref().map(|(id, _)| id.as_str());
+    let customer_id = customer.as_ref().map(|(id, _)| id);
     let mut saved = match &ask.payment_method_id {
         Some(pm_id) => Some(saved_card(&deps.db, customer_id, pm_id).await?),
         None => None,
@@ -394,13 +397,9 @@ async fn customer_side(
                 .map_err(|_| CreateError::MandateMethodDeleted)?,
         );
     }
-    let mandate_id = match mandate {
-        Some(m) => Some(crate::stored::id("id", &m.id, &m.id)?),
-        None => None,
-    };
     Ok(CustomerSide {
         customer_id: customer.map(|(id, _)| id),
-        mandate_id,
+        mandate_id: mandate.map(|m| m.id),
         saved,
     })
 }
@@ -429,7 +428,8 @@ async fn mandate_of(
     customer: &payd_entity::customer::Model,
     id: &str,
 ) -> Result<payd_entity::mandate::Model, CreateError> {
-    let m = customers::store::find_mandate(&deps.db, id)
+    let id = MandateId::parse(id).ok_or(CreateError::NoSuchMandate)?;
+    let m = customers::store::find_mandate(&deps.db, &id)
         .await?
         .filter(|m| m.customer_id == customer.id)
         .ok_or(CreateError::NoSuchMandate)?;
@@ -472,7 +472,7 @@ pub async fn confirm_card(
         return Ok((Some(card), secret));
     }
     let pm_id = ask.payment_method_id.unwrap_or_default();
-    let saved = saved_card(&deps.db, payment.customer_id.as_deref(), &pm_id).await?;
+    let saved = saved_card(&deps.db, payment.customer_id.as_ref(), &pm_id).await?;
     Ok((Some(saved), None))
 }
 

@@ -306,7 +306,7 @@ async fn save_card(
     save: SaveCard,
     now: DateTime<Utc>,
 ) -> Result<Change, DbErr> {
-    let Some(customer) = payd_entity::customer::Entity::find_by_id(save.customer_id.as_str())
+    let Some(customer) = payd_entity::customer::Entity::find_by_id(save.customer_id.clone())
         .one(db)
         .await?
         .filter(|c| c.redacted_at.is_none())
@@ -317,8 +317,8 @@ async fn save_card(
     let mandate = save
         .mandate
         .map(|(terms, id)| customers::store::NewMandate {
-            id: id.to_string(),
-            profile_id: p.profile_id.to_string(),
+            id,
+            profile_id: p.profile_id.clone(),
             single_use: terms.single_use,
             amount_limit: terms.amount_limit,
             currency: Some(terms.currency),

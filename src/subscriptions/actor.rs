@@ -17,6 +17,7 @@ use super::{
     store::{self, CycleWrite},
 };
 use crate::commit::Db;
+use crate::ids::{MandateId, PaymentMethodId};
 use crate::{
     auth::keys::Scope,
     clock::Timeline,
@@ -31,7 +32,7 @@ pub enum Command {
     /// open cycle is tried again at once. `mandate`: charge under this mandate (and its
     /// method) from now on, checked by the caller.
     Resume {
-        mandate: Option<(String, String)>,
+        mandate: Option<(MandateId, PaymentMethodId)>,
     },
     Cancel {
         at_period_end: bool,
@@ -40,7 +41,7 @@ pub enum Command {
     /// A `created` subscription is confirmed with a saved method under a mandate (checked by
     /// the caller) instead of the hosted checkout, whose payment is cancelled.
     Confirm {
-        mandate: (String, String),
+        mandate: (MandateId, PaymentMethodId),
     },
     /// A plan change: new items and what a cycle charges, settled for the rest of the period
     /// as `proration` says.
@@ -92,7 +93,10 @@ impl Row for SubscriptionRow {
     }
 
     async fn find(db: &Db, id: &str) -> Result<Option<subscription::Model>, DbErr> {
-        store::find(db, id).await
+        match crate::ids::SubscriptionId::parse(id) {
+            Some(id) => store::find(db, &id).await,
+            None => Ok(None),
+        }
     }
 
     fn not_found() -> SubscriptionError {
@@ -272,7 +276,7 @@ async fn confirm(
     deps: &SubscriptionDeps,
     s: &subscription::Model,
     status: Status,
-    mandate: &(String, String),
+    mandate: &(MandateId, PaymentMethodId),
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
     if status != Status::Created {
@@ -361,8 +365,7 @@ async fn withdraw_first_charge(
     let Some(pid) = &c.payment_id else {
         return Ok(None);
     };
-    let pid: crate::ids::PaymentId = crate::stored::id("payment_id", &c.id, pid)?;
-    let Some(p) = payments::store::find(&deps.db, &pid).await? else {
+    let Some(p) = payments::store::find(&deps.db, pid).await? else {
         return Ok(None);
     };
     use payd_model::payments::Status as Paid;
@@ -370,7 +373,7 @@ async fn withdraw_first_charge(
         Paid::RequiresPaymentMethod | Paid::RequiresConfirmation => {
             let cancel = payments::actor::run(
                 &deps.payments,
-                &pid,
+                pid,
                 None,
                 payments::actor::Command::Cancel,
                 None,
@@ -473,7 +476,7 @@ async fn resume(
     deps: &SubscriptionDeps,
     s: &subscription::Model,
     status: Status,
-    mandate: Option<&(String, String)>,
+    mandate: Option<&(MandateId, PaymentMethodId)>,
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, SubscriptionError> {
     let open = open_cycle(deps, s).await?;

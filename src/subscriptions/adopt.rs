@@ -181,7 +181,7 @@ async fn new_customer(
     deps: &super::cycles::SubscriptionDeps,
     scope: &Scope,
     p: &billing_subscription::Model,
-) -> Result<String, CommitError> {
+) -> Result<crate::ids::CustomerId, CommitError> {
     let fields = CustomerFields {
         name: Some(p.customer_name.clone()),
         email: p.customer_email.clone(),
@@ -207,7 +207,7 @@ async fn new_customer(
 pub fn adopted(
     p: &billing_subscription::Model,
     scope: &Scope,
-    customer_id: String,
+    customer_id: crate::ids::CustomerId,
     now: DateTime<Utc>,
 ) -> Result<subscription::Model, DbErr> {
     let plan = plans::plan(&p.plan_id).ok_or_else(|| {
@@ -223,9 +223,9 @@ pub fn adopted(
         ProcessorStatus::Active | ProcessorStatus::Cancelled => Status::Active,
     };
     Ok(subscription::Model {
-        id: new_id("sub"),
-        merchant_id: scope.merchant_id.to_string(),
-        profile_id: p.profile_id.clone(),
+        id: crate::ids::SubscriptionId::new(),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: crate::stored::id("profile_id", &p.id, &p.profile_id)?,
         test_mode: scope.test_mode,
         customer_id,
         payment_method_id: None,
@@ -272,7 +272,7 @@ pub async fn preview(
     let mut already = Vec::new();
     for p in deps.billing.list(&scope, shop).await? {
         match adopted_by(&deps.db, &p.id).await? {
-            Some(s) => already.push(ProcessorSubscription::render(&p, Some(s.id))),
+            Some(s) => already.push(ProcessorSubscription::render(&p, Some(s.id.into()))),
             None if p.status != ProcessorStatus::Cancelled => {
                 listed.push(ProcessorSubscription::render(&p, None))
             }
@@ -335,18 +335,18 @@ pub async fn apply(
     };
     for id in ids {
         if let Some(s) = adopted_by(&deps.db, &id).await? {
-            applied.subscriptions.push(s.id);
+            applied.subscriptions.push(s.id.into());
             continue;
         }
         match adopt(subscriptions, caller, shop, &id, None).await {
             Ok(s) => {
-                applied.adopted.push(s.id.clone());
-                applied.subscriptions.push(s.id);
+                applied.adopted.push(s.id.to_string());
+                applied.subscriptions.push(s.id.into());
             }
             // Adopted by a concurrent apply: its subscription is the answer.
             Err(AdoptError::AlreadyAdopted) => {
                 if let Some(s) = adopted_by(&deps.db, &id).await? {
-                    applied.subscriptions.push(s.id);
+                    applied.subscriptions.push(s.id.into());
                 }
             }
             Err(AdoptError::Cancelled) => applied.skipped.push(id),

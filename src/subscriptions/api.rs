@@ -97,7 +97,7 @@ pub struct CreateSubscriptionRequest {
 #[derive(Debug)]
 pub struct NewSubscription {
     /// The shop the subscription is made in.
-    pub shop: String,
+    pub shop: crate::ids::ProfileId,
     pub customer_id: String,
     /// A fixed term of this many periods (1 to 1 000).
     pub term_cycles: Option<i64>,
@@ -132,7 +132,7 @@ impl CreateSubscriptionRequest {
         caller: &crate::auth::keys::Caller,
         checkout: bool,
     ) -> Result<NewSubscription, ApiError> {
-        let shop = caller.require_shop()?.to_string();
+        let shop = caller.require_shop()?.clone();
         if self.term_cycles.is_some_and(|n| !(1..=1_000).contains(&n)) {
             return Err(ApiError::invalid_param(
                 "term_cycles",
@@ -439,7 +439,7 @@ impl ListSubscriptionsQuery {
 impl Subscription {
     pub fn render(s: &payd_entity::subscription::Model) -> Result<Self, sea_orm::DbErr> {
         Ok(Self {
-            subscription_id: s.id.clone(),
+            subscription_id: s.id.to_string(),
             version: s.version,
             status: s.status.to_string(),
             transition_id: s.transition_id.clone(),
@@ -449,9 +449,9 @@ impl Subscription {
             cancelled_at: s.cancelled_at,
             cancellation_reason: s.cancellation_reason.clone(),
             cancel_at_period_end: s.cancel_at_period_end,
-            customer_id: s.customer_id.clone(),
-            payment_method_id: s.payment_method_id.clone(),
-            mandate_id: s.mandate_id.clone(),
+            customer_id: s.customer_id.to_string(),
+            payment_method_id: s.payment_method_id.as_ref().map(ToString::to_string),
+            mandate_id: s.mandate_id.as_ref().map(ToString::to_string),
             checkout_url: s.checkout_url.clone(),
             items: crate::stored::json("items", &s.id, &s.items)?,
             amount: s.amount,
@@ -462,7 +462,7 @@ impl Subscription {
             billing: s.billing.to_string(),
             processor_subscription_id: s.processor_subscription_id.clone(),
             term_cycles: s.term_cycles,
-            profile_id: s.profile_id.clone(),
+            profile_id: s.profile_id.to_string(),
             metadata: crate::stored::json("metadata", &s.id, &s.metadata)?,
             created: s.created_at,
         })
@@ -485,13 +485,13 @@ impl Cycle {
         let proration = matches!(&lines[..], [only] if only.line_id == PRORATION_LINE);
         Ok(Self {
             cycle_id: c.id.clone(),
-            subscription_id: c.subscription_id.clone(),
+            subscription_id: c.subscription_id.to_string(),
             period_start: c.period_start,
             period_end: c.period_end,
             amount: c.amount,
             currency: c.currency.clone(),
             status: c.status.to_string(),
-            payment_id: c.payment_id.clone(),
+            payment_id: c.payment_id.as_ref().map(ToString::to_string),
             processor_invoice_id: c.processor_invoice_id.clone(),
             attempts: c.attempts,
             next_attempt_at: c.next_attempt_at,
@@ -699,7 +699,7 @@ pub enum EstimateAsk {
 #[derive(Debug)]
 pub enum PlanOf {
     /// A new subscription of this shop.
-    Shop(String),
+    Shop(crate::ids::ProfileId),
     /// A change of this subscription's plan.
     Subscription(crate::ids::SubscriptionId),
 }
@@ -725,7 +725,7 @@ impl EstimateQuery {
                 quantity: self.quantity.unwrap_or(1),
                 of: match subscription {
                     Some(id) => PlanOf::Subscription(id),
-                    None => PlanOf::Shop(caller.require_shop()?.to_string()),
+                    None => PlanOf::Shop(caller.require_shop()?.clone()),
                 },
             }),
             (None, Some(id)) => Ok(EstimateAsk::Renewal(id)),

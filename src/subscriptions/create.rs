@@ -22,7 +22,7 @@ use crate::{
     auth::keys::{Caller, Scope},
     customers,
     error::Unanswered,
-    ids::new_id,
+    ids::{new_id, SubscriptionId},
     money::{Money, MoneyError},
     payments::{self, charge::Pay},
     products,
@@ -91,10 +91,10 @@ pub async fn check_mandate(
     mandate_id: &str,
 ) -> Result<mandate::Model, CreateError> {
     let mandate = match crate::ids::MandateId::parse(mandate_id) {
-        Some(_) => customers::store::find_mandate(db, mandate_id).await?,
+        Some(id) => customers::store::find_mandate(db, &id).await?,
         None => None,
     }
-    .filter(|m| m.merchant_id == scope.merchant_id.as_str() && m.test_mode == scope.test_mode)
+    .filter(|m| m.merchant_id == scope.merchant_id && m.test_mode == scope.test_mode)
     .ok_or(CreateError::NoSuchMandate)?;
     if mandate.customer_id != customer_id {
         return Err(CreateError::MandateOfAnother);
@@ -248,8 +248,8 @@ async fn new_subscription(
     let customer = find_customer(db, &scope, &ask.customer_id).await?;
     let plan = plan(db, &scope, &ask.shop, items, max_amount, now).await?;
     Ok(subscription::Model {
-        id: new_id("sub"),
-        merchant_id: scope.merchant_id.to_string(),
+        id: SubscriptionId::new(),
+        merchant_id: scope.merchant_id.clone(),
         profile_id: ask.shop.clone(),
         test_mode: scope.test_mode,
         customer_id: customer.id,
@@ -363,7 +363,10 @@ async fn create_at_processor(
     let customer = find_customer(&deps.db, &scope, &ask.customer_id).await?;
     let now = deps.clock.now();
     let new = billing::NewSubscription {
-        customer_name: customer.name.clone().unwrap_or_else(|| customer.id.clone()),
+        customer_name: customer
+            .name
+            .clone()
+            .unwrap_or_else(|| customer.id.to_string()),
         customer_email: customer.email.clone(),
         plan,
         quantity,

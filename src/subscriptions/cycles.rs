@@ -421,7 +421,7 @@ pub fn new_cycle(
         status: CycleStatus::Open,
         attempts: 1,
         charging: true,
-        payment_id: (s.billing == store::Biller::Payd).then(|| new_id("pay")),
+        payment_id: (s.billing == store::Biller::Payd).then(PaymentId::new),
         processor_invoice_id: None,
         next_attempt_at: None,
         created_at: now,
@@ -441,7 +441,7 @@ pub(super) async fn attempt(
 ) -> Result<subscription::Model, SubscriptionError> {
     c.attempts += 1;
     c.charging = true;
-    c.payment_id = (s.billing == store::Biller::Payd).then(|| new_id("pay"));
+    c.payment_id = (s.billing == store::Biller::Payd).then(PaymentId::new);
     c.next_attempt_at = None;
     c.updated_at = now;
     after.updated_at = now;
@@ -505,7 +505,7 @@ pub(super) async fn settle(
                     if let Some(found) = crate::customers::store::find_mandate(&deps.db, m).await? {
                         after.payment_method_id = Some(found.payment_method_id);
                     }
-                    after.mandate_id = Some(m.to_string());
+                    after.mandate_id = Some(m.clone());
                 }
                 after.checkout_url = None;
             }
@@ -565,10 +565,9 @@ pub(super) async fn charge(
     let Some(pid) = &c.payment_id else {
         return Ok(Outcome::Failed(None));
     };
-    let pid: PaymentId = crate::stored::id("payment_id", &c.id, pid)?;
     // Without a mandate (a first cycle the buyer pays on the checkout) nothing is charged
     // off-session: the payment made for the buyer is the answer.
-    let made = match off_session(s)? {
+    let made = match off_session(s) {
         Some(pay) => payments::charge::charge(&deps.payments, cycle_charge(s, c, pay)?)
             .await
             .map_err(|e| e.to_string()),
@@ -578,7 +577,7 @@ pub(super) async fn charge(
         Ok(settled) => settled,
         // Refused (a mandate revoked, a method gone: a failed attempt, like a decline), or
         // settled meanwhile by another instance (then its state is the answer).
-        Err(e) => match payments::charge::find(&deps.payments, &pid).await? {
+        Err(e) => match payments::charge::find(&deps.payments, pid).await? {
             Some(settled) => settled,
             None => {
                 tracing::info!(subscription_id = %s.id, cycle_id = %c.id, error = %e, "a subscription charge was refused");
@@ -630,19 +629,11 @@ pub(super) async fn collect(
 
 /// How a subscription's cycles are charged without the buyer: under its mandate, with its
 /// method; `None` when it has no mandate.
-pub fn off_session(s: &subscription::Model) -> Result<Option<Pay>, DbErr> {
-    let Some(mandate_id) = &s.mandate_id else {
-        return Ok(None);
-    };
-    let payment_method_id = s
-        .payment_method_id
-        .as_deref()
-        .map(|id| crate::stored::id("payment_method_id", &s.id, id))
-        .transpose()?;
-    Ok(Some(Pay::OffSession {
-        mandate_id: crate::stored::id("mandate_id", &s.id, mandate_id)?,
-        payment_method_id,
-    }))
+pub fn off_session(s: &subscription::Model) -> Option<Pay> {
+    Some(Pay::OffSession {
+        mandate_id: s.mandate_id.clone()?,
+        payment_method_id: s.payment_method_id.clone(),
+    })
 }
 
 /// The charge of a cycle's attempt, made in the subscription's shop as payd itself: `pay`
@@ -653,22 +644,22 @@ pub fn cycle_charge(
     c: &subscription_cycle::Model,
     pay: Pay,
 ) -> Result<Charge, DbErr> {
-    let payment_id = c.payment_id.as_deref().ok_or_else(|| {
+    let payment_id = c.payment_id.clone().ok_or_else(|| {
         DbErr::Custom(format!(
             "cycle {} of a subscription payd bills has no payment id",
             c.id
         ))
     })?;
     Ok(Charge {
-        payment_id: crate::stored::id("payment_id", &c.id, payment_id)?,
-        scope: Scope::of_row(&s.id, &s.merchant_id, s.test_mode)?,
-        shop: crate::stored::id("profile_id", &s.id, &s.profile_id)?,
-        customer_id: crate::stored::id("customer_id", &s.id, &s.customer_id)?,
+        payment_id,
+        scope: Scope::whole(&s.merchant_id, s.test_mode),
+        shop: s.profile_id.clone(),
+        customer_id: s.customer_id.clone(),
         pay,
         amount: Money::new(c.amount, &c.currency),
         lines: lines_of(c)?.iter().map(CycleLine::payment_line).collect(),
         metadata: [
-            ("subscription_id".to_owned(), s.id.clone().into()),
+            ("subscription_id".to_owned(), s.id.to_string().into()),
             ("cycle_id".to_owned(), c.id.clone().into()),
         ]
         .into_iter()

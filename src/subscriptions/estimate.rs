@@ -93,7 +93,7 @@ pub async fn estimate(
                 period_start: next.current_period_start,
                 period_end: next.current_period_end,
                 items: plan.items,
-                subscription_id: Some(s.id),
+                subscription_id: Some(s.id.into()),
             })
         }
         EstimateAsk::Renewal(id) => {
@@ -108,7 +108,7 @@ pub async fn estimate(
                 period_start: next.current_period_start,
                 period_end: next.current_period_end,
                 items: crate::stored::json("items", &s.id, &s.items)?,
-                subscription_id: Some(s.id),
+                subscription_id: Some(s.id.into()),
             })
         }
     }

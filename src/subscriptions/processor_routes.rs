@@ -296,7 +296,7 @@ pub async fn sandbox_processor_change(
     Ok(
         HttpResponse::Ok().json(adopt::ProcessorSubscription::render(
             &p,
-            adopted.map(|s| s.id),
+            adopted.map(|s| s.id).map(String::from),
         )),
     )
 }

@@ -380,7 +380,7 @@ pub async fn capabilities(
         actions.push("sync".into());
     }
     Ok(HttpResponse::Ok().json(Capabilities {
-        subscription_id: s.id,
+        subscription_id: s.id.into(),
         billing: s.billing.to_string(),
         actions,
     }))

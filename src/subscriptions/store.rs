@@ -41,11 +41,11 @@ pub fn event(s: &subscription::Model, event_type: &str) -> Result<Event, DbErr> 
 /// An event about the subscription whose object is `object`.
 fn with_object(s: &subscription::Model, event_type: &str, object: String) -> Event {
     Event {
-        merchant_id: s.merchant_id.clone(),
-        profile_id: Some(s.profile_id.clone()),
+        merchant_id: s.merchant_id.to_string(),
+        profile_id: Some(s.profile_id.to_string()),
         test_mode: s.test_mode,
         event_type: event_type.to_owned(),
-        object_id: s.id.clone(),
+        object_id: s.id.to_string(),
         content_type: "subscription_details",
         object,
     }
@@ -101,7 +101,7 @@ pub fn disputed_event(
 ) -> Event {
     let object = InvoiceDisputed {
         dispute_id: invoice.dispute_id.clone().unwrap_or_default(),
-        subscription_id: s.id.clone(),
+        subscription_id: s.id.to_string(),
         invoice_id: cycle.map(|c| c.id.clone()),
         amount: invoice.amount,
         currency: invoice.currency.clone(),
@@ -276,12 +276,12 @@ fn job(s: &subscription::Model, at: Option<DateTime<Utc>>) -> Job {
     match at {
         Some(at) => Job::Schedule {
             kind: TICK_JOB,
-            entity_id: s.id.clone(),
+            entity_id: s.id.to_string(),
             at,
         },
         None => Job::Cancel {
             kinds: vec![TICK_JOB],
-            entity_id: s.id.clone(),
+            entity_id: s.id.to_string(),
         },
     }
 }
@@ -363,9 +363,9 @@ pub async fn commit(
 
 pub async fn find(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &crate::ids::SubscriptionId,
 ) -> Result<Option<subscription::Model>, DbErr> {
-    subscription::Entity::find_by_id(id).one(db).await
+    subscription::Entity::find_by_id(id.clone()).one(db).await
 }
 
 pub async fn find_cycle(

@@ -696,12 +696,12 @@ async fn a_customer_or_card_that_does_not_decode_is_not_deleted() {
     assert_eq!(r.status, 500, "the customer's card: {}", r.body);
 
     let db = &app.state.db;
-    let kept = customer::Entity::find_by_id(cid.as_str())
+    let kept = customer::Entity::find_by_id(payd::ids::CustomerId::parse(&cid).unwrap())
         .one(db)
         .await
         .unwrap();
     assert!(kept.is_some_and(|c| c.redacted_at.is_none() && c.name.as_deref() == Some("Ana")));
-    let card = payment_method::Entity::find_by_id(pm.as_str())
+    let card = payment_method::Entity::find_by_id(payd::ids::PaymentMethodId::parse(&pm).unwrap())
         .one(db)
         .await
         .unwrap();
