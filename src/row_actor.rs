@@ -25,9 +25,12 @@ pub trait Row: 'static {
     /// The command message.
     type Exec: Message<Result = Result<Self::Done, Self::Error>> + 'static;
 
+    /// The row's id type: an actor's key of another shape names no row.
+    type Id: crate::ids::Id;
+
     fn db(deps: &Self::Deps) -> &Db;
 
-    fn find(db: &Db, id: &str) -> impl Future<Output = Result<Option<Self::Model>, DbErr>>;
+    fn find(db: &Db, id: &Self::Id) -> impl Future<Output = Result<Option<Self::Model>, DbErr>>;
 
     /// No row has the id.
     fn not_found() -> Self::Error;
@@ -65,7 +68,8 @@ impl<R: Row> KeyedActor for RowActor<R> {
     type LoadError = R::Error;
 
     async fn load(id: &str, deps: &Arc<R::Deps>) -> Result<Self, R::Error> {
-        let model = R::find(R::db(deps), id).await?.ok_or_else(R::not_found)?;
+        let id = <R::Id as crate::ids::Id>::parse(id).ok_or_else(R::not_found)?;
+        let model = R::find(R::db(deps), &id).await?.ok_or_else(R::not_found)?;
         Ok(Self {
             model,
             deps: deps.clone(),

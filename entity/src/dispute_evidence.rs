@@ -6,9 +6,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "dispute_evidence")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub dispute_id: String,
+    pub dispute_id: payd_model::ids::DisputeId,
     #[sea_orm(primary_key, auto_increment = false)]
-    pub file_id: String,
+    pub file_id: payd_model::ids::FileId,
     pub evidence_type: payd_model::disputes::EvidenceType,
     pub created_at: DateTimeUtc,
 }

@@ -6,8 +6,8 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "files")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::FileId,
+    pub merchant_id: payd_model::ids::MerchantId,
     pub test_mode: bool,
     pub purpose: payd_model::files::Purpose,
     pub filename: String,

@@ -7,9 +7,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "invoices")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::InvoiceId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     pub kind: payd_model::invoices::Kind,
     pub status: payd_model::invoices::Status,
@@ -17,9 +17,9 @@ pub struct Model {
     pub currency: String,
     pub customer_id: Option<payd_model::ids::CustomerId>,
     pub payment_id: Option<payd_model::ids::PaymentId>,
-    pub subscription_id: Option<String>,
+    pub subscription_id: Option<payd_model::ids::SubscriptionId>,
     pub cycle_id: Option<String>,
-    pub original_invoice_id: Option<String>,
+    pub original_invoice_id: Option<payd_model::ids::InvoiceId>,
     /// `payment:<id>` or `cycle:<id>` while the invoice stands (one invoice per source).
     pub source_key: Option<String>,
     /// JSON: the buyer as given (a draft) or as frozen (finalized).

@@ -323,9 +323,13 @@ pub async fn put_shop(
 /// A logo must be one of the merchant's files, in the key's mode, of a [`LOGO_TYPES`] type.
 async fn check_logo(state: &AppState, caller: &Caller, logo: &str) -> Result<(), ApiError> {
     let param = "branding.logo_file_id";
-    let content_type = store::file_type(&state.db, logo, &caller.merchant_id, caller.test_mode())
-        .await?
-        .ok_or_else(|| ApiError::not_found("file").param(param))?;
+    let content_type = match crate::ids::FileId::parse(logo) {
+        Some(id) => {
+            store::file_type(&state.db, &id, &caller.merchant_id, caller.test_mode()).await?
+        }
+        None => None,
+    }
+    .ok_or_else(|| ApiError::not_found("file").param(param))?;
     if LOGO_TYPES.contains(&content_type.as_str()) {
         return Ok(());
     }

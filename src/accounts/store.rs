@@ -181,11 +181,11 @@ fn profile_row(now: DateTime<Utc>, merchant_id: &MerchantId, name: &str) -> prof
 /// a file that is not theirs (the files resource owns files; a shop only points at one).
 pub async fn file_type(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &crate::ids::FileId,
     merchant_id: &MerchantId,
     test_mode: bool,
 ) -> Result<Option<String>, DbErr> {
-    file::Entity::find_by_id(id)
+    file::Entity::find_by_id(id.clone())
         .filter(file::Column::MerchantId.eq(merchant_id.as_str()))
         .filter(file::Column::TestMode.eq(test_mode))
         .select_only()

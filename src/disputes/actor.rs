@@ -153,16 +153,14 @@ impl Row for DisputeRow {
     type Error = DisputeError;
     type Done = Done;
     type Exec = Exec;
+    type Id = crate::ids::DisputeId;
 
     fn db(deps: &DisputeDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &Db, id: &str) -> Result<Option<dispute::Model>, DbErr> {
-        match crate::ids::DisputeId::parse(id) {
-            Some(id) => store::find(db, &id).await,
-            None => Ok(None),
-        }
+    async fn find(db: &Db, id: &crate::ids::DisputeId) -> Result<Option<dispute::Model>, DbErr> {
+        store::find(db, id).await
     }
 
     fn not_found() -> DisputeError {
@@ -316,7 +314,7 @@ async fn attach(
         return Err(DisputeError::TooMuchEvidence);
     }
     let row = dispute_evidence::Model {
-        dispute_id: d.id.to_string(),
+        dispute_id: d.id.clone(),
         file_id: file.id.clone(),
         evidence_type,
         created_at: now,

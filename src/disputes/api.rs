@@ -82,8 +82,8 @@ pub struct Evidence {
 impl Evidence {
     pub fn render(e: &payd_entity::dispute_evidence::Model, f: &payd_entity::file::Model) -> Self {
         Self {
-            dispute_id: e.dispute_id.clone(),
-            file_id: e.file_id.clone(),
+            dispute_id: e.dispute_id.to_string(),
+            file_id: e.file_id.to_string(),
             evidence_type: e.evidence_type.to_string(),
             filename: f.filename.clone(),
             content_type: f.content_type.clone(),

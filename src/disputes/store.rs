@@ -260,7 +260,7 @@ pub async fn evidence(
         .await?;
     let mut out = Vec::with_capacity(rows.len());
     for e in rows {
-        if let Some(f) = file::Entity::find_by_id(e.file_id.as_str()).one(db).await? {
+        if let Some(f) = file::Entity::find_by_id(e.file_id.clone()).one(db).await? {
             out.push((e, f));
         }
     }

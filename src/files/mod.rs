@@ -38,7 +38,7 @@ pub struct File {
 impl File {
     pub fn render(f: &payd_entity::file::Model) -> Self {
         Self {
-            file_id: f.id.clone(),
+            file_id: f.id.to_string(),
             purpose: f.purpose.to_string(),
             filename: f.filename.clone(),
             content_type: f.content_type.clone(),

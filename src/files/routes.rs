@@ -22,7 +22,6 @@ use crate::{
     error::{ApiError, ErrorType},
     http::PathId,
     idempotency,
-    ids::new_id,
     state::AppState,
 };
 
@@ -188,7 +187,7 @@ pub async fn upload(
         state,
         kind,
         limit: max_bytes,
-        file_id: new_id("file"),
+        file_id: crate::ids::FileId::new(),
         room: limits.max_file_bytes_per_merchant.saturating_sub(bytes),
         seq: 0,
         size: 0,
@@ -212,7 +211,7 @@ pub async fn upload(
     };
     let row = file::Model {
         id: writer.file_id,
-        merchant_id: caller.merchant_id.as_str().to_owned(),
+        merchant_id: caller.merchant_id.clone(),
         test_mode: caller.test_mode(),
         purpose: kind.purpose,
         filename,
@@ -366,7 +365,7 @@ struct Writer<'a> {
     kind: Kind,
     /// The largest file of this kind.
     limit: usize,
-    file_id: String,
+    file_id: crate::ids::FileId,
     /// What the merchant may still store.
     room: u64,
     /// Chunks written so far.

@@ -157,9 +157,9 @@ pub async fn purge_orphan_chunks(
 /// A small file's record and its whole bytes (product images: a few MiB at most), or `None`.
 pub async fn read_all(
     db: &impl ConnectionTrait,
-    file_id: &str,
+    file_id: &crate::ids::FileId,
 ) -> Result<Option<(file::Model, Vec<u8>)>, DbErr> {
-    let Some(mut f) = file::Entity::find_by_id(file_id).one(db).await? else {
+    let Some(mut f) = file::Entity::find_by_id(file_id.clone()).one(db).await? else {
         return Ok(None);
     };
     let chunks = file_chunk::Entity::find()

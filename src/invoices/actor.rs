@@ -25,7 +25,6 @@ use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
     commit::{self, Change},
-    ids::new_id,
     row_actor::{Row, RowActor},
     wake::Wake,
 };
@@ -116,12 +115,13 @@ impl Row for InvoiceRow {
     type Error = InvoiceError;
     type Done = Done;
     type Exec = Exec;
+    type Id = crate::ids::InvoiceId;
 
     fn db(deps: &InvoiceDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &Db, id: &str) -> Result<Option<invoice::Model>, DbErr> {
+    async fn find(db: &Db, id: &crate::ids::InvoiceId) -> Result<Option<invoice::Model>, DbErr> {
         store::find(db, id).await
     }
 
@@ -495,7 +495,7 @@ async fn credit_note(
         original.paid_at = Some(now);
     }
     let note = invoice::Model {
-        id: new_id("inv"),
+        id: crate::ids::InvoiceId::new(),
         merchant_id: m.merchant_id.clone(),
         profile_id: m.profile_id.clone(),
         test_mode: m.test_mode,

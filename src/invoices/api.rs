@@ -437,18 +437,18 @@ impl Invoice {
             | (Kind::CreditNote, _) => 0,
         };
         Ok(Self {
-            invoice_id: m.id.clone(),
+            invoice_id: m.id.to_string(),
             version: m.version,
             kind: m.kind.to_string(),
             status: m.status.to_string(),
             number: m.number.clone(),
-            profile_id: m.profile_id.clone(),
+            profile_id: m.profile_id.to_string(),
             currency: m.currency.clone(),
             customer_id: m.customer_id.as_ref().map(ToString::to_string),
             payment_id: m.payment_id.as_ref().map(ToString::to_string),
-            subscription_id: m.subscription_id.clone(),
+            subscription_id: m.subscription_id.as_ref().map(ToString::to_string),
             cycle_id: m.cycle_id.clone(),
-            original_invoice_id: m.original_invoice_id.clone(),
+            original_invoice_id: m.original_invoice_id.as_ref().map(ToString::to_string),
             tax_breakdown: machine::by_rate(&lines),
             lines,
             subtotal: m.subtotal,
@@ -870,7 +870,7 @@ pub enum SourceAsk {
 #[derive(Debug)]
 pub struct NewInvoice {
     /// The shop the invoice is made in.
-    pub shop: String,
+    pub shop: crate::ids::ProfileId,
     pub source: SourceAsk,
     pub customer_id: Option<String>,
     pub buyer: Option<Party>,
@@ -886,7 +886,7 @@ impl CreateInvoiceRequest {
         caller: &crate::auth::keys::Caller,
         max_amount: i64,
     ) -> Result<NewInvoice, ApiError> {
-        let shop = caller.require_shop()?.to_string();
+        let shop = caller.require_shop()?.clone();
         let given = [
             self.payment_id.is_some(),
             self.subscription_id.is_some() || self.cycle_id.is_some(),

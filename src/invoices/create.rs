@@ -16,7 +16,7 @@ use super::{
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
-    ids::{new_id, CustomerId, PaymentId},
+    ids::{CustomerId, InvoiceId, PaymentId},
 };
 
 /// Why a draft could not be made or changed as asked: what it names is not there or cannot be
@@ -66,7 +66,7 @@ struct Source {
     currency: String,
     customer_id: Option<CustomerId>,
     payment_id: Option<PaymentId>,
-    subscription_id: Option<String>,
+    subscription_id: Option<crate::ids::SubscriptionId>,
     cycle_id: Option<String>,
     key: Option<String>,
     lines: Vec<Line>,
@@ -104,8 +104,8 @@ pub async fn create(
         None => None,
     };
     let mut draft = invoice::Model {
-        id: new_id("inv"),
-        merchant_id: caller.merchant_id.to_string(),
+        id: InvoiceId::new(),
+        merchant_id: caller.merchant_id.clone(),
         profile_id: ask.shop,
         test_mode: caller.test_mode(),
         kind: Kind::Invoice,
@@ -333,7 +333,7 @@ async fn of_cycle(
         currency: c.currency.clone(),
         customer_id: Some(s.customer_id.clone()),
         payment_id: None,
-        subscription_id: Some(s.id.to_string()),
+        subscription_id: Some(s.id.clone()),
         cycle_id: Some(c.id.clone()),
         key: Some(format!("cycle:{}", c.id)),
         lines,

@@ -549,7 +549,7 @@ pub async fn create_share_link(
     let now = state.clock.now();
     let link = invoice_share_link::Model {
         id: new_id("shl"),
-        invoice_id: m.id.clone(),
+        invoice_id: m.id.to_string(),
         token_hash: store::token_hash(&token),
         expires_at: now + Duration::days(days),
         revoked_at: None,
@@ -610,7 +610,8 @@ async fn shared(state: &AppState, token: &str) -> Result<invoice::Model, ApiErro
     let link = store::live_link(&state.db, token, state.clock.base())
         .await?
         .ok_or_else(gone)?;
-    let m = store::find(&state.db, &link.invoice_id)
+    let id = crate::ids::InvoiceId::parse(&link.invoice_id).ok_or_else(gone)?;
+    let m = store::find(&state.db, &id)
         .await?
         .filter(|m| m.status != Status::Deleted)
         .ok_or_else(gone)?;

@@ -33,11 +33,11 @@ pub const PDF_JOB: &str = "invoice_pdf";
 /// The event of an invoice or credit note.
 pub fn event(m: &invoice::Model, event_type: &str) -> Result<Event, DbErr> {
     Ok(Event {
-        merchant_id: m.merchant_id.clone(),
-        profile_id: Some(m.profile_id.clone()),
+        merchant_id: m.merchant_id.to_string(),
+        profile_id: Some(m.profile_id.to_string()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
-        object_id: m.id.clone(),
+        object_id: m.id.to_string(),
         content_type: "merchant_invoice_details",
         object: serde_json::to_string(&Invoice::render(m)?).unwrap_or_default(),
     })
@@ -156,8 +156,11 @@ pub async fn unpaid_of_cycle(
         .await
 }
 
-pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<invoice::Model>, DbErr> {
-    invoice::Entity::find_by_id(id).one(db).await
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: &crate::ids::InvoiceId,
+) -> Result<Option<invoice::Model>, DbErr> {
+    invoice::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// An invoice within the scope; `None` for anyone else's and for a deleted draft.

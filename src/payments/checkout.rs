@@ -448,7 +448,10 @@ pub async fn logo(
     let m = by_secret(&state, &id, &q.client_secret).await?;
     let none = || ApiError::not_found("logo");
     let shop = shop_of(&state, &m).await?;
-    let file_id = shop.and_then(|s| s.logo_file_id).ok_or_else(none)?;
+    let logo = shop.and_then(|s| s.logo_file_id);
+    let file_id = logo
+        .and_then(|id| crate::ids::FileId::parse(&id))
+        .ok_or_else(none)?;
     let (file, bytes) = crate::files::store::read_all(&state.db, &file_id)
         .await?
         .filter(|(f, _)| f.merchant_id == m.merchant_id)

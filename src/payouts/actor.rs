@@ -106,12 +106,13 @@ impl Row for PayoutRow {
     type Error = PayoutError;
     type Done = payout::Model;
     type Exec = Exec;
+    type Id = crate::ids::PayoutId;
 
     fn db(deps: &PayoutDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &Db, id: &str) -> Result<Option<payout::Model>, DbErr> {
+    async fn find(db: &Db, id: &crate::ids::PayoutId) -> Result<Option<payout::Model>, DbErr> {
         store::find(db, id).await
     }
 

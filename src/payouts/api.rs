@@ -9,7 +9,6 @@ use super::{machine, processor};
 use crate::{
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
-    ids::new_id,
     pagination::ListQuery,
     processors::card::luhn_valid,
 };
@@ -214,16 +213,16 @@ impl NewPayout {
     /// `requires_fulfillment`, or `initiated` (sent to the processor now) with `auto_fulfill`.
     pub fn row(
         self,
-        merchant_id: &str,
-        profile_id: &str,
+        merchant_id: &crate::ids::MerchantId,
+        profile_id: &crate::ids::ProfileId,
         test_mode: bool,
         now: DateTime<Utc>,
     ) -> payout::Model {
         let status = machine::created(self.confirm, self.auto_fulfill);
         payout::Model {
-            id: new_id("po"),
-            merchant_id: merchant_id.to_owned(),
-            profile_id: profile_id.to_owned(),
+            id: crate::ids::PayoutId::new(),
+            merchant_id: merchant_id.clone(),
+            profile_id: profile_id.clone(),
             test_mode,
             status,
             amount: self.amount,
@@ -343,7 +342,7 @@ pub struct Payout {
 impl Payout {
     pub fn render(m: &payout::Model) -> Result<Self, sea_orm::DbErr> {
         Ok(Self {
-            payout_id: m.id.clone(),
+            payout_id: m.id.to_string(),
             version: m.version,
             status: m.status.to_string(),
             amount: m.amount,
@@ -356,7 +355,7 @@ impl Payout {
                 code: code.clone(),
                 message: m.failure_message.clone().unwrap_or_default(),
             }),
-            profile_id: m.profile_id.clone(),
+            profile_id: m.profile_id.to_string(),
             test_mode: m.test_mode,
             created: m.created_at,
             updated: m.updated_at,

@@ -85,10 +85,10 @@ pub async fn create_payout(
     payouts: web::Data<Payouts>,
     ApiJson(req): ApiJson<CreatePayoutRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = caller.require_shop()?.to_string();
+    let shop = caller.require_shop()?.clone();
     let now = state.clock.now();
     let m = req.parse(state.settings.limits.max_amount, now)?.row(
-        caller.merchant_id.as_str(),
+        &caller.merchant_id,
         &shop,
         caller.test_mode(),
         now,

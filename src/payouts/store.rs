@@ -32,11 +32,11 @@ pub const EXPIRY_JOB: &str = "payout_expiry";
 
 pub fn event(m: &payout::Model, event_type: &str) -> Result<Event, DbErr> {
     Ok(Event {
-        merchant_id: m.merchant_id.clone(),
-        profile_id: Some(m.profile_id.clone()),
+        merchant_id: m.merchant_id.to_string(),
+        profile_id: Some(m.profile_id.to_string()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
-        object_id: m.id.clone(),
+        object_id: m.id.to_string(),
         content_type: "payout_details",
         object: serde_json::to_string(&Payout::render(m)?).unwrap_or_default(),
     })
@@ -86,7 +86,7 @@ fn around(
         Some(_) => {
             change = change.job(Job::ScheduleIfAbsent {
                 kind: EXPIRY_JOB,
-                entity_id: after.id.clone(),
+                entity_id: after.id.to_string(),
                 at: machine::expires_at(after.created_at),
             })
         }
@@ -96,7 +96,7 @@ fn around(
         Some(at) => {
             change = change.job(Job::Schedule {
                 kind: SYNC_JOB,
-                entity_id: after.id.clone(),
+                entity_id: after.id.to_string(),
                 at,
             })
         }
@@ -105,7 +105,7 @@ fn around(
     if before.is_some() && !cancel.is_empty() {
         change = change.job(Job::Cancel {
             kinds: cancel,
-            entity_id: after.id.clone(),
+            entity_id: after.id.to_string(),
         });
     }
     Ok(change)
@@ -156,8 +156,11 @@ pub async fn commit(
     Ok((after, committed.deliveries))
 }
 
-pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<payout::Model>, DbErr> {
-    payout::Entity::find_by_id(id).one(db).await
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: &crate::ids::PayoutId,
+) -> Result<Option<payout::Model>, DbErr> {
+    payout::Entity::find_by_id(id.clone()).one(db).await
 }
 
 pub async fn list(

@@ -610,9 +610,9 @@ pub async fn upload_image(
         files::routes::upload(&state, &caller, &req, payload, files::PRODUCT_IMAGE, max).await?;
     let image = payd_entity::product_image::Model {
         id: new_id("img"),
-        merchant_id: f.merchant_id.clone(),
+        merchant_id: f.merchant_id.to_string(),
         test_mode: f.test_mode,
-        file_id: f.id.clone(),
+        file_id: f.id.to_string(),
         created_at: f.created_at,
     };
     store::insert_image(&state.db, &image).await?;
@@ -652,7 +652,8 @@ pub async fn image_bytes(
     let image = store::find_image(&state.db, &id)
         .await?
         .ok_or_else(missing)?;
-    let (file, bytes) = files::store::read_all(&state.db, &image.file_id)
+    let file_id = crate::ids::FileId::parse(&image.file_id).ok_or_else(missing)?;
+    let (file, bytes) = files::store::read_all(&state.db, &file_id)
         .await?
         .ok_or_else(missing)?;
     Ok(HttpResponse::Ok()

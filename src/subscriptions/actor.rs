@@ -87,16 +87,17 @@ impl Row for SubscriptionRow {
     type Error = SubscriptionError;
     type Done = subscription::Model;
     type Exec = Exec;
+    type Id = crate::ids::SubscriptionId;
 
     fn db(deps: &SubscriptionDeps) -> &Db {
         &deps.db
     }
 
-    async fn find(db: &Db, id: &str) -> Result<Option<subscription::Model>, DbErr> {
-        match crate::ids::SubscriptionId::parse(id) {
-            Some(id) => store::find(db, &id).await,
-            None => Ok(None),
-        }
+    async fn find(
+        db: &Db,
+        id: &crate::ids::SubscriptionId,
+    ) -> Result<Option<subscription::Model>, DbErr> {
+        store::find(db, id).await
     }
 
     fn not_found() -> SubscriptionError {
