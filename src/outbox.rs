@@ -16,7 +16,7 @@ use sea_orm::{
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::ids::new_id;
+use crate::ids::{new_id, EventId, MerchantId, ProfileId};
 
 /// Recorded when payd disables an endpoint that kept failing: listed with the merchant's
 /// events, never posted (the endpoint it is about is the one not answering).
@@ -30,8 +30,8 @@ pub fn delivery_row(
 ) -> delivery::Model {
     delivery::Model {
         id: new_id("dlv"),
-        event_id: event.id.clone(),
-        merchant_id: event.merchant_id.clone(),
+        event_id: event.id.to_string(),
+        merchant_id: event.merchant_id.to_string(),
         endpoint_id: endpoint_id.to_owned(),
         status: payd_model::webhooks::DeliveryStatus::Pending,
         attempts: 0,
@@ -49,8 +49,8 @@ pub fn delivery_row(
 
 /// An event about to be recorded. `object` is the object's JSON exactly as the API renders it.
 pub struct NewEvent<'a> {
-    pub merchant_id: &'a str,
-    pub profile_id: Option<&'a str>,
+    pub merchant_id: &'a MerchantId,
+    pub profile_id: Option<&'a ProfileId>,
     pub test_mode: bool,
     pub event_type: &'a str,
     pub object_id: &'a str,
@@ -84,7 +84,7 @@ pub fn row(e: NewEvent<'_>, now: DateTime<Utc>) -> Result<event::Model, DbErr> {
         e.event_type,
         e.content_type
     );
-    let id = new_id("evt");
+    let id = EventId::new();
     let object = RawValue::from_string(e.object)
         .map_err(|err| DbErr::Custom(format!("event object is not JSON: {err}")))?;
     let envelope = Envelope {
@@ -100,8 +100,8 @@ pub fn row(e: NewEvent<'_>, now: DateTime<Utc>) -> Result<event::Model, DbErr> {
     let payload = serde_json::to_string(&envelope).map_err(|err| DbErr::Custom(err.to_string()))?;
     Ok(event::Model {
         id,
-        merchant_id: e.merchant_id.to_owned(),
-        profile_id: e.profile_id.map(str::to_owned),
+        merchant_id: e.merchant_id.clone(),
+        profile_id: e.profile_id.cloned(),
         test_mode: e.test_mode,
         event_type: e.event_type.to_owned(),
         object_id: e.object_id.to_owned(),
@@ -134,7 +134,7 @@ pub async fn record(
             .clone()
             .filter(|_| e.event_type != ENDPOINT_DISABLED)
     };
-    let shops: BTreeSet<String> = events.iter().filter_map(|(e, _)| shop(e)).collect();
+    let shops: BTreeSet<ProfileId> = events.iter().filter_map(|(e, _)| shop(e)).collect();
     if shops.is_empty() {
         return Ok(vec![0; events.len()]);
     }

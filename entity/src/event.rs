@@ -6,9 +6,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "events")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
-    pub profile_id: Option<String>,
+    pub id: payd_model::ids::EventId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: Option<payd_model::ids::ProfileId>,
     pub test_mode: bool,
     pub event_type: String,
     pub object_id: String,

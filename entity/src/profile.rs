@@ -6,8 +6,8 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "profiles")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::ProfileId,
+    pub merchant_id: payd_model::ids::MerchantId,
     pub name: String,
     pub created_at: DateTimeUtc,
     /// The name buyers see on the hosted pages (`name` when unset).

@@ -7,9 +7,9 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
-    pub merchant_id: String,
+    pub merchant_id: payd_model::ids::MerchantId,
     /// With `test_mode`, unique: a shop has one endpoint per mode.
-    pub profile_id: String,
+    pub profile_id: payd_model::ids::ProfileId,
     pub url: String,
     /// `whsec_…`: payd signs with it, so it is kept (and never shown again).
     pub secret: String,

@@ -158,7 +158,7 @@ impl TryFrom<profile::Model> for Shop {
     fn try_from(m: profile::Model) -> Result<Self, Self::Error> {
         Ok(Self {
             embed_origins: embed_origins_of(&m)?,
-            profile_id: m.id,
+            profile_id: m.id.into(),
             name: m.name,
             branding: Branding {
                 display_name: m.display_name,

@@ -144,7 +144,7 @@ impl From<store::NewMerchant> for CreatedMerchant {
     fn from(m: store::NewMerchant) -> Self {
         Self {
             merchant_id: m.merchant.id,
-            profile_id: m.profile.id,
+            profile_id: m.profile.id.into(),
             secret_key: m.secret_key,
             publishable_key: m.publishable_key,
             test_mode: m.mode == Mode::Test,

@@ -166,8 +166,8 @@ pub fn merchant_lock(merchant_id: &str) -> UpdateStatement {
 
 fn profile_row(now: DateTime<Utc>, merchant_id: &MerchantId, name: &str) -> profile::Model {
     profile::Model {
-        id: ProfileId::new().into_string(),
-        merchant_id: merchant_id.to_string(),
+        id: ProfileId::new(),
+        merchant_id: merchant_id.clone(),
         name: name.to_owned(),
         created_at: now,
         display_name: None,

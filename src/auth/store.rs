@@ -30,8 +30,8 @@ pub async fn find_profile(
     merchant_id: &MerchantId,
     profile_id: &ProfileId,
 ) -> Result<Option<profile::Model>, DbErr> {
-    profile::Entity::find_by_id(profile_id.as_str())
-        .filter(profile::Column::MerchantId.eq(merchant_id.as_str()))
+    profile::Entity::find_by_id(profile_id.clone())
+        .filter(profile::Column::MerchantId.eq(merchant_id))
         .one(db)
         .await
 }

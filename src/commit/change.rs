@@ -54,8 +54,8 @@ pub enum Write {
 /// it.
 #[derive(Debug, Clone)]
 pub struct Event {
-    pub merchant_id: String,
-    pub profile_id: Option<String>,
+    pub merchant_id: crate::ids::MerchantId,
+    pub profile_id: Option<crate::ids::ProfileId>,
     pub test_mode: bool,
     pub event_type: String,
     pub object_id: String,
@@ -387,7 +387,7 @@ pub(super) async fn write(
             outbox::row(
                 NewEvent {
                     merchant_id: &e.merchant_id,
-                    profile_id: e.profile_id.as_deref(),
+                    profile_id: e.profile_id.as_ref(),
                     test_mode: e.test_mode,
                     event_type: &e.event_type,
                     object_id: &e.object_id,

@@ -573,8 +573,8 @@ pub async fn mandates(
 /// A `mandate_details` event.
 pub fn mandate_event(m: &mandate::Model, event_type: &str) -> Event {
     Event {
-        merchant_id: m.merchant_id.to_string(),
-        profile_id: Some(m.profile_id.to_string()),
+        merchant_id: m.merchant_id.clone(),
+        profile_id: Some(m.profile_id.clone()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
         object_id: m.id.to_string(),

@@ -39,8 +39,8 @@ pub enum EvidenceChange {
 /// The dispute's event.
 pub fn event(d: &dispute::Model, event_type: &str) -> Event {
     Event {
-        merchant_id: d.merchant_id.to_string(),
-        profile_id: Some(d.profile_id.to_string()),
+        merchant_id: d.merchant_id.clone(),
+        profile_id: Some(d.profile_id.clone()),
         test_mode: d.test_mode,
         event_type: event_type.to_owned(),
         object_id: d.id.to_string(),

@@ -110,7 +110,7 @@ pub async fn retry_event(
     let event = find_event(&state.db, &caller, &event_id).await?;
     let retries = manual_retries(&state.db, &event, state.clock.base()).await?;
     let queued = RetryQueued {
-        event_id: event.id.clone(),
+        event_id: event.id.to_string(),
         delivery_ids: retries.iter().map(|r| r.delivery.id.clone()).collect(),
     };
     if !dispatcher

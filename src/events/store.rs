@@ -71,7 +71,7 @@ pub async fn list(
                 serde_json::value::RawValue::from_string("null".into()).expect("null is JSON")
             }),
             purged: e.purged_at.is_some(),
-            event_id: e.id,
+            event_id: e.id.into(),
             event_type: e.event_type,
             object_id: e.object_id,
             test_mode: e.test_mode,
@@ -85,11 +85,11 @@ pub async fn list(
 pub async fn find_event(
     db: &Db,
     caller: &Caller,
-    event_id: &str,
+    event_id: &crate::ids::EventId,
 ) -> Result<event::Model, ApiError> {
     // An event of no shop (merchant-wide) is seen by merchant-wide callers only.
     let scope = caller.scope();
-    event::Entity::find_by_id(event_id)
+    event::Entity::find_by_id(event_id.clone())
         .one(db)
         .await?
         .filter(|e| {
@@ -207,7 +207,7 @@ pub async fn queue(
         match manual_retries(db, e, now).await {
             Ok(r) => {
                 retries.extend(r);
-                event_ids.push(e.id.clone());
+                event_ids.push(e.id.to_string());
             }
             // The shop has no endpoint to send to, or only a paused one; or the event is not
             // to be sent (purged, or about the endpoint itself).
@@ -217,7 +217,7 @@ pub async fn queue(
                     "no_endpoint" | "endpoint_disabled" | "event_payload_purged" | "event_not_sent"
                 ) =>
             {
-                skipped.push(e.id.clone())
+                skipped.push(e.id.to_string())
             }
             Err(err) => return Err(err),
         }
@@ -229,7 +229,7 @@ pub async fn queue(
         skipped,
         has_more,
         next: has_more
-            .then(|| events.last().map(|e| e.id.clone()))
+            .then(|| events.last().map(|e| e.id.to_string()))
             .flatten(),
     };
     Ok((queued, retries))

@@ -33,8 +33,8 @@ pub const PDF_JOB: &str = "invoice_pdf";
 /// The event of an invoice or credit note.
 pub fn event(m: &invoice::Model, event_type: &str) -> Result<Event, DbErr> {
     Ok(Event {
-        merchant_id: m.merchant_id.to_string(),
-        profile_id: Some(m.profile_id.to_string()),
+        merchant_id: m.merchant_id.clone(),
+        profile_id: Some(m.profile_id.clone()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
         object_id: m.id.to_string(),

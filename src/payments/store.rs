@@ -19,7 +19,7 @@ use crate::commit::Db;
 use crate::{
     commit::{self, Change, Event, Job, Write},
     customers, disputes,
-    ids::new_id,
+    ids::{new_id, MerchantId, ProfileId},
     ledger,
     pagination::{created_between, paginate, List, Page, PageError},
     recovery::RequestKey,
@@ -46,10 +46,10 @@ pub struct Announcement {
 
 impl Announcement {
     /// The outbox event of this announcement, for an object of this merchant, shop and mode.
-    fn event(self, merchant_id: &str, profile_id: &str, test_mode: bool) -> Event {
+    fn event(self, merchant_id: &MerchantId, profile_id: &ProfileId, test_mode: bool) -> Event {
         Event {
-            merchant_id: merchant_id.to_owned(),
-            profile_id: Some(profile_id.to_owned()),
+            merchant_id: merchant_id.clone(),
+            profile_id: Some(profile_id.clone()),
             test_mode,
             event_type: self.event_type.to_owned(),
             object_id: self.object_id,

@@ -85,8 +85,8 @@ impl RiskRecord {
             disputes: m.disputes,
         };
         Ok(Self {
-            risk_id: m.id.clone(),
-            profile_id: m.profile_id.clone(),
+            risk_id: m.id.to_string(),
+            profile_id: m.profile_id.to_string(),
             test_mode: m.test_mode,
             band: m.band.to_string(),
             previous_band: m.previous_band.map(|b| b.to_string()),

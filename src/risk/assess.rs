@@ -17,7 +17,6 @@ use crate::commit::Db;
 use crate::{
     clock::SharedClock,
     commit::{self, or_retry, CommitError},
-    ids::new_id,
     scheduler::Scheduler,
     settings::RiskSettings,
     wake::Wake,
@@ -93,7 +92,7 @@ impl Assessor {
             min_payments: s.min_payments,
         };
         risk_assessment::Model {
-            id: new_id("risk"),
+            id: crate::ids::RiskAssessmentId::new(),
             merchant_id: shop.merchant_id.clone(),
             profile_id: shop.id.clone(),
             test_mode,
@@ -141,7 +140,7 @@ impl Assessor {
                 }
             }
             match shops.last() {
-                Some(last) if shops.len() as u64 == PAGE => after = Some(last.id.clone()),
+                Some(last) if shops.len() as u64 == PAGE => after = Some(last.id.to_string()),
                 _ => return Ok(()),
             }
         }

@@ -43,7 +43,7 @@ pub async fn assess_shop(
     PathId(id): PathId<ProfileId>,
     ApiJson(req): ApiJson<AssessRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let shop = store::shop(&state.db, id.as_str())
+    let shop = store::shop(&state.db, &id)
         .await?
         .ok_or_else(ApiError::no_such::<ProfileId>)?;
     let test_mode = req

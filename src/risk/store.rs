@@ -148,7 +148,7 @@ pub fn record(row: &risk_assessment::Model, escalated: bool) -> Result<Change, D
             profile_id: Some(row.profile_id.clone()),
             test_mode: row.test_mode,
             event_type: ESCALATED.to_owned(),
-            object_id: row.profile_id.clone(),
+            object_id: row.profile_id.to_string(),
             content_type: "shop_risk_details",
             object: serde_json::to_string(&RiskRecord::render(row)?)
                 .unwrap_or_else(|_| "{}".to_owned()),
@@ -158,6 +158,9 @@ pub fn record(row: &risk_assessment::Model, escalated: bool) -> Result<Change, D
 }
 
 /// A shop by id, whoever's it is (the operator's routes).
-pub async fn shop(db: &impl ConnectionTrait, id: &str) -> Result<Option<profile::Model>, DbErr> {
-    profile::Entity::find_by_id(id).one(db).await
+pub async fn shop(
+    db: &impl ConnectionTrait,
+    id: &crate::ids::ProfileId,
+) -> Result<Option<profile::Model>, DbErr> {
+    profile::Entity::find_by_id(id.clone()).one(db).await
 }

@@ -41,8 +41,8 @@ pub fn event(s: &subscription::Model, event_type: &str) -> Result<Event, DbErr> 
 /// An event about the subscription whose object is `object`.
 fn with_object(s: &subscription::Model, event_type: &str, object: String) -> Event {
     Event {
-        merchant_id: s.merchant_id.to_string(),
-        profile_id: Some(s.profile_id.to_string()),
+        merchant_id: s.merchant_id.clone(),
+        profile_id: Some(s.profile_id.clone()),
         test_mode: s.test_mode,
         event_type: event_type.to_owned(),
         object_id: s.id.to_string(),

@@ -102,7 +102,7 @@ impl Endpoint {
     pub fn of(m: &webhook_endpoint::Model, show_secret: bool) -> Self {
         Self {
             endpoint_id: m.id.clone(),
-            profile_id: m.profile_id.clone(),
+            profile_id: m.profile_id.to_string(),
             url: m.url.clone(),
             enabled: m.enabled,
             max_per_second: m.max_per_second,

@@ -166,7 +166,7 @@ pub fn attempt_row(
     delivery_attempt::ActiveModel {
         id: Set(new_id("dla")),
         delivery_id: Set(d.id.clone()),
-        event_id: Set(d.event_id.clone()),
+        event_id: Set(d.event_id.to_string()),
         number: Set(number),
         trigger: Set(trigger),
         request_headers: Set(serde_json::Value::Object(headers).to_string()),

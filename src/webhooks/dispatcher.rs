@@ -289,7 +289,7 @@ impl Dispatcher {
             &self.db,
             event::Column::Id,
             claimed.iter().map(|d| d.event_id.clone()).collect(),
-            |e| e.id.clone(),
+            |e| e.id.to_string(),
         )
         .await?;
         let endpoints = rows_by_id::<webhook_endpoint::Entity>(
@@ -319,7 +319,7 @@ impl Dispatcher {
                 continue;
             };
             by_merchant
-                .entry(d.merchant_id.clone())
+                .entry(d.merchant_id.to_string())
                 .or_default()
                 .push(Claimed {
                     event: event.clone(),

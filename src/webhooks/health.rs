@@ -291,8 +291,8 @@ mod tests {
         let t = |s: i64| DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap();
         let endpoint = webhook_endpoint::Model {
             id: "whep_1".into(),
-            merchant_id: "mer_1".into(),
-            profile_id: "prof_1".into(),
+            merchant_id: crate::ids::MerchantId::new(),
+            profile_id: crate::ids::ProfileId::new(),
             url: "https://shop.example/hooks".into(),
             secret: String::new(),
             previous_secret: None,

@@ -250,8 +250,8 @@ pub(in crate::webhooks) mod tests {
         };
         let endpoint = webhook_endpoint::Model {
             id: "whep_1".into(),
-            merchant_id: "mer_1".into(),
-            profile_id: "prof_1".into(),
+            merchant_id: crate::ids::MerchantId::new(),
+            profile_id: crate::ids::ProfileId::new(),
             url: "https://shop.example/hooks".into(),
             secret: String::new(),
             previous_secret: None,

@@ -126,8 +126,8 @@ pub async fn put_endpoint(
         &state.settings.security,
     );
     let put = store::EndpointPut {
-        merchant_id: caller.merchant_id.to_string(),
-        profile_id: profile.to_string(),
+        merchant_id: caller.merchant_id.clone(),
+        profile_id: profile.clone(),
         url: check_url(&req.url, &policy)?,
         enabled: req.enabled,
         max_per_second: req.max_per_second()?,

@@ -23,8 +23,8 @@ use crate::{
 
 /// What a PUT of a shop's endpoint sets (`None`: keep what it has).
 pub struct EndpointPut {
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub merchant_id: crate::ids::MerchantId,
+    pub profile_id: crate::ids::ProfileId,
     pub url: String,
     pub enabled: Option<bool>,
     pub max_per_second: Option<Option<i32>>,

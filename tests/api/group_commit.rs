@@ -262,8 +262,8 @@ fn endpoint(id: &str, profile_id: &str) -> webhook_endpoint::Model {
     let now = chrono::Utc::now();
     webhook_endpoint::Model {
         id: id.to_owned(),
-        merchant_id: "mer_group".to_owned(),
-        profile_id: profile_id.to_owned(),
+        merchant_id: payd::ids::MerchantId::parse(MERCHANT).unwrap(),
+        profile_id: payd::ids::ProfileId::parse(profile_id).unwrap(),
         url: "http://127.0.0.1:9/hook".to_owned(),
         secret: "whsec_test".to_owned(),
         previous_secret: None,
@@ -281,9 +281,15 @@ fn endpoint(id: &str, profile_id: &str) -> webhook_endpoint::Model {
     }
 }
 
+/// The merchant and the shops of the tests' events (ids of their kinds, as stored rows hold).
+const MERCHANT: &str = "mer_0000000000000000000000000000000a";
+const PRO_A: &str = "prof_0000000000000000000000000000000a";
+const PRO_B: &str = "prof_0000000000000000000000000000000b";
+const PRO_NONE: &str = "prof_0000000000000000000000000000000c";
+
 /// The shop change `i` announces its event to: two shops with an endpoint each, one without.
 fn shop(i: usize) -> &'static str {
-    ["pro_a", "pro_b", "pro_none"][i % 3]
+    [PRO_A, PRO_B, PRO_NONE][i % 3]
 }
 
 /// Change `i` of the first test, which also appends a row, announces an event to [`shop`]`(i)`
@@ -306,8 +312,8 @@ fn change_with_parts(i: usize) -> Change {
             created_at: now,
         }))
         .event(Event {
-            merchant_id: "mer_group".to_owned(),
-            profile_id: Some(shop(i).to_owned()),
+            merchant_id: payd::ids::MerchantId::parse(MERCHANT).unwrap(),
+            profile_id: payd::ids::ProfileId::parse(shop(i)),
             test_mode: true,
             // A listed type (the outbox refuses others); the object is the test's own.
             event_type: "payment_succeeded".to_owned(),
@@ -332,8 +338,8 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
     let db = migrated(&test_db).await;
     let seed = Change::at(chrono::Utc::now())
         .write(Write::Insert(insert("seed", false)))
-        .write(commit::insert(endpoint("we_a", "pro_a")))
-        .write(commit::insert(endpoint("we_b", "pro_b")));
+        .write(commit::insert(endpoint("we_a", PRO_A)))
+        .write(commit::insert(endpoint("we_b", PRO_B)));
     commit::commit(&db, seed).await.unwrap();
 
     const N: usize = 300;
@@ -345,7 +351,7 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
         match (kind(i), outcome) {
             (Kind::Fresh, Ok(c)) => {
                 most_shared = Ord::max(most_shared, c.shared);
-                let expected = usize::from(shop(i) != "pro_none");
+                let expected = usize::from(shop(i) != PRO_NONE);
                 assert_eq!(c.deliveries, expected, "change {i}'s deliveries");
             }
             (Kind::Fresh, other) => panic!("change {i} answered {other:?}"),
@@ -374,7 +380,7 @@ async fn appended_rows_events_and_jobs_are_written_with_their_change_only() {
     );
     let mut delivered: Vec<String> = fresh
         .iter()
-        .filter(|i| shop(**i) != "pro_none")
+        .filter(|i| shop(**i) != PRO_NONE)
         .map(|i| format!("o{i} {}", shop(*i)))
         .collect();
     delivered.sort();
