@@ -6,10 +6,10 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "prices")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub product_id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::PriceId,
+    pub product_id: payd_model::ids::ProductId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     pub unit_amount: i64,
     pub currency: String,

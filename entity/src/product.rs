@@ -6,19 +6,19 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "products")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::ProductId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     pub name: String,
     pub description: Option<String>,
-    pub category_id: Option<String>,
+    pub category_id: Option<payd_model::ids::CategoryId>,
     /// JSON object.
     pub metadata: Option<String>,
     /// JSON array of image ids.
     pub images: String,
     pub active: bool,
-    pub default_price_id: Option<String>,
+    pub default_price_id: Option<payd_model::ids::PriceId>,
     /// JSON array of components; none for a product that is not a bundle.
     pub bundle: Option<String>,
     /// JSON array of add-on groups.

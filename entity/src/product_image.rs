@@ -6,10 +6,10 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "product_images")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::ImageId,
+    pub merchant_id: payd_model::ids::MerchantId,
     pub test_mode: bool,
-    pub file_id: String,
+    pub file_id: payd_model::ids::FileId,
     pub created_at: DateTimeUtc,
 }
 

@@ -176,7 +176,7 @@ pub async fn check_catalog(
         let price = match &l.price_id {
             Some(id) => Some(
                 match crate::ids::PriceId::parse(id) {
-                    Some(_) => catalog::find_price(db, id).await?,
+                    Some(id) => catalog::find_price(db, &id).await?,
                     None => None,
                 }
                 .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))

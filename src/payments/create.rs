@@ -275,7 +275,7 @@ async fn check_catalog(
         let price = match &l.price_id {
             Some(id) => Some(
                 match crate::ids::PriceId::parse(id) {
-                    Some(_) => products::store::find_price(db, id).await?,
+                    Some(id) => products::store::find_price(db, &id).await?,
                     None => None,
                 }
                 .filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id))
@@ -291,7 +291,7 @@ async fn check_catalog(
                 ))
             }
             (Some(p), _) => p.clone(),
-            (None, Some(price)) => price.product_id.clone(),
+            (None, Some(price)) => price.product_id.to_string(),
             (None, None) => continue,
         };
         let product = match crate::ids::ProductId::parse(&product_id) {

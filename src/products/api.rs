@@ -401,7 +401,7 @@ impl PriceInput {
 #[derive(Debug)]
 pub struct NewProduct {
     /// The shop the product is made in.
-    pub shop: String,
+    pub shop: crate::ids::ProfileId,
     pub name: String,
     pub description: Option<String>,
     pub category_id: Option<String>,
@@ -414,7 +414,7 @@ pub struct NewProduct {
 
 impl CreateProductRequest {
     pub fn parse(self, caller: &Caller, max_amount: i64) -> Result<NewProduct, ApiError> {
-        let shop = caller.require_shop()?.to_string();
+        let shop = caller.require_shop()?.clone();
         let name = check_name("name", &self.name, 250)?;
         if self.prices.is_empty() || self.prices.len() > MAX_PRICES {
             return Err(ApiError::invalid_param(
@@ -534,7 +534,7 @@ impl BundleRequest {
 /// `POST /products/categories` parsed.
 #[derive(Debug)]
 pub struct NewCategory {
-    pub shop: String,
+    pub shop: crate::ids::ProfileId,
     pub name: String,
     pub parent_id: Option<String>,
 }
@@ -542,7 +542,7 @@ pub struct NewCategory {
 impl CreateCategoryRequest {
     pub fn parse(self, caller: &Caller) -> Result<NewCategory, ApiError> {
         Ok(NewCategory {
-            shop: caller.require_shop()?.to_string(),
+            shop: caller.require_shop()?.clone(),
             name: check_name("name", &self.name, 100)?,
             parent_id: self.parent_id,
         })

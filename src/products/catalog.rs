@@ -21,7 +21,7 @@ use crate::{
     auth::keys::Scope,
     commit::{self, CommitError, Write},
     fields::Metadata,
-    ids::new_id,
+    ids::{new_id, CategoryId, PriceId, ProductId, ProfileId},
 };
 
 /// Reads and commits of one change before giving up to concurrent writers.
@@ -71,7 +71,7 @@ pub async fn render(
     products: Vec<product::Model>,
     active_only: bool,
 ) -> Result<Vec<Product>, DbErr> {
-    let ids: Vec<String> = products.iter().map(|p| p.id.clone()).collect();
+    let ids: Vec<ProductId> = products.iter().map(|p| p.id.clone()).collect();
     let prices = store::prices_of(db, &ids).await?;
     products
         .into_iter()
@@ -83,14 +83,14 @@ pub async fn render(
                 .collect::<Result<_, _>>()?;
             let images = store::images(&p)?;
             Ok(Product {
-                product_id: p.id.clone(),
+                product_id: p.id.to_string(),
                 version: p.version,
-                profile_id: p.profile_id.clone(),
+                profile_id: p.profile_id.to_string(),
                 name: p.name.clone(),
                 description: p.description.clone(),
                 active: p.active,
-                category_id: p.category_id.clone(),
-                default_price_id: p.default_price_id.clone(),
+                category_id: p.category_id.as_ref().map(ToString::to_string),
+                default_price_id: p.default_price_id.as_ref().map(ToString::to_string),
                 prices: own,
                 addon_groups: store::groups(&p)?,
                 bundle: store::components(&p)?.map(|components| super::api::Bundle { components }),
@@ -111,8 +111,8 @@ pub async fn render(
 
 pub fn render_price(p: &price::Model, default: Option<&str>) -> Result<Price, sea_orm::DbErr> {
     Ok(Price {
-        price_id: p.id.clone(),
-        product_id: p.product_id.clone(),
+        price_id: p.id.to_string(),
+        product_id: p.product_id.to_string(),
         unit_amount: p.unit_amount,
         currency: p.currency.clone(),
         recurring: p.recurring_interval.as_ref().map(|i| Recurring {
@@ -138,7 +138,7 @@ fn parse_metadata(id: &str, stored: Option<&str>) -> Result<Metadata, sea_orm::D
 /// A new price row of `p`.
 fn price_row(p: &product::Model, ask: &NewPrice, now: DateTime<Utc>) -> price::Model {
     price::Model {
-        id: new_id("price"),
+        id: PriceId::new(),
         product_id: p.id.clone(),
         merchant_id: p.merchant_id.clone(),
         profile_id: p.profile_id.clone(),
@@ -160,7 +160,7 @@ fn price_row(p: &product::Model, ask: &NewPrice, now: DateTime<Utc>) -> price::M
 async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<String, CatalogError> {
     for id in images {
         let found = match crate::ids::ImageId::parse(id) {
-            Some(_) => store::find_image(db, id).await?,
+            Some(id) => store::find_image(db, &id).await?,
             None => None,
         };
         if !found.is_some_and(|i| {
@@ -176,15 +176,15 @@ async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<Strin
 async fn check_category(
     db: &Db,
     scope: &Scope,
-    shop: &str,
+    shop: &ProfileId,
     id: &str,
     param: &str,
 ) -> Result<product_category::Model, CatalogError> {
-    match crate::ids::CategoryId::parse(id) {
-        Some(_) => store::find_category(db, id, scope).await?,
+    match CategoryId::parse(id) {
+        Some(id) => store::find_category(db, &id, scope).await?,
         None => None,
     }
-    .filter(|c| c.profile_id == shop)
+    .filter(|c| c.profile_id == *shop)
     .ok_or_else(|| not_found("category", param))
 }
 
@@ -196,17 +196,22 @@ pub async fn create(
     max_products: u64,
     now: DateTime<Utc>,
 ) -> Result<product::Model, CatalogError> {
-    if let Some(c) = &ask.category_id {
-        check_category(db, scope, &ask.shop, c, "category_id").await?;
-    }
+    let category_id = match &ask.category_id {
+        Some(c) => Some(
+            check_category(db, scope, &ask.shop, c, "category_id")
+                .await?
+                .id,
+        ),
+        None => None,
+    };
     let mut p = product::Model {
-        id: new_id("prod"),
-        merchant_id: scope.merchant_id.to_string(),
+        id: ProductId::new(),
+        merchant_id: scope.merchant_id.clone(),
         profile_id: ask.shop,
         test_mode: scope.test_mode,
         name: ask.name,
         description: ask.description,
-        category_id: ask.category_id,
+        category_id,
         metadata: ask.metadata,
         images: check_images(db, scope, &ask.images).await?,
         active: true,
@@ -301,8 +306,8 @@ async fn check_not_held(
 
 /// The product's id and its prices' ids: what a bundle or add-on group may name of it.
 fn own_ids(p: &product::Model, prices: &[price::Model]) -> Vec<String> {
-    std::iter::once(p.id.clone())
-        .chain(prices.iter().map(|x| x.id.clone()))
+    std::iter::once(p.id.to_string())
+        .chain(prices.iter().map(|x| x.id.to_string()))
         .collect()
 }
 
@@ -347,8 +352,8 @@ pub async fn update(
         match patch.category_id.as_deref() {
             Some("") => after.category_id = None,
             Some(c) => {
-                check_category(db, scope, &p.profile_id, c, "category_id").await?;
-                after.category_id = Some(c.to_owned());
+                let found = check_category(db, scope, &p.profile_id, c, "category_id").await?;
+                after.category_id = Some(found.id);
             }
             None => {}
         }
@@ -368,7 +373,7 @@ pub async fn update(
 fn archived_price(p: &price::Model, use_: &'static str, param: &str) -> CatalogError {
     Refusal::Archived {
         what: "price",
-        id: p.id.clone(),
+        id: p.id.to_string(),
         use_,
         param: param.to_owned(),
     }
@@ -491,7 +496,7 @@ pub async fn archive_price(
     change(db, scope, id, now, async |p, prices| {
         let mut row = price_of(prices, price_id, "price_id")?.clone();
         machine::archive_price(p.default_price_id.as_deref() == Some(price_id))?;
-        let ids = [row.id.clone()];
+        let ids = [row.id.to_string()];
         check_not_held(db, p, "price", &row.id, &ids).await?;
         row.active = false;
         row.updated_at = now;
@@ -564,7 +569,7 @@ async fn owner_on_sale(
 fn archived_product(p: &product::Model, use_: &'static str, param: &str) -> CatalogError {
     Refusal::Archived {
         what: "product",
-        id: p.id.clone(),
+        id: p.id.to_string(),
         use_,
         param: param.to_owned(),
     }
@@ -595,8 +600,8 @@ async fn sibling_price(
     id: &str,
     param: &str,
 ) -> Result<price::Model, CatalogError> {
-    match crate::ids::PriceId::parse(id) {
-        Some(_) => store::find_price(db, id).await?,
+    match PriceId::parse(id) {
+        Some(id) => store::find_price(db, &id).await?,
         None => None,
     }
     .filter(|x| {
@@ -690,7 +695,9 @@ pub async fn set_bundle(
             let product_id = match (&c.product_id, &c.price_id) {
                 (Some(prod), None) => {
                     if prod == &p.id {
-                        return Err(Refusal::BundleCycle(vec![p.id.clone(), p.id.clone()]).into());
+                        return Err(
+                            Refusal::BundleCycle(vec![p.id.to_string(), p.id.to_string()]).into(),
+                        );
                     }
                     let member = sibling_product(db, scope, p, prod, &param("product_id")).await?;
                     if !member.active {
@@ -720,7 +727,7 @@ pub async fn set_bundle(
                     ))
                 }
             };
-            targets.push(product_id);
+            targets.push(product_id.to_string());
         }
         let graph = store::bundle_graph(db, &p.merchant_id, p.test_mode, &p.profile_id).await?;
         if let Some(cycle) = machine::find_cycle(&p.id, &targets, &graph) {
@@ -742,22 +749,26 @@ pub async fn create_category(
     ask: NewCategory,
     now: DateTime<Utc>,
 ) -> Result<product_category::Model, CatalogError> {
-    if let Some(parent) = &ask.parent_id {
-        let parent = check_category(db, scope, &ask.shop, parent, "parent_id").await?;
-        if parent.parent_id.is_some() {
-            return Err(invalid(
-                "parent_id",
-                "categories nest one level: the parent must be a top-level category",
-            ));
+    let parent_id = match &ask.parent_id {
+        Some(parent) => {
+            let parent = check_category(db, scope, &ask.shop, parent, "parent_id").await?;
+            if parent.parent_id.is_some() {
+                return Err(invalid(
+                    "parent_id",
+                    "categories nest one level: the parent must be a top-level category",
+                ));
+            }
+            Some(parent.id)
         }
-    }
+        None => None,
+    };
     let c = product_category::Model {
-        id: new_id("cat"),
-        merchant_id: scope.merchant_id.to_string(),
+        id: CategoryId::new(),
+        merchant_id: scope.merchant_id.clone(),
         profile_id: ask.shop,
         test_mode: scope.test_mode,
         name: ask.name,
-        parent_id: ask.parent_id,
+        parent_id,
         created_at: now,
     };
     store::insert_category(db, &c).await?;

@@ -22,7 +22,7 @@ use crate::commit::Db;
 use crate::{
     auth::keys::Caller,
     commit::{self, Change, CommitError, Write},
-    ids::new_id,
+    ids::{ImportPreviewId, PriceId, ProductId, ProfileId},
 };
 
 /// Why a catalog import could not be previewed or applied. The routes map it to the API's
@@ -237,12 +237,12 @@ async fn local(
         .iter()
         .filter(|p| p.external_id.is_some())
         .collect();
-    let ids: Vec<String> = imported.iter().map(|p| p.id.clone()).collect();
+    let ids: Vec<ProductId> = imported.iter().map(|p| p.id.clone()).collect();
     let prices = store::prices_of(db, &ids).await?;
     let out = imported
         .into_iter()
         .map(|p| LocalProduct {
-            product_id: p.id.clone(),
+            product_id: p.id.to_string(),
             external_id: p.external_id.clone().unwrap_or_default(),
             name: p.name.clone(),
             description: p.description.clone(),
@@ -250,7 +250,7 @@ async fn local(
             prices: prices
                 .iter()
                 .filter(|x| x.product_id == p.id)
-                .filter_map(|x| Some((x.id.clone(), x.external_id.clone()?, x.active)))
+                .filter_map(|x| Some((x.id.to_string(), x.external_id.clone()?, x.active)))
                 .collect(),
         })
         .collect();
@@ -310,7 +310,7 @@ fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Result<Prev
     let (create, update, archive) = planned(&steps);
     let touched = update.len() + archive.len();
     Ok(Preview {
-        preview_id: p.id.clone(),
+        preview_id: p.id.to_string(),
         account: p.account.clone(),
         unchanged: local_count.saturating_sub(touched),
         create,
@@ -326,12 +326,12 @@ fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Result<Prev
 pub async fn preview(
     db: &Db,
     caller: &Caller,
-    shop: &str,
+    shop: &ProfileId,
     req: &PreviewRequest,
     max_products: u64,
     now: DateTime<Utc>,
 ) -> Result<Preview, ImportError> {
-    let shop = shop.to_owned();
+    let shop = shop.clone();
     let accounts = accounts(db, caller, &shop).await?;
     let account = match &req.account {
         Some(name) => accounts
@@ -349,8 +349,8 @@ pub async fn preview(
     let (local_products, fingerprint) = local(db, caller, &shop, max_products).await?;
     let steps = machine::plan(&local_products, &sandbox_catalog());
     let row = catalog_preview::Model {
-        id: new_id("prev"),
-        merchant_id: caller.merchant_id.as_str().to_owned(),
+        id: ImportPreviewId::new(),
+        merchant_id: caller.merchant_id.clone(),
         profile_id: shop,
         test_mode: caller.test_mode(),
         account: account.account.clone(),
@@ -375,11 +375,11 @@ pub async fn apply_preview(
     now: DateTime<Utc>,
 ) -> Result<String, ImportError> {
     let scope = caller.scope();
-    if crate::ids::ImportPreviewId::parse(&req.preview_id).is_none() {
+    let Some(id) = ImportPreviewId::parse(&req.preview_id) else {
         return Err(ImportError::NoSuchPreview);
-    }
+    };
     let find = || async {
-        catalog_preview::Entity::find_by_id(req.preview_id.as_str())
+        catalog_preview::Entity::find_by_id(id.clone())
             .one(db)
             .await
             .map(|p| p.filter(|p| scope.sees(&p.merchant_id, p.test_mode, &p.profile_id)))
@@ -437,7 +437,7 @@ async fn apply(
 ) -> Result<(Change, Applied), ImportError> {
     let mut change = Change::at(now);
     let mut applied = Applied {
-        preview_id: preview.id.clone(),
+        preview_id: preview.id.to_string(),
         created: vec![],
         updated: vec![],
         archived: vec![],
@@ -456,7 +456,11 @@ async fn apply(
                 add_prices,
                 archive_prices,
             } => {
-                let Some(before) = store::find(db, product_id).await? else {
+                let found = match ProductId::parse(product_id) {
+                    Some(id) => store::find(db, &id).await?,
+                    None => None,
+                };
+                let Some(before) = found else {
                     continue;
                 };
                 let current = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
@@ -464,14 +468,18 @@ async fn apply(
                 change = writes.into_iter().fold(change, Change::write);
                 applied.updated.push(AppliedProduct {
                     external_id: product.external_id.clone(),
-                    product_id: before.id,
+                    product_id: before.id.into(),
                 });
             }
             Step::Archive {
                 product_id,
                 external_id,
             } => {
-                let Some(before) = store::find(db, product_id).await? else {
+                let found = match ProductId::parse(product_id) {
+                    Some(id) => store::find(db, &id).await?,
+                    None => None,
+                };
+                let Some(before) = found else {
                     continue;
                 };
                 let prices = store::prices_of(db, std::slice::from_ref(&before.id)).await?;
@@ -480,7 +488,7 @@ async fn apply(
                     .fold(change, Change::write);
                 applied.archived.push(AppliedProduct {
                     external_id: external_id.clone(),
-                    product_id: before.id,
+                    product_id: before.id.into(),
                 });
             }
         }
@@ -491,7 +499,7 @@ async fn apply(
 /// A price of the processor's, new in the catalog under product `p`.
 fn new_price(p: &product::Model, r: &RemotePrice, now: DateTime<Utc>) -> price::Model {
     price::Model {
-        id: new_id("price"),
+        id: PriceId::new(),
         product_id: p.id.clone(),
         merchant_id: p.merchant_id.clone(),
         profile_id: p.profile_id.clone(),
@@ -517,7 +525,7 @@ fn create(
     now: DateTime<Utc>,
 ) -> (Vec<Write>, AppliedProduct) {
     let mut p = product::Model {
-        id: new_id("prod"),
+        id: ProductId::new(),
         merchant_id: preview.merchant_id.clone(),
         profile_id: preview.profile_id.clone(),
         test_mode: preview.test_mode,
@@ -546,7 +554,7 @@ fn create(
     writes.extend(prices.into_iter().map(commit::insert));
     let created = AppliedProduct {
         external_id: r.external_id.clone(),
-        product_id: p.id,
+        product_id: p.id.into(),
     };
     (writes, created)
 }
@@ -575,12 +583,12 @@ fn update(
     if before
         .default_price_id
         .as_ref()
-        .is_none_or(|d| archive_prices.contains(d))
+        .is_none_or(|d| archive_prices.iter().any(|a| d == a))
     {
         after.default_price_id = added.first().map(|x| x.id.clone()).or_else(|| {
             current
                 .iter()
-                .find(|x| x.active && !archive_prices.contains(&x.id))
+                .find(|x| x.active && !archive_prices.iter().any(|a| x.id == *a))
                 .map(|x| x.id.clone())
         });
     }
@@ -606,8 +614,8 @@ fn archive(before: &product::Model, prices: &[price::Model], now: DateTime<Utc>)
     after.active = false;
     after.version = before.version + 1;
     after.updated_at = now;
-    let mut held = vec![before.id.clone()];
-    held.extend(prices.iter().map(|x| x.id.clone()));
+    let mut held = vec![before.id.to_string()];
+    held.extend(prices.iter().map(|x| x.id.to_string()));
     vec![
         store::cas(before, &after),
         store::not_held(before, &held, store::PRODUCT_IN_USE),

@@ -20,7 +20,7 @@ use crate::{
     error::ApiError,
     files,
     http::{ApiJson, ApiQuery, PathId, PathIds},
-    ids::{new_id, PriceId, ProductId},
+    ids::{PriceId, ProductId},
     pagination::{List, Page},
     state::AppState,
 };
@@ -510,10 +510,10 @@ pub async fn set_bundle(
 
 fn render_category(c: payd_entity::product_category::Model) -> Category {
     Category {
-        category_id: c.id,
-        profile_id: c.profile_id,
+        category_id: c.id.into(),
+        profile_id: c.profile_id.into(),
         name: c.name,
-        parent_id: c.parent_id,
+        parent_id: c.parent_id.map(String::from),
         test_mode: c.test_mode,
         created_at: c.created_at,
     }
@@ -609,16 +609,16 @@ pub async fn upload_image(
     let f =
         files::routes::upload(&state, &caller, &req, payload, files::PRODUCT_IMAGE, max).await?;
     let image = payd_entity::product_image::Model {
-        id: new_id("img"),
-        merchant_id: f.merchant_id.to_string(),
+        id: crate::ids::ImageId::new(),
+        merchant_id: f.merchant_id.clone(),
         test_mode: f.test_mode,
-        file_id: f.id.to_string(),
+        file_id: f.id.clone(),
         created_at: f.created_at,
     };
     store::insert_image(&state.db, &image).await?;
     Ok(HttpResponse::Created().json(Image {
         url: format!("{}/products/images/{}", state.public_url, image.id),
-        image_id: image.id,
+        image_id: image.id.into(),
         content_type: f.content_type,
         size: f.size,
         sha256: f.sha256,

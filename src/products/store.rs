@@ -14,6 +14,7 @@ use sea_orm::{
 
 use super::api::{AddonGroup, Component, ListCategoriesQuery, ListProductsQuery};
 use crate::commit::Db;
+use crate::ids::{CategoryId, ImageId, PriceId, ProductId};
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Write},
@@ -30,24 +31,27 @@ pub const PRODUCT_IN_USE: &str = "product_in_use";
 /// The refusal of an archive of a price a bundle or an add-on group holds.
 pub const PRICE_IN_USE: &str = "price_in_use";
 
-pub async fn find(db: &impl ConnectionTrait, id: &str) -> Result<Option<product::Model>, DbErr> {
-    product::Entity::find_by_id(id).one(db).await
+pub async fn find(
+    db: &impl ConnectionTrait,
+    id: &ProductId,
+) -> Result<Option<product::Model>, DbErr> {
+    product::Entity::find_by_id(id.clone()).one(db).await
 }
 
 pub async fn find_price(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &PriceId,
 ) -> Result<Option<price::Model>, DbErr> {
-    price::Entity::find_by_id(id).one(db).await
+    price::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// The prices of these products, oldest first.
 pub async fn prices_of(
     db: &impl ConnectionTrait,
-    product_ids: &[String],
+    product_ids: &[ProductId],
 ) -> Result<Vec<price::Model>, DbErr> {
     price::Entity::find()
-        .filter(price::Column::ProductId.is_in(product_ids.iter().map(String::as_str)))
+        .filter(price::Column::ProductId.is_in(product_ids.iter().cloned()))
         .order_by_asc(price::Column::Id)
         .all(db)
         .await
@@ -248,7 +252,7 @@ pub async fn delete(
     prices: &[String],
     now: DateTime<Utc>,
 ) -> Result<(), CommitError> {
-    let mut held_ids = vec![before.id.clone()];
+    let mut held_ids = vec![before.id.to_string()];
     held_ids.extend_from_slice(prices);
     let mut held = before.clone();
     held.version = before.version + 1;
@@ -366,7 +370,7 @@ pub async fn bundle_graph(
         .await?;
     let parts = bundles
         .iter()
-        .map(|b| Ok((b.id.clone(), components(b)?.unwrap_or_default())))
+        .map(|b| Ok((b.id.to_string(), components(b)?.unwrap_or_default())))
         .collect::<Result<Vec<_>, DbErr>>()?;
     let price_ids: Vec<&String> = parts
         .iter()
@@ -377,7 +381,7 @@ pub async fn bundle_graph(
         .all(db)
         .await?
         .into_iter()
-        .map(|p| (p.id, p.product_id))
+        .map(|p| (p.id.into(), p.product_id.into()))
         .collect();
     Ok(parts
         .into_iter()
@@ -459,10 +463,10 @@ pub async fn insert_category(db: &Db, c: &product_category::Model) -> Result<(),
 /// A category of the caller's scope.
 pub async fn find_category(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &CategoryId,
     scope: &Scope,
 ) -> Result<Option<product_category::Model>, DbErr> {
-    Ok(product_category::Entity::find_by_id(id)
+    Ok(product_category::Entity::find_by_id(id.clone())
         .one(db)
         .await?
         .filter(|c| scope.sees(&c.merchant_id, c.test_mode, &c.profile_id)))
@@ -500,7 +504,7 @@ pub async fn insert_image(db: &Db, i: &product_image::Model) -> Result<(), Commi
 
 pub async fn find_image(
     db: &impl ConnectionTrait,
-    id: &str,
+    id: &ImageId,
 ) -> Result<Option<product_image::Model>, DbErr> {
-    product_image::Entity::find_by_id(id).one(db).await
+    product_image::Entity::find_by_id(id.clone()).one(db).await
 }

@@ -62,7 +62,7 @@ pub async fn product_sales(
     }
     let p = products::catalog::owned(&state.db, &caller.scope(), &id).await?;
     let prices = products::store::prices_of(&state.db, std::slice::from_ref(&p.id)).await?;
-    let price_ids: Vec<String> = prices.iter().map(|x| x.id.clone()).collect();
+    let price_ids: Vec<String> = prices.iter().map(|x| x.id.to_string()).collect();
     // One currency per report: the default price's.
     let currency = p
         .default_price_id

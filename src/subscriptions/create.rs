@@ -168,8 +168,8 @@ pub async fn plan(
             Ok(_) | Err(MoneyError::Overflow) => return Err(CreateError::TooLarge(max_amount)),
         });
         out.push(Item {
-            price_id: Some(p.id.clone()),
-            product_id: Some(p.product_id.clone()),
+            price_id: Some(p.id.to_string()),
+            product_id: Some(p.product_id.to_string()),
             plan_id: None,
             quantity: it.quantity,
             unit_amount: p.unit_amount,
@@ -202,7 +202,7 @@ async fn recurring_price(
     item: usize,
 ) -> Result<(price::Model, Interval), CreateError> {
     let p = match crate::ids::PriceId::parse(price_id) {
-        Some(_) => products::store::find_price(db, price_id).await?,
+        Some(id) => products::store::find_price(db, &id).await?,
         None => None,
     }
     .filter(|p| {

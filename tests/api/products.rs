@@ -1244,7 +1244,7 @@ async fn a_corrupt_stored_value_answers_500_and_nothing_is_written() {
     assert_eq!(g.status, 201, "{}", g.body);
     let group = id(&g.body, "group_id");
     let stored = || async {
-        product::Entity::find_by_id(burger.as_str())
+        product::Entity::find_by_id(payd::ids::ProductId::parse(&burger).unwrap())
             .one(&app.state.db)
             .await
             .unwrap()
