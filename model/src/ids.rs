@@ -154,60 +154,7 @@ macro_rules! id_type {
             }
         }
 
-        impl sea_orm::TryGetable for $name {
-            fn try_get_by<I: sea_orm::ColIdx>(
-                res: &sea_orm::QueryResult,
-                index: I,
-            ) -> Result<Self, sea_orm::TryGetError> {
-                // NULL stays `Null`, so an `Option<$name>` field reads it as `None`.
-                let text = <String as sea_orm::TryGetable>::try_get_by(res, index)?;
-                Self::parse(&text).ok_or_else(|| {
-                    $crate::text::corrupt(res, index.as_str(), stringify!($name), &text)
-                })
-            }
-        }
-
-        impl sea_orm::sea_query::ValueType for $name {
-            fn try_from(v: sea_orm::Value) -> Result<Self, sea_orm::sea_query::ValueTypeErr> {
-                match v {
-                    sea_orm::Value::String(Some(s)) => {
-                        Self::parse(&s).ok_or(sea_orm::sea_query::ValueTypeErr)
-                    }
-                    _ => Err(sea_orm::sea_query::ValueTypeErr),
-                }
-            }
-
-            fn type_name() -> String {
-                stringify!($name).to_owned()
-            }
-
-            fn array_type() -> sea_orm::sea_query::ArrayType {
-                sea_orm::sea_query::ArrayType::String
-            }
-
-            fn column_type() -> sea_orm::sea_query::ColumnType {
-                sea_orm::sea_query::ColumnType::Text
-            }
-        }
-
-        impl sea_orm::sea_query::Nullable for $name {
-            fn null() -> sea_orm::Value {
-                sea_orm::Value::String(None)
-            }
-        }
-
-        /// Never a number: an id is text.
-        impl sea_orm::TryFromU64 for $name {
-            fn try_from_u64(_: u64) -> Result<Self, sea_orm::DbErr> {
-                Err(sea_orm::DbErr::ConvertFromU64(stringify!($name)))
-            }
-        }
-
-        impl sea_orm::IntoActiveValue<$name> for $name {
-            fn into_active_value(self) -> sea_orm::ActiveValue<$name> {
-                sea_orm::ActiveValue::Set(self)
-            }
-        }
+        stored_as_text!($name);
     };
 }
 

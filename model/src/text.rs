@@ -31,6 +31,69 @@ pub fn corrupt(res: &QueryResult, column: Option<&str>, kind: &str, text: &str) 
     )))
 }
 
+/// What SeaORM needs of a type stored as TEXT and read back by its `parse(&str) ->
+/// Option<Self>`: `TryGetable` (a text `parse` refuses is [`corrupt`]), `ValueType`,
+/// `Nullable`, `TryFromU64` (an error: never a number) and `IntoActiveValue`. For
+/// `text_enum!` and the id types (`ids::id_type!`); each gives its own `From<_> for Value`.
+macro_rules! stored_as_text {
+    ($name:ident) => {
+        impl sea_orm::TryGetable for $name {
+            fn try_get_by<I: sea_orm::ColIdx>(
+                res: &sea_orm::QueryResult,
+                index: I,
+            ) -> Result<Self, sea_orm::TryGetError> {
+                // NULL stays `Null`, so an `Option<$name>` field reads it as `None`.
+                let text = <String as sea_orm::TryGetable>::try_get_by(res, index)?;
+                Self::parse(&text).ok_or_else(|| {
+                    $crate::text::corrupt(res, index.as_str(), stringify!($name), &text)
+                })
+            }
+        }
+
+        impl sea_orm::sea_query::ValueType for $name {
+            fn try_from(v: sea_orm::Value) -> Result<Self, sea_orm::sea_query::ValueTypeErr> {
+                match v {
+                    sea_orm::Value::String(Some(s)) => {
+                        Self::parse(&s).ok_or(sea_orm::sea_query::ValueTypeErr)
+                    }
+                    _ => Err(sea_orm::sea_query::ValueTypeErr),
+                }
+            }
+
+            fn type_name() -> String {
+                stringify!($name).to_owned()
+            }
+
+            fn array_type() -> sea_orm::sea_query::ArrayType {
+                sea_orm::sea_query::ArrayType::String
+            }
+
+            fn column_type() -> sea_orm::sea_query::ColumnType {
+                sea_orm::sea_query::ColumnType::Text
+            }
+        }
+
+        impl sea_orm::sea_query::Nullable for $name {
+            fn null() -> sea_orm::Value {
+                sea_orm::Value::String(None)
+            }
+        }
+
+        /// Never a number: a column of this type is text.
+        impl sea_orm::TryFromU64 for $name {
+            fn try_from_u64(_: u64) -> Result<Self, sea_orm::DbErr> {
+                Err(sea_orm::DbErr::ConvertFromU64(stringify!($name)))
+            }
+        }
+
+        impl sea_orm::IntoActiveValue<$name> for $name {
+            fn into_active_value(self) -> sea_orm::ActiveValue<$name> {
+                sea_orm::ActiveValue::Set(self)
+            }
+        }
+    };
+}
+
 /// An enum whose variants are stored as the given texts. It gets `ALL`, `as_str`, `parse`,
 /// `Display`, serde's `Serialize` and `Deserialize` (the same text; any other is an error
 /// naming the values), and SeaORM's `Value`, `TryGetable` (a text of none of the variants is
@@ -102,60 +165,7 @@ macro_rules! text_enum {
             }
         }
 
-        impl sea_orm::TryGetable for $name {
-            fn try_get_by<I: sea_orm::ColIdx>(
-                res: &sea_orm::QueryResult,
-                index: I,
-            ) -> Result<Self, sea_orm::TryGetError> {
-                // NULL stays `Null`, so an `Option<$name>` field reads it as `None`.
-                let text = <String as sea_orm::TryGetable>::try_get_by(res, index)?;
-                Self::parse(&text).ok_or_else(|| {
-                    $crate::text::corrupt(res, index.as_str(), stringify!($name), &text)
-                })
-            }
-        }
-
-        impl sea_orm::sea_query::ValueType for $name {
-            fn try_from(v: sea_orm::Value) -> Result<Self, sea_orm::sea_query::ValueTypeErr> {
-                match v {
-                    sea_orm::Value::String(Some(s)) => {
-                        Self::parse(&s).ok_or(sea_orm::sea_query::ValueTypeErr)
-                    }
-                    _ => Err(sea_orm::sea_query::ValueTypeErr),
-                }
-            }
-
-            fn type_name() -> String {
-                stringify!($name).to_owned()
-            }
-
-            fn array_type() -> sea_orm::sea_query::ArrayType {
-                sea_orm::sea_query::ArrayType::String
-            }
-
-            fn column_type() -> sea_orm::sea_query::ColumnType {
-                sea_orm::sea_query::ColumnType::Text
-            }
-        }
-
-        impl sea_orm::sea_query::Nullable for $name {
-            fn null() -> sea_orm::Value {
-                sea_orm::Value::String(None)
-            }
-        }
-
-        /// Never a number: a column of this type is part of a key only beside others.
-        impl sea_orm::TryFromU64 for $name {
-            fn try_from_u64(_: u64) -> Result<Self, sea_orm::DbErr> {
-                Err(sea_orm::DbErr::ConvertFromU64(stringify!($name)))
-            }
-        }
-
-        impl sea_orm::IntoActiveValue<$name> for $name {
-            fn into_active_value(self) -> sea_orm::ActiveValue<$name> {
-                sea_orm::ActiveValue::Set(self)
-            }
-        }
+        stored_as_text!($name);
     };
 }
 
