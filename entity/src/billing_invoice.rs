@@ -6,8 +6,8 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "billing_invoices")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub billing_subscription_id: String,
+    pub id: payd_model::ids::ProcessorInvoiceId,
+    pub billing_subscription_id: payd_model::ids::ProcessorSubscriptionId,
     /// The collector's key: one invoice per key.
     #[sea_orm(unique)]
     pub collection_key: String,

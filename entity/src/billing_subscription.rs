@@ -7,9 +7,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "billing_subscriptions")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::ProcessorSubscriptionId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     pub customer_name: String,
     pub customer_email: Option<String>,

@@ -6,7 +6,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "invoice_pdfs")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub invoice_id: String,
+    pub invoice_id: payd_model::ids::InvoiceId,
     /// Hex SHA-256 of `bytes`.
     pub sha256: String,
     pub bytes: Vec<u8>,

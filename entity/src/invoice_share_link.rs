@@ -7,7 +7,7 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
-    pub invoice_id: String,
+    pub invoice_id: payd_model::ids::InvoiceId,
     /// Hex SHA-256 of the link's token (the token itself is never stored).
     pub token_hash: String,
     pub expires_at: DateTimeUtc,

@@ -42,7 +42,7 @@ pub struct Model {
     pub cancellation_reason: Option<String>,
     pub billing: payd_model::subscriptions::Biller,
     /// The billing processor's subscription, when a billing processor bills it (adopted).
-    pub processor_subscription_id: Option<String>,
+    pub processor_subscription_id: Option<payd_model::ids::ProcessorSubscriptionId>,
     pub transition_id: String,
     pub ever_active: bool,
     pub open_cycle_id: Option<String>,

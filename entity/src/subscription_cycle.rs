@@ -21,7 +21,7 @@ pub struct Model {
     pub charging: bool,
     pub payment_id: Option<payd_model::ids::PaymentId>,
     /// The billing processor's invoice that collected it (processor billing).
-    pub processor_invoice_id: Option<String>,
+    pub processor_invoice_id: Option<payd_model::ids::ProcessorInvoiceId>,
     pub next_attempt_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -6,9 +6,9 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "subscription_previews")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub id: payd_model::ids::AdoptionPreviewId,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     /// JSON array of processor subscription ids.
     pub processor_subscription_ids: String,

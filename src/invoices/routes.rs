@@ -549,7 +549,7 @@ pub async fn create_share_link(
     let now = state.clock.now();
     let link = invoice_share_link::Model {
         id: new_id("shl"),
-        invoice_id: m.id.to_string(),
+        invoice_id: m.id.clone(),
         token_hash: store::token_hash(&token),
         expires_at: now + Duration::days(days),
         revoked_at: None,
@@ -563,7 +563,7 @@ pub async fn create_share_link(
 fn shown_link(link: &invoice_share_link::Model, url: String, test_mode: bool) -> ShareLink {
     ShareLink {
         link_id: link.id.clone(),
-        invoice_id: link.invoice_id.clone(),
+        invoice_id: link.invoice_id.to_string(),
         url,
         expires_at: link.expires_at,
         revoked_at: link.revoked_at,

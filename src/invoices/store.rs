@@ -217,20 +217,23 @@ pub async fn list(
     paginate(db, visible, q, invoice::Column::Id, page).await
 }
 
-pub async fn pdf(db: &impl ConnectionTrait, id: &str) -> Result<Option<invoice_pdf::Model>, DbErr> {
-    invoice_pdf::Entity::find_by_id(id).one(db).await
+pub async fn pdf(
+    db: &impl ConnectionTrait,
+    id: &crate::ids::InvoiceId,
+) -> Result<Option<invoice_pdf::Model>, DbErr> {
+    invoice_pdf::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// Keeps a rendered PDF unless one is kept already, and answers the one kept: every
 /// download is the same bytes, whoever rendered first.
 pub async fn keep_pdf(
     db: &Db,
-    invoice_id: &str,
+    invoice_id: &crate::ids::InvoiceId,
     bytes: Vec<u8>,
     now: DateTime<Utc>,
 ) -> Result<invoice_pdf::Model, CommitError> {
     let row = invoice_pdf::Model {
-        invoice_id: invoice_id.to_owned(),
+        invoice_id: invoice_id.clone(),
         sha256: hex::encode(Sha256::digest(&bytes)),
         bytes,
         created_at: now,
@@ -246,7 +249,7 @@ pub async fn keep_pdf(
         .write(Write::Insert(insert))
         .job(Job::Cancel {
             kinds: vec![PDF_JOB],
-            entity_id: invoice_id.to_owned(),
+            entity_id: invoice_id.to_owned().into(),
         });
     commit::commit(db, change).await?;
     pdf(db, invoice_id)

@@ -61,7 +61,7 @@ pub enum Command {
     Sync,
     /// The buyer charged back this processor invoice (`invoice_disputed`).
     InvoiceDisputed {
-        invoice_id: String,
+        invoice_id: crate::ids::ProcessorInvoiceId,
     },
 }
 

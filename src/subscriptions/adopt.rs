@@ -65,7 +65,7 @@ impl ProcessorSubscription {
     pub fn render(p: &billing_subscription::Model, adopted_by: Option<String>) -> Self {
         let plan = plans::plan(&p.plan_id);
         Self {
-            processor_subscription_id: p.id.clone(),
+            processor_subscription_id: p.id.to_string(),
             customer_name: p.customer_name.clone(),
             customer_email: p.customer_email.clone(),
             plan_id: p.plan_id.clone(),
@@ -116,18 +116,18 @@ async fn adopted_by(
 pub async fn adopt(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    shop: &str,
+    shop: &crate::ids::ProfileId,
     id: &str,
     customer_id: Option<&str>,
 ) -> Result<subscription::Model, AdoptError> {
     let deps = subscriptions.deps();
     let scope = caller.scope();
     let found = match crate::ids::ProcessorSubscriptionId::parse(id) {
-        Some(_) => deps.billing.find(&scope, id).await?,
+        Some(id) => deps.billing.find(&scope, &id).await?,
         None => None,
     };
     let p = found
-        .filter(|p| p.profile_id == shop)
+        .filter(|p| p.profile_id == *shop)
         .ok_or(AdoptError::NoSuchProcessorSubscription)?;
     if p.status == ProcessorStatus::Cancelled {
         return Err(AdoptError::Cancelled);
@@ -264,7 +264,7 @@ pub fn adopted(
 pub async fn preview(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    shop: &str,
+    shop: &crate::ids::ProfileId,
 ) -> Result<ImportPreview, AdoptError> {
     let deps = subscriptions.deps();
     let scope = caller.scope();
@@ -285,16 +285,16 @@ pub async fn preview(
         .collect();
     let now = deps.clock.now();
     let row = subscription_preview::Model {
-        id: new_id("subprev"),
-        merchant_id: scope.merchant_id.to_string(),
-        profile_id: shop.to_owned(),
+        id: crate::ids::AdoptionPreviewId::new(),
+        merchant_id: scope.merchant_id.clone(),
+        profile_id: shop.clone(),
         test_mode: scope.test_mode,
         processor_subscription_ids: serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),
         created_at: now,
     };
     commit::commit(&deps.db, Change::at(now).write(commit::insert(row.clone()))).await?;
     Ok(ImportPreview {
-        preview_id: row.id,
+        preview_id: row.id.into(),
         subscriptions: listed,
         already_adopted: already,
     })
@@ -306,21 +306,21 @@ pub async fn preview(
 pub async fn apply(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    shop: &str,
+    shop: &crate::ids::ProfileId,
     preview_id: &str,
 ) -> Result<ImportApplied, AdoptError> {
     let deps = subscriptions.deps();
     let scope = caller.scope();
     let found = match crate::ids::AdoptionPreviewId::parse(preview_id) {
-        Some(_) => {
-            subscription_preview::Entity::find_by_id(preview_id)
+        Some(id) => {
+            subscription_preview::Entity::find_by_id(id)
                 .one(&deps.db)
                 .await?
         }
         None => None,
     };
     let row = found
-        .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == shop)
+        .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == *shop)
         .ok_or(AdoptError::NoSuchPreview)?;
     let ids: Vec<String> = crate::stored::json(
         "processor_subscription_ids",
@@ -328,7 +328,7 @@ pub async fn apply(
         &row.processor_subscription_ids,
     )?;
     let mut applied = ImportApplied {
-        preview_id: row.id.clone(),
+        preview_id: row.id.to_string(),
         adopted: Vec::new(),
         subscriptions: Vec::new(),
         skipped: Vec::new(),

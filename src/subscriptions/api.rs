@@ -460,7 +460,10 @@ impl Subscription {
             interval: s.interval.to_string(),
             interval_count: s.interval_count,
             billing: s.billing.to_string(),
-            processor_subscription_id: s.processor_subscription_id.clone(),
+            processor_subscription_id: s
+                .processor_subscription_id
+                .as_ref()
+                .map(ToString::to_string),
             term_cycles: s.term_cycles,
             profile_id: s.profile_id.to_string(),
             metadata: crate::stored::json("metadata", &s.id, &s.metadata)?,
@@ -492,7 +495,7 @@ impl Cycle {
             currency: c.currency.clone(),
             status: c.status.to_string(),
             payment_id: c.payment_id.as_ref().map(ToString::to_string),
-            processor_invoice_id: c.processor_invoice_id.clone(),
+            processor_invoice_id: c.processor_invoice_id.as_ref().map(ToString::to_string),
             attempts: c.attempts,
             next_attempt_at: c.next_attempt_at,
             kind: if proration { "proration" } else { "period" }.to_owned(),

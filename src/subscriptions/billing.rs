@@ -18,7 +18,7 @@ use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, CommitError, Write},
-    ids::new_id,
+    ids::{new_id, ProcessorInvoiceId, ProcessorSubscriptionId, ProfileId},
 };
 
 /// A change made at the processor: by the sandbox's trigger (as if in the processor's own
@@ -54,7 +54,7 @@ impl SandboxBilling {
     pub async fn create(
         &self,
         scope: &Scope,
-        shop: &str,
+        shop: &ProfileId,
         new: NewSubscription,
         now: DateTime<Utc>,
     ) -> Result<billing_subscription::Model, CommitError> {
@@ -63,9 +63,9 @@ impl SandboxBilling {
             .period_end(now)
             .ok_or_else(|| CommitError::Db(DbErr::Custom("a period past the calendar".into())))?;
         let s = billing_subscription::Model {
-            id: new_id("bsub"),
-            merchant_id: scope.merchant_id.to_string(),
-            profile_id: shop.to_owned(),
+            id: ProcessorSubscriptionId::new(),
+            merchant_id: scope.merchant_id.clone(),
+            profile_id: shop.clone(),
             test_mode: scope.test_mode,
             customer_name: new.customer_name,
             customer_email: new.customer_email,
@@ -86,9 +86,9 @@ impl SandboxBilling {
     pub async fn find(
         &self,
         scope: &Scope,
-        id: &str,
+        id: &ProcessorSubscriptionId,
     ) -> Result<Option<billing_subscription::Model>, DbErr> {
-        Ok(billing_subscription::Entity::find_by_id(id)
+        Ok(billing_subscription::Entity::find_by_id(id.clone())
             .one(&self.db)
             .await?
             .filter(|s| scope.sees(&s.merchant_id, s.test_mode, &s.profile_id)))
@@ -101,7 +101,7 @@ impl SandboxBilling {
     ) -> Result<Option<billing_subscription::Model>, DbErr> {
         match &s.processor_subscription_id {
             Some(id) => {
-                billing_subscription::Entity::find_by_id(id.as_str())
+                billing_subscription::Entity::find_by_id(id.clone())
                     .one(&self.db)
                     .await
             }
@@ -113,7 +113,7 @@ impl SandboxBilling {
     pub async fn list(
         &self,
         scope: &Scope,
-        shop: &str,
+        shop: &ProfileId,
     ) -> Result<Vec<billing_subscription::Model>, DbErr> {
         billing_subscription::Entity::find()
             .filter(billing_subscription::Column::ProfileId.eq(shop))
@@ -175,7 +175,7 @@ impl SandboxBilling {
         }
         let paid = s.status == ProcessorStatus::Active && !s.declines;
         let invoice = billing_invoice::Model {
-            id: new_id("binv"),
+            id: ProcessorInvoiceId::new(),
             billing_subscription_id: s.id.clone(),
             collection_key: key.to_owned(),
             amount,
@@ -216,8 +216,10 @@ impl SandboxBilling {
             .await
     }
 
-    pub async fn invoice(&self, id: &str) -> Result<Option<Collected>, DbErr> {
-        billing_invoice::Entity::find_by_id(id).one(&self.db).await
+    pub async fn invoice(&self, id: &ProcessorInvoiceId) -> Result<Option<Collected>, DbErr> {
+        billing_invoice::Entity::find_by_id(id.clone())
+            .one(&self.db)
+            .await
     }
 
     /// The buyer charges a paid invoice back (the sandbox's trigger): the processor opens its

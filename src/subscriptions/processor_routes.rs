@@ -165,7 +165,7 @@ pub async fn import_apply(
 async fn processor_subscription(
     subscriptions: &Subscriptions,
     caller: &Caller,
-    id: &str,
+    id: &ProcessorSubscriptionId,
 ) -> Result<payd_entity::billing_subscription::Model, ApiError> {
     let found = subscriptions
         .deps()
@@ -206,7 +206,7 @@ pub async fn sandbox_processor_subscription(
     ApiJson(req): ApiJson<SandboxProcessorSubscription>,
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
-    let shop = caller.require_shop()?.to_string();
+    let shop = caller.require_shop()?.clone();
     let name = check_text("customer_name", Some(&req.customer_name), 200)?.unwrap_or_default();
     if name.trim().is_empty() {
         return Err(ApiError::invalid_param(

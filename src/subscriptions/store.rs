@@ -108,8 +108,11 @@ pub fn disputed_event(
         dispute_status: "needs_response".into(),
         test_mode: s.test_mode,
         processor: s.billing.to_string(),
-        processor_subscription_id: s.processor_subscription_id.clone(),
-        processor_invoice_id: invoice.id.clone(),
+        processor_subscription_id: s
+            .processor_subscription_id
+            .as_ref()
+            .map(ToString::to_string),
+        processor_invoice_id: invoice.id.to_string(),
     };
     let object = serde_json::to_string(&object).unwrap_or_default();
     with_object(s, "invoice_disputed", object)
