@@ -112,7 +112,19 @@ pub enum ChargeError {
 /// checkout; or, when it was made already, carries it on (confirmed if it still waits for
 /// that, else read as it stands, reconciled with the processor).
 pub async fn charge(payments: &Payments, charge: Charge) -> Result<Settlement, ChargeError> {
-    let max = payments.deps().settings.limits.max_amount;
+    check(&charge, payments.deps().settings.limits.max_amount)?;
+    let maker = Maker::Charge {
+        payment_id: charge.payment_id.clone(),
+    };
+    let resume = Some(charge.payment_id.clone());
+    let scope = charge.scope.clone();
+    let payment = create::create(payments, &scope, ask(charge), None, resume, maker).await?;
+    Ok(Settlement::of(payment))
+}
+
+/// What payd charges at all: between 1 and the deployment's largest charge (`max`), its
+/// lines (if any) adding up to it.
+fn check(charge: &Charge, max: i64) -> Result<(), ChargeError> {
     let amount = charge.amount.minor;
     if amount < 1 || amount > max {
         return Err(ChargeError::Amount { amount, max });
@@ -125,13 +137,7 @@ pub async fn charge(payments: &Payments, charge: Charge) -> Result<Settlement, C
     if !charge.lines.is_empty() && lines != amount {
         return Err(ChargeError::Lines { lines, amount });
     }
-    let maker = Maker::Charge {
-        payment_id: charge.payment_id.clone(),
-    };
-    let resume = Some(charge.payment_id.clone());
-    let scope = charge.scope.clone();
-    let payment = create::create(payments, &scope, ask(charge), None, resume, maker).await?;
-    Ok(Settlement::of(payment))
+    Ok(())
 }
 
 /// The charge as the payment's maker reads a new payment.
@@ -181,4 +187,146 @@ pub async fn find(
     Ok(store::find(&payments.deps().db, id)
         .await?
         .map(Settlement::of))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::MerchantId;
+
+    fn line(id: &str, quantity: i64, unit_amount: i64, tax_amount: i64) -> Line {
+        Line {
+            line_id: id.to_owned(),
+            product_id: None,
+            price_id: None,
+            name: id.to_owned(),
+            quantity,
+            unit_amount,
+            tax_amount,
+            amount: quantity * unit_amount + tax_amount,
+            quantity_refunded: 0,
+            amount_refunded: 0,
+        }
+    }
+
+    fn charge(amount: i64, lines: Vec<Line>) -> Charge {
+        Charge {
+            payment_id: PaymentId::new(),
+            scope: Scope::whole(&MerchantId::new(), true),
+            shop: ProfileId::new(),
+            customer_id: CustomerId::new(),
+            pay: Pay::Checkout,
+            amount: Money::new(amount, "EUR"),
+            lines,
+            metadata: Map::new(),
+            description: "a cycle".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_charge_is_within_the_largest_and_its_lines_add_up_to_it() {
+        let lines = || vec![line("a", 3, 335, 2), line("b", 1, 100, 0)];
+        assert!(check(&charge(1107, lines()), 5000).is_ok());
+        assert!(
+            check(&charge(1107, Vec::new()), 5000).is_ok(),
+            "no lines: nothing to add up"
+        );
+        assert!(matches!(
+            check(&charge(1108, lines()), 5000),
+            Err(ChargeError::Lines {
+                lines: 1107,
+                amount: 1108
+            })
+        ));
+        assert!(matches!(
+            check(&charge(5001, Vec::new()), 5000),
+            Err(ChargeError::Amount {
+                amount: 5001,
+                max: 5000
+            })
+        ));
+        assert!(matches!(
+            check(&charge(0, Vec::new()), 5000),
+            Err(ChargeError::Amount { amount: 0, .. })
+        ));
+        let huge = vec![line("a", 1, i64::MAX, 0), line("b", 1, 1, 0)];
+        assert!(
+            matches!(
+                check(&charge(4000, huge), 5000),
+                Err(ChargeError::Lines { .. })
+            ),
+            "lines whose sum overflows never add up"
+        );
+    }
+
+    #[test]
+    fn settlement_reads_every_status() {
+        use payd_model::payments::Status;
+        for status in Status::ALL {
+            let paid = matches!(status, Status::Succeeded);
+            let unpaid = matches!(
+                status,
+                Status::Declined | Status::Failed | Status::Cancelled | Status::Expired
+            );
+            let expected = if paid {
+                "paid"
+            } else if unpaid {
+                "unpaid"
+            } else {
+                "pending"
+            };
+            assert_eq!(kind(status), expected, "{status}");
+        }
+    }
+
+    /// The settlement `Settlement::of` gives a payment in `status`.
+    fn kind(status: payd_model::payments::Status) -> &'static str {
+        let ids = charge(1, Vec::new());
+        let at = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("a time");
+        let payment = payd_entity::payment::Model {
+            id: ids.payment_id,
+            merchant_id: ids.scope.merchant_id,
+            profile_id: ids.shop,
+            test_mode: true,
+            status,
+            amount: 1,
+            currency: "EUR".to_owned(),
+            capture_method: payd_model::payments::CaptureMethod::Automatic,
+            amount_authorized: 0,
+            amount_captured: 0,
+            amount_refunded: 0,
+            confirm_attempts: 0,
+            max_attempts: 3,
+            enable_partial_authorization: false,
+            customer_id: None,
+            mandate_id: None,
+            setup_future_usage: None,
+            off_session: false,
+            mandate_request: None,
+            payment_method: None,
+            processor: None,
+            processor_reference: None,
+            last_error: None,
+            lines: None,
+            metadata: "{}".to_owned(),
+            description: None,
+            return_url: None,
+            hosted_checkout: false,
+            locale: None,
+            client_secret: String::new(),
+            expires_at: at,
+            capture_before: None,
+            captured_at: None,
+            conflict: None,
+            pending_operation: None,
+            version: 0,
+            created_at: at,
+            updated_at: at,
+        };
+        match Settlement::of(payment) {
+            Settlement::Paid(_) => "paid",
+            Settlement::Unpaid(_) => "unpaid",
+            Settlement::Pending(_) => "pending",
+        }
+    }
 }
