@@ -249,7 +249,7 @@ pub async fn keep_pdf(
         .write(Write::Insert(insert))
         .job(Job::Cancel {
             kinds: vec![PDF_JOB],
-            entity_id: invoice_id.to_owned().into(),
+            entity_id: invoice_id.to_string(),
         });
     commit::commit(db, change).await?;
     pdf(db, invoice_id)
