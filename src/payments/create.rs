@@ -380,14 +380,14 @@ async fn customer_side(
         None => None,
         Some(id) => Some(chargeable_customer(&deps.db, scope, id).await?),
     };
-    let customer_id = customer.as_ref().map(|(id, _)| id);
+    let customer_id = customer.as_ref().map(|c| &c.id);
     let mut saved = match &ask.payment_method_id {
         Some(pm_id) => Some(saved_card(&deps.db, customer_id, pm_id).await?),
         None => None,
     };
     // The request's parse made sure a mandate comes with its customer.
     let mandate = match (&ask.mandate_id, &customer) {
-        (Some(id), Some((_, c))) => Some(mandate_of(deps, ask, c, id).await?),
+        (Some(id), Some(c)) => Some(mandate_of(deps, ask, c, id).await?),
         _ => None,
     };
     if let (Some(m), None, None) = (&mandate, &ask.card, &saved) {
@@ -398,18 +398,18 @@ async fn customer_side(
         );
     }
     Ok(CustomerSide {
-        customer_id: customer.map(|(id, _)| id),
+        customer_id: customer.map(|c| c.id),
         mandate_id: mandate.map(|m| m.id),
         saved,
     })
 }
 
-/// A customer of the caller's merchant and mode that was not deleted, and its id.
+/// A customer of the caller's merchant and mode that was not deleted.
 async fn chargeable_customer(
     db: &Db,
     scope: &Scope,
     id: &str,
-) -> Result<(CustomerId, payd_entity::customer::Model), CreateError> {
+) -> Result<payd_entity::customer::Model, CreateError> {
     let id = CustomerId::parse(id).ok_or(CreateError::NoSuchCustomer)?;
     let c = crate::owned::find_owned(db, &id, scope)
         .await?
@@ -417,7 +417,7 @@ async fn chargeable_customer(
     if c.redacted_at.is_some() {
         return Err(CreateError::CustomerRedacted);
     }
-    Ok((id, c))
+    Ok(c)
 }
 
 /// The customer's mandate `id`, if it covers this charge and the request sends no other card

@@ -99,16 +99,22 @@ async fn route(app: &TestApp, m: &Merchant, rules: Value) {
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
-/// Runs `sql` on the database behind payd's back: no instance is told of it.
-async fn behind_the_back(app: &TestApp, sql: &str) {
+/// Runs `statements` in one transaction on a connection of its own, as another process
+/// would: no instance is told of it.
+async fn behind_the_back(app: &TestApp, statements: &[String]) {
     let other = Database::connect(app.db.url.as_str())
         .await
         .expect("connect");
     let backend = other.get_database_backend();
-    other
-        .execute_raw(sea_orm::Statement::from_string(backend, sql.to_owned()))
+    let txn = sea_orm::TransactionTrait::begin(&other)
         .await
-        .expect("write");
+        .expect("begin");
+    for sql in statements {
+        txn.execute_raw(sea_orm::Statement::from_string(backend, sql.clone()))
+            .await
+            .expect("write");
+    }
+    txn.commit().await.expect("commit");
     other.close().await.ok();
 }
 
@@ -151,12 +157,11 @@ async fn in_the_steady_state_a_payment_reads_neither_its_key_nor_its_shops_routi
         "UPDATE routing_configs SET rules = '{quoted}' WHERE profile_id = '{}'",
         m.profile_id
     );
-    behind_the_back(&app, &reroute).await;
     let revoke = format!(
         "UPDATE api_keys SET revoked_at = CURRENT_TIMESTAMP WHERE merchant_id = '{}'",
         m.merchant_id
     );
-    behind_the_back(&app, &revoke).await;
+    behind_the_back(&app, &[reroute, revoke]).await;
     for n in 0..10 {
         assert_eq!(processor(&app, n, &m).await, "alpha", "payment {n}");
     }
@@ -277,26 +282,14 @@ async fn a_change_another_process_writes_reaches_every_instance_within_the_bound
     }
     // What another process (an operator's tool, `payd admin`) writes: the row and the count,
     // in one transaction, and no route to wait for.
-    let other = Database::connect(app.db.url.as_str())
-        .await
-        .expect("connect");
-    let backend = other.get_database_backend();
-    let txn = sea_orm::TransactionTrait::begin(&other)
-        .await
-        .expect("begin");
-    for sql in [
+    let statements = [
         format!(
             "UPDATE api_keys SET revoked_at = CURRENT_TIMESTAMP WHERE merchant_id = '{}'",
             m.merchant_id
         ),
         "UPDATE lookup_generation SET generation = generation + 1 WHERE id = 1".to_owned(),
-    ] {
-        txn.execute_raw(sea_orm::Statement::from_string(backend, sql))
-            .await
-            .expect("write");
-    }
-    txn.commit().await.expect("commit");
-    other.close().await.ok();
+    ];
+    behind_the_back(&app, &statements).await;
     actix_web::rt::time::sleep(Duration::from_millis(BOUND_MS)).await;
     for i in 0..app.instances() {
         let r = at(&app, i, (&m, &m.secret_key), Method::GET, "/account", None).await;

@@ -78,7 +78,7 @@ pub struct PaymentDeps {
     /// first state from here instead of reading the row back, and the row's insert when it is
     /// not yet written (a create with `confirm: true`: see [`exec_created`]). The handler
     /// removes what was not taken, so nothing stays.
-    pub fresh: DashMap<crate::ids::PaymentId, Fresh>,
+    pub fresh: DashMap<PaymentId, Fresh>,
     /// The test-only fault of `sandbox.fail_outcome_commits`.
     pub fail_outcomes: Arc<store::FailOutcomes>,
 }
