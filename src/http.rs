@@ -484,6 +484,20 @@ fn path_id<T: Id>(req: &HttpRequest) -> Result<T, ApiError> {
         .ok_or_else(ApiError::no_such::<T>)
 }
 
+impl From<crate::commit::CommitError> for ApiError {
+    /// A lost race is 409 `concurrent_update` (retry); a refused change, the 409 of its
+    /// [`Conflict`](crate::conflict::Conflict).
+    #[track_caller]
+    fn from(e: crate::commit::CommitError) -> Self {
+        use crate::commit::CommitError;
+        match e {
+            CommitError::LostRace => ApiError::concurrent_update("object"),
+            CommitError::Refused(c) => c.into(),
+            CommitError::Db(e) => e.into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ pub mod app;
 pub mod auth;
 pub mod clock;
 pub mod commit;
+pub mod conflict;
 pub mod customers;
 pub mod db;
 pub mod disputes;

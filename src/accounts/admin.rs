@@ -150,9 +150,7 @@ pub async fn issue_keys(
     };
     let news = [new(KeyKind::Secret), new(KeyKind::Publishable)];
     let [(_, secret_key), (_, publishable_key)] =
-        store::insert_keys(&state.db, state.clock.now(), pepper, news, None, Some(max))
-            .await
-            .map_err(|e| super::routes::bound_reached(e, max))?;
+        store::insert_keys(&state.db, state.clock.now(), pepper, news, None, Some(max)).await?;
     Ok(idempotency::one_time_secret(HttpResponse::Created().json(
         IssuedKeys {
             merchant_id: id.into_string(),

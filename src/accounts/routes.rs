@@ -12,7 +12,6 @@ use super::{
 };
 use crate::{
     auth::{Admin, Caller, Mode, SecretKey, ShopKey},
-    commit::CommitError,
     error::ApiError,
     http::{ApiJson, ApiQuery, PathId},
     idempotency,
@@ -204,14 +203,6 @@ pub async fn list_shops(
     Ok(HttpResponse::Ok().json(shops.try_map(Shop::try_from)?))
 }
 
-/// A merchant bound refused inside the commit is 409 `limit_reached` naming its setting.
-pub(super) fn bound_reached(e: CommitError, max: u64) -> ApiError {
-    match e {
-        CommitError::Refused(bound) => ApiError::limit_reached(bound, max),
-        other => other.into(),
-    }
-}
-
 /// Create a shop.
 ///
 /// Adds a shop to the merchant: payments, catalogs, invoices, keys and settings can then be
@@ -232,9 +223,7 @@ pub async fn create_shop(
     let name = parse_name("name", &body.0.name)?;
     let max = state.settings.limits.max_shops_per_merchant;
     let now = state.clock.now();
-    let shop = store::insert_profile(&state.db, now, &caller.merchant_id, &name, max)
-        .await
-        .map_err(|e| bound_reached(e, max))?;
+    let shop = store::insert_profile(&state.db, now, &caller.merchant_id, &name, max).await?;
     Ok(HttpResponse::Created().json(Shop::try_from(shop)?))
 }
 
@@ -405,9 +394,7 @@ pub async fn create_api_key(
     let now = state.clock.now();
     let max = state.settings.limits.max_api_keys_per_merchant;
     let (row, key) =
-        store::insert_key(&state.db, now, pepper, new, Some(&caller.key_id), Some(max))
-            .await
-            .map_err(|e| bound_reached(e, max))?;
+        store::insert_key(&state.db, now, pepper, new, Some(&caller.key_id), Some(max)).await?;
     Ok(idempotency::one_time_secret(HttpResponse::Created().json(
         CreatedApiKey {
             api_key: row.into(),

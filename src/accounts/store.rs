@@ -146,6 +146,7 @@ pub async fn insert_profile(
             merchant_lock(merchant_id.as_str()),
             within,
             SHOPS_BOUND,
+            max,
         ));
     commit::commit(db, change).await?;
     Ok(row)
@@ -314,6 +315,7 @@ pub async fn insert_keys<const N: usize>(
             merchant_lock(&row.merchant_id),
             within,
             KEYS_BOUND,
+            max,
         ));
     }
     commit::commit(db, change).await?;

@@ -12,7 +12,7 @@ use std::future::Future;
 
 use super::later::{Later, Row};
 use crate::{
-    error::ApiError,
+    conflict::Conflict,
     outbox::{self, NewEvent},
     scheduler::{self, JobWrite},
 };
@@ -46,7 +46,7 @@ pub enum Write {
     Require {
         query: SelectStatement,
         exists: bool,
-        refusal: &'static str,
+        refusal: Conflict,
     },
 }
 
@@ -159,30 +159,11 @@ impl Change {
 pub enum CommitError {
     #[error("another writer changed the object first")]
     LostRace,
+    /// A [`Write::Require`] did not hold: nothing of the change was written.
     #[error("refused: {0}")]
-    Refused(&'static str),
+    Refused(Conflict),
     #[error(transparent)]
     Db(#[from] DbErr),
-}
-
-impl From<CommitError> for ApiError {
-    #[track_caller]
-    fn from(e: CommitError) -> Self {
-        match e {
-            CommitError::LostRace => ApiError::concurrent_update("object"),
-            CommitError::Refused(code) => ApiError::conflict(code, refusal_message(code)),
-            CommitError::Db(e) => e.into(),
-        }
-    }
-}
-
-fn refusal_message(code: &str) -> &'static str {
-    match code {
-        "active_mandate" => {
-            "the customer has an active mandate; revoke it before deleting the customer"
-        }
-        _ => "the request conflicts with the object's state",
-    }
 }
 
 /// `Ok(None)` for a lost race (worth reading again and another try), else the result.
@@ -288,18 +269,19 @@ where
 /// owner's row, so that the changes adding to one owner follow one another on PostgreSQL
 /// (SQLite has one writer), and `within` — written after the change's own rows, over the
 /// owner's rows with a `HAVING` that holds inside the bound — must find its row, or the whole
-/// change is refused with `refusal` (the bound's setting).
+/// change is refused as [`Conflict::Bound`] naming the bound's `setting` and its `max`.
 pub fn bounded(
     lock: UpdateStatement,
     within: SelectStatement,
-    refusal: &'static str,
+    setting: &'static str,
+    max: u64,
 ) -> [Write; 2] {
     [
         Write::Update(lock),
         Write::Require {
             query: within,
             exists: true,
-            refusal,
+            refusal: Conflict::Bound { setting, max },
         },
     ]
 }
@@ -364,7 +346,7 @@ pub(super) async fn write(
                 refusal,
             } => {
                 if txn.query_one(query).await?.is_some() != *exists {
-                    return Err(CommitError::Refused(refusal));
+                    return Err(CommitError::Refused(*refusal));
                 }
                 1
             }

@@ -7,7 +7,9 @@
 //!
 //! Invariant: a change is written whole or not at all. A compare-and-set that touches no row
 //! (another writer got there first) rolls it back as [`CommitError::LostRace`]; a failed
-//! [`Write::Require`] rolls it back as [`CommitError::Refused`].
+//! [`Write::Require`] rolls it back as [`CommitError::Refused`], naming the
+//! [`Conflict`](crate::conflict::Conflict) it found; what that answers is not the commit
+//! path's to say (the error module maps it, or the caller matches on it).
 //!
 //! Changes are written by group writers (`group.rs`): the changes of many actors that arrive
 //! together share one transaction, each answered with its own outcome after that transaction

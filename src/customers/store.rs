@@ -14,6 +14,7 @@ use super::api::{Address, CustomerFields, ListCustomersQuery, ListMandatesQuery}
 use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
+    conflict::Conflict,
     ids::{CustomerId, MandateId, MerchantId, PaymentMethodId, ProfileId},
     pagination::{created_between, paginate, List, Page, PageError},
     processors::{card::StoredCard, connect::Connections},
@@ -106,7 +107,7 @@ pub async fn redact(
         .write(Write::Require {
             query: live_mandate,
             exists: false,
-            refusal: "active_mandate",
+            refusal: Conflict::ActiveMandate,
         })
         .write(Write::Delete(
             payment_method::Entity::delete_many()
@@ -503,7 +504,9 @@ pub async fn expire_mandate(db: &Db, id: &str, now: DateTime<Utc>) -> Result<boo
     }
     match commit::commit(db, set_mandate_status(&m, MandateStatus::Inactive, now).0).await {
         Ok(_) => Ok(true),
-        Err(CommitError::LostRace | CommitError::Refused(_)) => Ok(false),
+        Err(CommitError::LostRace) => Ok(false),
+        // The change names no condition: a refusal would be a bug, failing the job.
+        Err(CommitError::Refused(c)) => Err(DbErr::Custom(format!("mandate expiry refused: {c}"))),
         Err(CommitError::Db(e)) => Err(e),
     }
 }

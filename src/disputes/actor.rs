@@ -19,6 +19,7 @@ use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
     commit,
+    conflict::Conflict,
     processors::{connect::Connections, sandbox::Sandbox, ProcessorError},
     row_actor::{Row, RowActor},
     wake::Wake,
@@ -51,6 +52,9 @@ pub enum DisputeError {
     Refused(#[from] Refusal),
     #[error("the dispute was changed concurrently")]
     LostRace,
+    /// A condition the change needed no longer held when it was written.
+    #[error(transparent)]
+    Conflict(Conflict),
     /// The processor that holds the dispute did not take the merchant's command.
     #[error(transparent)]
     Processor(ProcessorError),
@@ -61,7 +65,8 @@ pub enum DisputeError {
 impl From<CommitError> for DisputeError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::LostRace | CommitError::Refused(_) => DisputeError::LostRace,
+            CommitError::LostRace => DisputeError::LostRace,
+            CommitError::Refused(c) => DisputeError::Conflict(c),
             CommitError::Db(e) => DisputeError::Db(e),
         }
     }

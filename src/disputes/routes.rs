@@ -54,6 +54,7 @@ impl From<DisputeError> for ApiError {
                 ApiError::invalid("evidence_required", r.to_string()).param("explanation")
             }
             DisputeError::LostRace => ApiError::concurrent_update("dispute"),
+            DisputeError::Conflict(c) => c.into(),
             DisputeError::Db(e) => e.into(),
         }
     }

@@ -365,6 +365,35 @@ impl ResponseError for ApiError {
     }
 }
 
+impl From<crate::conflict::Conflict> for ApiError {
+    /// The answer to a change refused inside its commit: a bound is 409 `limit_reached`
+    /// naming its setting; the others name their condition.
+    fn from(c: crate::conflict::Conflict) -> Self {
+        use crate::conflict::Conflict;
+        let message = c.to_string();
+        match c {
+            Conflict::Bound { setting, max } => ApiError::limit_reached(setting, max),
+            Conflict::ActiveMandate => ApiError::conflict(
+                "active_mandate",
+                "the customer has an active mandate; revoke it before deleting the customer",
+            ),
+            Conflict::PaymentRefunded => {
+                ApiError::conflict("payment_refunded", message).param("payment_id")
+            }
+            Conflict::InsufficientBalance => {
+                ApiError::invalid("insufficient_balance", message).param("amount")
+            }
+            Conflict::ProductHasSales => ApiError::conflict("product_has_sales", message),
+            Conflict::ProductInUse => {
+                ApiError::conflict("product_in_use", message).param("product_id")
+            }
+            Conflict::PriceInUse => ApiError::conflict("price_in_use", message).param("price_id"),
+            Conflict::EventMissing => ApiError::no_such::<crate::ids::EventId>(),
+            Conflict::DeliveriesMade => ApiError::concurrent_update("event"),
+        }
+    }
+}
+
 impl From<sea_orm::DbErr> for ApiError {
     /// A database that cannot be reached (or written) is 503 `database_unavailable` with
     /// `Retry-After`: the client may send the same request again, with the same

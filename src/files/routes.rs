@@ -18,7 +18,6 @@ use sha2::{Digest, Sha256};
 use super::{clean_filename, store, File, Kind, Sniffer, EVIDENCE};
 use crate::{
     auth::{Caller, SecretKey},
-    commit::CommitError,
     error::{ApiError, ErrorType},
     http::PathId,
     idempotency,
@@ -240,15 +239,7 @@ pub async fn upload(
             if let Err(drop) = store::drop_chunks(&state.db, state.clock.now(), &file_id).await {
                 tracing::warn!(error = %drop, file_id = %file_id, "could not drop the chunks of a refused upload");
             }
-            Err(match e {
-                CommitError::Refused(store::FILES_BOUND) => {
-                    ApiError::limit_reached(store::FILES_BOUND, bounds.files)
-                }
-                CommitError::Refused(store::BYTES_BOUND) => {
-                    ApiError::limit_reached(store::BYTES_BOUND, bounds.bytes)
-                }
-                other => other.into(),
-            })
+            Err(e.into())
         }
     }
 }

@@ -86,7 +86,8 @@ pub struct Bounds {
 /// Stores a file's row once its chunks are all written (and, for a request with an
 /// `Idempotency-Key`, names it the key's recovery point in the same transaction), if the
 /// merchant stays within its bounds with it: counted inside the commit, so concurrent uploads
-/// never pass them (refused with [`FILES_BOUND`] or [`BYTES_BOUND`]).
+/// never pass them (refused as a [`Conflict::Bound`](crate::conflict::Conflict) naming
+/// [`FILES_BOUND`] or [`BYTES_BOUND`]).
 pub async fn insert(
     db: &Db,
     f: file::Model,
@@ -110,8 +111,18 @@ pub async fn insert(
     let lock = || accounts::store::merchant_lock(&f.merchant_id);
     let mut change = Change::at(f.created_at)
         .write(commit::insert(f.clone()))
-        .write_all(commit::bounded(lock(), usage(count), FILES_BOUND))
-        .write_all(commit::bounded(lock(), usage(bytes), BYTES_BOUND));
+        .write_all(commit::bounded(
+            lock(),
+            usage(count),
+            FILES_BOUND,
+            bounds.files,
+        ))
+        .write_all(commit::bounded(
+            lock(),
+            usage(bytes),
+            BYTES_BOUND,
+            bounds.bytes,
+        ));
     if let Some(key) = key {
         change = change.write(key.bind(&f.id));
     }

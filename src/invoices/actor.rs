@@ -25,6 +25,7 @@ use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
     commit::{self, Change},
+    conflict::Conflict,
     row_actor::{Row, RowActor},
     wake::Wake,
 };
@@ -48,6 +49,9 @@ pub enum InvoiceError {
     Overflow,
     #[error("the invoice was changed concurrently")]
     LostRace,
+    /// A condition the change needed no longer held when it was written.
+    #[error(transparent)]
+    Conflict(Conflict),
     #[error("the PDF could not be rendered: {0}")]
     Render(String),
     #[error("database: {0}")]
@@ -57,8 +61,9 @@ pub enum InvoiceError {
 impl From<CommitError> for InvoiceError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::Refused(store::PAYMENT_REFUNDED) => Refusal::PaymentRefunded.into(),
-            CommitError::LostRace | CommitError::Refused(_) => InvoiceError::LostRace,
+            CommitError::Refused(Conflict::PaymentRefunded) => Refusal::PaymentRefunded.into(),
+            CommitError::LostRace => InvoiceError::LostRace,
+            CommitError::Refused(c) => InvoiceError::Conflict(c),
             CommitError::Db(e) => InvoiceError::Db(e),
         }
     }

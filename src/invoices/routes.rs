@@ -51,6 +51,7 @@ impl From<InvoiceError> for ApiError {
             InvoiceError::Refused(r) => refusal(r),
             InvoiceError::Overflow => ApiError::invalid_param("lines", e.to_string()),
             InvoiceError::LostRace => ApiError::concurrent_update("invoice"),
+            InvoiceError::Conflict(c) => c.into(),
             InvoiceError::Render(cause) => ApiError::internal(cause),
             InvoiceError::Db(e) => e.into(),
         }

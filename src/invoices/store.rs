@@ -20,6 +20,7 @@ use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Event, Job, Write},
+    conflict::Conflict,
     ids::InvoiceId,
     pagination::{created_between, paginate, List, Page, PageError},
 };
@@ -66,9 +67,6 @@ pub fn cas(before: &invoice::Model, after: &mut invoice::Model) -> Write {
     )
 }
 
-/// The refusal of a finalize whose payment was refunded meanwhile.
-pub const PAYMENT_REFUNDED: &str = "payment_refunded";
-
 /// The condition that the payment has nothing refunded, checked inside the commit that
 /// finalizes its invoice (a refund committed before it refuses the finalize).
 pub fn unrefunded(payment_id: &str) -> Write {
@@ -80,7 +78,7 @@ pub fn unrefunded(payment_id: &str) -> Write {
             .filter(payment::Column::AmountRefunded.eq(0))
             .into_query(),
         exists: true,
-        refusal: PAYMENT_REFUNDED,
+        refusal: Conflict::PaymentRefunded,
     }
 }
 

@@ -26,12 +26,10 @@ use super::{
 };
 use crate::{
     commit::{self, Change, Write},
+    conflict::Conflict,
     ids::new_id,
     pagination::{created_between, paginate, List, Page, PageError},
 };
-
-/// The refusal code of a reservation the available balance does not cover.
-pub const INSUFFICIENT: &str = "insufficient_balance";
 
 /// Whose money: a shop's in one mode and currency.
 #[derive(Debug, Clone)]
@@ -155,7 +153,7 @@ pub fn payment_writes(
 
 /// Reserves `amount` of `account`'s available balance: the lock row first (serializing
 /// reservations), then the deltas waiting folded into its running total, then the condition
-/// that the total covers it, refused as [`INSUFFICIENT`]. Written by the writer that writes
+/// that the total covers it, refused as [`Conflict::InsufficientBalance`]. Written by the writer that writes
 /// every reservation (a shop's payouts would otherwise queue on its lock row in several
 /// writers' transactions at once).
 pub fn reserve(account: &Account, amount: i64, at: DateTime<Utc>, db: DbBackend) -> Change {
@@ -194,7 +192,7 @@ pub fn reserve(account: &Account, amount: i64, at: DateTime<Utc>, db: DbBackend)
         .write(Write::Require {
             query: covered,
             exists: true,
-            refusal: INSUFFICIENT,
+            refusal: Conflict::InsufficientBalance,
         })
         .serialized()
 }

@@ -7,6 +7,7 @@ use sea_orm::DbErr;
 use super::{machine::Refusal, refunds, store::CommitError};
 use crate::{
     auth::keys::{Caller, KeyKind, Scope},
+    conflict::Conflict,
     customers::api::MandateRefusal,
     disputes,
     error::Unanswered,
@@ -36,6 +37,9 @@ pub enum PaymentError {
     Mandate(#[from] MandateRefusal),
     #[error("the payment was changed concurrently")]
     LostRace,
+    /// A condition the change needed no longer held when it was written.
+    #[error(transparent)]
+    Conflict(Conflict),
     /// An operation sent to the processor has no recorded outcome yet; the settle job asks
     /// again within `retry_after` seconds.
     #[error("an operation sent to the processor has no recorded outcome yet; payd asks the processor again shortly, retry after that")]
@@ -76,7 +80,8 @@ impl From<payd_actors::ActorError<PaymentError>> for PaymentError {
 impl From<CommitError> for PaymentError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::LostRace | CommitError::Refused(_) => PaymentError::LostRace,
+            CommitError::LostRace => PaymentError::LostRace,
+            CommitError::Refused(c) => PaymentError::Conflict(c),
             CommitError::Db(e) => PaymentError::Db(e),
         }
     }

@@ -110,6 +110,7 @@ impl From<PaymentError> for ApiError {
                 }
             },
             PaymentError::LostRace => ApiError::concurrent_update("payment"),
+            PaymentError::Conflict(c) => c.into(),
             PaymentError::OperationPending { retry_after } => {
                 let mut e = ApiError::conflict("processor_operation_pending", e.to_string())
                     .param("payment_id");

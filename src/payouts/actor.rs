@@ -21,6 +21,7 @@ use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},
     commit,
+    conflict::Conflict,
     row_actor::{Row, RowActor},
     wake::Wake,
 };
@@ -45,6 +46,9 @@ pub enum PayoutError {
     NotCancellable,
     #[error("the payout was changed concurrently")]
     LostRace,
+    /// A condition the change needed no longer held when it was written.
+    #[error(transparent)]
+    Conflict(Conflict),
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -52,10 +56,9 @@ pub enum PayoutError {
 impl From<CommitError> for PayoutError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::Refused(crate::ledger::store::INSUFFICIENT) => {
-                PayoutError::InsufficientBalance
-            }
-            CommitError::LostRace | CommitError::Refused(_) => PayoutError::LostRace,
+            CommitError::Refused(Conflict::InsufficientBalance) => PayoutError::InsufficientBalance,
+            CommitError::LostRace => PayoutError::LostRace,
+            CommitError::Refused(c) => PayoutError::Conflict(c),
             CommitError::Db(e) => PayoutError::Db(e),
         }
     }

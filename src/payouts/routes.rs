@@ -44,6 +44,7 @@ impl From<PayoutError> for ApiError {
             }
             PayoutError::NotCancellable => ApiError::conflict("invalid_state", e.to_string()),
             PayoutError::LostRace => ApiError::concurrent_update("payout"),
+            PayoutError::Conflict(c) => c.into(),
             PayoutError::Db(e) => e.into(),
         }
     }

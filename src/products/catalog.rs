@@ -14,12 +14,13 @@ use super::{
         PricePatch, Product, ProductPatch, Recurring, MAX_PRICES,
     },
     machine::{self, Refusal},
-    store::{self, HAS_SALES, PRICE_IN_USE, PRODUCT_IN_USE},
+    store,
 };
 use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     commit::{self, CommitError, Write},
+    conflict::Conflict,
     fields::Metadata,
     ids::{new_id, CategoryId, PriceId, ProductId, ProfileId},
 };
@@ -227,15 +228,7 @@ pub async fn create(
     // The parse let at most one be the default; none: the first.
     let default = ask.prices.iter().position(|x| x.default).unwrap_or(0);
     p.default_price_id = prices.get(default).map(|x| x.id.clone());
-    store::insert(db, &p, &prices, now, max_products)
-        .await
-        .map_err(|e| match e {
-            CommitError::Refused(bound) => CatalogError::Limit {
-                what: bound,
-                max: max_products,
-            },
-            other => other.into(),
-        })?;
+    store::insert(db, &p, &prices, now, max_products).await?;
     Ok(p)
 }
 
@@ -260,7 +253,10 @@ async fn change<T>(
             Ok(p) => Ok(Some((p, out))),
             // A lost race, or a condition of the change that no longer holds (a bundle took
             // the product meanwhile): decide again on what is there now, which names why.
-            Err(CommitError::LostRace | CommitError::Refused(_)) => Ok(None),
+            Err(
+                CommitError::LostRace
+                | CommitError::Refused(Conflict::ProductInUse | Conflict::PriceInUse),
+            ) => Ok(None),
             Err(e) => Err(e.into()),
         }
     })
@@ -396,7 +392,11 @@ pub async fn set_active(
         }
         let ids = own_ids(p, prices);
         check_not_held(db, p, "product", &p.id, &ids).await?;
-        Ok((after, vec![store::not_held(p, &ids, PRODUCT_IN_USE)], ()))
+        Ok((
+            after,
+            vec![store::not_held(p, &ids, Conflict::ProductInUse)],
+            (),
+        ))
     })
     .await?;
     Ok(p)
@@ -417,10 +417,10 @@ pub async fn delete(
     check_not_held(db, &p, "product", &p.id, &ids).await?;
     match store::delete(db, &p, &ids[1..], now).await {
         Ok(()) => Ok(()),
-        Err(CommitError::Refused(HAS_SALES)) => Err(Refusal::HasSales.into()),
-        Err(CommitError::Refused(PRODUCT_IN_USE)) => {
+        Err(CommitError::Refused(Conflict::ProductHasSales)) => Err(Refusal::HasSales.into()),
+        Err(CommitError::Refused(Conflict::ProductInUse)) => {
             check_not_held(db, &p, "product", &p.id, &ids).await?;
-            Err(CommitError::Refused(PRODUCT_IN_USE).into())
+            Err(CommitError::Refused(Conflict::ProductInUse).into())
         }
         Err(e) => Err(e.into()),
     }
@@ -502,7 +502,7 @@ pub async fn archive_price(
         row.updated_at = now;
         let writes = vec![
             store::price_update(row.clone()),
-            store::not_held(p, &ids, PRICE_IN_USE),
+            store::not_held(p, &ids, Conflict::PriceInUse),
         ];
         Ok((p.clone(), writes, row))
     })

@@ -22,6 +22,7 @@ use crate::commit::Db;
 use crate::{
     auth::keys::Caller,
     commit::{self, Change, CommitError, Write},
+    conflict::Conflict,
     ids::{ImportPreviewId, PriceId, ProductId, ProfileId},
 };
 
@@ -40,9 +41,9 @@ pub enum ImportError {
     /// The shop's catalog changed after the preview (`while_applying`: during the apply).
     #[error("the shop's catalog changed {}: preview the import again", if *.while_applying { "while applying" } else { "after this preview" })]
     Stale { while_applying: bool },
-    /// What the preview archives is held by a bundle or an add-on group (the refusal's code).
+    /// What the preview archives is held by a bundle or an add-on group.
     #[error("the import would archive a product or price that a bundle or an add-on group holds: take it out of them, then preview the import again")]
-    Held(&'static str),
+    Held(Conflict),
     #[error(transparent)]
     Commit(#[from] CommitError),
     #[error("database: {0}")]
@@ -594,7 +595,11 @@ fn update(
     }
     let mut writes = vec![store::cas(before, &after)];
     if !archive_prices.is_empty() {
-        writes.push(store::not_held(before, archive_prices, store::PRICE_IN_USE));
+        writes.push(store::not_held(
+            before,
+            archive_prices,
+            Conflict::PriceInUse,
+        ));
     }
     writes.extend(added.into_iter().map(commit::insert));
     for id in archive_prices {
@@ -618,6 +623,6 @@ fn archive(before: &product::Model, prices: &[price::Model], now: DateTime<Utc>)
     held.extend(prices.iter().map(|x| x.id.to_string()));
     vec![
         store::cas(before, &after),
-        store::not_held(before, &held, store::PRODUCT_IN_USE),
+        store::not_held(before, &held, Conflict::ProductInUse),
     ]
 }

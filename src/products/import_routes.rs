@@ -27,7 +27,11 @@ impl From<ImportError> for ApiError {
             ImportError::Stale { .. } => {
                 ApiError::conflict("preview_stale", message).param("preview_id")
             }
-            ImportError::Held(code) => ApiError::conflict(code, message).param("preview_id"),
+            ImportError::Held(c) => {
+                let mut held = ApiError::from(c).param("preview_id");
+                held.message = message;
+                held
+            }
             ImportError::Commit(e) => e.into(),
             ImportError::Db(e) => e.into(),
         }

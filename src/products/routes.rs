@@ -13,7 +13,7 @@ use super::{
     },
     catalog::{self, owned, render_price, CatalogError},
     machine::Refusal,
-    store::{self, HAS_SALES, PRICE_IN_USE, PRODUCT_IN_USE},
+    store,
 };
 use crate::{
     auth::SecretKey,
@@ -54,15 +54,15 @@ impl From<Refusal> for ApiError {
                 ApiError::invalid("archived", r.to_string()).param(param.clone())
             }
             Refusal::DefaultPrice => ApiError::conflict("default_price", r.to_string()),
-            Refusal::HasSales => ApiError::conflict(HAS_SALES, r.to_string()),
+            Refusal::HasSales => ApiError::conflict("product_has_sales", r.to_string()),
             Refusal::BundleCycle(_) => {
                 ApiError::invalid("bundle_cycle", r.to_string()).param("components")
             }
             Refusal::InUse { what: "price", .. } => {
-                ApiError::conflict(PRICE_IN_USE, r.to_string()).param("price_id")
+                ApiError::conflict("price_in_use", r.to_string()).param("price_id")
             }
             Refusal::InUse { .. } => {
-                ApiError::conflict(PRODUCT_IN_USE, r.to_string()).param("product_id")
+                ApiError::conflict("product_in_use", r.to_string()).param("product_id")
             }
         }
     }

@@ -18,18 +18,12 @@ use crate::ids::{CategoryId, ImageId, PriceId, ProductId};
 use crate::{
     auth::keys::Scope,
     commit::{self, Change, Write},
+    conflict::Conflict,
     pagination::{paginate, List, Page, PageError},
     stored,
 };
 
 pub use crate::commit::CommitError;
-
-/// The refusal of a delete whose product is on a payment line.
-pub const HAS_SALES: &str = "product_has_sales";
-/// The refusal of an archive or delete of a product a bundle or an add-on group holds.
-pub const PRODUCT_IN_USE: &str = "product_in_use";
-/// The refusal of an archive of a price a bundle or an add-on group holds.
-pub const PRICE_IN_USE: &str = "price_in_use";
 
 pub async fn find(
     db: &impl ConnectionTrait,
@@ -91,6 +85,7 @@ pub async fn insert(
             shop_lock(&p.profile_id),
             within(p, max),
             PRODUCTS_BOUND,
+            max,
         ));
     commit::commit(db, change).await?;
     Ok(())
@@ -204,7 +199,7 @@ pub async fn holders(
 /// (after the product's compare-and-set): a bundle or group edit naming one of them touches
 /// its row while it is on sale (`on_sale`), so either that edit commits first and this
 /// condition sees it, or the edit finds it archived.
-pub fn not_held(p: &product::Model, ids: &[String], refusal: &'static str) -> Write {
+pub fn not_held(p: &product::Model, ids: &[String], refusal: Conflict) -> Write {
     Write::Require {
         query: holders_query(p, ids)
             .select_only()
@@ -280,9 +275,9 @@ pub async fn delete(
         .write(Write::Require {
             query: on_a_line,
             exists: false,
-            refusal: HAS_SALES,
+            refusal: Conflict::ProductHasSales,
         })
-        .write(not_held(before, &held_ids, PRODUCT_IN_USE))
+        .write(not_held(before, &held_ids, Conflict::ProductInUse))
         .write(Write::Delete(
             price::Entity::delete_many()
                 .filter(price::Column::ProductId.eq(before.id.as_str()))

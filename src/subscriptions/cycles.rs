@@ -28,6 +28,7 @@ use crate::{
     auth::keys::Scope,
     clock::SharedClock,
     commit::Event,
+    conflict::Conflict,
     ids::{new_id, PaymentId},
     money::Money,
     payments::{
@@ -67,6 +68,9 @@ pub enum SubscriptionError {
     Refused(#[from] Refusal),
     #[error("the subscription was changed concurrently")]
     LostRace,
+    /// A condition the change needed no longer held when it was written.
+    #[error(transparent)]
+    Conflict(Conflict),
     #[error("the subscription's next period is past the calendar's end")]
     PastCalendar,
     #[error("a cycle's amount overflows")]
@@ -94,7 +98,8 @@ impl From<store::NoRoom> for SubscriptionError {
 impl From<CommitError> for SubscriptionError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::LostRace | CommitError::Refused(_) => SubscriptionError::LostRace,
+            CommitError::LostRace => SubscriptionError::LostRace,
+            CommitError::Refused(c) => SubscriptionError::Conflict(c),
             CommitError::Db(e) => SubscriptionError::Db(e),
         }
     }

@@ -52,6 +52,7 @@ impl From<SubscriptionError> for ApiError {
             }
             SubscriptionError::Refused(r) => ApiError::conflict("invalid_state", r.to_string()),
             SubscriptionError::LostRace => ApiError::concurrent_update("subscription"),
+            SubscriptionError::Conflict(c) => c.into(),
             SubscriptionError::Overflow => {
                 ApiError::invalid_param("items", "what a cycle charges, tax included, overflows")
             }

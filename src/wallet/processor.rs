@@ -16,7 +16,7 @@ use super::{
     store::{self, CommitError},
 };
 use crate::commit::Db;
-use crate::{clock::SharedClock, commit, ids::new_id};
+use crate::{clock::SharedClock, commit, conflict::Conflict, ids::new_id};
 
 /// Reads and commits of one change before giving up to a concurrent writer.
 const TRIES: usize = 5;
@@ -37,6 +37,9 @@ pub enum WalletError {
     TooManyEntries,
     #[error("the case was changed concurrently")]
     LostRace,
+    /// A condition the change needed no longer held when it was written.
+    #[error(transparent)]
+    Conflict(Conflict),
     #[error("database: {0}")]
     Db(#[from] DbErr),
 }
@@ -44,7 +47,8 @@ pub enum WalletError {
 impl From<CommitError> for WalletError {
     fn from(e: CommitError) -> Self {
         match e {
-            CommitError::LostRace | CommitError::Refused(_) => WalletError::LostRace,
+            CommitError::LostRace => WalletError::LostRace,
+            CommitError::Refused(c) => WalletError::Conflict(c),
             CommitError::Db(e) => WalletError::Db(e),
         }
     }

@@ -48,6 +48,7 @@ impl From<WalletError> for ApiError {
                 ApiError::limit_reached("case history entries", processor::MAX_ENTRIES)
             }
             WalletError::LostRace => ApiError::concurrent_update("case"),
+            WalletError::Conflict(c) => c.into(),
             WalletError::Db(e) => e.into(),
         }
     }

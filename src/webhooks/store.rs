@@ -15,6 +15,7 @@ use sea_orm::{
 use super::{api::DisabledReason, signer::new_secret};
 use crate::commit::{self, Change, CommitError, Db, Write};
 use crate::{
+    conflict::Conflict,
     error::ApiError,
     ids::new_id,
     outbox::{delivery_row, ENDPOINT_DISABLED},
@@ -305,7 +306,7 @@ pub async fn manual_retries(
             .write(Write::Require {
                 query: lock_event,
                 exists: true,
-                refusal: "event_missing",
+                refusal: Conflict::EventMissing,
             })
             .write(Write::Require {
                 query: of_event()
@@ -313,14 +314,14 @@ pub async fn manual_retries(
                     .column(delivery::Column::Id)
                     .into_query(),
                 exists: false,
-                refusal: "deliveries_made",
+                refusal: Conflict::DeliveriesMade,
             });
         for endpoint in &endpoints {
             let d = delivery_row(event, &endpoint.id, now);
             new = new.write(commit::insert(d));
         }
         match commit::commit(db, new).await {
-            Ok(_) | Err(CommitError::Refused("deliveries_made")) => {}
+            Ok(_) | Err(CommitError::Refused(Conflict::DeliveriesMade)) => {}
             Err(e) => return Err(e.into()),
         }
         deliveries = of_event().all(db).await?;

@@ -5,6 +5,7 @@ use crate::common;
 
 use common::TestDb;
 use payd::commit::{self, Change, CommitError, Db, Event, Job, Write, Writers};
+use payd::conflict::Conflict;
 use payd_entity::{delivery_attempt, webhook_endpoint};
 use sea_orm::{
     sea_query::{Alias, Expr, ExprTrait, OnConflict, Query},
@@ -79,10 +80,16 @@ fn change(i: usize) -> Change {
                 .and_where(Expr::col(Alias::new("id")).eq("nowhere"))
                 .to_owned(),
             exists: true,
-            refusal: "unmet",
+            refusal: UNMET,
         }),
     }
 }
+
+/// The refusal of the tests' conditions (any [`Conflict`] would do).
+const UNMET: Conflict = Conflict::Bound {
+    setting: "tests.unmet",
+    max: 0,
+};
 
 /// A connection to the test database, with the table these tests write.
 async fn with_table(test_db: &TestDb) -> sea_orm::DatabaseConnection {
@@ -172,7 +179,7 @@ async fn together_and_alone(direct: bool) {
                 ),
                 "{i}: {e}"
             ),
-            (Kind::Unmet, Err(CommitError::Refused("unmet"))) => {}
+            (Kind::Unmet, Err(CommitError::Refused(UNMET))) => {}
             (k, other) => panic!("change {i} ({k:?}) answered {other:?}"),
         }
     }
@@ -231,7 +238,7 @@ async fn a_change_rolled_back_for_a_deadlock_is_written_again() {
     let pause = || Write::Require {
         query: Query::select().expr(Expr::cust("pg_sleep(0.3)")).to_owned(),
         exists: true,
-        refusal: "slept",
+        refusal: UNMET,
     };
     let first = Change::at(chrono::Utc::now())
         .write(bump("a"))
@@ -474,8 +481,8 @@ async fn reservations_in_one_transaction_see_each_others_debits() {
                 most_shared = Ord::max(most_shared, c.shared);
                 made += usize::from(i % 2 == 0);
             }
-            Err(CommitError::Refused(code)) if i % 2 == 0 => {
-                assert_eq!(*code, ledger::INSUFFICIENT)
+            Err(CommitError::Refused(why)) if i % 2 == 0 => {
+                assert_eq!(*why, Conflict::InsufficientBalance)
             }
             Err(e) => panic!("change {i}: {e}"),
         }
