@@ -2,15 +2,13 @@
 //! limits, ISO 4217 currencies, amounts in minor units, and the `{"data": [...]}` wrapper.
 //! Below every resource, so none of them borrows these from another.
 
-use std::collections::BTreeMap;
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::{error::ApiError, ids::Id};
 
-/// Free key-value data set by the merchant.
-pub type Metadata = BTreeMap<String, serde_json::Value>;
+pub use payd_model::metadata::Metadata;
 
 /// A free-text field of at most `max` characters.
 /// An id a body or query names, parsed: one that is not of kind `T` names nothing, so it is
@@ -34,17 +32,17 @@ pub fn check_text(
 }
 
 /// The one rule for metadata on every resource: at most 50 keys of 1 to 40 characters and
-/// 8 KiB in all. Returns its JSON text.
-pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<String>, ApiError> {
+/// 8 KiB in all (as stored: its JSON text). Returns it, to store.
+pub fn check_metadata(md: Option<&Metadata>) -> Result<Option<Metadata>, ApiError> {
     let Some(md) = md else { return Ok(None) };
-    let json = serde_json::to_string(md).unwrap_or_default();
-    if md.len() > 50 || json.len() > 8192 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
+    let bytes = serde_json::to_vec(md).map_or(usize::MAX, |json| json.len());
+    if md.len() > 50 || bytes > 8192 || md.keys().any(|k| k.is_empty() || k.len() > 40) {
         return Err(ApiError::invalid_param(
             "metadata",
             "at most 50 keys of 1 to 40 characters, 8 KiB in all",
         ));
     }
-    Ok(Some(json))
+    Ok(Some(md.clone()))
 }
 
 pub fn parse_amount(param: &str, amount: i64, max: i64) -> Result<i64, ApiError> {

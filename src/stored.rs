@@ -7,6 +7,9 @@
 use sea_orm::DbErr;
 use serde::de::DeserializeOwned;
 
+/// A column typed as its JSON (`metadata`): read as `T` or refused under the same policy.
+pub use payd_model::json::Json;
+
 /// The value of `column` of the row `row_id`, decoded.
 pub fn json<T: DeserializeOwned>(
     column: &'static str,

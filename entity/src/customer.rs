@@ -17,7 +17,7 @@ pub struct Model {
     /// JSON object.
     pub address: Option<String>,
     /// JSON object.
-    pub metadata: String,
+    pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub default_payment_method_id: Option<payd_model::ids::PaymentMethodId>,
     pub redacted_at: Option<DateTimeUtc>,
     pub version: i64,

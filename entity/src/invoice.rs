@@ -41,7 +41,7 @@ pub struct Model {
     /// `YYYY-MM-DD`.
     pub due_date: Option<String>,
     /// JSON object.
-    pub metadata: String,
+    pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub finalized_at: Option<DateTimeUtc>,
     pub paid_at: Option<DateTimeUtc>,
     pub voided_at: Option<DateTimeUtc>,

@@ -36,7 +36,7 @@ pub struct Model {
     /// JSON array of product lines.
     pub lines: Option<String>,
     /// JSON object.
-    pub metadata: String,
+    pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub description: Option<String>,
     pub return_url: Option<String>,
     pub hosted_checkout: bool,

@@ -19,7 +19,7 @@ pub struct Model {
     pub recipient: String,
     pub description: Option<String>,
     /// JSON object.
-    pub metadata: String,
+    pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub auto_fulfill: bool,
     /// Whether its amount is held from the available balance now.
     pub reserved: bool,

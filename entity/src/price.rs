@@ -18,7 +18,7 @@ pub struct Model {
     pub recurring_interval_count: Option<i64>,
     pub nickname: Option<String>,
     /// JSON object.
-    pub metadata: Option<String>,
+    pub metadata: Option<payd_model::json::Json<payd_model::metadata::Metadata>>,
     pub active: bool,
     pub external_id: Option<String>,
     pub created_at: DateTimeUtc,

@@ -14,7 +14,7 @@ pub struct Model {
     pub description: Option<String>,
     pub category_id: Option<payd_model::ids::CategoryId>,
     /// JSON object.
-    pub metadata: Option<String>,
+    pub metadata: Option<payd_model::json::Json<payd_model::metadata::Metadata>>,
     /// JSON array of image ids.
     pub images: String,
     pub active: bool,

@@ -17,7 +17,7 @@ pub struct Model {
     /// JSON array of `{line_id, quantity, amount}`.
     pub lines: String,
     pub reason: Option<String>,
-    pub metadata: String,
+    pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub processor_reference: Option<String>,
     pub failure_reason: Option<String>,
     pub version: i64,

@@ -46,7 +46,7 @@ pub struct Model {
     pub transition_id: String,
     pub ever_active: bool,
     pub open_cycle_id: Option<String>,
-    pub metadata: String,
+    pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub version: i64,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,

@@ -81,7 +81,7 @@ impl TryFrom<&customer::Model> for Customer {
             phone: c.phone.clone(),
             description: c.description.clone(),
             address: crate::stored::json_opt("address", &c.id, c.address.as_deref())?,
-            metadata: crate::stored::json("metadata", &c.id, &c.metadata)?,
+            metadata: c.metadata.0.clone(),
             default_payment_method_id: c
                 .default_payment_method_id
                 .as_ref()
@@ -360,7 +360,7 @@ pub fn redaction(c: &customer::Model, now: DateTime<Utc>) -> (customer::Model, V
         ("phone", c.phone.is_some()),
         ("description", c.description.is_some()),
         ("address", c.address.is_some()),
-        ("metadata", c.metadata != "{}"),
+        ("metadata", !c.metadata.is_empty()),
     ]
     .into_iter()
     .filter(|(_, had)| *had)
@@ -372,7 +372,7 @@ pub fn redaction(c: &customer::Model, now: DateTime<Utc>) -> (customer::Model, V
     after.phone = None;
     after.description = None;
     after.address = None;
-    after.metadata = "{}".into();
+    after.metadata = Default::default();
     after.default_payment_method_id = None;
     after.redacted_at = Some(now);
     after.updated_at = now;

@@ -11,6 +11,7 @@ use sea_orm::{
 };
 
 use super::api::{Address, CustomerFields, ListCustomersQuery, ListMandatesQuery};
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
@@ -44,8 +45,7 @@ pub async fn insert(
             .address
             .as_ref()
             .and_then(|a| serde_json::to_string(a).ok()),
-        metadata: serde_json::to_string(&f.metadata.clone().unwrap_or_default())
-            .unwrap_or_else(|_| "{}".into()),
+        metadata: Json(f.metadata.clone().unwrap_or_default()),
         default_payment_method_id: None,
         redacted_at: None,
         version: 1,
@@ -160,7 +160,7 @@ pub fn apply(c: &customer::Model, f: &CustomerFields, now: DateTime<Utc>) -> cus
         next.address = serde_json::to_string(a).ok();
     }
     if let Some(md) = &f.metadata {
-        next.metadata = serde_json::to_string(md).unwrap_or_else(|_| "{}".into());
+        next.metadata = Json(md.clone());
     }
     next.updated_at = now;
     next

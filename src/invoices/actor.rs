@@ -20,6 +20,8 @@ use super::{
     store::CommitError,
     tax::Place,
 };
+use crate::fields::Metadata;
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
@@ -83,7 +85,7 @@ pub enum Command {
         ask: CreditAsk,
         reason: String,
         memo: Option<String>,
-        metadata: String,
+        metadata: Metadata,
     },
     /// Renders and keeps the PDF of a finalized invoice if it has none.
     RenderPdf,
@@ -268,7 +270,7 @@ fn apply(after: &mut invoice::Model, patch: &Patch) {
         after.due_date = Some(d.to_string());
     }
     if let Some(md) = &patch.metadata {
-        after.metadata = md.clone();
+        after.metadata = Json(md.clone());
     }
 }
 
@@ -482,7 +484,7 @@ async fn credit_note(
     ask: &CreditAsk,
     reason: &str,
     memo: &Option<String>,
-    metadata: &str,
+    metadata: &Metadata,
     now: DateTime<Utc>,
 ) -> Result<Done, InvoiceError> {
     let lines = lines_of(m)?;
@@ -527,7 +529,7 @@ async fn credit_note(
         reason: Some(reason.to_owned()),
         locale: m.locale,
         due_date: None,
-        metadata: metadata.to_owned(),
+        metadata: Json(metadata.clone()),
         finalized_at: Some(now),
         paid_at: None,
         voided_at: None,

@@ -238,7 +238,7 @@ pub struct CreditNote {
     pub ask: machine::CreditAsk,
     pub reason: String,
     pub memo: Option<String>,
-    pub metadata: String,
+    pub metadata: Metadata,
 }
 
 impl CreditNoteRequest {
@@ -304,7 +304,7 @@ impl CreditNoteRequest {
             ask,
             reason,
             memo: check_text("memo", self.memo.as_ref(), 1_000)?,
-            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_default(),
         })
     }
 }
@@ -413,7 +413,7 @@ pub struct Invoice {
     pub locale: Option<String>,
     pub due_date: Option<String>,
     #[schema(value_type = Object)]
-    pub metadata: serde_json::Value,
+    pub metadata: Metadata,
     /// `GET` it for the PDF; `null` while a draft.
     pub pdf_url: Option<String>,
     pub test_mode: bool,
@@ -464,7 +464,7 @@ impl Invoice {
             reason: m.reason.clone(),
             locale: m.locale.map(|l| l.to_string()),
             due_date: m.due_date.clone(),
-            metadata: crate::stored::json("metadata", &m.id, &m.metadata)?,
+            metadata: m.metadata.0.clone(),
             pdf_url: m.finalized_at.map(|_| format!("/invoices/{}/pdf", m.id)),
             test_mode: m.test_mode,
             created: m.created_at,
@@ -876,8 +876,7 @@ pub struct NewInvoice {
     pub buyer: Option<Party>,
     pub memo: Option<String>,
     pub due_date: Option<NaiveDate>,
-    /// As stored (JSON).
-    pub metadata: String,
+    pub metadata: Metadata,
 }
 
 impl CreateInvoiceRequest {
@@ -941,7 +940,7 @@ impl CreateInvoiceRequest {
             buyer: self.buyer.map(|b| b.checked("buyer")).transpose()?,
             memo: check_text("memo", self.memo.as_ref(), 1_000)?,
             due_date: self.due_date,
-            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_default(),
         })
     }
 }
@@ -958,7 +957,7 @@ pub struct Patch {
     pub buyer: Option<Party>,
     pub memo: Option<String>,
     pub due_date: Option<NaiveDate>,
-    pub metadata: Option<String>,
+    pub metadata: Option<Metadata>,
 }
 
 impl UpdateInvoiceRequest {

@@ -13,6 +13,7 @@ use super::{
     machine::{self, Kind, Line, Status},
     store::{self, CommitError},
 };
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
@@ -133,7 +134,7 @@ pub async fn create(
         reason: None,
         locale: None,
         due_date: ask.due_date.map(|d| d.to_string()),
-        metadata: ask.metadata,
+        metadata: Json(ask.metadata),
         finalized_at: None,
         paid_at: None,
         voided_at: None,

@@ -147,8 +147,7 @@ pub struct NewPayment {
     pub mandate_request: Option<MandateRequest>,
     pub enable_partial_authorization: bool,
     pub lines: Option<Vec<Line>>,
-    /// As stored (JSON).
-    pub metadata: String,
+    pub metadata: Metadata,
     pub description: Option<String>,
     pub return_url: Option<String>,
     pub hosted_checkout: bool,
@@ -208,7 +207,7 @@ impl CreatePaymentRequest {
             .as_deref()
             .map(|l| parse_lines(l, amount.minor))
             .transpose()?;
-        check_metadata(self.metadata.as_ref())?;
+        let metadata = check_metadata(self.metadata.as_ref())?.unwrap_or_default();
         Ok(NewPayment {
             shop,
             amount,
@@ -223,8 +222,7 @@ impl CreatePaymentRequest {
             mandate_request,
             enable_partial_authorization: self.enable_partial_authorization,
             lines,
-            metadata: serde_json::to_string(&self.metadata.unwrap_or_default())
-                .unwrap_or_else(|_| "{}".into()),
+            metadata,
             description: check_text("description", self.description.as_ref(), 1000)?,
             return_url: parse_return_url(self.return_url.as_ref())?,
             hosted_checkout: self.hosted_checkout,
@@ -554,7 +552,7 @@ impl Payment {
             amount: m.amount,
             currency: m.currency.clone(),
             test_mode: m.test_mode,
-            metadata: stored::json("metadata", &m.id, &m.metadata)?,
+            metadata: m.metadata.0.clone(),
             client_secret: m.client_secret.clone(),
             capture_method: m.capture_method.into(),
             amount_authorized: m.amount_authorized,
@@ -624,7 +622,7 @@ impl Refund {
             currency: r.currency.clone(),
             lines: stored::json("lines", &r.id, &r.lines)?,
             reason: r.reason.clone(),
-            metadata: stored::json("metadata", &r.id, &r.metadata)?,
+            metadata: r.metadata.0.clone(),
             failure_reason: r.failure_reason.clone(),
             processor_reference: shown_reference(r.processor_reference.as_deref()),
             test_mode: r.test_mode,

@@ -4,7 +4,6 @@
 //! payment's status to learn whether it was paid.
 
 use payd_entity::payment;
-use serde_json::{Map, Value};
 
 use super::{
     actor::Payments,
@@ -15,6 +14,7 @@ use super::{
 };
 use crate::{
     auth::keys::Scope,
+    fields::Metadata,
     ids::{CustomerId, MandateId, PaymentId, PaymentMethodId, ProfileId},
     money::Money,
 };
@@ -36,7 +36,7 @@ pub struct Charge {
     /// What it pays for; they add up to `amount`. Billed as agreed, whatever the catalog
     /// says of their products and prices now.
     pub lines: Vec<Line>,
-    pub metadata: Map<String, Value>,
+    pub metadata: Metadata,
     pub description: String,
 }
 
@@ -171,7 +171,7 @@ fn ask(charge: Charge) -> NewPayment {
         mandate_request,
         enable_partial_authorization: false,
         lines: Some(charge.lines).filter(|l| !l.is_empty()),
-        metadata: Value::Object(charge.metadata).to_string(),
+        metadata: charge.metadata,
         description: Some(charge.description),
         return_url: None,
         hosted_checkout: checkout,
@@ -218,7 +218,7 @@ mod tests {
             pay: Pay::Checkout,
             amount: Money::new(amount, "EUR"),
             lines,
-            metadata: Map::new(),
+            metadata: Metadata::new(),
             description: "a cycle".to_owned(),
         }
     }
@@ -308,7 +308,7 @@ mod tests {
             processor_reference: None,
             last_error: None,
             lines: None,
-            metadata: "{}".to_owned(),
+            metadata: Default::default(),
             description: None,
             return_url: None,
             hosted_checkout: false,

@@ -13,6 +13,7 @@ use super::{
     machine::{Line, Status},
     processor_accounts, store,
 };
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
@@ -144,7 +145,7 @@ pub async fn create(
             .lines
             .as_ref()
             .and_then(|l| serde_json::to_string(l).ok()),
-        metadata: ask.metadata,
+        metadata: Json(ask.metadata),
         description: ask.description,
         return_url: ask.return_url,
         hosted_checkout: ask.hosted_checkout,

@@ -13,6 +13,7 @@ use super::{
     machine::{Authorization, CaptureMethod, Refusal, Status},
     store::{self, Announcement},
 };
+use crate::stored::Json;
 use crate::{
     ids::new_id,
     processors::{AuthResult, StoredCard},
@@ -186,7 +187,7 @@ pub(super) fn apply_patch(
         None => {}
     }
     if let Some(md) = &p.metadata {
-        after.metadata = serde_json::to_string(md).unwrap_or_else(|_| "{}".into());
+        after.metadata = Json(md.clone());
     }
     if let Some(d) = &p.description {
         after.description = Some(d.clone());

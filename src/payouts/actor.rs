@@ -16,6 +16,8 @@ use super::{
     processor, store,
     store::CommitError,
 };
+use crate::fields::Metadata;
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
@@ -73,7 +75,7 @@ pub struct Patch {
     pub destination: Option<(String, String)>,
     pub auto_fulfill: Option<bool>,
     pub description: Option<String>,
-    pub metadata: Option<String>,
+    pub metadata: Option<Metadata>,
 }
 
 #[derive(Debug, Clone)]
@@ -216,7 +218,7 @@ async fn step(
                 after.description = Some(d.clone());
             }
             if let Some(md) = &patch.metadata {
-                after.metadata = md.clone();
+                after.metadata = Json(md.clone());
             }
             save(deps, m, after).await
         }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{machine, processor};
+use crate::stored::Json;
 use crate::{
     error::ApiError,
     fields::{check_metadata, check_text, parse_amount, parse_currency, Metadata},
@@ -187,7 +188,7 @@ impl CreatePayoutRequest {
             destination: serde_json::to_string(&destination).unwrap_or_default(),
             recipient,
             description: check_text("description", self.description.as_ref(), 1_000)?,
-            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into()),
+            metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_default(),
             confirm: self.confirm,
             auto_fulfill: self.auto_fulfill,
         })
@@ -203,7 +204,7 @@ pub struct NewPayout {
     pub destination: String,
     pub recipient: String,
     pub description: Option<String>,
-    pub metadata: String,
+    pub metadata: Metadata,
     pub confirm: bool,
     pub auto_fulfill: bool,
 }
@@ -230,7 +231,7 @@ impl NewPayout {
             destination: self.destination,
             recipient: self.recipient,
             description: self.description,
-            metadata: self.metadata,
+            metadata: Json(self.metadata),
             auto_fulfill: self.auto_fulfill,
             reserved: self.confirm,
             failure_code: None,
@@ -331,7 +332,7 @@ pub struct Payout {
     pub auto_fulfill: bool,
     pub description: Option<String>,
     #[schema(value_type = Object)]
-    pub metadata: serde_json::Value,
+    pub metadata: Metadata,
     pub failure: Option<Failure>,
     pub profile_id: String,
     pub test_mode: bool,
@@ -350,7 +351,7 @@ impl Payout {
             destination: crate::stored::json("destination", &m.id, &m.destination)?,
             auto_fulfill: m.auto_fulfill,
             description: m.description.clone(),
-            metadata: crate::stored::json("metadata", &m.id, &m.metadata)?,
+            metadata: m.metadata.0.clone(),
             failure: m.failure_code.as_ref().map(|code| Failure {
                 code: code.clone(),
                 message: m.failure_message.clone().unwrap_or_default(),

@@ -354,8 +354,7 @@ pub struct NewPrice {
     /// Interval and count.
     pub recurring: Option<(machine::Interval, i64)>,
     pub nickname: Option<String>,
-    /// As stored (JSON).
-    pub metadata: Option<String>,
+    pub metadata: Option<Metadata>,
     pub default: bool,
 }
 
@@ -405,8 +404,7 @@ pub struct NewProduct {
     pub name: String,
     pub description: Option<String>,
     pub category_id: Option<String>,
-    /// As stored (JSON).
-    pub metadata: Option<String>,
+    pub metadata: Option<Metadata>,
     pub images: Vec<String>,
     /// 1 to [`MAX_PRICES`], at most one of them the default.
     pub prices: Vec<NewPrice>,
@@ -462,8 +460,7 @@ pub struct ProductPatch {
     pub description: Option<String>,
     /// `Some("")` takes the product out of its category.
     pub category_id: Option<String>,
-    /// As stored (JSON).
-    pub metadata: Option<String>,
+    pub metadata: Option<Metadata>,
     pub images: Option<Vec<String>>,
     pub default_price_id: Option<String>,
 }
@@ -489,8 +486,7 @@ impl UpdateProductRequest {
 #[derive(Debug)]
 pub struct PricePatch {
     pub nickname: Option<String>,
-    /// As stored (JSON).
-    pub metadata: Option<String>,
+    pub metadata: Option<Metadata>,
     pub default: Option<bool>,
 }
 

@@ -16,6 +16,7 @@ use super::{
     machine::{self, Refusal},
     store,
 };
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
@@ -100,7 +101,7 @@ pub async fn render(
                     .map(|i| format!("{public_url}/products/images/{i}"))
                     .collect(),
                 images,
-                metadata: parse_metadata(&p.id, p.metadata.as_deref())?,
+                metadata: shown(p.metadata.as_ref()),
                 external_id: p.external_id.clone(),
                 test_mode: p.test_mode,
                 created_at: p.created_at,
@@ -121,7 +122,7 @@ pub fn render_price(p: &price::Model, default: Option<&str>) -> Result<Price, se
             interval_count: p.recurring_interval_count.unwrap_or(1),
         }),
         nickname: p.nickname.clone(),
-        metadata: parse_metadata(&p.id, p.metadata.as_deref())?,
+        metadata: shown(p.metadata.as_ref()),
         active: p.active,
         default: default == Some(p.id.as_str()),
         external_id: p.external_id.clone(),
@@ -132,8 +133,8 @@ pub fn render_price(p: &price::Model, default: Option<&str>) -> Result<Price, se
 }
 
 /// Stored metadata as shown: an object, empty when none was set.
-fn parse_metadata(id: &str, stored: Option<&str>) -> Result<Metadata, sea_orm::DbErr> {
-    crate::stored::json_opt("metadata", id, stored).map(Option::unwrap_or_default)
+fn shown(stored: Option<&Json<Metadata>>) -> Metadata {
+    stored.map(|m| m.0.clone()).unwrap_or_default()
 }
 
 /// A new price row of `p`.
@@ -149,7 +150,7 @@ fn price_row(p: &product::Model, ask: &NewPrice, now: DateTime<Utc>) -> price::M
         recurring_interval: ask.recurring.as_ref().map(|r| r.0),
         recurring_interval_count: ask.recurring.as_ref().map(|r| r.1),
         nickname: ask.nickname.clone(),
-        metadata: ask.metadata.clone(),
+        metadata: ask.metadata.clone().map(Json),
         active: true,
         external_id: None,
         created_at: now,
@@ -213,7 +214,7 @@ pub async fn create(
         name: ask.name,
         description: ask.description,
         category_id,
-        metadata: ask.metadata,
+        metadata: ask.metadata.map(Json),
         images: check_images(db, scope, &ask.images).await?,
         active: true,
         default_price_id: None,
@@ -340,7 +341,7 @@ pub async fn update(
             after.description = patch.description.clone();
         }
         if patch.metadata.is_some() {
-            after.metadata = patch.metadata.clone();
+            after.metadata = patch.metadata.clone().map(Json);
         }
         if let Some(i) = &images {
             after.images = i.clone();
@@ -477,7 +478,7 @@ pub async fn update_price(
             row.nickname = patch.nickname.clone();
         }
         if patch.metadata.is_some() {
-            row.metadata = patch.metadata.clone();
+            row.metadata = patch.metadata.clone().map(Json);
         }
         row.updated_at = now;
         Ok((after, vec![store::price_update(row.clone())], row))

@@ -9,6 +9,8 @@ use sea_orm::{
 };
 
 use super::api::ListRefundsRequest;
+use crate::fields::Metadata;
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Write},
@@ -60,7 +62,7 @@ pub async fn update_details(
     db: &Db,
     current: &refund::Model,
     reason: Option<String>,
-    metadata: Option<String>,
+    metadata: Option<Metadata>,
     now: DateTime<Utc>,
 ) -> Result<refund::Model, CommitError> {
     let mut next = current.clone();
@@ -68,7 +70,7 @@ pub async fn update_details(
         next.reason = Some(r);
     }
     if let Some(m) = metadata {
-        next.metadata = m;
+        next.metadata = Json(m);
     }
     next.version = current.version + 1;
     next.updated_at = now;

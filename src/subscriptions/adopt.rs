@@ -253,7 +253,7 @@ pub fn adopted(
         transition_id: new_id("tr"),
         ever_active: true,
         open_cycle_id: None,
-        metadata: "{}".into(),
+        metadata: Default::default(),
         version: 1,
         created_at: now,
         updated_at: now,

@@ -101,8 +101,7 @@ pub struct NewSubscription {
     pub customer_id: String,
     /// A fixed term of this many periods (1 to 1 000).
     pub term_cycles: Option<i64>,
-    /// As stored (JSON).
-    pub metadata: String,
+    pub metadata: Metadata,
     pub billing: Billing,
 }
 
@@ -139,8 +138,7 @@ impl CreateSubscriptionRequest {
                 "a fixed term is 1 to 1000 periods",
             ));
         }
-        let metadata =
-            crate::fields::check_metadata(self.metadata.as_ref())?.unwrap_or_else(|| "{}".into());
+        let metadata = crate::fields::check_metadata(self.metadata.as_ref())?.unwrap_or_default();
         let billing = match checkout {
             true => self.checkout_billing()?,
             false if self.plan_id.is_some() => self.plan_billing()?,
@@ -466,7 +464,7 @@ impl Subscription {
                 .map(ToString::to_string),
             term_cycles: s.term_cycles,
             profile_id: s.profile_id.to_string(),
-            metadata: crate::stored::json("metadata", &s.id, &s.metadata)?,
+            metadata: s.metadata.0.clone(),
             created: s.created_at,
         })
     }

@@ -17,6 +17,7 @@ use super::{
     plans::PlanItem,
     store,
 };
+use crate::stored::Json;
 use crate::commit::Db;
 use crate::{
     auth::keys::{Caller, Scope},
@@ -278,7 +279,7 @@ async fn new_subscription(
         transition_id: new_id("tr"),
         ever_active: false,
         open_cycle_id: None,
-        metadata: ask.metadata.clone(),
+        metadata: Json(ask.metadata.clone()),
         version: 1,
         created_at: now,
         updated_at: now,
@@ -377,7 +378,7 @@ async fn create_at_processor(
     s.status = Status::Created;
     s.ever_active = false;
     s.term_cycles = ask.term_cycles;
-    s.metadata = ask.metadata.clone();
+    s.metadata = Json(ask.metadata.clone());
     collect_first(subscriptions, s, now).await
 }
 

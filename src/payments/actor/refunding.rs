@@ -1,6 +1,7 @@
 //! Refunds: reserving, asking the processor, recording its answer, settling pending ones,
 //! adopting those made at the processor; and the sandbox buyer's dispute.
 
+use crate::stored::Json;
 use super::*;
 use payd_model::payments::Trigger;
 use payd_model::refunds::Status as Stored;
@@ -31,7 +32,7 @@ pub(super) async fn refund(
     let (account, reference) = processor_of(m)?;
     let (after, mut intent) = reserved(m, &lines, &plan, now);
     intent.reason = reason.clone();
-    intent.metadata = serde_json::to_string(metadata).unwrap_or_else(|_| "{}".into());
+    intent.metadata = Json(metadata.clone());
     let processor = deps.processor_for(m, &account).await?;
     takes_amount(&*processor, plan.amount, &m.currency)?;
     if !processor.keeps_state() {
@@ -89,7 +90,7 @@ pub(super) fn reserved(
         currency: m.currency.clone(),
         lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
         reason: None,
-        metadata: "{}".to_owned(),
+        metadata: Json::default(),
         processor_reference: None,
         failure_reason: None,
         version: 0,
