@@ -2,7 +2,6 @@
 //! limits, ISO 4217 currencies, amounts in minor units, and the `{"data": [...]}` wrapper.
 //! Below every resource, so none of them borrows these from another.
 
-
 use serde::Serialize;
 use utoipa::ToSchema;
 

@@ -40,6 +40,7 @@ use sea_orm::{
 };
 use sha2::{Digest, Sha256};
 
+use crate::stored::Json;
 use crate::{
     auth::{self, Caller},
     error::ApiError,
@@ -371,12 +372,7 @@ fn replay(row: &idempotency_key::Model) -> Result<HttpResponse, sea_orm::DbErr> 
         .and_then(|s| StatusCode::from_u16(s).ok())
         .unwrap_or(StatusCode::OK);
     let mut res = HttpResponse::build(status);
-    let headers: Vec<(String, String)> = crate::stored::json_opt(
-        "response_headers",
-        &row.merchant_id,
-        row.response_headers.as_deref(),
-    )?
-    .unwrap_or_default();
+    let headers = row.response_headers.clone().unwrap_or_default().0;
     for (name, value) in headers {
         res.insert_header((name, value));
     }
@@ -532,7 +528,7 @@ impl KeyStore {
             )
             .col_expr(
                 idempotency_key::Column::ResponseHeaders,
-                Expr::value(serde_json::to_string(&kept).unwrap_or_default()),
+                Expr::value(Json(kept)),
             )
             .col_expr(idempotency_key::Column::ResponseBody, Expr::value(body))
             .col_expr(idempotency_key::Column::OwnerKeyId, Expr::value(owner))

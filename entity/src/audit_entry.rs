@@ -17,7 +17,7 @@ pub struct Model {
     /// The id of what it acted on.
     pub target_id: String,
     /// JSON object: what changed (a URL, a shop, a name), never a secret.
-    pub details: String,
+    pub details: payd_model::json::Json<payd_model::json::Value>,
     pub created_at: DateTimeUtc,
 }
 

@@ -12,7 +12,7 @@ pub struct Model {
     pub number: i32,
     pub trigger: payd_model::webhooks::AttemptTrigger,
     /// JSON object of the request headers (the signature included; no secret).
-    pub request_headers: String,
+    pub request_headers: payd_model::json::Json<std::collections::BTreeMap<String, String>>,
     pub response_status: Option<i32>,
     /// The first 16 KiB of the answer.
     pub response_body: Option<String>,

@@ -19,7 +19,7 @@ pub struct Model {
     pub state: payd_model::idempotency::KeyState,
     pub response_status: Option<i32>,
     /// JSON array of `[name, value]` pairs replayed with the body.
-    pub response_headers: Option<String>,
+    pub response_headers: Option<payd_model::json::Json<Vec<(String, String)>>>,
     pub response_body: Option<String>,
     /// Set when the answer carries a one-time secret: it is replayed only to this API key.
     pub owner_key_id: Option<String>,

@@ -47,8 +47,8 @@ pub struct Model {
     pub expires_at: DateTimeUtc,
     pub capture_before: Option<DateTimeUtc>,
     pub captured_at: Option<DateTimeUtc>,
-    /// JSON: both accounts when the processor contradicts ours.
-    pub conflict: Option<String>,
+    /// Both accounts when the processor contradicts ours.
+    pub conflict: Option<payd_model::json::Json<payd_model::json::Value>>,
     /// JSON: the operation sent to the processor whose outcome is not recorded yet (its
     /// intent, committed before the request went out).
     pub pending_operation: Option<String>,

@@ -16,7 +16,7 @@ pub struct Model {
     /// JSON object.
     pub metadata: Option<payd_model::json::Json<payd_model::metadata::Metadata>>,
     /// JSON array of image ids.
-    pub images: String,
+    pub images: payd_model::json::Json<Vec<payd_model::ids::ImageId>>,
     pub active: bool,
     pub default_price_id: Option<payd_model::ids::PriceId>,
     /// JSON array of components; none for a product that is not a bundle.

@@ -17,7 +17,7 @@ pub struct Model {
     /// `#rrggbb`, with at least 4.5:1 contrast against white.
     pub accent_color: Option<String>,
     /// The origins that may frame the shop's card form: a JSON array of `scheme://host[:port]`.
-    pub embed_origins: Option<String>,
+    pub embed_origins: Option<payd_model::json::Json<Vec<String>>>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

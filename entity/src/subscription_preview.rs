@@ -11,7 +11,7 @@ pub struct Model {
     pub profile_id: payd_model::ids::ProfileId,
     pub test_mode: bool,
     /// JSON array of processor subscription ids.
-    pub processor_subscription_ids: String,
+    pub processor_subscription_ids: payd_model::json::Json<Vec<String>>,
     pub created_at: DateTimeUtc,
 }
 

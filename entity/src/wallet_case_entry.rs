@@ -19,7 +19,7 @@ pub struct Model {
     pub message: Option<String>,
     pub amount: Option<i64>,
     /// A JSON array of file ids.
-    pub file_ids: Option<String>,
+    pub file_ids: Option<payd_model::json::Json<Vec<String>>>,
     pub created_at: DateTimeUtc,
 }
 

@@ -64,6 +64,16 @@ macro_rules! id_type {
             }
         }
 
+        /// Only an id of this kind: any other text is an error naming the kind.
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+                Self::parse(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format_args!("{text:?} is not a {} id", $noun))
+                })
+            }
+        }
+
         impl Id for $name {
             const PREFIX: &'static str = $prefix;
             const NOUN: &'static str = $noun;
@@ -252,6 +262,10 @@ mod tests {
         assert_eq!(ProfileId::parse(a.as_str()), None);
         assert_eq!(MerchantId::parse("mer_xyz"), None);
         assert_eq!(MerchantId::parse(&a.as_str().to_uppercase()), None);
+        let json = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<MerchantId>(&json).unwrap(), a);
+        let wrong = serde_json::from_str::<ProfileId>(&json).unwrap_err().to_string();
+        assert!(wrong.contains("is not a shop id"), "{wrong}");
     }
 
     /// Read from a real (SQLite) row: NULL is `None`, an id of its kind that id, any other

@@ -11,6 +11,9 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
+/// Any JSON value: the `T` of a column whose shape is open (an audit entry's details).
+pub use serde_json::Value;
+
 /// A `T` stored as its JSON text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Json<T>(pub T);

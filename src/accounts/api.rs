@@ -157,7 +157,7 @@ impl TryFrom<profile::Model> for Shop {
 
     fn try_from(m: profile::Model) -> Result<Self, Self::Error> {
         Ok(Self {
-            embed_origins: embed_origins_of(&m)?,
+            embed_origins: embed_origins_of(&m),
             profile_id: m.id.into(),
             name: m.name,
             branding: Branding {
@@ -192,9 +192,8 @@ pub const MAX_EMBED_ORIGINS: usize = 10;
 
 /// A shop's registered embed origins (none when unset); a stored list that does not decode is
 /// an error (`stored`), never read as none.
-pub fn embed_origins_of(shop: &profile::Model) -> Result<Vec<String>, sea_orm::DbErr> {
-    crate::stored::json_opt("embed_origins", &shop.id, shop.embed_origins.as_deref())
-        .map(Option::unwrap_or_default)
+pub fn embed_origins_of(shop: &profile::Model) -> Vec<String> {
+    shop.embed_origins.clone().unwrap_or_default().0
 }
 
 /// Embed origins as sent, checked and written as browsers write an origin (lower-case host,
@@ -453,7 +452,7 @@ impl TryFrom<audit_entry::Model> for AuditEntry {
 
     fn try_from(m: audit_entry::Model) -> Result<Self, Self::Error> {
         Ok(Self {
-            details: crate::stored::json("details", &m.id, &m.details)?,
+            details: m.details.0.clone(),
             audit_id: m.id,
             action: m.action.to_string(),
             actor_key_id: m.actor_key_id,

@@ -10,6 +10,7 @@ use super::{
     },
     store,
 };
+use crate::stored::Json;
 use crate::{
     auth::{Admin, Caller, Mode, SecretKey, ShopKey},
     error::ApiError,
@@ -300,10 +301,7 @@ pub async fn put_shop(
         shop.accent_color = b.accent_color;
     }
     if let Some(origins) = embed_origins {
-        shop.embed_origins = (!origins.is_empty())
-            .then(|| serde_json::to_string(&origins))
-            .transpose()
-            .map_err(ApiError::internal)?;
+        shop.embed_origins = (!origins.is_empty()).then_some(Json(origins));
     }
     store::update_profile(&state.db, state.clock.now(), &shop, Some(&caller.key_id)).await?;
     Ok(HttpResponse::Ok().json(Shop::try_from(shop)?))

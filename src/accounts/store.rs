@@ -11,6 +11,7 @@ use sea_orm::{
 pub use payd_model::audit::Action;
 
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::{generate_key, hash_key, pepper_id, KeyKind, Mode},
     clock::Timeline,
@@ -38,7 +39,7 @@ pub fn audited(a: Audit<'_>, now: DateTime<Utc>) -> Write {
         actor_key_id: a.actor.map(ToString::to_string),
         action: a.action,
         target_id: a.target_id.to_owned(),
-        details: a.details.to_string(),
+        details: Json(a.details),
         created_at: now,
     })
 }

@@ -11,8 +11,8 @@ use sea_orm::{
 };
 
 use super::api::{Address, CustomerFields, ListCustomersQuery, ListMandatesQuery};
-use crate::stored::Json;
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     commit::{self, Change, CommitError, Event, Job, Write},
     conflict::Conflict,

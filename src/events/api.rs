@@ -101,7 +101,7 @@ pub struct AttemptView {
     /// `initial`, `automatic` or `manual`.
     pub trigger: String,
     #[schema(value_type = Object)]
-    pub request_headers: serde_json::Value,
+    pub request_headers: std::collections::BTreeMap<String, String>,
     pub response_status: Option<i32>,
     pub response_body: Option<String>,
     pub error_kind: Option<String>,
@@ -115,7 +115,7 @@ impl TryFrom<delivery_attempt::Model> for AttemptView {
 
     fn try_from(a: delivery_attempt::Model) -> Result<Self, Self::Error> {
         Ok(Self {
-            request_headers: crate::stored::json("request_headers", &a.id, &a.request_headers)?,
+            request_headers: a.request_headers.0.clone(),
             attempt_id: a.id,
             delivery_id: a.delivery_id,
             number: a.number,

@@ -20,9 +20,9 @@ use super::{
     store::CommitError,
     tax::Place,
 };
+use crate::commit::Db;
 use crate::fields::Metadata;
 use crate::stored::Json;
-use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},

@@ -13,8 +13,8 @@ use super::{
     machine::{self, Kind, Line, Status},
     store::{self, CommitError},
 };
-use crate::stored::Json;
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::{Caller, Scope},
     ids::{CustomerId, InvoiceId, PaymentId},

@@ -13,8 +13,8 @@ use super::{
     machine::{Line, Status},
     processor_accounts, store,
 };
-use crate::stored::Json;
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::Scope,
     customers::{

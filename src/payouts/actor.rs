@@ -16,9 +16,9 @@ use super::{
     processor, store,
     store::CommitError,
 };
+use crate::commit::Db;
 use crate::fields::Metadata;
 use crate::stored::Json;
-use crate::commit::Db;
 use crate::{
     auth::keys::Scope,
     clock::{SharedClock, Timeline},

@@ -16,14 +16,14 @@ use super::{
     machine::{self, Refusal},
     store,
 };
-use crate::stored::Json;
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::Scope,
     commit::{self, CommitError, Write},
     conflict::Conflict,
     fields::Metadata,
-    ids::{new_id, CategoryId, PriceId, ProductId, ProfileId},
+    ids::{new_id, CategoryId, ImageId, PriceId, ProductId, ProfileId},
 };
 
 /// Reads and commits of one change before giving up to concurrent writers.
@@ -83,7 +83,7 @@ pub async fn render(
                 .filter(|x| x.product_id == p.id && (x.active || !active_only))
                 .map(|x| render_price(x, p.default_price_id.as_deref()))
                 .collect::<Result<_, _>>()?;
-            let images = store::images(&p)?;
+            let images: Vec<String> = p.images.iter().map(ToString::to_string).collect();
             Ok(Product {
                 product_id: p.id.to_string(),
                 version: p.version,
@@ -159,19 +159,28 @@ fn price_row(p: &product::Model, ask: &NewPrice, now: DateTime<Utc>) -> price::M
 }
 
 /// Images of the caller's merchant and mode, as stored.
-async fn check_images(db: &Db, scope: &Scope, images: &[String]) -> Result<String, CatalogError> {
+async fn check_images(
+    db: &Db,
+    scope: &Scope,
+    images: &[String],
+) -> Result<Json<Vec<ImageId>>, CatalogError> {
+    let mut ids = Vec::with_capacity(images.len());
     for id in images {
-        let found = match crate::ids::ImageId::parse(id) {
+        let found = match ImageId::parse(id) {
             Some(id) => store::find_image(db, &id).await?,
             None => None,
         };
-        if !found.is_some_and(|i| {
-            i.merchant_id == scope.merchant_id.as_str() && i.test_mode == scope.test_mode
-        }) {
-            return Err(not_found("image", "images"));
+        match found {
+            Some(i)
+                if i.merchant_id == scope.merchant_id.as_str()
+                    && i.test_mode == scope.test_mode =>
+            {
+                ids.push(i.id)
+            }
+            _ => return Err(not_found("image", "images")),
         }
     }
-    Ok(serde_json::to_string(images).unwrap_or_else(|_| "[]".into()))
+    Ok(Json(ids))
 }
 
 /// A category of the product's shop.

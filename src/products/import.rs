@@ -534,7 +534,7 @@ fn create(
         description: r.description.clone(),
         category_id: None,
         metadata: None,
-        images: "[]".into(),
+        images: Default::default(),
         active: true,
         default_price_id: None,
         bundle: None,

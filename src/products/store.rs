@@ -65,11 +65,6 @@ pub fn components(p: &product::Model) -> Result<Option<Vec<Component>>, DbErr> {
     stored::json_opt("bundle", &p.id, p.bundle.as_deref())
 }
 
-/// The image ids stored on a product.
-pub fn images(p: &product::Model) -> Result<Vec<String>, DbErr> {
-    stored::json("images", &p.id, &p.images)
-}
-
 /// A new product with its prices, in one commit.
 pub async fn insert(
     db: &Db,

@@ -9,9 +9,9 @@ use sea_orm::{
 };
 
 use super::api::ListRefundsRequest;
+use crate::commit::Db;
 use crate::fields::Metadata;
 use crate::stored::Json;
-use crate::commit::Db;
 use crate::{
     commit::{self, Change, CommitError, Write},
     pagination::{created_between, paginate, List, Page, PageError},

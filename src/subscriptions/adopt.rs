@@ -14,6 +14,7 @@ use super::{
     actor::Subscriptions, api::Item, cycles::SubscriptionError, machine::Status, plans, store,
 };
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::{Caller, Scope},
     commit::{self, Change, CommitError},
@@ -279,9 +280,9 @@ pub async fn preview(
             None => {}
         }
     }
-    let ids: Vec<&str> = listed
+    let ids: Vec<String> = listed
         .iter()
-        .map(|p| p.processor_subscription_id.as_str())
+        .map(|p| p.processor_subscription_id.clone())
         .collect();
     let now = deps.clock.now();
     let row = subscription_preview::Model {
@@ -289,7 +290,7 @@ pub async fn preview(
         merchant_id: scope.merchant_id.clone(),
         profile_id: shop.clone(),
         test_mode: scope.test_mode,
-        processor_subscription_ids: serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into()),
+        processor_subscription_ids: Json(ids),
         created_at: now,
     };
     commit::commit(&deps.db, Change::at(now).write(commit::insert(row.clone()))).await?;
@@ -322,11 +323,7 @@ pub async fn apply(
     let row = found
         .filter(|r| scope.sees(&r.merchant_id, r.test_mode, &r.profile_id) && r.profile_id == *shop)
         .ok_or(AdoptError::NoSuchPreview)?;
-    let ids: Vec<String> = crate::stored::json(
-        "processor_subscription_ids",
-        &row.id,
-        &row.processor_subscription_ids,
-    )?;
+    let ids = row.processor_subscription_ids.0;
     let mut applied = ImportApplied {
         preview_id: row.id.to_string(),
         adopted: Vec::new(),

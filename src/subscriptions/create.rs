@@ -17,8 +17,8 @@ use super::{
     plans::PlanItem,
     store,
 };
-use crate::stored::Json;
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::{Caller, Scope},
     customers,

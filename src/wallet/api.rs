@@ -114,8 +114,7 @@ impl HistoryEntry {
             status_to: e.status_to.map(|s| s.to_string()),
             message: e.message.clone(),
             amount: e.amount,
-            file_ids: crate::stored::json_opt("file_ids", &e.case_id, e.file_ids.as_deref())?
-                .unwrap_or_default(),
+            file_ids: e.file_ids.clone().unwrap_or_default().0,
             created: e.created_at,
         })
     }

@@ -14,6 +14,7 @@ use super::{
     machine::{Case, Changed},
 };
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     commit::{self, Change, Job, Write},
     pagination::{created_between, paginate, List, Page, PageError},
@@ -75,8 +76,7 @@ fn entry_rows(
             status_to: e.status.map(|(_, to)| to),
             message: e.message.clone(),
             amount: e.amount,
-            file_ids: (!e.file_ids.is_empty())
-                .then(|| serde_json::to_string(&e.file_ids).unwrap_or_default()),
+            file_ids: (!e.file_ids.is_empty()).then(|| Json(e.file_ids.clone())),
             created_at: now,
         })
         .collect()

@@ -15,6 +15,7 @@ use super::{
     policy::{self, Answer},
     signer,
 };
+use crate::stored::Json;
 use crate::{
     ids::new_id,
     outbound::{self, Blocked, Policy},
@@ -158,18 +159,14 @@ pub fn attempt_row(
     next_attempt_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> delivery_attempt::ActiveModel {
-    let headers: serde_json::Map<String, serde_json::Value> = outcome
-        .request_headers
-        .iter()
-        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-        .collect();
+    let headers = outcome.request_headers.iter().cloned().collect();
     delivery_attempt::ActiveModel {
         id: Set(new_id("dla")),
         delivery_id: Set(d.id.clone()),
         event_id: Set(d.event_id.to_string()),
         number: Set(number),
         trigger: Set(trigger),
-        request_headers: Set(serde_json::Value::Object(headers).to_string()),
+        request_headers: Set(Json(headers)),
         response_status: Set(match outcome.answer {
             Answer::Status { code, .. } => Some(i32::from(code)),
             _ => None,

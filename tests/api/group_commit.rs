@@ -310,7 +310,7 @@ fn change_with_parts(i: usize) -> Change {
             event_id: format!("e{i}"),
             number: 1,
             trigger: payd_model::webhooks::AttemptTrigger::Initial,
-            request_headers: "{}".to_owned(),
+            request_headers: Default::default(),
             response_status: Some(200),
             response_body: None,
             error_kind: None,

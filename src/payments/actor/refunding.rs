@@ -1,8 +1,8 @@
 //! Refunds: reserving, asking the processor, recording its answer, settling pending ones,
 //! adopting those made at the processor; and the sandbox buyer's dispute.
 
-use crate::stored::Json;
 use super::*;
+use crate::stored::Json;
 use payd_model::payments::Trigger;
 use payd_model::refunds::Status as Stored;
 
@@ -342,11 +342,10 @@ pub(super) async fn adopt_refund(
         let mut after = m.clone();
         after.status = Status::Conflicted;
         after.updated_at = now;
-        after.conflict = serde_json::to_string(&serde_json::json!({
+        after.conflict = Some(Json(serde_json::json!({
             "ours": {"status": m.status.as_str(), "captured": m.amount_captured, "refunded": m.amount_refunded},
             "processor": {"refund": applied.reference, "amount": applied.amount},
-        }))
-        .ok();
+        })));
         return commit(deps, m, after, Changes::of(Trigger::Sync)).await;
     };
     let (after, mut refund) = reserved(m, &lines, &plan, now);

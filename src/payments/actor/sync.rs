@@ -2,6 +2,7 @@
 //! reconciliation of an operation whose outcome was not recorded.
 
 use super::*;
+use crate::stored::Json;
 use payd_model::payments::Trigger;
 
 /// Reconciles the operation whose outcome the payment has not recorded: an authorization by
@@ -196,11 +197,10 @@ pub(super) async fn sync_status(
     }
     let mut after = store::with_state(m, &next, now);
     if next.status == Status::Conflicted {
-        after.conflict = serde_json::to_string(&serde_json::json!({
-                "ours": {"status": m.status.as_str(), "authorized": m.amount_authorized, "captured": m.amount_captured},
-                "processor": format!("{view:?}"),
-            }))
-            .ok();
+        after.conflict = Some(Json(serde_json::json!({
+            "ours": {"status": m.status.as_str(), "authorized": m.amount_authorized, "captured": m.amount_captured},
+            "processor": format!("{view:?}"),
+        })));
     }
     after.capture_before = deps.capture_before(&next, now);
     commit(deps, m, after, Changes::of(Trigger::Sync)).await
