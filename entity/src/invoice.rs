@@ -26,8 +26,8 @@ pub struct Model {
     pub buyer: Option<String>,
     /// JSON: the seller, frozen at finalize.
     pub seller: Option<String>,
-    /// JSON array of lines with their tax and what was credited of each.
-    pub lines: String,
+    /// Its lines with their tax and what was credited of each.
+    pub lines: payd_model::json::Json<Vec<payd_model::invoices::Line>>,
     pub subtotal: i64,
     pub tax: i64,
     pub total: i64,

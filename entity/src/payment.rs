@@ -33,8 +33,8 @@ pub struct Model {
     pub processor_reference: Option<String>,
     /// JSON `{code, message}` of the last failed attempt.
     pub last_error: Option<String>,
-    /// JSON array of product lines.
-    pub lines: Option<String>,
+    /// Its product lines, when it was made with lines.
+    pub lines: Option<payd_model::json::Json<Vec<payd_model::payments::Line>>>,
     /// JSON object.
     pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub description: Option<String>,

@@ -15,7 +15,7 @@ pub struct Model {
     pub amount: i64,
     pub currency: String,
     /// JSON array of `{line_id, quantity, amount}`.
-    pub lines: String,
+    pub lines: payd_model::json::Json<Vec<payd_model::refunds::LineRefund>>,
     pub reason: Option<String>,
     pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub processor_reference: Option<String>,

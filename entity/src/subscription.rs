@@ -15,8 +15,7 @@ pub struct Model {
     /// None while a subscription made for the hosted checkout waits for the buyer.
     pub mandate_id: Option<payd_model::ids::MandateId>,
     pub checkout_url: Option<String>,
-    /// JSON array of items.
-    pub items: String,
+    pub items: payd_model::json::Json<Vec<payd_model::subscriptions::Item>>,
     pub amount: i64,
     /// Prorations for the next renewal (negative: a credit).
     pub pending_adjustment: i64,

@@ -13,8 +13,7 @@ pub struct Model {
     pub period_end: DateTimeUtc,
     pub amount: i64,
     pub currency: String,
-    /// JSON array of payment lines.
-    pub lines: String,
+    pub lines: payd_model::json::Json<Vec<payd_model::subscriptions::CycleLine>>,
     pub status: payd_model::subscriptions::CycleStatus,
     pub attempts: i64,
     /// An attempt's payment is recorded and its outcome is not yet.

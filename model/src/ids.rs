@@ -264,7 +264,9 @@ mod tests {
         assert_eq!(MerchantId::parse(&a.as_str().to_uppercase()), None);
         let json = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<MerchantId>(&json).unwrap(), a);
-        let wrong = serde_json::from_str::<ProfileId>(&json).unwrap_err().to_string();
+        let wrong = serde_json::from_str::<ProfileId>(&json)
+            .unwrap_err()
+            .to_string();
         assert!(wrong.contains("is not a shop id"), "{wrong}");
     }
 

@@ -20,3 +20,47 @@ text_enum! {
         Deleted = "deleted",
     }
 }
+
+/// An invoice's line as stored and shown, with its tax and what its credit notes took.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[schema(as = InvoiceLine)]
+pub struct Line {
+    pub line_id: String,
+    pub name: String,
+    pub quantity: i64,
+    /// Per unit: before tax under an exclusive rule, tax included under an inclusive one.
+    pub unit_amount: i64,
+    #[serde(default)]
+    pub product_id: Option<String>,
+    #[serde(default)]
+    pub price_id: Option<String>,
+    #[serde(default)]
+    pub tax_category: Option<String>,
+    /// The tax rule applied (`tax_…`), `null` when none applies or the line was copied from a
+    /// payment (its tax as captured).
+    #[serde(default)]
+    pub tax_rule_id: Option<String>,
+    pub tax_rate_bps: i64,
+    #[serde(default)]
+    pub tax_inclusive: bool,
+    pub tax_amount: i64,
+    /// Before tax.
+    pub amount: i64,
+    /// `amount` + `tax_amount`.
+    pub total: i64,
+    /// Of an invoice's line: what its credit notes took (tax included), of how many units,
+    /// and how much of that was tax.
+    #[serde(default)]
+    pub amount_credited: i64,
+    #[serde(default)]
+    pub quantity_credited: i64,
+    #[serde(default)]
+    pub tax_credited: i64,
+}
+
+impl Line {
+    /// What its credit notes have not taken yet (tax included).
+    pub fn left(&self) -> i64 {
+        self.total - self.amount_credited
+    }
+}

@@ -143,3 +143,23 @@ text_enum! {
         Intent = "intent",
     }
 }
+
+/// A line as stored.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema, PartialEq, Eq)]
+pub struct Line {
+    pub line_id: String,
+    pub product_id: Option<String>,
+    pub price_id: Option<String>,
+    pub name: String,
+    pub quantity: i64,
+    pub unit_amount: i64,
+    pub tax_amount: i64,
+    /// quantity × unit_amount + tax_amount
+    pub amount: i64,
+    /// Units refunded so far (pending and succeeded refunds).
+    #[serde(default)]
+    pub quantity_refunded: i64,
+    /// Amount refunded from this line so far (pending and succeeded refunds).
+    #[serde(default)]
+    pub amount_refunded: i64,
+}

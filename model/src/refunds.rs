@@ -18,3 +18,11 @@ impl Status {
         matches!(self, Status::Pending | Status::ManualReview)
     }
 }
+
+/// A refund's share of one line.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct LineRefund {
+    pub line_id: String,
+    pub quantity: i64,
+    pub amount: i64,
+}

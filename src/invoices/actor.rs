@@ -15,7 +15,7 @@ use sea_orm::DbErr;
 
 use super::{
     api::{self, Party},
-    machine::{self, CreditAsk, Kind, Line, Refusal, Status},
+    machine::{self, CreditAsk, Kind, Refusal, Status},
     pdf, settings, store,
     store::CommitError,
     tax::Place,
@@ -174,11 +174,6 @@ impl Row for InvoiceRow {
     }
 }
 
-fn lines_of(m: &invoice::Model) -> Result<Vec<Line>, InvoiceError> {
-    serde_json::from_str(&m.lines)
-        .map_err(|e| InvoiceError::Db(DbErr::Custom(format!("the lines of {}: {e}", m.id))))
-}
-
 fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
@@ -252,7 +247,7 @@ async fn step(
 
 fn apply(after: &mut invoice::Model, patch: &Patch) {
     if let Some(lines) = &patch.lines {
-        after.lines = json(lines);
+        after.lines = Json(lines.clone());
     }
     if let Some(c) = &patch.currency {
         after.currency = c.clone();
@@ -308,7 +303,7 @@ pub async fn price(
     after: &mut invoice::Model,
     at: DateTime<Utc>,
 ) -> Result<(), InvoiceError> {
-    let mut lines = lines_of(after)?;
+    let mut lines = after.lines.0.clone();
     // A payment's and a cycle's lines keep the tax they were charged with.
     if after.payment_id.is_none() && after.cycle_id.is_none() {
         let buyer = buyer_of(db, after).await?;
@@ -322,7 +317,7 @@ pub async fn price(
         lines = machine::reprice(&lines, &rules, &place, at).ok_or(InvoiceError::Overflow)?;
     }
     let t = machine::totals(&lines).ok_or(InvoiceError::Overflow)?;
-    after.lines = json(&lines);
+    after.lines = Json(lines);
     (after.subtotal, after.tax, after.total) = (t.subtotal, t.tax, t.total);
     Ok(())
 }
@@ -487,13 +482,13 @@ async fn credit_note(
     metadata: &Metadata,
     now: DateTime<Utc>,
 ) -> Result<Done, InvoiceError> {
-    let lines = lines_of(m)?;
+    let lines = m.lines.0.clone();
     let plan = machine::credit(m.kind, m.status, &lines, ask)?;
     let shop = settings::Owned::of(&m.merchant_id, Some(&m.profile_id), m.test_mode);
     let settings = settings::effective(&deps.db, &shop).await?;
     let mut original = m.clone();
     original.updated_at = now;
-    original.lines = json(&plan.invoice_lines);
+    original.lines = Json(plan.invoice_lines.clone());
     original.amount_credited = m.amount_credited + plan.totals.total;
     if m.status == Status::Open
         && machine::amount_due(m.total, m.amount_paid, original.amount_credited) == 0
@@ -518,7 +513,7 @@ async fn credit_note(
         source_key: None,
         buyer: m.buyer.clone(),
         seller: m.seller.clone(),
-        lines: json(&plan.credit_lines),
+        lines: Json(plan.credit_lines.clone()),
         subtotal: plan.totals.subtotal,
         tax: plan.totals.tax,
         total: plan.totals.total,

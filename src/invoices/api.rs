@@ -427,7 +427,7 @@ pub struct Invoice {
 impl Invoice {
     /// The object as the API shows it.
     pub fn render(m: &invoice::Model) -> Result<Self, sea_orm::DbErr> {
-        let lines: Vec<Line> = crate::stored::json("lines", &m.id, &m.lines)?;
+        let lines = &m.lines.0;
         use machine::{Kind, Status};
         let due = match (m.kind, m.status) {
             (Kind::Invoice, Status::Draft | Status::Open | Status::Uncollectible) => {
@@ -449,8 +449,8 @@ impl Invoice {
             subscription_id: m.subscription_id.as_ref().map(ToString::to_string),
             cycle_id: m.cycle_id.clone(),
             original_invoice_id: m.original_invoice_id.as_ref().map(ToString::to_string),
-            tax_breakdown: machine::by_rate(&lines),
-            lines,
+            tax_breakdown: machine::by_rate(lines),
+            lines: lines.clone(),
             subtotal: m.subtotal,
             tax: m.tax,
             total: m.total,

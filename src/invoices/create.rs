@@ -123,7 +123,7 @@ pub async fn create(
             .buyer
             .map(|b| serde_json::to_string(&b).unwrap_or_default()),
         seller: None,
-        lines: serde_json::to_string(&source.lines).unwrap_or_default(),
+        lines: Json(source.lines),
         subtotal: 0,
         tax: 0,
         total: 0,
@@ -233,7 +233,7 @@ async fn of_payment(db: &Db, scope: &Scope, payment_id: &str) -> Result<Source, 
         return Err(CreateError::NotCaptured(p.status));
     }
     machine::of_payment(p.amount_refunded).map_err(CreateError::Refunded)?;
-    let lines = crate::payments::api::lines_of(&p)?;
+    let lines = crate::payments::api::lines_of(&p);
     let lines = match lines.is_empty() {
         true => vec![one_line(
             p.description
@@ -292,8 +292,7 @@ async fn of_cycle(
         .await?
         .filter(|c| c.subscription_id == s.id)
         .ok_or(CreateError::NoSuchCycle)?;
-    let paid: Vec<crate::subscriptions::api::CycleLine> =
-        crate::stored::json("lines", &c.id, &c.lines)?;
+    let paid = c.lines.0;
     let lines = match paid.is_empty() {
         true => vec![one_line(
             format!(
@@ -387,7 +386,7 @@ pub async fn patch(
     if patch.lines.is_some() || patch.currency.is_some() {
         let lines = match patch.lines.clone() {
             Some(lines) => lines,
-            None => crate::stored::json("lines", &m.id, &m.lines)?,
+            None => m.lines.0.clone(),
         };
         let currency = patch.currency.as_deref().unwrap_or(&m.currency);
         check_catalog(db, &caller.scope(), &lines, currency).await?;

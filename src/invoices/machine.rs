@@ -5,7 +5,7 @@
 //! and nothing credited. A credit note is issued at once (`issued`) against an open or paid
 //! invoice: per line no more than what remains of it, in all no more than the invoice's total.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::tax::{self, Amounts};
 use crate::money;
@@ -113,48 +113,7 @@ pub fn mark_paid(kind: Kind, status: Status) -> Result<Status, Refusal> {
     Ok(Status::Paid)
 }
 
-/// An invoice's line as stored and shown, with its tax and what its credit notes took.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[schema(as = InvoiceLine)]
-pub struct Line {
-    pub line_id: String,
-    pub name: String,
-    pub quantity: i64,
-    /// Per unit: before tax under an exclusive rule, tax included under an inclusive one.
-    pub unit_amount: i64,
-    #[serde(default)]
-    pub product_id: Option<String>,
-    #[serde(default)]
-    pub price_id: Option<String>,
-    #[serde(default)]
-    pub tax_category: Option<String>,
-    /// The tax rule applied (`tax_…`), `null` when none applies or the line was copied from a
-    /// payment (its tax as captured).
-    #[serde(default)]
-    pub tax_rule_id: Option<String>,
-    pub tax_rate_bps: i64,
-    #[serde(default)]
-    pub tax_inclusive: bool,
-    pub tax_amount: i64,
-    /// Before tax.
-    pub amount: i64,
-    /// `amount` + `tax_amount`.
-    pub total: i64,
-    /// Of an invoice's line: what its credit notes took (tax included), of how many units,
-    /// and how much of that was tax.
-    #[serde(default)]
-    pub amount_credited: i64,
-    #[serde(default)]
-    pub quantity_credited: i64,
-    #[serde(default)]
-    pub tax_credited: i64,
-}
-
-impl Line {
-    fn left(&self) -> i64 {
-        self.total - self.amount_credited
-    }
-}
+pub use payd_model::invoices::Line;
 
 /// Net and tax of all lines at one rate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]

@@ -620,7 +620,7 @@ impl Refund {
             status: r.status.to_string(),
             amount: r.amount,
             currency: r.currency.clone(),
-            lines: stored::json("lines", &r.id, &r.lines)?,
+            lines: r.lines.0.clone(),
             reason: r.reason.clone(),
             metadata: r.metadata.0.clone(),
             failure_reason: r.failure_reason.clone(),
@@ -810,9 +810,9 @@ pub fn challenge_path(payment_id: &str, client_secret: &str) -> String {
     buyer_path(payment_id, "/challenge", client_secret)
 }
 
-/// The payment's stored lines (none when it has none); a corrupt row is an error.
-pub fn lines_of(m: &payment::Model) -> Result<Vec<Line>, sea_orm::DbErr> {
-    stored::json_opt("lines", &m.id, m.lines.as_deref()).map(Option::unwrap_or_default)
+/// The payment's stored lines (none when it has none).
+pub fn lines_of(m: &payment::Model) -> Vec<Line> {
+    m.lines.as_ref().map(|l| l.0.clone()).unwrap_or_default()
 }
 
 /// The machine's view of a stored payment.

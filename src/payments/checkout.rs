@@ -291,7 +291,7 @@ fn checkout_page<'a>(
     status: CheckoutStatus,
 ) -> Result<CheckoutPage<'a>, ApiError> {
     let text = locale.text();
-    let lines = super::api::lines_of(m)?
+    let lines = super::api::lines_of(m)
         .into_iter()
         .map(|l| PageLine {
             name: l.name,

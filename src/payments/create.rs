@@ -141,10 +141,7 @@ pub async fn create(
         processor: None,
         processor_reference: None,
         last_error: None,
-        lines: ask
-            .lines
-            .as_ref()
-            .and_then(|l| serde_json::to_string(l).ok()),
+        lines: ask.lines.clone().map(Json),
         metadata: Json(ask.metadata),
         description: ask.description,
         return_url: ask.return_url,

@@ -10,8 +10,6 @@
 
 pub use crate::processors::model::{Authorization, ProcessorView};
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 pub use payd_model::payments::{CaptureMethod, Status};
 
@@ -363,25 +361,7 @@ pub fn expire(
     Some(next)
 }
 
-/// A line as stored.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-pub struct Line {
-    pub line_id: String,
-    pub product_id: Option<String>,
-    pub price_id: Option<String>,
-    pub name: String,
-    pub quantity: i64,
-    pub unit_amount: i64,
-    pub tax_amount: i64,
-    /// quantity × unit_amount + tax_amount
-    pub amount: i64,
-    /// Units refunded so far (pending and succeeded refunds).
-    #[serde(default)]
-    pub quantity_refunded: i64,
-    /// Amount refunded from this line so far (pending and succeeded refunds).
-    #[serde(default)]
-    pub amount_refunded: i64,
-}
+pub use payd_model::payments::Line;
 
 #[cfg(test)]
 mod tests {

@@ -30,13 +30,7 @@ pub enum Ask {
     Lines(Vec<LineAsk>),
 }
 
-/// A refund's share of one line.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub struct LineRefund {
-    pub line_id: String,
-    pub quantity: i64,
-    pub amount: i64,
-}
+pub use payd_model::refunds::LineRefund;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {

@@ -619,7 +619,7 @@ pub async fn payment_lines(
     PathId(id): PathId<crate::ids::PaymentId>,
 ) -> Result<HttpResponse, ApiError> {
     let m = owned(&state, &caller, &id).await?;
-    let lines = lines_of(&m)?;
+    let lines = lines_of(&m);
     let captured = refunds::captured_shares(&lines, m.amount_captured);
     let refundable = refunds::refundable_lines(
         &state_of(&m),

@@ -153,7 +153,7 @@ pub(super) fn apply_patch(
     // Lines that name the catalog were checked against it, and indexed for the sales report,
     // when the payment was created: they, and the currency they were checked in, stay.
     let stored_catalog = after.lines.is_some()
-        && lines_of(&after)?
+        && lines_of(&after)
             .iter()
             .any(|l| l.product_id.is_some() || l.price_id.is_some());
     let fixed = |param: &str| PaymentError::CatalogLinesFixed(param.to_owned());
@@ -174,11 +174,11 @@ pub(super) fn apply_patch(
                 let amount = after.amount;
                 return Err(PaymentError::LinesMismatch { total, amount });
             }
-            after.lines = serde_json::to_string(lines).ok();
+            after.lines = Some(Json(lines.clone()));
         }
         // Stored lines must still add up when only the amount changes.
         None if p.amount.is_some() && after.lines.is_some() => {
-            let lines = lines_of(&after)?;
+            let lines = lines_of(&after);
             let total: i64 = lines.iter().map(|l| l.amount).sum();
             if total != after.amount {
                 return Err(PaymentError::StoredLinesMismatch { total });

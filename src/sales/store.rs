@@ -5,18 +5,7 @@ use payd_entity::{payment, refund};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
 
 use super::tally::{Refunded, Sold};
-use crate::{
-    payments::{machine::Line, refunds::captured_shares},
-    products,
-};
-
-/// A line refund as refunds store it.
-#[derive(serde::Deserialize)]
-struct LineRefund {
-    line_id: String,
-    quantity: i64,
-    amount: i64,
-}
+use crate::{payments::refunds::captured_shares, products};
 
 /// What the product's lines sold and what their refunds gave back, in `currency`.
 pub async fn lines(
@@ -41,8 +30,7 @@ pub async fn lines(
         .await?;
     let (mut sold, mut refunded) = (Vec::new(), Vec::new());
     for p in &payments {
-        let all: Vec<Line> =
-            crate::stored::json_opt("lines", &p.id, p.lines.as_deref())?.unwrap_or_default();
+        let all = crate::payments::api::lines_of(p);
         // A capture given back by a cancel after capture sold nothing.
         let captured = if p.status == payd_model::payments::Status::CancelledPostCapture {
             0
@@ -68,8 +56,11 @@ pub async fn lines(
             });
         }
         for r in refunds.iter().filter(|r| r.payment_id == p.id) {
-            let parts: Vec<LineRefund> = crate::stored::json("lines", &r.id, &r.lines)?;
-            for part in parts.iter().filter(|x| mine.contains(&x.line_id.as_str())) {
+            for part in r
+                .lines
+                .iter()
+                .filter(|x| mine.contains(&x.line_id.as_str()))
+            {
                 let line = all.iter().find(|l| l.line_id == part.line_id);
                 refunded.push(Refunded {
                     price_id: line.and_then(|l| l.price_id.clone()),

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::commit::Db;
 use crate::ids::{MandateId, PaymentMethodId};
+use crate::stored::Json;
 use crate::{
     auth::keys::Scope,
     clock::Timeline,
@@ -189,14 +190,14 @@ async fn sync(
         }
         events.push(store::event(&after, next.event)?);
     }
-    let items: Vec<super::api::Item> = crate::stored::json("items", &s.id, &s.items)?;
+    let items = &s.items;
     let plan = super::plans::plan(&p.plan_id);
     let changed = items.first().map(|i| (i.plan_id.as_deref(), i.quantity))
         != Some((Some(p.plan_id.as_str()), p.quantity));
     if let (true, Some(plan)) = (changed, plan) {
-        let item = super::api::Item::of_plan(plan, p.quantity);
+        let item = super::api::plan_item(plan, p.quantity);
         after.amount = item.unit_amount * item.quantity;
-        after.items = serde_json::to_string(&[item]).unwrap_or_else(|_| "[]".into());
+        after.items = Json(vec![item]);
     }
     if events.is_empty() && after.items == s.items {
         return Ok(s.clone());
@@ -333,7 +334,7 @@ async fn update(
         ),
     };
     let mut after = s.clone();
-    after.items = serde_json::to_string(items).unwrap_or_else(|_| "[]".into());
+    after.items = Json(items.to_vec());
     after.amount = amount;
     after.paid_rate = paid_rate;
     after.updated_at = now;

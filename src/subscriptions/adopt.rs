@@ -10,9 +10,7 @@ use sea_orm::{DbErr, EntityTrait};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{
-    actor::Subscriptions, api::Item, cycles::SubscriptionError, machine::Status, plans, store,
-};
+use super::{actor::Subscriptions, cycles::SubscriptionError, machine::Status, plans, store};
 use crate::commit::Db;
 use crate::stored::Json;
 use crate::{
@@ -217,7 +215,7 @@ pub fn adopted(
             p.id, p.plan_id
         ))
     })?;
-    let item = Item::of_plan(plan, p.quantity);
+    let item = super::api::plan_item(plan, p.quantity);
     let status = match p.status {
         ProcessorStatus::Paused => Status::Paused,
         // A cancelled one is refused before this (`AdoptError::Cancelled`).
@@ -232,7 +230,7 @@ pub fn adopted(
         payment_method_id: None,
         mandate_id: None,
         checkout_url: None,
-        items: serde_json::to_string(&[&item]).unwrap_or_else(|_| "[]".into()),
+        items: Json(vec![item.clone()]),
         amount: item.unit_amount * item.quantity,
         pending_adjustment: 0,
         currency: plan.currency.to_owned(),

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::{error::ApiError, fields::Metadata, pagination::ListQuery, payments::machine::Line};
+use crate::{error::ApiError, fields::Metadata, pagination::ListQuery};
 
 /// An item as asked for: a recurring price of the shop's catalog, and how many.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -20,20 +20,7 @@ fn one() -> i64 {
     1
 }
 
-/// An item as stored and shown: a recurring price of the catalog (payd billing) or a plan or
-/// add-on of the billing processor.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Item {
-    #[serde(default)]
-    pub price_id: Option<String>,
-    #[serde(default)]
-    pub product_id: Option<String>,
-    /// The billing processor's plan or add-on (`GET /subscriptions/items`).
-    #[serde(default)]
-    pub plan_id: Option<String>,
-    pub quantity: i64,
-    pub unit_amount: i64,
-}
+pub use payd_model::subscriptions::{CycleLine, Item};
 
 /// A quantity of a plan or price: 1 to 1 000.
 pub fn check_quantity(q: i64) -> Result<(), crate::error::ApiError> {
@@ -46,16 +33,14 @@ pub fn check_quantity(q: i64) -> Result<(), crate::error::ApiError> {
     }
 }
 
-impl Item {
-    /// The item of a processor plan.
-    pub fn of_plan(plan: &super::plans::PlanItem, quantity: i64) -> Self {
-        Self {
-            price_id: None,
-            product_id: None,
-            plan_id: Some(plan.item_id.to_owned()),
-            quantity,
-            unit_amount: plan.unit_amount,
-        }
+/// The item of a processor plan.
+pub fn plan_item(plan: &super::plans::PlanItem, quantity: i64) -> Item {
+    Item {
+        price_id: None,
+        product_id: None,
+        plan_id: Some(plan.item_id.to_owned()),
+        quantity,
+        unit_amount: plan.unit_amount,
     }
 }
 
@@ -451,7 +436,7 @@ impl Subscription {
             payment_method_id: s.payment_method_id.as_ref().map(ToString::to_string),
             mandate_id: s.mandate_id.as_ref().map(ToString::to_string),
             checkout_url: s.checkout_url.clone(),
-            items: crate::stored::json("items", &s.id, &s.items)?,
+            items: s.items.0.clone(),
             amount: s.amount,
             pending_adjustment: s.pending_adjustment,
             currency: s.currency.clone(),
@@ -478,12 +463,7 @@ impl Cycle {
         c: &payd_entity::subscription_cycle::Model,
         test_mode: bool,
     ) -> Result<Self, sea_orm::DbErr> {
-        #[derive(Deserialize)]
-        struct LineId {
-            line_id: String,
-        }
-        let lines: Vec<LineId> = crate::stored::json("lines", &c.id, &c.lines)?;
-        let proration = matches!(&lines[..], [only] if only.line_id == PRORATION_LINE);
+        let proration = matches!(&c.lines[..], [only] if only.line_id == PRORATION_LINE);
         Ok(Self {
             cycle_id: c.id.clone(),
             subscription_id: c.subscription_id.to_string(),
@@ -592,68 +572,6 @@ pub struct InvoicePaid {
     /// processor collected the cycle, or the charge was refused before a payment was made.
     #[schema(value_type = Option<crate::payments::api::Payment>)]
     pub payment: Option<serde_json::Value>,
-}
-
-/// A line of a billing cycle: an item (or the prorations of plan changes), with the tax the
-/// shop's rules put on it when the cycle was made. What it charges is [`CycleLine::total`]; a
-/// cycle charges the sum of its lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CycleLine {
-    pub line_id: String,
-    pub name: String,
-    pub quantity: i64,
-    pub unit_amount: i64,
-    #[serde(default)]
-    pub product_id: Option<String>,
-    #[serde(default)]
-    pub price_id: Option<String>,
-    /// The tax rule that applied; `None`: no tax.
-    #[serde(default)]
-    pub tax_rule_id: Option<String>,
-    #[serde(default)]
-    pub tax_rate_bps: i64,
-    /// The tax is part of `quantity × unit_amount` (else it is added to it).
-    #[serde(default)]
-    pub tax_inclusive: bool,
-    #[serde(default)]
-    pub tax_amount: i64,
-}
-
-impl CycleLine {
-    /// What the line charges: `quantity × unit_amount`, plus the tax when it is exclusive.
-    pub fn total(&self) -> Option<i64> {
-        let goods = self.quantity.checked_mul(self.unit_amount)?;
-        match self.tax_inclusive {
-            true => Some(goods),
-            false => goods.checked_add(self.tax_amount),
-        }
-    }
-
-    /// The line as the cycle's payment carries it (its total is the same: an inclusive tax
-    /// stays inside the unit price). An amount past an `i64` saturates, so the lines no longer
-    /// add up to the cycle's amount and the charge is refused.
-    pub fn payment_line(&self) -> Line {
-        let tax_amount = if self.tax_inclusive {
-            0
-        } else {
-            self.tax_amount
-        };
-        Line {
-            line_id: self.line_id.clone(),
-            product_id: self.product_id.clone(),
-            price_id: self.price_id.clone(),
-            name: self.name.clone(),
-            quantity: self.quantity,
-            unit_amount: self.unit_amount,
-            tax_amount,
-            amount: self
-                .quantity
-                .saturating_mul(self.unit_amount)
-                .saturating_add(tax_amount),
-            quantity_refunded: 0,
-            amount_refunded: 0,
-        }
-    }
 }
 
 /// The tax one rule puts on a line.

@@ -257,7 +257,7 @@ async fn new_subscription(
         payment_method_id: None,
         mandate_id: None,
         checkout_url: None,
-        items: serde_json::to_string(&plan.items).unwrap_or_else(|_| "[]".into()),
+        items: Json(plan.items.clone()),
         amount: plan.amount,
         pending_adjustment: 0,
         currency: plan.currency,

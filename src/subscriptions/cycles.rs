@@ -24,6 +24,7 @@ use super::{
     store::{self, CommitError, CycleWrite},
 };
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::Scope,
     clock::SharedClock,
@@ -195,18 +196,18 @@ pub(super) async fn next_seq(
 }
 
 /// A cycle's lines.
-pub(super) fn lines_of(c: &subscription_cycle::Model) -> Result<Vec<CycleLine>, DbErr> {
-    crate::stored::json("lines", &c.id, &c.lines)
+pub(super) fn lines_of(c: &subscription_cycle::Model) -> Vec<CycleLine> {
+    c.lines.0.clone()
 }
 
 /// The one line of a cycle whose plan is charged less a credit of plan changes.
-pub(super) fn credited_line(charge: i64) -> String {
+pub(super) fn credited_line(charge: i64) -> Json<Vec<CycleLine>> {
     let line = one_line(
         "period",
         "The plan, less the credit of plan changes",
         charge.max(0),
     );
-    serde_json::to_string(&[line]).unwrap_or_else(|_| "[]".into())
+    Json(vec![line])
 }
 
 /// A line of one unit of `amount`, untaxed.
@@ -234,7 +235,7 @@ pub(super) async fn taxed(
     cycle: &mut subscription_cycle::Model,
     now: DateTime<Utc>,
 ) -> Result<(), SubscriptionError> {
-    let mut lines = lines_of(cycle)?;
+    let mut lines = lines_of(cycle);
     if s.billing != store::Biller::Payd || lines.is_empty() {
         return Ok(());
     }
@@ -250,7 +251,7 @@ pub(super) async fn taxed(
         .try_fold(0i64, |sum, l| sum.checked_add(l.total()?))
         .ok_or(SubscriptionError::Overflow)?;
     cycle.amount = total;
-    cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
+    cycle.lines = Json(lines);
     Ok(())
 }
 
@@ -264,8 +265,8 @@ fn proration_line(amount: i64) -> CycleLine {
 }
 
 /// The lines of a cycle that charges only prorations.
-pub(super) fn proration_lines(amount: i64) -> String {
-    serde_json::to_string(&[proration_line(amount)]).unwrap_or_else(|_| "[]".into())
+pub(super) fn proration_lines(amount: i64) -> Json<Vec<CycleLine>> {
+    Json(vec![proration_line(amount)])
 }
 
 /// The renewal, or the period a resume starts: `after` (`s` in its new period) gets the
@@ -285,9 +286,7 @@ pub(super) async fn bill(
     after.paid_rate = after.amount;
     let charge = after.amount.saturating_add(after.pending_adjustment);
     if after.pending_adjustment > 0 {
-        let mut lines = lines_of(&cycle)?;
-        lines.push(proration_line(after.pending_adjustment));
-        cycle.lines = serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into());
+        cycle.lines.push(proration_line(after.pending_adjustment));
     } else if after.pending_adjustment < 0 {
         // Lines cannot be negative: a credited cycle charges the plan less the credit as one
         // line (taxed as such).
@@ -392,7 +391,7 @@ pub fn new_cycle(
     seq: i64,
     now: DateTime<Utc>,
 ) -> Result<subscription_cycle::Model, DbErr> {
-    let items: Vec<super::api::Item> = crate::stored::json("items", &s.id, &s.items)?;
+    let items = &s.items.0;
     // Each line names its product and price, so the sales report counts what cycles sold.
     let lines: Vec<CycleLine> = items
         .iter()
@@ -422,7 +421,7 @@ pub fn new_cycle(
         period_end: s.current_period_end,
         amount: s.amount,
         currency: s.currency.clone(),
-        lines: serde_json::to_string(&lines).unwrap_or_else(|_| "[]".into()),
+        lines: Json(lines),
         status: CycleStatus::Open,
         attempts: 1,
         charging: true,
@@ -662,7 +661,7 @@ pub fn cycle_charge(
         customer_id: s.customer_id.clone(),
         pay,
         amount: Money::new(c.amount, &c.currency),
-        lines: lines_of(c)?.iter().map(CycleLine::payment_line).collect(),
+        lines: c.lines.iter().map(CycleLine::payment_line).collect(),
         metadata: [
             ("subscription_id".to_owned(), s.id.to_string().into()),
             ("cycle_id".to_owned(), c.id.clone().into()),

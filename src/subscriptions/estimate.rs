@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::DbErr;
 
 use super::{
-    api::{Estimate, EstimateAsk, Item, ItemInput, PlanOf},
+    api::{Estimate, EstimateAsk, ItemInput, PlanOf},
     create::{self, CreateError},
     cycles::{self, SubscriptionError},
     machine, plans,
@@ -107,7 +107,7 @@ pub async fn estimate(
                 interval_count: s.interval_count,
                 period_start: next.current_period_start,
                 period_end: next.current_period_end,
-                items: crate::stored::json("items", &s.id, &s.items)?,
+                items: s.items.0.clone(),
                 subscription_id: Some(s.id.into()),
             })
         }
@@ -131,7 +131,7 @@ fn processor_estimate(
     quantity: i64,
     now: DateTime<Utc>,
 ) -> Result<Estimate, EstimateError> {
-    let item = Item::of_plan(plan, quantity);
+    let item = super::api::plan_item(plan, quantity);
     Ok(Estimate {
         amount: item.unit_amount * item.quantity,
         proration: None,

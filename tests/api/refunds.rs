@@ -274,6 +274,20 @@ async fn corrupt_stored_lines_answer_500_and_move_nothing() {
     assert_eq!(r.status, 500, "{}", r.body);
     let r = refund(&app, &m, json!({"payment_id": id, "amount": 100})).await;
     assert_eq!(r.status, 500, "{}", r.body);
+    // The whole row is unreadable now (its read fails, as any read of it does): mended by
+    // hand, it shows nothing refunded.
+    let path = format!("/payments/{id}");
+    assert_eq!(app.call(&m, Method::GET, &path, None).await.status, 500);
+    app.state
+        .db
+        .execute_unprepared(&format!(
+            "UPDATE payments SET lines = '{lines}' WHERE id = '{id}'",
+            lines = json!([{"line_id": "cup", "name": "Cup", "quantity": 1, "unit_amount": 500,
+                "tax_amount": 0, "amount": 500, "product_id": null, "price_id": null}])
+        ))
+        .await
+        .unwrap();
+    actix_web::rt::time::sleep(std::time::Duration::from_millis(50)).await;
     assert_eq!(payment(&app, &m, id).await["amount_refunded"], 0);
 }
 

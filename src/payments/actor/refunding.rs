@@ -22,7 +22,7 @@ pub(super) async fn refund(
     metadata: &Metadata,
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), crate::payments::api::state_of(m));
-    let lines = lines_of(m)?;
+    let lines = lines_of(m);
     let plan = refunds::plan(
         &state,
         &lines,
@@ -77,7 +77,7 @@ pub(super) fn reserved(
     let (next, next_lines) = refunds::reserve(&crate::payments::api::state_of(m), lines, plan);
     let mut after = store::with_state(m, &next, now);
     if m.lines.is_some() {
-        after.lines = serde_json::to_string(&next_lines).ok();
+        after.lines = Some(Json(next_lines));
     }
     let refund = refund::Model {
         id: crate::ids::RefundId::new(),
@@ -88,7 +88,7 @@ pub(super) fn reserved(
         status: Stored::Pending,
         amount: plan.amount,
         currency: m.currency.clone(),
-        lines: serde_json::to_string(&plan.lines).unwrap_or_else(|_| "[]".into()),
+        lines: Json(plan.lines.clone()),
         reason: None,
         metadata: Json::default(),
         processor_reference: None,
@@ -214,12 +214,12 @@ pub(super) async fn record_refund_outcome(
         RefundStatus::Failed(why) => {
             let plan = refunds::Plan {
                 amount: r.amount,
-                lines: crate::stored::json("lines", &r.id, &r.lines)?,
+                lines: r.lines.0.clone(),
             };
-            let (next, next_lines) = refunds::release(&state, &lines_of(m)?, &plan);
+            let (next, next_lines) = refunds::release(&state, &lines_of(m), &plan);
             after = store::with_state(m, &next, now);
             if m.lines.is_some() {
-                after.lines = serde_json::to_string(&next_lines).ok();
+                after.lines = Some(Json(next_lines));
             }
             r.status = Stored::Failed;
             r.failure_reason = Some(why);
@@ -334,7 +334,7 @@ pub(super) async fn adopt_refund(
     applied: AppliedRefund,
 ) -> Result<Done, PaymentError> {
     let (now, state) = (deps.clock.now(), crate::payments::api::state_of(m));
-    let lines = lines_of(m)?;
+    let lines = lines_of(m);
     let mut disputed = store::disputed(&deps.db, &m.id).await?;
     disputed.open = None;
     let ask = refunds::Ask::Amount(Some(applied.amount));
