@@ -15,7 +15,7 @@ pub struct Model {
     pub phone: Option<String>,
     pub description: Option<String>,
     /// JSON object.
-    pub address: Option<String>,
+    pub address: Option<payd_model::json::Json<payd_model::address::Address>>,
     /// JSON object.
     pub metadata: payd_model::json::Json<payd_model::metadata::Metadata>,
     pub default_payment_method_id: Option<payd_model::ids::PaymentMethodId>,

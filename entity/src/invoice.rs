@@ -22,10 +22,10 @@ pub struct Model {
     pub original_invoice_id: Option<payd_model::ids::InvoiceId>,
     /// `payment:<id>` or `cycle:<id>` while the invoice stands (one invoice per source).
     pub source_key: Option<String>,
-    /// JSON: the buyer as given (a draft) or as frozen (finalized).
-    pub buyer: Option<String>,
-    /// JSON: the seller, frozen at finalize.
-    pub seller: Option<String>,
+    /// The buyer as given (a draft) or as frozen (finalized).
+    pub buyer: Option<payd_model::json::Json<payd_model::invoices::Party>>,
+    /// The seller, frozen at finalize.
+    pub seller: Option<payd_model::json::Json<payd_model::invoices::Party>>,
     /// Its lines with their tax and what was credited of each.
     pub lines: payd_model::json::Json<Vec<payd_model::invoices::Line>>,
     pub subtotal: i64,

@@ -15,8 +15,7 @@ pub struct Model {
     pub test_mode: bool,
     pub number_prefix: Option<String>,
     pub credit_note_prefix: Option<String>,
-    /// JSON: `{name, address, country, tax_id}`.
-    pub seller: Option<String>,
+    pub seller: Option<payd_model::json::Json<payd_model::invoices::Party>>,
     pub footer: Option<String>,
     pub payment_terms_days: Option<i64>,
     pub locale: Option<payd_model::locale::Locale>,

@@ -64,3 +64,46 @@ impl Line {
         self.total - self.amount_credited
     }
 }
+
+/// A seller or a buyer, as given and as frozen on a finalized invoice.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[schema(as = InvoiceParty)]
+#[serde(deny_unknown_fields)]
+pub struct Party {
+    pub name: String,
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub address: Option<crate::address::Address>,
+    /// ISO 3166-1 alpha-2 (the buyer's decides its tax rules).
+    #[serde(default)]
+    pub country: Option<String>,
+    /// A region of the country (a state, a province) for regional tax rules.
+    #[serde(default)]
+    pub region: Option<String>,
+    #[serde(default)]
+    pub tax_id: Option<String>,
+}
+
+impl Party {
+    /// Address lines as printed.
+    pub fn address_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(a) = &self.address {
+            out.extend(a.line1.iter().chain(a.line2.iter()).cloned());
+            let city = [a.postal_code.as_deref(), a.city.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            if !city.is_empty() {
+                out.push(city);
+            }
+            out.extend(a.state.iter().cloned());
+        }
+        out.extend(self.country.iter().cloned());
+        out
+    }
+}

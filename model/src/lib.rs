@@ -14,6 +14,7 @@
 #[macro_use]
 mod text;
 
+pub mod address;
 pub mod audit;
 pub mod catalog;
 pub mod disputes;

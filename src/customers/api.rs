@@ -12,23 +12,7 @@ use crate::{
     processors::card::{Brand, StoredCard},
 };
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Address {
-    #[serde(default)]
-    pub line1: Option<String>,
-    #[serde(default)]
-    pub line2: Option<String>,
-    #[serde(default)]
-    pub city: Option<String>,
-    #[serde(default)]
-    pub postal_code: Option<String>,
-    #[serde(default)]
-    pub state: Option<String>,
-    /// ISO 3166-1 alpha-2.
-    #[serde(default)]
-    pub country: Option<String>,
-}
+pub use payd_model::address::Address;
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -80,7 +64,7 @@ impl TryFrom<&customer::Model> for Customer {
             email: c.email.clone(),
             phone: c.phone.clone(),
             description: c.description.clone(),
-            address: crate::stored::json_opt("address", &c.id, c.address.as_deref())?,
+            address: c.address.as_ref().map(|a| a.0.clone()),
             metadata: c.metadata.0.clone(),
             default_payment_method_id: c
                 .default_payment_method_id

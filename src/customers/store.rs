@@ -10,7 +10,7 @@ use sea_orm::{
     QueryFilter, QueryOrder, QuerySelect, QueryTrait,
 };
 
-use super::api::{Address, CustomerFields, ListCustomersQuery, ListMandatesQuery};
+use super::api::{CustomerFields, ListCustomersQuery, ListMandatesQuery};
 use crate::commit::Db;
 use crate::stored::Json;
 use crate::{
@@ -41,10 +41,7 @@ pub async fn insert(
         email: f.email.clone(),
         phone: f.phone.clone(),
         description: f.description.clone(),
-        address: f
-            .address
-            .as_ref()
-            .and_then(|a| serde_json::to_string(a).ok()),
+        address: f.address.clone().map(Json),
         metadata: Json(f.metadata.clone().unwrap_or_default()),
         default_payment_method_id: None,
         redacted_at: None,
@@ -116,7 +113,7 @@ pub async fn redact(
         ))
         .and(replace);
     // What its events and their attempts hold of it goes with it.
-    let personal = personal(before)?;
+    let personal = personal(before);
     let stored =
         retention::redaction_writes(db, &before.merchant_id, &before.id, &personal).await?;
     for w in stored {
@@ -127,19 +124,25 @@ pub async fn redact(
 }
 
 /// The values of a customer's personal fields: name, email, phone and the lines of its
-/// address. An address that does not decode is an error: the redaction could not know what
-/// to take out of the stored events.
-fn personal(c: &customer::Model) -> Result<Vec<String>, DbErr> {
-    let address: Option<Address> = crate::stored::json_opt("address", &c.id, c.address.as_deref())?;
-    let lines = address
-        .into_iter()
-        .flat_map(|a| [a.line1, a.line2, a.city, a.postal_code, a.state, a.country]);
-    Ok([c.name.clone(), c.email.clone(), c.phone.clone()]
+/// address (a customer whose address does not decode is not read at all: the redaction
+/// could not know what to take out of the stored events).
+fn personal(c: &customer::Model) -> Vec<String> {
+    let lines = c.address.clone().into_iter().flat_map(|a| {
+        [
+            a.0.line1,
+            a.0.line2,
+            a.0.city,
+            a.0.postal_code,
+            a.0.state,
+            a.0.country,
+        ]
+    });
+    [c.name.clone(), c.email.clone(), c.phone.clone()]
         .into_iter()
         .chain(lines)
         .flatten()
         .filter(|v| !v.trim().is_empty())
-        .collect())
+        .collect()
 }
 
 pub fn apply(c: &customer::Model, f: &CustomerFields, now: DateTime<Utc>) -> customer::Model {
@@ -157,7 +160,7 @@ pub fn apply(c: &customer::Model, f: &CustomerFields, now: DateTime<Utc>) -> cus
         next.description = f.description.clone();
     }
     if let Some(a) = &f.address {
-        next.address = serde_json::to_string(a).ok();
+        next.address = Some(Json(a.clone()));
     }
     if let Some(md) = &f.metadata {
         next.metadata = Json(md.clone());

@@ -174,10 +174,6 @@ impl Row for InvoiceRow {
     }
 }
 
-fn json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
-
 async fn step(
     deps: &InvoiceDeps,
     m: &invoice::Model,
@@ -256,7 +252,7 @@ fn apply(after: &mut invoice::Model, patch: &Patch) {
         after.customer_id = Some(c.clone());
     }
     if let Some(b) = &patch.buyer {
-        after.buyer = Some(json(b));
+        after.buyer = Some(Json(b.clone()));
     }
     if let Some(memo) = &patch.memo {
         after.memo = Some(memo.clone());
@@ -271,8 +267,8 @@ fn apply(after: &mut invoice::Model, patch: &Patch) {
 
 /// The buyer an invoice bills: the one given, else its customer's name, email and address.
 pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbErr> {
-    if let Some(b) = Party::stored("buyer", &m.id, m.buyer.as_deref())? {
-        return Ok(Some(b));
+    if let Some(b) = &m.buyer {
+        return Ok(Some(b.0.clone()));
     }
     let Some(customer_id) = &m.customer_id else {
         return Ok(None);
@@ -284,8 +280,7 @@ pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbEr
     let Some(c) = c else {
         return Ok(None);
     };
-    let address: Option<crate::customers::api::Address> =
-        crate::stored::json_opt("address", &c.id, c.address.as_deref())?;
+    let address = c.address.map(|a| a.0);
     Ok(Some(Party {
         name: c.name.unwrap_or_default(),
         email: c.email,
@@ -386,8 +381,8 @@ async fn finalize(
         Some(s) => s,
         None => merchant_as_seller(deps, &m.merchant_id).await?,
     };
-    after.buyer = buyer_of(&deps.db, m).await?.map(|b| json(&b));
-    after.seller = Some(json(&seller));
+    after.buyer = buyer_of(&deps.db, m).await?.map(Json);
+    after.seller = Some(Json(seller));
     after.status = status;
     after.amount_paid = paid;
     after.paid_at = (status == Status::Paid).then_some(now);

@@ -9,101 +9,52 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::machine::{self, Line, RateTotal};
 use crate::{
-    customers::api::Address,
     error::ApiError,
     fields::{check_metadata, check_text, Metadata},
     pagination::ListQuery,
 };
 
-/// A seller or a buyer, as given and as frozen on a finalized invoice.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[schema(as = InvoiceParty)]
-#[serde(deny_unknown_fields)]
-pub struct Party {
-    pub name: String,
-    #[serde(default)]
-    pub email: Option<String>,
-    #[serde(default)]
-    pub address: Option<Address>,
-    /// ISO 3166-1 alpha-2 (the buyer's decides its tax rules).
-    #[serde(default)]
-    pub country: Option<String>,
-    /// A region of the country (a state, a province) for regional tax rules.
-    #[serde(default)]
-    pub region: Option<String>,
-    #[serde(default)]
-    pub tax_id: Option<String>,
-}
+pub use payd_model::invoices::Party;
 
-impl Party {
-    /// Checks and normalizes a party given in a request under `param`.
-    pub fn checked(mut self, param: &str) -> Result<Self, ApiError> {
-        let p = |f: &str| format!("{param}.{f}");
-        self.name = self.name.trim().to_owned();
-        if self.name.is_empty() || self.name.chars().count() > 200 {
-            return Err(ApiError::invalid_param(
-                &p("name"),
-                "name must be 1 to 200 characters",
-            ));
-        }
-        check_text(&p("email"), self.email.as_ref(), 254)?;
-        check_text(&p("region"), self.region.as_ref(), 64)?;
-        check_text(&p("tax_id"), self.tax_id.as_ref(), 64)?;
-        if let Some(c) = &self.country {
-            self.country = Some(country(&p("country"), c)?);
-        }
-        if let Some(a) = &self.address {
-            for (f, v) in [
-                ("line1", &a.line1),
-                ("line2", &a.line2),
-                ("city", &a.city),
-                ("postal_code", &a.postal_code),
-                ("state", &a.state),
-            ] {
-                check_text(&p(&format!("address.{f}")), v.as_ref(), 200)?;
-            }
-            if let Some(c) = &a.country {
-                country(&p("address.country"), c)?;
-            }
-        }
-        // The country of the address stands for the party's when none is given.
-        if self.country.is_none() {
-            self.country = self
-                .address
-                .as_ref()
-                .and_then(|a| a.country.as_deref())
-                .map(str::to_ascii_uppercase);
-        }
-        Ok(self)
+/// Checks and normalizes a party given in a request under `param`.
+pub fn checked(mut party: Party, param: &str) -> Result<Party, ApiError> {
+    let p = |f: &str| format!("{param}.{f}");
+    party.name = party.name.trim().to_owned();
+    if party.name.is_empty() || party.name.chars().count() > 200 {
+        return Err(ApiError::invalid_param(
+            &p("name"),
+            "name must be 1 to 200 characters",
+        ));
     }
-
-    /// A party as stored (JSON) in `column` of the row `id`; `None` when absent.
-    pub fn stored(
-        column: &'static str,
-        id: &str,
-        raw: Option<&str>,
-    ) -> Result<Option<Self>, sea_orm::DbErr> {
-        crate::stored::json_opt(column, id, raw)
+    check_text(&p("email"), party.email.as_ref(), 254)?;
+    check_text(&p("region"), party.region.as_ref(), 64)?;
+    check_text(&p("tax_id"), party.tax_id.as_ref(), 64)?;
+    if let Some(c) = &party.country {
+        party.country = Some(country(&p("country"), c)?);
     }
-
-    /// Address lines as printed.
-    pub fn address_lines(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(a) = &self.address {
-            out.extend(a.line1.iter().chain(a.line2.iter()).cloned());
-            let city = [a.postal_code.as_deref(), a.city.as_deref()]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(" ");
-            if !city.is_empty() {
-                out.push(city);
-            }
-            out.extend(a.state.iter().cloned());
+    if let Some(a) = &party.address {
+        for (f, v) in [
+            ("line1", &a.line1),
+            ("line2", &a.line2),
+            ("city", &a.city),
+            ("postal_code", &a.postal_code),
+            ("state", &a.state),
+        ] {
+            check_text(&p(&format!("address.{f}")), v.as_ref(), 200)?;
         }
-        out.extend(self.country.iter().cloned());
-        out
+        if let Some(c) = &a.country {
+            country(&p("address.country"), c)?;
+        }
     }
+    // The country of the address stands for the party's when none is given.
+    if party.country.is_none() {
+        party.country = party
+            .address
+            .as_ref()
+            .and_then(|a| a.country.as_deref())
+            .map(str::to_ascii_uppercase);
+    }
+    Ok(party)
 }
 
 /// An ISO 3166-1 alpha-2 code, upper case.
@@ -457,8 +408,8 @@ impl Invoice {
             amount_paid: m.amount_paid,
             amount_credited: m.amount_credited,
             amount_due: due,
-            buyer: Party::stored("buyer", &m.id, m.buyer.as_deref())?,
-            seller: Party::stored("seller", &m.id, m.seller.as_deref())?,
+            buyer: m.buyer.as_ref().map(|b| b.0.clone()),
+            seller: m.seller.as_ref().map(|s| s.0.clone()),
             memo: m.memo.clone(),
             footer: m.footer.clone(),
             reason: m.reason.clone(),
@@ -522,7 +473,7 @@ impl SettingsInput {
                 }
             }
         }
-        self.seller = self.seller.map(|s| s.checked("seller")).transpose()?;
+        self.seller = self.seller.map(|s| checked(s, "seller")).transpose()?;
         check_text("footer", self.footer.as_ref(), 500)?;
         if self
             .payment_terms_days
@@ -537,11 +488,10 @@ impl SettingsInput {
     }
 
     pub fn of(m: &invoice_setting::Model) -> Result<Self, sea_orm::DbErr> {
-        let id = format!("{}/{}", m.merchant_id, m.profile_id);
         Ok(Self {
             number_prefix: m.number_prefix.clone(),
             credit_note_prefix: m.credit_note_prefix.clone(),
-            seller: Party::stored("seller", &id, m.seller.as_deref())?,
+            seller: m.seller.as_ref().map(|s| s.0.clone()),
             footer: m.footer.clone(),
             payment_terms_days: m.payment_terms_days,
             locale: m.locale,
@@ -937,7 +887,7 @@ impl CreateInvoiceRequest {
             shop,
             source,
             customer_id: self.customer_id,
-            buyer: self.buyer.map(|b| b.checked("buyer")).transpose()?,
+            buyer: self.buyer.map(|b| checked(b, "buyer")).transpose()?,
             memo: check_text("memo", self.memo.as_ref(), 1_000)?,
             due_date: self.due_date,
             metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_default(),
@@ -974,7 +924,7 @@ impl UpdateInvoiceRequest {
                 .map(|c| crate::fields::parse_currency("currency", c))
                 .transpose()?,
             customer_id: None,
-            buyer: self.buyer.map(|b| b.checked("buyer")).transpose()?,
+            buyer: self.buyer.map(|b| checked(b, "buyer")).transpose()?,
             memo: check_text("memo", self.memo.as_ref(), 1_000)?,
             due_date: self.due_date,
             metadata: check_metadata(self.metadata.as_ref())?,

@@ -119,9 +119,7 @@ pub async fn create(
         cycle_id: source.cycle_id,
         original_invoice_id: None,
         source_key: source.key,
-        buyer: ask
-            .buyer
-            .map(|b| serde_json::to_string(&b).unwrap_or_default()),
+        buyer: ask.buyer.map(Json),
         seller: None,
         lines: Json(source.lines),
         subtotal: 0,

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::commit::Db;
 use crate::commit::{self, Change, CommitError, Write};
+use crate::stored::Json;
 
 /// The shop id the merchant's own settings and rules are kept under.
 pub const MERCHANT: &str = "";
@@ -57,9 +58,7 @@ fn upsert(owner: &Owned, fields: Option<&SettingsInput>, now: DateTime<Utc>) -> 
         test_mode: owner.test_mode,
         number_prefix: s.number_prefix,
         credit_note_prefix: s.credit_note_prefix,
-        seller: s
-            .seller
-            .map(|s| serde_json::to_string(&s).unwrap_or_default()),
+        seller: s.seller.map(Json),
         footer: s.footer,
         payment_terms_days: s.payment_terms_days,
         locale: s.locale,
@@ -217,10 +216,7 @@ impl crate::subscriptions::api::CycleTax for CycleTaxRules {
             let rules = rules_for(&self.db, &shop).await?;
             let scope = crate::auth::keys::Scope::whole(&s.merchant_id, s.test_mode);
             let customer = crate::owned::find_owned(&self.db, &s.customer_id, &scope).await?;
-            let address: Option<crate::customers::api::Address> = match customer {
-                Some(c) => crate::stored::json_opt("address", &c.id, c.address.as_deref())?,
-                None => None,
-            };
+            let address = customer.and_then(|c| c.address).map(|a| a.0);
             let place = super::tax::Place {
                 country: address.and_then(|a| a.country),
                 region: None,
