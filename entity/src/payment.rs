@@ -25,14 +25,14 @@ pub struct Model {
     pub setup_future_usage: Option<payd_model::payments::FutureUsage>,
     pub off_session: bool,
     /// JSON: the mandate to create when the card is saved for off-session use.
-    pub mandate_request: Option<String>,
+    pub mandate_request: Option<payd_model::json::Json<payd_model::payments::MandateRequest>>,
     /// JSON: brand, last4, expiry, fingerprint, sandbox behaviour.
-    pub payment_method: Option<String>,
+    pub payment_method: Option<payd_model::json::Json<payd_model::cards::StoredCard>>,
     /// The processor account of the current authorization.
     pub processor: Option<String>,
     pub processor_reference: Option<String>,
     /// JSON `{code, message}` of the last failed attempt.
-    pub last_error: Option<String>,
+    pub last_error: Option<payd_model::json::Json<payd_model::payments::LastError>>,
     /// Its product lines, when it was made with lines.
     pub lines: Option<payd_model::json::Json<Vec<payd_model::payments::Line>>>,
     /// JSON object.
@@ -51,7 +51,7 @@ pub struct Model {
     pub conflict: Option<payd_model::json::Json<payd_model::json::Value>>,
     /// JSON: the operation sent to the processor whose outcome is not recorded yet (its
     /// intent, committed before the request went out).
-    pub pending_operation: Option<String>,
+    pub pending_operation: Option<payd_model::json::Json<payd_model::payments::Intent>>,
     /// Compare-and-set guard: every write is `WHERE version = ?`.
     pub version: i64,
     pub created_at: DateTimeUtc,

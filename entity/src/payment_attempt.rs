@@ -16,9 +16,9 @@ pub struct Model {
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     /// JSON: brand, last4, expiry of the method used.
-    pub payment_method: Option<String>,
-    /// JSON: the routing decision (rule, candidates, reason).
-    pub routing: String,
+    pub payment_method: Option<payd_model::json::Json<payd_model::cards::StoredCard>>,
+    /// The routing decision (rule, candidates, reason).
+    pub routing: payd_model::json::Json<payd_model::payments::RoutingDecision>,
     pub created_at: DateTimeUtc,
 }
 

@@ -11,7 +11,7 @@ pub struct Model {
     pub merchant_id: payd_model::ids::MerchantId,
     pub test_mode: bool,
     /// JSON of the stored card.
-    pub card: String,
+    pub card: payd_model::json::Json<payd_model::cards::StoredCard>,
     pub fingerprint: String,
     pub created_at: DateTimeUtc,
 }

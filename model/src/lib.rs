@@ -16,6 +16,7 @@ mod text;
 
 pub mod address;
 pub mod audit;
+pub mod cards;
 pub mod catalog;
 pub mod disputes;
 pub mod files;

@@ -163,3 +163,111 @@ pub struct Line {
     #[serde(default)]
     pub amount_refunded: i64,
 }
+
+/// The mandate a payment creates once its card is saved (stored with the payment).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct MandateRequest {
+    pub single_use: bool,
+    pub amount_limit: Option<i64>,
+    pub currency: String,
+    #[serde(default)]
+    pub ends_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+// Why the last attempt failed (no doc comment: the OpenAPI schema would carry it).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema, PartialEq, Eq)]
+pub struct LastError {
+    pub code: String,
+    /// The processor's own words on the secret key's routes; a generic sentence for the code
+    /// wherever a publishable key or a buyer's page reads it.
+    pub message: String,
+}
+
+/// The operation a payment has sent (or is about to send) its processor.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Intent {
+    /// Attempt `attempt_id` asks `account` to authorize, under `reference` (its idempotency
+    /// key, and what a sync asks about).
+    Authorize {
+        attempt_id: String,
+        account: String,
+        reference: String,
+        at: chrono::DateTime<chrono::Utc>,
+        /// What the processor needs to send the authorization again under its key, once its
+        /// answer was lost (`AuthResult::resend`): set with the outcome, not before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resend: Option<String>,
+    },
+    /// The buyer's answer to the authorization's challenge (3-D Secure), passed on to the
+    /// processor (whose key for it is the authorization's reference and `challenge`).
+    Challenge { approve: bool },
+    /// A capture of `amount` of the payment's authorization.
+    Capture {
+        key: String,
+        amount: i64,
+        final_capture: bool,
+    },
+    /// A void of what the processor holds, after which the payment is `to` (`cancelled`,
+    /// `partially_captured`, `cancelled_post_capture` or `expired`): decided before the
+    /// request, so that a void the processor made is recorded even once the void window or
+    /// the authorization's life has passed.
+    Void {
+        key: String,
+        to: Status,
+        /// Asked for by the authorization's lapse, not by a cancel.
+        expiry: bool,
+    },
+}
+
+impl Intent {
+    /// A void that leaves the payment `to`, asked for by a cancel or by the authorization's
+    /// lapse (`expiry`).
+    pub fn void(key: String, to: Status, expiry: bool) -> Self {
+        Intent::Void { key, to, expiry }
+    }
+
+    /// `authorize`, `challenge`, `capture` or `void`.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Intent::Authorize { .. } => "authorize",
+            Intent::Challenge { .. } => "challenge",
+            Intent::Capture { .. } => "capture",
+            Intent::Void { .. } => "void",
+        }
+    }
+
+    /// An authorization's intent with what its processor needs to send it again, when its
+    /// answer was lost (the processor's `AuthResult::resend`).
+    pub fn resending(self, resend: Option<String>) -> Self {
+        match self {
+            Intent::Authorize {
+                attempt_id,
+                account,
+                reference,
+                at,
+                ..
+            } => Intent::Authorize {
+                attempt_id,
+                account,
+                reference,
+                at,
+                resend,
+            },
+            other => other,
+        }
+    }
+}
+
+/// Why a processor was chosen for an attempt.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema, PartialEq, Eq)]
+pub struct RoutingDecision {
+    /// `rule`, `volume_split`, `default` or `fallback`.
+    pub algorithm: String,
+    /// The rule that matched, if any.
+    pub rule: Option<String>,
+    /// Processors considered, in the order they would be tried.
+    pub candidates: Vec<String>,
+    pub chosen: String,
+    pub reason: String,
+}

@@ -100,11 +100,11 @@ pub struct SavedMethod {
 
 impl SavedMethod {
     pub fn of(pm: &payment_method::Model, default: Option<&str>) -> Result<Self, sea_orm::DbErr> {
-        let card: StoredCard = crate::stored::json("card", &pm.id, &pm.card)?;
+        let card = &pm.card.0;
         Ok(Self {
             payment_method_id: pm.id.to_string(),
             customer_id: pm.customer_id.to_string(),
-            card: Some(PaymentMethodView::from(&card)),
+            card: Some(PaymentMethodView::from(card)),
             is_default: default == Some(pm.id.as_str()),
             test_mode: pm.test_mode,
             created: pm.created_at,

@@ -89,10 +89,7 @@ pub async fn redact(
 ) -> Result<(customer::Model, Vec<payment_method::Model>), CommitError> {
     let deleted = methods(db, &before.id).await?;
     // Each card is detached at its processor after the commit: one that does not decode
-    // refuses the deletion (500) before anything is forgotten.
-    for pm in &deleted {
-        crate::stored::json::<StoredCard>("card", &pm.id, &pm.card)?;
-    }
+    // refuses the deletion (500) before anything is forgotten (`methods` reads every card).
     let live_mandate = mandate::Entity::find()
         .select_only()
         .column(mandate::Column::Id)
@@ -214,8 +211,11 @@ pub async fn processor_customer(
     account_id: &str,
 ) -> Result<Option<String>, DbErr> {
     for pm in methods(db, customer_id).await? {
-        let card: StoredCard = crate::stored::json("card", &pm.id, &pm.card)?;
-        if let Some(customer) = card.token_at(account_id).and_then(|t| t.customer.clone()) {
+        if let Some(customer) = pm
+            .card
+            .token_at(account_id)
+            .and_then(|t| t.customer.clone())
+        {
             return Ok(Some(customer));
         }
     }
@@ -278,16 +278,7 @@ pub async fn forget_at_processor(
     connections: &Connections,
     pm: &payment_method::Model,
 ) {
-    let card = match crate::stored::json::<StoredCard>("card", &pm.id, &pm.card) {
-        Ok(card) => card,
-        Err(_) => {
-            // Logged where it was read; payd never charges it again, but it may stay
-            // attached at its processor.
-            tracing::error!(payment_method_id = %pm.id, "a deleted card could not be detached at its processor");
-            return;
-        }
-    };
-    let Some(token) = card.token else {
+    let Some(token) = &pm.card.token else {
         return;
     };
     let account = processor_account::Entity::find_by_id(token.account.as_str())
@@ -298,7 +289,7 @@ pub async fn forget_at_processor(
     let Some(processor) = account.as_ref().and_then(|a| connections.resolve(Some(a))) else {
         return;
     };
-    if let Err(e) = processor.forget(&token).await {
+    if let Err(e) = processor.forget(token).await {
         tracing::warn!(payment_method = %pm.id, account = %token.account, error = %e, "a deleted card could not be detached at its processor");
     }
 }

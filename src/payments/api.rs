@@ -18,8 +18,7 @@ use crate::{
     ids::ProfileId,
     money::Money,
     pagination::ListQuery,
-    processors::{card::StoredCard, model::shown_reference},
-    stored,
+    processors::model::shown_reference,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, Default)]
@@ -331,15 +330,7 @@ pub fn parse_return_url(value: Option<&String>) -> Result<Option<String>, ApiErr
     Ok(Some(url.clone()))
 }
 
-/// The mandate a payment creates once its card is saved (stored with the payment).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct MandateRequest {
-    pub single_use: bool,
-    pub amount_limit: Option<i64>,
-    pub currency: String,
-    #[serde(default)]
-    pub ends_at: Option<DateTime<Utc>>,
-}
+pub use payd_model::payments::{LastError, MandateRequest};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -451,36 +442,26 @@ impl ListPaymentsRequest {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-pub struct LastError {
-    pub code: String,
-    /// The processor's own words on the secret key's routes; a generic sentence for the code
-    /// wherever a publishable key or a buyer's page reads it.
-    pub message: String,
-}
-
-impl LastError {
-    /// What a buyer is shown: the code, and a sentence for it that tells nothing of the
-    /// processor (its wording, addresses, internals stay on the merchant's routes).
-    pub fn for_buyer(self) -> Self {
-        let message = match self.code.as_str() {
-            "card_declined" | "do_not_honor" | "generic_decline" => "The card was declined.",
-            "insufficient_funds" => "The card has insufficient funds.",
-            "stolen_card" | "lost_card" | "pickup_card" | "fraudulent" => {
-                "The card was declined. Use another card."
-            }
-            "expired_card" => "The card has expired.",
-            "incorrect_cvc" | "invalid_cvc" => "The card's security code is incorrect.",
-            "incorrect_number" | "invalid_number" => "The card number is incorrect.",
-            "authentication_required" | "authentication_failed" | "challenge_refused" => {
-                "The card's authentication did not succeed."
-            }
-            _ => "The payment could not be completed. Try again or use another card.",
-        };
-        Self {
-            code: self.code,
-            message: message.to_owned(),
+/// What a buyer is shown of `e`: the code, and a sentence for it that tells nothing of the
+/// processor (its wording, addresses, internals stay on the merchant's routes).
+pub fn for_buyer(e: LastError) -> LastError {
+    let message = match e.code.as_str() {
+        "card_declined" | "do_not_honor" | "generic_decline" => "The card was declined.",
+        "insufficient_funds" => "The card has insufficient funds.",
+        "stolen_card" | "lost_card" | "pickup_card" | "fraudulent" => {
+            "The card was declined. Use another card."
         }
+        "expired_card" => "The card has expired.",
+        "incorrect_cvc" | "invalid_cvc" => "The card's security code is incorrect.",
+        "incorrect_number" | "invalid_number" => "The card number is incorrect.",
+        "authentication_required" | "authentication_failed" | "challenge_refused" => {
+            "The card's authentication did not succeed."
+        }
+        _ => "The payment could not be completed. Try again or use another card.",
+    };
+    LastError {
+        code: e.code,
+        message: message.to_owned(),
     }
 }
 
@@ -541,8 +522,7 @@ pub struct Payment {
 impl Payment {
     /// Renders a stored payment; `public_url` is the base of `checkout_url`.
     pub fn render(m: &payment::Model, public_url: &str) -> Result<Self, sea_orm::DbErr> {
-        let card: Option<StoredCard> =
-            stored::json_opt("payment_method", &m.id, m.payment_method.as_deref())?;
+        let card = m.payment_method.as_ref().map(|c| &c.0);
         let capturable = state_of(m).capturable();
         let base = public_url.trim_end_matches('/');
         Ok(Self {
@@ -560,9 +540,9 @@ impl Payment {
             amount_captured: m.amount_captured,
             amount_refunded: m.amount_refunded,
             customer_id: m.customer_id.as_ref().map(ToString::to_string),
-            payment_method: card.as_ref().map(PaymentMethodView::from),
+            payment_method: card.map(PaymentMethodView::from),
             mandate_id: m.mandate_id.as_ref().map(ToString::to_string),
-            last_error: stored::json_opt("last_error", &m.id, m.last_error.as_deref())?,
+            last_error: m.last_error.as_ref().map(|e| e.0.clone()),
             description: m.description.clone(),
             return_url: m.return_url.clone(),
             locale: m.locale.map(|l| l.to_string()),
@@ -652,8 +632,7 @@ impl TryFrom<&payment_attempt::Model> for Attempt {
     type Error = sea_orm::DbErr;
 
     fn try_from(a: &payment_attempt::Model) -> Result<Self, Self::Error> {
-        let card: Option<StoredCard> =
-            stored::json_opt("payment_method", &a.id, a.payment_method.as_deref())?;
+        let card = a.payment_method.as_ref().map(|c| &c.0);
         Ok(Self {
             attempt_id: a.id.clone(),
             number: a.number,
@@ -665,7 +644,7 @@ impl TryFrom<&payment_attempt::Model> for Attempt {
                 code,
                 message: a.error_message.clone().unwrap_or_default(),
             }),
-            payment_method: card.as_ref().map(PaymentMethodView::from),
+            payment_method: card.map(PaymentMethodView::from),
             created: a.created_at,
         })
     }

@@ -192,7 +192,7 @@ impl CheckoutStatus {
             amount: p.amount,
             currency: p.currency,
             test_mode: p.test_mode,
-            last_error: p.last_error.map(LastError::for_buyer),
+            last_error: p.last_error.map(super::api::for_buyer),
             return_url: p.return_url,
         })
     }

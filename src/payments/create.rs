@@ -134,10 +134,8 @@ pub async fn create(
         mandate_id: side.mandate_id,
         setup_future_usage: ask.future_usage,
         off_session: ask.off_session,
-        mandate_request: ask
-            .mandate_request
-            .and_then(|r| serde_json::to_string(&r).ok()),
-        payment_method: card.as_ref().and_then(|c| serde_json::to_string(c).ok()),
+        mandate_request: ask.mandate_request.map(Json),
+        payment_method: card.clone().map(Json),
         processor: None,
         processor_reference: None,
         last_error: None,
@@ -358,7 +356,7 @@ pub async fn saved_card(
         .await?
         .filter(|pm| pm.customer_id == *customer_id)
         .ok_or(CreateError::NoSuchMethod)?;
-    Ok(crate::stored::json("card", &pm.id, &pm.card)?)
+    Ok(pm.card.0)
 }
 
 /// What a new payment's customer side looks up: the mandate it charges under, and the saved

@@ -6,9 +6,9 @@ use payd_entity::payment;
 use super::{
     actor::{run, Access, Command, Patch, PaymentError, Payments},
     api::{
-        lines_of, parse_line_items, parse_return_url, state_of, Attempt, CancelPaymentRequest,
-        CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest, CreatePaymentRequest,
-        LastError, LineBalance, ListPaymentsRequest, Payment, RetrieveQuery, RoutingDecision,
+        for_buyer, lines_of, parse_line_items, parse_return_url, state_of, Attempt,
+        CancelPaymentRequest, CaptureMethodDto, CapturePaymentRequest, ConfirmPaymentRequest,
+        CreatePaymentRequest, LineBalance, ListPaymentsRequest, Payment, RetrieveQuery,
         RoutingDecisionView, StatusChange, UpdatePaymentRequest,
     },
     create::{self, CreateError},
@@ -178,7 +178,7 @@ fn render_for(
 ) -> Result<HttpResponse, ApiError> {
     let mut p = Payment::render(m, public_url(state))?;
     if caller.kind == KeyKind::Publishable {
-        p.last_error = p.last_error.map(LastError::for_buyer);
+        p.last_error = p.last_error.map(for_buyer);
     }
     Ok(HttpResponse::Ok().json(p))
 }
@@ -660,15 +660,12 @@ pub async fn routing_decisions(
     let data = store::attempts(&state.db, &m.id)
         .await?
         .into_iter()
-        .map(|a| {
-            let decision: RoutingDecision = crate::stored::json("routing", &a.id, &a.routing)?;
-            Ok(RoutingDecisionView {
-                attempt_id: a.id,
-                number: a.number,
-                outcome: a.status.to_string(),
-                decision,
-            })
+        .map(|a| RoutingDecisionView {
+            attempt_id: a.id,
+            number: a.number,
+            outcome: a.status.to_string(),
+            decision: a.routing.0,
         })
-        .collect::<Result<Vec<_>, sea_orm::DbErr>>()?;
+        .collect();
     Ok(HttpResponse::Ok().json(Items { data }))
 }

@@ -234,18 +234,7 @@ pub fn fallback(decision: &RoutingDecision, previous: &str, next: &str) -> Routi
     }
 }
 
-/// Why a processor was chosen for an attempt.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-pub struct RoutingDecision {
-    /// `rule`, `volume_split`, `default` or `fallback`.
-    pub algorithm: String,
-    /// The rule that matched, if any.
-    pub rule: Option<String>,
-    /// Processors considered, in the order they would be tried.
-    pub candidates: Vec<String>,
-    pub chosen: String,
-    pub reason: String,
-}
+pub use payd_model::payments::RoutingDecision;
 
 #[cfg(test)]
 mod tests {

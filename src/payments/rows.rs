@@ -20,8 +20,8 @@ use crate::{
 };
 
 /// The card stored on the payment, if one is.
-pub(super) fn card_of(m: &payment::Model) -> Result<Option<StoredCard>, sea_orm::DbErr> {
-    crate::stored::json_opt("payment_method", &m.id, m.payment_method.as_deref())
+pub(super) fn card_of(m: &payment::Model) -> Option<StoredCard> {
+    m.payment_method.as_ref().map(|c| c.0.clone())
 }
 
 /// An attempt about to be sent: `pending` until `answered` records the processor's answer.
@@ -43,8 +43,8 @@ pub(super) fn attempt_row(
         amount: m.amount,
         error_code: None,
         error_message: None,
-        payment_method: serde_json::to_string(card).ok(),
-        routing: serde_json::to_string(decision).unwrap_or_default(),
+        payment_method: Some(Json(card.clone())),
+        routing: Json(decision.clone()),
         created_at: now,
     }
 }
@@ -72,13 +72,12 @@ pub(super) fn answered(
     a
 }
 
-pub(super) fn last_error(result: &AuthResult) -> Option<String> {
-    result.error.as_ref().and_then(|(code, message)| {
-        serde_json::to_string(&LastError {
+pub(super) fn last_error(result: &AuthResult) -> Option<Json<LastError>> {
+    result.error.as_ref().map(|(code, message)| {
+        Json(LastError {
             code: code.clone(),
             message: message.clone(),
         })
-        .ok()
     })
 }
 
@@ -145,7 +144,7 @@ pub(super) fn apply_patch(
         after.capture_method = CaptureMethod::of(manual);
     }
     if let Some(card) = &p.card {
-        after.payment_method = serde_json::to_string(card).ok();
+        after.payment_method = Some(Json(card.clone()));
         if after.status == Status::RequiresPaymentMethod {
             after.status = Status::RequiresConfirmation;
         }

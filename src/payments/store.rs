@@ -16,6 +16,7 @@ use super::{
 };
 pub use crate::commit::CommitError;
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     commit::{self, Change, Event, Job, Write},
     customers, disputes,
@@ -198,7 +199,7 @@ pub async fn commit(
     settle_delay: Duration,
 ) -> Result<Committed, CommitError> {
     let mut after = raised(before, after);
-    after.pending_operation = changes.intent.as_ref().map(Intent::to_json);
+    after.pending_operation = changes.intent.clone().map(Json);
     let now = after.updated_at;
     // A payment this commit creates is inserted as the commit leaves it (no compare-and-set:
     // nobody else knows it), and has no jobs yet.

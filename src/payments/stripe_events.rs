@@ -218,17 +218,15 @@ fn orphan(payment: &payd_entity::payment::Model, pi: &Value) -> Result<bool, sea
     {
         return Ok(false);
     }
-    let pending: Option<Intent> = crate::stored::json_opt(
-        "pending_operation",
-        &payment.id,
-        payment.pending_operation.as_deref(),
-    )?;
-    let recovering = pending.is_some_and(|intent| match intent {
-        Intent::Authorize { reference, .. } => {
-            pi["metadata"]["payd_reference"].as_str() == Some(reference.as_str())
-        }
-        _ => false,
-    });
+    let recovering = payment
+        .pending_operation
+        .as_ref()
+        .is_some_and(|intent| match &intent.0 {
+            Intent::Authorize { reference, .. } => {
+                pi["metadata"]["payd_reference"].as_str() == Some(reference.as_str())
+            }
+            _ => false,
+        });
     Ok(!recovering)
 }
 

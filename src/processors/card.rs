@@ -3,13 +3,13 @@
 
 use chrono::{DateTime, Datelike, Utc};
 use hmac::{Hmac, KeyInit, Mac};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::Sha256;
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
 
-pub use super::model::Brand;
+pub use payd_model::cards::{Brand, ProcessorToken, StoredCard, TestBehaviour};
 
 /// A card as the client sends it.
 #[derive(Clone, Deserialize, ToSchema)]
@@ -36,84 +36,22 @@ impl std::fmt::Debug for CardInput {
     }
 }
 
-/// How the sandbox processors treat a card (DESIGN §5 test cards). Kept with sandbox
-/// payments only, so that later operations (sync, refunds) behave as the card says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TestBehaviour {
-    Approve,
-    Decline,
-    InsufficientFunds,
-    StolenCard,
-    Challenge,
-    PartialAuthorization,
-    Async,
-    Timeout,
-    Review,
-    DisputeAfterCapture,
-    ChargesDeclined,
-    RefundFails,
-    /// payd's own addition: the processor later reports another amount (→ `conflicted`).
-    SyncMismatch,
-}
-
-impl TestBehaviour {
-    pub fn of(number: &str) -> Self {
-        match number {
-            "4000000000000002" => Self::Decline,
-            "4000000000009995" => Self::InsufficientFunds,
-            "4000000000009979" => Self::StolenCard,
-            "4000000000003220" => Self::Challenge,
-            "4000000000000093" => Self::PartialAuthorization,
-            "4000000000000119" => Self::Async,
-            "4000000000000127" => Self::Timeout,
-            "4000000000000101" => Self::Review,
-            "4000000000000259" => Self::DisputeAfterCapture,
-            "4000000000000341" => Self::ChargesDeclined,
-            "4000000000005126" => Self::RefundFails,
-            "4000000000000036" => Self::SyncMismatch,
-            _ => Self::Approve,
-        }
-    }
-}
-
-/// What payd keeps of a card: never the number or the CVC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredCard {
-    pub brand: Brand,
-    pub last4: String,
-    pub exp_month: u32,
-    pub exp_year: u32,
-    /// HMAC of the merchant and the number under the server's pepper: at one merchant, equal
-    /// cards have equal fingerprints; at two merchants, never.
-    pub fingerprint: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub holder_name: Option<String>,
-    /// Sandbox payments only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test_behaviour: Option<TestBehaviour>,
-    /// Where a processor that keeps cards (Stripe) keeps this one, once saved there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token: Option<ProcessorToken>,
-}
-
-/// A card saved at a processor: its customer and payment method there, valid at one
-/// processor account only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProcessorToken {
-    /// payd's processor account id.
-    pub account: String,
-    /// The processor's customer the method is attached to; none for a method made in the
-    /// buyer's browser and not saved (Stripe.js's).
-    #[serde(default)]
-    pub customer: Option<String>,
-    pub method: String,
-}
-
-impl StoredCard {
-    /// The card's token at this processor account, if it was saved there.
-    pub fn token_at(&self, account: &str) -> Option<&ProcessorToken> {
-        self.token.as_ref().filter(|t| t.account == account)
+/// How the sandbox processors treat the card `number` (DESIGN §5 test cards).
+pub fn test_behaviour(number: &str) -> TestBehaviour {
+    match number {
+        "4000000000000002" => TestBehaviour::Decline,
+        "4000000000009995" => TestBehaviour::InsufficientFunds,
+        "4000000000009979" => TestBehaviour::StolenCard,
+        "4000000000003220" => TestBehaviour::Challenge,
+        "4000000000000093" => TestBehaviour::PartialAuthorization,
+        "4000000000000119" => TestBehaviour::Async,
+        "4000000000000127" => TestBehaviour::Timeout,
+        "4000000000000101" => TestBehaviour::Review,
+        "4000000000000259" => TestBehaviour::DisputeAfterCapture,
+        "4000000000000341" => TestBehaviour::ChargesDeclined,
+        "4000000000005126" => TestBehaviour::RefundFails,
+        "4000000000000036" => TestBehaviour::SyncMismatch,
+        _ => TestBehaviour::Approve,
     }
 }
 
@@ -214,7 +152,7 @@ pub fn parse_card(
         exp_year: year,
         fingerprint,
         holder_name: input.holder_name.clone().filter(|n| !n.trim().is_empty()),
-        test_behaviour: test_mode.then(|| TestBehaviour::of(&number)),
+        test_behaviour: test_mode.then(|| test_behaviour(&number)),
         token: None,
     })
 }

@@ -2,18 +2,7 @@
 //! authorization, the processor's view of a payment, and a dispute's verdict. Pure values: the
 //! state machines decide on them, the processors produce them, and neither imports the other.
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Brand {
-    Visa,
-    Mastercard,
-    Amex,
-    Discover,
-    Unknown,
-}
+pub use payd_model::cards::Brand;
 
 /// The processor's answer to an authorization (or to a completed challenge).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -129,9 +129,10 @@ impl Sim {
             prints.push(print.to_owned());
         }
         let amount = body["amount"].as_i64().unwrap_or(0);
-        let behaviour = body["card"]["number"]
-            .as_str()
-            .map_or(TestBehaviour::Approve, TestBehaviour::of);
+        let behaviour = body["card"]["number"].as_str().map_or(
+            TestBehaviour::Approve,
+            crate::processors::card::test_behaviour,
+        );
         let capture = body["capture"].as_bool().unwrap_or(false);
         let (status, answer) = match behaviour {
             TestBehaviour::Decline | TestBehaviour::ChargesDeclined => (

@@ -649,7 +649,7 @@ async fn deleting_a_saved_method_revokes_its_mandates() {
 #[actix_web::test]
 async fn a_customer_or_card_that_does_not_decode_is_not_deleted() {
     use payd_entity::{customer, payment_method};
-    use sea_orm::{ConnectionTrait, EntityTrait};
+    use sea_orm::{ConnectionTrait, EntityTrait, QuerySelect};
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
     let c = customer(
@@ -701,9 +701,13 @@ async fn a_customer_or_card_that_does_not_decode_is_not_deleted() {
         .await
         .unwrap();
     assert!(kept.is_some_and(|c| c.redacted_at.is_none() && c.name.as_deref() == Some("Ana")));
+    // Its row no longer reads as a whole (the card does not decode): its id does.
     let card = payment_method::Entity::find_by_id(payd::ids::PaymentMethodId::parse(&pm).unwrap())
+        .select_only()
+        .column(payment_method::Column::Id)
+        .into_tuple::<String>()
         .one(db)
         .await
         .unwrap();
-    assert!(card.is_some(), "the card is kept");
+    assert_eq!(card, Some(pm), "the card is kept");
 }

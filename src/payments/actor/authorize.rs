@@ -2,6 +2,7 @@
 //! 3-D Secure challenge and its answer, saving the card.
 
 use super::*;
+use crate::stored::Json;
 use payd_model::payments::Trigger;
 
 /// Authorizes through routing (and saves the card, spends a single-use mandate).
@@ -16,7 +17,7 @@ pub(super) async fn confirm(
     machine::check_confirm(&state)?;
     let card = match card {
         Some(card) => Some(card.clone()),
-        None => card_of(m)?,
+        None => card_of(m),
     };
     let card = card.ok_or(PaymentError::PaymentMethodRequired)?;
     // An off-session charge re-checks its mandate here, where a revoke cannot slip in
@@ -66,7 +67,7 @@ pub(super) async fn confirmed(
     // Invariant: a single-use mandate is spent by the charge it approved, in the same commit.
     let spend_mandate =
         mandate.filter(|md| approved && md.mandate_type == payd_model::mandates::Kind::SingleUse);
-    after.payment_method = serde_json::to_string(&card).ok();
+    after.payment_method = Some(Json(card));
     after.processor = Some(chosen);
     after.processor_reference = result.reference.clone();
     after.last_error = last_error(&result);
@@ -120,8 +121,7 @@ fn saved_card(
     let (Some(customer_id), Some(_), true) = (&m.customer_id, &m.setup_future_usage, saves) else {
         return Ok(None);
     };
-    let mandate: Option<MandateRequest> =
-        crate::stored::json_opt("mandate_request", &m.id, m.mandate_request.as_deref())?;
+    let mandate = m.mandate_request.as_ref().map(|r| r.0.clone());
     let mandate_id = mandate.as_ref().map(|_| crate::ids::MandateId::new());
     if mandate_id.is_some() {
         after.mandate_id = mandate_id.clone();
@@ -151,13 +151,13 @@ pub(super) async fn challenged(
     after.last_error = last_error(&result);
     after.capture_before = capture_window(deps, &next, &result, now);
     let approved = matches!(result.outcome, Authorization::Approved { .. });
-    let save = match card_of(base)? {
+    let save = match card_of(base) {
         Some(card) if approved => {
             let card = StoredCard {
                 token: result.token.clone().or(card.token),
                 ..card
             };
-            after.payment_method = serde_json::to_string(&card).ok();
+            after.payment_method = Some(Json(card.clone()));
             let (account, _) = processor_of(base)?;
             let processor = deps.processor_for(base, &account).await?;
             saved_card(base, &mut after, &card, saves(&*processor, &card, &result))?
@@ -301,7 +301,7 @@ pub(super) async fn authorize(
             resend: None,
         };
         let mut after = base.clone();
-        after.payment_method = serde_json::to_string(card).ok();
+        after.payment_method = Some(Json(card.clone()));
         let recorded = [attempts.as_slice(), std::slice::from_ref(&attempt)].concat();
         base = intend(deps, &base, &*processor, after, intent.clone(), recorded).await?;
         let save = save_for(deps, m, account).await?;

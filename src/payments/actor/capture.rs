@@ -130,7 +130,7 @@ pub(super) async fn void(
     let intent = Intent::void(key.clone(), to, expiry);
     let base = intend(deps, m, &*processor, m.clone(), intent, vec![]).await?;
     let answer = processor.void(&reference, &key).await;
-    voided(deps, &base, to.as_str(), expiry, answer).await
+    voided(deps, &base, to, expiry, answer).await
 }
 
 /// Commits the processor's answer to a void: the payment is `to` (decided before the
@@ -138,13 +138,11 @@ pub(super) async fn void(
 pub(super) async fn voided(
     deps: &PaymentDeps,
     base: &payment::Model,
-    to: &str,
+    to: Status,
     expiry: bool,
     answer: Result<(), ProcessorError>,
 ) -> Result<Done, PaymentError> {
     let (now, mut next) = (deps.clock.now(), crate::payments::api::state_of(base));
-    let to = Status::parse(to)
-        .ok_or_else(|| PaymentError::Internal(format!("a void's stored status {to:?}")))?;
     let trigger = if expiry {
         Trigger::Expire
     } else {

@@ -31,7 +31,7 @@ use super::rows::{
     refund_event,
 };
 use super::{
-    api::{lines_of, CardReader, MandateRequest, Payment, RoutingDecision},
+    api::{lines_of, CardReader, Payment, RoutingDecision},
     intent::Intent,
     machine::{self, Authorization, CancelKind, CaptureMethod, ProcessorView, Status},
     processor_accounts, refunds,
@@ -535,10 +535,7 @@ async fn record_outcome(
     after: payment::Model,
     changes: Changes,
 ) -> Result<Done, PaymentError> {
-    let op = match &base.pending_operation {
-        Some(raw) => Some(crate::stored::json::<Intent>("pending_operation", &base.id, raw)?.op()),
-        None => None,
-    };
+    let op = base.pending_operation.as_ref().map(|i| i.op());
     if let Some(op) = op {
         fault(deps, op)?;
     }

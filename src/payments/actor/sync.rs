@@ -12,10 +12,9 @@ pub(super) async fn reconcile(
     deps: &PaymentDeps,
     m: &payment::Model,
 ) -> Result<Done, PaymentError> {
-    let Some(raw) = &m.pending_operation else {
+    let Some(Json(intent)) = m.pending_operation.clone() else {
         return Ok(Done::unchanged(m));
     };
-    let intent = crate::stored::json::<Intent>("pending_operation", &m.id, raw)?;
     let now = deps.clock.now();
     let (account, reference) = match &intent {
         Intent::Authorize {
@@ -47,7 +46,7 @@ pub(super) async fn reconcile(
                 resend: None,
                 capture_before: None,
             };
-            let card = card_of(m)?.ok_or_else(|| {
+            let card = card_of(m).ok_or_else(|| {
                 PaymentError::Internal("an authorization's card is not stored".into())
             })?;
             let attempt = store::find_attempt(&deps.db, &attempt_id)
@@ -87,7 +86,7 @@ pub(super) async fn reconcile(
         }
         Intent::Void { key, to, expiry } => {
             let answer = processor.void(&reference, &key).await;
-            voided(deps, m, &to, expiry, answer).await
+            voided(deps, m, to, expiry, answer).await
         }
     }
 }
