@@ -1,13 +1,15 @@
-//! Reading what payd stored as JSON text (lines, items, add-on groups, plans …). One policy
-//! for a stored value that does not decode: it is corrupt, so the read fails as a database
-//! fault does — logged with its column and row, answered 500, and the command that read it
-//! stops before it writes. It is never read as empty or as a default: a command that went on
-//! would bill, invoice or store that default over what was there.
+//! What payd stored as JSON text. One policy for a stored value that does not decode: it is
+//! corrupt, so the read fails as a database fault does — logged with its column and row,
+//! answered 500, and the command that read it stops before it writes. It is never read as
+//! empty or as a default: a command that went on would bill, invoice or store that default over
+//! what was there. The JSON columns are typed ([`Json`]): the row does not read at all. What is
+//! left here decodes by hand the one column isolated on purpose (a scheduled job's payload:
+//! the job fails, the tick goes on) and ids read from text that is not yet a typed column.
 
 use sea_orm::DbErr;
 use serde::de::DeserializeOwned;
 
-/// A column typed as its JSON (`metadata`): read as `T` or refused under the same policy.
+/// A column typed as its JSON: read as `T` or refused under the same policy.
 pub use payd_model::json::Json;
 
 /// The value of `column` of the row `row_id`, decoded.
@@ -22,15 +24,6 @@ pub fn json<T: DeserializeOwned>(
             "the stored {column} of {row_id} does not decode: {e}"
         ))
     })
-}
-
-/// [`json`] of a column that may be empty (`NULL`): `None` then.
-pub fn json_opt<T: DeserializeOwned>(
-    column: &'static str,
-    row_id: &str,
-    text: Option<&str>,
-) -> Result<Option<T>, DbErr> {
-    text.map(|text| json(column, row_id, text)).transpose()
 }
 
 /// An id payd stored in `column` of the row `row_id`, as its type: one of another shape is
@@ -53,7 +46,6 @@ mod tests {
     fn a_value_that_does_not_decode_fails_naming_its_column_and_row() {
         let lines: Vec<i64> = json("lines", "cyc_1", "[1,2]").unwrap();
         assert_eq!(lines, [1, 2]);
-        assert_eq!(json_opt::<Vec<i64>>("lines", "cyc_1", None).unwrap(), None);
         for corrupt in ["", "[1,", "{\"a\":1}", "null"] {
             let err = json::<Vec<i64>>("lines", "cyc_1", corrupt).unwrap_err();
             assert!(

@@ -12,8 +12,8 @@ pub struct Model {
     pub test_mode: bool,
     /// The processor account previewed.
     pub account: String,
-    /// What the import will do, as JSON.
-    pub plan: String,
+    /// What the import will do.
+    pub plan: payd_model::json::Json<Vec<payd_model::catalog::Step>>,
     /// The shop catalog's fingerprint when the preview was made.
     pub fingerprint: String,
     pub applied_at: Option<DateTimeUtc>,

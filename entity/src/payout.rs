@@ -13,8 +13,8 @@ pub struct Model {
     pub status: payd_model::payouts::Status,
     pub amount: i64,
     pub currency: String,
-    /// JSON: the destination, masked.
-    pub destination: String,
+    /// The destination, masked.
+    pub destination: payd_model::json::Json<payd_model::payouts::Destination>,
     /// The processor's token for the destination (never the account number).
     pub recipient: String,
     pub description: Option<String>,

@@ -19,10 +19,10 @@ pub struct Model {
     pub images: payd_model::json::Json<Vec<payd_model::ids::ImageId>>,
     pub active: bool,
     pub default_price_id: Option<payd_model::ids::PriceId>,
-    /// JSON array of components; none for a product that is not a bundle.
-    pub bundle: Option<String>,
-    /// JSON array of add-on groups.
-    pub addon_groups: String,
+    /// Its components; none for a product that is not a bundle.
+    pub bundle: Option<payd_model::json::Json<Vec<payd_model::catalog::Component>>>,
+    /// Its add-on groups.
+    pub addon_groups: payd_model::json::Json<Vec<payd_model::catalog::AddonGroup>>,
     /// The product's id at the catalog processor it was imported from.
     pub external_id: Option<String>,
     pub version: i64,

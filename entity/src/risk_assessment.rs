@@ -3,7 +3,7 @@
 
 use sea_orm::entity::prelude::*;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
 #[sea_orm(table_name = "risk_assessments")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
@@ -21,8 +21,8 @@ pub struct Model {
     pub refunds: i64,
     pub disputes: i64,
     pub window_secs: i64,
-    /// The thresholds used, as JSON.
-    pub thresholds: String,
+    /// The thresholds used.
+    pub thresholds: payd_model::json::Json<payd_model::risk::Thresholds>,
     pub trigger: payd_model::risk::Trigger,
     pub assessed_at: DateTimeUtc,
 }

@@ -10,7 +10,7 @@ pub struct Model {
     /// Test or live: each mode routes among its own accounts by its own rules.
     #[sea_orm(primary_key, auto_increment = false)]
     pub test_mode: bool,
-    pub rules: String,
+    pub rules: payd_model::json::Json<payd_model::payments::RoutingRules>,
     pub updated_at: DateTimeUtc,
 }
 

@@ -271,3 +271,50 @@ pub struct RoutingDecision {
     pub chosen: String,
     pub reason: String,
 }
+
+// A shop's routing rules in one mode (no doc comment: the OpenAPI schema would carry it).
+#[derive(
+    Debug, Clone, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema, PartialEq, Eq,
+)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingRules {
+    /// Tried in order; the first rule whose conditions hold decides.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub name: String,
+    #[serde(default)]
+    pub conditions: Conditions,
+    /// One entry routes everything to it; several split the volume by `percent` (they must
+    /// add up to 100).
+    pub processors: Vec<Split>,
+}
+
+#[derive(
+    Debug, Clone, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema, PartialEq, Eq,
+)]
+#[serde(deny_unknown_fields)]
+pub struct Conditions {
+    /// Any of these currencies.
+    #[serde(default)]
+    pub currencies: Option<Vec<String>>,
+    #[serde(default)]
+    pub min_amount: Option<i64>,
+    #[serde(default)]
+    pub max_amount: Option<i64>,
+    /// Any of these card brands.
+    #[serde(default)]
+    pub card_brands: Option<Vec<crate::cards::Brand>>,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, utoipa::ToSchema, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Split {
+    pub processor: String,
+    #[serde(default)]
+    pub percent: Option<u8>,
+}

@@ -55,3 +55,24 @@ impl Status {
         )
     }
 }
+
+/// A destination as kept and shown: masked.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+pub struct Destination {
+    /// `bank_account` or `card`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub last4: String,
+    #[serde(default)]
+    pub holder_name: Option<String>,
+    #[serde(default)]
+    pub routing_number: Option<String>,
+    #[serde(default)]
+    pub sort_code: Option<String>,
+    #[serde(default)]
+    pub exp_month: Option<u32>,
+    #[serde(default)]
+    pub exp_year: Option<u32>,
+}

@@ -365,7 +365,7 @@ pub fn save_card(
             Expr::val(customer.id.as_str()),
             Expr::val(customer.merchant_id.as_str()),
             Expr::val(customer.test_mode),
-            Expr::val(serde_json::to_string(card).unwrap_or_default()),
+            Expr::val(Json(card.clone())),
             Expr::val(card.fingerprint.as_str()),
             Expr::val(now),
         ])

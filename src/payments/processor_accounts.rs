@@ -14,6 +14,7 @@ use sea_orm::{
 
 use super::routing::RoutingRules;
 use crate::commit::{self, Change, CommitError, Db, Write};
+use crate::stored::Json;
 use crate::{
     accounts,
     ids::new_id,
@@ -60,6 +61,8 @@ pub async fn accounts_and_rules(
             Expr::col((routing_config::Entity, routing_config::Column::Rules)),
             Alias::new(RULES),
         )
+        // Names the row in the read error of rules that do not decode: the shop.
+        .expr_as(Expr::col(shop), Alias::new("id"))
         .from(profile::Entity)
         .left_join(
             routing_config::Entity,
@@ -100,13 +103,13 @@ pub async fn accounts_and_rules(
     let Some(first) = rows.first() else {
         return Ok(None);
     };
-    let rules = first.try_get::<Option<String>>("", RULES)?;
+    let rules = first.try_get::<Option<Json<RoutingRules>>>("", RULES)?;
     let accounts = rows
         .iter()
         .map(|row| Option::<processor_account::Model>::from_query_result(row, ACCOUNT))
         .filter_map(Result::transpose)
         .collect::<Result<Vec<_>, DbErr>>()?;
-    Ok(Some((accounts, parse_rules(profile_id, rules.as_deref())?)))
+    Ok(Some((accounts, rules.unwrap_or_default().0)))
 }
 
 /// Accounts in one approval state (`pending`, `approved`, `rejected`), oldest first.
@@ -282,12 +285,8 @@ pub async fn routing_rules(
     let row = routing_config::Entity::find_by_id((profile_id.to_owned(), test_mode))
         .one(db)
         .await?;
-    parse_rules(profile_id, row.as_ref().map(|r| r.rules.as_str()))
-}
-
-/// A shop's stored routing rules; none route by default.
-fn parse_rules(shop: &str, stored: Option<&str>) -> Result<RoutingRules, DbErr> {
-    crate::stored::json_opt("rules", shop, stored).map(Option::unwrap_or_default)
+    // A shop without stored rules routes by default.
+    Ok(row.map(|r| r.rules.0).unwrap_or_default())
 }
 
 /// Puts the shop's routing rules, and tells the instances that cache them.
@@ -301,7 +300,7 @@ pub async fn put_routing_rules(
     let row = routing_config::ActiveModel {
         profile_id: Set(profile_id.to_owned()),
         test_mode: Set(test_mode),
-        rules: Set(serde_json::to_string(rules).unwrap_or_default()),
+        rules: Set(Json(rules.clone())),
         updated_at: Set(now),
     };
     let upsert = routing_config::Entity::insert(row)

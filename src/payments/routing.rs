@@ -2,9 +2,6 @@
 //! others are tried after a retryable decline. Pure: the caller passes the rules, the
 //! enabled accounts and the payment's facts.
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
 use crate::processors::model::Brand;
 
 /// A rule that cannot be kept: the field it is about and why.
@@ -25,47 +22,7 @@ fn rule_error(param: &str, message: impl Into<String>) -> RuleError {
 /// test account. Payments it served name it, so no account may take the name.
 pub const DEFAULT_PROCESSOR: &str = "sandbox";
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct RoutingRules {
-    /// Tried in order; the first rule whose conditions hold decides.
-    #[serde(default)]
-    pub rules: Vec<Rule>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    pub name: String,
-    #[serde(default)]
-    pub conditions: Conditions,
-    /// One entry routes everything to it; several split the volume by `percent` (they must
-    /// add up to 100).
-    pub processors: Vec<Split>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Conditions {
-    /// Any of these currencies.
-    #[serde(default)]
-    pub currencies: Option<Vec<String>>,
-    #[serde(default)]
-    pub min_amount: Option<i64>,
-    #[serde(default)]
-    pub max_amount: Option<i64>,
-    /// Any of these card brands.
-    #[serde(default)]
-    pub card_brands: Option<Vec<Brand>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct Split {
-    pub processor: String,
-    #[serde(default)]
-    pub percent: Option<u8>,
-}
+pub use payd_model::payments::{Conditions, RoutingRules, Rule, Split};
 
 /// The facts rules look at.
 pub struct Facts<'a> {
@@ -75,66 +32,62 @@ pub struct Facts<'a> {
     pub brand: Brand,
 }
 
-impl RoutingRules {
-    /// Checks names against the shop's accounts and the split percentages.
-    pub fn validate(&self, accounts: &[String]) -> Result<(), RuleError> {
-        for (i, rule) in self.rules.iter().enumerate() {
-            let p = |f: &str| format!("rules[{i}].{f}");
-            if rule.name.trim().is_empty() {
-                return Err(rule_error(&p("name"), "every rule needs a name"));
-            }
-            if rule.processors.is_empty() {
-                return Err(rule_error(&p("processors"), "name at least one processor"));
-            }
-            for (j, split) in rule.processors.iter().enumerate() {
-                if !accounts.contains(&split.processor) {
-                    return Err(rule_error(
-                        &format!("rules[{i}].processors[{j}].processor"),
-                        format!(
-                            "the shop has no processor account named {:?} in this mode",
-                            split.processor
-                        ),
-                    ));
-                }
-            }
-            if rule.processors.len() > 1 {
-                let total: u32 = rule
-                    .processors
-                    .iter()
-                    .map(|s| u32::from(s.percent.unwrap_or(0)))
-                    .sum();
-                if total != 100 {
-                    return Err(rule_error(
-                        &p("processors"),
-                        "split percentages must add up to 100",
-                    ));
-                }
-            }
-            if let (Some(lo), Some(hi)) = (rule.conditions.min_amount, rule.conditions.max_amount) {
-                if lo > hi {
-                    return Err(rule_error(
-                        &p("conditions.min_amount"),
-                        "min_amount exceeds max_amount",
-                    ));
-                }
+/// Checks `rules`' names against the shop's accounts and the split percentages.
+pub fn validate(rules: &RoutingRules, accounts: &[String]) -> Result<(), RuleError> {
+    for (i, rule) in rules.rules.iter().enumerate() {
+        let p = |f: &str| format!("rules[{i}].{f}");
+        if rule.name.trim().is_empty() {
+            return Err(rule_error(&p("name"), "every rule needs a name"));
+        }
+        if rule.processors.is_empty() {
+            return Err(rule_error(&p("processors"), "name at least one processor"));
+        }
+        for (j, split) in rule.processors.iter().enumerate() {
+            if !accounts.contains(&split.processor) {
+                return Err(rule_error(
+                    &format!("rules[{i}].processors[{j}].processor"),
+                    format!(
+                        "the shop has no processor account named {:?} in this mode",
+                        split.processor
+                    ),
+                ));
             }
         }
-        Ok(())
+        if rule.processors.len() > 1 {
+            let total: u32 = rule
+                .processors
+                .iter()
+                .map(|s| u32::from(s.percent.unwrap_or(0)))
+                .sum();
+            if total != 100 {
+                return Err(rule_error(
+                    &p("processors"),
+                    "split percentages must add up to 100",
+                ));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (rule.conditions.min_amount, rule.conditions.max_amount) {
+            if lo > hi {
+                return Err(rule_error(
+                    &p("conditions.min_amount"),
+                    "min_amount exceeds max_amount",
+                ));
+            }
+        }
     }
+    Ok(())
 }
 
-impl Conditions {
-    fn hold(&self, f: &Facts) -> bool {
-        self.currencies
+/// The rule's conditions hold for these facts.
+fn hold(c: &Conditions, f: &Facts) -> bool {
+    c.currencies
+        .as_ref()
+        .is_none_or(|cs| cs.iter().any(|x| x.eq_ignore_ascii_case(f.currency)))
+        && c.min_amount.is_none_or(|m| f.amount >= m)
+        && c.max_amount.is_none_or(|m| f.amount <= m)
+        && c.card_brands
             .as_ref()
-            .is_none_or(|cs| cs.iter().any(|c| c.eq_ignore_ascii_case(f.currency)))
-            && self.min_amount.is_none_or(|m| f.amount >= m)
-            && self.max_amount.is_none_or(|m| f.amount <= m)
-            && self
-                .card_brands
-                .as_ref()
-                .is_none_or(|bs| bs.contains(&f.brand))
-    }
+            .is_none_or(|bs| bs.contains(&f.brand))
 }
 
 /// A stable bucket 0..100 for a payment, so a retried confirm routes the same way.
@@ -164,7 +117,7 @@ pub fn decide(rules: &RoutingRules, accounts: &[String], facts: &Facts) -> Routi
         order
     };
     for rule in &rules.rules {
-        if !rule.conditions.hold(facts) {
+        if !hold(&rule.conditions, facts) {
             continue;
         }
         let usable: Vec<&Split> = rule
@@ -284,7 +237,7 @@ mod tests {
                 },
             ],
         };
-        rules.validate(&accounts).unwrap();
+        validate(&rules, &accounts).unwrap();
         let d = decide(&rules, &accounts, &facts("pay_1", 10, "eur"));
         assert_eq!((d.algorithm.as_str(), d.chosen.as_str()), ("rule", "c"));
         assert_eq!(d.candidates, vec!["c", "a", "b"]);
@@ -322,7 +275,7 @@ mod tests {
             }],
         };
         assert_eq!(
-            bad.validate(&["a".into()]).unwrap_err().param,
+            validate(&bad, &["a".into()]).unwrap_err().param,
             "rules[0].processors[0].processor"
         );
     }

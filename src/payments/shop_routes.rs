@@ -850,7 +850,7 @@ pub async fn put_routing(
         .into_iter()
         .map(|a| a.name)
         .collect();
-    rules.validate(&names)?;
+    super::routing::validate(&rules, &names)?;
     processor_accounts::put_routing_rules(
         &state.db,
         shop.as_str(),

@@ -11,6 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use payd_entity::payout;
 use sea_orm::DbErr;
 
+use super::api::Destination;
 use super::{
     machine::{self, Cancel, Outcome, Refusal, Status},
     processor, store,
@@ -72,7 +73,7 @@ pub struct Patch {
     pub amount: Option<i64>,
     pub currency: Option<String>,
     /// The masked destination (JSON) and the processor's token.
-    pub destination: Option<(String, String)>,
+    pub destination: Option<(Destination, String)>,
     pub auto_fulfill: Option<bool>,
     pub description: Option<String>,
     pub metadata: Option<Metadata>,
@@ -208,7 +209,7 @@ async fn step(
                 after.currency = c.clone();
             }
             if let Some((shown, recipient)) = &patch.destination {
-                after.destination = shown.clone();
+                after.destination = Json(shown.clone());
                 after.recipient = recipient.clone();
             }
             if let Some(a) = patch.auto_fulfill {

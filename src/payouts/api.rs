@@ -47,24 +47,7 @@ pub struct DestinationInput {
     pub card: Option<PayoutCardInput>,
 }
 
-/// A destination as kept and shown: masked.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Destination {
-    /// `bank_account` or `card`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub last4: String,
-    #[serde(default)]
-    pub holder_name: Option<String>,
-    #[serde(default)]
-    pub routing_number: Option<String>,
-    #[serde(default)]
-    pub sort_code: Option<String>,
-    #[serde(default)]
-    pub exp_month: Option<u32>,
-    #[serde(default)]
-    pub exp_year: Option<u32>,
-}
+pub use payd_model::payouts::Destination;
 
 fn last4(s: &str) -> String {
     s[s.len().saturating_sub(4)..].to_owned()
@@ -185,7 +168,7 @@ impl CreatePayoutRequest {
         Ok(NewPayout {
             amount,
             currency,
-            destination: serde_json::to_string(&destination).unwrap_or_default(),
+            destination,
             recipient,
             description: check_text("description", self.description.as_ref(), 1_000)?,
             metadata: check_metadata(self.metadata.as_ref())?.unwrap_or_default(),
@@ -200,8 +183,8 @@ impl CreatePayoutRequest {
 pub struct NewPayout {
     pub amount: i64,
     pub currency: String,
-    /// The destination as stored.
-    pub destination: String,
+    /// The destination, masked.
+    pub destination: Destination,
     pub recipient: String,
     pub description: Option<String>,
     pub metadata: Metadata,
@@ -228,7 +211,7 @@ impl NewPayout {
             status,
             amount: self.amount,
             currency: self.currency,
-            destination: self.destination,
+            destination: Json(self.destination),
             recipient: self.recipient,
             description: self.description,
             metadata: Json(self.metadata),
@@ -348,7 +331,7 @@ impl Payout {
             status: m.status.to_string(),
             amount: m.amount,
             currency: m.currency.clone(),
-            destination: crate::stored::json("destination", &m.id, &m.destination)?,
+            destination: m.destination.0.clone(),
             auto_fulfill: m.auto_fulfill,
             description: m.description.clone(),
             metadata: m.metadata.0.clone(),

@@ -167,7 +167,7 @@ pub async fn update_payout(
     let destination = match &req.destination {
         Some(d) => {
             let (shown, recipient) = d.checked(state.clock.now())?;
-            Some((serde_json::to_string(&shown).unwrap_or_default(), recipient))
+            Some((shown, recipient))
         }
         None => None,
     };

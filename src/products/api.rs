@@ -130,17 +130,7 @@ pub struct AddonGroupInput {
     pub prices: Vec<String>,
 }
 
-/// One component of a bundle: a product (its default price) or a price, and how many.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Component {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub product_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub price_id: Option<String>,
-    /// 1 to 1 000.
-    pub quantity: i64,
-}
+pub use payd_model::catalog::{AddonGroup, Component};
 
 /// `POST /products/{product_id}/bundle`: the components (an empty list makes the product a
 /// plain product again).
@@ -181,22 +171,6 @@ pub struct Price {
     pub test_mode: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-}
-
-/// An add-on group, as products show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct AddonGroup {
-    pub group_id: String,
-    pub name: String,
-    pub min_selections: i64,
-    pub max_selections: i64,
-    pub products: Vec<String>,
-    pub prices: Vec<String>,
-    /// A sandbox object: always its product's mode.
-    // Set from the product when read (`store::groups`): groups stored before the field
-    // existed read as well.
-    #[serde(default)]
-    pub test_mode: bool,
 }
 
 /// A bundle's components.

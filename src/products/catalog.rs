@@ -94,8 +94,8 @@ pub async fn render(
                 category_id: p.category_id.as_ref().map(ToString::to_string),
                 default_price_id: p.default_price_id.as_ref().map(ToString::to_string),
                 prices: own,
-                addon_groups: store::groups(&p)?,
-                bundle: store::components(&p)?.map(|components| super::api::Bundle { components }),
+                addon_groups: store::groups(&p),
+                bundle: store::components(&p).map(|components| super::api::Bundle { components }),
                 image_urls: images
                     .iter()
                     .map(|i| format!("{public_url}/products/images/{i}"))
@@ -228,7 +228,7 @@ pub async fn create(
         active: true,
         default_price_id: None,
         bundle: None,
-        addon_groups: "[]".into(),
+        addon_groups: Default::default(),
         external_id: None,
         version: 1,
         created_at: now,
@@ -289,14 +289,14 @@ async fn check_not_held(
     let named = |x: &Option<String>| x.as_ref().is_some_and(|x| ids.contains(x));
     let mut described = Vec::new();
     for h in &holders {
-        let components = store::components(h)?.unwrap_or_default();
+        let components = store::components(h).unwrap_or_default();
         if components
             .iter()
             .any(|c| named(&c.product_id) || named(&c.price_id))
         {
             described.push(format!("bundle {}", h.id));
         }
-        for g in store::groups(h)? {
+        for g in store::groups(h) {
             if g.products.iter().chain(&g.prices).any(|m| ids.contains(m)) {
                 described.push(format!("add-on group {} of {}", g.group_id, h.id));
             }
@@ -631,7 +631,7 @@ pub async fn put_group(
 ) -> Result<AddonGroup, CatalogError> {
     let (_, group) = change(db, scope, id, now, async |p, _| {
         let held = check_members(db, scope, p, input).await?;
-        let mut groups = store::groups(p)?;
+        let mut groups = store::groups(p);
         let group = AddonGroup {
             group_id: group_id.map_or_else(|| new_id("grp"), str::to_owned),
             name: input.name.trim().to_owned(),
@@ -658,7 +658,7 @@ pub async fn put_group(
             None => groups.push(group.clone()),
         }
         let mut after = p.clone();
-        after.addon_groups = serde_json::to_string(&groups).unwrap_or_else(|_| "[]".into());
+        after.addon_groups = Json(groups);
         Ok((after, held, group))
     })
     .await?;
@@ -674,14 +674,14 @@ pub async fn remove_group(
     now: DateTime<Utc>,
 ) -> Result<(), CatalogError> {
     change(db, scope, id, now, async |p, _| {
-        let mut groups = store::groups(p)?;
+        let mut groups = store::groups(p);
         let before = groups.len();
         groups.retain(|g| g.group_id != group_id);
         if groups.len() == before {
             return Err(not_found("add-on group", "group_id"));
         }
         let mut after = p.clone();
-        after.addon_groups = serde_json::to_string(&groups).unwrap_or_else(|_| "[]".into());
+        after.addon_groups = Json(groups);
         Ok((after, vec![], ()))
     })
     .await?;
@@ -744,8 +744,7 @@ pub async fn set_bundle(
             return Err(Refusal::BundleCycle(cycle).into());
         }
         let mut after = p.clone();
-        after.bundle = (!components.is_empty())
-            .then(|| serde_json::to_string(components).unwrap_or_else(|_| "[]".into()));
+        after.bundle = (!components.is_empty()).then(|| Json(components.to_vec()));
         Ok((after, held, ()))
     })
     .await?;

@@ -19,6 +19,7 @@ use super::{
     store,
 };
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     auth::keys::Caller,
     commit::{self, Change, CommitError, Write},
@@ -307,8 +308,8 @@ fn planned(
 }
 
 fn render_preview(p: &catalog_preview::Model, local_count: usize) -> Result<Preview, DbErr> {
-    let steps: Vec<Step> = crate::stored::json("plan", &p.id, &p.plan)?;
-    let (create, update, archive) = planned(&steps);
+    let steps = &p.plan.0;
+    let (create, update, archive) = planned(steps);
     let touched = update.len() + archive.len();
     Ok(Preview {
         preview_id: p.id.to_string(),
@@ -355,7 +356,7 @@ pub async fn preview(
         profile_id: shop,
         test_mode: caller.test_mode(),
         account: account.account.clone(),
-        plan: serde_json::to_string(&steps).unwrap_or_else(|_| "[]".into()),
+        plan: Json(steps),
         fingerprint,
         applied_at: None,
         result: None,
@@ -400,7 +401,7 @@ pub async fn apply_preview(
             }),
         };
     }
-    let steps: Vec<Step> = crate::stored::json("plan", &preview.id, &preview.plan)?;
+    let steps = preview.plan.0.clone();
     let (change, applied) = apply(db, &preview, &steps, now).await?;
     let json = serde_json::to_string(&applied).unwrap_or_default();
     let mut done = preview.clone();
@@ -538,7 +539,7 @@ fn create(
         active: true,
         default_price_id: None,
         bundle: None,
-        addon_groups: "[]".into(),
+        addon_groups: Default::default(),
         external_id: Some(r.external_id.clone()),
         version: 1,
         created_at: now,

@@ -150,26 +150,7 @@ pub fn find_cycle(
     None
 }
 
-/// A price in a catalog processor's catalog.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RemotePrice {
-    pub external_id: String,
-    pub unit_amount: i64,
-    pub currency: String,
-    /// `(interval, interval_count)` of a recurring price.
-    pub recurring: Option<(Interval, i64)>,
-}
-
-/// A product in a catalog processor's catalog.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RemoteProduct {
-    pub external_id: String,
-    pub name: String,
-    pub description: Option<String>,
-    /// Still sold at the processor; a discontinued product is archived here too.
-    pub active: bool,
-    pub prices: Vec<RemotePrice>,
-}
+pub use payd_model::catalog::{RemotePrice, RemoteProduct, Step};
 
 /// An imported product as the shop holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,27 +162,6 @@ pub struct LocalProduct {
     pub active: bool,
     /// `(price_id, external_id, active)` of its imported prices.
     pub prices: Vec<(String, String, bool)>,
-}
-
-/// One step of an import.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
-pub enum Step {
-    /// A product the shop does not have yet, with its prices.
-    Create { product: RemoteProduct },
-    /// An imported product whose name, description or prices differ from the processor's:
-    /// its fields are set, new prices added, prices gone from the processor archived.
-    Update {
-        product_id: String,
-        product: RemoteProduct,
-        add_prices: Vec<RemotePrice>,
-        archive_prices: Vec<String>,
-    },
-    /// An imported product the processor no longer sells.
-    Archive {
-        product_id: String,
-        external_id: String,
-    },
 }
 
 /// What importing `remote` into a shop holding `local` does: products are matched by external

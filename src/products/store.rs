@@ -20,7 +20,6 @@ use crate::{
     commit::{self, Change, Write},
     conflict::Conflict,
     pagination::{paginate, List, Page, PageError},
-    stored,
 };
 
 pub use crate::commit::CommitError;
@@ -52,17 +51,17 @@ pub async fn prices_of(
 }
 
 /// The add-on groups stored on a product, in the product's mode.
-pub fn groups(p: &product::Model) -> Result<Vec<AddonGroup>, DbErr> {
-    let mut groups: Vec<AddonGroup> = stored::json("addon_groups", &p.id, &p.addon_groups)?;
+pub fn groups(p: &product::Model) -> Vec<AddonGroup> {
+    let mut groups = p.addon_groups.0.clone();
     for g in &mut groups {
         g.test_mode = p.test_mode;
     }
-    Ok(groups)
+    groups
 }
 
 /// A bundle's components; `None` for a product that is not a bundle.
-pub fn components(p: &product::Model) -> Result<Option<Vec<Component>>, DbErr> {
-    stored::json_opt("bundle", &p.id, p.bundle.as_deref())
+pub fn components(p: &product::Model) -> Option<Vec<Component>> {
+    p.bundle.as_ref().map(|b| b.0.clone())
 }
 
 /// A new product with its prices, in one commit.
@@ -358,10 +357,10 @@ pub async fn bundle_graph(
         .filter(product::Column::Bundle.is_not_null())
         .all(db)
         .await?;
-    let parts = bundles
+    let parts: Vec<_> = bundles
         .iter()
-        .map(|b| Ok((b.id.to_string(), components(b)?.unwrap_or_default())))
-        .collect::<Result<Vec<_>, DbErr>>()?;
+        .map(|b| (b.id.to_string(), components(b).unwrap_or_default()))
+        .collect();
     let price_ids: Vec<&String> = parts
         .iter()
         .flat_map(|(_, c)| c.iter().filter_map(|c| c.price_id.as_ref()))

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::machine::Counts;
-use crate::{pagination::List, settings::RiskThresholds};
+use crate::pagination::List;
 
 /// The figures of an assessment, counted over its window.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -41,19 +41,7 @@ impl RiskFigures {
     }
 }
 
-/// The rates from which the shop would have been in each band.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[schema(as = RiskBandThresholds)]
-pub struct Thresholds {
-    #[schema(value_type = Object)]
-    pub elevated: RiskThresholds,
-    #[schema(value_type = Object)]
-    pub high: RiskThresholds,
-    #[schema(value_type = Object)]
-    pub critical: RiskThresholds,
-    /// Below this volume, the rates were not judged.
-    pub min_payments: u64,
-}
+pub use payd_model::risk::Thresholds;
 
 /// One assessment of a shop's risk (`risk_…`).
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -92,7 +80,7 @@ impl RiskRecord {
             previous_band: m.previous_band.map(|b| b.to_string()),
             figures: RiskFigures::of(&counts),
             window: m.window_secs,
-            thresholds: Some(crate::stored::json("thresholds", &m.id, &m.thresholds)?),
+            thresholds: Some(m.thresholds.0.clone()),
             trigger: m.trigger.to_string(),
             assessed_at: m.assessed_at,
         })

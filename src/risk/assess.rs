@@ -14,6 +14,7 @@ use super::{
     store,
 };
 use crate::commit::Db;
+use crate::stored::Json;
 use crate::{
     clock::SharedClock,
     commit::{self, or_retry, CommitError},
@@ -104,7 +105,7 @@ impl Assessor {
             refunds: counts.refunds,
             disputes: counts.disputes,
             window_secs: s.window.as_secs() as i64,
-            thresholds: serde_json::to_string(&thresholds).unwrap_or_else(|_| "{}".to_owned()),
+            thresholds: Json(thresholds),
             trigger,
             assessed_at: now,
         }

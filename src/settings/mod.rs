@@ -78,14 +78,7 @@ pub struct RiskSettings {
     pub critical: RiskThresholds,
 }
 
-/// The rates (0–1) from which a shop is in a band: reaching any one of them is enough.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RiskThresholds {
-    pub dispute_rate: f64,
-    pub refund_rate: f64,
-    pub decline_rate: f64,
-}
+pub use payd_model::risk::RiskThresholds;
 
 /// A span written as seconds (`3600`) or with a unit (`90s`, `30m`, `1h`, `30d`).
 fn span<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {

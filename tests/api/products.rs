@@ -1228,7 +1228,7 @@ async fn an_archive_racing_a_bundle_or_group_edit_never_leaves_it_holding_an_arc
 #[actix_web::test]
 async fn a_corrupt_stored_value_answers_500_and_nothing_is_written() {
     use payd_entity::product;
-    use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
+    use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter, QuerySelect};
 
     let app = spawn_app().await;
     let m = app.create_merchant("Acme").await;
@@ -1243,13 +1243,16 @@ async fn a_corrupt_stored_value_answers_500_and_nothing_is_written() {
     .await;
     assert_eq!(g.status, 201, "{}", g.body);
     let group = id(&g.body, "group_id");
+    // The column's text (the row as a whole does not read once it is corrupt).
     let stored = || async {
         product::Entity::find_by_id(payd::ids::ProductId::parse(&burger).unwrap())
+            .select_only()
+            .column(product::Column::AddonGroups)
+            .into_tuple::<String>()
             .one(&app.state.db)
             .await
             .unwrap()
             .unwrap()
-            .addon_groups
     };
     let corrupt = stored().await.replace('}', "");
     product::Entity::update_many()
