@@ -38,7 +38,7 @@ pub trait Row: 'static {
     fn is_not_found(error: &Self::Error) -> bool;
 
     /// Whose row it is: its merchant and mode (for the merchant's test clock).
-    fn owner(m: &Self::Model) -> (&str, bool);
+    fn owner(m: &Self::Model) -> (&crate::ids::MerchantId, bool);
 
     /// The timeline the command was sent on.
     fn timeline(msg: &Self::Exec) -> &Timeline;

@@ -316,8 +316,12 @@ impl Scheduler {
     }
 
     /// [`Scheduler::tick`] for one sandbox merchant's jobs only (a test clock's advance).
-    pub async fn tick_merchant(&self, merchant_id: &str) -> Result<usize, DbErr> {
-        self.tick_of(Some(merchant_id)).await
+    pub async fn tick_merchant(
+        &self,
+        merchant_id: &crate::ids::MerchantId,
+    ) -> Result<usize, DbErr> {
+        // A job's merchant is a text column still (docs/dev/typed-rows-worklist.md §1c).
+        self.tick_of(Some(merchant_id.as_str())).await
     }
 
     async fn tick_of(&self, merchant_id: Option<&str>) -> Result<usize, DbErr> {
@@ -358,7 +362,7 @@ impl Scheduler {
             .all(&self.db)
             .await?
             .into_iter()
-            .map(|m| (m.id, m.sandbox_clock_offset))
+            .map(|m| (m.id.into_string(), m.sandbox_clock_offset))
             .collect())
     }
 

@@ -6,10 +6,10 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "api_keys")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::KeyId,
+    pub merchant_id: payd_model::ids::MerchantId,
     /// The shop the key is bound to, if any.
-    pub profile_id: Option<String>,
+    pub profile_id: Option<payd_model::ids::ProfileId>,
     pub kind: payd_model::keys::KeyKind,
     pub mode: payd_model::keys::Mode,
     #[sea_orm(unique)]

@@ -7,10 +7,10 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "audit_log")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
-    pub merchant_id: String,
+    pub id: payd_model::ids::AuditEntryId,
+    pub merchant_id: payd_model::ids::MerchantId,
     /// The API key that acted; none for the operator (admin key).
-    pub actor_key_id: Option<String>,
+    pub actor_key_id: Option<payd_model::ids::KeyId>,
     /// `api_key.created`, `api_key.revoked`, `webhook_endpoint.url_changed`,
     /// `webhook_endpoint.secret_rotated`, `processor_account.added`.
     pub action: payd_model::audit::Action,

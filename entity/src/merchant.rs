@@ -6,7 +6,7 @@ use sea_orm::entity::prelude::*;
 #[sea_orm(table_name = "merchants")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
-    pub id: String,
+    pub id: payd_model::ids::MerchantId,
     pub name: String,
     pub created_at: DateTimeUtc,
     /// Seconds its sandbox test clock is ahead of the base time.

@@ -7,8 +7,8 @@ use sea_orm::entity::prelude::*;
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub id: String,
-    pub merchant_id: String,
-    pub profile_id: String,
+    pub merchant_id: payd_model::ids::MerchantId,
+    pub profile_id: payd_model::ids::ProfileId,
     /// Unique within the shop; routing rules name accounts by it.
     pub name: String,
     pub kind: payd_model::processors::AccountKind,

@@ -57,7 +57,7 @@ pub struct MerchantSummary {
 impl From<merchant::Model> for MerchantSummary {
     fn from(m: merchant::Model) -> Self {
         Self {
-            merchant_id: m.id,
+            merchant_id: m.id.into(),
             name: m.name,
             created: m.created_at,
             suspended_at: m.suspended_at,
@@ -336,11 +336,11 @@ pub struct ApiKey {
 impl From<api_key::Model> for ApiKey {
     fn from(m: api_key::Model) -> Self {
         Self {
-            key_id: m.id,
+            key_id: m.id.into(),
             kind: m.kind.to_string(),
             test_mode: m.mode == Mode::Test,
             last4: m.last4,
-            profile_id: m.profile_id,
+            profile_id: m.profile_id.map(Into::into),
             name: m.name,
             created: m.created_at,
             revoked_at: m.revoked_at,
@@ -453,9 +453,9 @@ impl TryFrom<audit_entry::Model> for AuditEntry {
     fn try_from(m: audit_entry::Model) -> Result<Self, Self::Error> {
         Ok(Self {
             details: m.details.0.clone(),
-            audit_id: m.id,
+            audit_id: m.id.into(),
             action: m.action.to_string(),
-            actor_key_id: m.actor_key_id,
+            actor_key_id: m.actor_key_id.map(Into::into),
             target_id: m.target_id,
             created: m.created_at,
         })

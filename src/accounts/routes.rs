@@ -143,7 +143,7 @@ pub async fn create_merchant(
 impl From<store::NewMerchant> for CreatedMerchant {
     fn from(m: store::NewMerchant) -> Self {
         Self {
-            merchant_id: m.merchant.id,
+            merchant_id: m.merchant.id.into(),
             profile_id: m.profile.id.into(),
             secret_key: m.secret_key,
             publishable_key: m.publishable_key,
@@ -170,7 +170,7 @@ pub async fn get_account(
         .await?
         .ok_or_else(|| ApiError::not_found("merchant"))?;
     Ok(HttpResponse::Ok().json(Account {
-        merchant_id: merchant.id,
+        merchant_id: merchant.id.into(),
         name: merchant.name,
         test_mode: caller.test_mode(),
         profile_id: caller.profile.map(ProfileId::into_string),

@@ -16,13 +16,13 @@ use crate::{
     auth::keys::{generate_key, hash_key, pepper_id, KeyKind, Mode},
     clock::Timeline,
     commit::{self, Change, CommitError, Write},
-    ids::{new_id, KeyId, MerchantId, ProfileId},
+    ids::{AuditEntryId, KeyId, MerchantId, ProfileId},
     pagination::{paginate, List, Page, PageError},
 };
 
 /// A security action on a merchant's account, for its audit log.
 pub struct Audit<'a> {
-    pub merchant_id: &'a str,
+    pub merchant_id: &'a MerchantId,
     /// The key that acted; `None` for the operator.
     pub actor: Option<&'a KeyId>,
     pub action: Action,
@@ -34,9 +34,9 @@ pub struct Audit<'a> {
 /// The audit row of an action, written in the action's own commit.
 pub fn audited(a: Audit<'_>, now: DateTime<Utc>) -> Write {
     commit::insert(audit_entry::Model {
-        id: new_id("aud"),
-        merchant_id: a.merchant_id.to_owned(),
-        actor_key_id: a.actor.map(ToString::to_string),
+        id: AuditEntryId::new(),
+        merchant_id: a.merchant_id.clone(),
+        actor_key_id: a.actor.cloned(),
         action: a.action,
         target_id: a.target_id.to_owned(),
         details: Json(a.details),
@@ -82,7 +82,7 @@ pub async fn create_merchant(
     mode: Mode,
 ) -> Result<NewMerchant, CommitError> {
     let merchant = merchant::Model {
-        id: MerchantId::new().into_string(),
+        id: MerchantId::new(),
         name: name.to_owned(),
         created_at: now,
         sandbox_clock_offset: 0,
@@ -122,7 +122,7 @@ pub async fn find_merchant(
     db: &impl ConnectionTrait,
     id: &MerchantId,
 ) -> Result<Option<merchant::Model>, DbErr> {
-    merchant::Entity::find_by_id(id.as_str()).one(db).await
+    merchant::Entity::find_by_id(id.clone()).one(db).await
 }
 
 /// Adds a shop to a merchant that has fewer than `max` (`limits.max_shops_per_merchant`),
@@ -338,9 +338,9 @@ fn live_keys(merchant_id: &str, max: u64) -> SelectStatement {
 fn key_row(now: DateTime<Utc>, pepper: &str, new: NewKey<'_>) -> (api_key::Model, String) {
     let key = generate_key(new.kind, new.mode);
     let row = api_key::Model {
-        id: KeyId::new().into_string(),
-        merchant_id: new.merchant_id.to_string(),
-        profile_id: new.profile_id.map(ToString::to_string),
+        id: KeyId::new(),
+        merchant_id: new.merchant_id.clone(),
+        profile_id: new.profile_id.cloned(),
         kind: new.kind,
         mode: new.mode,
         key_hash: hash_key(pepper, &key),
@@ -363,19 +363,22 @@ fn key_row(now: DateTime<Utc>, pepper: &str, new: NewKey<'_>) -> (api_key::Model
 pub async fn timeline_for(
     db: &impl ConnectionTrait,
     sent: &Timeline,
-    merchant_id: &str,
+    merchant_id: &MerchantId,
     test_mode: bool,
 ) -> Timeline {
     if !test_mode {
         return Timeline::default();
     }
-    if sent.merchant.as_deref() == Some(merchant_id) {
+    if sent.merchant.as_deref() == Some(merchant_id.as_str()) {
         return sent.clone();
     }
-    match merchant::Entity::find_by_id(merchant_id).one(db).await {
+    match merchant::Entity::find_by_id(merchant_id.clone())
+        .one(db)
+        .await
+    {
         Ok(m) => Timeline::of(merchant_id, m.map_or(0, |m| m.sandbox_clock_offset)),
         Err(e) => {
-            tracing::warn!(merchant_id, error = %e, "the merchant's test clock could not be read");
+            tracing::warn!(merchant_id = %merchant_id, error = %e, "the merchant's test clock could not be read");
             sent.clone()
         }
     }
@@ -483,7 +486,7 @@ pub async fn set_suspended(
         Action::MerchantReinstated
     };
     let audit = Audit {
-        merchant_id: id,
+        merchant_id,
         actor: None,
         action,
         target_id: id,

@@ -176,7 +176,7 @@ impl Row for DisputeRow {
         matches!(error, DisputeError::NotFound)
     }
 
-    fn owner(m: &dispute::Model) -> (&str, bool) {
+    fn owner(m: &dispute::Model) -> (&crate::ids::MerchantId, bool) {
         (&m.merchant_id, m.test_mode)
     }
 

@@ -140,7 +140,7 @@ impl Row for InvoiceRow {
         matches!(error, InvoiceError::NotFound)
     }
 
-    fn owner(m: &invoice::Model) -> (&str, bool) {
+    fn owner(m: &invoice::Model) -> (&crate::ids::MerchantId, bool) {
         (&m.merchant_id, m.test_mode)
     }
 

@@ -219,8 +219,8 @@ pub async fn update_account(
 #[allow(clippy::too_many_arguments)]
 pub async fn insert_account(
     db: &Db,
-    merchant_id: &str,
-    profile_id: &str,
+    merchant_id: &crate::ids::MerchantId,
+    profile_id: &crate::ids::ProfileId,
     name: &str,
     kind: AccountKind,
     config: Option<String>,
@@ -231,8 +231,8 @@ pub async fn insert_account(
 ) -> Result<Option<processor_account::Model>, CommitError> {
     let row = processor_account::Model {
         id: new_id("proc"),
-        merchant_id: merchant_id.to_owned(),
-        profile_id: profile_id.to_owned(),
+        merchant_id: merchant_id.clone(),
+        profile_id: profile_id.clone(),
         name: name.to_owned(),
         kind,
         enabled: true,

@@ -55,8 +55,8 @@ impl From<processor_account::Model> for ProcessorAccount {
     fn from(a: processor_account::Model) -> Self {
         Self {
             processor_account_id: a.id,
-            merchant_id: a.merchant_id,
-            profile_id: a.profile_id,
+            merchant_id: a.merchant_id.into(),
+            profile_id: a.profile_id.into(),
             name: a.name,
             kind: a.kind.to_string(),
             enabled: a.enabled,
@@ -463,8 +463,8 @@ pub async fn add_processor(
     let approval = approval_of(&state, config.is_some());
     let row = processor_accounts::insert_account(
         &state.db,
-        caller.merchant_id.as_str(),
-        shop.as_str(),
+        &caller.merchant_id,
+        &shop,
         name,
         kind,
         // The connection (with its secrets) is stored sealed.

@@ -130,7 +130,7 @@ impl Row for PayoutRow {
         matches!(error, PayoutError::NotFound)
     }
 
-    fn owner(m: &payout::Model) -> (&str, bool) {
+    fn owner(m: &payout::Model) -> (&crate::ids::MerchantId, bool) {
         (&m.merchant_id, m.test_mode)
     }
 

@@ -109,7 +109,7 @@ impl Row for SubscriptionRow {
         matches!(error, SubscriptionError::NotFound)
     }
 
-    fn owner(m: &subscription::Model) -> (&str, bool) {
+    fn owner(m: &subscription::Model) -> (&crate::ids::MerchantId, bool) {
         (&m.merchant_id, m.test_mode)
     }
 

@@ -238,12 +238,12 @@ pub async fn count_live(
 /// clock to `until` would charge.
 pub async fn renewals_until(
     db: &impl ConnectionTrait,
-    merchant_id: &str,
+    merchant_id: &crate::ids::MerchantId,
     until: DateTime<Utc>,
     cap: u64,
 ) -> Result<u64, DbErr> {
     let active = subscription::Entity::find()
-        .filter(subscription::Column::MerchantId.eq(merchant_id))
+        .filter(subscription::Column::MerchantId.eq(merchant_id.as_str()))
         .filter(subscription::Column::TestMode.eq(true))
         .filter(subscription::Column::Status.eq(Status::Active))
         .filter(subscription::Column::CurrentPeriodEnd.lte(until))

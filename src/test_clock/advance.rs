@@ -8,6 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::store;
 use crate::commit::Db;
+use crate::ids::MerchantId;
 use crate::{clock::SharedClock, commit::CommitError, scheduler::Scheduler, subscriptions};
 
 /// The longest single advance: ten years of 365 days (315 360 000 s, as documented).
@@ -28,7 +29,11 @@ pub struct Reading {
     pub jobs_run: usize,
 }
 
-pub async fn read(db: &Db, clock: &SharedClock, merchant_id: &str) -> Result<Reading, CommitError> {
+pub async fn read(
+    db: &Db,
+    clock: &SharedClock,
+    merchant_id: &MerchantId,
+) -> Result<Reading, CommitError> {
     let offset_seconds = store::offset(db, merchant_id).await?;
     Ok(Reading {
         now: clock.base() + Duration::seconds(offset_seconds),
@@ -60,7 +65,7 @@ pub async fn advance(
     db: &Db,
     scheduler: &Scheduler,
     clock: &SharedClock,
-    merchant_id: &str,
+    merchant_id: &MerchantId,
     seconds: i64,
     max_charges: u64,
 ) -> Result<Reading, AdvanceError> {

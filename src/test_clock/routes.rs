@@ -63,7 +63,7 @@ pub async fn read_clock(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     auth::sandbox_only(&state, &caller)?;
-    let reading = advance::read(&state.db, &state.clock, caller.merchant_id.as_str()).await?;
+    let reading = advance::read(&state.db, &state.clock, &caller.merchant_id).await?;
     Ok(HttpResponse::Ok().json(TestClock::from(reading)))
 }
 
@@ -105,7 +105,7 @@ pub async fn advance_clock(
         &state.db,
         &state.scheduler,
         &state.clock,
-        caller.merchant_id.as_str(),
+        &caller.merchant_id,
         req.seconds,
         max,
     )

@@ -11,10 +11,11 @@ use sea_orm::{
 
 use crate::commit::Db;
 use crate::commit::{self, Change, CommitError, Write};
+use crate::ids::MerchantId;
 
 /// The merchant's offset in seconds (0 for an unknown merchant).
-pub async fn offset(db: &impl ConnectionTrait, merchant_id: &str) -> Result<i64, DbErr> {
-    Ok(merchant::Entity::find_by_id(merchant_id)
+pub async fn offset(db: &impl ConnectionTrait, merchant_id: &MerchantId) -> Result<i64, DbErr> {
+    Ok(merchant::Entity::find_by_id(merchant_id.clone())
         .one(db)
         .await?
         .map_or(0, |m| m.sandbox_clock_offset))
@@ -24,10 +25,10 @@ pub async fn offset(db: &impl ConnectionTrait, merchant_id: &str) -> Result<i64,
 /// another instance is running still holds the clock back until it has run.
 pub async fn next_due(
     db: &impl ConnectionTrait,
-    merchant_id: &str,
+    merchant_id: &MerchantId,
 ) -> Result<Option<DateTime<Utc>>, DbErr> {
     Ok(scheduled_job::Entity::find()
-        .filter(scheduled_job::Column::MerchantId.eq(merchant_id))
+        .filter(scheduled_job::Column::MerchantId.eq(merchant_id.as_str()))
         .order_by_asc(scheduled_job::Column::DueAt)
         .limit(1)
         .one(db)
@@ -39,11 +40,11 @@ pub async fn next_due(
 /// clock does not move past a job's handler while it runs.
 pub async fn running(
     db: &impl ConnectionTrait,
-    merchant_id: &str,
+    merchant_id: &MerchantId,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     Ok(scheduled_job::Entity::find()
-        .filter(scheduled_job::Column::MerchantId.eq(merchant_id))
+        .filter(scheduled_job::Column::MerchantId.eq(merchant_id.as_str()))
         .filter(scheduled_job::Column::LeaseUntil.gt(now))
         .one(db)
         .await?
@@ -56,12 +57,12 @@ pub async fn running(
 pub async fn shift(
     db: &Db,
     now: DateTime<Utc>,
-    merchant_id: &str,
+    merchant_id: &MerchantId,
     from: i64,
     by: i64,
 ) -> Result<(), CommitError> {
     let jobs = scheduled_job::Entity::find()
-        .filter(scheduled_job::Column::MerchantId.eq(merchant_id))
+        .filter(scheduled_job::Column::MerchantId.eq(merchant_id.as_str()))
         .all(db)
         .await?;
     // The offset is read with the merchant's keys, which instances cache.
@@ -70,7 +71,7 @@ pub async fn shift(
             Query::update()
                 .table(merchant::Entity)
                 .value(merchant::Column::SandboxClockOffset, from + by)
-                .and_where(merchant::Column::Id.eq(merchant_id))
+                .and_where(merchant::Column::Id.eq(merchant_id.as_str()))
                 .and_where(merchant::Column::SandboxClockOffset.eq(from))
                 .to_owned(),
         ))

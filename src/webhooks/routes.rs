@@ -151,7 +151,7 @@ fn url_changed<'a>(
 ) -> impl Fn(&str) -> Write + 'a {
     move |url| {
         let audit = accounts::store::Audit {
-            merchant_id: caller.merchant_id.as_str(),
+            merchant_id: &caller.merchant_id,
             actor: Some(&caller.key_id),
             action: accounts::store::Action::WebhookEndpointUrlChanged,
             target_id: profile.as_str(),
@@ -184,7 +184,7 @@ pub async fn rotate_secret(
     let secret = new_secret();
     let (m, rotate) = store::rotated(existing, state.keyring.seal(&secret), now);
     let audit = accounts::store::Audit {
-        merchant_id: caller.merchant_id.as_str(),
+        merchant_id: &caller.merchant_id,
         actor: Some(&caller.key_id),
         action: accounts::store::Action::WebhookEndpointSecretRotated,
         target_id: profile.as_str(),
