@@ -15,7 +15,8 @@ pub enum Conflict {
     /// A customer with an active mandate cannot be deleted.
     #[error("the customer has an active mandate")]
     ActiveMandate,
-    /// A credit note may not credit a payment refunded meanwhile.
+    /// An invoice made from a payment may not be finalized once the payment was refunded
+    /// (meanwhile: the finalize's commit checks it).
     #[error("the payment was refunded")]
     PaymentRefunded,
     /// A reservation the shop's available balance does not cover.

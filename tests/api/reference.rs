@@ -279,8 +279,51 @@ async fn one_object_per_resource_keeps_its_shape() {
     let disputed = disputed["payment_id"].as_str().unwrap();
     let path = format!("/disputes/list?payment_id={disputed}");
     let dispute = call(Method::GET, path, None).await["data"][0].clone();
+    // A subscription on a monthly price, charged under the mandate a saved card made.
+    let saving = call(
+        Method::POST,
+        "/payments".into(),
+        Some(json!({"amount": 100, "currency": "EUR", "confirm": true,
+            "customer_id": customer["customer_id"], "setup_future_usage": "off_session",
+            "payment_method_data": card("4242424242424242")})),
+    )
+    .await;
+    let mandate_id = saving["mandate_id"].as_str().unwrap().to_owned();
+    let mandate = call(Method::GET, format!("/mandates/{mandate_id}"), None).await;
+    let plan = call(
+        Method::POST,
+        "/products".into(),
+        Some(
+            json!({"name": "Abo", "prices": [{"unit_amount": 990, "currency": "EUR",
+            "recurring": {"interval": "month"}}]}),
+        ),
+    )
+    .await;
+    let subscription = call(
+        Method::POST,
+        "/subscriptions".into(),
+        Some(
+            json!({"customer_id": customer["customer_id"], "mandate_id": mandate_id,
+            "items": [{"price_id": plan["prices"][0]["price_id"], "quantity": 1}]}),
+        ),
+    )
+    .await;
+    let payout = call(
+        Method::POST,
+        "/payouts/create".into(),
+        Some(
+            json!({"amount": 300, "currency": "EUR", "destination": {"bank_account": {
+            "account_number": "000123456789", "routing_number": "110000000",
+            "holder_name": "Ana Lima"}}}),
+        ),
+    )
+    .await;
+    let filter = json!({"object_id": payment_id, "event_type": "payment_succeeded"});
+    let path = format!("/events/{}", m.merchant_id);
+    let event = call(Method::POST, path, Some(filter)).await["data"][0].clone();
     let mut objects = json!({"customer": customer, "product": product, "payment": payment,
-        "refund": refund, "invoice": invoice, "dispute": dispute});
+        "refund": refund, "invoice": invoice, "dispute": dispute, "mandate": mandate,
+        "subscription": subscription, "payout": payout, "event": event});
     stable(&mut objects);
     insta::assert_json_snapshot!("one_object_per_resource", objects);
     app.stop().await;
