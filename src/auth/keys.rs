@@ -100,17 +100,6 @@ impl Scope {
         }
     }
 
-    /// [`Scope::whole`] of a stored row (`row_id`) whose merchant column is still text: a
-    /// merchant id of another shape is a corrupt value (`stored::id`).
-    pub fn of_row(
-        row_id: &str,
-        merchant_id: &str,
-        test_mode: bool,
-    ) -> Result<Scope, sea_orm::DbErr> {
-        let merchant_id = crate::stored::id("merchant_id", row_id, merchant_id)?;
-        Ok(Scope::whole(&merchant_id, test_mode))
-    }
-
     /// Whether an object of this merchant, mode and shop is within the scope.
     pub fn sees(&self, merchant_id: &str, test_mode: bool, profile_id: &str) -> bool {
         self.merchant_id.as_str() == merchant_id

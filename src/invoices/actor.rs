@@ -273,7 +273,7 @@ pub async fn buyer_of(db: &Db, m: &invoice::Model) -> Result<Option<Party>, DbEr
     let Some(customer_id) = &m.customer_id else {
         return Ok(None);
     };
-    let scope = Scope::of_row(&m.id, &m.merchant_id, m.test_mode)?;
+    let scope = Scope::whole(&m.merchant_id, m.test_mode);
     let c = crate::owned::find_owned(db, customer_id, &scope)
         .await?
         .filter(|c| c.redacted_at.is_none());
