@@ -152,11 +152,9 @@ pub struct Branding {
     pub accent_color: Option<String>,
 }
 
-impl TryFrom<profile::Model> for Shop {
-    type Error = sea_orm::DbErr;
-
-    fn try_from(m: profile::Model) -> Result<Self, Self::Error> {
-        Ok(Self {
+impl From<profile::Model> for Shop {
+    fn from(m: profile::Model) -> Self {
+        Self {
             embed_origins: embed_origins_of(&m),
             profile_id: m.id.into(),
             name: m.name,
@@ -166,7 +164,7 @@ impl TryFrom<profile::Model> for Shop {
                 accent_color: m.accent_color,
             },
             created: m.created_at,
-        })
+        }
     }
 }
 
@@ -447,18 +445,16 @@ pub struct AuditEntry {
     pub created: DateTime<Utc>,
 }
 
-impl TryFrom<audit_entry::Model> for AuditEntry {
-    type Error = sea_orm::DbErr;
-
-    fn try_from(m: audit_entry::Model) -> Result<Self, Self::Error> {
-        Ok(Self {
-            details: m.details.0.clone(),
+impl From<audit_entry::Model> for AuditEntry {
+    fn from(m: audit_entry::Model) -> Self {
+        Self {
+            details: m.details.0,
             audit_id: m.id.into(),
             action: m.action.to_string(),
             actor_key_id: m.actor_key_id.map(Into::into),
             target_id: m.target_id,
             created: m.created_at,
-        })
+        }
     }
 }
 

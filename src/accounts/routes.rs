@@ -60,7 +60,7 @@ pub async fn list_audit_log(
     }
     let page = Page::parse::<crate::ids::AuditEntryId>(&query)?;
     let entries = store::list_audit(&state.db, &caller.merchant_id, &page).await?;
-    Ok(HttpResponse::Ok().json(entries.try_map(AuditEntry::try_from)?))
+    Ok(HttpResponse::Ok().json(entries.map(AuditEntry::from)))
 }
 
 /// Resolves the mode of the keys the operator asks for against what the deployment allows:
@@ -201,7 +201,7 @@ pub async fn list_shops(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(shops.try_map(Shop::try_from)?))
+    Ok(HttpResponse::Ok().json(shops.map(Shop::from)))
 }
 
 /// Create a shop.
@@ -225,7 +225,7 @@ pub async fn create_shop(
     let max = state.settings.limits.max_shops_per_merchant;
     let now = state.clock.now();
     let shop = store::insert_profile(&state.db, now, &caller.merchant_id, &name, max).await?;
-    Ok(HttpResponse::Created().json(Shop::try_from(shop)?))
+    Ok(HttpResponse::Created().json(Shop::from(shop)))
 }
 
 /// A shop, with its branding.
@@ -246,7 +246,7 @@ pub async fn get_shop(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let shop = own_shop(&state, &caller, &id).await?;
-    Ok(HttpResponse::Ok().json(Shop::try_from(shop)?))
+    Ok(HttpResponse::Ok().json(Shop::from(shop)))
 }
 
 /// The shop a [`ShopKey`] named, as stored.
@@ -304,7 +304,7 @@ pub async fn put_shop(
         shop.embed_origins = (!origins.is_empty()).then_some(Json(origins));
     }
     store::update_profile(&state.db, state.clock.now(), &shop, Some(&caller.key_id)).await?;
-    Ok(HttpResponse::Ok().json(Shop::try_from(shop)?))
+    Ok(HttpResponse::Ok().json(Shop::from(shop)))
 }
 
 /// A logo must be one of the merchant's files, in the key's mode, of a [`LOGO_TYPES`] type.

@@ -53,11 +53,9 @@ pub struct Customer {
     pub updated: DateTime<Utc>,
 }
 
-impl TryFrom<&customer::Model> for Customer {
-    type Error = sea_orm::DbErr;
-
-    fn try_from(c: &customer::Model) -> Result<Self, Self::Error> {
-        Ok(Self {
+impl From<&customer::Model> for Customer {
+    fn from(c: &customer::Model) -> Self {
+        Self {
             customer_id: c.id.to_string(),
             version: c.version,
             name: c.name.clone(),
@@ -74,7 +72,7 @@ impl TryFrom<&customer::Model> for Customer {
             test_mode: c.test_mode,
             created: c.created_at,
             updated: c.updated_at,
-        })
+        }
     }
 }
 
@@ -99,16 +97,16 @@ pub struct SavedMethod {
 }
 
 impl SavedMethod {
-    pub fn of(pm: &payment_method::Model, default: Option<&str>) -> Result<Self, sea_orm::DbErr> {
+    pub fn of(pm: &payment_method::Model, default: Option<&str>) -> Self {
         let card = &pm.card.0;
-        Ok(Self {
+        Self {
             payment_method_id: pm.id.to_string(),
             customer_id: pm.customer_id.to_string(),
             card: Some(PaymentMethodView::from(card)),
             is_default: default == Some(pm.id.as_str()),
             test_mode: pm.test_mode,
             created: pm.created_at,
-        })
+        }
     }
 }
 

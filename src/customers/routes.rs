@@ -74,7 +74,7 @@ pub async fn create_customer(
     // customer, not a second one.
     if let Some(id) = idempotency::resumed::<crate::ids::CustomerId>(&http) {
         if let Ok(c) = owned(&state, &caller, &id).await {
-            return Ok(HttpResponse::Created().json(Customer::try_from(&c)?));
+            return Ok(HttpResponse::Created().json(Customer::from(&c)));
         }
     }
     check_fields(&f)?;
@@ -87,7 +87,7 @@ pub async fn create_customer(
         idempotency::request_key(&http).as_ref(),
     )
     .await?;
-    Ok(HttpResponse::Created().json(Customer::try_from(&c)?))
+    Ok(HttpResponse::Created().json(Customer::from(&c)))
 }
 
 /// List customers, newest first.
@@ -118,7 +118,7 @@ pub async fn list_customers(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(list.try_map(|c| Customer::try_from(&c))?))
+    Ok(HttpResponse::Ok().json(list.map(|c| Customer::from(&c))))
 }
 
 /// Retrieve a customer (a deleted one reads as redacted).
@@ -136,7 +136,7 @@ pub async fn retrieve_customer(
     state: web::Data<AppState>,
     PathId(id): PathId<crate::ids::CustomerId>,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(Customer::try_from(&owned(&state, &caller, &id).await?)?))
+    Ok(HttpResponse::Ok().json(Customer::from(&owned(&state, &caller, &id).await?)))
 }
 
 /// Update a customer.
@@ -159,7 +159,7 @@ pub async fn update_customer(
     check_fields(&f)?;
     let now = state.clock.now();
     let updated = change(&state, &caller, &id, |c| store::apply(c, &f, now)).await?;
-    Ok(HttpResponse::Ok().json(Customer::try_from(&updated)?))
+    Ok(HttpResponse::Ok().json(Customer::from(&updated)))
 }
 
 /// Applies `edit` to a live (not redacted) customer under its version compare-and-set,
@@ -210,7 +210,7 @@ pub async fn delete_customer(
         store::forget_at_processor(&state.db, &connections, pm).await;
     }
     Ok(HttpResponse::Ok().json(Redaction {
-        customer: Customer::try_from(&after)?,
+        customer: Customer::from(&after),
         erased_fields: erased,
         deleted_payment_methods: deleted.into_iter().map(|pm| pm.id.into()).collect(),
     }))
@@ -236,7 +236,7 @@ pub async fn list_methods(
         .await?
         .iter()
         .map(|pm| SavedMethod::of(pm, c.default_payment_method_id.as_deref()))
-        .collect::<Result<_, _>>()?;
+        .collect();
     Ok(HttpResponse::Ok().json(Items { data }))
 }
 
@@ -269,7 +269,7 @@ pub async fn set_default_method(
         after
     })
     .await?;
-    Ok(HttpResponse::Ok().json(Customer::try_from(&updated)?))
+    Ok(HttpResponse::Ok().json(Customer::from(&updated)))
 }
 
 /// Delete a saved method (and clear it as the default).
@@ -294,8 +294,9 @@ pub async fn delete_method(
             pm.merchant_id == caller.merchant_id.as_str() && pm.test_mode == caller.test_mode()
         })
         .ok_or_else(|| ApiError::not_found("payment method"))?;
-    // Rendered first: a card that does not decode is refused (500) before it is forgotten.
-    let shown = SavedMethod::of(&pm, None)?;
+    // A card that does not decode was refused (500) when its row was read, before anything
+    // is forgotten.
+    let shown = SavedMethod::of(&pm, None);
     // A mandate changed meanwhile is read again: its revocation must not be lost.
     commit::retrying(3, || async {
         let deleted = store::delete_method(&state.db, &pm, state.clock.now()).await;

@@ -110,12 +110,10 @@ pub struct AttemptView {
     pub created: DateTime<Utc>,
 }
 
-impl TryFrom<delivery_attempt::Model> for AttemptView {
-    type Error = sea_orm::DbErr;
-
-    fn try_from(a: delivery_attempt::Model) -> Result<Self, Self::Error> {
-        Ok(Self {
-            request_headers: a.request_headers.0.clone(),
+impl From<delivery_attempt::Model> for AttemptView {
+    fn from(a: delivery_attempt::Model) -> Self {
+        Self {
+            request_headers: a.request_headers.0,
             attempt_id: a.id,
             delivery_id: a.delivery_id,
             number: a.number,
@@ -126,7 +124,7 @@ impl TryFrom<delivery_attempt::Model> for AttemptView {
             duration_ms: a.duration_ms,
             next_attempt_at: a.next_attempt_at,
             created: a.created_at,
-        })
+        }
     }
 }
 

@@ -159,8 +159,8 @@ pub async fn attempts(db: &Db, event: &event::Model) -> Result<Vec<AttemptView>,
         .all(db)
         .await?
         .into_iter()
-        .map(AttemptView::try_from)
-        .collect::<Result<_, _>>()?)
+        .map(AttemptView::from)
+        .collect())
 }
 
 /// The page of events `replay` sends again, oldest first, and whether more match.

@@ -487,15 +487,15 @@ impl SettingsInput {
         Ok(self)
     }
 
-    pub fn of(m: &invoice_setting::Model) -> Result<Self, sea_orm::DbErr> {
-        Ok(Self {
+    pub fn of(m: &invoice_setting::Model) -> Self {
+        Self {
             number_prefix: m.number_prefix.clone(),
             credit_note_prefix: m.credit_note_prefix.clone(),
             seller: m.seller.as_ref().map(|s| s.0.clone()),
             footer: m.footer.clone(),
             payment_terms_days: m.payment_terms_days,
             locale: m.locale,
-        })
+        }
     }
 
     /// These settings with the unset fields taken from `fallback`.

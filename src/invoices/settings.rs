@@ -33,7 +33,6 @@ pub async fn stored(db: &impl ConnectionTrait, owner: &Owned<'_>) -> Result<Sett
         .one(db)
         .await?
         .map(|m| SettingsInput::of(&m))
-        .transpose()?
         .unwrap_or_default())
 }
 

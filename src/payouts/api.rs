@@ -324,8 +324,8 @@ pub struct Payout {
 }
 
 impl Payout {
-    pub fn render(m: &payout::Model) -> Result<Self, sea_orm::DbErr> {
-        Ok(Self {
+    pub fn render(m: &payout::Model) -> Self {
+        Self {
             payout_id: m.id.to_string(),
             version: m.version,
             status: m.status.to_string(),
@@ -343,6 +343,6 @@ impl Payout {
             test_mode: m.test_mode,
             created: m.created_at,
             updated: m.updated_at,
-        })
+        }
     }
 }

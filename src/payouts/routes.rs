@@ -62,7 +62,7 @@ async fn run(
         timeline: clock::current(),
     };
     let p = payouts.send(id, exec).await??;
-    Ok(HttpResponse::Ok().json(Payout::render(&p)?))
+    Ok(HttpResponse::Ok().json(Payout::render(&p)))
 }
 
 /// Create a payout of the shop's available balance to a bank account or a card.
@@ -110,7 +110,7 @@ pub async fn create_payout(
         }
         false => m,
     };
-    Ok(HttpResponse::Created().json(Payout::render(&m)?))
+    Ok(HttpResponse::Created().json(Payout::render(&m)))
 }
 
 /// Retrieve a payout; `force_sync=true` asks the processor first.
@@ -140,7 +140,7 @@ pub async fn retrieve_payout(
     let p = crate::owned::find_owned(&state.db, &id, &caller.scope())
         .await?
         .ok_or_else(missing)?;
-    Ok(HttpResponse::Ok().json(Payout::render(&p)?))
+    Ok(HttpResponse::Ok().json(Payout::render(&p)))
 }
 
 /// Update a payout before it is confirmed.
@@ -279,7 +279,7 @@ async fn listed(
         &page,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(list.try_map(|p| Payout::render(&p))?))
+    Ok(HttpResponse::Ok().json(list.map(|p| Payout::render(&p))))
 }
 
 /// List payouts, newest first.

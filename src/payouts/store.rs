@@ -30,16 +30,16 @@ pub const SYNC_JOB: &str = "payout_sync";
 /// Scheduled job: expires a payout that never went to the processor.
 pub const EXPIRY_JOB: &str = "payout_expiry";
 
-pub fn event(m: &payout::Model, event_type: &str) -> Result<Event, DbErr> {
-    Ok(Event {
+pub fn event(m: &payout::Model, event_type: &str) -> Event {
+    Event {
         merchant_id: m.merchant_id.clone(),
         profile_id: Some(m.profile_id.clone()),
         test_mode: m.test_mode,
         event_type: event_type.to_owned(),
         object_id: m.id.to_string(),
         content_type: "payout_details",
-        object: serde_json::to_string(&Payout::render(m)?).unwrap_or_default(),
-    })
+        object: serde_json::to_string(&Payout::render(m)).unwrap_or_default(),
+    }
 }
 
 /// What a change from `before` (none: a new payout) to `after` writes besides the row: the
@@ -77,7 +77,7 @@ fn around(
     }
     if before.is_none_or(|b| b.status != after.status) {
         if let Some(e) = status.event() {
-            change = change.event(event(after, e)?);
+            change = change.event(event(after, e));
         }
     }
     // A new payout has no job to cancel.

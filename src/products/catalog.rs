@@ -75,16 +75,16 @@ pub async fn render(
 ) -> Result<Vec<Product>, DbErr> {
     let ids: Vec<ProductId> = products.iter().map(|p| p.id.clone()).collect();
     let prices = store::prices_of(db, &ids).await?;
-    products
+    Ok(products
         .into_iter()
         .map(|p| {
             let own = prices
                 .iter()
                 .filter(|x| x.product_id == p.id && (x.active || !active_only))
                 .map(|x| render_price(x, p.default_price_id.as_deref()))
-                .collect::<Result<_, _>>()?;
+                .collect();
             let images: Vec<String> = p.images.iter().map(ToString::to_string).collect();
-            Ok(Product {
+            Product {
                 product_id: p.id.to_string(),
                 version: p.version,
                 profile_id: p.profile_id.to_string(),
@@ -106,13 +106,13 @@ pub async fn render(
                 test_mode: p.test_mode,
                 created_at: p.created_at,
                 updated_at: p.updated_at,
-            })
+            }
         })
-        .collect()
+        .collect())
 }
 
-pub fn render_price(p: &price::Model, default: Option<&str>) -> Result<Price, sea_orm::DbErr> {
-    Ok(Price {
+pub fn render_price(p: &price::Model, default: Option<&str>) -> Price {
+    Price {
         price_id: p.id.to_string(),
         product_id: p.product_id.to_string(),
         unit_amount: p.unit_amount,
@@ -129,7 +129,7 @@ pub fn render_price(p: &price::Model, default: Option<&str>) -> Result<Price, se
         test_mode: p.test_mode,
         created_at: p.created_at,
         updated_at: p.updated_at,
-    })
+    }
 }
 
 /// Stored metadata as shown: an object, empty when none was set.

@@ -302,7 +302,7 @@ pub async fn add_price(
     let ask = req.parse("", state.settings.limits.max_amount)?;
     let (p, price) =
         catalog::add_price(&state.db, &caller.scope(), &id, &ask, state.clock.now()).await?;
-    Ok(HttpResponse::Created().json(render_price(&price, p.default_price_id.as_deref())?))
+    Ok(HttpResponse::Created().json(render_price(&price, p.default_price_id.as_deref())))
 }
 
 /// Change a price's nickname, metadata or default flag; nothing else of a price changes.
@@ -336,7 +336,7 @@ pub async fn update_price(
         state.clock.now(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())?))
+    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())))
 }
 
 /// Archive a price: it can no longer be sold.
@@ -366,7 +366,7 @@ pub async fn archive_price(
         state.clock.now(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())?))
+    Ok(HttpResponse::Ok().json(render_price(&price, p.default_price_id.as_deref())))
 }
 
 /// Add an add-on group to a product.

@@ -65,14 +65,14 @@ pub struct RiskRecord {
 
 impl RiskRecord {
     /// A stored `thresholds` that does not decode is an error (`stored`), never `null`.
-    pub fn render(m: &risk_assessment::Model) -> Result<Self, sea_orm::DbErr> {
+    pub fn render(m: &risk_assessment::Model) -> Self {
         let counts = Counts {
             payments: m.payments,
             declines: m.declines,
             refunds: m.refunds,
             disputes: m.disputes,
         };
-        Ok(Self {
+        Self {
             risk_id: m.id.to_string(),
             profile_id: m.profile_id.to_string(),
             test_mode: m.test_mode,
@@ -83,7 +83,7 @@ impl RiskRecord {
             thresholds: Some(m.thresholds.0.clone()),
             trigger: m.trigger.to_string(),
             assessed_at: m.assessed_at,
-        })
+        }
     }
 }
 

@@ -62,7 +62,7 @@ impl Assessor {
                 counts,
                 now,
             );
-            let change = store::record(&row, machine::escalated(previous_band, band))?;
+            let change = store::record(&row, machine::escalated(previous_band, band));
             Ok::<_, CommitError>(
                 or_retry(commit::commit(&self.db, change).await)?.map(|c| (row, c.deliveries)),
             )

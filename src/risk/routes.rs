@@ -50,7 +50,7 @@ pub async fn assess_shop(
         .test_mode
         .unwrap_or(state.settings.mode == DeploymentMode::Sandbox);
     let row = assessor.assess(&shop, test_mode, Trigger::Operator).await?;
-    Ok(HttpResponse::Ok().json(RiskRecord::render(&row)?))
+    Ok(HttpResponse::Ok().json(RiskRecord::render(&row)))
 }
 
 /// A shop's risk in the key's mode: its band, its latest assessment and its history.
@@ -81,7 +81,7 @@ pub async fn shop_risk(
             .as_ref()
             .map_or("low", |l| l.band.as_str())
             .to_owned(),
-        latest: latest.as_ref().map(RiskRecord::render).transpose()?,
-        history: history.try_map(|m| RiskRecord::render(&m))?,
+        latest: latest.as_ref().map(RiskRecord::render),
+        history: history.map(|m| RiskRecord::render(&m)),
     }))
 }

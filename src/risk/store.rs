@@ -129,7 +129,7 @@ pub async fn in_use(db: &impl ConnectionTrait, shop: &str, test_mode: bool) -> R
 
 /// The commit of a new assessment: its row, numbered after the shop's latest (another writer
 /// that numbered first makes it a lost race), and its event when the band rose.
-pub fn record(row: &risk_assessment::Model, escalated: bool) -> Result<Change, DbErr> {
+pub fn record(row: &risk_assessment::Model, escalated: bool) -> Change {
     let insert = risk_assessment::Entity::insert(row.clone().into_active_model())
         .on_conflict(
             OnConflict::columns([
@@ -150,11 +150,11 @@ pub fn record(row: &risk_assessment::Model, escalated: bool) -> Result<Change, D
             event_type: ESCALATED.to_owned(),
             object_id: row.profile_id.to_string(),
             content_type: "shop_risk_details",
-            object: serde_json::to_string(&RiskRecord::render(row)?)
+            object: serde_json::to_string(&RiskRecord::render(row))
                 .unwrap_or_else(|_| "{}".to_owned()),
         });
     }
-    Ok(change)
+    change
 }
 
 /// A shop by id, whoever's it is (the operator's routes).
